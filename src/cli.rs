@@ -1,0 +1,413 @@
+//! The `consentd` command line (SPEC §2). Parses arguments, runs a subcommand, maps its result to
+//! the exit code the contract names.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use base64::Engine as _;
+use clap::{Args, Parser, Subcommand};
+use serde_json::{json, Map, Value};
+
+use crate::client;
+use crate::config::{self, ConfigError};
+use crate::journal;
+
+/// Exit code: could not talk to the daemon, or an internal error.
+const EXIT_ERROR: u8 = 1;
+/// Exit code: a usage error.
+const EXIT_USAGE: u8 = 2;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "consentd",
+    version,
+    about = "The owner's consent, between an AI agent and the outside world"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the daemon
+    Serve {
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
+    /// Ask for one action and wait for its outcome
+    Ask(AskArgs),
+    /// Show one record
+    Status {
+        id: String,
+        /// Wait until the record reaches a final state
+        #[arg(long)]
+        wait: bool,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// List your records, newest first
+    List {
+        #[arg(long)]
+        cursor: Option<String>,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Check or read the decisions journal
+    #[command(subcommand)]
+    Journal(JournalCommand),
+    /// Validate a config file and its categories
+    CheckConfig {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum JournalCommand {
+    /// Check the hash chain (and an anchor from the evening summary)
+    Verify {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// N:HEX, with 12 to 64 hex digits of line N's hash
+        #[arg(long, value_name = "N:HEX")]
+        anchor: Option<String>,
+    },
+    /// Print the anchor N:H12 of the last line
+    Head {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+struct CommonArgs {
+    /// Print the daemon's final response object as the last line on stdout
+    #[arg(long)]
+    json: bool,
+    /// The daemon's socket (default: $CONSENTD_SOCKET, else /run/consentd/consent.sock)
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct AskArgs {
+    #[arg(long)]
+    kind: String,
+    #[arg(long)]
+    target: Option<String>,
+    /// Read the text from a file (UTF-8)
+    #[arg(long, value_name = "F", conflicts_with = "text")]
+    text_file: Option<PathBuf>,
+    #[arg(long, value_name = "S")]
+    text: Option<String>,
+    /// An extra field the card shows, NAME=VALUE
+    #[arg(long = "field", value_name = "NAME=VALUE")]
+    fields: Vec<String>,
+    #[arg(long, value_name = "D")]
+    cost_usd: Option<String>,
+    /// A file to attach (up to the category's number)
+    #[arg(long = "attach", value_name = "PATH")]
+    attachments: Vec<PathBuf>,
+    #[arg(long, value_name = "KEY")]
+    idempotency_key: Option<String>,
+    #[arg(long)]
+    urgent: bool,
+    /// Return at once with the record's id (exit 8 while it is pending)
+    #[arg(long)]
+    no_wait: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+/// Runs the command line and returns the process's exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve { config } => {
+            init_logging();
+            report(crate::daemon::serve(&config).map(|()| 0))
+        }
+        Command::CheckConfig { file } => check_config(&file),
+        Command::Journal(JournalCommand::Verify { file, anchor }) => {
+            journal_verify(&file, anchor.as_deref())
+        }
+        Command::Journal(JournalCommand::Head { file }) => journal_head(&file),
+        Command::Ask(args) => match ask_request(&args) {
+            Ok(request) => report(with_runtime(ask(args.common, request))),
+            Err(error) => {
+                eprintln!("consentd ask: {error:#}");
+                ExitCode::from(EXIT_USAGE)
+            }
+        },
+        Command::Status { id, wait, common } => {
+            let request = json!({"v": 1, "op": "status", "id": id, "wait": wait});
+            report(with_runtime(status(common, request)))
+        }
+        Command::List { cursor, common } => {
+            let request = json!({"v": 1, "op": "list", "cursor": cursor});
+            report(with_runtime(list(common, request)))
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CONSENTD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn report(result: anyhow::Result<u8>) -> ExitCode {
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            eprintln!("consentd: {error:#}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+fn with_runtime<T>(
+    future: impl std::future::Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?
+        .block_on(future)
+}
+
+fn check_config(file: &Path) -> ExitCode {
+    match config::load(file) {
+        Ok(config) => {
+            println!("{}", config.summary());
+            ExitCode::SUCCESS
+        }
+        Err(ConfigError::Invalid { problems, .. }) => {
+            for problem in &problems {
+                println!("{problem}");
+            }
+            eprintln!(
+                "{}: {} problem{}",
+                file.display(),
+                problems.len(),
+                if problems.len() == 1 { "" } else { "s" }
+            );
+            ExitCode::from(EXIT_ERROR)
+        }
+        Err(error) => {
+            eprintln!("consentd: {error}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+fn journal_verify(file: &Path, anchor: Option<&str>) -> ExitCode {
+    let anchor = match anchor.map(str::parse::<journal::Anchor>).transpose() {
+        Ok(anchor) => anchor,
+        Err(error) => {
+            eprintln!("consentd journal verify: --anchor: {error}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    match journal::verify_file(file, anchor.as_ref()) {
+        Ok(Ok(verified)) => {
+            println!("{}", verified.summary());
+            ExitCode::SUCCESS
+        }
+        Ok(Err(problem)) => {
+            println!("{problem}");
+            ExitCode::from(EXIT_ERROR)
+        }
+        Err(error) => {
+            eprintln!("consentd journal verify: {}: {error}", file.display());
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+fn journal_head(file: &Path) -> ExitCode {
+    match journal::head(file) {
+        Ok(Ok(head)) => {
+            println!("{}", head.anchor());
+            ExitCode::SUCCESS
+        }
+        Ok(Err(problem)) => {
+            println!("{problem}");
+            ExitCode::from(EXIT_ERROR)
+        }
+        Err(error) => {
+            eprintln!("consentd journal head: {}: {error}", file.display());
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// Builds the ask's request object from the arguments, reading the text and attachment files.
+fn ask_request(args: &AskArgs) -> anyhow::Result<Value> {
+    let mut request = Map::new();
+    request.insert("v".into(), json!(1));
+    request.insert("op".into(), json!("ask"));
+    request.insert("kind".into(), json!(args.kind));
+    if let Some(target) = &args.target {
+        request.insert("target".into(), json!(target));
+    }
+    let text = match (&args.text, &args.text_file) {
+        (Some(text), _) => Some(text.clone()),
+        (None, Some(path)) => {
+            let bytes =
+                std::fs::read(path).with_context(|| format!("--text-file {}", path.display()))?;
+            Some(String::from_utf8(bytes).map_err(|error| {
+                anyhow::anyhow!(
+                    "--text-file {}: not UTF-8 (invalid byte at offset {})",
+                    path.display(),
+                    error.utf8_error().valid_up_to()
+                )
+            })?)
+        }
+        (None, None) => None,
+    };
+    if let Some(text) = text {
+        request.insert("text".into(), json!(text));
+    }
+    let mut fields = Map::new();
+    for field in &args.fields {
+        let Some((name, value)) = field.split_once('=') else {
+            anyhow::bail!("--field {field:?}: expected NAME=VALUE");
+        };
+        if fields.insert(name.to_owned(), json!(value)).is_some() {
+            anyhow::bail!("--field {name}: given twice");
+        }
+    }
+    if !fields.is_empty() {
+        request.insert("fields".into(), Value::Object(fields));
+    }
+    if let Some(cost) = &args.cost_usd {
+        request.insert("cost_usd".into(), json!(cost));
+    }
+    let mut attachments = Vec::new();
+    for path in &args.attachments {
+        let data = std::fs::read(path).with_context(|| format!("--attach {}", path.display()))?;
+        let name = path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .with_context(|| format!("--attach {}: the file name is not UTF-8", path.display()))?;
+        attachments.push(json!({
+            "name": name,
+            "media_type": client::guess_media_type(path),
+            "data_b64": base64::engine::general_purpose::STANDARD.encode(data),
+        }));
+    }
+    if !attachments.is_empty() {
+        request.insert("attachments".into(), Value::Array(attachments));
+    }
+    if let Some(key) = &args.idempotency_key {
+        request.insert("idempotency_key".into(), json!(key));
+    }
+    request.insert("urgent".into(), json!(args.urgent));
+    request.insert("wait".into(), json!(!args.no_wait));
+    Ok(Value::Object(request))
+}
+
+fn text_of<'a>(value: &'a Value, key: &str) -> &'a str {
+    value.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+async fn ask(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
+    let socket = client::socket_path(common.socket);
+    let answer = client::request_with_progress(&socket, &request).await?;
+    let status = text_of(&answer, "status");
+    let id = text_of(&answer, "id");
+    let code = client::exit_code_for(status);
+    if common.json {
+        println!("{answer}");
+        return Ok(code);
+    }
+    match status {
+        "executed" => {
+            if let Some(result) = answer.get("result").and_then(Value::as_str) {
+                println!("{result}");
+            }
+            eprintln!("executed {id}");
+        }
+        "refused" => eprintln!(
+            "refused ({}): {}",
+            text_of(&answer, "reason"),
+            text_of(&answer, "message")
+        ),
+        "declined" => eprintln!("declined by the owner ({id})"),
+        "expired" => eprintln!("expired: the owner did not answer in time ({id})"),
+        "failed" => eprintln!("the action ran and failed ({id})"),
+        "outcome_unknown" => eprintln!(
+            "outcome unknown: the action may or may not have run; it will not be run again ({id})"
+        ),
+        "pending" | "card_shown" | "running" => {
+            println!("{id}");
+            eprintln!("{status}: see `consentd status {id}`");
+        }
+        _ => eprintln!("consentd answered: {answer}"),
+    }
+    Ok(code)
+}
+
+async fn status(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
+    let socket = client::socket_path(common.socket);
+    let answer = client::request(&socket, &request, |_| {}).await?;
+    let found = answer.get("id").is_some();
+    if common.json {
+        println!("{answer}");
+    } else if found {
+        println!("{}", record_line(&answer));
+    } else {
+        eprintln!("{}", text_of(&answer, "message"));
+    }
+    Ok(if found { 0 } else { EXIT_ERROR })
+}
+
+async fn list(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
+    let socket = client::socket_path(common.socket);
+    let answer = client::request(&socket, &request, |_| {}).await?;
+    let Some(records) = answer.get("records").and_then(Value::as_array) else {
+        if common.json {
+            println!("{answer}");
+        } else {
+            eprintln!("{}", text_of(&answer, "message"));
+        }
+        return Ok(EXIT_ERROR);
+    };
+    if common.json {
+        println!("{answer}");
+        return Ok(0);
+    }
+    for record in records {
+        println!("{}", record_line(record));
+    }
+    if let Some(cursor) = answer.get("next_cursor").and_then(Value::as_str) {
+        eprintln!("more: consentd list --cursor {cursor}");
+    }
+    Ok(0)
+}
+
+/// One record as a line: id, status, kind, when, and its reason or result.
+fn record_line(record: &Value) -> String {
+    let detail = record
+        .get("result")
+        .or_else(|| record.get("reason"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    format!(
+        "{}  {:<15}  {:<20}  {}  {}",
+        text_of(record, "id"),
+        text_of(record, "status"),
+        text_of(record, "kind"),
+        text_of(record, "created_at"),
+        detail
+    )
+    .trim_end()
+    .to_owned()
+}

@@ -1,0 +1,248 @@
+//! An ask's journey from a request frame to a stored record or a refusal, and the `status` and
+//! `list` reads. Knows nothing of sockets: [`crate::server`] moves the bytes.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::protocol::{self, ListResponse, RecordSummary, Request, Response, StatusResponse};
+use crate::refusal::{self, Reason, Refusal};
+use crate::store::{AskOutcome, AskPolicy, NewAsk, Record, RecordState, Store, StoreError};
+
+/// Records in one `list` page.
+pub const LIST_PAGE: usize = 100;
+
+/// The first answer to a request: final, or a first line and a record to wait on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Final(String),
+    Wait {
+        first: String,
+        id: String,
+        summary: bool,
+    },
+}
+
+/// Everything a request needs; shared by all connections.
+#[derive(Debug, Clone)]
+pub struct Intake {
+    pub config: Arc<Config>,
+    pub store: Store,
+    pub clock: Arc<dyn Clock>,
+    /// The owner's category switches, overriding the config's `enabled`.
+    pub switches: Arc<RwLock<BTreeMap<String, bool>>>,
+}
+
+impl Intake {
+    /// Answers one request frame from a peer.
+    pub async fn handle(&self, peer_uid: u32, frame: &[u8]) -> Result<Reply, StoreError> {
+        match protocol::parse_request(frame) {
+            Err(rejection) if rejection.ask => {
+                self.refuse_ask(peer_uid, rejection.kind, rejection.refusal)
+                    .await
+            }
+            Err(rejection) => Ok(Reply::Final(
+                Response::refused(None, &rejection.refusal).to_line(),
+            )),
+            Ok(Request::Ask(ask)) => self.ask(peer_uid, ask).await,
+            Ok(Request::Status { id, wait }) => self.status(peer_uid, id, wait).await,
+            Ok(Request::List { cursor }) => self.list(peer_uid, cursor).await,
+        }
+    }
+
+    fn category_enabled(&self, kind: &str) -> bool {
+        let switches = self
+            .switches
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        switches.get(kind).copied().unwrap_or_else(|| {
+            self.config
+                .categories
+                .get(kind)
+                .is_some_and(|category| category.enabled)
+        })
+    }
+
+    async fn ask(&self, peer_uid: u32, ask: protocol::AskRequest) -> Result<Reply, StoreError> {
+        let now = self.clock.now();
+        let category = self.config.categories.get(&ask.kind);
+        let enabled = self.category_enabled(&ask.kind);
+        let action = match refusal::check_ask(&ask, category, enabled, &self.config.limits) {
+            Ok(action) => action,
+            Err(refusal) => return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await,
+        };
+        let new = NewAsk {
+            peer_uid,
+            digest: action.digest().to_hex(),
+            action,
+            idempotency_key: ask.idempotency_key.clone(),
+            urgent: ask.urgent,
+        };
+        let policy = AskPolicy {
+            owner_known: self.config.owner.telegram_id.is_some(),
+            decline_memory: self.config.limits.decline_memory,
+            max_pending: self.config.limits.max_pending,
+        };
+        let record = match self.store.ask(new, policy, now).await? {
+            AskOutcome::Refused { id, refusal } => {
+                return Ok(Reply::Final(
+                    Response::refused(Some(id), &refusal).to_line(),
+                ))
+            }
+            AskOutcome::Created(record)
+            | AskOutcome::Joined(record)
+            | AskOutcome::Existing(record) => record,
+        };
+        if record.state.is_final() || !ask.wait {
+            return Ok(Reply::Final(outcome_line(&record)));
+        }
+        Ok(Reply::Wait {
+            first: outcome_line(&record),
+            id: record.id,
+            summary: false,
+        })
+    }
+
+    /// Records and journals a refused ask, and answers it.
+    async fn refuse_ask(
+        &self,
+        peer_uid: u32,
+        kind: Option<String>,
+        refusal: Refusal,
+    ) -> Result<Reply, StoreError> {
+        let now = self.clock.now();
+        let stored = refusal.clone();
+        let id = self
+            .store
+            .call(move |db| db.refuse(peer_uid, kind.as_deref(), stored, now))
+            .await?;
+        Ok(Reply::Final(
+            Response::refused(Some(id), &refusal).to_line(),
+        ))
+    }
+
+    async fn status(&self, peer_uid: u32, id: String, wait: bool) -> Result<Reply, StoreError> {
+        let lookup = id.clone();
+        let record = self.store.call(move |db| db.record(&lookup)).await?;
+        let Some(record) = record.filter(|record| record.peer_uid == peer_uid) else {
+            let refusal = Refusal::new(
+                Reason::BadRequest,
+                format!("no record {} for this peer", protocol::quote(&id)),
+            );
+            return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
+        };
+        let line = summary_line(&record);
+        if record.state.is_final() || !wait {
+            return Ok(Reply::Final(line));
+        }
+        Ok(Reply::Wait {
+            first: line,
+            id: record.id,
+            summary: true,
+        })
+    }
+
+    async fn list(&self, peer_uid: u32, cursor: Option<String>) -> Result<Reply, StoreError> {
+        let before = match cursor.as_deref().map(parse_cursor) {
+            None => None,
+            Some(Some(seq)) => Some(seq),
+            Some(None) => {
+                let refusal = Refusal::new(
+                    Reason::BadRequest,
+                    format!(
+                        "cursor {} is not one this daemon gave out",
+                        protocol::quote(cursor.as_deref().unwrap_or_default())
+                    ),
+                );
+                return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
+            }
+        };
+        let (records, next) = self
+            .store
+            .call(move |db| db.list(peer_uid, before, LIST_PAGE))
+            .await?;
+        let summaries: Vec<RecordSummary> = records.iter().map(summary).collect();
+        Ok(Reply::Final(protocol::to_line(&ListResponse {
+            v: protocol::VERSION,
+            records: &summaries,
+            next_cursor: next.map(|seq| format!("c{seq}")),
+        })))
+    }
+
+    /// Waits until record `id` reaches a final state and returns its final line.
+    pub async fn wait_final(&self, id: &str, summary: bool) -> Result<String, StoreError> {
+        let mut changes = self.store.subscribe();
+        loop {
+            let lookup = id.to_owned();
+            let record = self
+                .store
+                .call(move |db| db.record(&lookup))
+                .await?
+                .ok_or(StoreError::Missing)?;
+            if record.state.is_final() {
+                return Ok(if summary {
+                    summary_line(&record)
+                } else {
+                    outcome_line(&record)
+                });
+            }
+            loop {
+                match changes.recv().await {
+                    Ok(change) if change.id == id => break,
+                    Ok(_) => continue,
+                    // Missed some changes: read the record again rather than guess.
+                    Err(RecvError::Lagged(_)) => break,
+                    Err(RecvError::Closed) => return Err(StoreError::Stopped),
+                }
+            }
+        }
+    }
+}
+
+fn parse_cursor(cursor: &str) -> Option<i64> {
+    cursor
+        .strip_prefix('c')?
+        .parse()
+        .ok()
+        .filter(|seq| *seq > 0)
+}
+
+/// The ask's answer for a record: its id, its state, and what the state carries.
+pub fn outcome_line(record: &Record) -> String {
+    Response {
+        v: protocol::VERSION,
+        id: Some(record.id.clone()),
+        status: record.state.as_str().to_owned(),
+        reason: record.reason.clone(),
+        message: record.message.clone(),
+        result: record
+            .result
+            .clone()
+            .filter(|_| record.state == RecordState::Executed),
+    }
+    .to_line()
+}
+
+pub fn summary(record: &Record) -> RecordSummary {
+    RecordSummary {
+        id: record.id.clone(),
+        kind: record.kind.clone(),
+        status: record.state.as_str().to_owned(),
+        reason: record.reason.clone(),
+        message: record.message.clone(),
+        result: record.result.clone(),
+        created_at: record.created_at.clone(),
+        decided_at: record.decided_at.clone(),
+        finished_at: record.finished_at.clone(),
+    }
+}
+
+fn summary_line(record: &Record) -> String {
+    protocol::to_line(&StatusResponse {
+        v: protocol::VERSION,
+        record: &summary(record),
+    })
+}

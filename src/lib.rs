@@ -1,0 +1,35 @@
+//! consentd: the consent layer between an AI agent (a "session") and the outside world.
+//!
+//! A session asks over a Unix socket for an action (a kind, a payload, attachments); consentd
+//! refuses anything the owner could not see, records the ask durably, and — once the owner has
+//! pressed Yes in their private Telegram chat — runs the category's command at most once.
+//! Every step goes into a hash-chained journal.
+//!
+//! The parts, from the edge inwards (docs/ARCHITECTURE.md has the map and the invariants):
+//! - [`cli`]: the `consentd` command line.
+//! - [`config`]: the TOML config, parsed and then validated with every problem named by its key.
+//! - [`server`]: the Unix socket: peer credentials, framing, caps, timeouts, shutdown.
+//! - [`protocol`]: the socket's JSON requests and responses, parsed strictly.
+//! - [`refusal`]: the refusal gate — everything refused before a card, with its reason code;
+//!   [`refusal::visible`] is the Unicode policy.
+//! - [`digest`]: the canonical envelope of an action and its SHA-256 digest.
+//! - [`intake`]: an ask's journey from a parsed request to a stored record or a refusal.
+//! - [`store`]: the SQLite store, its one owning thread, the record state machine, and the
+//!   journal staging that keeps store and journal in step.
+//! - [`journal`]: the journal's line format, appending, verification and repair.
+//! - [`client`]: the `ask`, `status` and `list` clients.
+//! - [`daemon`]: `serve`, wiring the parts together.
+
+pub mod action;
+pub mod cli;
+pub mod client;
+pub mod clock;
+pub mod config;
+pub mod daemon;
+pub mod digest;
+pub mod intake;
+pub mod journal;
+pub mod protocol;
+pub mod refusal;
+pub mod server;
+pub mod store;

@@ -1,0 +1,477 @@
+//! The socket protocol (SPEC §4): one JSON request per connection, answered by JSON lines.
+//!
+//! Parsing here is structural only — shapes, types, the envelope's keys. Whether an ask fits its
+//! category, its sizes and the Unicode policy is the refusal gate's business ([`crate::refusal`]).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::refusal::{Reason, Refusal};
+
+/// The only protocol version.
+pub const VERSION: u64 = 1;
+
+/// The keys an ask may carry; anything else is a field the card would not show.
+pub const ASK_KEYS: &[&str] = &[
+    "v",
+    "op",
+    "kind",
+    "target",
+    "text",
+    "fields",
+    "cost_usd",
+    "attachments",
+    "idempotency_key",
+    "urgent",
+    "wait",
+];
+const ATTACHMENT_KEYS: &[&str] = &["name", "media_type", "data_b64"];
+
+/// A parsed request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    Ask(AskRequest),
+    Status { id: String, wait: bool },
+    List { cursor: Option<String> },
+}
+
+/// An ask as the session sent it, before the refusal gate.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AskRequest {
+    pub kind: String,
+    pub target: Option<String>,
+    pub text: Option<String>,
+    pub fields: BTreeMap<String, String>,
+    pub cost_usd: Option<String>,
+    pub attachments: Vec<AttachmentRequest>,
+    pub idempotency_key: Option<String>,
+    pub urgent: bool,
+    pub wait: bool,
+}
+
+/// One attachment as sent: its bytes are still base64.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttachmentRequest {
+    pub name: String,
+    pub media_type: String,
+    pub data_b64: String,
+}
+
+fn bad(message: impl Into<String>) -> Refusal {
+    Refusal::new(Reason::BadRequest, message)
+}
+
+/// A frame refused by its shape. `ask` says whether it was an ask (a JSON object with
+/// `"op":"ask"`), which is recorded and journaled like any refused ask; `kind` is its kind when it
+/// had a string one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    pub refusal: Refusal,
+    pub ask: bool,
+    pub kind: Option<String>,
+}
+
+/// Parses one request frame (the line without its newline).
+pub fn parse_request(frame: &[u8]) -> Result<Request, Rejection> {
+    let object = parse_object(frame).map_err(|refusal| Rejection {
+        refusal,
+        ask: false,
+        kind: None,
+    })?;
+    let is_ask = object.get("op").and_then(Value::as_str) == Some("ask");
+    parse_fields(&object).map_err(|refusal| Rejection {
+        refusal,
+        ask: is_ask,
+        kind: object
+            .get("kind")
+            .and_then(Value::as_str)
+            .filter(|_| is_ask)
+            .map(str::to_owned),
+    })
+}
+
+fn parse_object(frame: &[u8]) -> Result<Map<String, Value>, Refusal> {
+    let text = std::str::from_utf8(frame).map_err(|error| {
+        bad(format!(
+            "the request is not UTF-8 (invalid byte at offset {})",
+            error.valid_up_to()
+        ))
+    })?;
+    // serde_json stops at 128 levels of nesting, so hostile depth is an error, not a stack overflow.
+    let value: Value = serde_json::from_str(text)
+        .map_err(|error| bad(format!("the request is not valid JSON: {error}")))?;
+    let Value::Object(object) = value else {
+        return Err(bad("the request must be a JSON object"));
+    };
+    Ok(object)
+}
+
+fn parse_fields(object: &Map<String, Value>) -> Result<Request, Refusal> {
+    match object.get("v") {
+        Some(Value::Number(n)) if n.as_u64() == Some(VERSION) => {}
+        Some(other) => {
+            return Err(bad(format!(
+                "unsupported protocol version {other}; this daemon speaks v 1"
+            )))
+        }
+        None => return Err(bad("missing key \"v\" (the protocol version, 1)")),
+    }
+    let op = match object.get("op") {
+        Some(Value::String(op)) => op.as_str(),
+        Some(_) => return Err(bad("key \"op\" must be a string")),
+        None => return Err(bad("missing key \"op\" (ask, status or list)")),
+    };
+    match op {
+        "ask" => parse_ask(object).map(Request::Ask),
+        "status" => {
+            only_keys(object, &["v", "op", "id", "wait"], "a status request")?;
+            let id = required_string(object, "id")?;
+            let wait = optional_bool(object, "wait")?.unwrap_or(false);
+            Ok(Request::Status { id, wait })
+        }
+        "list" => {
+            only_keys(object, &["v", "op", "cursor"], "a list request")?;
+            let cursor = optional_string(object, "cursor")?;
+            Ok(Request::List { cursor })
+        }
+        "mandate" => Err(bad("op \"mandate\" is not available in this version")),
+        other => Err(bad(format!(
+            "unknown op {}; expected ask, status or list",
+            quote(other)
+        ))),
+    }
+}
+
+fn parse_ask(object: &Map<String, Value>) -> Result<AskRequest, Refusal> {
+    if let Some(unknown) = object.keys().find(|key| !ASK_KEYS.contains(&key.as_str())) {
+        return Err(Refusal::new(
+            Reason::FieldNotShown,
+            format!(
+                "unknown key {} in the ask; the card shows only {}",
+                quote(unknown),
+                ASK_KEYS.join(", ")
+            ),
+        ));
+    }
+    let fields = match object.get("fields") {
+        None | Some(Value::Null) => BTreeMap::new(),
+        Some(Value::Object(fields)) => fields
+            .iter()
+            .map(|(name, value)| match value {
+                Value::String(value) => Ok((name.clone(), value.clone())),
+                _ => Err(bad(format!("fields.{name} must be a string"))),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(bad("key \"fields\" must be an object of strings")),
+    };
+    let attachments = match object.get("attachments") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| parse_attachment(index, item))
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(bad("key \"attachments\" must be an array")),
+    };
+    Ok(AskRequest {
+        kind: required_string(object, "kind")?,
+        target: optional_string(object, "target")?,
+        text: optional_string(object, "text")?,
+        fields,
+        cost_usd: optional_string(object, "cost_usd")?,
+        attachments,
+        idempotency_key: optional_string(object, "idempotency_key")?,
+        urgent: optional_bool(object, "urgent")?.unwrap_or(false),
+        wait: optional_bool(object, "wait")?.unwrap_or(true),
+    })
+}
+
+fn parse_attachment(index: usize, item: &Value) -> Result<AttachmentRequest, Refusal> {
+    let Value::Object(object) = item else {
+        return Err(bad(format!("attachments[{index}] must be an object")));
+    };
+    if let Some(unknown) = object
+        .keys()
+        .find(|key| !ATTACHMENT_KEYS.contains(&key.as_str()))
+    {
+        return Err(Refusal::new(
+            Reason::FieldNotShown,
+            format!(
+                "unknown key {} in attachments[{index}]; an attachment has only name, media_type and data_b64",
+                quote(unknown)
+            ),
+        ));
+    }
+    let get = |key: &str| match object.get(key) {
+        Some(Value::String(value)) => Ok(value.clone()),
+        Some(_) => Err(bad(format!("attachments[{index}].{key} must be a string"))),
+        None => Err(bad(format!("attachments[{index}] is missing {key}"))),
+    };
+    Ok(AttachmentRequest {
+        name: get("name")?,
+        media_type: get("media_type")?,
+        data_b64: get("data_b64")?,
+    })
+}
+
+fn only_keys(object: &Map<String, Value>, allowed: &[&str], what: &str) -> Result<(), Refusal> {
+    match object.keys().find(|key| !allowed.contains(&key.as_str())) {
+        Some(unknown) => Err(bad(format!(
+            "unknown key {} in {what}; allowed: {}",
+            quote(unknown),
+            allowed.join(", ")
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn required_string(object: &Map<String, Value>, key: &str) -> Result<String, Refusal> {
+    optional_string(object, key)?.ok_or_else(|| bad(format!("missing key \"{key}\"")))
+}
+
+fn optional_string(object: &Map<String, Value>, key: &str) -> Result<Option<String>, Refusal> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(value)) => Ok(Some(value.clone())),
+        Some(_) => Err(bad(format!("key \"{key}\" must be a string"))),
+    }
+}
+
+fn optional_bool(object: &Map<String, Value>, key: &str) -> Result<Option<bool>, Refusal> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(value)) => Ok(Some(*value)),
+        Some(_) => Err(bad(format!("key \"{key}\" must be true or false"))),
+    }
+}
+
+/// Quotes a value for an error message, cut short so a hostile key cannot flood the reply.
+pub fn quote(value: &str) -> String {
+    const MAX: usize = 64;
+    let mut shown: String = value.chars().take(MAX).collect();
+    if shown.len() < value.len() {
+        shown.push('…');
+    }
+    serde_json::to_string(&shown).unwrap_or_default()
+}
+
+/// One response line. `status` is a record state, or `refused` for a refusal without a record.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Response {
+    pub v: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+}
+
+impl Response {
+    pub fn refused(id: Option<String>, refusal: &Refusal) -> Self {
+        Self {
+            v: VERSION,
+            id,
+            status: "refused".to_owned(),
+            reason: Some(refusal.reason.as_str().to_owned()),
+            message: Some(refusal.message.clone()),
+            result: None,
+        }
+    }
+
+    /// The response line, newline included.
+    pub fn to_line(&self) -> String {
+        to_line(self)
+    }
+}
+
+/// A record's short fields, as `status` and `list` show them: never the action's text.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecordSummary {
+    pub id: String,
+    pub kind: Option<String>,
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StatusResponse<'a> {
+    pub v: u64,
+    #[serde(flatten)]
+    pub record: &'a RecordSummary,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ListResponse<'a> {
+    pub v: u64,
+    pub records: &'a [RecordSummary],
+    pub next_cursor: Option<String>,
+}
+
+/// Serializes a response object as one line, newline included.
+pub fn to_line<T: Serialize>(value: &T) -> String {
+    // Serializing these plain structs cannot fail; an empty object keeps the reply well-formed.
+    let mut line = serde_json::to_string(value).unwrap_or_else(|_| "{}".to_owned());
+    line.push('\n');
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal_of(frame: &str) -> Refusal {
+        parse_request(frame.as_bytes()).expect_err(frame).refusal
+    }
+
+    #[test]
+    fn a_misshapen_ask_is_still_known_as_an_ask() {
+        let rejection =
+            parse_request(br#"{"v":1,"op":"ask","kind":"publish_x","x":1}"#).unwrap_err();
+        assert!(rejection.ask);
+        assert_eq!(rejection.kind.as_deref(), Some("publish_x"));
+        let rejection = parse_request(br#"{"v":1,"op":"list","x":1}"#).unwrap_err();
+        assert!(!rejection.ask);
+        let rejection = parse_request(b"{").unwrap_err();
+        assert!(!rejection.ask);
+    }
+
+    #[test]
+    fn parses_a_full_ask() {
+        let frame = r#"{"v":1,"op":"ask","kind":"publish_x","target":"@mila","text":"Hi",
+            "fields":{"reply_to":"u"},"cost_usd":"0.04",
+            "attachments":[{"name":"a.png","media_type":"image/png","data_b64":"AA=="}],
+            "idempotency_key":"k-1","urgent":true,"wait":false}"#
+            .replace('\n', "");
+        let Request::Ask(ask) = parse_request(frame.as_bytes()).unwrap() else {
+            panic!("not an ask")
+        };
+        assert_eq!(ask.kind, "publish_x");
+        assert_eq!(ask.target.as_deref(), Some("@mila"));
+        assert_eq!(ask.fields["reply_to"], "u");
+        assert_eq!(ask.attachments[0].name, "a.png");
+        assert!(ask.urgent);
+        assert!(!ask.wait);
+    }
+
+    #[test]
+    fn wait_defaults_to_true() {
+        let Request::Ask(ask) = parse_request(br#"{"v":1,"op":"ask","kind":"k"}"#).unwrap() else {
+            panic!("not an ask")
+        };
+        assert!(ask.wait);
+    }
+
+    #[test]
+    fn refusals_name_what_is_wrong() {
+        let cases: &[(&str, Reason, &str)] = &[
+            ("[1]", Reason::BadRequest, "must be a JSON object"),
+            ("{", Reason::BadRequest, "not valid JSON"),
+            (r#"{"op":"ask"}"#, Reason::BadRequest, "missing key \"v\""),
+            (r#"{"v":2,"op":"ask"}"#, Reason::BadRequest, "version 2"),
+            (r#"{"v":1}"#, Reason::BadRequest, "missing key \"op\""),
+            (
+                r#"{"v":1,"op":"fly"}"#,
+                Reason::BadRequest,
+                "unknown op \"fly\"",
+            ),
+            (
+                r#"{"v":1,"op":"ask","kind":"k","extra":1}"#,
+                Reason::FieldNotShown,
+                "unknown key \"extra\"",
+            ),
+            (
+                r#"{"v":1,"op":"ask","kind":7}"#,
+                Reason::BadRequest,
+                "\"kind\" must be a string",
+            ),
+            (
+                r#"{"v":1,"op":"ask","kind":"k","fields":{"a":1}}"#,
+                Reason::BadRequest,
+                "fields.a must be a string",
+            ),
+            (
+                r#"{"v":1,"op":"ask","kind":"k","attachments":[{"name":"a","media_type":"b","data_b64":"","x":1}]}"#,
+                Reason::FieldNotShown,
+                "attachments[0]",
+            ),
+            (
+                r#"{"v":1,"op":"ask","kind":"k","urgent":"yes"}"#,
+                Reason::BadRequest,
+                "\"urgent\" must be true or false",
+            ),
+            (
+                r#"{"v":1,"op":"status"}"#,
+                Reason::BadRequest,
+                "missing key \"id\"",
+            ),
+            (
+                r#"{"v":1,"op":"list","x":1}"#,
+                Reason::BadRequest,
+                "unknown key \"x\"",
+            ),
+        ];
+        for (frame, reason, needle) in cases {
+            let refusal = refusal_of(frame);
+            assert_eq!(refusal.reason, *reason, "{frame}");
+            assert!(
+                refusal.message.contains(needle),
+                "{frame}: {}",
+                refusal.message
+            );
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_names_the_offset() {
+        let refusal = parse_request(b"{\"v\":1,\xff}").unwrap_err().refusal;
+        assert_eq!(refusal.reason, Reason::BadRequest);
+        assert!(refusal.message.contains("offset 7"), "{}", refusal.message);
+    }
+
+    #[test]
+    fn deep_nesting_is_a_refusal_not_a_crash() {
+        let frame = "[".repeat(100_000);
+        assert_eq!(refusal_of(&frame).reason, Reason::BadRequest);
+        let frame = format!(
+            "{{\"v\":1,\"op\":\"ask\",\"kind\":{}",
+            "{\"a\":".repeat(100_000)
+        );
+        assert_eq!(refusal_of(&frame).reason, Reason::BadRequest);
+    }
+
+    #[test]
+    fn quote_cuts_long_values() {
+        let long = "x".repeat(1000);
+        assert!(quote(&long).chars().count() < 70);
+    }
+
+    #[test]
+    fn response_lines_skip_absent_members() {
+        let line = Response {
+            v: 1,
+            id: Some("r_1".into()),
+            status: "pending".into(),
+            reason: None,
+            message: None,
+            result: None,
+        }
+        .to_line();
+        assert_eq!(line, "{\"v\":1,\"id\":\"r_1\",\"status\":\"pending\"}\n");
+    }
+}

@@ -1,0 +1,367 @@
+//! The refusal gate (SPEC §5): everything refused before a card is drawn.
+//!
+//! A pure function of the ask, its category and the limits. It answers either an [`Action`] the
+//! owner can see in full, or a [`Refusal`] with its stable reason code and an English message that
+//! says exactly what and where. The Unicode half lives in [`visible`].
+
+pub mod visible;
+
+use base64::Engine as _;
+
+use crate::action::{Action, Attachment};
+use crate::config::{self, Category, Cost, Limits, Presence};
+use crate::protocol::{quote, AskRequest};
+use visible::FieldRef;
+
+/// The longest target the card shows, in characters.
+pub const MAX_TARGET_CHARS: usize = 256;
+/// The longest field value the card shows, in characters.
+pub const MAX_FIELD_CHARS: usize = 1024;
+/// The longest idempotency key, in characters.
+pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 128;
+/// The longest attachment name, in bytes (a file name on most file systems).
+pub const MAX_ATTACHMENT_NAME_BYTES: usize = 255;
+
+/// The stable reason codes of a refusal (SPEC §4). Their strings never change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reason {
+    BadRequest,
+    UnknownKind,
+    CategoryOff,
+    FieldNotShown,
+    InvisibleCharacter,
+    NotNfc,
+    TooLarge,
+    DeclinedRecently,
+    KindSilenced,
+    TooManyPending,
+    NoOwner,
+    IdentityConflict,
+    PeerNotAllowed,
+    MandateTerms,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 14] = [
+        Reason::BadRequest,
+        Reason::UnknownKind,
+        Reason::CategoryOff,
+        Reason::FieldNotShown,
+        Reason::InvisibleCharacter,
+        Reason::NotNfc,
+        Reason::TooLarge,
+        Reason::DeclinedRecently,
+        Reason::KindSilenced,
+        Reason::TooManyPending,
+        Reason::NoOwner,
+        Reason::IdentityConflict,
+        Reason::PeerNotAllowed,
+        Reason::MandateTerms,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::BadRequest => "bad_request",
+            Reason::UnknownKind => "unknown_kind",
+            Reason::CategoryOff => "category_off",
+            Reason::FieldNotShown => "field_not_shown",
+            Reason::InvisibleCharacter => "invisible_character",
+            Reason::NotNfc => "not_nfc",
+            Reason::TooLarge => "too_large",
+            Reason::DeclinedRecently => "declined_recently",
+            Reason::KindSilenced => "kind_silenced",
+            Reason::TooManyPending => "too_many_pending",
+            Reason::NoOwner => "no_owner",
+            Reason::IdentityConflict => "identity_conflict",
+            Reason::PeerNotAllowed => "peer_not_allowed",
+            Reason::MandateTerms => "mandate_terms",
+        }
+    }
+
+    pub fn parse(code: &str) -> Option<Reason> {
+        Reason::ALL
+            .into_iter()
+            .find(|reason| reason.as_str() == code)
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A refusal: a value, not an error. The message says what and where, in English.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub reason: Reason,
+    pub message: String,
+}
+
+impl Refusal {
+    pub fn new(reason: Reason, message: impl Into<String>) -> Self {
+        Self {
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<visible::Refusal> for Refusal {
+    fn from(refusal: visible::Refusal) -> Self {
+        let reason = match refusal.reason_code() {
+            "not_nfc" => Reason::NotNfc,
+            _ => Reason::InvisibleCharacter,
+        };
+        Refusal::new(reason, refusal.message())
+    }
+}
+
+/// Checks an ask against its category and the limits. `category` is `None` for an unknown kind;
+/// `enabled` is the category's switch as the owner last set it.
+pub fn check_ask(
+    ask: &AskRequest,
+    category: Option<&Category>,
+    enabled: bool,
+    limits: &Limits,
+) -> Result<Action, Refusal> {
+    let Some(category) = category.filter(|_| config::is_valid_kind(&ask.kind)) else {
+        return Err(Refusal::new(
+            Reason::UnknownKind,
+            format!("no category {} is configured", quote(&ask.kind)),
+        ));
+    };
+    if !enabled {
+        return Err(Refusal::new(
+            Reason::CategoryOff,
+            format!(
+                "category {} is off; the owner can turn it on with /categories",
+                category.name
+            ),
+        ));
+    }
+    let kind = &category.name;
+
+    check_presence("target", ask.target.as_deref(), category.target, kind)?;
+    check_presence("text", ask.text.as_deref(), category.text, kind)?;
+    if let Some(name) = ask
+        .fields
+        .keys()
+        .find(|name| !category.fields.contains(name))
+    {
+        let shown = if category.fields.is_empty() {
+            "none".to_owned()
+        } else {
+            category.fields.join(", ")
+        };
+        return Err(Refusal::new(
+            Reason::FieldNotShown,
+            format!(
+                "field {} is not shown by category {kind} (its fields: {shown})",
+                quote(name)
+            ),
+        ));
+    }
+    if let Some((name, _)) = ask.fields.iter().find(|(_, value)| value.is_empty()) {
+        return Err(Refusal::new(
+            Reason::BadRequest,
+            format!("field {name} is empty"),
+        ));
+    }
+    let cost_usd = check_cost(ask.cost_usd.as_deref(), &category.cost, kind)?;
+    let allowed_attachments = category.attachments.min(limits.max_attachments);
+    if !ask.attachments.is_empty() && category.attachments == 0 {
+        return Err(Refusal::new(
+            Reason::FieldNotShown,
+            format!("category {kind} takes no attachments"),
+        ));
+    }
+    if ask.attachments.len() > allowed_attachments {
+        return Err(Refusal::new(
+            Reason::TooLarge,
+            format!(
+                "{} attachments; category {kind} takes at most {allowed_attachments}",
+                ask.attachments.len()
+            ),
+        ));
+    }
+
+    check_size("text", ask.text.as_deref(), limits.max_text_chars)?;
+    check_size("target", ask.target.as_deref(), MAX_TARGET_CHARS)?;
+    for (name, value) in &ask.fields {
+        check_size(&format!("field {name}"), Some(value), MAX_FIELD_CHARS)?;
+    }
+    check_size(
+        "idempotency_key",
+        ask.idempotency_key.as_deref(),
+        MAX_IDEMPOTENCY_KEY_CHARS,
+    )?;
+
+    if let Some(text) = &ask.text {
+        visible::check_value(text, FieldRef::Text, true)?;
+    }
+    if let Some(target) = &ask.target {
+        visible::check_value(target, FieldRef::Target, false)?;
+    }
+    for (name, value) in &ask.fields {
+        visible::check_value(value, FieldRef::Field(name), false)?;
+    }
+    if let Some(key) = &ask.idempotency_key {
+        visible::check_value(key, FieldRef::Field("idempotency_key"), false)?;
+    }
+
+    let mut attachments = Vec::with_capacity(ask.attachments.len());
+    for (index, attachment) in ask.attachments.iter().enumerate() {
+        let place = format!("attachments[{index}]");
+        check_attachment_name(&place, &attachment.name)?;
+        check_media_type(&place, &attachment.media_type)?;
+        // Refuse by the encoded length first, so an oversized file is never decoded.
+        let decoded_upper_bound = attachment.data_b64.len() as u64 / 4 * 3;
+        if decoded_upper_bound > limits.max_attachment_bytes + 2 {
+            return Err(too_large_attachment(&place, decoded_upper_bound, limits));
+        }
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(attachment.data_b64.as_bytes())
+            .map_err(|error| {
+                Refusal::new(
+                    Reason::BadRequest,
+                    format!("{place}.data_b64 is not valid base64: {error}"),
+                )
+            })?;
+        if data.len() as u64 > limits.max_attachment_bytes {
+            return Err(too_large_attachment(&place, data.len() as u64, limits));
+        }
+        attachments.push(Attachment::new(
+            attachment.name.clone(),
+            attachment.media_type.clone(),
+            data,
+        ));
+    }
+
+    Ok(Action {
+        kind: kind.clone(),
+        target: ask.target.clone(),
+        text: ask.text.clone(),
+        fields: ask.fields.clone(),
+        cost_usd,
+        attachments,
+    })
+}
+
+fn check_presence(
+    what: &str,
+    value: Option<&str>,
+    presence: Presence,
+    kind: &str,
+) -> Result<(), Refusal> {
+    match (value, presence) {
+        (Some(_), Presence::None) => Err(Refusal::new(
+            Reason::FieldNotShown,
+            format!("category {kind} takes no {what}"),
+        )),
+        (None, Presence::Required) => Err(Refusal::new(
+            Reason::FieldNotShown,
+            format!("category {kind} requires a {what}"),
+        )),
+        (Some(""), _) => Err(Refusal::new(Reason::BadRequest, format!("{what} is empty"))),
+        _ => Ok(()),
+    }
+}
+
+fn check_cost(
+    cost: Option<&str>,
+    rule: &Cost,
+    kind: &str,
+) -> Result<Option<rust_decimal::Decimal>, Refusal> {
+    match (cost, rule) {
+        (None, Cost::None) => Ok(None),
+        (Some(_), Cost::None) => Err(Refusal::new(
+            Reason::FieldNotShown,
+            format!("category {kind} has no cost; cost_usd is not taken"),
+        )),
+        (Some(_), Cost::Fixed(fixed)) => Err(Refusal::new(
+            Reason::FieldNotShown,
+            format!(
+                "category {kind} has a fixed cost of ${}; cost_usd is not taken",
+                crate::action::format_usd(*fixed)
+            ),
+        )),
+        (None, Cost::Fixed(fixed)) => Ok(Some(*fixed)),
+        (None, Cost::Request) => Err(Refusal::new(
+            Reason::FieldNotShown,
+            format!("category {kind} requires cost_usd"),
+        )),
+        (Some(given), Cost::Request) => config::parse_money(given)
+            .map(Some)
+            .map_err(|error| Refusal::new(Reason::BadRequest, format!("cost_usd: {error}"))),
+    }
+}
+
+fn check_size(what: &str, value: Option<&str>, max_chars: usize) -> Result<(), Refusal> {
+    let Some(value) = value else { return Ok(()) };
+    // Count lazily: a million-character value stops being counted at the limit.
+    if value.len() > max_chars && value.chars().nth(max_chars).is_some() {
+        return Err(Refusal::new(
+            Reason::TooLarge,
+            format!(
+                "{what} has {} characters; at most {max_chars} are allowed",
+                value.chars().count()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_attachment_name(place: &str, name: &str) -> Result<(), Refusal> {
+    let problem = if name.is_empty() {
+        Some("is empty")
+    } else if name.len() > MAX_ATTACHMENT_NAME_BYTES {
+        Some("is longer than 255 bytes")
+    } else if name.contains('/') || name == "." || name == ".." {
+        Some("must be a plain file name (no '/', not . or ..)")
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        return Err(Refusal::new(
+            Reason::BadRequest,
+            format!("{place}.name {problem}"),
+        ));
+    }
+    let field = format!("{place}.name");
+    visible::check_value(name, FieldRef::Field(&field), false)?;
+    Ok(())
+}
+
+fn check_media_type(place: &str, media_type: &str) -> Result<(), Refusal> {
+    fn is_token(part: &str) -> bool {
+        !part.is_empty()
+            && part.len() <= 127
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$&^_.+-".contains(&b))
+    }
+    match media_type.split_once('/') {
+        Some((kind, subtype)) if is_token(kind) && is_token(subtype) => Ok(()),
+        _ => Err(Refusal::new(
+            Reason::BadRequest,
+            format!(
+                "{place}.media_type {} is not a media type like image/png",
+                quote(media_type)
+            ),
+        )),
+    }
+}
+
+fn too_large_attachment(place: &str, bytes: u64, limits: &Limits) -> Refusal {
+    Refusal::new(
+        Reason::TooLarge,
+        format!(
+            "{place} is about {bytes} bytes; at most {} are allowed",
+            limits.max_attachment_bytes
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,224 @@
+//! The store: one SQLite database owned by one thread, so the async runtime never waits on disk.
+//!
+//! [`Store`] is the async handle: it sends closures to the thread that owns [`db::Db`] and awaits
+//! their answers. The thread also tells waiters when a record's state changes. Attachment bytes are
+//! kept beside the database, named by their SHA-256, written and synced before the record that
+//! names them is committed.
+
+pub mod db;
+pub mod state;
+
+#[cfg(test)]
+mod tests;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::{broadcast, oneshot};
+
+use crate::action::Attachment;
+pub use db::{AskOutcome, AskPolicy, Db, Event, NewAsk, OpenReport, Record, StateChange};
+pub use state::RecordState;
+
+/// Errors of the store. A refused ask is not an error: see [`AskOutcome::Refused`].
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the database {path}: {source}")]
+    Open {
+        path: String,
+        source: rusqlite::Error,
+    },
+    #[error("the database {path} failed its integrity check: {detail}")]
+    Corrupt { path: String, detail: String },
+    #[error("the database is at schema {found}, newer than this consentd knows ({latest})")]
+    TooNew { found: u32, latest: u32 },
+    #[error("migration {number} failed: {source}")]
+    Migration {
+        number: u32,
+        source: rusqlite::Error,
+    },
+    #[error("{0}")]
+    Pragma(String),
+    #[error("cannot open the journal {path}: {detail}")]
+    Journal { path: String, detail: String },
+    #[error("the journal {path} and the store disagree: {detail}")]
+    JournalDisagrees { path: String, detail: String },
+    #[error("cannot append to the journal: {0}")]
+    JournalWrite(String),
+    #[error("illegal record state transition {from} -> {to}")]
+    IllegalTransition { from: RecordState, to: RecordState },
+    #[error("record {id} is {actual}, not {expected}")]
+    StateConflict {
+        id: String,
+        expected: RecordState,
+        actual: RecordState,
+    },
+    #[error("no such record")]
+    Missing,
+    #[error("cannot store attachment {path}: {source}")]
+    Attachment {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot encode a record: {0}")]
+    Encode(String),
+    #[error("no randomness from the operating system: {0}")]
+    Random(String),
+    #[error("the store's thread has stopped")]
+    Stopped,
+    #[error("database error: {0}")]
+    Sql(#[from] rusqlite::Error),
+}
+
+/// A change of a record's state, for waiters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordChanged {
+    pub id: String,
+    pub state: RecordState,
+}
+
+type Job = Box<dyn FnOnce(&mut Db) + Send>;
+
+/// The async handle to the store's thread. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Store {
+    jobs: mpsc::Sender<Job>,
+    changes: broadcast::Sender<RecordChanged>,
+    attachments_dir: PathBuf,
+}
+
+/// The store's thread; joining it waits until every queued job has run.
+#[derive(Debug)]
+pub struct StoreThread(std::thread::JoinHandle<()>);
+
+impl StoreThread {
+    pub fn join(self) {
+        // A panic on the store thread was already reported by the panic hook.
+        let _ = self.0.join();
+    }
+}
+
+impl Store {
+    /// Opens the store in `state_dir` (database `consentd.db`, attachments in `attachments/`) with
+    /// the journal at `journal_path`, and starts its thread.
+    pub fn open(
+        state_dir: &Path,
+        journal_path: &Path,
+        now: DateTime<Utc>,
+    ) -> Result<(Store, StoreThread, OpenReport), StoreError> {
+        let attachments_dir = state_dir.join("attachments");
+        create_private_dir(&attachments_dir).map_err(|source| StoreError::Attachment {
+            path: attachments_dir.display().to_string(),
+            source,
+        })?;
+        let (mut db, report) = Db::open(&state_dir.join("consentd.db"), journal_path, now)?;
+        db.take_changes();
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let (changes, _) = broadcast::channel(1024);
+        let announcer = changes.clone();
+        let thread = std::thread::Builder::new()
+            .name("consentd-store".into())
+            .spawn(move || {
+                for job in queue {
+                    job(&mut db);
+                    for (id, state) in db.take_changes() {
+                        // No receiver is fine: nobody is waiting.
+                        let _ = announcer.send(RecordChanged { id, state });
+                    }
+                }
+            })
+            .map_err(|error| {
+                StoreError::Encode(format!("cannot start the store thread: {error}"))
+            })?;
+        Ok((
+            Store {
+                jobs,
+                changes,
+                attachments_dir,
+            },
+            StoreThread(thread),
+            report,
+        ))
+    }
+
+    /// Runs `job` on the store's thread and returns its answer.
+    pub async fn call<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut Db) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.jobs
+            .send(Box::new(move |db: &mut Db| {
+                let _ = reply.send(job(db));
+            }))
+            .map_err(|_| StoreError::Stopped)?;
+        answer.await.map_err(|_| StoreError::Stopped)?
+    }
+
+    /// Subscribes to record state changes. Subscribe before reading a record's state, so that no
+    /// change falls between the read and the subscription.
+    pub fn subscribe(&self) -> broadcast::Receiver<RecordChanged> {
+        self.changes.subscribe()
+    }
+
+    /// Stores an ask: its attachment bytes first (synced), then the record.
+    pub async fn ask(
+        &self,
+        ask: NewAsk,
+        policy: AskPolicy,
+        now: DateTime<Utc>,
+    ) -> Result<AskOutcome, StoreError> {
+        let dir = self.attachments_dir.clone();
+        self.call(move |db| {
+            for attachment in &ask.action.attachments {
+                save_attachment(&dir, attachment)?;
+            }
+            db.ask(&ask, policy, now)
+        })
+        .await
+    }
+
+    /// Where an attachment's bytes are kept.
+    pub fn attachment_path(&self, sha256_hex: &str) -> PathBuf {
+        self.attachments_dir.join(sha256_hex)
+    }
+
+    /// Stops the thread after the queued jobs; the returned thread handle can then be joined.
+    pub fn close(self) {
+        drop(self.jobs);
+    }
+}
+
+/// Creates a directory (and its parents) only the daemon can enter.
+pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
+}
+
+/// Writes an attachment under its hash: to a temporary name, synced, renamed, directory synced.
+/// Content-addressed, so a second write of the same bytes is skipped.
+fn save_attachment(dir: &Path, attachment: &Attachment) -> Result<(), StoreError> {
+    let name = attachment.sha256.to_hex();
+    let path = dir.join(&name);
+    let failed = |source| StoreError::Attachment {
+        path: path.display().to_string(),
+        source,
+    };
+    if path.exists() {
+        return Ok(());
+    }
+    let temporary = dir.join(format!(".{name}.tmp"));
+    let mut file = std::fs::File::create(&temporary).map_err(failed)?;
+    file.write_all(&attachment.data).map_err(failed)?;
+    file.sync_all().map_err(failed)?;
+    std::fs::rename(&temporary, &path).map_err(failed)?;
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(failed)
+}

@@ -1,0 +1,641 @@
+//! The store's rules, tested against a real SQLite file and a real journal in a temp dir.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone, Utc};
+use rusqlite::params;
+
+use super::db::{AskOutcome, AskPolicy, Db, NewAsk, StateChange};
+use super::state::RecordState;
+use super::{Store, StoreError};
+use crate::action::{Action, Attachment};
+use crate::journal;
+use crate::refusal::Reason;
+
+fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap()
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    db_path: PathBuf,
+    journal_path: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        Fixture {
+            db_path: dir.path().join("consentd.db"),
+            journal_path: dir.path().join("decisions.jsonl"),
+            _dir: dir,
+        }
+    }
+
+    fn open(&self) -> Db {
+        Db::open(&self.db_path, &self.journal_path, t0()).unwrap().0
+    }
+
+    fn journal_verifies(&self) -> journal::Head {
+        match journal::verify_file(&self.journal_path, None).unwrap() {
+            Ok(verified) => verified.head,
+            Err(problem) => panic!("journal does not verify: {problem}"),
+        }
+    }
+
+    fn journal_events(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.journal_path)
+            .unwrap()
+            .lines()
+            .map(|line| {
+                let value: serde_json::Value = serde_json::from_str(line).unwrap();
+                value["ev"].as_str().unwrap().to_owned()
+            })
+            .collect()
+    }
+}
+
+fn action(kind: &str, text: &str) -> Action {
+    Action {
+        kind: kind.to_owned(),
+        target: Some("@someone".to_owned()),
+        text: Some(text.to_owned()),
+        fields: BTreeMap::new(),
+        cost_usd: None,
+        attachments: Vec::new(),
+    }
+}
+
+fn new_ask(kind: &str, text: &str, key: Option<&str>) -> NewAsk {
+    let action = action(kind, text);
+    NewAsk {
+        peer_uid: 1000,
+        digest: action.digest().to_hex(),
+        action,
+        idempotency_key: key.map(str::to_owned),
+        urgent: false,
+    }
+}
+
+fn policy() -> AskPolicy {
+    AskPolicy {
+        owner_known: true,
+        decline_memory: Duration::from_secs(24 * 3600),
+        max_pending: 20,
+    }
+}
+
+fn created(outcome: AskOutcome) -> super::Record {
+    match outcome {
+        AskOutcome::Created(record) => record,
+        other => panic!("expected a new record, got {other:?}"),
+    }
+}
+
+fn refused_reason(outcome: AskOutcome) -> Reason {
+    match outcome {
+        AskOutcome::Refused { refusal, .. } => refusal.reason,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// Inserts a record directly in `state`, bypassing the state machine (inserts are not guarded).
+fn insert_in_state(db: &Db, id: &str, state: RecordState) {
+    db.connection()
+        .execute(
+            "INSERT INTO records (id, peer_uid, kind, digest, state, created_at)
+             VALUES (?1, 1000, 'k', 'd', ?2, '2026-11-29T12:00:00.000Z')",
+            params![id, state.as_str()],
+        )
+        .unwrap();
+}
+
+fn state_of(db: &Db, id: &str) -> RecordState {
+    db.record(id).unwrap().unwrap().state
+}
+
+#[test]
+fn the_schema_and_the_code_agree_on_the_transitions() {
+    let fixture = Fixture::new();
+    let db = fixture.open();
+    let mut statement = db
+        .connection()
+        .prepare("SELECT from_state, to_state FROM state_transitions")
+        .unwrap();
+    let mut in_schema: Vec<(RecordState, RecordState)> = statement
+        .query_map([], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+        })
+        .unwrap()
+        .map(|row| {
+            let (from, to) = row.unwrap();
+            (
+                RecordState::parse(&from).unwrap(),
+                RecordState::parse(&to).unwrap(),
+            )
+        })
+        .collect();
+    let mut in_code = RecordState::TRANSITIONS.to_vec();
+    let key = |pair: &(RecordState, RecordState)| (pair.0.as_str(), pair.1.as_str());
+    in_schema.sort_by_key(key);
+    in_code.sort_by_key(key);
+    assert_eq!(in_schema, in_code);
+}
+
+#[test]
+fn every_illegal_transition_is_refused_by_the_code_and_by_the_database() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let mut cases = 0;
+    for (index_from, from) in RecordState::ALL.into_iter().enumerate() {
+        for (index_to, to) in RecordState::ALL.into_iter().enumerate() {
+            if from == to || from.can_become(to) {
+                continue;
+            }
+            cases += 1;
+            let id = format!("r_illegal_{index_from}_{index_to}");
+            insert_in_state(&db, &id, from);
+            let result = db.transition(&id, from, to, StateChange::default(), Vec::new(), t0());
+            assert!(
+                matches!(result, Err(StoreError::IllegalTransition { .. })),
+                "{from} -> {to} through the store: {result:?}"
+            );
+            let raw = db.connection().execute(
+                "UPDATE records SET state = ?2 WHERE id = ?1",
+                params![id, to.as_str()],
+            );
+            let message = raw
+                .expect_err(&format!("{from} -> {to} through raw SQL"))
+                .to_string();
+            assert!(
+                message.contains("illegal record state transition"),
+                "{from} -> {to}: {message}"
+            );
+            assert_eq!(
+                state_of(&db, &id),
+                from,
+                "{from} -> {to} left the record changed"
+            );
+        }
+    }
+    // 10 states, 13 legal steps, no self-steps: 90 - 13 illegal pairs.
+    assert_eq!(cases, 77);
+}
+
+#[test]
+fn every_legal_transition_is_one_compare_and_set() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    for (index, (from, to)) in RecordState::TRANSITIONS.into_iter().enumerate() {
+        let id = format!("r_legal_{index}");
+        insert_in_state(&db, &id, from);
+        let record = db
+            .transition(&id, from, to, StateChange::default(), Vec::new(), t0())
+            .unwrap_or_else(|error| panic!("{from} -> {to}: {error}"));
+        assert_eq!(record.state, to);
+        // The same step again finds the record moved on: nothing to do, and it says so.
+        let again = db.transition(&id, from, to, StateChange::default(), Vec::new(), t0());
+        assert!(
+            matches!(again, Err(StoreError::StateConflict { actual, .. }) if actual == to),
+            "{from} -> {to} twice: {again:?}"
+        );
+    }
+}
+
+#[test]
+fn a_transition_of_a_missing_record_is_missing() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let result = db.transition(
+        "r_none",
+        RecordState::Pending,
+        RecordState::CardShown,
+        StateChange::default(),
+        Vec::new(),
+        t0(),
+    );
+    assert!(matches!(result, Err(StoreError::Missing)), "{result:?}");
+}
+
+#[test]
+fn an_ask_is_stored_pending_and_journaled_without_its_text() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let ask = new_ask("publish_x", "a secret text", None);
+    let record = created(db.ask(&ask, policy(), t0()).unwrap());
+    assert_eq!(record.state, RecordState::Pending);
+    assert_eq!(record.text.as_deref(), Some("a secret text"));
+    assert_eq!(record.digest.as_deref(), Some(ask.digest.as_str()));
+    assert_eq!(fixture.journal_events(), ["started", "asked"]);
+    let journal = std::fs::read_to_string(&fixture.journal_path).unwrap();
+    assert!(!journal.contains("a secret text"));
+    assert!(journal.contains(&ask.digest));
+    fixture.journal_verifies();
+}
+
+#[test]
+fn the_same_digest_joins_the_open_record() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let first = created(db.ask(&new_ask("k", "same", None), policy(), t0()).unwrap());
+    match db.ask(&new_ask("k", "same", None), policy(), t0()).unwrap() {
+        AskOutcome::Joined(record) => assert_eq!(record.id, first.id),
+        other => panic!("expected to join, got {other:?}"),
+    }
+    let other = created(
+        db.ask(&new_ask("k", "different", None), policy(), t0())
+            .unwrap(),
+    );
+    assert_ne!(other.id, first.id);
+}
+
+#[test]
+fn idempotency_keys_return_the_record_or_refuse_another_digest() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let first = created(
+        db.ask(&new_ask("k", "one", Some("key-1")), policy(), t0())
+            .unwrap(),
+    );
+    match db
+        .ask(&new_ask("k", "one", Some("key-1")), policy(), t0())
+        .unwrap()
+    {
+        AskOutcome::Existing(record) => assert_eq!(record.id, first.id),
+        other => panic!("expected the existing record, got {other:?}"),
+    }
+    let conflict = db
+        .ask(&new_ask("k", "two", Some("key-1")), policy(), t0())
+        .unwrap();
+    assert_eq!(refused_reason(conflict), Reason::IdentityConflict);
+    // The key is the peer's own: another peer may use it for its own record.
+    let mut other_peer = new_ask("k", "two", Some("key-1"));
+    other_peer.peer_uid = 1001;
+    created(db.ask(&other_peer, policy(), t0()).unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_asks_with_one_idempotency_key_make_one_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, thread, _) = Store::open(dir.path(), &dir.path().join("j.jsonl"), t0()).unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..16 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            store
+                .ask(new_ask("k", "racing", Some("race")), policy(), t0())
+                .await
+                .unwrap()
+        }));
+    }
+    let mut ids = std::collections::BTreeSet::new();
+    let mut created_count = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            AskOutcome::Created(record) => {
+                created_count += 1;
+                ids.insert(record.id);
+            }
+            AskOutcome::Existing(record) | AskOutcome::Joined(record) => {
+                ids.insert(record.id);
+            }
+            AskOutcome::Refused { refusal, .. } => panic!("refused: {refusal:?}"),
+        }
+    }
+    assert_eq!(created_count, 1);
+    assert_eq!(ids.len(), 1);
+    let count: i64 = store
+        .call(|db| {
+            Ok(db
+                .connection()
+                .query_row("SELECT count(*) FROM records", [], |r| r.get(0))?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(count, 1);
+    store.close();
+    thread.join();
+}
+
+fn show_card(db: &mut Db, id: &str) {
+    db.transition(
+        id,
+        RecordState::Pending,
+        RecordState::CardShown,
+        StateChange::default(),
+        Vec::new(),
+        t0(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_no_is_remembered_by_digest_for_the_decline_memory() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let ask = new_ask("k", "declined text", None);
+    let record = created(db.ask(&ask, policy(), t0()).unwrap());
+    show_card(&mut db, &record.id);
+    assert!(!db.decline(&record.id, 42, 3, t0()).unwrap());
+    let again = db
+        .ask(&ask, policy(), t0() + chrono::Duration::hours(23))
+        .unwrap();
+    assert_eq!(refused_reason(again), Reason::DeclinedRecently);
+    // Another text of the same kind is not declined.
+    created(
+        db.ask(&new_ask("k", "another text", None), policy(), t0())
+            .unwrap(),
+    );
+    // After the memory, the same digest may be asked again.
+    let later = t0() + chrono::Duration::hours(24) + chrono::Duration::seconds(1);
+    created(db.ask(&ask, policy(), later).unwrap());
+}
+
+#[test]
+fn the_decline_streak_silences_a_kind_and_a_yes_ends_it() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    for n in 1..=3 {
+        let record = created(
+            db.ask(&new_ask("k", &format!("t{n}"), None), policy(), t0())
+                .unwrap(),
+        );
+        show_card(&mut db, &record.id);
+        assert_eq!(
+            db.decline(&record.id, 42, 3, t0()).unwrap(),
+            n == 3,
+            "no number {n}"
+        );
+    }
+    let silenced = db.ask(&new_ask("k", "t4", None), policy(), t0()).unwrap();
+    assert_eq!(refused_reason(silenced), Reason::KindSilenced);
+    // Another kind is not silenced.
+    created(
+        db.ask(&new_ask("other", "t4", None), policy(), t0())
+            .unwrap(),
+    );
+    // A day later the kind may ask again.
+    let tomorrow = t0() + chrono::Duration::days(1) + chrono::Duration::seconds(1);
+    let record = created(
+        db.ask(&new_ask("k", "t5", None), policy(), tomorrow)
+            .unwrap(),
+    );
+    // A yes resets the streak: two more no's do not silence it.
+    show_card(&mut db, &record.id);
+    db.grant(&record.id, 42, tomorrow).unwrap();
+    for n in 6..=7 {
+        let record = created(
+            db.ask(&new_ask("k", &format!("t{n}"), None), policy(), tomorrow)
+                .unwrap(),
+        );
+        show_card(&mut db, &record.id);
+        assert!(!db.decline(&record.id, 42, 3, tomorrow).unwrap());
+    }
+    created(
+        db.ask(&new_ask("k", "t8", None), policy(), tomorrow)
+            .unwrap(),
+    );
+    let events = fixture.journal_events();
+    assert_eq!(events.iter().filter(|e| *e == "silenced").count(), 1);
+    assert_eq!(events.iter().filter(|e| *e == "declined").count(), 5);
+    fixture.journal_verifies();
+}
+
+#[test]
+fn max_pending_bounds_the_open_asks() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let small = AskPolicy {
+        max_pending: 3,
+        ..policy()
+    };
+    for n in 0..3 {
+        created(
+            db.ask(&new_ask("k", &format!("t{n}"), None), small, t0())
+                .unwrap(),
+        );
+    }
+    let over = db.ask(&new_ask("k", "t3", None), small, t0()).unwrap();
+    assert_eq!(refused_reason(over), Reason::TooManyPending);
+    // The same digest as an open one still joins: it adds no card.
+    assert!(matches!(
+        db.ask(&new_ask("k", "t0", None), small, t0()).unwrap(),
+        AskOutcome::Joined(_)
+    ));
+}
+
+#[test]
+fn without_an_owner_asks_are_refused() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let ownerless = AskPolicy {
+        owner_known: false,
+        ..policy()
+    };
+    let outcome = db.ask(&new_ask("k", "t", None), ownerless, t0()).unwrap();
+    assert_eq!(refused_reason(outcome), Reason::NoOwner);
+    let events = fixture.journal_events();
+    assert_eq!(events.last().map(String::as_str), Some("denied"));
+}
+
+#[test]
+fn attachments_are_recorded_by_their_facts() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let mut ask = new_ask("k", "t", None);
+    ask.action.attachments = vec![Attachment::new(
+        "a.png".into(),
+        "image/png".into(),
+        vec![1, 2, 3],
+    )];
+    ask.digest = ask.action.digest().to_hex();
+    let record = created(db.ask(&ask, policy(), t0()).unwrap());
+    assert_eq!(record.attachments.len(), 1);
+    assert_eq!(record.attachments[0].bytes, 3);
+    assert_eq!(
+        record.attachments[0].sha256,
+        crate::digest::Sha256Hash::of(&[1, 2, 3]).to_hex()
+    );
+}
+
+#[test]
+fn list_pages_newest_first_per_peer() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    for n in 0..5 {
+        created(
+            db.ask(&new_ask("k", &format!("t{n}"), None), policy(), t0())
+                .unwrap(),
+        );
+    }
+    let mut stranger = new_ask("k", "theirs", None);
+    stranger.peer_uid = 7;
+    created(db.ask(&stranger, policy(), t0()).unwrap());
+    let (page, next) = db.list(1000, None, 2).unwrap();
+    assert_eq!(page.len(), 2);
+    assert!(page[0].seq > page[1].seq);
+    let (rest, end) = db.list(1000, next, 10).unwrap();
+    assert_eq!(rest.len(), 3);
+    assert_eq!(end, None);
+    assert!(rest
+        .iter()
+        .chain(&page)
+        .all(|record| record.peer_uid == 1000));
+}
+
+fn cut_last_line(path: &Path, keep_bytes_of_it: usize) {
+    let text = std::fs::read(path).unwrap();
+    let body = &text[..text.len() - 1];
+    let start = body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    std::fs::write(path, &text[..start + keep_bytes_of_it]).unwrap();
+}
+
+#[test]
+fn lines_lost_after_the_commit_are_appended_at_the_next_start() {
+    for keep in [0, 10] {
+        let fixture = Fixture::new();
+        let mut db = fixture.open();
+        created(db.ask(&new_ask("k", "t", None), policy(), t0()).unwrap());
+        let whole = std::fs::read_to_string(&fixture.journal_path).unwrap();
+        drop(db);
+        // A crash after the commit, before (or in the middle of) appending the `asked` line.
+        cut_last_line(&fixture.journal_path, keep);
+        let (_db, report) = Db::open(&fixture.db_path, &fixture.journal_path, t0()).unwrap();
+        assert_eq!(report.lines_recovered, 1, "keep {keep}");
+        assert_eq!(report.torn_tail_cut_bytes, keep as u64, "keep {keep}");
+        let now = std::fs::read_to_string(&fixture.journal_path).unwrap();
+        assert!(
+            now.starts_with(&whole),
+            "keep {keep}: the recovered line differs"
+        );
+        assert_eq!(fixture.journal_events(), ["started", "asked", "started"]);
+        let started = now.lines().last().unwrap();
+        assert_eq!(
+            started.contains("torn_tail_cut_bytes"),
+            keep > 0,
+            "{started}"
+        );
+        fixture.journal_verifies();
+    }
+}
+
+#[test]
+fn a_journal_missing_lines_the_store_wrote_stops_the_start() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    created(db.ask(&new_ask("k", "t1", None), policy(), t0()).unwrap());
+    created(db.ask(&new_ask("k", "t2", None), policy(), t0()).unwrap());
+    drop(db);
+    // Lines 1..3 were written and their staged copies dropped; removing two is tampering.
+    cut_last_line(&fixture.journal_path, 0);
+    cut_last_line(&fixture.journal_path, 0);
+    let error = Db::open(&fixture.db_path, &fixture.journal_path, t0()).unwrap_err();
+    assert!(
+        matches!(error, StoreError::JournalDisagrees { .. }),
+        "{error}"
+    );
+    std::fs::write(&fixture.journal_path, "").unwrap();
+    let error = Db::open(&fixture.db_path, &fixture.journal_path, t0()).unwrap_err();
+    assert!(
+        error.to_string().contains("the journal ends at line 0"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_journal_from_elsewhere_stops_the_start() {
+    let fixture = Fixture::new();
+    drop(fixture.open());
+    let other = Fixture::new();
+    let mut db = other.open();
+    created(db.ask(&new_ask("k", "t", None), policy(), t0()).unwrap());
+    drop(db);
+    std::fs::copy(&other.journal_path, &fixture.journal_path).unwrap();
+    let error = Db::open(&fixture.db_path, &fixture.journal_path, t0()).unwrap_err();
+    assert!(
+        matches!(error, StoreError::JournalDisagrees { .. }),
+        "{error}"
+    );
+}
+
+#[test]
+fn migrations_are_recorded_and_a_newer_schema_is_refused() {
+    let fixture = Fixture::new();
+    let db = fixture.open();
+    let version: u32 = db
+        .connection()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 1);
+    let mode: String = db
+        .connection()
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    let sync: i64 = db
+        .connection()
+        .query_row("PRAGMA synchronous", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(sync, 2, "synchronous must be FULL");
+    let fk: i64 = db
+        .connection()
+        .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(fk, 1);
+    db.connection()
+        .execute_batch("PRAGMA user_version = 99")
+        .unwrap();
+    drop(db);
+    let error = Db::open(&fixture.db_path, &fixture.journal_path, t0()).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            StoreError::TooNew {
+                found: 99,
+                latest: 1
+            }
+        ),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_damaged_database_is_refused_at_start() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let roomy = AskPolicy {
+        max_pending: 100,
+        ..policy()
+    };
+    for n in 0..50 {
+        created(
+            db.ask(
+                &new_ask("k", &format!("text number {n}"), None),
+                roomy,
+                t0(),
+            )
+            .unwrap(),
+        );
+    }
+    db.connection()
+        .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+        .unwrap();
+    drop(db);
+    let mut bytes = std::fs::read(&fixture.db_path).unwrap();
+    // Page 2 onwards: overwrite the b-tree pages, keep the header so SQLite opens the file.
+    for byte in bytes.iter_mut().skip(4096).take(8192) {
+        *byte = 0xA5;
+    }
+    std::fs::write(&fixture.db_path, bytes).unwrap();
+    let error = Db::open(&fixture.db_path, &fixture.journal_path, t0()).unwrap_err();
+    let message = error.to_string();
+    assert!(
+        matches!(
+            error,
+            StoreError::Corrupt { .. } | StoreError::Sql(_) | StoreError::Migration { .. }
+        ),
+        "{message}"
+    );
+}

@@ -1,0 +1,316 @@
+//! A real daemon on a temp dir: its config, its socket, its journal, and ways to talk to it.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_consentd");
+
+/// How long a daemon may take to start or stop before the test fails.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+pub fn current_uid() -> u32 {
+    nix::unistd::getuid().as_raw()
+}
+
+/// Builds a daemon's config.
+#[derive(Debug, Clone)]
+pub struct DaemonBuilder {
+    allowed_uids: Vec<u32>,
+    max_request_bytes: u64,
+    max_pending: u32,
+    owner: Option<i64>,
+}
+
+impl Default for DaemonBuilder {
+    fn default() -> Self {
+        Self {
+            allowed_uids: vec![current_uid()],
+            max_request_bytes: 1024 * 1024,
+            max_pending: 20,
+            owner: Some(42),
+        }
+    }
+}
+
+impl DaemonBuilder {
+    pub fn allowed_uids(mut self, uids: Vec<u32>) -> Self {
+        self.allowed_uids = uids;
+        self
+    }
+
+    pub fn max_pending(mut self, max: u32) -> Self {
+        self.max_pending = max;
+        self
+    }
+
+    pub fn no_owner(mut self) -> Self {
+        self.owner = None;
+        self
+    }
+
+    pub fn config_text(&self, dir: &Path) -> String {
+        let owner = self
+            .owner
+            .map(|id| format!("telegram_id = {id}"))
+            .unwrap_or_default();
+        format!(
+            r#"
+[owner]
+{owner}
+timezone = "UTC"
+
+[telegram]
+api_url = "http://127.0.0.1:9"
+
+[paths]
+state_dir = "{dir}/state"
+journal = "{dir}/state/decisions.jsonl"
+socket = "{dir}/run/consent.sock"
+
+[client]
+allowed_uids = {uids:?}
+
+[limits]
+max_request_bytes = {max_request_bytes}
+max_pending = {max_pending}
+
+[categories.publish_x]
+label = {{ en = "Post to X", ru = "Пост в X", pt = "Post no X" }}
+class = "external"
+enabled = true
+mandate_ok = true
+target = "required"
+text = "required"
+fields = ["reply_to"]
+attachments = 2
+cost = "request"
+command = ["/bin/echo", "posted"]
+timeout = "10s"
+
+[categories.wipe_drafts]
+label = {{ en = "Delete drafts" }}
+class = "destructive"
+enabled = false
+command = ["/bin/true"]
+"#,
+            dir = dir.display(),
+            uids = self.allowed_uids,
+            max_request_bytes = self.max_request_bytes,
+            max_pending = self.max_pending,
+        )
+    }
+
+    /// Starts the daemon and waits until its socket answers.
+    pub fn start(self) -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("consentd.toml");
+        std::fs::write(&config, self.config_text(dir.path())).unwrap();
+        Daemon::start_with(dir, config).unwrap_or_else(|failure| panic!("{failure}"))
+    }
+}
+
+/// Why a daemon did not start; holds its temp dir so the test can look at it.
+#[derive(Debug)]
+pub struct StartFailure {
+    pub message: String,
+    _dir: tempfile::TempDir,
+}
+
+impl std::fmt::Display for StartFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// A running daemon; killed when dropped.
+#[derive(Debug)]
+pub struct Daemon {
+    pub dir: tempfile::TempDir,
+    pub config: PathBuf,
+    pub socket: PathBuf,
+    pub journal: PathBuf,
+    pub state_dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl Daemon {
+    pub fn builder() -> DaemonBuilder {
+        DaemonBuilder::default()
+    }
+
+    pub fn start() -> Daemon {
+        DaemonBuilder::default().start()
+    }
+
+    /// Starts `consentd serve` on a config in `dir`; on failure, its exit status and stderr
+    /// (and `dir` is kept until the failure is dropped).
+    pub fn start_with(dir: tempfile::TempDir, config: PathBuf) -> Result<Daemon, StartFailure> {
+        let stderr = std::fs::File::create(dir.path().join("daemon.log")).unwrap();
+        let child = Command::new(BIN)
+            .args(["serve", "--config"])
+            .arg(&config)
+            .env("CONSENTD_LOG", "debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let mut daemon = Daemon {
+            socket: dir.path().join("run/consent.sock"),
+            journal: dir.path().join("state/decisions.jsonl"),
+            state_dir: dir.path().join("state"),
+            config,
+            dir,
+            child: Some(child),
+        };
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(status) = daemon.child_mut().try_wait().unwrap() {
+                daemon.child = None;
+                let message = format!("consentd exited with {status}: {}", daemon.log());
+                let dir = std::mem::replace(&mut daemon.dir, tempfile::tempdir().unwrap());
+                return Err(StartFailure { message, _dir: dir });
+            }
+            if UnixStream::connect(&daemon.socket).is_ok() && daemon.journal.exists() {
+                // The socket is bound before the store opens: ask once to be sure it answers.
+                let answer = daemon.request_raw(b"{\"v\":1,\"op\":\"list\"}\n");
+                if !answer.is_empty() {
+                    return Ok(daemon);
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "consentd did not start: {}",
+                daemon.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts the daemon again on the same config and state, after it has stopped.
+    pub fn restart(mut self) -> Daemon {
+        assert!(self.child.is_none(), "stop the daemon before restarting it");
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
+        Daemon::start_with(dir, self.config.clone()).unwrap_or_else(|failure| panic!("{failure}"))
+    }
+
+    fn child_mut(&mut self) -> &mut Child {
+        self.child.as_mut().expect("the daemon has exited")
+    }
+
+    pub fn pid(&self) -> nix::unistd::Pid {
+        nix::unistd::Pid::from_raw(self.child.as_ref().expect("running").id() as i32)
+    }
+
+    /// The daemon's stderr so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("daemon.log")).unwrap_or_default()
+    }
+
+    /// Sends a signal and waits for the daemon to exit.
+    pub fn stop_with(&mut self, signal: nix::sys::signal::Signal) -> ExitStatus {
+        nix::sys::signal::kill(self.pid(), signal).unwrap();
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(status) = self.child_mut().try_wait().unwrap() {
+                self.child = None;
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "consentd did not stop: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        self.child_mut().try_wait().unwrap().is_none()
+    }
+
+    /// Sends raw bytes as the request and returns every answer line.
+    pub fn request_raw(&self, frame: &[u8]) -> Vec<Value> {
+        let mut stream = UnixStream::connect(&self.socket).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        // The daemon may refuse and close before reading it all: the answer still waits to be read.
+        let _ = stream.write_all(frame);
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        let mut answer = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            match stream.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => answer.extend_from_slice(&chunk[..n]),
+                // A refusal sent before the request was read ends in a reset after the answer.
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset && !answer.is_empty() => {
+                    break
+                }
+                Err(e) => panic!("reading the answer: {e}"),
+            }
+        }
+        String::from_utf8(answer)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
+            .collect()
+    }
+
+    /// Sends a JSON request and returns its final answer.
+    pub fn request(&self, request: &Value) -> Value {
+        let mut frame = serde_json::to_vec(request).unwrap();
+        frame.push(b'\n');
+        self.request_raw(&frame)
+            .pop()
+            .unwrap_or_else(|| panic!("no answer to {request}: {}", self.log()))
+    }
+
+    /// Runs a `consentd` client command against this daemon's socket.
+    pub fn cli(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .args(args)
+            .env("CONSENTD_SOCKET", &self.socket)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A good ask for `publish_x`, with `wait` off.
+pub fn good_ask(text: &str) -> Value {
+    serde_json::json!({
+        "v": 1, "op": "ask", "kind": "publish_x", "target": "@mila_news", "text": text,
+        "fields": {"reply_to": "https://example.org/1"}, "cost_usd": "0.04", "wait": false
+    })
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Runs `consentd` with arguments, outside any daemon.
+pub fn consentd(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}

@@ -1,0 +1,104 @@
+//! `consentd journal verify` and `journal head` on journals written by the library.
+
+use chrono::{TimeZone, Utc};
+use consentd::journal::{build_line, GENESIS_PREV};
+use serde_json::json;
+
+use crate::fixture::{consentd, stdout};
+
+fn write_journal(path: &std::path::Path, lines: u64) -> Vec<String> {
+    let mut prev = GENESIS_PREV.to_owned();
+    let mut texts = Vec::new();
+    let ts = Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap();
+    for n in 1..=lines {
+        let line = build_line(
+            n,
+            &prev,
+            ts,
+            "asked",
+            &[("id", json!(format!("r_{n:020}")))],
+        );
+        prev = line.h.clone();
+        texts.push(line.text);
+    }
+    std::fs::write(path, texts.concat()).unwrap();
+    texts
+}
+
+#[test]
+fn verify_and_head_report_the_anchor() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.jsonl");
+    write_journal(&path, 20);
+    let file = path.to_str().unwrap();
+    let head = consentd(&["journal", "head", file]);
+    assert_eq!(head.status.code(), Some(0));
+    let anchor = stdout(&head).trim().to_owned();
+    assert!(anchor.starts_with("20:") && anchor.len() == 15, "{anchor}");
+
+    let whole = consentd(&["journal", "verify", file]);
+    assert_eq!(whole.status.code(), Some(0));
+    assert_eq!(stdout(&whole).trim(), format!("ok {anchor}"));
+
+    let anchored = consentd(&["journal", "verify", file, "--anchor", &anchor]);
+    assert_eq!(anchored.status.code(), Some(0));
+
+    let early = format!(
+        "10:{}",
+        &stdout(&consentd(&["journal", "head", file])).trim()[3..]
+    );
+    let mismatch = consentd(&["journal", "verify", file, "--anchor", &early]);
+    assert_eq!(mismatch.status.code(), Some(1), "{}", stdout(&mismatch));
+}
+
+#[test]
+fn verify_names_the_first_bad_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.jsonl");
+    let mut lines = write_journal(&path, 10);
+    lines[6] = lines[6].replacen("r_", "r-", 1);
+    std::fs::write(&path, lines.concat()).unwrap();
+    let output = consentd(&["journal", "verify", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stdout(&output).starts_with("line 7:"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[test]
+fn a_cut_tail_is_caught_by_the_anchor() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.jsonl");
+    let lines = write_journal(&path, 10);
+    let file = path.to_str().unwrap();
+    let anchor = stdout(&consentd(&["journal", "head", file]))
+        .trim()
+        .to_owned();
+    std::fs::write(&path, lines[..7].concat()).unwrap();
+    assert_eq!(
+        consentd(&["journal", "verify", file]).status.code(),
+        Some(0)
+    );
+    let output = consentd(&["journal", "verify", file, "--anchor", &anchor]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stdout(&output).contains("cut tail"), "{}", stdout(&output));
+}
+
+#[test]
+fn a_bad_anchor_is_a_usage_error_and_a_missing_file_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.jsonl");
+    write_journal(&path, 3);
+    let output = consentd(&[
+        "journal",
+        "verify",
+        path.to_str().unwrap(),
+        "--anchor",
+        "3:abc",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let missing = consentd(&["journal", "verify", "/nonexistent/j.jsonl"]);
+    assert_eq!(missing.status.code(), Some(1));
+}

@@ -1,0 +1,8 @@
+//! The one integration test binary: each module drives the real `consentd` binary through its
+//! real surfaces — the socket, the command line, the journal file.
+
+mod ask;
+mod config_cli;
+mod fixture;
+mod journal_cli;
+mod socket;
