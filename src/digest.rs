@@ -79,6 +79,50 @@ impl Envelope<'_> {
 mod tests {
     use super::*;
 
+    /// Vectors made by fixtures/digest/make_vectors.py, a route independent of this code.
+    #[test]
+    fn the_fixed_vectors_match_an_independent_implementation() {
+        let text = include_str!("../fixtures/digest/vectors.json");
+        let vectors: Vec<serde_json::Value> = serde_json::from_str(text).unwrap();
+        assert!(vectors.len() >= 7);
+        for vector in vectors {
+            let name = vector["name"].as_str().unwrap();
+            let envelope = &vector["envelope"];
+            let fields: BTreeMap<String, String> =
+                serde_json::from_value(envelope["fields"].clone()).unwrap();
+            let attachments: Vec<AttachmentFacts> = envelope["attachments"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| AttachmentFacts {
+                    name: a["name"].as_str().unwrap().to_owned(),
+                    media_type: a["media_type"].as_str().unwrap().to_owned(),
+                    bytes: a["bytes"].as_u64().unwrap(),
+                    sha256: a["sha256"].as_str().unwrap().to_owned(),
+                })
+                .collect();
+            let ours = Envelope {
+                v: 1,
+                kind: envelope["kind"].as_str().unwrap(),
+                target: envelope["target"].as_str(),
+                text: envelope["text"].as_str(),
+                fields: &fields,
+                cost_usd: envelope["cost_usd"].as_str(),
+                attachments: &attachments,
+            };
+            assert_eq!(
+                ours.canonical_json(),
+                vector["canonical"].as_str().unwrap(),
+                "{name}"
+            );
+            assert_eq!(
+                ours.digest().to_hex(),
+                vector["sha256"].as_str().unwrap(),
+                "{name}"
+            );
+        }
+    }
+
     #[test]
     fn sha256_of_empty_input_is_the_known_value() {
         assert_eq!(
@@ -106,5 +150,167 @@ mod tests {
             envelope.canonical_json(),
             r#"{"attachments":[],"cost_usd":"0.40","fields":{"a":"1","b":"2"},"kind":"k","target":null,"text":"line\n\"quoted\" é","v":1}"#
         );
+    }
+}
+
+/// Properties over whole requests: parsed, checked by the refusal gate, then hashed.
+#[cfg(test)]
+mod properties {
+    use base64::Engine as _;
+    use proptest::prelude::*;
+    use serde_json::{json, Map, Value};
+
+    use crate::config;
+    use crate::protocol::{parse_request, Request};
+    use crate::refusal::check_ask;
+
+    const CONFIG: &str = r#"
+[paths]
+state_dir = "/var/lib/consentd"
+[categories.publish_x]
+label = { en = "Post" }
+class = "external"
+enabled = true
+target = "required"
+text = "required"
+fields = ["reply_to", "tags"]
+attachments = 2
+cost = "request"
+command = ["/bin/true"]
+[categories.publish_y]
+label = { en = "Post elsewhere" }
+class = "external"
+enabled = true
+target = "required"
+text = "required"
+fields = ["reply_to", "tags"]
+attachments = 2
+cost = "request"
+command = ["/bin/true"]
+"#;
+
+    fn digest_of(frame: &str) -> String {
+        let config = config::parse(CONFIG, "test").unwrap();
+        let Ok(Request::Ask(ask)) = parse_request(frame.as_bytes()) else {
+            panic!("not an ask: {frame}")
+        };
+        let category = config.categories.get(&ask.kind);
+        check_ask(&ask, category, true, &config.limits)
+            .unwrap_or_else(|refusal| panic!("{refusal:?}: {frame}"))
+            .digest()
+            .to_hex()
+    }
+
+    /// Writes an object with its keys in the given order and the given whitespace between tokens.
+    fn write(value: &Value, order_seed: u64, space: &str) -> String {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                // A deterministic shuffle from the seed.
+                let mut state = order_seed | 1;
+                for i in (1..keys.len()).rev() {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    keys.swap(i, (state % (i as u64 + 1)) as usize);
+                }
+                let members: Vec<String> = keys
+                    .iter()
+                    .map(|k| {
+                        format!(
+                            "{}{space}:{space}{}",
+                            json!(k),
+                            write(&map[*k], order_seed >> 1, space)
+                        )
+                    })
+                    .collect();
+                format!(
+                    "{{{space}{}{space}}}",
+                    members.join(&format!("{space},{space}"))
+                )
+            }
+            Value::Array(items) => {
+                let items: Vec<String> =
+                    items.iter().map(|v| write(v, order_seed, space)).collect();
+                format!("[{space}{}{space}]", items.join(&format!(",{space}")))
+            }
+            other => other.to_string(),
+        }
+    }
+
+    fn ask(text: &str, target: &str, reply_to: &str, cost: &str, bytes: &[u8]) -> Value {
+        let mut fields = Map::new();
+        fields.insert("reply_to".into(), json!(reply_to));
+        fields.insert("tags".into(), json!("news"));
+        json!({
+            "v": 1, "op": "ask", "kind": "publish_x", "target": target, "text": text,
+            "fields": fields, "cost_usd": cost, "idempotency_key": "k", "wait": true,
+            "attachments": [
+                {"name": "a.png", "media_type": "image/png",
+                 "data_b64": base64::engine::general_purpose::STANDARD.encode(bytes)},
+                {"name": "b.txt", "media_type": "text/plain", "data_b64": "aGk="}
+            ]
+        })
+    }
+
+    fn visible_text() -> impl Strategy<Value = String> {
+        "[a-zA-Z0-9 .,!?а-яё世界]{1,40}"
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        #[test]
+        fn key_order_and_whitespace_never_change_the_digest(
+            text in visible_text(),
+            bytes in proptest::collection::vec(any::<u8>(), 0..64),
+            seed in any::<u64>(),
+            space in prop::sample::select(vec!["", " ", "\t", "  \t "]),
+        ) {
+            let value = ask(&text, "@mila", "https://e.org/1", "0.04", &bytes);
+            let plain = digest_of(&value.to_string());
+            let reshaped = digest_of(&write(&value, seed, space));
+            prop_assert_eq!(plain, reshaped);
+        }
+
+        #[test]
+        fn every_change_that_matters_changes_the_digest(
+            text in visible_text(),
+            bytes in proptest::collection::vec(any::<u8>(), 1..64),
+            flip_at in any::<prop::sample::Index>(),
+            flip_bit in 0u8..8,
+        ) {
+            let base = ask(&text, "@mila", "https://e.org/1", "0.04", &bytes);
+            let original = digest_of(&base.to_string());
+            let mut flipped = bytes.clone();
+            let at = flip_at.index(flipped.len());
+            flipped[at] ^= 1 << flip_bit;
+            let mut changes: Vec<(&str, Value)> = vec![
+                ("text", ask(&format!("{text}!"), "@mila", "https://e.org/1", "0.04", &bytes)),
+                ("target", ask(&text, "@mila2", "https://e.org/1", "0.04", &bytes)),
+                ("field", ask(&text, "@mila", "https://e.org/2", "0.04", &bytes)),
+                ("cost", ask(&text, "@mila", "https://e.org/1", "0.05", &bytes)),
+                ("attachment byte", ask(&text, "@mila", "https://e.org/1", "0.04", &flipped)),
+            ];
+            let mut kind = base.clone();
+            kind["kind"] = json!("publish_y");
+            changes.push(("kind", kind));
+            let mut renamed = base.clone();
+            renamed["attachments"][0]["name"] = json!("c.png");
+            changes.push(("attachment name", renamed));
+            for (what, changed) in changes {
+                prop_assert_ne!(&original, &digest_of(&changed.to_string()), "{}", what);
+            }
+            // What is not part of the action does not change it.
+            let mut bookkeeping = base.clone();
+            bookkeeping["idempotency_key"] = json!("another");
+            bookkeeping["wait"] = json!(false);
+            bookkeeping["urgent"] = json!(true);
+            prop_assert_eq!(&original, &digest_of(&bookkeeping.to_string()));
+            // "0.4" and "0.40" are the same money, so the same action.
+            let a = digest_of(&ask(&text, "@m", "u", "0.4", &bytes).to_string());
+            let b = digest_of(&ask(&text, "@m", "u", "0.40", &bytes).to_string());
+            prop_assert_eq!(a, b);
+        }
     }
 }

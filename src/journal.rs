@@ -75,9 +75,9 @@ pub struct Line {
 /// Build line `n` after `prev` (hex). `members` are the event's own members
 /// in order, values any JSON.
 ///
-/// Member names must not repeat the line's own keys (`n`, `prev`, `ts`, `ev`,
-/// `h`), and `prev` must be 64 lowercase hex; both are programming errors,
-/// checked in debug builds. A line built on a wrong `prev` or `n` is refused
+/// `n` must be at least 1, member names must not repeat the line's own keys
+/// (`n`, `prev`, `ts`, `ev`, `h`), and `prev` must be 64 lowercase hex; these
+/// are programming errors, checked in debug builds. A line built on a wrong `prev` or `n` is refused
 /// by [`JournalFile::append`].
 pub fn build_line(
     n: u64,
@@ -86,6 +86,7 @@ pub fn build_line(
     ev: &str,
     members: &[(&str, serde_json::Value)],
 ) -> Line {
+    debug_assert!(n >= 1, "lines are numbered from 1");
     debug_assert!(
         prev.len() == HEX_LEN && is_lower_hex(prev.as_bytes()),
         "prev must be 64 lowercase hex digits"
@@ -335,15 +336,11 @@ pub enum JournalError {
 }
 
 fn is_lower_hex(s: &[u8]) -> bool {
-    s.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
-
-fn find_byte(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&b| b == needle)
-}
-
-fn rfind_byte(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().rposition(|&b| b == needle)
+    // No early exit: a plain fold over all bytes vectorizes, and a valid
+    // line has to look at every byte anyway.
+    s.iter().fold(true, |ok, &b| {
+        ok & ((b.wrapping_sub(b'0') < 10) | (b.wrapping_sub(b'a') < 6))
+    })
 }
 
 /// The fixed parts of one line (without its `'\n'`), borrowed from it.
@@ -424,15 +421,23 @@ fn hash_matches(hashed: &[u8], h: &[u8]) -> bool {
     hasher.update(hashed);
     hasher.update(b"}");
     let digest = hasher.finalize();
-    digest
-        .iter()
-        .zip(h.chunks_exact(2))
-        .all(|(d, pair)| pair[0] == HEX[usize::from(d >> 4)] && pair[1] == HEX[usize::from(d & 15)])
+    let mut hex = [0u8; HEX_LEN];
+    for (pair, d) in hex.chunks_exact_mut(2).zip(digest.iter()) {
+        pair[0] = HEX[usize::from(d >> 4)];
+        pair[1] = HEX[usize::from(d & 15)];
+    }
+    hex[..] == *h
 }
 
 /// A line's own checks (shape, hash, UTF-8), without its place in the chain.
 fn check_own(line: &[u8]) -> Result<Shape<'_>, OwnFault> {
     let s = shape(line).map_err(OwnFault::Malformed)?;
+    check_contents(line, &s)?;
+    Ok(s)
+}
+
+/// The checks after the shape: the hash, then UTF-8.
+fn check_contents(line: &[u8], s: &Shape<'_>) -> Result<(), OwnFault> {
     if !hash_matches(s.hashed, s.h) {
         return Err(OwnFault::Hash);
     }
@@ -442,7 +447,7 @@ fn check_own(line: &[u8]) -> Result<Shape<'_>, OwnFault> {
     if std::str::from_utf8(line).is_err() {
         return Err(OwnFault::Malformed("not UTF-8"));
     }
-    Ok(s)
+    Ok(())
 }
 
 enum OwnFault {
@@ -487,8 +492,8 @@ impl<'a> Verifier<'a> {
         if s.prev != self.prev {
             return Err(Problem::BrokenLink { line: n });
         }
-        match check_own(line) {
-            Ok(_) => {}
+        match check_contents(line, &s) {
+            Ok(()) => {}
             Err(OwnFault::Hash) => return Err(Problem::HashMismatch { line: n }),
             Err(OwnFault::Malformed(why)) => {
                 return Err(Problem::Malformed {
@@ -536,7 +541,7 @@ impl<'a> Verifier<'a> {
 pub fn verify_bytes(bytes: &[u8], anchor: Option<&Anchor>) -> Result<Verified, Problem> {
     let mut v = Verifier::new(anchor);
     let mut rest = bytes;
-    while let Some(i) = find_byte(b'\n', rest) {
+    while let Some(i) = memchr::memchr(b'\n', rest) {
         v.line(&rest[..i])?;
         rest = &rest[i + 1..];
     }
@@ -582,7 +587,7 @@ fn verify_read(
         // Only the new bytes can hold a newline.
         let mut scan = end;
         end += got;
-        while let Some(i) = find_byte(b'\n', &buf[scan..end]) {
+        while let Some(i) = memchr::memchr(b'\n', &buf[scan..end]) {
             let nl = scan + i;
             if let Err(p) = v.line(&buf[start..nl]) {
                 return Ok(Err(p));
@@ -631,7 +636,7 @@ fn head_at(file: &File) -> io::Result<Result<Head, Problem>> {
         if buf.last() != Some(&b'\n') {
             return full_verify_for_head(file);
         }
-        match rfind_byte(b'\n', &buf[..buf.len() - 1]) {
+        match memchr::memrchr(b'\n', &buf[..buf.len() - 1]) {
             Some(i) => break i + 1,
             None if from == 0 => break 0,
             None => window = window.saturating_mul(2),
@@ -678,7 +683,7 @@ fn cut_torn_tail(file: &File) -> io::Result<u64> {
         let from = end.saturating_sub(buf.len() as u64);
         let chunk = &mut buf[..(end - from) as usize];
         file.read_exact_at(chunk, from)?;
-        if let Some(i) = rfind_byte(b'\n', chunk) {
+        if let Some(i) = memchr::memrchr(b'\n', chunk) {
             break from + i as u64 + 1;
         }
         end = from;
@@ -792,7 +797,7 @@ fn check_continues(expect: &mut Verifier<'_>, line: &Line) -> Result<(), Journal
         .as_bytes()
         .strip_suffix(b"\n")
         .ok_or_else(|| refuse("text does not end in a newline".to_string()))?;
-    if find_byte(b'\n', body).is_some() {
+    if memchr::memchr(b'\n', body).is_some() {
         return Err(refuse("text holds more than one line".to_string()));
     }
     expect.line(body).map_err(|p| match p {
@@ -834,7 +839,7 @@ mod tests {
 
     /// The event of line `i` (1-based) of a realistic journal.
     fn event(i: u64) -> (&'static str, Vec<(&'static str, Value)>) {
-        let id = format!("c-{:06}", (i + 1) / 2);
+        let id = format!("c-{:06}", i.div_ceil(2));
         let kinds = ["exec", "net", "file.write", "clipboard"];
         match i % 5 {
             0 => (

@@ -320,3 +320,152 @@ async fn serve_connection(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::RwLock;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+    use crate::clock::SystemClock;
+
+    const CONFIG: &str = r#"
+[owner]
+telegram_id = 42
+[paths]
+state_dir = "/nonexistent"
+"#;
+
+    /// A server on a temp socket with the given limits; the listener is bound before it runs, so
+    /// connections made before `start` wait in the backlog.
+    struct Harness {
+        dir: tempfile::TempDir,
+        listener: Option<UnixListener>,
+        shutdown: CancellationToken,
+    }
+
+    impl Harness {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let listener = UnixListener::bind(dir.path().join("s.sock")).unwrap();
+            Harness {
+                dir,
+                listener: Some(listener),
+                shutdown: CancellationToken::new(),
+            }
+        }
+
+        async fn connect(&self) -> UnixStream {
+            UnixStream::connect(self.dir.path().join("s.sock"))
+                .await
+                .unwrap()
+        }
+
+        fn start(&mut self, limits: IntakeLimits) -> tokio::task::JoinHandle<()> {
+            let config = crate::config::parse(CONFIG, "test").unwrap();
+            let (store, _thread, _) = crate::store::Store::open(
+                self.dir.path(),
+                &self.dir.path().join("j.jsonl"),
+                chrono::Utc::now(),
+            )
+            .unwrap();
+            let intake = Intake {
+                config: Arc::new(config),
+                store,
+                clock: Arc::new(SystemClock),
+                switches: Arc::new(RwLock::new(BTreeMap::new())),
+            };
+            let listener = self.listener.take().unwrap();
+            tokio::spawn(run(listener, intake, limits, self.shutdown.clone()))
+        }
+    }
+
+    fn limits(max_connections: usize) -> IntakeLimits {
+        IntakeLimits {
+            max_frame_bytes: 1024,
+            // Long enough never to fire in the tests on the real clock.
+            read_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(10),
+            max_connections,
+            allowed_uids: Vec::new(),
+        }
+    }
+
+    async fn answer(stream: &mut UnixStream) -> serde_json::Value {
+        let mut text = String::new();
+        stream.read_to_string(&mut text).await.unwrap();
+        serde_json::from_str(text.lines().last().expect("an answer line")).unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_stalls_is_answered_and_closed_after_the_read_timeout() {
+        let mut harness = Harness::new();
+        let mut silent = harness.connect().await;
+        let mut partial = harness.connect().await;
+        partial.write_all(b"{\"v\":1,\"op\":").await.unwrap();
+        let started = tokio::time::Instant::now();
+        let server = harness.start(limits(8));
+        for stream in [&mut silent, &mut partial] {
+            let refusal = answer(stream).await;
+            assert_eq!(refusal["reason"], "bad_request");
+            assert_eq!(refusal["message"], "no complete request line within 10s");
+        }
+        // The paused clock moved exactly to the timeout: no real time was slept through.
+        assert!(started.elapsed() >= Duration::from_secs(10));
+        harness.shutdown.cancel();
+        server.await.unwrap();
+    }
+
+    // On the real clock: a paused clock would advance past the holders' read timeout while the
+    // store's thread works. Nothing here waits for a timer.
+    #[tokio::test]
+    async fn connections_over_the_cap_are_refused_at_once() {
+        let mut harness = Harness::new();
+        let mut holders = vec![harness.connect().await, harness.connect().await];
+        let mut over = harness.connect().await;
+        let server = harness.start(limits(2));
+        let refusal = answer(&mut over).await;
+        assert_eq!(refusal["reason"], "bad_request");
+        assert!(
+            refusal["message"]
+                .as_str()
+                .unwrap()
+                .contains("already has 2 connections open"),
+            "{refusal}"
+        );
+        // The holders are still served when they speak.
+        for holder in &mut holders {
+            holder
+                .write_all(b"{\"v\":1,\"op\":\"list\"}\n")
+                .await
+                .unwrap();
+            assert!(answer(holder).await.get("records").is_some());
+        }
+        harness.shutdown.cancel();
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_frame_exactly_at_the_cap_is_read_and_one_byte_more_is_too_large() {
+        let mut harness = Harness::new();
+        let list = b"{\"v\":1,\"op\":\"list\"}";
+        let pad = |total: usize| {
+            let mut frame = list[..list.len() - 1].to_vec();
+            frame.extend(std::iter::repeat_n(b' ', total - list.len()));
+            frame.push(b'}');
+            frame.push(b'\n');
+            frame
+        };
+        let mut at_cap = harness.connect().await;
+        let mut over_cap = harness.connect().await;
+        let server = harness.start(limits(8));
+        at_cap.write_all(&pad(1024)).await.unwrap();
+        assert!(answer(&mut at_cap).await.get("records").is_some());
+        let _ = over_cap.write_all(&pad(1025)).await;
+        assert_eq!(answer(&mut over_cap).await["reason"], "too_large");
+        harness.shutdown.cancel();
+        server.await.unwrap();
+    }
+}

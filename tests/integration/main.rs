@@ -3,6 +3,8 @@
 
 mod ask;
 mod config_cli;
+mod crash;
 mod fixture;
 mod journal_cli;
+mod locales;
 mod socket;

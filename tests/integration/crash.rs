@@ -1,0 +1,106 @@
+//! Store and journal agree after a crash at any instant: the daemon is killed with SIGKILL while
+//! clients ask, at a different moment each round, and restarted.
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use nix::sys::signal::Signal;
+use serde_json::{json, Value};
+
+use crate::fixture::Daemon;
+
+/// One ask; the id when the daemon acknowledged it (pending or refused), None when cut off.
+fn ask(socket: &std::path::Path, request: &Value) -> Option<String> {
+    let mut stream = UnixStream::connect(socket).ok()?;
+    let mut frame = serde_json::to_vec(request).unwrap();
+    frame.push(b'\n');
+    stream.write_all(&frame).ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    let value: Value = serde_json::from_str(answer.lines().last()?).ok()?;
+    value["id"].as_str().map(str::to_owned)
+}
+
+#[test]
+fn sigkill_at_any_moment_leaves_store_and_journal_in_agreement() {
+    let mut daemon = Daemon::builder().max_pending(100).start();
+    let mut acknowledged = BTreeSet::new();
+    // Kill after this many acknowledged asks in each round: early, mid-burst, later.
+    for (round, kill_after) in [1usize, 3, 7, 12, 20, 33].into_iter().enumerate() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let acked = Arc::new(Mutex::new(Vec::new()));
+        let clients: Vec<_> = (0..4)
+            .map(|client| {
+                let (stop, acked, socket) = (stop.clone(), acked.clone(), daemon.socket.clone());
+                std::thread::spawn(move || {
+                    for n in 0.. {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        // Every third ask is refused (an invisible character): `denied` lines too.
+                        let text = if n % 3 == 2 {
+                            format!("r{round} c{client} n{n}\u{200B}")
+                        } else {
+                            format!("r{round} c{client} n{n}")
+                        };
+                        let request = json!({"v":1,"op":"ask","kind":"publish_x","target":"@m",
+                            "text": text, "cost_usd":"0.01", "wait": false});
+                        match ask(&socket, &request) {
+                            Some(id) => acked.lock().unwrap().push(id),
+                            None => break,
+                        }
+                    }
+                })
+            })
+            .collect();
+        while acked.lock().unwrap().len() < kill_after {
+            std::thread::yield_now();
+        }
+        daemon.stop_with(Signal::SIGKILL);
+        stop.store(true, Ordering::Relaxed);
+        for client in clients {
+            client.join().unwrap();
+        }
+        acknowledged.extend(acked.lock().unwrap().iter().cloned());
+        daemon = daemon.restart();
+    }
+    assert!(daemon.stop_with(Signal::SIGTERM).success());
+
+    let journal = consentd::journal::verify_file(&daemon.journal, None).unwrap();
+    let verified = journal.unwrap_or_else(|problem| panic!("journal broken: {problem}"));
+    let text = std::fs::read_to_string(&daemon.journal).unwrap();
+    let mut journaled = BTreeSet::new();
+    for line in text.lines() {
+        let value: Value = serde_json::from_str(line).unwrap();
+        if matches!(value["ev"].as_str(), Some("asked" | "denied")) {
+            assert!(
+                journaled.insert(value["id"].as_str().unwrap().to_owned()),
+                "twice: {line}"
+            );
+        }
+    }
+    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
+    let mut statement = db.prepare("SELECT id FROM records").unwrap();
+    let stored: BTreeSet<String> = statement
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        stored, journaled,
+        "every record has its line and every line its record"
+    );
+    let lost: Vec<_> = acknowledged.difference(&stored).collect();
+    assert!(lost.is_empty(), "acknowledged asks lost: {lost:?}");
+    let (n, h): (i64, String) = db
+        .query_row("SELECT last_n, last_h FROM journal_state", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!((n as u64, h), (verified.head.n, verified.head.h));
+    // 7 starts and at least one line per acknowledged ask.
+    assert!(verified.head.n as usize >= 7 + acknowledged.len());
+}
