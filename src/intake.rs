@@ -83,6 +83,7 @@ impl Intake {
         };
         let policy = AskPolicy {
             owner_known: self.config.owner.telegram_id.is_some(),
+            card_chat: None,
             decline_memory: self.config.limits.decline_memory,
             max_pending: self.config.limits.max_pending,
         };

@@ -22,7 +22,10 @@ use crate::store::state::RecordState;
 use crate::store::StoreError;
 
 /// The numbered migrations, applied in order.
-const MIGRATIONS: &[(u32, &str)] = &[(1, include_str!("migrations/0001_init.sql"))];
+const MIGRATIONS: &[(u32, &str)] = &[
+    (1, include_str!("migrations/0001_init.sql")),
+    (2, include_str!("migrations/0002_telegram.sql")),
+];
 
 /// A journal event waiting for its line: the event name and its own members, in order.
 #[derive(Debug, Clone)]
@@ -42,6 +45,21 @@ impl Event {
     pub fn with(mut self, key: &'static str, value: impl Into<Value>) -> Self {
         self.members.push((key, value.into()));
         self
+    }
+}
+
+/// What one write transaction produced besides its table changes: journal events, records whose
+/// state changed (for waiters), and whether it queued anything for Telegram.
+#[derive(Debug, Default)]
+pub struct Effects {
+    pub events: Vec<Event>,
+    pub changed: Vec<(String, RecordState)>,
+    pub queued: bool,
+}
+
+impl Effects {
+    pub fn push(&mut self, event: Event) {
+        self.events.push(event);
     }
 }
 
@@ -68,6 +86,8 @@ pub struct NewAsk {
 #[derive(Debug, Clone, Copy)]
 pub struct AskPolicy {
     pub owner_known: bool,
+    /// The owner's chat, where a new record's card is queued in the same transaction.
+    pub card_chat: Option<i64>,
     pub decline_memory: Duration,
     pub max_pending: u32,
 }
@@ -128,10 +148,12 @@ pub struct StateChange {
 /// The owner of the database and the journal file.
 #[derive(Debug)]
 pub struct Db {
-    conn: Connection,
+    pub(super) conn: Connection,
     journal: JournalFile,
     /// Records whose state changed since the last call to [`Db::take_changes`].
     changed: Vec<(String, RecordState)>,
+    /// Set when a transaction queued something for Telegram.
+    outbox_queued: bool,
 }
 
 pub fn timestamp(at: DateTime<Utc>) -> String {
@@ -193,6 +215,7 @@ impl Db {
             conn,
             journal,
             changed: Vec::new(),
+            outbox_queued: false,
         };
         let lines_recovered = db.reconcile_journal(journal_path)?;
         let report = OpenReport {
@@ -307,18 +330,43 @@ impl Db {
         now: DateTime<Utc>,
         change: impl FnOnce(&Transaction<'_>, &mut Vec<Event>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        self.write_effects(now, None, |tx, effects| change(tx, &mut effects.events))
+    }
+
+    /// [`Db::write`] with the full [`Effects`], and optionally the next Telegram offset stored in
+    /// the same transaction as what the update changed.
+    pub fn write_effects<T>(
+        &mut self,
+        now: DateTime<Utc>,
+        next_offset: Option<i64>,
+        change: impl FnOnce(&Transaction<'_>, &mut Effects) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         let written_up_to = self.journal.head().n as i64;
         let tx = Transaction::new(&mut self.conn, TransactionBehavior::Immediate)?;
         // Lines the file already has need not be kept; doing it here costs no extra commit.
         tx.execute("DELETE FROM journal_staged WHERE n <= ?1", [written_up_to])?;
-        let mut events = Vec::new();
-        let value = change(&tx, &mut events)?;
-        let lines = stage(&tx, now, &events)?;
+        let mut effects = Effects::default();
+        let value = change(&tx, &mut effects)?;
+        if let Some(offset) = next_offset {
+            tx.execute(
+                "INSERT INTO telegram_state (id, next_offset) VALUES (1, ?1)
+                 ON CONFLICT (id) DO UPDATE SET next_offset = max(next_offset, excluded.next_offset)",
+                [offset],
+            )?;
+        }
+        let lines = stage(&tx, now, &effects.events)?;
         tx.commit()?;
+        self.changed.extend(effects.changed);
+        self.outbox_queued |= effects.queued;
         if !lines.is_empty() {
             self.append_journal(&lines)?;
         }
         Ok(value)
+    }
+
+    /// Whether anything was queued for Telegram since the last call.
+    pub fn take_outbox_queued(&mut self) -> bool {
+        std::mem::take(&mut self.outbox_queued)
     }
 
     /// The records whose state changed since the last call, for waiters.
@@ -340,6 +388,7 @@ impl Db {
         now: DateTime<Utc>,
     ) -> Result<AskOutcome, StoreError> {
         let id = new_record_id()?;
+        let mut queued_card = false;
         let outcome = self.write(now, |tx, events| {
             if let Some(key) = &ask.idempotency_key {
                 if let Some(existing) = record_where(
@@ -394,6 +443,18 @@ impl Db {
                 return refuse_in(tx, events, &id, ask.peer_uid, Some(&ask.action.kind), refusal, now);
             }
             insert_pending(tx, &id, ask, now)?;
+            if let Some(chat) = policy.card_chat {
+                crate::store::outbox::queue_in(
+                    tx,
+                    chat,
+                    crate::store::outbox::What::Card,
+                    Some(&id),
+                    &crate::store::outbox::Body::default(),
+                    false,
+                    now,
+                )?;
+                queued_card = true;
+            }
             let mut asked = Event::new("asked")
                 .with("id", id.as_str())
                 .with("kind", ask.action.kind.as_str())
@@ -409,6 +470,7 @@ impl Db {
             let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
             Ok(AskOutcome::Created(record))
         })?;
+        self.outbox_queued |= queued_card;
         match &outcome {
             AskOutcome::Created(record) => self.changed.push((record.id.clone(), record.state)),
             AskOutcome::Refused { id, .. } => self.changed.push((id.clone(), RecordState::Refused)),
@@ -445,38 +507,36 @@ impl Db {
         events_to_journal: Vec<Event>,
         now: DateTime<Utc>,
     ) -> Result<Record, StoreError> {
-        let record = self.write(now, |tx, events| {
+        self.write_effects(now, None, |tx, effects| {
             transition_in(tx, id, from, to, &change)?;
-            events.extend(events_to_journal);
+            effects.events.extend(events_to_journal);
+            effects.changed.push((id.to_owned(), to));
             record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)
-        })?;
-        self.changed.push((id.to_owned(), to));
-        Ok(record)
+        })
     }
 
     /// The owner's no: the card is declined, its digest remembered, and the kind's streak grows;
-    /// at `streak_limit` the kind is silenced for a day. Returns whether this no silenced the kind.
+    /// at `streak_limit` the kind is silenced for a day. `after` runs in the same transaction
+    /// (to queue the card's edit and the notice), told whether this no silenced the kind.
+    /// Returns whether it did.
     pub fn decline(
         &mut self,
         id: &str,
         by: i64,
         streak_limit: u32,
+        next_offset: Option<i64>,
+        after: impl FnOnce(&Transaction<'_>, &mut Effects, &Record, bool) -> Result<(), StoreError>,
         now: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        let silenced = self.write(now, |tx, events| {
-            let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
+        self.write_effects(now, next_offset, |tx, effects| {
             let change = StateChange {
                 decided_at: Some(now),
                 decided_by: Some(by),
                 ..StateChange::default()
             };
-            transition_in(
-                tx,
-                id,
-                RecordState::CardShown,
-                RecordState::Declined,
-                &change,
-            )?;
+            transition_in(tx, id, RecordState::CardShown, RecordState::Declined, &change)?;
+            let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
+            effects.changed.push((id.to_owned(), RecordState::Declined));
             let digest = record.digest.clone().unwrap_or_default();
             let kind = record.kind.clone().unwrap_or_default();
             tx.execute(
@@ -491,7 +551,7 @@ impl Db {
                 [&kind],
                 |row| row.get(0),
             )?;
-            events.push(
+            effects.push(
                 Event::new("declined")
                     .with("id", id)
                     .with("kind", kind.as_str())
@@ -505,51 +565,52 @@ impl Db {
                     "UPDATE kind_streaks SET silenced_until = ?2 WHERE kind = ?1",
                     params![kind, timestamp(until)],
                 )?;
-                events.push(
+                effects.push(
                     Event::new("silenced")
                         .with("kind", kind.as_str())
                         .with("streak", streak)
                         .with("until", timestamp(until)),
                 );
             }
+            after(tx, effects, &record, silenced)?;
             Ok(silenced)
-        })?;
-        self.changed.push((id.to_owned(), RecordState::Declined));
-        Ok(silenced)
+        })
     }
 
-    /// The owner's yes: the card is granted and the kind's streak of no's ends.
-    pub fn grant(&mut self, id: &str, by: i64, now: DateTime<Utc>) -> Result<Record, StoreError> {
-        let record = self.write(now, |tx, events| {
+    /// The owner's yes: the card is granted and the kind's streak of no's ends. `after` runs in
+    /// the same transaction (to queue the card's edit).
+    pub fn grant(
+        &mut self,
+        id: &str,
+        by: i64,
+        next_offset: Option<i64>,
+        after: impl FnOnce(&Transaction<'_>, &mut Effects, &Record) -> Result<(), StoreError>,
+        now: DateTime<Utc>,
+    ) -> Result<Record, StoreError> {
+        self.write_effects(now, next_offset, |tx, effects| {
             let change = StateChange {
                 decided_at: Some(now),
                 decided_by: Some(by),
                 ..StateChange::default()
             };
-            transition_in(
-                tx,
-                id,
-                RecordState::CardShown,
-                RecordState::Granted,
-                &change,
-            )?;
+            transition_in(tx, id, RecordState::CardShown, RecordState::Granted, &change)?;
             let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
+            effects.changed.push((id.to_owned(), RecordState::Granted));
             let kind = record.kind.clone().unwrap_or_default();
             tx.execute(
                 "UPDATE kind_streaks SET streak = 0, silenced_until = NULL WHERE kind = ?1",
                 [&kind],
             )?;
-            events.push(
+            effects.push(
                 Event::new("granted")
                     .with("id", id)
                     .with("kind", kind.as_str())
                     .with("digest", record.digest.clone().unwrap_or_default())
                     .with("by", by),
             );
+            after(tx, effects, &record)?;
             Ok(record)
-        })?;
-        self.changed.push((id.to_owned(), RecordState::Granted));
-        Ok(record)
+        })
     }
 
     pub fn record(&self, id: &str) -> Result<Option<Record>, StoreError> {
@@ -706,7 +767,7 @@ fn stateful_refusal(
     Ok(None)
 }
 
-fn refuse_in(
+pub(crate) fn refuse_in(
     tx: &Transaction<'_>,
     events: &mut Vec<Event>,
     id: &str,
@@ -784,7 +845,7 @@ fn insert_pending(
     Ok(())
 }
 
-fn transition_in(
+pub(crate) fn transition_in(
     tx: &Transaction<'_>,
     id: &str,
     from: RecordState,
@@ -839,7 +900,7 @@ const RECORD_COLUMNS: &str = "seq, id, peer_uid, kind, target, text, fields, cos
     idempotency_key, urgent, state, reason, message, result, created_at, shown_at, expires_at, \
     decided_at, decided_by, finished_at";
 
-fn record_where(
+pub(crate) fn record_where(
     conn: &Connection,
     condition: &str,
     params: impl rusqlite::Params,

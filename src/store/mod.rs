@@ -5,7 +5,9 @@
 //! kept beside the database, named by their SHA-256, written and synced before the record that
 //! names them is committed.
 
+pub mod consent;
 pub mod db;
+pub mod outbox;
 pub mod state;
 
 #[cfg(test)]
@@ -13,13 +15,13 @@ mod tests;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 
 use chrono::{DateTime, Utc};
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::{broadcast, oneshot, Notify};
 
 use crate::action::Attachment;
-pub use db::{AskOutcome, AskPolicy, Db, Event, NewAsk, OpenReport, Record, StateChange};
+pub use db::{AskOutcome, AskPolicy, Db, Effects, Event, NewAsk, OpenReport, Record, StateChange};
 pub use state::RecordState;
 
 /// Errors of the store. A refused ask is not an error: see [`AskOutcome::Refused`].
@@ -87,6 +89,7 @@ pub struct Store {
     jobs: mpsc::Sender<Job>,
     changes: broadcast::Sender<RecordChanged>,
     attachments_dir: PathBuf,
+    outbox_ready: Arc<Notify>,
 }
 
 /// The store's thread; joining it waits until every queued job has run.
@@ -118,6 +121,8 @@ impl Store {
         let (jobs, queue) = mpsc::channel::<Job>();
         let (changes, _) = broadcast::channel(1024);
         let announcer = changes.clone();
+        let outbox_ready = Arc::new(Notify::new());
+        let sender_bell = outbox_ready.clone();
         let thread = std::thread::Builder::new()
             .name("consentd-store".into())
             .spawn(move || {
@@ -126,6 +131,9 @@ impl Store {
                     for (id, state) in db.take_changes() {
                         // No receiver is fine: nobody is waiting.
                         let _ = announcer.send(RecordChanged { id, state });
+                    }
+                    if db.take_outbox_queued() {
+                        sender_bell.notify_one();
                     }
                 }
             })
@@ -137,6 +145,7 @@ impl Store {
                 jobs,
                 changes,
                 attachments_dir,
+                outbox_ready,
             },
             StoreThread(thread),
             report,
@@ -178,6 +187,11 @@ impl Store {
             db.ask(&ask, policy, now)
         })
         .await
+    }
+
+    /// Notified whenever a transaction queued something for Telegram.
+    pub fn outbox_ready(&self) -> Arc<Notify> {
+        self.outbox_ready.clone()
     }
 
     /// Where an attachment's bytes are kept.

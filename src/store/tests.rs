@@ -82,6 +82,7 @@ fn new_ask(kind: &str, text: &str, key: Option<&str>) -> NewAsk {
 fn policy() -> AskPolicy {
     AskPolicy {
         owner_known: true,
+        card_chat: None,
         decline_memory: Duration::from_secs(24 * 3600),
         max_pending: 20,
     }
@@ -338,7 +339,7 @@ fn a_no_is_remembered_by_digest_for_the_decline_memory() {
     let ask = new_ask("k", "declined text", None);
     let record = created(db.ask(&ask, policy(), t0()).unwrap());
     show_card(&mut db, &record.id);
-    assert!(!db.decline(&record.id, 42, 3, t0()).unwrap());
+    assert!(!db.decline(&record.id, 42, 3, None, |_, _, _, _| Ok(()), t0()).unwrap());
     let again = db
         .ask(&ask, policy(), t0() + chrono::Duration::hours(23))
         .unwrap();
@@ -364,7 +365,7 @@ fn the_decline_streak_silences_a_kind_and_a_yes_ends_it() {
         );
         show_card(&mut db, &record.id);
         assert_eq!(
-            db.decline(&record.id, 42, 3, t0()).unwrap(),
+            db.decline(&record.id, 42, 3, None, |_, _, _, _| Ok(()), t0()).unwrap(),
             n == 3,
             "no number {n}"
         );
@@ -384,14 +385,14 @@ fn the_decline_streak_silences_a_kind_and_a_yes_ends_it() {
     );
     // A yes resets the streak: two more no's do not silence it.
     show_card(&mut db, &record.id);
-    db.grant(&record.id, 42, tomorrow).unwrap();
+    db.grant(&record.id, 42, None, |_, _, _| Ok(()), tomorrow).unwrap();
     for n in 6..=7 {
         let record = created(
             db.ask(&new_ask("k", &format!("t{n}"), None), policy(), tomorrow)
                 .unwrap(),
         );
         show_card(&mut db, &record.id);
-        assert!(!db.decline(&record.id, 42, 3, tomorrow).unwrap());
+        assert!(!db.decline(&record.id, 42, 3, None, |_, _, _, _| Ok(()), tomorrow).unwrap());
     }
     created(
         db.ask(&new_ask("k", "t8", None), policy(), tomorrow)
@@ -568,7 +569,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 1);
+    assert_eq!(version, 2);
     let mode: String = db
         .connection()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -594,7 +595,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
             error,
             StoreError::TooNew {
                 found: 99,
-                latest: 1
+                latest: 2
             }
         ),
         "{error}"

@@ -1,0 +1,365 @@
+//! The store's side of the consent loop: the owner, pairing, the polling offset, cards shown,
+//! claims and outcomes, expiry, and the stranger rate limit. Each is one transaction with its
+//! journal lines.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{params, OptionalExtension};
+
+use super::db::{record_where, timestamp, transition_in, Db, Effects, Event, Record, StateChange};
+use super::state::RecordState;
+use super::StoreError;
+
+/// The paired owner, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerRow {
+    pub telegram_id: i64,
+    pub language_code: Option<String>,
+}
+
+/// The stored pairing state: a code's hash, its end, whether used, and the wrong-code counter.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PairingRow {
+    pub code_hash: Option<String>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub used: bool,
+    pub failures: u32,
+    pub locked_until: Option<DateTime<Utc>>,
+}
+
+/// How a run ended, as the store records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finish {
+    pub state: RecordState,
+    pub result: Option<String>,
+    pub message: Option<String>,
+    pub stderr: Option<String>,
+    /// What the journal says of the end (`exit`, `signal`, `timeout`, `restart`).
+    pub detail: Option<String>,
+}
+
+/// What a claim came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// Running: the `used` line is durable; the command may start.
+    Claimed(Record),
+    /// The category was turned off since the card: the record ends refused and nothing runs.
+    CategoryOff(Record),
+}
+
+fn parse_time(text: Option<String>) -> Option<DateTime<Utc>> {
+    text.and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
+        .map(|t| t.with_timezone(&Utc))
+}
+
+impl Db {
+    pub fn owner(&self) -> Result<Option<OwnerRow>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT telegram_id, language_code FROM owner WHERE id = 1",
+                [],
+                |row| {
+                    Ok(OwnerRow {
+                        telegram_id: row.get(0)?,
+                        language_code: row.get(1)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// The next getUpdates offset (0 before the first update).
+    pub fn next_offset(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT next_offset FROM telegram_state WHERE id = 1", [], |row| {
+                row.get(0)
+            })
+            .optional()?
+            .unwrap_or(0))
+    }
+
+    /// An update that changes nothing but the offset.
+    pub fn skip_update(&mut self, next_offset: i64, now: DateTime<Utc>) -> Result<(), StoreError> {
+        self.write_effects(now, Some(next_offset), |_, _| Ok(()))
+    }
+
+    pub fn pairing(&self) -> Result<PairingRow, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT code_hash, expires_at, used, failures, locked_until FROM pairing WHERE id = 1",
+                [],
+                |row| {
+                    Ok(PairingRow {
+                        code_hash: row.get(0)?,
+                        expires_at: parse_time(row.get(1)?),
+                        used: row.get(2)?,
+                        failures: row.get(3)?,
+                        locked_until: parse_time(row.get(4)?),
+                    })
+                },
+            )
+            .optional()?
+            .unwrap_or_default())
+    }
+
+    /// Stores a new pairing code's hash; the previous code stops working. The lock stays.
+    pub fn new_pairing_code(
+        &mut self,
+        code_hash: &str,
+        expires_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.write_effects(now, None, |tx, _| {
+            tx.execute(
+                "INSERT INTO pairing (id, code_hash, expires_at, used) VALUES (1, ?1, ?2, 0)
+                 ON CONFLICT (id) DO UPDATE SET code_hash = excluded.code_hash,
+                     expires_at = excluded.expires_at, used = 0",
+                params![code_hash, timestamp(expires_at)],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Applies a pairing attempt: the new pairing state, and the owner when it paired.
+    pub fn pairing_attempt(
+        &mut self,
+        next: &PairingRow,
+        paired: Option<OwnerRow>,
+        effects_after: impl FnOnce(&rusqlite::Transaction<'_>, &mut Effects) -> Result<(), StoreError>,
+        next_offset: i64,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.write_effects(now, Some(next_offset), |tx, effects| {
+            tx.execute(
+                "INSERT INTO pairing (id, code_hash, expires_at, used, failures, locked_until)
+                 VALUES (1, ?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (id) DO UPDATE SET code_hash = excluded.code_hash,
+                     expires_at = excluded.expires_at, used = excluded.used,
+                     failures = excluded.failures, locked_until = excluded.locked_until",
+                params![
+                    next.code_hash,
+                    next.expires_at.map(timestamp),
+                    next.used,
+                    next.failures,
+                    next.locked_until.map(timestamp)
+                ],
+            )?;
+            if let Some(owner) = paired {
+                tx.execute(
+                    "INSERT INTO owner (id, telegram_id, language_code, set_at) VALUES (1, ?1, ?2, ?3)",
+                    params![owner.telegram_id, owner.language_code, timestamp(now)],
+                )?;
+                effects.push(
+                    Event::new("owner_set")
+                        .with("owner", owner.telegram_id)
+                        .with("by", "pairing"),
+                );
+            }
+            effects_after(tx, effects)
+        })
+    }
+
+    /// Whether a stranger may get the polite line now (at most once an hour); notes it if so.
+    pub fn stranger_may_hear(
+        &mut self,
+        user_id: i64,
+        next_offset: i64,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let since = timestamp(now - chrono::Duration::hours(1));
+        self.write_effects(now, Some(next_offset), |tx, _| {
+            let recent: Option<String> = tx
+                .query_row(
+                    "SELECT last_at FROM stranger_replies WHERE user_id = ?1 AND last_at > ?2",
+                    params![user_id, since],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            if recent.is_some() {
+                return Ok(false);
+            }
+            tx.execute(
+                "INSERT INTO stranger_replies (user_id, last_at) VALUES (?1, ?2)
+                 ON CONFLICT (user_id) DO UPDATE SET last_at = excluded.last_at",
+                params![user_id, timestamp(now)],
+            )?;
+            Ok(true)
+        })
+    }
+
+    /// The card of a pending record was shown: its message id is kept, the ttl starts, and
+    /// `card_shown` is journaled. Returns false when the record was no longer pending.
+    pub fn card_shown(
+        &mut self,
+        outbox_seq: i64,
+        record_id: &str,
+        message_id: i64,
+        expires_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        self.write_effects(now, None, |tx, effects| {
+            tx.execute("UPDATE outbox SET state = 'sent' WHERE seq = ?1", [outbox_seq])?;
+            tx.execute(
+                "INSERT INTO record_messages (record_id, role, message_id) VALUES (?1, 'card', ?2)
+                 ON CONFLICT (record_id, role) DO UPDATE SET message_id = excluded.message_id",
+                params![record_id, message_id],
+            )?;
+            let change = StateChange {
+                shown_at: Some(now),
+                expires_at: Some(expires_at),
+                ..StateChange::default()
+            };
+            match transition_in(tx, record_id, RecordState::Pending, RecordState::CardShown, &change) {
+                Ok(()) => {}
+                Err(StoreError::StateConflict { .. }) => return Ok(false),
+                Err(error) => return Err(error),
+            }
+            effects.changed.push((record_id.to_owned(), RecordState::CardShown));
+            effects.push(
+                Event::new("card_shown")
+                    .with("id", record_id)
+                    .with("message_id", message_id)
+                    .with("expires_at", timestamp(expires_at)),
+            );
+            Ok(true)
+        })
+    }
+
+    /// The claim (SPEC §8): the category is checked again, then granted → running and the
+    /// `used` line are durable before this returns; only then may the command start.
+    pub fn claim(
+        &mut self,
+        id: &str,
+        category_enabled: bool,
+        now: DateTime<Utc>,
+    ) -> Result<Claim, StoreError> {
+        self.write_effects(now, None, |tx, effects| {
+            let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
+            if !category_enabled {
+                let change = StateChange {
+                    reason: Some("category_off".to_owned()),
+                    message: Some(format!(
+                        "category {} was turned off before the action ran",
+                        record.kind.as_deref().unwrap_or("?")
+                    )),
+                    finished_at: Some(now),
+                    ..StateChange::default()
+                };
+                transition_in(tx, id, RecordState::Granted, RecordState::Refused, &change)?;
+                effects.changed.push((id.to_owned(), RecordState::Refused));
+                effects.push(
+                    Event::new("denied")
+                        .with("id", id)
+                        .with("kind", record.kind.clone().unwrap_or_default())
+                        .with("reason", "category_off"),
+                );
+                let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
+                return Ok(Claim::CategoryOff(record));
+            }
+            transition_in(tx, id, RecordState::Granted, RecordState::Running, &StateChange::default())?;
+            effects.changed.push((id.to_owned(), RecordState::Running));
+            effects.push(
+                Event::new("used")
+                    .with("id", id)
+                    .with("digest", record.digest.clone().unwrap_or_default()),
+            );
+            let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
+            Ok(Claim::Claimed(record))
+        })
+    }
+
+    /// The end of a run: running → executed, failed or outcome_unknown, journaled.
+    pub fn finish(
+        &mut self,
+        id: &str,
+        finish: &Finish,
+        after: impl FnOnce(&rusqlite::Transaction<'_>, &mut Effects, &Record) -> Result<(), StoreError>,
+        now: DateTime<Utc>,
+    ) -> Result<Record, StoreError> {
+        self.write_effects(now, None, |tx, effects| {
+            let change = StateChange {
+                result: finish.result.clone(),
+                message: finish.message.clone(),
+                finished_at: Some(now),
+                ..StateChange::default()
+            };
+            transition_in(tx, id, RecordState::Running, finish.state, &change)?;
+            tx.execute(
+                "UPDATE records SET stderr = ?2 WHERE id = ?1",
+                params![id, finish.stderr],
+            )?;
+            effects.changed.push((id.to_owned(), finish.state));
+            let mut event = Event::new(match finish.state {
+                RecordState::Executed => "executed",
+                RecordState::Failed => "failed",
+                _ => "outcome_unknown",
+            })
+            .with("id", id);
+            if let Some(detail) = &finish.detail {
+                event = event.with("detail", detail.as_str());
+            }
+            effects.push(event);
+            let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
+            after(tx, effects, &record)?;
+            Ok(record)
+        })
+    }
+
+    /// Records whose card is past its ttl by `now`.
+    pub fn due_for_expiry(&self, now: DateTime<Utc>) -> Result<Vec<String>, StoreError> {
+        let mut statement = self.conn.prepare(
+            "SELECT id FROM records WHERE state = 'card_shown' AND expires_at <= ?1 ORDER BY seq",
+        )?;
+        let rows = statement.query_map([timestamp(now)], |row| row.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Records in `state`, oldest first.
+    pub fn records_in(&self, state: RecordState) -> Result<Vec<Record>, StoreError> {
+        let mut statement = self
+            .conn
+            .prepare("SELECT id FROM records WHERE state = ?1 ORDER BY seq")?;
+        let ids: Vec<String> = statement
+            .query_map([state.as_str()], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
+        ids.iter()
+            .map(|id| record_where(&self.conn, "id = ?1", params![id])?.ok_or(StoreError::Missing))
+            .collect()
+    }
+
+    /// The owner's Resume: the kind's streak ends and it may ask again.
+    pub fn resume_kind(
+        &mut self,
+        kind: &str,
+        by: i64,
+        next_offset: i64,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        self.write_effects(now, Some(next_offset), |tx, effects| {
+            let changed = tx.execute(
+                "UPDATE kind_streaks SET streak = 0, silenced_until = NULL
+                 WHERE kind = ?1 AND silenced_until IS NOT NULL",
+                [kind],
+            )?;
+            if changed > 0 {
+                effects.push(Event::new("resumed").with("kind", kind).with("by", by));
+            }
+            Ok(changed > 0)
+        })
+    }
+
+    /// The kind's silence, if any: until when.
+    pub fn silenced_until(&self, kind: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT silenced_until FROM kind_streaks WHERE kind = ?1",
+                [kind],
+                |row| row.get(0),
+            )
+            .optional()?
+            .flatten())
+    }
+}

@@ -1,0 +1,182 @@
+//! The durable outbox: what consentd will send to Telegram, queued in the same transaction as
+//! the change it tells of, and sent in order by one sender.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{params, OptionalExtension, Transaction};
+use serde::{Deserialize, Serialize};
+
+use super::db::{timestamp, Db};
+use super::StoreError;
+
+/// What a row asks the sender to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum What {
+    /// Draw a record's card (its parts and attachments first) and show it: the ttl starts then.
+    Card,
+    /// Send a message.
+    Message,
+    /// Edit a record's card to the given text (and buttons, if any).
+    Edit,
+}
+
+impl What {
+    fn as_str(self) -> &'static str {
+        match self {
+            What::Card => "card",
+            What::Message => "message",
+            What::Edit => "edit",
+        }
+    }
+
+    fn parse(text: &str) -> Option<What> {
+        [What::Card, What::Message, What::Edit]
+            .into_iter()
+            .find(|what| what.as_str() == text)
+    }
+}
+
+/// One inline button: its label and its signed callback data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ButtonSpec {
+    pub label: String,
+    pub data: String,
+}
+
+/// A row's content.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Body {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// One row of buttons; empty removes them on an edit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub buttons: Vec<ButtonSpec>,
+}
+
+/// A queued row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    pub seq: i64,
+    pub chat_id: i64,
+    pub what: What,
+    pub record_id: Option<String>,
+    pub body: Body,
+    pub silent: bool,
+    pub attempts: i64,
+}
+
+/// Queues a row inside a transaction.
+pub fn queue_in(
+    tx: &Transaction<'_>,
+    chat_id: i64,
+    what: What,
+    record_id: Option<&str>,
+    body: &Body,
+    silent: bool,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let body = serde_json::to_string(body).map_err(|e| StoreError::Encode(e.to_string()))?;
+    tx.execute(
+        "INSERT INTO outbox (chat_id, what, record_id, body, silent, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![chat_id, what.as_str(), record_id, body, silent, timestamp(now)],
+    )?;
+    Ok(())
+}
+
+impl Db {
+    /// The oldest queued row.
+    pub fn next_outbox(&self) -> Result<Option<Row>, StoreError> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT seq, chat_id, what, record_id, body, silent, attempts FROM outbox
+                 WHERE state = 'queued' ORDER BY seq LIMIT 1",
+                [],
+                |row| {
+                    Ok((
+                        row.get::<_, i64>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, String>(2)?,
+                        row.get::<_, Option<String>>(3)?,
+                        row.get::<_, String>(4)?,
+                        row.get::<_, bool>(5)?,
+                        row.get::<_, i64>(6)?,
+                    ))
+                },
+            )
+            .optional()?;
+        let Some((seq, chat_id, what, record_id, body, silent, attempts)) = row else {
+            return Ok(None);
+        };
+        Ok(Some(Row {
+            seq,
+            chat_id,
+            what: What::parse(&what).ok_or_else(|| StoreError::Encode(format!("outbox {what}")))?,
+            record_id,
+            body: serde_json::from_str(&body).map_err(|e| StoreError::Encode(e.to_string()))?,
+            silent,
+            attempts,
+        }))
+    }
+
+    /// A row was sent (or is done: an edit that changed nothing).
+    pub fn outbox_sent(&mut self, seq: i64) -> Result<(), StoreError> {
+        self.conn
+            .execute("UPDATE outbox SET state = 'sent' WHERE seq = ?1", [seq])?;
+        Ok(())
+    }
+
+    /// A row that can never be sent (Telegram refused it for good).
+    pub fn outbox_dropped(&mut self, seq: i64, error: &str) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE outbox SET state = 'dropped', error = ?2, attempts = attempts + 1 WHERE seq = ?1",
+            params![seq, error],
+        )?;
+        Ok(())
+    }
+
+    /// A failed attempt, to be retried.
+    pub fn outbox_attempt_failed(&mut self, seq: i64, error: &str) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE outbox SET attempts = attempts + 1, error = ?2 WHERE seq = ?1",
+            params![seq, error],
+        )?;
+        Ok(())
+    }
+
+    /// Remembers the chat message that shows part of a record (a text part, an attachment).
+    pub fn record_message(
+        &mut self,
+        record_id: &str,
+        role: &str,
+        message_id: i64,
+    ) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO record_messages (record_id, role, message_id) VALUES (?1, ?2, ?3)
+             ON CONFLICT (record_id, role) DO UPDATE SET message_id = excluded.message_id",
+            params![record_id, role, message_id],
+        )?;
+        Ok(())
+    }
+
+    /// The chat message of a record's part, attachment or card.
+    pub fn record_message_id(&self, record_id: &str, role: &str) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT message_id FROM record_messages WHERE record_id = ?1 AND role = ?2",
+                params![record_id, role],
+                |row| row.get(0),
+            )
+            .optional()?)
+    }
+
+    /// Queued rows left, for tests and diagnostics.
+    pub fn outbox_backlog(&self) -> Result<i64, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT count(*) FROM outbox WHERE state = 'queued'",
+            [],
+            |row| row.get(0),
+        )?)
+    }
+}
