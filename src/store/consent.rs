@@ -72,9 +72,11 @@ impl Db {
     pub fn next_offset(&self) -> Result<i64, StoreError> {
         Ok(self
             .conn
-            .query_row("SELECT next_offset FROM telegram_state WHERE id = 1", [], |row| {
-                row.get(0)
-            })
+            .query_row(
+                "SELECT next_offset FROM telegram_state WHERE id = 1",
+                [],
+                |row| row.get(0),
+            )
             .optional()?
             .unwrap_or(0))
     }
@@ -200,7 +202,10 @@ impl Db {
         now: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
         self.write_effects(now, None, |tx, effects| {
-            tx.execute("UPDATE outbox SET state = 'sent' WHERE seq = ?1", [outbox_seq])?;
+            tx.execute(
+                "UPDATE outbox SET state = 'sent' WHERE seq = ?1",
+                [outbox_seq],
+            )?;
             tx.execute(
                 "INSERT INTO record_messages (record_id, role, message_id) VALUES (?1, 'card', ?2)
                  ON CONFLICT (record_id, role) DO UPDATE SET message_id = excluded.message_id",
@@ -211,12 +216,20 @@ impl Db {
                 expires_at: Some(expires_at),
                 ..StateChange::default()
             };
-            match transition_in(tx, record_id, RecordState::Pending, RecordState::CardShown, &change) {
+            match transition_in(
+                tx,
+                record_id,
+                RecordState::Pending,
+                RecordState::CardShown,
+                &change,
+            ) {
                 Ok(()) => {}
                 Err(StoreError::StateConflict { .. }) => return Ok(false),
                 Err(error) => return Err(error),
             }
-            effects.changed.push((record_id.to_owned(), RecordState::CardShown));
+            effects
+                .changed
+                .push((record_id.to_owned(), RecordState::CardShown));
             effects.push(
                 Event::new("card_shown")
                     .with("id", record_id)
@@ -255,10 +268,17 @@ impl Db {
                         .with("kind", record.kind.clone().unwrap_or_default())
                         .with("reason", "category_off"),
                 );
-                let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
+                let record =
+                    record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
                 return Ok(Claim::CategoryOff(record));
             }
-            transition_in(tx, id, RecordState::Granted, RecordState::Running, &StateChange::default())?;
+            transition_in(
+                tx,
+                id,
+                RecordState::Granted,
+                RecordState::Running,
+                &StateChange::default(),
+            )?;
             effects.changed.push((id.to_owned(), RecordState::Running));
             effects.push(
                 Event::new("used")

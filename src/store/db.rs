@@ -534,7 +534,13 @@ impl Db {
                 decided_by: Some(by),
                 ..StateChange::default()
             };
-            transition_in(tx, id, RecordState::CardShown, RecordState::Declined, &change)?;
+            transition_in(
+                tx,
+                id,
+                RecordState::CardShown,
+                RecordState::Declined,
+                &change,
+            )?;
             let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
             effects.changed.push((id.to_owned(), RecordState::Declined));
             let digest = record.digest.clone().unwrap_or_default();
@@ -593,7 +599,13 @@ impl Db {
                 decided_by: Some(by),
                 ..StateChange::default()
             };
-            transition_in(tx, id, RecordState::CardShown, RecordState::Granted, &change)?;
+            transition_in(
+                tx,
+                id,
+                RecordState::CardShown,
+                RecordState::Granted,
+                &change,
+            )?;
             let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
             effects.changed.push((id.to_owned(), RecordState::Granted));
             let kind = record.kind.clone().unwrap_or_default();

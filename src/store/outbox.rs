@@ -78,7 +78,14 @@ pub fn queue_in(
     tx.execute(
         "INSERT INTO outbox (chat_id, what, record_id, body, silent, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![chat_id, what.as_str(), record_id, body, silent, timestamp(now)],
+        params![
+            chat_id,
+            what.as_str(),
+            record_id,
+            body,
+            silent,
+            timestamp(now)
+        ],
     )?;
     Ok(())
 }
@@ -160,7 +167,11 @@ impl Db {
     }
 
     /// The chat message of a record's part, attachment or card.
-    pub fn record_message_id(&self, record_id: &str, role: &str) -> Result<Option<i64>, StoreError> {
+    pub fn record_message_id(
+        &self,
+        record_id: &str,
+        role: &str,
+    ) -> Result<Option<i64>, StoreError> {
         Ok(self
             .conn
             .query_row(

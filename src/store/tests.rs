@@ -339,7 +339,9 @@ fn a_no_is_remembered_by_digest_for_the_decline_memory() {
     let ask = new_ask("k", "declined text", None);
     let record = created(db.ask(&ask, policy(), t0()).unwrap());
     show_card(&mut db, &record.id);
-    assert!(!db.decline(&record.id, 42, 3, None, |_, _, _, _| Ok(()), t0()).unwrap());
+    assert!(!db
+        .decline(&record.id, 42, 3, None, |_, _, _, _| Ok(()), t0())
+        .unwrap());
     let again = db
         .ask(&ask, policy(), t0() + chrono::Duration::hours(23))
         .unwrap();
@@ -365,7 +367,8 @@ fn the_decline_streak_silences_a_kind_and_a_yes_ends_it() {
         );
         show_card(&mut db, &record.id);
         assert_eq!(
-            db.decline(&record.id, 42, 3, None, |_, _, _, _| Ok(()), t0()).unwrap(),
+            db.decline(&record.id, 42, 3, None, |_, _, _, _| Ok(()), t0())
+                .unwrap(),
             n == 3,
             "no number {n}"
         );
@@ -385,14 +388,17 @@ fn the_decline_streak_silences_a_kind_and_a_yes_ends_it() {
     );
     // A yes resets the streak: two more no's do not silence it.
     show_card(&mut db, &record.id);
-    db.grant(&record.id, 42, None, |_, _, _| Ok(()), tomorrow).unwrap();
+    db.grant(&record.id, 42, None, |_, _, _| Ok(()), tomorrow)
+        .unwrap();
     for n in 6..=7 {
         let record = created(
             db.ask(&new_ask("k", &format!("t{n}"), None), policy(), tomorrow)
                 .unwrap(),
         );
         show_card(&mut db, &record.id);
-        assert!(!db.decline(&record.id, 42, 3, None, |_, _, _, _| Ok(()), tomorrow).unwrap());
+        assert!(!db
+            .decline(&record.id, 42, 3, None, |_, _, _, _| Ok(()), tomorrow)
+            .unwrap());
     }
     created(
         db.ask(&new_ask("k", "t8", None), policy(), tomorrow)

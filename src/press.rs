@@ -1,0 +1,1288 @@
+//! The signed button press: the press key and its file in state_dir, the callback data carried by
+//! every card button (`1.<kid>.<a>.<subject>.<tag>`), and the pure verdict on a press.
+//!
+//! Callback data is visible to the client and can be forged by a modified one, so it carries only
+//! ids and a MAC; nothing in it is trusted beyond what the MAC covers. The verdict needs the facts
+//! about the subject (its digest, whether it is open, its ttl) from the caller, who reads them from
+//! the store by the subject named in the data; this module touches no store and no network.
+
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use chrono::{DateTime, Utc};
+use hmac::{Hmac, Mac};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+/// Telegram refuses callback data longer than this (`BUTTON_DATA_INVALID`).
+pub const MAX_CALLBACK_LEN: usize = 64;
+/// The only callback format version this build writes and accepts.
+pub const CALLBACK_VERSION: u8 = 1;
+/// Bytes of HMAC-SHA-256 kept in the tag: 128 bits, over RFC 2104's floor of 80 bits and half the
+/// hash output.
+pub const TAG_LEN: usize = 16;
+/// Characters of a 16-byte tag in base64url without padding.
+const TAG_CHARS: usize = 22;
+/// Bytes of key material.
+pub const KEY_LEN: usize = 32;
+/// Separates the MAC of a press from any other use of the same key.
+const MAC_DOMAIN: &str = "consentd/press/v1";
+/// Prefix hashed with the key to name it; a different string from the MAC domain so the key id is
+/// never a MAC of anything.
+const KEY_ID_DOMAIN: &[u8] = b"consentd key id";
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// What a button does. One letter of it travels in the callback data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PressAction {
+    Yes,
+    No,
+    Resume,
+    Grant,
+    Decline,
+    Stop,
+    CategoryOn,
+    CategoryOff,
+}
+
+impl PressAction {
+    pub const ALL: [PressAction; 8] = [
+        PressAction::Yes,
+        PressAction::No,
+        PressAction::Resume,
+        PressAction::Grant,
+        PressAction::Decline,
+        PressAction::Stop,
+        PressAction::CategoryOn,
+        PressAction::CategoryOff,
+    ];
+
+    /// The letter written in the callback data.
+    pub fn letter(self) -> char {
+        match self {
+            PressAction::Yes => 'y',
+            PressAction::No => 'n',
+            PressAction::Resume => 'r',
+            PressAction::Grant => 'g',
+            PressAction::Decline => 'd',
+            PressAction::Stop => 's',
+            PressAction::CategoryOn => 'o',
+            PressAction::CategoryOff => 'f',
+        }
+    }
+
+    pub fn from_letter(letter: char) -> Option<PressAction> {
+        PressAction::ALL.into_iter().find(|a| a.letter() == letter)
+    }
+
+    /// The name used in the journal.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PressAction::Yes => "yes",
+            PressAction::No => "no",
+            PressAction::Resume => "resume",
+            PressAction::Grant => "grant",
+            PressAction::Decline => "decline",
+            PressAction::Stop => "stop",
+            PressAction::CategoryOn => "category_on",
+            PressAction::CategoryOff => "category_off",
+        }
+    }
+
+    /// Actions that answer a card name a record; the others may name a record or a kind.
+    fn needs_record_id(self) -> bool {
+        matches!(
+            self,
+            PressAction::Yes | PressAction::No | PressAction::Grant | PressAction::Decline
+        )
+    }
+}
+
+impl fmt::Display for PressAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A record id: "r_" and 20 lowercase hex digits.
+pub fn is_record_id(s: &str) -> bool {
+    s.len() == 22
+        && s.starts_with("r_")
+        && s.bytes()
+            .skip(2)
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// A kind name: `[a-z][a-z0-9_]{0,31}`. Every record id is also of this shape; the action and the
+/// caller's lookup tell which one is meant, and the MAC covers both, so the overlap gives a forger
+/// nothing.
+pub fn is_kind_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 32
+        && b[0].is_ascii_lowercase()
+        && b[1..]
+            .iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_')
+}
+
+/// Why a press did not count. The presser is told only "not accepted"; the code goes to the
+/// journal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum Rejection {
+    #[error("callback data is malformed")]
+    Malformed,
+    #[error("callback data has an unknown version")]
+    WrongVersion,
+    #[error("callback data was signed by another key")]
+    StaleKey,
+    #[error("callback tag does not verify")]
+    BadTag,
+    #[error("the presser is not the owner")]
+    NotOwner,
+    #[error("the press did not come from the owner's private chat")]
+    NotPrivateChat,
+    #[error("the subject of the press is unknown")]
+    UnknownSubject,
+    #[error("the subject of the press is no longer open")]
+    NotOpen,
+    #[error("the press came after the subject's ttl")]
+    Expired,
+}
+
+impl Rejection {
+    /// The code written in the journal's `press_rejected` entry.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rejection::Malformed => "malformed",
+            Rejection::WrongVersion => "wrong_version",
+            Rejection::StaleKey => "stale_key",
+            Rejection::BadTag => "bad_tag",
+            Rejection::NotOwner => "not_owner",
+            Rejection::NotPrivateChat => "not_private_chat",
+            Rejection::UnknownSubject => "unknown_subject",
+            Rejection::NotOpen => "not_open",
+            Rejection::Expired => "expired",
+        }
+    }
+}
+
+/// Failure to get the press key. Messages name the path and never the key.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("cannot get random bytes for a new press key: {0}")]
+    Random(getrandom::Error),
+    #[error("press key file {}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+    #[error("press key file {} is not a regular file", path.display())]
+    NotAFile { path: PathBuf },
+    #[error("press key file {} has {len} bytes, expected {KEY_LEN}", path.display())]
+    WrongSize { path: PathBuf, len: u64 },
+    #[error(
+        "press key file {} has mode {mode:04o}, wider than 0600; fix it with chmod 600",
+        path.display()
+    )]
+    TooOpen { path: PathBuf, mode: u32 },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> KeyError + '_ {
+    move |source| KeyError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The key that signs callback data. Kept apart from the bot token: whoever holds the token can
+/// read and send the bot's messages, but still cannot make a button that counts.
+pub struct PressKey {
+    bytes: [u8; KEY_LEN],
+    /// Computed once: it is written into every button.
+    id: String,
+}
+
+impl PressKey {
+    /// A new key from the operating system's random source.
+    pub fn generate() -> Result<PressKey, KeyError> {
+        let mut bytes = [0u8; KEY_LEN];
+        getrandom::fill(&mut bytes).map_err(KeyError::Random)?;
+        Ok(PressKey::from_bytes(bytes))
+    }
+
+    /// A key from known bytes (the key file, or a fixed key in tests).
+    pub fn from_bytes(bytes: [u8; KEY_LEN]) -> PressKey {
+        let mut h = Sha256::new();
+        h.update(KEY_ID_DOMAIN);
+        h.update(bytes);
+        let id = hex::encode(&h.finalize()[..2]);
+        PressKey { bytes, id }
+    }
+
+    /// Four lowercase hex digits naming the key, so a press signed before the key changed is told
+    /// apart (`StaleKey`) from a forgery (`BadTag`). 16 bits is enough to tell keys apart, and
+    /// reveals nothing usable about the key.
+    pub fn id(&self) -> String {
+        self.id.clone()
+    }
+
+    /// The callback data for a button: `1.<kid>.<a>.<subject>.<tag>`.
+    ///
+    /// `subject` must be a record id or a kind name (see [`is_record_id`], [`is_kind_name`]); with
+    /// anything else the data would be refused as `Malformed` on the way back (and could exceed
+    /// Telegram's 64 bytes).
+    pub fn sign(&self, action: PressAction, subject: &str, digest: &str, owner_id: i64) -> String {
+        debug_assert!(
+            is_kind_name(subject) && (!action.needs_record_id() || is_record_id(subject)),
+            "subject {subject:?} is not valid for {action}"
+        );
+        let tag = self.tag(action, subject, digest, owner_id);
+        format!(
+            "{CALLBACK_VERSION}.{}.{}.{subject}.{}",
+            self.id,
+            action.letter(),
+            URL_SAFE_NO_PAD.encode(tag)
+        )
+    }
+
+    /// HMAC-SHA-256 over the press, truncated to 16 bytes.
+    ///
+    /// Every part is preceded by its length as 4 bytes big-endian. That makes the encoding of the
+    /// tuple injective whatever bytes the parts hold, so two different presses never feed the MAC
+    /// the same message — without relying on the callback grammar (which may grow) to keep some
+    /// separator out of the parts. The owner id goes in as 8 bytes big-endian.
+    fn tag(
+        &self,
+        action: PressAction,
+        subject: &str,
+        digest: &str,
+        owner_id: i64,
+    ) -> [u8; TAG_LEN] {
+        // HMAC takes a key of any length, so this cannot fail.
+        let mut mac = HmacSha256::new_from_slice(&self.bytes).expect("HMAC accepts any key length");
+        let letter = [action.letter() as u8];
+        let owner = owner_id.to_be_bytes();
+        let parts: [&[u8]; 5] = [
+            MAC_DOMAIN.as_bytes(),
+            &letter,
+            subject.as_bytes(),
+            digest.as_bytes(),
+            &owner,
+        ];
+        for part in parts {
+            let len = u32::try_from(part.len()).expect("MAC parts are short");
+            mac.update(&len.to_be_bytes());
+            mac.update(part);
+        }
+        let full = mac.finalize().into_bytes();
+        let mut tag = [0u8; TAG_LEN];
+        tag.copy_from_slice(&full[..TAG_LEN]);
+        tag
+    }
+}
+
+impl fmt::Debug for PressKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The id only: the key must not reach a log through a stray `{:?}`.
+        f.debug_struct("PressKey")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for PressKey {
+    fn eq(&self, other: &PressKey) -> bool {
+        self.bytes.ct_eq(&other.bytes).into()
+    }
+}
+
+impl Eq for PressKey {}
+
+/// Reads the key file at `path`, or makes it at first start.
+///
+/// A new key is written to a temporary file in the same directory (created exclusively, mode 0600,
+/// fsynced) and then hard-linked to `path`, which fails if `path` exists: the key file appears
+/// whole or not at all, so a crash during first start never leaves a short key behind, and two
+/// starts racing end up with the same key. The directory is fsynced so the name survives a power
+/// loss. An existing file must be a regular file (not a symlink) of exactly 32 bytes, with no
+/// permission bits beyond 0600.
+pub fn load_or_create_key(path: &Path) -> Result<PressKey, KeyError> {
+    match fs::symlink_metadata(path) {
+        Ok(_) => read_key(path),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => create_key(path),
+        Err(e) => Err(io_err(path)(e)),
+    }
+}
+
+fn read_key(path: &Path) -> Result<PressKey, KeyError> {
+    let not_a_file = || KeyError::NotAFile {
+        path: path.to_path_buf(),
+    };
+    // Refuse a symlink: it could point the daemon at a key someone else controls or can read.
+    if fs::symlink_metadata(path)
+        .map_err(io_err(path))?
+        .file_type()
+        .is_symlink()
+    {
+        return Err(not_a_file());
+    }
+    let mut file = File::open(path).map_err(io_err(path))?;
+    // Checked on the opened file, so what is checked is what is read.
+    let meta = file.metadata().map_err(io_err(path))?;
+    if !meta.is_file() {
+        return Err(not_a_file());
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & !0o600 != 0 {
+        return Err(KeyError::TooOpen {
+            path: path.to_path_buf(),
+            mode,
+        });
+    }
+    if meta.len() != KEY_LEN as u64 {
+        return Err(KeyError::WrongSize {
+            path: path.to_path_buf(),
+            len: meta.len(),
+        });
+    }
+    let mut bytes = [0u8; KEY_LEN];
+    file.read_exact(&mut bytes).map_err(io_err(path))?;
+    // The file could have grown between the size check and the read.
+    let mut extra = [0u8; 1];
+    if file.read(&mut extra).map_err(io_err(path))? != 0 {
+        return Err(KeyError::WrongSize {
+            path: path.to_path_buf(),
+            len: KEY_LEN as u64 + 1,
+        });
+    }
+    Ok(PressKey::from_bytes(bytes))
+}
+
+fn create_key(path: &Path) -> Result<PressKey, KeyError> {
+    let key = PressKey::generate()?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| KeyError::NotAFile {
+            path: path.to_path_buf(),
+        })?
+        .to_string_lossy()
+        .into_owned();
+    let mut nonce = [0u8; 8];
+    getrandom::fill(&mut nonce).map_err(KeyError::Random)?;
+    let tmp = dir.join(format!(".{file_name}.{}.tmp", hex::encode(nonce)));
+
+    let written = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(&key.bytes)?;
+        f.sync_all()
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(io_err(&tmp)(e));
+    }
+    let linked = fs::hard_link(&tmp, path);
+    // The temporary name has served its purpose either way.
+    let _ = fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {
+            File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(io_err(dir))?;
+            Ok(key)
+        }
+        // Another start made the key first: use that one.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => read_key(path),
+        Err(e) => Err(io_err(path)(e)),
+    }
+}
+
+/// Callback data that has the right shape. Nothing in it is trusted until [`verify`] has checked
+/// the tag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Callback {
+    pub version: u8,
+    pub key_id: String,
+    pub action: PressAction,
+    pub subject: String,
+    tag: [u8; TAG_LEN],
+}
+
+/// Checks the shape of callback data: at most 64 ASCII bytes, exactly five dot-separated parts, a
+/// decimal version, a 4-hex key id, a known action letter, a subject of the right form, and a tag
+/// of 22 base64url characters that decodes to exactly 16 bytes. A tag of any other length is
+/// `Malformed` here and never reaches a comparison, so a shorter prefix of a good tag cannot pass.
+pub fn parse_callback(data: &str) -> Result<Callback, Rejection> {
+    use Rejection::Malformed;
+    if data.is_empty() || data.len() > MAX_CALLBACK_LEN || !data.is_ascii() {
+        return Err(Malformed);
+    }
+    let parts: Vec<&str> = data.split('.').collect();
+    let [version, key_id, action, subject, tag] = parts[..] else {
+        return Err(Malformed);
+    };
+
+    // Canonical decimal only ("1", not "01" or "+1"), so one version has one spelling.
+    let canonical = !version.is_empty()
+        && version.bytes().all(|b| b.is_ascii_digit())
+        && (version == "0" || !version.starts_with('0'));
+    let version: u8 = match version.parse() {
+        Ok(v) if canonical => v,
+        _ => return Err(Malformed),
+    };
+
+    if key_id.len() != 4
+        || !key_id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return Err(Malformed);
+    }
+
+    let mut letters = action.chars();
+    let action = match (letters.next(), letters.next()) {
+        (Some(c), None) => PressAction::from_letter(c).ok_or(Malformed)?,
+        _ => return Err(Malformed),
+    };
+
+    if !is_kind_name(subject) || (action.needs_record_id() && !is_record_id(subject)) {
+        return Err(Malformed);
+    }
+
+    // The engine refuses padding and non-zero trailing bits, so each tag has one spelling.
+    if tag.len() != TAG_CHARS {
+        return Err(Malformed);
+    }
+    let decoded = URL_SAFE_NO_PAD.decode(tag).map_err(|_| Malformed)?;
+    let tag: [u8; TAG_LEN] = decoded.try_into().map_err(|_| Malformed)?;
+
+    Ok(Callback {
+        version,
+        key_id: key_id.to_string(),
+        action,
+        subject: subject.to_string(),
+        tag,
+    })
+}
+
+/// What is known about the press and its subject; the caller fills it from the update and the
+/// store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PressContext<'a> {
+    /// The Telegram user who pressed.
+    pub presser_id: i64,
+    /// The chat the card was pressed in.
+    pub chat_id: i64,
+    pub chat_is_private: bool,
+    /// The paired owner; `None` before pairing, when no press counts.
+    pub owner_id: Option<i64>,
+    /// The subject named by the callback data as the store knows it; `None` if it does not.
+    pub subject: Option<SubjectFacts<'a>>,
+    /// The daemon's own clock.
+    pub now: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubjectFacts<'a> {
+    /// The digest the card was drawn for (64 hex); a press counts only for this digest.
+    pub digest: &'a str,
+    /// Still waiting for an answer.
+    pub open: bool,
+    /// The end of the ttl; `None` for subjects that do not expire (e.g. category switches).
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Accept {
+        action: PressAction,
+        subject: String,
+    },
+    Reject(Rejection),
+}
+
+impl Verdict {
+    pub fn is_accept(&self) -> bool {
+        matches!(self, Verdict::Accept { .. })
+    }
+}
+
+/// Decides whether a press counts. The checks run in a fixed order and the first that fails names
+/// the rejection: shape, version, key id, subject known, tag, presser, chat, open, ttl.
+///
+/// The tag is checked before the presser so that a forged press is journaled as a forgery
+/// whoever sent it; the presser and chat checks still apply to genuine data, because a card's
+/// button can be replayed by anyone who sees the data (a forwarded card, a modified client).
+pub fn verify(data: &str, key: &PressKey, ctx: &PressContext) -> Verdict {
+    match check(data, key, ctx) {
+        Ok(cb) => Verdict::Accept {
+            action: cb.action,
+            subject: cb.subject,
+        },
+        Err(r) => Verdict::Reject(r),
+    }
+}
+
+fn check(data: &str, key: &PressKey, ctx: &PressContext) -> Result<Callback, Rejection> {
+    let cb = parse_callback(data)?;
+    if cb.version != CALLBACK_VERSION {
+        return Err(Rejection::WrongVersion);
+    }
+    if cb.key_id != key.id {
+        return Err(Rejection::StaleKey);
+    }
+    let facts = ctx.subject.ok_or(Rejection::UnknownSubject)?;
+    // The MAC binds the owner's id; with no owner there is nothing a press could be for.
+    let owner = ctx.owner_id.ok_or(Rejection::NotOwner)?;
+    let expected = key.tag(cb.action, &cb.subject, facts.digest, owner);
+    // Both sides are exactly 16 bytes here (parse refused any other length); compared in
+    // constant time so the tag cannot be learnt byte by byte.
+    if !bool::from(expected.ct_eq(&cb.tag)) {
+        return Err(Rejection::BadTag);
+    }
+    if ctx.presser_id != owner {
+        return Err(Rejection::NotOwner);
+    }
+    // In a private chat the chat id is the other user's id, so this pins the owner's own chat.
+    if !ctx.chat_is_private || ctx.chat_id != owner {
+        return Err(Rejection::NotPrivateChat);
+    }
+    if !facts.open {
+        return Err(Rejection::NotOpen);
+    }
+    if let Some(end) = facts.expires_at {
+        // The ttl is a half-open interval: at `expires_at` the card is already expired.
+        if ctx.now >= end {
+            return Err(Rejection::Expired);
+        }
+    }
+    Ok(cb)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeDelta;
+    use proptest::prelude::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    const OWNER: i64 = 123_456_789;
+    const STRANGER: i64 = 987_654_321;
+    const GROUP: i64 = -1_001_234_567_890;
+    const REC: &str = "r_0123456789abcdef0123";
+    const REC2: &str = "r_fedcba9876543210fedc";
+    const DIGEST: &str = "aa11bb22cc33dd44ee55ff6600112233445566778899aabbccddeeff00112233";
+    const DIGEST2: &str = "bb11bb22cc33dd44ee55ff6600112233445566778899aabbccddeeff00112233";
+
+    fn key() -> PressKey {
+        PressKey::from_bytes([7u8; KEY_LEN])
+    }
+
+    fn other_key() -> PressKey {
+        PressKey::from_bytes([9u8; KEY_LEN])
+    }
+
+    fn t0() -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000, 0).unwrap()
+    }
+
+    fn expiry() -> DateTime<Utc> {
+        t0() + TimeDelta::minutes(30)
+    }
+
+    /// The owner pressing in their private chat on an open, unexpired card with DIGEST.
+    fn good_ctx() -> PressContext<'static> {
+        PressContext {
+            presser_id: OWNER,
+            chat_id: OWNER,
+            chat_is_private: true,
+            owner_id: Some(OWNER),
+            subject: Some(SubjectFacts {
+                digest: DIGEST,
+                open: true,
+                expires_at: Some(expiry()),
+            }),
+            now: t0(),
+        }
+    }
+
+    fn yes() -> String {
+        key().sign(PressAction::Yes, REC, DIGEST, OWNER)
+    }
+
+    /// Replaces the tag part of `data` with `tag` bytes of any length.
+    fn with_tag(data: &str, tag: &[u8]) -> String {
+        let (head, _) = data.rsplit_once('.').unwrap();
+        format!("{head}.{}", URL_SAFE_NO_PAD.encode(tag))
+    }
+
+    fn tag_of(data: &str) -> Vec<u8> {
+        URL_SAFE_NO_PAD
+            .decode(data.rsplit_once('.').unwrap().1)
+            .unwrap()
+    }
+
+    fn relabel(data: &str, from: char, to: char) -> String {
+        let mut parts: Vec<String> = data.split('.').map(str::to_string).collect();
+        assert_eq!(parts[2], from.to_string());
+        parts[2] = to.to_string();
+        parts.join(".")
+    }
+
+    fn reject(r: Rejection) -> Verdict {
+        Verdict::Reject(r)
+    }
+
+    #[test]
+    fn good_press_is_accepted() {
+        assert_eq!(
+            verify(&yes(), &key(), &good_ctx()),
+            Verdict::Accept {
+                action: PressAction::Yes,
+                subject: REC.to_string()
+            }
+        );
+    }
+
+    #[test]
+    fn every_action_round_trips() {
+        for action in PressAction::ALL {
+            let subject = if action.needs_record_id() {
+                REC
+            } else {
+                "shell_exec"
+            };
+            let data = key().sign(action, subject, DIGEST, OWNER);
+            let cb = parse_callback(&data).unwrap();
+            assert_eq!(cb.version, 1);
+            assert_eq!(cb.key_id, key().id());
+            assert_eq!(cb.action, action, "{action}");
+            assert_eq!(cb.subject, subject);
+            assert_eq!(
+                verify(&data, &key(), &good_ctx()),
+                Verdict::Accept {
+                    action,
+                    subject: subject.to_string()
+                },
+                "{action}"
+            );
+        }
+    }
+
+    #[test]
+    fn format_is_as_documented() {
+        let data = yes();
+        let parts: Vec<&str> = data.split('.').collect();
+        assert_eq!(parts.len(), 5);
+        assert_eq!(parts[0], "1");
+        assert_eq!(parts[1], key().id());
+        assert_eq!(parts[2], "y");
+        assert_eq!(parts[3], REC);
+        assert_eq!(parts[4].len(), 22);
+        assert!(data.is_ascii());
+    }
+
+    #[test]
+    fn key_id_is_first_four_hex_of_domain_hash() {
+        let mut h = Sha256::new();
+        h.update(b"consentd key id");
+        h.update([7u8; KEY_LEN]);
+        assert_eq!(key().id(), hex::encode(h.finalize())[..4]);
+        assert_ne!(key().id(), other_key().id());
+    }
+
+    #[test]
+    fn worst_case_fits_64_bytes() {
+        let longest_kind = format!("a{}", "_".repeat(31));
+        assert!(is_kind_name(&longest_kind));
+        for action in PressAction::ALL {
+            let subject = if action.needs_record_id() {
+                REC
+            } else {
+                longest_kind.as_str()
+            };
+            let data = key().sign(action, subject, DIGEST, i64::MIN);
+            assert!(data.len() <= MAX_CALLBACK_LEN, "{action}: {}", data.len());
+            assert!(parse_callback(&data).is_ok(), "{action}");
+        }
+        let longest = key().sign(PressAction::CategoryOff, &longest_kind, DIGEST, OWNER);
+        assert_eq!(longest.len(), 64);
+    }
+
+    #[test]
+    fn mac_input_is_length_prefixed() {
+        // Moving a byte between subject and digest changes the tag.
+        let k = key();
+        assert_ne!(
+            k.tag(PressAction::Stop, "ab", "c", OWNER),
+            k.tag(PressAction::Stop, "a", "bc", OWNER)
+        );
+    }
+
+    #[test]
+    fn forged_presses_are_rejected() {
+        let good = yes();
+        let no = key().sign(PressAction::No, REC, DIGEST, OWNER);
+        let tag = tag_of(&good);
+        let rec2 = key().sign(PressAction::Yes, REC2, DIGEST, OWNER);
+        let other_record_tag = with_tag(&good, &tag_of(&rec2));
+        let longest_kind = format!("a{}", "_".repeat(31));
+        let full64 = key().sign(PressAction::CategoryOn, &longest_kind, DIGEST, OWNER);
+        let too_long = full64.replacen(&longest_kind, &format!("{longest_kind}a"), 1);
+        assert_eq!(too_long.len(), 65);
+
+        let ctx = good_ctx();
+        let with = |f: &dyn Fn(&mut PressContext<'static>)| {
+            let mut c = good_ctx();
+            f(&mut c);
+            c
+        };
+        let facts = |open: bool, expires_at: Option<DateTime<Utc>>| {
+            Some(SubjectFacts {
+                digest: DIGEST,
+                open,
+                expires_at,
+            })
+        };
+
+        let mut tag15 = tag.clone();
+        tag15.pop();
+        let mut tag17 = tag.clone();
+        tag17.push(0);
+
+        let cases: Vec<(&str, String, PressContext, Verdict)> = vec![
+            (
+                "another user's press with valid data",
+                good.clone(),
+                with(&|c| c.presser_id = STRANGER),
+                reject(Rejection::NotOwner),
+            ),
+            (
+                "another user's press in their own private chat",
+                good.clone(),
+                with(&|c| {
+                    c.presser_id = STRANGER;
+                    c.chat_id = STRANGER
+                }),
+                reject(Rejection::NotOwner),
+            ),
+            (
+                "the owner's press from a group chat",
+                good.clone(),
+                with(&|c| {
+                    c.chat_id = GROUP;
+                    c.chat_is_private = false
+                }),
+                reject(Rejection::NotPrivateChat),
+            ),
+            (
+                "the owner's press in a non-private chat with the owner's id",
+                good.clone(),
+                with(&|c| c.chat_is_private = false),
+                reject(Rejection::NotPrivateChat),
+            ),
+            (
+                "the owner's press in someone else's private chat",
+                good.clone(),
+                with(&|c| c.chat_id = STRANGER),
+                reject(Rejection::NotPrivateChat),
+            ),
+            (
+                "15-byte tag (a prefix of the good one)",
+                with_tag(&good, &tag15),
+                ctx.clone(),
+                reject(Rejection::Malformed),
+            ),
+            (
+                "17-byte tag (the good one and a byte more)",
+                with_tag(&good, &tag17),
+                ctx.clone(),
+                reject(Rejection::Malformed),
+            ),
+            (
+                "empty tag",
+                with_tag(&good, &[]),
+                ctx.clone(),
+                reject(Rejection::Malformed),
+            ),
+            (
+                "tag with padding",
+                format!("{}==", &good[..good.len() - 2]),
+                ctx.clone(),
+                reject(Rejection::Malformed),
+            ),
+            (
+                "a tag for another record",
+                other_record_tag,
+                ctx.clone(),
+                reject(Rejection::BadTag),
+            ),
+            (
+                "a tag for another digest",
+                key().sign(PressAction::Yes, REC, DIGEST2, OWNER),
+                ctx.clone(),
+                reject(Rejection::BadTag),
+            ),
+            (
+                "a tag for another owner",
+                key().sign(PressAction::Yes, REC, DIGEST, STRANGER),
+                ctx.clone(),
+                reject(Rejection::BadTag),
+            ),
+            (
+                "a tag for another owner, pressed by that user",
+                key().sign(PressAction::Yes, REC, DIGEST, STRANGER),
+                with(&|c| {
+                    c.presser_id = STRANGER;
+                    c.chat_id = STRANGER
+                }),
+                reject(Rejection::BadTag),
+            ),
+            (
+                "yes relabelled no",
+                relabel(&good, 'y', 'n'),
+                ctx.clone(),
+                reject(Rejection::BadTag),
+            ),
+            (
+                "no relabelled yes",
+                relabel(&no, 'n', 'y'),
+                ctx.clone(),
+                reject(Rejection::BadTag),
+            ),
+            (
+                "yes relabelled grant",
+                relabel(&good, 'y', 'g'),
+                ctx.clone(),
+                reject(Rejection::BadTag),
+            ),
+            (
+                "a stale key id (signed by another key)",
+                other_key().sign(PressAction::Yes, REC, DIGEST, OWNER),
+                ctx.clone(),
+                reject(Rejection::StaleKey),
+            ),
+            (
+                "another key's tag under the current key id",
+                with_tag(
+                    &good,
+                    &tag_of(&other_key().sign(PressAction::Yes, REC, DIGEST, OWNER)),
+                ),
+                ctx.clone(),
+                reject(Rejection::BadTag),
+            ),
+            (
+                "wrong version",
+                format!("2{}", &good[1..]),
+                ctx.clone(),
+                reject(Rejection::WrongVersion),
+            ),
+            (
+                "version 0",
+                format!("0{}", &good[1..]),
+                ctx.clone(),
+                reject(Rejection::WrongVersion),
+            ),
+            (
+                "version with a leading zero",
+                format!("01{}", &good[1..]),
+                ctx.clone(),
+                reject(Rejection::Malformed),
+            ),
+            (
+                "garbage",
+                "hello world".to_string(),
+                ctx.clone(),
+                reject(Rejection::Malformed),
+            ),
+            (
+                "empty",
+                String::new(),
+                ctx.clone(),
+                reject(Rejection::Malformed),
+            ),
+            (
+                "six parts",
+                format!("{good}.x"),
+                ctx.clone(),
+                reject(Rejection::Malformed),
+            ),
+            (
+                "four parts",
+                good.rsplit_once('.').unwrap().0.to_string(),
+                ctx.clone(),
+                reject(Rejection::Malformed),
+            ),
+            (
+                "unknown action letter",
+                relabel(&good, 'y', 'x'),
+                ctx.clone(),
+                reject(Rejection::Malformed),
+            ),
+            (
+                "uppercase key id",
+                good.replacen(&key().id(), &key().id().to_uppercase(), 1),
+                ctx.clone(),
+                reject(Rejection::Malformed),
+            ),
+            (
+                "uppercase record id",
+                good.replacen(REC, &REC.to_uppercase(), 1),
+                ctx.clone(),
+                reject(Rejection::Malformed),
+            ),
+            (
+                "yes on a kind name instead of a record",
+                key()
+                    .sign(PressAction::CategoryOn, "shell_exec", DIGEST, OWNER)
+                    .replacen(".o.", ".y.", 1),
+                ctx.clone(),
+                reject(Rejection::Malformed),
+            ),
+            (
+                "non-ASCII",
+                good.replacen('y', "ÿ", 1),
+                ctx.clone(),
+                reject(Rejection::Malformed),
+            ),
+            (
+                "64 bytes, well formed",
+                full64.clone(),
+                ctx.clone(),
+                Verdict::Accept {
+                    action: PressAction::CategoryOn,
+                    subject: longest_kind.clone(),
+                },
+            ),
+            (
+                "65-byte data",
+                too_long,
+                ctx.clone(),
+                reject(Rejection::Malformed),
+            ),
+            (
+                "unknown subject",
+                good.clone(),
+                with(&|c| c.subject = None),
+                reject(Rejection::UnknownSubject),
+            ),
+            (
+                "no owner paired yet",
+                good.clone(),
+                with(&|c| c.owner_id = None),
+                reject(Rejection::NotOwner),
+            ),
+            (
+                "a press on a closed subject",
+                good.clone(),
+                with(&|c| c.subject = facts(false, Some(expiry()))),
+                reject(Rejection::NotOpen),
+            ),
+            (
+                "a press exactly at expires_at",
+                good.clone(),
+                with(&|c| c.now = expiry()),
+                reject(Rejection::Expired),
+            ),
+            (
+                "a press one second after expires_at",
+                good.clone(),
+                with(&|c| c.now = expiry() + TimeDelta::seconds(1)),
+                reject(Rejection::Expired),
+            ),
+            (
+                "a press one second before expires_at",
+                good.clone(),
+                with(&|c| c.now = expiry() - TimeDelta::seconds(1)),
+                Verdict::Accept {
+                    action: PressAction::Yes,
+                    subject: REC.to_string(),
+                },
+            ),
+            (
+                "a subject without a ttl",
+                good.clone(),
+                with(&|c| {
+                    c.subject = facts(true, None);
+                    c.now = expiry() + TimeDelta::days(365)
+                }),
+                Verdict::Accept {
+                    action: PressAction::Yes,
+                    subject: REC.to_string(),
+                },
+            ),
+            (
+                "the good press",
+                good.clone(),
+                ctx.clone(),
+                Verdict::Accept {
+                    action: PressAction::Yes,
+                    subject: REC.to_string(),
+                },
+            ),
+        ];
+
+        for (label, data, ctx, want) in &cases {
+            assert_eq!(&verify(data, &key(), ctx), want, "case: {label} ({data:?})");
+        }
+    }
+
+    #[test]
+    fn every_flipped_tag_bit_is_a_bad_tag() {
+        let good = yes();
+        let tag = tag_of(&good);
+        assert_eq!(tag.len(), TAG_LEN);
+        for bit in 0..TAG_LEN * 8 {
+            let mut t = tag.clone();
+            t[bit / 8] ^= 1 << (bit % 8);
+            let data = with_tag(&good, &t);
+            assert_eq!(
+                verify(&data, &key(), &good_ctx()),
+                reject(Rejection::BadTag),
+                "bit {bit} flipped"
+            );
+        }
+    }
+
+    #[test]
+    fn checks_run_in_the_documented_order() {
+        // A stranger in a group sending a forged tag for a closed, expired subject: the tag fails
+        // first.
+        let forged = with_tag(&yes(), &[0u8; TAG_LEN]);
+        let ctx = PressContext {
+            presser_id: STRANGER,
+            chat_id: GROUP,
+            chat_is_private: false,
+            owner_id: Some(OWNER),
+            subject: Some(SubjectFacts {
+                digest: DIGEST,
+                open: false,
+                expires_at: Some(t0()),
+            }),
+            now: expiry(),
+        };
+        assert_eq!(verify(&forged, &key(), &ctx), reject(Rejection::BadTag));
+        // Genuine data, same context: the presser fails next, then the chat, then open, then ttl.
+        let mut ctx = ctx;
+        assert_eq!(verify(&yes(), &key(), &ctx), reject(Rejection::NotOwner));
+        ctx.presser_id = OWNER;
+        assert_eq!(
+            verify(&yes(), &key(), &ctx),
+            reject(Rejection::NotPrivateChat)
+        );
+        ctx.chat_id = OWNER;
+        ctx.chat_is_private = true;
+        assert_eq!(verify(&yes(), &key(), &ctx), reject(Rejection::NotOpen));
+        ctx.subject = Some(SubjectFacts {
+            digest: DIGEST,
+            open: true,
+            expires_at: Some(t0()),
+        });
+        assert_eq!(verify(&yes(), &key(), &ctx), reject(Rejection::Expired));
+        // A stale key beats an unknown subject; an unknown subject beats a bad tag.
+        let stale = other_key().sign(PressAction::Yes, REC, DIGEST, OWNER);
+        ctx.subject = None;
+        assert_eq!(verify(&stale, &key(), &ctx), reject(Rejection::StaleKey));
+        assert_eq!(
+            verify(&forged, &key(), &ctx),
+            reject(Rejection::UnknownSubject)
+        );
+    }
+
+    #[test]
+    fn rejection_codes_and_display() {
+        let all = [
+            (Rejection::Malformed, "malformed"),
+            (Rejection::WrongVersion, "wrong_version"),
+            (Rejection::StaleKey, "stale_key"),
+            (Rejection::BadTag, "bad_tag"),
+            (Rejection::NotOwner, "not_owner"),
+            (Rejection::NotPrivateChat, "not_private_chat"),
+            (Rejection::UnknownSubject, "unknown_subject"),
+            (Rejection::NotOpen, "not_open"),
+            (Rejection::Expired, "expired"),
+        ];
+        for (r, code) in all {
+            assert_eq!(r.as_str(), code);
+            assert!(!r.to_string().is_empty());
+        }
+    }
+
+    #[test]
+    fn action_letters_are_distinct_and_round_trip() {
+        let letters: std::collections::HashSet<char> =
+            PressAction::ALL.iter().map(|a| a.letter()).collect();
+        assert_eq!(letters.len(), PressAction::ALL.len());
+        for a in PressAction::ALL {
+            assert_eq!(PressAction::from_letter(a.letter()), Some(a));
+        }
+        assert_eq!(PressAction::from_letter('x'), None);
+    }
+
+    #[test]
+    fn subject_forms() {
+        assert!(is_record_id(REC));
+        assert!(!is_record_id("r_0123456789abcdef012"));
+        assert!(!is_record_id("r_0123456789abcdef01234"));
+        assert!(!is_record_id("r_0123456789abcdef012g"));
+        assert!(!is_record_id("x_0123456789abcdef0123"));
+        assert!(is_kind_name("a"));
+        assert!(is_kind_name("shell_exec2"));
+        assert!(!is_kind_name(""));
+        assert!(!is_kind_name("2shell"));
+        assert!(!is_kind_name("_shell"));
+        assert!(!is_kind_name("Shell"));
+        assert!(!is_kind_name("shell.exec"));
+        assert!(!is_kind_name(&"a".repeat(33)));
+    }
+
+    // ---- key file ----
+
+    fn mode_of(path: &Path) -> u32 {
+        fs::metadata(path).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn key_file_is_created_0600_and_reread_equal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("press.key");
+        let first = load_or_create_key(&path).unwrap();
+        assert_eq!(mode_of(&path), 0o600);
+        assert_eq!(fs::metadata(&path).unwrap().len(), KEY_LEN as u64);
+        assert_eq!(fs::read(&path).unwrap(), first.bytes);
+        let again = load_or_create_key(&path).unwrap();
+        assert_eq!(first, again);
+        assert_eq!(first.id(), again.id());
+        assert_eq!(
+            first.sign(PressAction::Yes, REC, DIGEST, OWNER),
+            again.sign(PressAction::Yes, REC, DIGEST, OWNER)
+        );
+        // Only the key file is left behind, no temporary.
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn generated_keys_differ() {
+        let a = PressKey::generate().unwrap();
+        let b = PressKey::generate().unwrap();
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn key_file_of_wrong_size_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        for len in [0usize, 31, 33] {
+            let path = dir.path().join(format!("key{len}"));
+            fs::write(&path, vec![1u8; len]).unwrap();
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+            let err = load_or_create_key(&path).unwrap_err();
+            assert!(
+                matches!(err, KeyError::WrongSize { len: l, .. } if l == len as u64),
+                "{len}: {err:?}"
+            );
+            assert!(err.to_string().contains(&*path.to_string_lossy()), "{err}");
+        }
+    }
+
+    #[test]
+    fn key_file_with_wide_mode_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("press.key");
+        load_or_create_key(&path).unwrap();
+        for mode in [0o644, 0o640, 0o604, 0o700, 0o660] {
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+            let err = load_or_create_key(&path).unwrap_err();
+            assert!(
+                matches!(err, KeyError::TooOpen { mode: m, .. } if m == mode),
+                "{mode:o}: {err:?}"
+            );
+            let msg = err.to_string();
+            assert!(msg.contains(&*path.to_string_lossy()), "{msg}");
+            assert!(msg.contains(&format!("{mode:04o}")), "{msg}");
+        }
+        // Narrower than 0600 is fine.
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o400)).unwrap();
+        assert!(load_or_create_key(&path).is_ok());
+    }
+
+    #[test]
+    fn key_file_symlink_or_directory_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.key");
+        load_or_create_key(&real).unwrap();
+        let link = dir.path().join("link.key");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(matches!(
+            load_or_create_key(&link),
+            Err(KeyError::NotAFile { .. })
+        ));
+        let sub = dir.path().join("sub");
+        fs::create_dir(&sub).unwrap();
+        fs::set_permissions(&sub, fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(load_or_create_key(&sub).is_err());
+    }
+
+    #[test]
+    fn missing_directory_is_an_error_naming_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nope").join("press.key");
+        let err = load_or_create_key(&path).unwrap_err();
+        assert!(matches!(err, KeyError::Io { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn debug_hides_the_key() {
+        let k = key();
+        let shown = format!("{k:?} {k:#?}");
+        assert!(shown.contains(&k.id()));
+        assert!(!shown.contains(&hex::encode(k.bytes)));
+        assert!(!shown.contains(&URL_SAFE_NO_PAD.encode(k.bytes)));
+        assert!(!shown.contains("7, 7"), "{shown}");
+        let g = PressKey::generate().unwrap();
+        let shown = format!("{g:?}");
+        assert!(!shown.contains(&hex::encode(g.bytes)));
+        assert!(!shown.contains(&format!("{:?}", g.bytes)));
+    }
+
+    // ---- properties ----
+
+    proptest! {
+        #[test]
+        fn random_strings_never_accept(data in ".{0,80}") {
+            prop_assert!(!verify(&data, &key(), &good_ctx()).is_accept());
+        }
+
+        #[test]
+        fn well_shaped_random_data_never_accepts(
+            action in "[ynrgdsof]",
+            hexid in "[0-9a-f]{20}",
+            tag in "[A-Za-z0-9_-]{22}",
+        ) {
+            let data = format!("1.{}.{action}.r_{hexid}.{tag}", key().id());
+            prop_assert!(!verify(&data, &key(), &good_ctx()).is_accept());
+        }
+
+        #[test]
+        fn one_changed_byte_never_accepts(pos in 0usize..64, byte in 0x20u8..0x7f) {
+            let good = yes();
+            let pos = pos % good.len();
+            prop_assume!(good.as_bytes()[pos] != byte);
+            let mut bytes = good.into_bytes();
+            bytes[pos] = byte;
+            let data = String::from_utf8(bytes).unwrap();
+            prop_assert!(!verify(&data, &key(), &good_ctx()).is_accept(), "{}", data);
+        }
+    }
+}

@@ -1,0 +1,352 @@
+//! Telegram at one edge: the only module that knows teloxide's types.
+//!
+//! It sends what the outbox asks for and reads updates by long polling, turning them into
+//! [`Incoming`] values the consent loop decides on. Errors become [`SendError`]: retry later
+//! (network, 5xx, 429 with its `retry_after`), never (a 4xx), or stop (409: another instance is
+//! polling the same bot).
+
+use std::time::Duration;
+
+use teloxide::payloads::{
+    AnswerCallbackQuerySetters, EditMessageTextSetters, GetUpdatesSetters, SendDocumentSetters,
+    SendMessageSetters, SendPhotoSetters,
+};
+use teloxide::prelude::Requester;
+use teloxide::types::{
+    AllowedUpdate, CallbackQueryId, ChatId, InlineKeyboardButton, InlineKeyboardMarkup, InputFile,
+    MessageId, UpdateKind,
+};
+use teloxide::{ApiError, Bot, RequestError};
+
+use crate::store::outbox::ButtonSpec;
+
+/// How long one getUpdates call waits for updates, in seconds; well under the HTTP client's
+/// 17 s timeout, so a long poll is never cut by the client.
+pub const POLL_TIMEOUT_SECS: u32 = 10;
+/// The longest a 429's `retry_after` is honoured; beyond it we retry sooner rather than stall.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// Photos up to this size are sent as photos; larger ones and other types as documents.
+pub const MAX_PHOTO_BYTES: usize = 10 * 1024 * 1024;
+
+/// Why a request did not go through.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    #[error("rate limited for {0:?}")]
+    RetryAfter(Duration),
+    #[error("transient: {0}")]
+    Transient(String),
+    #[error("refused by Telegram: {0}")]
+    Permanent(String),
+    #[error(
+        "another consentd (or another program) is polling this bot: Telegram answered 409 Conflict"
+    )]
+    Conflict,
+}
+
+fn classify(error: RequestError) -> SendError {
+    match error {
+        RequestError::RetryAfter(seconds) => {
+            SendError::RetryAfter(seconds.duration().min(MAX_RETRY_AFTER))
+        }
+        RequestError::Api(ApiError::TerminatedByOtherGetUpdates) => SendError::Conflict,
+        RequestError::Api(ApiError::Unknown(description)) => {
+            // teloxide keeps no status code: 5xx arrive as unknown descriptions, 4xx start with
+            // their class. Unknown 4xx are final; anything else may pass on a retry.
+            let final_class = ["Bad Request", "Forbidden", "Unauthorized", "Not Found"]
+                .iter()
+                .any(|class| description.starts_with(class));
+            if final_class {
+                SendError::Permanent(description)
+            } else {
+                SendError::Transient(description)
+            }
+        }
+        RequestError::Api(api) => SendError::Permanent(api.to_string()),
+        RequestError::MigrateToChatId(_) => SendError::Permanent(error.to_string()),
+        RequestError::Network(_) | RequestError::InvalidJson { .. } | RequestError::Io(_) => {
+            SendError::Transient(error.to_string())
+        }
+    }
+}
+
+/// Someone in Telegram.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Person {
+    pub id: i64,
+    pub name: String,
+    pub language_code: Option<String>,
+}
+
+/// Where a message or press happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChatRef {
+    pub id: i64,
+    pub private: bool,
+}
+
+/// An update, reduced to what the consent loop looks at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Incoming {
+    /// A new text message.
+    Text {
+        update_id: i64,
+        from: Person,
+        chat: ChatRef,
+        text: String,
+        /// Forwarded from elsewhere: never a command.
+        forwarded: bool,
+    },
+    /// A button press.
+    Press {
+        update_id: i64,
+        query_id: String,
+        from: Person,
+        chat: Option<ChatRef>,
+        message_id: Option<i64>,
+        data: Option<String>,
+    },
+    /// Anything else (an edited message, a photo, a channel post): it only moves the offset.
+    Other { update_id: i64, what: &'static str },
+}
+
+impl Incoming {
+    pub fn update_id(&self) -> i64 {
+        match self {
+            Incoming::Text { update_id, .. }
+            | Incoming::Press { update_id, .. }
+            | Incoming::Other { update_id, .. } => *update_id,
+        }
+    }
+}
+
+fn person(user: &teloxide::types::User) -> Person {
+    let mut name = user.first_name.clone();
+    if let Some(last) = &user.last_name {
+        name.push(' ');
+        name.push_str(last);
+    }
+    Person {
+        id: user.id.0 as i64,
+        name,
+        language_code: user.language_code.clone(),
+    }
+}
+
+fn convert(update: teloxide::types::Update) -> Incoming {
+    let update_id = i64::from(update.id.0);
+    match update.kind {
+        UpdateKind::Message(message) => match (message.from.as_ref(), message.text()) {
+            (Some(from), Some(text)) => Incoming::Text {
+                update_id,
+                from: person(from),
+                chat: ChatRef {
+                    id: message.chat.id.0,
+                    private: message.chat.is_private(),
+                },
+                text: text.to_owned(),
+                forwarded: message.forward_origin().is_some(),
+            },
+            _ => Incoming::Other {
+                update_id,
+                what: "message without text",
+            },
+        },
+        UpdateKind::EditedMessage(_) => Incoming::Other {
+            update_id,
+            what: "edited message",
+        },
+        UpdateKind::CallbackQuery(query) => Incoming::Press {
+            update_id,
+            query_id: query.id.0.clone(),
+            from: person(&query.from),
+            chat: query.message.as_ref().map(|message| ChatRef {
+                id: message.chat().id.0,
+                private: message.chat().is_private(),
+            }),
+            message_id: query
+                .message
+                .as_ref()
+                .map(|message| i64::from(message.id().0)),
+            data: query.data.clone(),
+        },
+        _ => Incoming::Other {
+            update_id,
+            what: "another kind of update",
+        },
+    }
+}
+
+fn keyboard(buttons: &[ButtonSpec]) -> InlineKeyboardMarkup {
+    InlineKeyboardMarkup::new([buttons
+        .iter()
+        .map(|button| InlineKeyboardButton::callback(button.label.clone(), button.data.clone()))
+        .collect::<Vec<_>>()])
+}
+
+/// The bot, pointed at Telegram or at a local Bot API server.
+#[derive(Debug, Clone)]
+pub struct Telegram {
+    bot: Bot,
+}
+
+impl Telegram {
+    /// `api_url` is the config's `telegram.api_url`. The token is held by teloxide and never
+    /// printed: teloxide's `Debug` for `Bot` hides it.
+    pub fn new(token: &str, api_url: &str) -> Result<Telegram, String> {
+        let url = reqwest_url(api_url)?;
+        Ok(Telegram {
+            bot: Bot::new(token).set_api_url(url),
+        })
+    }
+
+    /// The bot's username, for the pairing link.
+    pub async fn username(&self) -> Result<String, SendError> {
+        let me = self.bot.get_me().await.map_err(classify)?;
+        Ok(me.username.clone().unwrap_or_default())
+    }
+
+    /// One long poll from `offset`.
+    pub async fn updates(
+        &self,
+        offset: i64,
+        timeout_secs: u32,
+    ) -> Result<Vec<Incoming>, SendError> {
+        let updates = self
+            .bot
+            .get_updates()
+            .offset(offset as i32)
+            .timeout(timeout_secs)
+            .allowed_updates([
+                AllowedUpdate::Message,
+                AllowedUpdate::EditedMessage,
+                AllowedUpdate::CallbackQuery,
+            ])
+            .await
+            .map_err(classify)?;
+        Ok(updates.into_iter().map(convert).collect())
+    }
+
+    /// Sends a plain-text message (no parse mode) with an optional row of buttons.
+    pub async fn send_text(
+        &self,
+        chat: i64,
+        text: &str,
+        buttons: &[ButtonSpec],
+        silent: bool,
+    ) -> Result<i64, SendError> {
+        let mut request = self
+            .bot
+            .send_message(ChatId(chat), text)
+            .disable_notification(silent);
+        if !buttons.is_empty() {
+            request = request.reply_markup(keyboard(buttons));
+        }
+        let message = request.await.map_err(classify)?;
+        Ok(i64::from(message.id.0))
+    }
+
+    /// Sends an attachment: a photo for PNG and JPEG up to 10 MiB, otherwise a document.
+    pub async fn send_file(
+        &self,
+        chat: i64,
+        name: &str,
+        media_type: &str,
+        bytes: Vec<u8>,
+        caption: &str,
+        silent: bool,
+    ) -> Result<i64, SendError> {
+        let as_photo =
+            matches!(media_type, "image/png" | "image/jpeg") && bytes.len() <= MAX_PHOTO_BYTES;
+        let file = InputFile::memory(bytes).file_name(name.to_owned());
+        let message = if as_photo {
+            self.bot
+                .send_photo(ChatId(chat), file)
+                .caption(caption)
+                .disable_notification(silent)
+                .await
+        } else {
+            self.bot
+                .send_document(ChatId(chat), file)
+                .caption(caption)
+                .disable_notification(silent)
+                .await
+        }
+        .map_err(classify)?;
+        Ok(i64::from(message.id.0))
+    }
+
+    /// Edits a message's text and buttons (none removes them). An edit that changes nothing is
+    /// done, not an error.
+    pub async fn edit_text(
+        &self,
+        chat: i64,
+        message_id: i64,
+        text: &str,
+        buttons: &[ButtonSpec],
+    ) -> Result<(), SendError> {
+        let request = self
+            .bot
+            .edit_message_text(ChatId(chat), MessageId(message_id as i32), text)
+            .reply_markup(keyboard(buttons));
+        match request.await {
+            Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(()),
+            Err(error) => Err(classify(error)),
+        }
+    }
+
+    /// Answers a press at once (Telegram times queries out within seconds). A query that is
+    /// already too old is not worth retrying.
+    pub async fn answer_press(&self, query_id: &str, text: Option<&str>) -> Result<(), SendError> {
+        let mut request = self
+            .bot
+            .answer_callback_query(CallbackQueryId(query_id.to_owned()));
+        if let Some(text) = text {
+            request = request.text(text);
+        }
+        match request.await {
+            Ok(_) | Err(RequestError::Api(ApiError::InvalidQueryId)) => Ok(()),
+            Err(error) => Err(classify(error)),
+        }
+    }
+}
+
+fn reqwest_url(api_url: &str) -> Result<reqwest::Url, String> {
+    api_url
+        .parse()
+        .map_err(|error| format!("telegram.api_url {api_url:?}: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_classified_for_retry() {
+        assert_eq!(
+            classify(RequestError::Api(ApiError::TerminatedByOtherGetUpdates)),
+            SendError::Conflict
+        );
+        assert_eq!(
+            classify(RequestError::Api(ApiError::Unknown(
+                "Internal Server Error".into()
+            ))),
+            SendError::Transient("Internal Server Error".into())
+        );
+        assert!(matches!(
+            classify(RequestError::Api(ApiError::Unknown(
+                "Bad Request: BUTTON_DATA_INVALID".into()
+            ))),
+            SendError::Permanent(_)
+        ));
+        assert!(matches!(
+            classify(RequestError::Api(ApiError::BotBlocked)),
+            SendError::Permanent(_)
+        ));
+        assert_eq!(
+            classify(RequestError::RetryAfter(
+                teloxide::types::Seconds::from_seconds(3600)
+            )),
+            SendError::RetryAfter(MAX_RETRY_AFTER)
+        );
+    }
+}
