@@ -57,6 +57,11 @@ enum Command {
     /// Check or read the decisions journal
     #[command(subcommand)]
     Journal(JournalCommand),
+    /// Print a one-time pairing code, its t.me link and a QR code
+    Pair {
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
     /// Validate a config file and its categories
     CheckConfig {
         #[arg(value_name = "FILE")]
@@ -130,6 +135,18 @@ pub fn main() -> ExitCode {
             report(crate::daemon::serve(&config).map(|()| 0))
         }
         Command::CheckConfig { file } => check_config(&file),
+        Command::Pair { config } => report(with_runtime(async move {
+            let pairing = crate::pair::pair(&config).await?;
+            println!("{}", pairing.qr);
+            println!("code: {}", pairing.code);
+            println!("link: {}", pairing.link);
+            println!(
+                "Send /start {} to the bot from your own Telegram account (or open the link) before {} UTC. The code works once.",
+                pairing.code,
+                pairing.expires_at.format("%H:%M")
+            );
+            Ok(0)
+        })),
         Command::Journal(JournalCommand::Verify { file, anchor }) => {
             journal_verify(&file, anchor.as_deref())
         }

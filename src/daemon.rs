@@ -7,15 +7,41 @@ use std::sync::{Arc, RwLock};
 use anyhow::Context as _;
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::{Clock, SystemClock};
+use crate::clock::Clock;
 use crate::config::{self, Config};
+use crate::consent::{self, Consent};
 use crate::intake::Intake;
+use crate::locale::Locales;
 use crate::server::{self, BoundSocket, IntakeLimits};
 use crate::store::{self, Store};
+use crate::telegram::Telegram;
+
+/// The environment variable that may carry the bot token instead of `telegram.token_file`.
+pub const TOKEN_ENV: &str = "CONSENTD_BOT_TOKEN";
+
+/// The bot token: the config's `token_file`, else `$CONSENTD_BOT_TOKEN`. Never logged.
+pub fn bot_token(config: &Config) -> anyhow::Result<String> {
+    let token = match &config.telegram.token_file {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read telegram.token_file {}", path.display()))?,
+        None => std::env::var(TOKEN_ENV).map_err(|_| {
+            anyhow::anyhow!("no bot token: set telegram.token_file in the config or {TOKEN_ENV}")
+        })?,
+    };
+    let token = token.trim().to_owned();
+    anyhow::ensure!(
+        !token.is_empty() && !token.contains(char::is_whitespace),
+        "the bot token is empty or has spaces in it"
+    );
+    Ok(token)
+}
 
 /// Runs the daemon with the config at `config_path` until a signal stops it.
 pub fn serve(config_path: &Path) -> anyhow::Result<()> {
     let config = config::load(config_path)?;
+    let any_run_as = config.categories.values().any(|c| c.run_as.is_some());
+    crate::executor::check_run_as_possible(any_run_as).map_err(anyhow::Error::msg)?;
+    let token = bot_token(&config)?;
     raise_descriptor_limit();
     // Everything the daemon creates is its own unless a mode says otherwise (the journal 0640,
     // the socket 0660): the agent must not read the database, the key or the attachments.
@@ -31,7 +57,7 @@ pub fn serve(config_path: &Path) -> anyhow::Result<()> {
     let result = runtime.block_on(async {
         let shutdown = CancellationToken::new();
         tokio::spawn(stop_on_signal(shutdown.clone()));
-        run(config, &socket, Arc::new(SystemClock), shutdown).await
+        run(config, &token, &socket, crate::clock::from_env(), shutdown).await
     });
     socket.remove();
     result
@@ -58,10 +84,17 @@ pub fn prepare_dirs(config: &Config) -> anyhow::Result<()> {
 /// Serves on an already bound socket until `shutdown` is cancelled.
 pub async fn run(
     config: Config,
+    token: &str,
     socket: &BoundSocket,
     clock: Arc<dyn Clock>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
+    let telegram = Telegram::new(token, &config.telegram.api_url).map_err(anyhow::Error::msg)?;
+    let key_path = config.paths.state_dir.join("press.key");
+    let key = tokio::task::spawn_blocking(move || crate::press::load_or_create_key(&key_path))
+        .await
+        .context("loading the press key panicked")??;
+    let locales = Locales::new().context("the built-in locales do not load")?;
     let listener = socket
         .listener
         .try_clone()
@@ -89,7 +122,13 @@ pub async fn run(
             "appended journal lines a crash had held back"
         );
     }
-    let switches = store.call(|db| db.category_switches()).await?;
+    let switches = Arc::new(RwLock::new(store.call(|db| db.category_switches()).await?));
+    let stored_owner = store.call(|db| db.owner()).await?;
+    let owner = Arc::new(RwLock::new(consent::load_owner(&config, stored_owner)));
+    if owner.read().map(|o| o.is_none()).unwrap_or(false) {
+        tracing::warn!("no owner yet: asks are refused `no_owner` until `consentd pair` pairs one");
+    }
+    let work_root = run_root(&config)?;
     let limits = IntakeLimits {
         max_frame_bytes: config.limits.max_request_bytes,
         read_timeout: server::READ_TIMEOUT,
@@ -97,20 +136,41 @@ pub async fn run(
         max_connections: server::MAX_CONNECTIONS,
         allowed_uids: config.client.allowed_uids.clone(),
     };
+    let config = Arc::new(config);
     let intake = Intake {
-        config: Arc::new(config),
+        config: config.clone(),
+        store: store.clone(),
+        clock: clock.clone(),
+        switches: switches.clone(),
+        owner: owner.clone(),
+    };
+    let consent = Consent {
+        config,
         store: store.clone(),
         clock,
-        switches: Arc::new(RwLock::new(switches)),
+        key: Arc::new(key),
+        locales: Arc::new(locales),
+        owner,
+        switches,
+        work_root,
+        telegram,
     };
     tracing::info!(socket = %socket.path.display(), "consentd is serving");
+    // The consent loop ends the daemon too when it fails (another instance polls the bot).
+    let stop = shutdown.clone();
+    let consent_loop = tokio::spawn(async move {
+        let result = consent.run(stop.clone()).await;
+        stop.cancel();
+        result
+    });
     server::run(listener, intake, limits, shutdown).await;
+    let loop_result = consent_loop.await.context("the consent loop panicked")?;
     store.close();
     tokio::task::spawn_blocking(move || store_thread.join())
         .await
         .context("the store's thread panicked")?;
     tracing::info!("consentd stopped");
-    Ok(())
+    loop_result
 }
 
 async fn stop_on_signal(shutdown: CancellationToken) {
@@ -127,6 +187,29 @@ async fn stop_on_signal(shutdown: CancellationToken) {
         _ = interrupt.recv() => tracing::info!("SIGINT: shutting down"),
     }
     shutdown.cancel();
+}
+
+/// Where runs get their private directories. Without `run_as` under the state dir; with it, the
+/// command's user must pass through every directory above its run directory, and the state dir
+/// is 0700, so a fresh directory with a random name in the temp dir, 0711 (its runs stay 0700).
+fn run_root(config: &Config) -> anyhow::Result<std::path::PathBuf> {
+    if !config.categories.values().any(|c| c.run_as.is_some()) {
+        let root = config.paths.state_dir.join("runs");
+        store::create_private_dir(&root)
+            .with_context(|| format!("cannot create {}", root.display()))?;
+        return Ok(root);
+    }
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let mut random = [0u8; 8];
+    getrandom::fill(&mut random).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
+    let root = std::env::temp_dir().join(format!("consentd-runs-{}", hex::encode(random)));
+    // `create` (not `create_all`) fails if the name exists, so nobody can plant it first.
+    std::fs::DirBuilder::new()
+        .mode(0o711)
+        .create(&root)
+        .with_context(|| format!("cannot create {}", root.display()))?;
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o711))?;
+    Ok(root)
 }
 
 /// Idle clients hold a descriptor each; raise the soft limit to the hard one.

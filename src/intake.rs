@@ -34,6 +34,8 @@ pub struct Intake {
     pub clock: Arc<dyn Clock>,
     /// The owner's category switches, overriding the config's `enabled`.
     pub switches: Arc<RwLock<BTreeMap<String, bool>>>,
+    /// The owner, once known; cards go to their chat.
+    pub owner: crate::consent::OwnerCell,
 }
 
 impl Intake {
@@ -81,9 +83,13 @@ impl Intake {
             idempotency_key: ask.idempotency_key.clone(),
             urgent: ask.urgent,
         };
+        let owner = *self
+            .owner
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let policy = AskPolicy {
-            owner_known: self.config.owner.telegram_id.is_some(),
-            card_chat: None,
+            owner_known: owner.is_some(),
+            card_chat: owner.map(|owner| owner.id),
             decline_memory: self.config.limits.decline_memory,
             max_pending: self.config.limits.max_pending,
         };

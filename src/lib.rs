@@ -21,18 +21,27 @@
 //! - [`daemon`]: `serve`, wiring the parts together.
 
 pub mod action;
+pub mod card;
 pub mod cli;
 pub mod client;
 pub mod clock;
 pub mod config;
+pub mod consent;
 pub mod daemon;
 pub mod digest;
+pub mod emulator;
+pub mod executor;
+pub mod failpoint;
 pub mod intake;
 pub mod journal;
+pub mod locale;
+pub mod pair;
 pub mod pairing;
 pub mod press;
 pub mod protocol;
 pub mod refusal;
+pub mod sender;
 pub mod server;
+pub mod split;
 pub mod store;
 pub mod telegram;

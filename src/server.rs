@@ -240,12 +240,16 @@ async fn serve_connection(
                     \"message\":\"this uid may not use the consentd socket\"}\n";
         return write_line(&mut stream, line, limits).await;
     }
-    let frame = match tokio::time::timeout(
+    let read = tokio::time::timeout(
         limits.read_timeout,
         read_frame(&mut stream, limits.max_frame_bytes),
-    )
-    .await
-    {
+    );
+    // A client that has not sent its request does not hold up a shutdown.
+    let read = tokio::select! {
+        () = shutdown.cancelled() => return Ok(()),
+        read = read => read,
+    };
+    let frame = match read {
         Err(_) => {
             let refusal = Refusal::new(
                 Reason::BadRequest,
@@ -376,6 +380,10 @@ state_dir = "/nonexistent"
                 store,
                 clock: Arc::new(SystemClock),
                 switches: Arc::new(RwLock::new(BTreeMap::new())),
+                owner: Arc::new(RwLock::new(Some(crate::consent::Owner {
+                    id: 42,
+                    language: crate::locale::Language::En,
+                }))),
             };
             let listener = self.listener.take().unwrap();
             tokio::spawn(run(listener, intake, limits, self.shutdown.clone()))

@@ -70,7 +70,7 @@ fn classify(error: RequestError) -> SendError {
 }
 
 /// Someone in Telegram.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Person {
     pub id: i64,
     pub name: String,
@@ -305,6 +305,12 @@ impl Telegram {
         }
         match request.await {
             Ok(_) | Err(RequestError::Api(ApiError::InvalidQueryId)) => Ok(()),
+            // teloxide matches only the lower-case "query id is invalid"; Telegram writes "ID".
+            Err(RequestError::Api(ApiError::Unknown(description)))
+                if description.contains("query is too old") =>
+            {
+                Ok(())
+            }
             Err(error) => Err(classify(error)),
         }
     }

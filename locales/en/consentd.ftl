@@ -15,3 +15,93 @@ state-running = running
 state-executed = done
 state-failed = failed
 state-outcome_unknown = outcome unknown: it may or may not have run
+
+## The card. Values ($label, $target, $value, $text …) are shown exactly as asked.
+
+card-urgent = URGENT
+card-title = { $label } ({ $class })
+card-target = Target: { $target }
+card-field = { $name }: { $value }
+card-cost = Cost: ${ $usd }
+card-attachment = Attachment: { $name }, { $media_type }, { $size }, SHA-256 { $sha }
+card-record = Record: { $id }
+card-deadline = Answer by { $when }
+card-text = Text:
+card-text-parts = The text is in the { $parts } { $parts ->
+        [one] message
+       *[other] messages
+    } above, SHA-256 { $sha }.
+card-outcome = Outcome: { $state }
+card-outcome-by = Outcome: { $state }. Decided by { $name }.
+card-result = Result: { $result }
+card-reason = Reason: { $reason }
+
+## Sizes: $whole and $tenth are the two sides of one decimal number.
+
+size-bytes = { $n } { $n ->
+        [one] byte
+       *[other] bytes
+    }
+size-kib = { $whole }.{ $tenth } KiB
+size-mib = { $whole }.{ $tenth } MiB
+size-gib = { $whole }.{ $tenth } GiB
+
+## Times in the owner's zone: $hm is "14:35"; the date is shown when it is not today.
+
+when-today = { $hm }
+when-date = { $hm } on { $day } { $month ->
+        [1] January
+        [2] February
+        [3] March
+        [4] April
+        [5] May
+        [6] June
+        [7] July
+        [8] August
+        [9] September
+        [10] October
+        [11] November
+       *[12] December
+    }
+
+## Buttons
+
+button-yes = Yes
+button-no = No
+button-resume = Resume
+button-grant = Grant
+button-decline = Decline
+button-stop = Stop
+
+## Notices
+
+silenced = No more “{ $label }” cards until { $until }: you said no { $count ->
+        [one] once
+       *[other] { $count } times in a row
+    }. Press Resume to get them again now.
+press-rejected = A button press was not accepted, and nothing was done. Pressed by: { $who }. Why: { $why ->
+        [not_owner] it did not come from you
+        [wrong_chat] it came from outside this chat
+        [bad_signature] the button's signature did not check out
+        [not_open] the card was already answered or closed
+        [expired] the card's time was up
+       *[other] { $why }
+    }.
+outcome-unknown = consentd restarted while “{ $label }” ({ $id }) was running. It may or may not have run, and it will not be run again by itself: please check what happened.
+resumed = “{ $label }” cards can come again.
+not-owner = Sorry, this bot answers only its owner.
+not-accepted = Not accepted.
+paired = Paired: this chat now gets consentd's cards. Send /help for the commands.
+pairing-wrong-code = That pairing code is not right. Run “consentd pair” on the machine for a new one.
+pairing-locked = Too many wrong codes: pairing is locked until { $until }.
+help =
+    Commands:
+    /pending — the asks waiting for your answer
+    /help — this list
+    /start CODE — pair this chat with consentd (the code comes from “consentd pair”)
+pending-count = { $count ->
+        [0] No asks are waiting.
+        [one] { $count } ask is waiting:
+       *[other] { $count } asks are waiting:
+    }
+pending-item = { $id } · { $label } · answer by { $until }

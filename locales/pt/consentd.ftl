@@ -14,3 +14,93 @@ state-running = em execução
 state-executed = feito
 state-failed = falhou
 state-outcome_unknown = resultado desconhecido: pode ter sido executado ou não
+
+## O cartão. Os valores ($label, $target, $value …) aparecem exatamente como pedidos.
+
+card-urgent = URGENTE
+card-title = { $label } ({ $class })
+card-target = Destino: { $target }
+card-field = { $name }: { $value }
+card-cost = Custo: ${ $usd }
+card-attachment = Anexo: { $name }, { $media_type }, { $size }, SHA-256 { $sha }
+card-record = Pedido: { $id }
+card-deadline = Responda até { $when }
+card-text = Texto:
+card-text-parts = O texto está { $parts ->
+        [one] na { $parts } mensagem
+       *[other] nas { $parts } mensagens
+    } acima, SHA-256 { $sha }.
+card-outcome = Desfecho: { $state }
+card-outcome-by = Desfecho: { $state }. Decidido por { $name }.
+card-result = Resultado: { $result }
+card-reason = Motivo: { $reason }
+
+## Tamanhos: $whole e $tenth são as duas partes de um mesmo número decimal.
+
+size-bytes = { $n } { $n ->
+        [one] byte
+       *[other] bytes
+    }
+size-kib = { $whole },{ $tenth } KiB
+size-mib = { $whole },{ $tenth } MiB
+size-gib = { $whole },{ $tenth } GiB
+
+## Horários no fuso do dono: $hm é "14:35"; a data aparece quando não é hoje.
+
+when-today = { $hm }
+when-date = { $hm } de { $day } de { $month ->
+        [1] janeiro
+        [2] fevereiro
+        [3] março
+        [4] abril
+        [5] maio
+        [6] junho
+        [7] julho
+        [8] agosto
+        [9] setembro
+        [10] outubro
+        [11] novembro
+       *[12] dezembro
+    }
+
+## Botões
+
+button-yes = Sim
+button-no = Não
+button-resume = Retomar
+button-grant = Conceder
+button-decline = Recusar
+button-stop = Parar
+
+## Avisos
+
+silenced = Sem mais cartões “{ $label }” até { $until }: você recusou { $count ->
+        [one] uma vez
+       *[other] { $count } vezes seguidas
+    }. Toque em Retomar para voltar a recebê-los agora.
+press-rejected = Um toque em botão não foi aceito, e nada foi feito. Quem tocou: { $who }. Por quê: { $why ->
+        [not_owner] não foi você
+        [wrong_chat] veio de fora deste chat
+        [bad_signature] a assinatura do botão não confere
+        [not_open] o cartão já foi respondido ou fechado
+        [expired] o prazo do cartão acabou
+       *[other] { $why }
+    }.
+outcome-unknown = O consentd reiniciou enquanto “{ $label }” ({ $id }) estava em execução. Pode ter sido executado ou não, e não será executado de novo sozinho: verifique o que aconteceu.
+resumed = Os cartões “{ $label }” podem voltar a chegar.
+not-owner = Desculpe, este bot responde apenas ao seu dono.
+not-accepted = Não aceito.
+paired = Pareado: este chat agora recebe os cartões do consentd. Envie /help para ver os comandos.
+pairing-wrong-code = Esse código de pareamento não está certo. Rode “consentd pair” na máquina para obter outro.
+pairing-locked = Códigos errados demais: o pareamento está bloqueado até { $until }.
+help =
+    Comandos:
+    /pending — os pedidos aguardando sua resposta
+    /help — esta lista
+    /start CÓDIGO — parear este chat com o consentd (o código vem de “consentd pair”)
+pending-count = { $count ->
+        [0] Nenhum pedido aguardando.
+        [one] { $count } pedido aguardando:
+       *[other] { $count } pedidos aguardando:
+    }
+pending-item = { $id } · { $label } · responder até { $until }

@@ -14,3 +14,96 @@ state-running = выполняется
 state-executed = выполнено
 state-failed = не удалось
 state-outcome_unknown = результат неизвестен: действие могло выполниться, а могло и нет
+
+## Карточка. Значения ($label, $target, $value …) показываются ровно так, как их прислали.
+
+card-urgent = СРОЧНО
+card-title = { $label } ({ $class })
+card-target = Цель: { $target }
+card-field = { $name }: { $value }
+card-cost = Стоимость: ${ $usd }
+card-attachment = Вложение: { $name }, { $media_type }, { $size }, SHA-256 { $sha }
+card-record = Запрос: { $id }
+card-deadline = Ответьте до { $when }
+card-text = Текст:
+card-text-parts = Текст — в { $parts } { $parts ->
+        [one] сообщении
+       *[other] сообщениях
+    } выше, SHA-256 { $sha }.
+card-outcome = Итог: { $state }
+card-outcome-by = Итог: { $state }. Решение принял(а): { $name }.
+card-result = Результат: { $result }
+card-reason = Причина: { $reason }
+
+## Размеры: $whole и $tenth — целая и десятая части одного числа.
+
+size-bytes = { $n } { $n ->
+        [one] байт
+        [few] байта
+       *[many] байт
+    }
+size-kib = { $whole },{ $tenth } КиБ
+size-mib = { $whole },{ $tenth } МиБ
+size-gib = { $whole },{ $tenth } ГиБ
+
+## Время в поясе владельца: $hm — «14:35»; дата — если не сегодня.
+
+when-today = { $hm }
+when-date = { $hm }, { $day } { $month ->
+        [1] января
+        [2] февраля
+        [3] марта
+        [4] апреля
+        [5] мая
+        [6] июня
+        [7] июля
+        [8] августа
+        [9] сентября
+        [10] октября
+        [11] ноября
+       *[12] декабря
+    }
+
+## Кнопки
+
+button-yes = Да
+button-no = Нет
+button-resume = Возобновить
+button-grant = Разрешить
+button-decline = Отклонить
+button-stop = Остановить
+
+## Уведомления
+
+silenced = Карточек «{ $label }» не будет до { $until }: вы отказали { $count } { $count ->
+        [one] раз
+        [few] раза
+       *[many] раз
+    } подряд. Нажмите «Возобновить», чтобы снова их получать.
+press-rejected = Нажатие кнопки не принято, ничего не сделано. Кто нажал: { $who }. Почему: { $why ->
+        [not_owner] нажали не вы
+        [wrong_chat] нажатие пришло не из этого чата
+        [bad_signature] подпись кнопки не сошлась
+        [not_open] на карточку уже ответили или она закрыта
+        [expired] время карточки вышло
+       *[other] { $why }
+    }.
+outcome-unknown = consentd перезапустился, пока выполнялось «{ $label }» ({ $id }). Действие могло выполниться, а могло и нет; само оно повторно не запустится — проверьте, что произошло.
+resumed = Карточки «{ $label }» снова могут приходить.
+not-owner = Извините, этот бот отвечает только своему владельцу.
+not-accepted = Не принято.
+paired = Готово: теперь карточки consentd приходят в этот чат. Команды — /help.
+pairing-wrong-code = Код не подошёл. Получите новый командой «consentd pair» на машине.
+pairing-locked = Слишком много неверных кодов: привязка закрыта до { $until }.
+help =
+    Команды:
+    /pending — запросы, ждущие вашего ответа
+    /help — этот список
+    /start КОД — привязать этот чат к consentd (код выдаёт «consentd pair»)
+pending-count = { $count ->
+        [0] Нет ожидающих запросов.
+        [one] { $count } запрос ждёт ответа:
+        [few] { $count } запроса ждут ответа:
+       *[many] { $count } запросов ждут ответа:
+    }
+pending-item = { $id } · { $label } · ответить до { $until }

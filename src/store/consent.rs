@@ -191,26 +191,16 @@ impl Db {
         })
     }
 
-    /// The card of a pending record was shown: its message id is kept, the ttl starts, and
-    /// `card_shown` is journaled. Returns false when the record was no longer pending.
-    pub fn card_shown(
+    /// A pending record's card is about to be sent: its ttl starts now and `card_shown` is
+    /// journaled. Done before the send so that a press arriving the moment the card appears finds
+    /// it open. Returns false when the record was no longer pending.
+    pub fn card_showing(
         &mut self,
-        outbox_seq: i64,
         record_id: &str,
-        message_id: i64,
         expires_at: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
         self.write_effects(now, None, |tx, effects| {
-            tx.execute(
-                "UPDATE outbox SET state = 'sent' WHERE seq = ?1",
-                [outbox_seq],
-            )?;
-            tx.execute(
-                "INSERT INTO record_messages (record_id, role, message_id) VALUES (?1, 'card', ?2)
-                 ON CONFLICT (record_id, role) DO UPDATE SET message_id = excluded.message_id",
-                params![record_id, message_id],
-            )?;
             let change = StateChange {
                 shown_at: Some(now),
                 expires_at: Some(expires_at),
@@ -233,10 +223,31 @@ impl Db {
             effects.push(
                 Event::new("card_shown")
                     .with("id", record_id)
-                    .with("message_id", message_id)
                     .with("expires_at", timestamp(expires_at)),
             );
             Ok(true)
+        })
+    }
+
+    /// The card was sent: its message id is kept for edits and the outbox row is done.
+    pub fn card_sent(
+        &mut self,
+        outbox_seq: i64,
+        record_id: &str,
+        message_id: i64,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.write_effects(now, None, |tx, _| {
+            tx.execute(
+                "UPDATE outbox SET state = 'sent' WHERE seq = ?1",
+                [outbox_seq],
+            )?;
+            tx.execute(
+                "INSERT INTO record_messages (record_id, role, message_id) VALUES (?1, 'card', ?2)
+                 ON CONFLICT (record_id, role) DO UPDATE SET message_id = excluded.message_id",
+                params![record_id, message_id],
+            )?;
+            Ok(())
         })
     }
 

@@ -6,9 +6,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use consentd::emulator::{ChatMessage, Emulator, EmulatorThread};
 use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_consentd");
+/// The bot token every test daemon and its emulator share.
+pub const TOKEN: &str = "123456:TEST-token-for-the-emulator";
+/// The owner's Telegram id in the fixture's config.
+pub const OWNER: i64 = 42;
 
 /// How long a daemon may take to start or stop before the test fails.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -24,6 +29,7 @@ pub struct DaemonBuilder {
     max_request_bytes: u64,
     max_pending: u32,
     owner: Option<i64>,
+    decline_streak: u32,
 }
 
 impl Default for DaemonBuilder {
@@ -32,7 +38,8 @@ impl Default for DaemonBuilder {
             allowed_uids: vec![current_uid()],
             max_request_bytes: 1024 * 1024,
             max_pending: 20,
-            owner: Some(42),
+            owner: Some(OWNER),
+            decline_streak: 3,
         }
     }
 }
@@ -51,6 +58,11 @@ impl DaemonBuilder {
     pub fn no_owner(mut self) -> Self {
         self.owner = None;
         self
+    }
+
+    /// The config, with the Bot API at `api_url`.
+    pub fn config_text_for(&self, dir: &Path, api_url: &str) -> String {
+        self.config_text(dir).replace("http://127.0.0.1:9", api_url)
     }
 
     pub fn config_text(&self, dir: &Path) -> String {
@@ -78,6 +90,10 @@ allowed_uids = {uids:?}
 [limits]
 max_request_bytes = {max_request_bytes}
 max_pending = {max_pending}
+decline_streak = {decline_streak}
+
+[gate]
+quiet_hours = "off"
 
 [categories.publish_x]
 label = {{ en = "Post to X", ru = "Пост в X", pt = "Post no X" }}
@@ -89,8 +105,8 @@ text = "required"
 fields = ["reply_to"]
 attachments = 2
 cost = "request"
-command = ["/bin/echo", "posted"]
-timeout = "10s"
+command = ["/bin/sh", "{dir}/action.sh"]
+timeout = "30s"
 
 [categories.wipe_drafts]
 label = {{ en = "Delete drafts" }}
@@ -102,16 +118,58 @@ command = ["/bin/true"]
             uids = self.allowed_uids,
             max_request_bytes = self.max_request_bytes,
             max_pending = self.max_pending,
+            decline_streak = self.decline_streak,
         )
     }
 
     /// Starts the daemon and waits until its socket answers.
     pub fn start(self) -> Daemon {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("consentd.toml");
-        std::fs::write(&config, self.config_text(dir.path())).unwrap();
-        Daemon::start_with(dir, config).unwrap_or_else(|failure| panic!("{failure}"))
+        self.try_start()
+            .unwrap_or_else(|failure| panic!("{failure}"))
     }
+
+    /// Starts the daemon in a new temp dir with its own Bot API emulator.
+    pub fn try_start(self) -> Result<Daemon, StartFailure> {
+        let dir = tempfile::tempdir().unwrap();
+        self.try_start_in(dir)
+    }
+
+    /// Starts the daemon in `dir` (which may already hold files the test put there).
+    pub fn try_start_in(self, dir: tempfile::TempDir) -> Result<Daemon, StartFailure> {
+        let (emulator, thread) = Emulator::start_in_thread(TOKEN).unwrap();
+        let config = dir.path().join("consentd.toml");
+        std::fs::write(
+            &config,
+            self.config_text_for(dir.path(), &emulator.api_url()),
+        )
+        .unwrap();
+        write_action_script(dir.path());
+        std::fs::write(dir.path().join("clock"), "0").unwrap();
+        Daemon::start_with(
+            dir,
+            config,
+            emulator,
+            std::sync::Arc::new(thread),
+            Vec::new(),
+        )
+    }
+}
+
+/// The category's command: notes each run in ran.log, holds while a `hold` file exists (so a
+/// test can act during a run), and prints its result. Absolute paths: the environment is empty.
+fn write_action_script(dir: &Path) {
+    let dir = dir.display();
+    std::fs::write(
+        format!("{dir}/action.sh"),
+        format!(
+            "echo \"$(/bin/cat)\" >> {dir}/stdin.log\n\
+             echo run >> {dir}/ran.log\n\
+             echo running > {dir}/running\n\
+             while [ -f {dir}/hold ]; do /bin/sleep 0.02; done\n\
+             echo https://example.org/posted/$$\n"
+        ),
+    )
+    .unwrap();
 }
 
 /// Why a daemon did not start; holds its temp dir so the test can look at it.
@@ -135,6 +193,8 @@ pub struct Daemon {
     pub socket: PathBuf,
     pub journal: PathBuf,
     pub state_dir: PathBuf,
+    pub bot: Emulator,
+    bot_thread: std::sync::Arc<EmulatorThread>,
     child: Option<Child>,
 }
 
@@ -149,15 +209,28 @@ impl Daemon {
 
     /// Starts `consentd serve` on a config in `dir`; on failure, its exit status and stderr
     /// (and `dir` is kept until the failure is dropped).
-    pub fn start_with(dir: tempfile::TempDir, config: PathBuf) -> Result<Daemon, StartFailure> {
-        let stderr = std::fs::File::create(dir.path().join("daemon.log")).unwrap();
+    pub fn start_with(
+        dir: tempfile::TempDir,
+        config: PathBuf,
+        bot: Emulator,
+        bot_thread: std::sync::Arc<EmulatorThread>,
+        env: Vec<(String, String)>,
+    ) -> Result<Daemon, StartFailure> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.path().join("daemon.log"))
+            .unwrap();
         let child = Command::new(BIN)
             .args(["serve", "--config"])
             .arg(&config)
             .env("CONSENTD_LOG", "debug")
+            .env("CONSENTD_BOT_TOKEN", TOKEN)
+            .env("CONSENTD_TEST_CLOCK_FILE", dir.path().join("clock"))
+            .envs(env)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(stderr)
+            .stderr(log)
             .spawn()
             .unwrap();
         let mut daemon = Daemon {
@@ -166,6 +239,8 @@ impl Daemon {
             state_dir: dir.path().join("state"),
             config,
             dir,
+            bot,
+            bot_thread,
             child: Some(child),
         };
         let deadline = Instant::now() + PATIENCE;
@@ -192,11 +267,116 @@ impl Daemon {
         }
     }
 
-    /// Starts the daemon again on the same config and state, after it has stopped.
-    pub fn restart(mut self) -> Daemon {
+    /// Starts the daemon again on the same config, state and emulator, after it has stopped.
+    pub fn restart(self) -> Daemon {
+        self.restart_with(Vec::new())
+    }
+
+    /// [`Daemon::restart`] with extra environment (a crash point).
+    pub fn restart_with(mut self, env: Vec<(String, String)>) -> Daemon {
         assert!(self.child.is_none(), "stop the daemon before restarting it");
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
-        Daemon::start_with(dir, self.config.clone()).unwrap_or_else(|failure| panic!("{failure}"))
+        let (bot, thread) = (self.bot.clone(), self.bot_thread.clone());
+        Daemon::start_with(dir, self.config.clone(), bot, thread, env)
+            .unwrap_or_else(|failure| panic!("{failure}"))
+    }
+
+    /// Waits until every update pushed to the emulator has been handled (the daemon's next
+    /// getUpdates confirmed it).
+    pub fn settle(&self) {
+        self.wait_for("the daemon to handle every update", |bot| {
+            bot.pending_updates().is_empty()
+        });
+    }
+
+    /// The journal's events, in order.
+    pub fn journal_events(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.journal)
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+
+    /// Waits for the daemon to exit by itself (a crash point, a fatal error).
+    pub fn wait_exit(&mut self) -> ExitStatus {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(status) = self.child_mut().try_wait().unwrap() {
+                self.child = None;
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "consentd did not exit: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Moves the daemon's clock forward by `seconds` (through its test clock file).
+    pub fn advance_clock(&self, seconds: i64) {
+        let path = self.dir.path().join("clock");
+        let now: i64 = std::fs::read_to_string(&path)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        std::fs::write(path, (now + seconds).to_string()).unwrap();
+    }
+
+    /// How many times the category's command has run.
+    pub fn runs(&self) -> usize {
+        std::fs::read_to_string(self.dir.path().join("ran.log"))
+            .map(|log| log.lines().count())
+            .unwrap_or(0)
+    }
+
+    /// The bot's messages in the owner's chat.
+    pub fn owner_chat(&self) -> Vec<ChatMessage> {
+        self.bot
+            .messages(OWNER)
+            .into_iter()
+            .filter(|m| m.outgoing)
+            .collect()
+    }
+
+    /// Waits until `what` holds of the emulator.
+    pub fn wait_for(&self, what: &str, f: impl Fn(&Emulator) -> bool) {
+        self.bot
+            .wait_until_blocking(what, PATIENCE, f)
+            .unwrap_or_else(|error| panic!("{error}\n{}", self.log()));
+    }
+
+    /// Waits for the card of record `id` (a message naming it, with buttons) and returns it.
+    pub fn card_of(&self, id: &str) -> ChatMessage {
+        let find = |bot: &Emulator| {
+            bot.messages(OWNER)
+                .into_iter()
+                .find(|m| m.outgoing && m.text.as_deref().is_some_and(|t| t.contains(id)))
+        };
+        self.wait_for(&format!("the card of {id}"), |bot| {
+            find(bot).is_some_and(|m| !m.buttons().is_empty())
+        });
+        find(&self.bot).unwrap()
+    }
+
+    /// Waits until `status` of record `id` says `state`.
+    pub fn wait_state(&self, id: &str, state: &str) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let answer = self.request(&serde_json::json!({"v":1,"op":"status","id":id}));
+            if answer["status"] == state {
+                return answer;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{id} never became {state}: {answer}\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     fn child_mut(&mut self) -> &mut Child {
@@ -275,6 +455,7 @@ impl Daemon {
         Command::new(BIN)
             .args(args)
             .env("CONSENTD_SOCKET", &self.socket)
+            .env("CONSENTD_BOT_TOKEN", TOKEN)
             .stdin(Stdio::null())
             .output()
             .unwrap()

@@ -3,8 +3,10 @@
 
 mod ask;
 mod config_cli;
+mod consent;
 mod crash;
 mod fixture;
 mod journal_cli;
 mod locales;
+mod runs;
 mod socket;

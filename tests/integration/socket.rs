@@ -142,9 +142,9 @@ fn a_stale_socket_is_replaced_but_a_live_one_is_not() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("run")).unwrap();
     drop(UnixListener::bind(dir.path().join("run/consent.sock")).unwrap());
-    let config = dir.path().join("consentd.toml");
-    std::fs::write(&config, Daemon::builder().config_text(dir.path())).unwrap();
-    let daemon = Daemon::start_with(dir, config).expect("replaces a stale socket");
+    let daemon = Daemon::builder()
+        .try_start_in(dir)
+        .expect("replaces a stale socket");
     assert_eq!(
         daemon.request(&json!({"v":1,"op":"list"}))["records"],
         json!([])
@@ -154,9 +154,9 @@ fn a_stale_socket_is_replaced_but_a_live_one_is_not() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("run")).unwrap();
     let live = UnixListener::bind(dir.path().join("run/consent.sock")).unwrap();
-    let config = dir.path().join("consentd.toml");
-    std::fs::write(&config, Daemon::builder().config_text(dir.path())).unwrap();
-    let failure = Daemon::start_with(dir, config).expect_err("must not take a live socket");
+    let failure = Daemon::builder()
+        .try_start_in(dir)
+        .expect_err("must not take a live socket");
     assert!(
         failure.message.contains("another process is listening"),
         "{failure}"
@@ -170,9 +170,9 @@ fn a_regular_file_at_the_socket_path_is_left_alone() {
     std::fs::create_dir_all(dir.path().join("run")).unwrap();
     let path = dir.path().join("run/consent.sock");
     std::fs::write(&path, "precious").unwrap();
-    let config = dir.path().join("consentd.toml");
-    std::fs::write(&config, Daemon::builder().config_text(dir.path())).unwrap();
-    let failure = Daemon::start_with(dir, config).expect_err("must not delete a file");
+    let failure = Daemon::builder()
+        .try_start_in(dir)
+        .expect_err("must not delete a file");
     assert!(failure.message.contains("is not a socket"), "{failure}");
     assert_eq!(std::fs::read_to_string(path).unwrap(), "precious");
 }

@@ -1,0 +1,1340 @@
+//! What the owner sees in the chat (SPEC §6, §11): the card for an ask, the same card edited once
+//! the ask has ended, and the bot's notices and replies, each drawn as a pure function of its
+//! inputs in the owner's language.
+//!
+//! Everything is plain text (the transport sends it with no parse mode), so a value of the action
+//! needs no escaping and is shown exactly as asked: nothing is trimmed, quoted or shortened. (Only
+//! an outcome's own result, reason and decider's name have caps, see [`FOOTER_ROOM`].) Every word
+//! the bot itself says comes from the locale files.
+//!
+//! A card must stay one message: it carries the buttons, and it is later edited in place. The
+//! action's text goes inside the card when it fits; otherwise it is sent before the card in
+//! numbered parts (see [`crate::split`]) and the card names the part count and the text's hash.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Datelike, Utc};
+use chrono_tz::Tz;
+
+use crate::locale::{Language, Locales};
+use crate::split::{self, MESSAGE_LIMIT};
+
+/// The message ids this module uses. The tests check that this list and the locale files hold
+/// exactly the same ids, so no message is missing and none is left unused.
+pub mod msg {
+    pub const CLASS_EXTERNAL: &str = "class-external";
+    pub const CLASS_SPEND: &str = "class-spend";
+    pub const CLASS_DESTRUCTIVE: &str = "class-destructive";
+
+    pub const STATE_PENDING: &str = "state-pending";
+    pub const STATE_CARD_SHOWN: &str = "state-card_shown";
+    pub const STATE_GRANTED: &str = "state-granted";
+    pub const STATE_DECLINED: &str = "state-declined";
+    pub const STATE_EXPIRED: &str = "state-expired";
+    pub const STATE_REFUSED: &str = "state-refused";
+    pub const STATE_RUNNING: &str = "state-running";
+    pub const STATE_EXECUTED: &str = "state-executed";
+    pub const STATE_FAILED: &str = "state-failed";
+    pub const STATE_OUTCOME_UNKNOWN: &str = "state-outcome_unknown";
+
+    pub const CARD_URGENT: &str = "card-urgent";
+    pub const CARD_TITLE: &str = "card-title";
+    pub const CARD_TARGET: &str = "card-target";
+    pub const CARD_FIELD: &str = "card-field";
+    pub const CARD_COST: &str = "card-cost";
+    pub const CARD_ATTACHMENT: &str = "card-attachment";
+    pub const CARD_RECORD: &str = "card-record";
+    pub const CARD_DEADLINE: &str = "card-deadline";
+    pub const CARD_TEXT: &str = "card-text";
+    pub const CARD_TEXT_PARTS: &str = "card-text-parts";
+    pub const CARD_OUTCOME: &str = "card-outcome";
+    pub const CARD_OUTCOME_BY: &str = "card-outcome-by";
+    pub const CARD_RESULT: &str = "card-result";
+    pub const CARD_REASON: &str = "card-reason";
+
+    pub const SIZE_BYTES: &str = "size-bytes";
+    pub const SIZE_KIB: &str = "size-kib";
+    pub const SIZE_MIB: &str = "size-mib";
+    pub const SIZE_GIB: &str = "size-gib";
+
+    pub const WHEN_TODAY: &str = "when-today";
+    pub const WHEN_DATE: &str = "when-date";
+
+    pub const BUTTON_YES: &str = "button-yes";
+    pub const BUTTON_NO: &str = "button-no";
+    pub const BUTTON_RESUME: &str = "button-resume";
+    pub const BUTTON_GRANT: &str = "button-grant";
+    pub const BUTTON_DECLINE: &str = "button-decline";
+    pub const BUTTON_STOP: &str = "button-stop";
+
+    pub const SILENCED: &str = "silenced";
+    pub const RESUMED: &str = "resumed";
+    pub const PRESS_REJECTED: &str = "press-rejected";
+    pub const OUTCOME_UNKNOWN: &str = "outcome-unknown";
+    pub const NOT_OWNER: &str = "not-owner";
+    pub const NOT_ACCEPTED: &str = "not-accepted";
+    pub const PAIRED: &str = "paired";
+    pub const PAIRING_WRONG_CODE: &str = "pairing-wrong-code";
+    pub const PAIRING_LOCKED: &str = "pairing-locked";
+    pub const HELP: &str = "help";
+    pub const PENDING_COUNT: &str = "pending-count";
+    pub const PENDING_ITEM: &str = "pending-item";
+
+    pub const ALL: &[&str] = &[
+        RESUMED,
+        CLASS_EXTERNAL,
+        CLASS_SPEND,
+        CLASS_DESTRUCTIVE,
+        STATE_PENDING,
+        STATE_CARD_SHOWN,
+        STATE_GRANTED,
+        STATE_DECLINED,
+        STATE_EXPIRED,
+        STATE_REFUSED,
+        STATE_RUNNING,
+        STATE_EXECUTED,
+        STATE_FAILED,
+        STATE_OUTCOME_UNKNOWN,
+        CARD_URGENT,
+        CARD_TITLE,
+        CARD_TARGET,
+        CARD_FIELD,
+        CARD_COST,
+        CARD_ATTACHMENT,
+        CARD_RECORD,
+        CARD_DEADLINE,
+        CARD_TEXT,
+        CARD_TEXT_PARTS,
+        CARD_OUTCOME,
+        CARD_OUTCOME_BY,
+        CARD_RESULT,
+        CARD_REASON,
+        SIZE_BYTES,
+        SIZE_KIB,
+        SIZE_MIB,
+        SIZE_GIB,
+        WHEN_TODAY,
+        WHEN_DATE,
+        BUTTON_YES,
+        BUTTON_NO,
+        BUTTON_RESUME,
+        BUTTON_GRANT,
+        BUTTON_DECLINE,
+        BUTTON_STOP,
+        SILENCED,
+        PRESS_REJECTED,
+        OUTCOME_UNKNOWN,
+        NOT_OWNER,
+        NOT_ACCEPTED,
+        PAIRED,
+        PAIRING_WRONG_CODE,
+        PAIRING_LOCKED,
+        HELP,
+        PENDING_COUNT,
+        PENDING_ITEM,
+    ];
+}
+
+/// Reason codes for [`press_rejected_notice`]; the locale files word each one. Any other string
+/// is shown as it is.
+pub mod reject {
+    /// The press came from someone other than the owner.
+    pub const NOT_OWNER: &str = "not_owner";
+    /// The press came from a chat other than the owner's private chat.
+    pub const WRONG_CHAT: &str = "wrong_chat";
+    /// The callback data's tag did not verify.
+    pub const BAD_SIGNATURE: &str = "bad_signature";
+    /// The record was no longer open.
+    pub const NOT_OPEN: &str = "not_open";
+    /// The record was past its ttl.
+    pub const EXPIRED: &str = "expired";
+}
+
+/// How many hex digits of a SHA-256 the chat shows.
+pub const SHA_PREFIX: usize = 12;
+
+/// The most the answerCallbackQuery text may hold.
+pub const CALLBACK_TEXT_LIMIT: usize = 200;
+
+/// Room kept free in every card for the lines that change: the urgent marker and the deadline on
+/// the card, the outcome lines on its edit. Reserving it once means the choice between the text
+/// inside the card and the text in parts is the same for the card and for every later edit of
+/// it, and the edit always fits the message it replaces.
+const FOOTER_ROOM: usize = 1024;
+
+/// Caps on the outcome's own values (not the action's: those are never shortened), so the outcome
+/// lines stay within [`FOOTER_ROOM`]. The result is the command's first line (≤ 200 characters
+/// by SPEC §8) and a Telegram name is at most 129 characters, so they are cut only when a caller
+/// breaks those bounds.
+const NAME_ROOM: usize = 128;
+const RESULT_ROOM: usize = 400;
+const REASON_ROOM: usize = 256;
+
+/// One attachment as the card lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttachmentView<'a> {
+    pub name: &'a str,
+    pub media_type: &'a str,
+    pub bytes: u64,
+    pub sha256_hex: &'a str,
+}
+
+/// Everything a card shows about an ask.
+#[derive(Debug, Clone)]
+pub struct CardView<'a> {
+    /// "r_" and 20 hex digits.
+    pub record_id: &'a str,
+    /// Not drawn: the label names the kind for the owner.
+    pub kind: &'a str,
+    /// The category's label in the owner's language.
+    pub label: &'a str,
+    /// "external" | "spend" | "destructive".
+    pub class: &'a str,
+    pub target: Option<&'a str>,
+    pub fields: &'a BTreeMap<String, String>,
+    /// Dollars with two decimals, as "0.40".
+    pub cost_usd: Option<&'a str>,
+    pub attachments: &'a [AttachmentView<'a>],
+    pub text: Option<&'a str>,
+    /// The SHA-256 of `text`; present whenever `text` is.
+    pub text_sha256_hex: Option<&'a str>,
+    pub expires_at: DateTime<Utc>,
+    /// The owner's zone.
+    pub tz: Tz,
+    pub urgent: bool,
+}
+
+/// What a button does when pressed; the transport signs it into the callback data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ButtonAction {
+    Yes,
+    No,
+    Resume,
+    Grant,
+    Decline,
+    Stop,
+}
+
+/// One inline button.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Button {
+    pub label: String,
+    pub action: ButtonAction,
+}
+
+/// A card ready to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    /// Whole part messages ("[i/N]\n…"), sent in order before the card; empty when the text is
+    /// inside the card.
+    pub parts: Vec<String>,
+    pub card: String,
+    /// One row: Yes, then No.
+    pub buttons: Vec<Button>,
+}
+
+/// How an ask ended, for the card's edit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome<'a> {
+    /// A record state: granted, declined, expired, refused, running, executed, failed or
+    /// outcome_unknown.
+    pub state: &'a str,
+    /// The owner's display name, when a press decided it.
+    pub decided_by: Option<String>,
+    pub result: Option<&'a str>,
+    pub reason: Option<&'a str>,
+}
+
+/// A card that cannot be one message even with its text moved to parts: the target and fields
+/// alone are too long. The intake should refuse such an ask (`too_large`) before it is stored.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the card needs {code_points} code points and {utf16_units} UTF-16 units without its text; \
+     at most {room} fit beside the lines it must keep room for"
+)]
+pub struct CardError {
+    pub code_points: usize,
+    pub utf16_units: usize,
+    pub room: usize,
+}
+
+/// The card for `view`, as of `now`. Never fails; a card too long to send comes back as it is
+/// (see [`try_render_card`] to check first).
+pub fn render_card(
+    view: &CardView,
+    locales: &Locales,
+    lang: Language,
+    now: DateTime<Utc>,
+) -> Rendered {
+    draw_card(view, Body::new(view, locales, lang), locales, lang, now)
+}
+
+/// The card for `view`, or why it cannot be one message.
+pub fn try_render_card(
+    view: &CardView,
+    locales: &Locales,
+    lang: Language,
+    now: DateTime<Utc>,
+) -> Result<Rendered, CardError> {
+    let body = Body::new(view, locales, lang);
+    let fixed = body.without_footer();
+    let room = MESSAGE_LIMIT - FOOTER_ROOM;
+    if !split::fits_in_card(&fixed, room) {
+        let (code_points, utf16_units) = split::measure(&fixed);
+        return Err(CardError {
+            code_points,
+            utf16_units,
+            room,
+        });
+    }
+    Ok(draw_card(view, body, locales, lang, now))
+}
+
+fn draw_card(
+    view: &CardView,
+    body: Body,
+    locales: &Locales,
+    lang: Language,
+    now: DateTime<Utc>,
+) -> Rendered {
+    let when = local_time(locales, lang, view.expires_at, view.tz, now);
+    let footer = [locales.t(lang, msg::CARD_DEADLINE, &[("when", (&when).into())])];
+    let mut card = String::new();
+    if view.urgent {
+        card.push_str(&locales.t(lang, msg::CARD_URGENT, &[]));
+        card.push('\n');
+    }
+    card.push_str(&body.assemble(&footer));
+    let parts = match body.text {
+        TextPlace::Parts { messages, .. } => messages,
+        _ => Vec::new(),
+    };
+    Rendered {
+        parts,
+        card,
+        buttons: vec![
+            button(locales, lang, ButtonAction::Yes),
+            button(locales, lang, ButtonAction::No),
+        ],
+    }
+}
+
+/// The card's text once the ask has ended: the same content (with the text, or its part summary,
+/// exactly as on the card), and the outcome and who decided in place of the deadline. It has no
+/// buttons. The urgent marker goes too: it asked for attention that is no longer needed.
+pub fn render_outcome(
+    view: &CardView,
+    locales: &Locales,
+    lang: Language,
+    outcome: &Outcome,
+) -> String {
+    let body = Body::new(view, locales, lang);
+    let state = match state_message(outcome.state) {
+        Some(id) => locales.t(lang, id, &[]),
+        None => outcome.state.to_owned(),
+    };
+    let mut footer = Vec::new();
+    footer.push(match &outcome.decided_by {
+        Some(name) => locales.t(
+            lang,
+            msg::CARD_OUTCOME_BY,
+            &[
+                ("state", (&state).into()),
+                ("name", clamp(name, NAME_ROOM).as_ref().into()),
+            ],
+        ),
+        None => locales.t(lang, msg::CARD_OUTCOME, &[("state", (&state).into())]),
+    });
+    if let Some(result) = outcome.result {
+        footer.push(locales.t(
+            lang,
+            msg::CARD_RESULT,
+            &[("result", clamp(result, RESULT_ROOM).as_ref().into())],
+        ));
+    }
+    if let Some(reason) = outcome.reason {
+        footer.push(locales.t(
+            lang,
+            msg::CARD_REASON,
+            &[("reason", clamp(reason, REASON_ROOM).as_ref().into())],
+        ));
+    }
+    body.assemble(&footer)
+}
+
+/// Where the action's text goes on a card.
+enum TextPlace {
+    None,
+    /// "Text:" and the text, verbatim, as the card's last lines.
+    Inline(String),
+    /// The line saying how many parts above hold it, and the part messages themselves.
+    Parts {
+        summary: String,
+        messages: Vec<String>,
+    },
+}
+
+/// A card's content, without the lines that change between the card and its edits.
+struct Body {
+    /// Label and class, target, fields, cost, attachments, record id.
+    lines: Vec<String>,
+    text: TextPlace,
+}
+
+impl Body {
+    fn new(view: &CardView, locales: &Locales, lang: Language) -> Body {
+        let lines = content_lines(view, locales, lang);
+        let text = match view.text {
+            None => TextPlace::None,
+            Some(text) => {
+                let inline = format!("{}\n{text}", locales.t(lang, msg::CARD_TEXT, &[]));
+                let candidate = Body {
+                    lines: lines.clone(),
+                    text: TextPlace::Inline(inline),
+                };
+                // The same room test for the card and every edit: only the content decides.
+                if split::fits_in_card(&candidate.without_footer(), MESSAGE_LIMIT - FOOTER_ROOM) {
+                    candidate.text
+                } else {
+                    let sha = view.text_sha256_hex.unwrap_or_default();
+                    debug_assert!(view.text_sha256_hex.is_some(), "a text comes with its hash");
+                    let pieces = split::pieces(text);
+                    let n = pieces.len();
+                    let summary = locales.t(
+                        lang,
+                        msg::CARD_TEXT_PARTS,
+                        &[("parts", n.into()), ("sha", sha_prefix(sha).into())],
+                    );
+                    let messages = pieces
+                        .iter()
+                        .enumerate()
+                        .map(|(i, piece)| split::part_message(i + 1, n, piece))
+                        .collect();
+                    TextPlace::Parts { summary, messages }
+                }
+            }
+        };
+        Body { lines, text }
+    }
+
+    fn without_footer(&self) -> String {
+        self.assemble(&[])
+    }
+
+    /// The content, then `footer` (deadline or outcome lines), then the text. The text comes
+    /// last so that nothing in it, however it is worded, can sit between or below the card's
+    /// own lines and pass for one of them.
+    fn assemble(&self, footer: &[String]) -> String {
+        let mut lines: Vec<&str> = self.lines.iter().map(String::as_str).collect();
+        lines.extend(footer.iter().map(String::as_str));
+        match &self.text {
+            TextPlace::None => lines.join("\n"),
+            TextPlace::Parts { summary, .. } => {
+                lines.push(summary);
+                lines.join("\n")
+            }
+            TextPlace::Inline(block) => format!("{}\n\n{block}", lines.join("\n")),
+        }
+    }
+}
+
+fn content_lines(view: &CardView, locales: &Locales, lang: Language) -> Vec<String> {
+    let class = match class_message(view.class) {
+        Some(id) => locales.t(lang, id, &[]),
+        None => view.class.to_owned(),
+    };
+    let mut lines = vec![locales.t(
+        lang,
+        msg::CARD_TITLE,
+        &[("label", view.label.into()), ("class", (&class).into())],
+    )];
+    if let Some(target) = view.target {
+        lines.push(locales.t(lang, msg::CARD_TARGET, &[("target", target.into())]));
+    }
+    for (name, value) in view.fields {
+        lines.push(locales.t(
+            lang,
+            msg::CARD_FIELD,
+            &[("name", name.into()), ("value", value.into())],
+        ));
+    }
+    if let Some(usd) = view.cost_usd {
+        lines.push(locales.t(lang, msg::CARD_COST, &[("usd", usd.into())]));
+    }
+    for attachment in view.attachments {
+        let size = human_size(locales, lang, attachment.bytes);
+        lines.push(locales.t(
+            lang,
+            msg::CARD_ATTACHMENT,
+            &[
+                ("name", attachment.name.into()),
+                ("media_type", attachment.media_type.into()),
+                ("size", (&size).into()),
+                ("sha", sha_prefix(attachment.sha256_hex).into()),
+            ],
+        ));
+    }
+    lines.push(locales.t(lang, msg::CARD_RECORD, &[("id", view.record_id.into())]));
+    lines
+}
+
+fn class_message(class: &str) -> Option<&'static str> {
+    match class {
+        "external" => Some(msg::CLASS_EXTERNAL),
+        "spend" => Some(msg::CLASS_SPEND),
+        "destructive" => Some(msg::CLASS_DESTRUCTIVE),
+        _ => None,
+    }
+}
+
+fn state_message(state: &str) -> Option<&'static str> {
+    Some(match state {
+        "pending" => msg::STATE_PENDING,
+        "card_shown" => msg::STATE_CARD_SHOWN,
+        "granted" => msg::STATE_GRANTED,
+        "declined" => msg::STATE_DECLINED,
+        "expired" => msg::STATE_EXPIRED,
+        "refused" => msg::STATE_REFUSED,
+        "running" => msg::STATE_RUNNING,
+        "executed" => msg::STATE_EXECUTED,
+        "failed" => msg::STATE_FAILED,
+        "outcome_unknown" => msg::STATE_OUTCOME_UNKNOWN,
+        _ => return None,
+    })
+}
+
+/// The first [`SHA_PREFIX`] hex digits of a hash (all of it if shorter).
+fn sha_prefix(hex: &str) -> &str {
+    hex.get(..SHA_PREFIX).unwrap_or(hex)
+}
+
+/// `s`, or its head and "…" when it does not fit `room` (cut between grapheme clusters).
+fn clamp(s: &str, room: usize) -> Cow<'_, str> {
+    if split::fits_in_card(s, room) {
+        Cow::Borrowed(s)
+    } else {
+        Cow::Owned(format!("{}…", split::chunks(s, room - 1)[0]))
+    }
+}
+
+/// A button with its label in `lang`.
+pub fn button(locales: &Locales, lang: Language, action: ButtonAction) -> Button {
+    let id = match action {
+        ButtonAction::Yes => msg::BUTTON_YES,
+        ButtonAction::No => msg::BUTTON_NO,
+        ButtonAction::Resume => msg::BUTTON_RESUME,
+        ButtonAction::Grant => msg::BUTTON_GRANT,
+        ButtonAction::Decline => msg::BUTTON_DECLINE,
+        ButtonAction::Stop => msg::BUTTON_STOP,
+    };
+    Button {
+        label: locales.t(lang, id, &[]),
+        action,
+    }
+}
+
+/// `at` as the owner reads it: "14:35" in their zone, with the date when that is not the day
+/// `now` is in their zone. Seconds are dropped, never rounded up, so the time shown is never
+/// later than the real one.
+pub fn local_time(
+    locales: &Locales,
+    lang: Language,
+    at: DateTime<Utc>,
+    tz: Tz,
+    now: DateTime<Utc>,
+) -> String {
+    let local = at.with_timezone(&tz);
+    let hm = local.format("%H:%M").to_string();
+    if local.date_naive() == now.with_timezone(&tz).date_naive() {
+        locales.t(lang, msg::WHEN_TODAY, &[("hm", (&hm).into())])
+    } else {
+        locales.t(
+            lang,
+            msg::WHEN_DATE,
+            &[
+                ("hm", (&hm).into()),
+                ("day", local.day().into()),
+                ("month", local.month().into()),
+            ],
+        )
+    }
+}
+
+/// A byte count as the owner reads it: "512 bytes" below 1 KiB, else one decimal in KiB, MiB or
+/// GiB (rounded half up, moving to the next unit when rounding reaches 1024).
+pub fn human_size(locales: &Locales, lang: Language, bytes: u64) -> String {
+    const KIB: u128 = 1024;
+    if u128::from(bytes) < KIB {
+        return locales.t(lang, msg::SIZE_BYTES, &[("n", bytes.into())]);
+    }
+    let units = [msg::SIZE_KIB, msg::SIZE_MIB, msg::SIZE_GIB];
+    let tenths_of = |unit: u128| (u128::from(bytes) * 10 + unit / 2) / unit;
+    let (mut index, mut unit) = (0, KIB);
+    while index + 1 < units.len() && tenths_of(unit) >= KIB * 10 {
+        index += 1;
+        unit *= KIB;
+    }
+    let tenths = tenths_of(unit);
+    let whole = i64::try_from(tenths / 10).unwrap_or(i64::MAX);
+    let tenth = (tenths % 10) as i64;
+    locales.t(
+        lang,
+        units[index],
+        &[("whole", whole.into()), ("tenth", tenth.into())],
+    )
+}
+
+/// The notice that cards of a kind are silenced after `count` no's in a row, until `until`,
+/// with a Resume button.
+pub fn silenced_notice(
+    locales: &Locales,
+    lang: Language,
+    label: &str,
+    count: u32,
+    until: DateTime<Utc>,
+    tz: Tz,
+    now: DateTime<Utc>,
+) -> (String, Vec<Button>) {
+    let until = local_time(locales, lang, until, tz, now);
+    let text = locales.t(
+        lang,
+        msg::SILENCED,
+        &[
+            ("label", label.into()),
+            ("count", count.into()),
+            ("until", (&until).into()),
+        ],
+    );
+    (text, vec![button(locales, lang, ButtonAction::Resume)])
+}
+
+/// The reply to the owner's Resume: the silenced kind may send cards again.
+pub fn resumed_notice(locales: &Locales, lang: Language, label: &str) -> String {
+    locales.t(lang, msg::RESUMED, &[("label", label.into())])
+}
+
+/// The urgent notice of a rejected press: `who` pressed (as the transport describes them) and
+/// `why` (one of the [`reject`] codes) it was not accepted.
+pub fn press_rejected_notice(locales: &Locales, lang: Language, who: &str, why: &str) -> String {
+    locales.t(
+        lang,
+        msg::PRESS_REJECTED,
+        &[("who", who.into()), ("why", why.into())],
+    )
+}
+
+/// The urgent notice, after a restart, that an action may or may not have run.
+pub fn outcome_unknown_notice(
+    locales: &Locales,
+    lang: Language,
+    record_id: &str,
+    label: &str,
+) -> String {
+    locales.t(
+        lang,
+        msg::OUTCOME_UNKNOWN,
+        &[("id", record_id.into()), ("label", label.into())],
+    )
+}
+
+/// The one line anyone but the owner gets.
+pub fn not_owner_line(locales: &Locales, lang: Language) -> String {
+    locales.t(lang, msg::NOT_OWNER, &[])
+}
+
+/// The callback answer for a press that was not accepted (at most [`CALLBACK_TEXT_LIMIT`]
+/// characters, as Telegram requires).
+pub fn not_accepted(locales: &Locales, lang: Language) -> String {
+    clamp(
+        &locales.t(lang, msg::NOT_ACCEPTED, &[]),
+        CALLBACK_TEXT_LIMIT,
+    )
+    .into_owned()
+}
+
+/// The reply to a `/start CODE` that paired the chat.
+pub fn paired(locales: &Locales, lang: Language) -> String {
+    locales.t(lang, msg::PAIRED, &[])
+}
+
+/// The reply to a `/start CODE` with a wrong code.
+pub fn pairing_wrong_code(locales: &Locales, lang: Language) -> String {
+    locales.t(lang, msg::PAIRING_WRONG_CODE, &[])
+}
+
+/// The reply while pairing is locked after too many wrong codes.
+pub fn pairing_locked(
+    locales: &Locales,
+    lang: Language,
+    until: DateTime<Utc>,
+    tz: Tz,
+    now: DateTime<Utc>,
+) -> String {
+    let until = local_time(locales, lang, until, tz, now);
+    locales.t(lang, msg::PAIRING_LOCKED, &[("until", (&until).into())])
+}
+
+/// The `/help` reply: the commands that exist.
+pub fn help_text(locales: &Locales, lang: Language) -> String {
+    locales.t(lang, msg::HELP, &[])
+}
+
+/// The `/pending` reply: a count line, then one line per open ask `(record id, label, expires
+/// at)`. Returned as one or more messages, cut between lines: a hundred asks with long labels
+/// do not fit one message.
+pub fn pending_list(
+    locales: &Locales,
+    lang: Language,
+    items: &[(&str, &str, DateTime<Utc>)],
+    tz: Tz,
+    now: DateTime<Utc>,
+) -> Vec<String> {
+    let mut lines = vec![locales.t(lang, msg::PENDING_COUNT, &[("count", items.len().into())])];
+    for (id, label, expires_at) in items {
+        let until = local_time(locales, lang, *expires_at, tz, now);
+        lines.push(locales.t(
+            lang,
+            msg::PENDING_ITEM,
+            &[
+                ("id", (*id).into()),
+                ("label", (*label).into()),
+                ("until", (&until).into()),
+            ],
+        ));
+    }
+    let all = lines.join("\n");
+    split::chunks(&all, MESSAGE_LIMIT)
+        .into_iter()
+        // A cut after a line leaves its line feed at the end of a message, where it shows nothing.
+        .map(|chunk| chunk.strip_suffix('\n').unwrap_or(chunk))
+        .filter(|chunk| !chunk.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use std::collections::BTreeSet;
+
+    const RECORD: &str = "r_0123456789abcdef0123";
+    const SHA_A: &str = "3f2a9c0d1e4b5a6978877665544332211000ffeeddccbbaa9988776655443322";
+    const SHA_B: &str = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90";
+    const SHA_TEXT: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+    fn locales() -> Locales {
+        Locales::new().expect("the locale files load")
+    }
+
+    /// 14:20 in Moscow (UTC+3).
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 3, 3, 11, 20, 0).unwrap()
+    }
+
+    fn fields() -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("lang".to_owned(), "en".to_owned()),
+            (
+                "reply_to".to_owned(),
+                "https://x.com/mila_news/status/1".to_owned(),
+            ),
+        ])
+    }
+
+    fn attachments() -> [AttachmentView<'static>; 2] {
+        [
+            AttachmentView {
+                name: "cover.png",
+                media_type: "image/png",
+                bytes: 1536,
+                sha256_hex: SHA_A,
+            },
+            AttachmentView {
+                name: "notes.pdf",
+                media_type: "application/pdf",
+                bytes: 2 * 1024 * 1024 + 300 * 1024,
+                sha256_hex: SHA_B,
+            },
+        ]
+    }
+
+    fn view<'a>(
+        fields: &'a BTreeMap<String, String>,
+        attachments: &'a [AttachmentView<'a>],
+        text: &'a str,
+        label: &'a str,
+    ) -> CardView<'a> {
+        CardView {
+            record_id: RECORD,
+            kind: "publish_x",
+            label,
+            class: "external",
+            target: Some("@mila_news"),
+            fields,
+            cost_usd: Some("0.40"),
+            attachments,
+            text: Some(text),
+            text_sha256_hex: Some(SHA_TEXT),
+            expires_at: Utc.with_ymd_and_hms(2026, 3, 3, 11, 35, 0).unwrap(),
+            tz: chrono_tz::Europe::Moscow,
+            urgent: true,
+        }
+    }
+
+    fn label(lang: Language) -> &'static str {
+        match lang {
+            Language::En => "Post to X",
+            Language::Ru => "Пост в X",
+            Language::Pt => "Post no X",
+        }
+    }
+
+    /// The card and its buttons as the owner sees them.
+    fn show(rendered: &Rendered) -> String {
+        let buttons: Vec<String> = rendered
+            .buttons
+            .iter()
+            .map(|b| format!("[{}]", b.label))
+            .collect();
+        format!("{}\n----\n{}", rendered.card, buttons.join(" "))
+    }
+
+    /// A long text of mixed scripts with line and word breaks.
+    fn long_text(chars: usize) -> String {
+        let line = "Привет, мир! Hello, world! Olá, mundo! 漢字 👨\u{200D}👩\u{200D}👧 🇧🇷\n";
+        let text: String = line.repeat(chars / line.chars().count() + 1);
+        text.chars().take(chars).collect()
+    }
+
+    /// A snapshot in src/snapshots named without the crate's module path, so the files keep
+    /// their names whichever crate this module is built in.
+    fn snapshot(name: String, value: String) {
+        let mut settings = insta::Settings::clone_current();
+        settings.set_prepend_module_to_snapshot(false);
+        settings.bind(|| insta::assert_snapshot!(name, value));
+    }
+
+    fn assert_clean(s: &str) {
+        assert!(
+            !s.contains(['\u{2068}', '\u{2069}']),
+            "isolation marks in {s:?}"
+        );
+        // Ids with a dash cannot be ordinary words ("help" and "paired" can).
+        for id in msg::ALL.iter().filter(|id| id.contains('-')) {
+            assert!(!s.contains(id), "message id {id} shown in {s:?}");
+        }
+    }
+
+    #[test]
+    fn message_ids_match_the_locale_files() {
+        let resource = fluent_syntax::parser::parse(Language::En.source()).unwrap();
+        let in_file: BTreeSet<&str> = resource
+            .body
+            .iter()
+            .filter_map(|entry| match entry {
+                fluent_syntax::ast::Entry::Message(m) => Some(m.id.name),
+                _ => None,
+            })
+            .collect();
+        let used: BTreeSet<&str> = msg::ALL.iter().copied().collect();
+        assert_eq!(used.len(), msg::ALL.len(), "an id is listed twice");
+        assert_eq!(used, in_file);
+        let locales = locales();
+        for lang in Language::ALL {
+            for id in msg::ALL {
+                assert!(locales.has(lang, id), "{lang} lacks {id}");
+            }
+        }
+    }
+
+    #[test]
+    fn snapshot_full_card() {
+        let locales = locales();
+        let (fields, attachments) = (fields(), attachments());
+        for lang in Language::ALL {
+            let v = view(
+                &fields,
+                &attachments,
+                "Hello from the agent.\nSecond line.",
+                label(lang),
+            );
+            let rendered = render_card(&v, &locales, lang, now());
+            assert!(rendered.parts.is_empty());
+            assert!(split::message_fits(&rendered.card));
+            assert_clean(&rendered.card);
+            snapshot(format!("card_full_{lang}"), show(&rendered));
+        }
+    }
+
+    #[test]
+    fn snapshot_card_with_long_text() {
+        let locales = locales();
+        let text = long_text(9000);
+        let fields = BTreeMap::new();
+        for lang in Language::ALL {
+            let mut v = view(&fields, &[], &text, label(lang));
+            v.urgent = false;
+            v.cost_usd = None;
+            let rendered = render_card(&v, &locales, lang, now());
+            let n = rendered.parts.len();
+            assert_eq!(n, 3);
+            let mut joined = String::new();
+            for (i, part) in rendered.parts.iter().enumerate() {
+                let header = format!("[{}/{n}]\n", i + 1);
+                joined.push_str(part.strip_prefix(&header).expect("part header"));
+                assert!(split::message_fits(part));
+            }
+            assert_eq!(joined, text, "dropping each header gives the text back");
+            assert!(split::message_fits(&rendered.card));
+            assert!(rendered.card.contains("9f86d081884c"));
+            assert!(
+                !rendered.card.contains(SHA_TEXT),
+                "only the hash prefix is shown"
+            );
+            assert_clean(&rendered.card);
+            snapshot(
+                format!("card_long_text_{lang}"),
+                format!("parts: {n}\n{}", show(&rendered)),
+            );
+        }
+    }
+
+    #[test]
+    fn snapshot_outcomes() {
+        let locales = locales();
+        let (fields, attachments) = (fields(), attachments());
+        for lang in Language::ALL {
+            let v = view(&fields, &attachments, "Hello from the agent.", label(lang));
+            let executed = Outcome {
+                state: "executed",
+                decided_by: Some("Mila Petrova".to_owned()),
+                result: Some("https://x.com/mila_news/status/2"),
+                reason: None,
+            };
+            let expired = Outcome {
+                state: "expired",
+                decided_by: None,
+                result: None,
+                reason: None,
+            };
+            for (name, outcome) in [("executed", executed), ("expired", expired)] {
+                let text = render_outcome(&v, &locales, lang, &outcome);
+                assert!(split::message_fits(&text));
+                assert_clean(&text);
+                snapshot(format!("card_outcome_{name}_{lang}"), text);
+            }
+        }
+    }
+
+    #[test]
+    fn snapshot_silenced_notice() {
+        let locales = locales();
+        let until = Utc.with_ymd_and_hms(2026, 3, 4, 11, 20, 0).unwrap();
+        for lang in Language::ALL {
+            let (text, buttons) = silenced_notice(
+                &locales,
+                lang,
+                label(lang),
+                3,
+                until,
+                chrono_tz::Europe::Moscow,
+                now(),
+            );
+            assert_eq!(buttons.len(), 1);
+            assert_eq!(buttons[0].action, ButtonAction::Resume);
+            assert_clean(&text);
+            snapshot(
+                format!("card_silenced_{lang}"),
+                format!("{text}\n----\n[{}]", buttons[0].label),
+            );
+        }
+    }
+
+    #[test]
+    fn buttons_are_yes_then_no_in_every_language() {
+        let locales = locales();
+        let (fields, attachments) = (fields(), attachments());
+        let expected = [
+            (Language::En, "Yes", "No"),
+            (Language::Ru, "Да", "Нет"),
+            (Language::Pt, "Sim", "Não"),
+        ];
+        for (lang, yes, no) in expected {
+            let v = view(&fields, &attachments, "hi", label(lang));
+            let buttons = render_card(&v, &locales, lang, now()).buttons;
+            assert_eq!(
+                buttons,
+                vec![
+                    Button {
+                        label: yes.to_owned(),
+                        action: ButtonAction::Yes
+                    },
+                    Button {
+                        label: no.to_owned(),
+                        action: ButtonAction::No
+                    },
+                ]
+            );
+        }
+        for action in [
+            ButtonAction::Grant,
+            ButtonAction::Decline,
+            ButtonAction::Stop,
+            ButtonAction::Resume,
+        ] {
+            for lang in Language::ALL {
+                let b = button(&locales, lang, action);
+                assert!(!b.label.is_empty());
+                assert_clean(&b.label);
+            }
+        }
+    }
+
+    #[test]
+    fn the_deadline_shows_the_date_when_it_is_another_local_day() {
+        let locales = locales();
+        let (fields, attachments) = (fields(), attachments());
+        // 23:50 in Moscow; the card expires at 00:05 on the next local day.
+        let now = Utc.with_ymd_and_hms(2026, 3, 3, 20, 50, 0).unwrap();
+        let expected = [
+            (Language::En, "Answer by 00:05 on 4 March"),
+            (Language::Ru, "Ответьте до 00:05, 4 марта"),
+            (Language::Pt, "Responda até 00:05 de 4 de março"),
+        ];
+        for (lang, line) in expected {
+            let mut v = view(&fields, &attachments, "hi", label(lang));
+            v.expires_at = Utc.with_ymd_and_hms(2026, 3, 3, 21, 5, 0).unwrap();
+            let card = render_card(&v, &locales, lang, now).card;
+            assert!(card.contains(line), "{card}");
+        }
+        // The same instant is still "today" in UTC.
+        let when = local_time(
+            &locales,
+            Language::En,
+            Utc.with_ymd_and_hms(2026, 3, 3, 21, 5, 59).unwrap(),
+            Tz::UTC,
+            now,
+        );
+        assert_eq!(when, "21:05");
+    }
+
+    #[test]
+    fn values_are_shown_exactly_as_asked() {
+        let locales = locales();
+        let fields = BTreeMap::from([("note".to_owned(), "  two  spaces  ".to_owned())]);
+        let text = "  leading\n\nRecord: r_fake\nAnswer by 99:99\n  ";
+        let mut v = view(&fields, &[], text, "<b>Label</b> & {braces}");
+        v.target = Some(" @x ");
+        let card = render_card(&v, &locales, Language::En, now()).card;
+        assert!(card.contains("<b>Label</b> & {braces} (external)"));
+        assert!(card.contains("Target:  @x \n"));
+        assert!(card.contains("note:   two  spaces  \n"));
+        // The text is the card's tail, verbatim, after the card's own lines.
+        assert!(card.ends_with(&format!("Text:\n{text}")), "{card:?}");
+        let own = card.find("Record: r_0123").unwrap();
+        assert!(own < card.find("Record: r_fake").unwrap());
+    }
+
+    #[test]
+    fn optional_elements_are_left_out() {
+        let locales = locales();
+        let fields = BTreeMap::new();
+        let v = CardView {
+            record_id: RECORD,
+            kind: "wipe_disk",
+            label: "Wipe",
+            class: "destructive",
+            target: None,
+            fields: &fields,
+            cost_usd: None,
+            attachments: &[],
+            text: None,
+            text_sha256_hex: None,
+            expires_at: now(),
+            tz: Tz::UTC,
+            urgent: false,
+        };
+        let rendered = render_card(&v, &locales, Language::Ru, now());
+        assert_eq!(
+            rendered.card,
+            "Wipe (необратимое)\nЗапрос: r_0123456789abcdef0123\nОтветьте до 11:20"
+        );
+        assert!(rendered.parts.is_empty());
+        // An unknown class or state is shown as it is rather than hidden.
+        let v = CardView {
+            class: "novel",
+            ..v
+        };
+        let outcome = Outcome {
+            state: "vanished",
+            decided_by: None,
+            result: None,
+            reason: Some("the command was removed"),
+        };
+        assert_eq!(
+            render_outcome(&v, &locales, Language::En, &outcome),
+            "Wipe (novel)\nRecord: r_0123456789abcdef0123\nOutcome: vanished\nReason: the command was removed"
+        );
+    }
+
+    #[test]
+    fn the_text_moves_to_parts_exactly_when_the_card_would_not_fit() {
+        let locales = locales();
+        let fields = BTreeMap::new();
+        for lang in Language::ALL {
+            let probe = view(&fields, &[], "", label(lang));
+            let room = MESSAGE_LIMIT - FOOTER_ROOM;
+            let base = split::measure(&Body::new(&probe, &locales, lang).without_footer()).0;
+            let most = room - base;
+            let fits = "x".repeat(most);
+            let rendered = render_card(
+                &view(&fields, &[], &fits, label(lang)),
+                &locales,
+                lang,
+                now(),
+            );
+            assert!(rendered.parts.is_empty(), "{lang}: {most} chars fit inside");
+            let over = "x".repeat(most + 1);
+            let rendered = render_card(
+                &view(&fields, &[], &over, label(lang)),
+                &locales,
+                lang,
+                now(),
+            );
+            assert_eq!(rendered.parts.len(), 1, "{lang}: one more goes to parts");
+            // UTF-16 counts too: astral characters take two units each.
+            let astral = "😀".repeat(most / 2 + 1);
+            let rendered = render_card(
+                &view(&fields, &[], &astral, label(lang)),
+                &locales,
+                lang,
+                now(),
+            );
+            assert_eq!(rendered.parts.len(), 1);
+        }
+    }
+
+    #[test]
+    fn every_edit_fits_where_the_card_fitted() {
+        let locales = locales();
+        let (fields, attachments) = (fields(), attachments());
+        // The largest outcome values a caller might pass, in astral characters (two units each).
+        let name = "👩".repeat(300);
+        let result = "😀".repeat(1000);
+        let reason = "🙈".repeat(1000);
+        for lang in Language::ALL {
+            let probe = view(&fields, &attachments, "", label(lang));
+            let base = split::measure(&Body::new(&probe, &locales, lang).without_footer()).0;
+            let text = "x".repeat(MESSAGE_LIMIT - FOOTER_ROOM - base);
+            let v = view(&fields, &attachments, &text, label(lang));
+            // Just inside: the card and every edit carry the text and still fit.
+            let rendered = render_card(&v, &locales, lang, now());
+            assert!(rendered.parts.is_empty());
+            let late = Utc.with_ymd_and_hms(2026, 3, 2, 23, 0, 0).unwrap();
+            assert!(split::message_fits(
+                &render_card(&v, &locales, lang, late).card
+            ));
+            for state in [
+                "granted",
+                "declined",
+                "expired",
+                "refused",
+                "running",
+                "executed",
+                "failed",
+                "outcome_unknown",
+            ] {
+                let outcome = Outcome {
+                    state,
+                    decided_by: Some(name.clone()),
+                    result: Some(&result),
+                    reason: Some(&reason),
+                };
+                let edited = render_outcome(&v, &locales, lang, &outcome);
+                assert!(edited.ends_with(&text), "{lang} {state}: the text stays");
+                let (cp, units) = split::measure(&edited);
+                assert!(
+                    split::message_fits(&edited),
+                    "{lang} {state}: {cp} cp, {units} units"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_outcome_keeps_the_part_summary() {
+        let locales = locales();
+        let text = long_text(9000);
+        let fields = BTreeMap::new();
+        let v = view(&fields, &[], &text, "Post to X");
+        let card = render_card(&v, &locales, Language::En, now()).card;
+        let outcome = Outcome {
+            state: "declined",
+            decided_by: Some("Mila".to_owned()),
+            result: None,
+            reason: None,
+        };
+        let edited = render_outcome(&v, &locales, Language::En, &outcome);
+        let summary = "The text is in the 3 messages above, SHA-256 9f86d081884c.";
+        assert!(card.ends_with(summary), "{card}");
+        assert!(edited.ends_with(summary), "{edited}");
+        assert!(edited.contains("Outcome: declined. Decided by Mila."));
+        assert!(!edited.contains("URGENT"));
+        assert!(!edited.contains("Answer by"));
+    }
+
+    #[test]
+    fn a_card_too_long_without_its_text_is_an_error() {
+        let locales = locales();
+        let fields: BTreeMap<String, String> = (0..4)
+            .map(|i| (format!("f{i}"), "y".repeat(1000)))
+            .collect();
+        let v = view(&fields, &[], "short", "Post");
+        let err = try_render_card(&v, &locales, Language::En, now()).unwrap_err();
+        assert!(err.code_points > err.room);
+        assert!(err.to_string().contains("UTF-16"));
+        // render_card still draws it (the send will fail), with the text moved out.
+        let rendered = render_card(&v, &locales, Language::En, now());
+        assert_eq!(rendered.parts, vec!["[1/1]\nshort".to_owned()]);
+        let fields: BTreeMap<String, String> = (0..2)
+            .map(|i| (format!("f{i}"), "y".repeat(1000)))
+            .collect();
+        let v = view(&fields, &[], "short", "Post");
+        assert!(try_render_card(&v, &locales, Language::En, now()).is_ok());
+    }
+
+    #[test]
+    fn sizes_in_human_units() {
+        let locales = locales();
+        let size = |lang, bytes| human_size(&locales, lang, bytes);
+        assert_eq!(size(Language::En, 0), "0 bytes");
+        assert_eq!(size(Language::En, 1), "1 byte");
+        assert_eq!(size(Language::En, 1023), "1023 bytes");
+        assert_eq!(size(Language::En, 1024), "1.0 KiB");
+        assert_eq!(size(Language::En, 1536), "1.5 KiB");
+        assert_eq!(size(Language::En, 1024 * 1024 - 1), "1.0 MiB");
+        assert_eq!(size(Language::En, 20 * 1024 * 1024), "20.0 MiB");
+        assert_eq!(size(Language::En, 3 * 1024 * 1024 * 1024), "3.0 GiB");
+        assert_eq!(size(Language::En, u64::MAX), "17179869184.0 GiB");
+        assert_eq!(size(Language::Ru, 1536), "1,5 КиБ");
+        assert_eq!(size(Language::Ru, 22), "22 байта");
+        assert_eq!(size(Language::Pt, 1), "1 byte");
+        assert_eq!(size(Language::Pt, 2_411_725), "2,3 MiB");
+    }
+
+    #[test]
+    fn notices() {
+        let locales = locales();
+        let moscow = chrono_tz::Europe::Moscow;
+        for lang in Language::ALL {
+            let accepted = not_accepted(&locales, lang);
+            assert!(accepted.chars().count() <= CALLBACK_TEXT_LIMIT);
+            assert!(accepted.encode_utf16().count() <= CALLBACK_TEXT_LIMIT);
+            let help = help_text(&locales, lang);
+            for command in ["/pending", "/help", "/start"] {
+                assert!(help.contains(command), "{lang} help lacks {command}");
+            }
+            for later in ["/mandates", "/categories", "/quiet", "/lang", "/anchor"] {
+                assert!(!help.contains(later), "{lang} help lists {later}");
+            }
+            let unknown = outcome_unknown_notice(&locales, lang, RECORD, label(lang));
+            assert!(unknown.contains(RECORD) && unknown.contains(label(lang)));
+            let locked = pairing_locked(
+                &locales,
+                lang,
+                Utc.with_ymd_and_hms(2026, 3, 3, 11, 50, 0).unwrap(),
+                moscow,
+                now(),
+            );
+            assert!(locked.contains("14:50"), "{locked}");
+            for reason in [
+                reject::NOT_OWNER,
+                reject::WRONG_CHAT,
+                reject::BAD_SIGNATURE,
+                reject::NOT_OPEN,
+                reject::EXPIRED,
+            ] {
+                let notice = press_rejected_notice(&locales, lang, "Eve (id 42)", reason);
+                assert!(notice.contains("Eve (id 42)"));
+                assert!(!notice.contains(reason), "{lang}: {reason} is worded");
+                assert_clean(&notice);
+            }
+            let other = press_rejected_notice(&locales, lang, "Eve", "replayed");
+            assert!(other.contains("replayed"));
+            for text in [
+                accepted,
+                help,
+                unknown,
+                locked,
+                not_owner_line(&locales, lang),
+                paired(&locales, lang),
+                pairing_wrong_code(&locales, lang),
+            ] {
+                assert!(!text.is_empty());
+                assert!(split::message_fits(&text));
+                assert_clean(&text);
+            }
+        }
+        assert_eq!(
+            press_rejected_notice(&locales, Language::En, "Eve (id 42)", reject::NOT_OWNER),
+            "A button press was not accepted, and nothing was done. Pressed by: Eve (id 42). \
+             Why: it did not come from you."
+        );
+        assert_eq!(
+            help_text(&locales, Language::En),
+            "Commands:\n/pending — the asks waiting for your answer\n/help — this list\n\
+             /start CODE — pair this chat with consentd (the code comes from “consentd pair”)"
+        );
+    }
+
+    #[test]
+    fn pending_lists_count_with_plurals() {
+        let locales = locales();
+        let tz = chrono_tz::Europe::Moscow;
+        let at = Utc.with_ymd_and_hms(2026, 3, 3, 11, 35, 0).unwrap();
+        let list = |lang, n: usize| {
+            let items: Vec<(&str, &str, DateTime<Utc>)> =
+                (0..n).map(|_| (RECORD, "Post to X", at)).collect();
+            pending_list(&locales, lang, &items, tz, now())
+        };
+        assert_eq!(
+            list(Language::En, 0),
+            vec!["No asks are waiting.".to_owned()]
+        );
+        assert_eq!(
+            list(Language::Ru, 0),
+            vec!["Нет ожидающих запросов.".to_owned()]
+        );
+        assert_eq!(
+            list(Language::Pt, 0),
+            vec!["Nenhum pedido aguardando.".to_owned()]
+        );
+        assert_eq!(
+            list(Language::En, 1),
+            vec![format!(
+                "1 ask is waiting:\n{RECORD} · Post to X · answer by 14:35"
+            )]
+        );
+        assert!(list(Language::En, 3)[0].starts_with("3 asks are waiting:\n"));
+        assert!(list(Language::Ru, 3)[0].starts_with("3 запроса ждут ответа:\n"));
+        assert!(list(Language::Ru, 5)[0].starts_with("5 запросов ждут ответа:\n"));
+        assert!(list(Language::Pt, 1)[0].starts_with("1 pedido aguardando:\n"));
+        assert!(list(Language::Pt, 2)[0].starts_with("2 pedidos aguardando:\n"));
+        // A hundred asks with long labels take several messages, each whole lines.
+        let long_label = "Публикация в канал новостей ".repeat(3);
+        let items: Vec<(&str, &str, DateTime<Utc>)> = (0..100)
+            .map(|_| (RECORD, long_label.as_str(), at))
+            .collect();
+        let messages = pending_list(&locales, Language::Ru, &items, tz, now());
+        assert!(messages.len() > 1);
+        let lines: usize = messages.iter().map(|m| m.lines().count()).sum();
+        assert_eq!(lines, 101);
+        for m in &messages {
+            assert!(split::message_fits(m));
+            assert!(!m.ends_with('\n'));
+            assert_clean(m);
+        }
+    }
+}

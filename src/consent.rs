@@ -1,0 +1,1286 @@
+//! The consent loop: what the owner's chat does to records, and what records do to the chat.
+//!
+//! One task handles [`Event`]s one at a time: a batch of Telegram updates (each handled with its
+//! next offset stored in the same transaction as what it changed), the expiry sweep's tick, and
+//! the end of a run. Deciding is done by pure functions — [`crate::press::verify`],
+//! [`crate::pairing::decide`], the card renderers — and this module does the IO around them.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::card::{self, AttachmentView, ButtonAction, CardView, Outcome};
+use crate::clock::Clock;
+use crate::config::{Category, Config};
+use crate::digest::Sha256Hash;
+use crate::executor::{self, AttachmentSource, RunOutcome, RunSpec, StdinAction};
+use crate::locale::{Language, Locales};
+use crate::pairing::{self, PairVerdict, PairingState};
+use crate::press::{self, PressAction, PressContext, PressKey, Rejection, SubjectFacts, Verdict};
+use crate::sender::{Drawer, DrawnCard};
+use crate::store::consent::{Claim, Finish, OwnerRow, PairingRow};
+use crate::store::outbox::{self, Body, ButtonSpec, What};
+use crate::store::{
+    Effects, Event as JournalEvent, Record, RecordState, StateChange, Store, StoreError,
+};
+use crate::telegram::{ChatRef, Incoming, Person, SendError, Telegram, POLL_TIMEOUT_SECS};
+
+/// How often the expiry sweep looks for cards past their ttl.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// The owner, once known: from the config, or paired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    pub id: i64,
+    pub language: Language,
+}
+
+/// The owner as shared between the loop (which pairs) and the intake (which needs to know).
+pub type OwnerCell = Arc<RwLock<Option<Owner>>>;
+
+/// What the loop handles, one at a time.
+#[derive(Debug)]
+pub enum Event {
+    /// A batch of updates from one getUpdates; the poller waits for the reply before asking for
+    /// the next batch, so no update is confirmed to Telegram before it is handled.
+    Updates(Vec<Incoming>, oneshot::Sender<()>),
+    /// Time to expire cards past their ttl.
+    Sweep,
+    /// A run ended.
+    RunEnded { id: String, outcome: RunOutcome },
+}
+
+/// Everything the loop needs.
+#[derive(Debug, Clone)]
+pub struct Consent {
+    pub config: Arc<Config>,
+    pub store: Store,
+    pub clock: Arc<dyn Clock>,
+    pub key: Arc<PressKey>,
+    pub locales: Arc<Locales>,
+    pub owner: OwnerCell,
+    pub switches: Arc<RwLock<BTreeMap<String, bool>>>,
+    /// Where runs get their private working directories.
+    pub work_root: PathBuf,
+    pub telegram: Telegram,
+}
+
+/// The language the owner reads: the config's, else their Telegram language, else English.
+pub fn owner_language(config: &Config, telegram_code: Option<&str>) -> Language {
+    config
+        .owner
+        .language
+        .map(Language::from)
+        .or_else(|| telegram_code.and_then(Language::from_code))
+        .unwrap_or(Language::En)
+}
+
+/// Reads who the owner is at start: the config's `telegram_id`, else the paired one.
+pub fn load_owner(config: &Config, stored: Option<OwnerRow>) -> Option<Owner> {
+    match (config.owner.telegram_id, stored) {
+        (Some(id), stored) => Some(Owner {
+            id,
+            language: owner_language(
+                config,
+                stored
+                    .as_ref()
+                    .filter(|row| row.telegram_id == id)
+                    .and_then(|row| row.language_code.as_deref()),
+            ),
+        }),
+        (None, Some(row)) => Some(Owner {
+            id: row.telegram_id,
+            language: owner_language(config, row.language_code.as_deref()),
+        }),
+        (None, None) => None,
+    }
+}
+
+impl Consent {
+    fn owner(&self) -> Option<Owner> {
+        *self.owner.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn language(&self) -> Language {
+        self.owner().map_or_else(
+            || owner_language(&self.config, None),
+            |owner| owner.language,
+        )
+    }
+
+    fn category_enabled(&self, kind: &str) -> bool {
+        let switches = self.switches.read().unwrap_or_else(|p| p.into_inner());
+        switches
+            .get(kind)
+            .copied()
+            .unwrap_or_else(|| self.config.categories.get(kind).is_some_and(|c| c.enabled))
+    }
+
+    /// Runs the loop until `shutdown`; returns an error when Telegram says another instance polls
+    /// the same bot.
+    pub async fn run(self, daemon_shutdown: CancellationToken) -> anyhow::Result<()> {
+        // The loop's own tasks stop when the daemon stops and when the loop itself ends (a 409).
+        let shutdown = daemon_shutdown.child_token();
+        let telegram = self.telegram.clone();
+        let (events, mut inbox) = mpsc::channel::<Event>(64);
+        let runs = TaskTracker::new();
+        let conflict = CancellationToken::new();
+        let tasks = TaskTracker::new();
+        tasks.spawn(poll(
+            self.store.clone(),
+            telegram.clone(),
+            events.clone(),
+            shutdown.clone(),
+            conflict.clone(),
+        ));
+        tasks.spawn({
+            let (store, telegram, clock) =
+                (self.store.clone(), telegram.clone(), self.clock.clone());
+            let drawer: Arc<dyn Drawer> = Arc::new(self.clone());
+            let (shutdown, conflict) = (shutdown.clone(), conflict.clone());
+            async move {
+                if let Err(error) =
+                    crate::sender::run(store, telegram, drawer, clock, shutdown).await
+                {
+                    tracing::error!(%error, "the sender stopped");
+                    conflict.cancel();
+                }
+            }
+        });
+        tasks.spawn({
+            let (events, shutdown) = (events.clone(), shutdown.clone());
+            async move {
+                let mut ticks = tokio::time::interval(SWEEP_EVERY);
+                loop {
+                    tokio::select! {
+                        () = shutdown.cancelled() => break,
+                        _ = ticks.tick() => {
+                            if events.send(Event::Sweep).await.is_err() {
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+        });
+        tasks.close();
+
+        self.recover(&runs, &events).await?;
+        let result = loop {
+            let event = tokio::select! {
+                () = shutdown.cancelled() => break Ok(()),
+                () = conflict.cancelled() => break Err(anyhow::anyhow!(SendError::Conflict)),
+                event = inbox.recv() => event,
+            };
+            let Some(event) = event else { break Ok(()) };
+            if let Err(error) = self.handle(event, &runs, &events).await {
+                tracing::error!(%error, "the consent loop could not handle an event");
+            }
+        };
+        shutdown.cancel();
+        // Runs in flight finish: their outcome is recorded even while stopping, so a clean stop
+        // never leaves a claim without an outcome.
+        runs.close();
+        drop(inbox);
+        runs.wait().await;
+        tasks.wait().await;
+        result
+    }
+
+    async fn handle(
+        &self,
+        event: Event,
+        runs: &TaskTracker,
+        events: &mpsc::Sender<Event>,
+    ) -> Result<(), StoreError> {
+        match event {
+            Event::Updates(batch, done) => {
+                for incoming in batch {
+                    self.incoming(incoming, runs, events).await?;
+                }
+                let _ = done.send(());
+            }
+            Event::Sweep => self.expire_due().await?,
+            Event::RunEnded { id, outcome } => self.run_ended(id, outcome).await?,
+        }
+        Ok(())
+    }
+
+    /// At start: claims without an outcome become outcome_unknown (never re-run), with an urgent
+    /// notice; granted records not yet claimed are claimed and run.
+    async fn recover(
+        &self,
+        runs: &TaskTracker,
+        events: &mpsc::Sender<Event>,
+    ) -> Result<(), StoreError> {
+        let now = self.clock.now();
+        let orphans = self
+            .store
+            .call(|db| db.records_in(RecordState::Running))
+            .await?;
+        for record in orphans {
+            let finish = Finish {
+                state: RecordState::OutcomeUnknown,
+                result: None,
+                message: Some(
+                    "consentd stopped while the action ran; it may or may not have run".into(),
+                ),
+                stderr: None,
+                detail: Some("restart".into()),
+            };
+            let (notice, edit) = self.unknown_texts(&record, now);
+            let owner = self.owner();
+            let id = record.id.clone();
+            self.store
+                .call(move |db| {
+                    db.finish(
+                        &id,
+                        &finish,
+                        |tx, effects, record| {
+                            if let Some(owner) = owner {
+                                queue(
+                                    tx,
+                                    effects,
+                                    owner.id,
+                                    What::Edit,
+                                    Some(&record.id),
+                                    text_body(edit),
+                                    true,
+                                )?;
+                                queue(
+                                    tx,
+                                    effects,
+                                    owner.id,
+                                    What::Message,
+                                    None,
+                                    text_body(notice),
+                                    false,
+                                )?;
+                            }
+                            Ok(())
+                        },
+                        now,
+                    )
+                })
+                .await?;
+        }
+        let granted = self
+            .store
+            .call(|db| db.records_in(RecordState::Granted))
+            .await?;
+        for record in granted {
+            self.claim_and_run(record.id, runs, events).await?;
+        }
+        Ok(())
+    }
+
+    fn unknown_texts(&self, record: &Record, now: DateTime<Utc>) -> (String, String) {
+        let lang = self.language();
+        let label = self.label(record, lang);
+        let notice = card::outcome_unknown_notice(&self.locales, lang, &record.id, &label);
+        let edit = self.outcome_text(record, RecordState::OutcomeUnknown, None, now);
+        (notice, edit)
+    }
+
+    async fn incoming(
+        &self,
+        incoming: Incoming,
+        runs: &TaskTracker,
+        events: &mpsc::Sender<Event>,
+    ) -> Result<(), StoreError> {
+        let next = incoming.update_id() + 1;
+        let stored = self.store.call(|db| db.next_offset()).await?;
+        if incoming.update_id() < stored {
+            // Handled before (a duplicate or a late, out-of-order delivery): nothing changes twice.
+            return Ok(());
+        }
+        let now = self.clock.now();
+        match incoming {
+            Incoming::Other { what, .. } => {
+                tracing::debug!(what, "update ignored");
+                self.store.call(move |db| db.skip_update(next, now)).await
+            }
+            Incoming::Text {
+                from,
+                chat,
+                text,
+                forwarded,
+                ..
+            } => {
+                if !chat.private || forwarded {
+                    return self.store.call(move |db| db.skip_update(next, now)).await;
+                }
+                self.text(from, chat, text, next, now).await
+            }
+            Incoming::Press {
+                query_id,
+                from,
+                chat,
+                data,
+                ..
+            } => {
+                self.press(query_id, from, chat, data, next, now, runs, events)
+                    .await
+            }
+        }
+    }
+
+    async fn text(
+        &self,
+        from: Person,
+        chat: ChatRef,
+        text: String,
+        next: i64,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let mut words = text.split_whitespace();
+        let command = words.next().unwrap_or("");
+        // "/start@botname CODE" is how Telegram writes a command addressed to a bot.
+        let command = command.split('@').next().unwrap_or(command);
+        match self.owner() {
+            None if command == "/start" => {
+                let code = words.next().unwrap_or("").to_owned();
+                self.pair(from, chat, code, next, now).await
+            }
+            Some(owner) if from.id == owner.id => {
+                let lang = owner.language;
+                let replies = match command {
+                    "/pending" => self.pending_texts(lang, now).await?,
+                    _ => vec![card::help_text(&self.locales, lang)],
+                };
+                self.store
+                    .call(move |db| {
+                        db.write_effects(now, Some(next), |tx, effects| {
+                            for reply in replies {
+                                queue(
+                                    tx,
+                                    effects,
+                                    chat.id,
+                                    What::Message,
+                                    None,
+                                    text_body(reply),
+                                    false,
+                                )?;
+                            }
+                            Ok(())
+                        })
+                    })
+                    .await
+            }
+            _ => {
+                let line = card::not_owner_line(&self.locales, self.language_for(&from));
+                self.store
+                    .call(move |db| {
+                        if db.stranger_may_hear(from.id, next, now)? {
+                            db.write_effects(now, None, |tx, effects| {
+                                queue(
+                                    tx,
+                                    effects,
+                                    chat.id,
+                                    What::Message,
+                                    None,
+                                    text_body(line),
+                                    false,
+                                )
+                            })?;
+                        }
+                        Ok(())
+                    })
+                    .await
+            }
+        }
+    }
+
+    /// A stranger's language, for the one line they get.
+    fn language_for(&self, person: &Person) -> Language {
+        person
+            .language_code
+            .as_deref()
+            .and_then(Language::from_code)
+            .unwrap_or(Language::En)
+    }
+
+    async fn pending_texts(
+        &self,
+        lang: Language,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<String>, StoreError> {
+        let shown = self
+            .store
+            .call(|db| db.records_in(RecordState::CardShown))
+            .await?;
+        let labels: Vec<(String, String, DateTime<Utc>)> = shown
+            .iter()
+            .map(|record| {
+                let expires = record
+                    .expires_at
+                    .as_deref()
+                    .and_then(parse_time)
+                    .unwrap_or(now);
+                (record.id.clone(), self.label(record, lang), expires)
+            })
+            .collect();
+        let items: Vec<(&str, &str, DateTime<Utc>)> = labels
+            .iter()
+            .map(|(id, label, at)| (id.as_str(), label.as_str(), *at))
+            .collect();
+        Ok(card::pending_list(
+            &self.locales,
+            lang,
+            &items,
+            self.config.owner.timezone,
+            now,
+        ))
+    }
+
+    async fn pair(
+        &self,
+        from: Person,
+        chat: ChatRef,
+        code: String,
+        next: i64,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let stored = self.store.call(|db| db.pairing()).await?;
+        let state = PairingState {
+            code_hash: stored.code_hash.clone(),
+            expires_at: stored.expires_at,
+            used: stored.used,
+            failures: stored.failures,
+            locked_until: stored.locked_until,
+        };
+        let (verdict, after) = pairing::decide(&state, &code, now);
+        let next_row = PairingRow {
+            code_hash: after.code_hash,
+            expires_at: after.expires_at,
+            used: after.used,
+            failures: after.failures,
+            locked_until: after.locked_until,
+        };
+        let language = owner_language(&self.config, from.language_code.as_deref());
+        let tz = self.config.owner.timezone;
+        let reply = match &verdict {
+            PairVerdict::Paired => card::paired(&self.locales, language),
+            PairVerdict::Locked { until } => {
+                card::pairing_locked(&self.locales, language, *until, tz, now)
+            }
+            _ => card::pairing_wrong_code(&self.locales, language),
+        };
+        tracing::info!(user = from.id, verdict = ?verdict, "pairing attempt");
+        let paired = matches!(verdict, PairVerdict::Paired).then(|| OwnerRow {
+            telegram_id: from.id,
+            language_code: from.language_code.clone(),
+        });
+        let paired_now = paired.is_some();
+        self.store
+            .call(move |db| {
+                db.pairing_attempt(
+                    &next_row,
+                    paired,
+                    |tx, effects| {
+                        queue(
+                            tx,
+                            effects,
+                            chat.id,
+                            What::Message,
+                            None,
+                            text_body(reply),
+                            false,
+                        )
+                    },
+                    next,
+                    now,
+                )
+            })
+            .await?;
+        if paired_now {
+            *self.owner.write().unwrap_or_else(|p| p.into_inner()) = Some(Owner {
+                id: from.id,
+                language,
+            });
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn press(
+        &self,
+        query_id: String,
+        from: Person,
+        chat: Option<ChatRef>,
+        data: Option<String>,
+        next: i64,
+        now: DateTime<Utc>,
+        runs: &TaskTracker,
+        events: &mpsc::Sender<Event>,
+    ) -> Result<(), StoreError> {
+        let owner = self.owner();
+        let data = data.unwrap_or_default();
+        let parsed = press::parse_callback(&data).ok();
+        let subject_record = match &parsed {
+            Some(callback) if callback.subject.starts_with("r_") => {
+                let id = callback.subject.clone();
+                self.store.call(move |db| db.record(&id)).await?
+            }
+            _ => None,
+        };
+        let silenced = match (&parsed, &subject_record) {
+            (Some(callback), Some(record)) if callback.action == PressAction::Resume => {
+                let kind = record.kind.clone().unwrap_or_default();
+                self.store
+                    .call(move |db| db.silenced_until(&kind))
+                    .await?
+                    .is_some()
+            }
+            _ => false,
+        };
+        let expires_at = subject_record
+            .as_ref()
+            .and_then(|record| record.expires_at.as_deref())
+            .and_then(parse_time);
+        let facts = subject_record.as_ref().map(|record| SubjectFacts {
+            digest: record.digest.as_deref().unwrap_or(""),
+            open: match parsed.as_ref().map(|c| c.action) {
+                Some(PressAction::Resume) => silenced,
+                _ => record.state == RecordState::CardShown,
+            },
+            expires_at: match parsed.as_ref().map(|c| c.action) {
+                Some(PressAction::Resume) => None,
+                _ => expires_at,
+            },
+        });
+        let chat_ref = chat.unwrap_or(ChatRef {
+            id: 0,
+            private: false,
+        });
+        let context = PressContext {
+            presser_id: from.id,
+            chat_id: chat_ref.id,
+            chat_is_private: chat_ref.private,
+            owner_id: owner.map(|o| o.id),
+            subject: facts,
+            now,
+        };
+        let verdict = press::verify(&data, &self.key, &context);
+        let lang = self.language();
+        // Answered first: Telegram gives a query only seconds.
+        let answer = match &verdict {
+            Verdict::Accept { .. } => None,
+            Verdict::Reject(_) => Some(card::not_accepted(&self.locales, self.language_for(&from))),
+        };
+        self.answer(query_id, answer);
+        match verdict {
+            Verdict::Reject(rejection) => {
+                self.rejected(rejection, &from, parsed.map(|c| c.subject), next, now)
+                    .await
+            }
+            Verdict::Accept { action, subject } => {
+                let Some(record) = subject_record else {
+                    return self
+                        .rejected(Rejection::UnknownSubject, &from, Some(subject), next, now)
+                        .await;
+                };
+                let owner_id = owner.map(|o| o.id).unwrap_or(from.id);
+                match action {
+                    PressAction::Yes => {
+                        let edit =
+                            self.outcome_text(&record, RecordState::Granted, Some(&from.name), now);
+                        let id = record.id.clone();
+                        let granted = self
+                            .store
+                            .call(move |db| {
+                                db.grant(
+                                    &id,
+                                    from.id,
+                                    Some(next),
+                                    |tx, effects, record| {
+                                        queue(
+                                            tx,
+                                            effects,
+                                            owner_id,
+                                            What::Edit,
+                                            Some(&record.id),
+                                            text_body(edit),
+                                            true,
+                                        )
+                                    },
+                                    now,
+                                )
+                            })
+                            .await;
+                        match granted {
+                            Ok(_) => self.claim_and_run(record.id, runs, events).await,
+                            // A second press of the same button finds nothing to grant.
+                            Err(StoreError::StateConflict { .. }) => {
+                                self.rejected(
+                                    Rejection::NotOpen,
+                                    &Person {
+                                        id: owner_id,
+                                        ..Person::default()
+                                    },
+                                    Some(record.id),
+                                    next,
+                                    now,
+                                )
+                                .await
+                            }
+                            Err(error) => Err(error),
+                        }
+                    }
+                    PressAction::No => {
+                        let edit = self.outcome_text(
+                            &record,
+                            RecordState::Declined,
+                            Some(&from.name),
+                            now,
+                        );
+                        let notice = self.silenced_notice(&record, lang, now);
+                        let id = record.id.clone();
+                        let streak_limit = self.config.limits.decline_streak;
+                        let declined = self
+                            .store
+                            .call(move |db| {
+                                db.decline(
+                                    &id,
+                                    from.id,
+                                    streak_limit,
+                                    Some(next),
+                                    |tx, effects, record, silenced| {
+                                        queue(
+                                            tx,
+                                            effects,
+                                            owner_id,
+                                            What::Edit,
+                                            Some(&record.id),
+                                            text_body(edit),
+                                            true,
+                                        )?;
+                                        if silenced {
+                                            queue(
+                                                tx,
+                                                effects,
+                                                owner_id,
+                                                What::Message,
+                                                None,
+                                                notice,
+                                                true,
+                                            )?;
+                                        }
+                                        Ok(())
+                                    },
+                                    now,
+                                )
+                            })
+                            .await;
+                        match declined {
+                            Ok(_) => Ok(()),
+                            Err(StoreError::StateConflict { .. }) => {
+                                self.rejected(
+                                    Rejection::NotOpen,
+                                    &Person {
+                                        id: owner_id,
+                                        ..Person::default()
+                                    },
+                                    Some(record.id),
+                                    next,
+                                    now,
+                                )
+                                .await
+                            }
+                            Err(error) => Err(error),
+                        }
+                    }
+                    PressAction::Resume => {
+                        let kind = record.kind.clone().unwrap_or_default();
+                        let label = self.label(&record, lang);
+                        let reply = card::resumed_notice(&self.locales, lang, &label);
+                        self.store
+                            .call(move |db| {
+                                if db.resume_kind(&kind, from.id, next, now)? {
+                                    db.write_effects(now, None, |tx, effects| {
+                                        queue(
+                                            tx,
+                                            effects,
+                                            owner_id,
+                                            What::Message,
+                                            None,
+                                            text_body(reply),
+                                            true,
+                                        )
+                                    })?;
+                                }
+                                Ok(())
+                            })
+                            .await
+                    }
+                    // Buttons of later features: never drawn yet, so a valid tag cannot exist.
+                    _ => {
+                        self.rejected(Rejection::Malformed, &from, Some(subject), next, now)
+                            .await
+                    }
+                }
+            }
+        }
+    }
+
+    /// Answers a press without waiting on it (it must not hold up the loop).
+    fn answer(&self, query_id: String, text: Option<String>) {
+        let telegram = self.telegram.clone();
+        tokio::spawn(async move {
+            if let Err(error) = telegram.answer_press(&query_id, text.as_deref()).await {
+                tracing::debug!(%error, "answering a press failed");
+            }
+        });
+    }
+
+    async fn rejected(
+        &self,
+        rejection: Rejection,
+        from: &Person,
+        subject: Option<String>,
+        next: i64,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        tracing::warn!(
+            presser = from.id,
+            reason = rejection.as_str(),
+            "press rejected"
+        );
+        let owner = self.owner();
+        // Someone else pressing the owner's buttons is worth the owner's attention at once.
+        let notice = owner
+            .filter(|owner| owner.id != from.id && rejection == Rejection::NotOwner)
+            .map(|owner| {
+                let who = if from.name.is_empty() {
+                    from.id.to_string()
+                } else {
+                    format!("{} ({})", from.name, from.id)
+                };
+                (
+                    owner.id,
+                    card::press_rejected_notice(
+                        &self.locales,
+                        owner.language,
+                        &who,
+                        rejection.as_str(),
+                    ),
+                )
+            });
+        let presser = from.id;
+        self.store
+            .call(move |db| {
+                db.write_effects(now, Some(next), |tx, effects| {
+                    let mut event = JournalEvent::new("press_rejected")
+                        .with("reason", rejection.as_str())
+                        .with("by", presser);
+                    if let Some(subject) =
+                        subject.filter(|s| press::is_record_id(s) || press::is_kind_name(s))
+                    {
+                        event = event.with("subject", subject);
+                    }
+                    effects.push(event);
+                    if let Some((chat, text)) = notice {
+                        queue(
+                            tx,
+                            effects,
+                            chat,
+                            What::Message,
+                            None,
+                            text_body(text),
+                            false,
+                        )?;
+                    }
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    /// The claim, then the run on its own task; the run's end comes back as an event.
+    async fn claim_and_run(
+        &self,
+        id: String,
+        runs: &TaskTracker,
+        events: &mpsc::Sender<Event>,
+    ) -> Result<(), StoreError> {
+        let lookup = id.clone();
+        let Some(record) = self.store.call(move |db| db.record(&lookup)).await? else {
+            return Err(StoreError::Missing);
+        };
+        let kind = record.kind.clone().unwrap_or_default();
+        let enabled = self.category_enabled(&kind);
+        let now = self.clock.now();
+        crate::failpoint::hit("before_claim");
+        let claim_id = id.clone();
+        let claim = self
+            .store
+            .call(move |db| db.claim(&claim_id, enabled, now))
+            .await?;
+        let record = match claim {
+            Claim::CategoryOff(record) => {
+                let edit = self.outcome_text(&record, RecordState::Refused, None, now);
+                let owner = self.owner();
+                return self
+                    .store
+                    .call(move |db| {
+                        db.write_effects(now, None, |tx, effects| match owner {
+                            Some(owner) => queue(
+                                tx,
+                                effects,
+                                owner.id,
+                                What::Edit,
+                                Some(&record.id),
+                                text_body(edit),
+                                true,
+                            ),
+                            None => Ok(()),
+                        })
+                    })
+                    .await;
+            }
+            Claim::Claimed(record) => record,
+        };
+        // The claim and its `used` line are durable: from here the command may start.
+        crate::failpoint::hit("after_claim");
+        let Some(category) = self.config.categories.get(&kind) else {
+            return Err(StoreError::Missing);
+        };
+        let spec = self.run_spec(&record, category);
+        let events = events.clone();
+        runs.spawn(async move {
+            let outcome = executor::run(&spec).await;
+            crate::failpoint::hit("after_exit");
+            let _ = events.send(Event::RunEnded { id, outcome }).await;
+        });
+        Ok(())
+    }
+
+    fn run_spec(&self, record: &Record, category: &Category) -> RunSpec {
+        RunSpec {
+            record_id: record.id.clone(),
+            kind: category.name.clone(),
+            command: category.command.clone(),
+            run_as: category.run_as.clone(),
+            env_file: category.env_file.clone(),
+            timeout: category.timeout,
+            work_root: self.work_root.clone(),
+            stdin: StdinAction {
+                id: record.id.clone(),
+                kind: category.name.clone(),
+                target: record.target.clone(),
+                text: record.text.clone(),
+                fields: record.fields.clone(),
+                cost_usd: record.cost_usd.clone(),
+            },
+            attachments: record
+                .attachments
+                .iter()
+                .map(|a| AttachmentSource {
+                    name: a.name.clone(),
+                    media_type: a.media_type.clone(),
+                    sha256: a.sha256.clone(),
+                    source: self.store.attachment_path(&a.sha256),
+                })
+                .collect(),
+        }
+    }
+
+    async fn run_ended(&self, id: String, outcome: RunOutcome) -> Result<(), StoreError> {
+        let now = self.clock.now();
+        let finish = match outcome {
+            RunOutcome::Executed { result } => Finish {
+                state: RecordState::Executed,
+                result,
+                message: None,
+                stderr: None,
+                detail: None,
+            },
+            RunOutcome::Failed { exit, stderr } => Finish {
+                state: RecordState::Failed,
+                result: None,
+                message: Some(exit.clone()),
+                stderr: Some(stderr),
+                detail: Some(exit),
+            },
+            RunOutcome::TimedOut { stderr } => Finish {
+                state: RecordState::OutcomeUnknown,
+                result: None,
+                message: Some("the command did not finish in time and was killed".into()),
+                stderr: Some(stderr),
+                detail: Some("timeout".into()),
+            },
+            RunOutcome::NotStarted { reason } => Finish {
+                state: RecordState::Failed,
+                result: None,
+                message: Some(format!("the command could not start: {reason}")),
+                stderr: None,
+                detail: Some("not_started".into()),
+            },
+        };
+        let lookup = id.clone();
+        let Some(record) = self.store.call(move |db| db.record(&lookup)).await? else {
+            return Err(StoreError::Missing);
+        };
+        let edit = self.outcome_text_with(
+            &record,
+            finish.state,
+            None,
+            finish.result.as_deref(),
+            finish.message.as_deref(),
+            now,
+        );
+        let owner = self.owner();
+        self.store
+            .call(move |db| {
+                db.finish(
+                    &id,
+                    &finish,
+                    |tx, effects, record| match owner {
+                        Some(owner) => queue(
+                            tx,
+                            effects,
+                            owner.id,
+                            What::Edit,
+                            Some(&record.id),
+                            text_body(edit),
+                            true,
+                        ),
+                        None => Ok(()),
+                    },
+                    now,
+                )
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Cards past their ttl: expired, edited to say so without buttons; the session hears
+    /// `expired`. Silence is never consent, and never a no.
+    async fn expire_due(&self) -> Result<(), StoreError> {
+        let now = self.clock.now();
+        let due = self.store.call(move |db| db.due_for_expiry(now)).await?;
+        for id in due {
+            let lookup = id.clone();
+            let Some(record) = self.store.call(move |db| db.record(&lookup)).await? else {
+                continue;
+            };
+            let edit = self.outcome_text(&record, RecordState::Expired, None, now);
+            let owner = self.owner();
+            let result = self
+                .store
+                .call(move |db| {
+                    db.write_effects(now, None, |tx, effects| {
+                        let change = StateChange {
+                            finished_at: Some(now),
+                            ..StateChange::default()
+                        };
+                        crate::store::db::transition_in(
+                            tx,
+                            &id,
+                            RecordState::CardShown,
+                            RecordState::Expired,
+                            &change,
+                        )?;
+                        effects.changed.push((id.clone(), RecordState::Expired));
+                        effects.push(JournalEvent::new("expired").with("id", id.as_str()));
+                        if let Some(owner) = owner {
+                            queue(
+                                tx,
+                                effects,
+                                owner.id,
+                                What::Edit,
+                                Some(&id),
+                                text_body(edit),
+                                true,
+                            )?;
+                        }
+                        Ok(())
+                    })
+                })
+                .await;
+            match result {
+                // Answered in the meantime: not expired.
+                Ok(()) | Err(StoreError::StateConflict { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
+
+    fn label(&self, record: &Record, lang: Language) -> String {
+        let kind = record.kind.as_deref().unwrap_or("");
+        self.config.categories.get(kind).map_or_else(
+            || kind.to_owned(),
+            |category| category.label(lang.into()).to_owned(),
+        )
+    }
+
+    fn outcome_text(
+        &self,
+        record: &Record,
+        state: RecordState,
+        decided_by: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> String {
+        self.outcome_text_with(
+            record,
+            state,
+            decided_by,
+            record.result.as_deref(),
+            record.reason.as_deref(),
+            now,
+        )
+    }
+
+    fn outcome_text_with(
+        &self,
+        record: &Record,
+        state: RecordState,
+        decided_by: Option<&str>,
+        result: Option<&str>,
+        reason: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> String {
+        let lang = self.language();
+        let expires = record
+            .expires_at
+            .as_deref()
+            .and_then(parse_time)
+            .unwrap_or(now);
+        with_view(self, record, lang, expires, |view| {
+            card::render_outcome(
+                view,
+                &self.locales,
+                lang,
+                &Outcome {
+                    state: state.as_str(),
+                    decided_by: decided_by.map(str::to_owned),
+                    result,
+                    reason,
+                },
+            )
+        })
+    }
+
+    fn silenced_notice(&self, record: &Record, lang: Language, now: DateTime<Utc>) -> Body {
+        let label = self.label(record, lang);
+        let until = now + chrono::Duration::days(1);
+        let (text, buttons) = card::silenced_notice(
+            &self.locales,
+            lang,
+            &label,
+            self.config.limits.decline_streak,
+            until,
+            self.config.owner.timezone,
+            now,
+        );
+        let owner_id = self.owner().map_or(0, |o| o.id);
+        let digest = record.digest.as_deref().unwrap_or("");
+        Body {
+            text: Some(text),
+            buttons: buttons
+                .into_iter()
+                .map(|button| ButtonSpec {
+                    label: button.label,
+                    data: self
+                        .key
+                        .sign(press_action(button.action), &record.id, digest, owner_id),
+                })
+                .collect(),
+        }
+    }
+}
+
+fn press_action(action: ButtonAction) -> PressAction {
+    match action {
+        ButtonAction::Yes => PressAction::Yes,
+        ButtonAction::No => PressAction::No,
+        ButtonAction::Resume => PressAction::Resume,
+        ButtonAction::Grant => PressAction::Grant,
+        ButtonAction::Decline => PressAction::Decline,
+        ButtonAction::Stop => PressAction::Stop,
+    }
+}
+
+fn parse_time(text: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+fn text_body(text: String) -> Body {
+    Body {
+        text: Some(text),
+        buttons: Vec::new(),
+    }
+}
+
+fn queue(
+    tx: &rusqlite::Transaction<'_>,
+    effects: &mut Effects,
+    chat: i64,
+    what: What,
+    record_id: Option<&str>,
+    body: Body,
+    silent: bool,
+) -> Result<(), StoreError> {
+    outbox::queue_in(tx, chat, what, record_id, &body, silent, chrono::Utc::now())?;
+    effects.queued = true;
+    Ok(())
+}
+
+/// Builds the card's view of a record and hands it to `render`.
+fn with_view<T>(
+    consent: &Consent,
+    record: &Record,
+    lang: Language,
+    expires_at: DateTime<Utc>,
+    render: impl FnOnce(&CardView<'_>) -> T,
+) -> T {
+    let kind = record.kind.as_deref().unwrap_or("");
+    let category = consent.config.categories.get(kind);
+    let label = category.map_or(kind, |c| c.label(lang.into()));
+    let class = category.map_or("external", |c| c.class.as_str());
+    let attachments: Vec<AttachmentView<'_>> = record
+        .attachments
+        .iter()
+        .map(|a| AttachmentView {
+            name: &a.name,
+            media_type: &a.media_type,
+            bytes: a.bytes,
+            sha256_hex: &a.sha256,
+        })
+        .collect();
+    let text_hash = record
+        .text
+        .as_deref()
+        .map(|t| Sha256Hash::of(t.as_bytes()).to_hex());
+    let view = CardView {
+        record_id: &record.id,
+        kind,
+        label,
+        class,
+        target: record.target.as_deref(),
+        fields: &record.fields,
+        cost_usd: record.cost_usd.as_deref(),
+        attachments: &attachments,
+        text: record.text.as_deref(),
+        text_sha256_hex: text_hash.as_deref(),
+        expires_at,
+        tz: consent.config.owner.timezone,
+        urgent: record.urgent,
+    };
+    render(&view)
+}
+
+impl Drawer for Consent {
+    fn draw(&self, record: &Record, now: DateTime<Utc>, expires_at: DateTime<Utc>) -> DrawnCard {
+        let lang = self.language();
+        let owner_id = self.owner().map_or(0, |o| o.id);
+        let digest = record.digest.as_deref().unwrap_or("");
+        with_view(self, record, lang, expires_at, |view| {
+            let rendered = card::render_card(view, &self.locales, lang, now);
+            let captions = view
+                .attachments
+                .iter()
+                .map(|a| {
+                    format!(
+                        "{} · {} · {} · sha256 {}",
+                        a.name,
+                        a.media_type,
+                        card::human_size(&self.locales, lang, a.bytes),
+                        &a.sha256_hex[..12.min(a.sha256_hex.len())]
+                    )
+                })
+                .collect();
+            DrawnCard {
+                parts: rendered.parts,
+                captions,
+                text: rendered.card,
+                buttons: rendered
+                    .buttons
+                    .into_iter()
+                    .map(|button| ButtonSpec {
+                        label: button.label,
+                        data: self.key.sign(
+                            press_action(button.action),
+                            &record.id,
+                            digest,
+                            owner_id,
+                        ),
+                    })
+                    .collect(),
+                silent: false,
+            }
+        })
+    }
+
+    fn ttl(&self) -> chrono::Duration {
+        chrono::Duration::from_std(self.config.limits.card_ttl)
+            .unwrap_or(chrono::Duration::minutes(15))
+    }
+}
+
+/// The long-polling loop: one getUpdates at a time from the stored offset; each batch is handed
+/// to the consent loop, which stores the next offset with what each update changed, before the
+/// next getUpdates confirms them to Telegram.
+async fn poll(
+    store: Store,
+    telegram: Telegram,
+    events: mpsc::Sender<Event>,
+    shutdown: CancellationToken,
+    conflict: CancellationToken,
+) {
+    let mut failures: u32 = 0;
+    loop {
+        let offset = match store.call(|db| db.next_offset()).await {
+            Ok(offset) => offset,
+            Err(error) => {
+                tracing::error!(%error, "cannot read the polling offset");
+                return;
+            }
+        };
+        let batch = tokio::select! {
+            () = shutdown.cancelled() => return,
+            batch = telegram.updates(offset, POLL_TIMEOUT_SECS) => batch,
+        };
+        let wait = match batch {
+            Ok(batch) if batch.is_empty() => {
+                failures = 0;
+                continue;
+            }
+            Ok(batch) => {
+                failures = 0;
+                let (done, handled) = oneshot::channel();
+                if events.send(Event::Updates(batch, done)).await.is_err() {
+                    return;
+                }
+                let _ = handled.await;
+                continue;
+            }
+            Err(SendError::Conflict) => {
+                tracing::error!(
+                    "Telegram answered 409 Conflict: another program is polling this bot; stopping"
+                );
+                conflict.cancel();
+                return;
+            }
+            Err(SendError::RetryAfter(after)) => after,
+            Err(error) => {
+                failures += 1;
+                tracing::warn!(%error, "getUpdates failed; retrying");
+                Duration::from_secs(1u64 << failures.min(5)).min(crate::sender::MAX_BACKOFF)
+            }
+        };
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}

@@ -1,0 +1,467 @@
+//! The owner's languages and the Fluent messages the bot speaks in them (SPEC §11).
+//!
+//! The three locale files are compiled into the binary, so a running daemon can never miss one.
+//! Each language gets one thread-safe `FluentBundle`, built once at start.
+//!
+//! Isolation marks are turned off: Fluent would otherwise wrap every placeable in U+2068/U+2069,
+//! invisible characters that consentd itself refuses in an ask, and that would also count against
+//! Telegram's message limits.
+
+use std::fmt;
+
+use fluent_bundle::concurrent::FluentBundle;
+use fluent_bundle::{FluentArgs, FluentResource, FluentValue};
+use unic_langid::LanguageIdentifier;
+
+/// A language the bot can speak to the owner in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Language {
+    En,
+    Ru,
+    Pt,
+}
+
+impl Language {
+    pub const ALL: [Language; 3] = [Language::En, Language::Ru, Language::Pt];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Language::En => "en",
+            Language::Ru => "ru",
+            Language::Pt => "pt",
+        }
+    }
+
+    /// The language for a Telegram `language_code` ("ru", "ru-RU", "pt-br", "en_US"): its primary
+    /// subtag, case-insensitively. `None` for any other language.
+    pub fn from_code(code: &str) -> Option<Language> {
+        let primary = code.split(['-', '_']).next()?;
+        Language::ALL
+            .into_iter()
+            .find(|lang| primary.eq_ignore_ascii_case(lang.as_str()))
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The locale file, compiled in.
+    pub fn source(self) -> &'static str {
+        match self {
+            Language::En => include_str!("../locales/en/consentd.ftl"),
+            Language::Ru => include_str!("../locales/ru/consentd.ftl"),
+            Language::Pt => include_str!("../locales/pt/consentd.ftl"),
+        }
+    }
+}
+
+impl From<crate::config::Language> for Language {
+    fn from(language: crate::config::Language) -> Self {
+        match language {
+            crate::config::Language::En => Language::En,
+            crate::config::Language::Ru => Language::Ru,
+            crate::config::Language::Pt => Language::Pt,
+        }
+    }
+}
+
+impl From<Language> for crate::config::Language {
+    fn from(language: Language) -> Self {
+        match language {
+            Language::En => crate::config::Language::En,
+            Language::Ru => crate::config::Language::Ru,
+            Language::Pt => crate::config::Language::Pt,
+        }
+    }
+}
+
+impl fmt::Display for Language {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One argument of a message. Counts go in as numbers so that Fluent picks the plural form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FluentArg<'a> {
+    Str(&'a str),
+    Num(i64),
+}
+
+impl<'a> From<&'a str> for FluentArg<'a> {
+    fn from(s: &'a str) -> Self {
+        FluentArg::Str(s)
+    }
+}
+
+impl<'a> From<&'a String> for FluentArg<'a> {
+    fn from(s: &'a String) -> Self {
+        FluentArg::Str(s)
+    }
+}
+
+impl From<i64> for FluentArg<'_> {
+    fn from(n: i64) -> Self {
+        FluentArg::Num(n)
+    }
+}
+
+impl From<u32> for FluentArg<'_> {
+    fn from(n: u32) -> Self {
+        FluentArg::Num(n.into())
+    }
+}
+
+impl From<u64> for FluentArg<'_> {
+    fn from(n: u64) -> Self {
+        FluentArg::Num(i64::try_from(n).unwrap_or(i64::MAX))
+    }
+}
+
+impl From<usize> for FluentArg<'_> {
+    fn from(n: usize) -> Self {
+        FluentArg::Num(i64::try_from(n).unwrap_or(i64::MAX))
+    }
+}
+
+impl<'a> From<FluentArg<'a>> for FluentValue<'a> {
+    fn from(arg: FluentArg<'a>) -> Self {
+        match arg {
+            FluentArg::Str(s) => FluentValue::from(s),
+            FluentArg::Num(n) => FluentValue::from(n),
+        }
+    }
+}
+
+/// A locale file that does not load. The files are compiled in, so this is a build defect; the
+/// tests load every file.
+#[derive(Debug, thiserror::Error)]
+pub enum LocaleError {
+    #[error("locales/{lang}/consentd.ftl does not parse: {errors}")]
+    Parse { lang: Language, errors: String },
+    #[error("locales/{lang}/consentd.ftl defines a message twice: {errors}")]
+    Duplicate { lang: Language, errors: String },
+}
+
+/// The messages in every language.
+pub struct Locales {
+    /// Indexed by [`Language::index`].
+    bundles: Vec<FluentBundle<FluentResource>>,
+}
+
+impl fmt::Debug for Locales {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Locales")
+            .field("languages", &Language::ALL)
+            .finish()
+    }
+}
+
+impl Locales {
+    /// Loads the compiled-in locale files.
+    pub fn new() -> Result<Locales, LocaleError> {
+        Locales::from_sources(Language::ALL.map(|lang| (lang, lang.source())))
+    }
+
+    /// Loads the given sources, one per language in [`Language::ALL`] order.
+    pub(crate) fn from_sources(sources: [(Language, &str); 3]) -> Result<Locales, LocaleError> {
+        let mut bundles = Vec::with_capacity(sources.len());
+        for (i, (lang, source)) in sources.into_iter().enumerate() {
+            debug_assert_eq!(lang.index(), i);
+            let resource = FluentResource::try_new(source.to_owned()).map_err(|(_, errors)| {
+                LocaleError::Parse {
+                    lang,
+                    errors: format!("{errors:?}"),
+                }
+            })?;
+            let langid: LanguageIdentifier = lang
+                .as_str()
+                .parse()
+                .expect("en, ru and pt are valid language identifiers");
+            let mut bundle = FluentBundle::new_concurrent(vec![langid]);
+            bundle.set_use_isolating(false);
+            bundle
+                .add_resource(resource)
+                .map_err(|errors| LocaleError::Duplicate {
+                    lang,
+                    errors: format!("{errors:?}"),
+                })?;
+            bundles.push(bundle);
+        }
+        Ok(Locales { bundles })
+    }
+
+    /// Whether `lang`'s own file has the message `id` (no fallback).
+    pub fn has(&self, lang: Language, id: &str) -> bool {
+        self.bundles[lang.index()].has_message(id)
+    }
+
+    /// The message `id` in `lang` with `args`. A message missing in `lang` comes from English; one
+    /// missing in English too is shown as its id, so a slip shows up as a visible id instead of
+    /// an empty message (the tests keep every id present everywhere).
+    pub fn t(&self, lang: Language, id: &str, args: &[(&str, FluentArg)]) -> String {
+        self.format(lang, id, args)
+            .or_else(|| self.format(Language::En, id, args))
+            .unwrap_or_else(|| id.to_owned())
+    }
+
+    /// The message in exactly `lang`, with the errors Fluent reported while formatting it.
+    pub(crate) fn format_checked(
+        &self,
+        lang: Language,
+        id: &str,
+        args: &[(&str, FluentArg)],
+    ) -> Option<(String, Vec<fluent_bundle::FluentError>)> {
+        let bundle = &self.bundles[lang.index()];
+        let pattern = bundle.get_message(id)?.value()?;
+        let mut fluent_args = FluentArgs::with_capacity(args.len());
+        for (name, value) in args {
+            fluent_args.set(*name, FluentValue::from(*value));
+        }
+        let mut errors = Vec::new();
+        let text = bundle.format_pattern(pattern, Some(&fluent_args), &mut errors);
+        Some((text.into_owned(), errors))
+    }
+
+    fn format(&self, lang: Language, id: &str, args: &[(&str, FluentArg)]) -> Option<String> {
+        // A formatting error (a missing argument) still yields text with the placeable's name in
+        // it, which is more useful to the owner than nothing; the tests keep such errors out.
+        self.format_checked(lang, id, args).map(|(text, _)| text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fluent_syntax::ast;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    fn locales() -> Locales {
+        Locales::new().expect("the locale files load")
+    }
+
+    /// Each message id in `source` with the set of variables it uses anywhere (selectors,
+    /// variants, nested placeables, call arguments).
+    fn messages(source: &str) -> BTreeMap<String, BTreeSet<String>> {
+        let resource = fluent_syntax::parser::parse(source).expect("the locale file parses");
+        let mut out = BTreeMap::new();
+        for entry in &resource.body {
+            match entry {
+                ast::Entry::Message(message) => {
+                    let mut vars = BTreeSet::new();
+                    if let Some(value) = &message.value {
+                        pattern_vars(value, &mut vars);
+                    }
+                    for attribute in &message.attributes {
+                        pattern_vars(&attribute.value, &mut vars);
+                    }
+                    let previous = out.insert(message.id.name.to_owned(), vars);
+                    assert!(previous.is_none(), "{} defined twice", message.id.name);
+                }
+                ast::Entry::Junk { content } => panic!("junk in a locale file: {content}"),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn pattern_vars(pattern: &ast::Pattern<&str>, vars: &mut BTreeSet<String>) {
+        for element in &pattern.elements {
+            if let ast::PatternElement::Placeable { expression } = element {
+                expression_vars(expression, vars);
+            }
+        }
+    }
+
+    fn expression_vars(expression: &ast::Expression<&str>, vars: &mut BTreeSet<String>) {
+        match expression {
+            ast::Expression::Select { selector, variants } => {
+                inline_vars(selector, vars);
+                for variant in variants {
+                    pattern_vars(&variant.value, vars);
+                }
+            }
+            ast::Expression::Inline(inline) => inline_vars(inline, vars),
+        }
+    }
+
+    fn inline_vars(inline: &ast::InlineExpression<&str>, vars: &mut BTreeSet<String>) {
+        match inline {
+            ast::InlineExpression::VariableReference { id } => {
+                vars.insert(id.name.to_owned());
+            }
+            ast::InlineExpression::Placeable { expression } => expression_vars(expression, vars),
+            ast::InlineExpression::FunctionReference { arguments, .. } => {
+                call_vars(arguments, vars)
+            }
+            ast::InlineExpression::TermReference {
+                arguments: Some(arguments),
+                ..
+            } => call_vars(arguments, vars),
+            _ => {}
+        }
+    }
+
+    fn call_vars(arguments: &ast::CallArguments<&str>, vars: &mut BTreeSet<String>) {
+        for positional in &arguments.positional {
+            inline_vars(positional, vars);
+        }
+        for named in &arguments.named {
+            inline_vars(&named.value, vars);
+        }
+    }
+
+    #[test]
+    fn every_locale_has_the_same_messages_with_the_same_variables() {
+        let en = messages(Language::En.source());
+        assert!(en.len() > 20);
+        for lang in [Language::Ru, Language::Pt] {
+            let other = messages(lang.source());
+            let en_ids: BTreeSet<_> = en.keys().collect();
+            let ids: BTreeSet<_> = other.keys().collect();
+            assert_eq!(
+                en_ids.symmetric_difference(&ids).collect::<Vec<_>>(),
+                Vec::<&&String>::new(),
+                "{lang} and en differ in message ids"
+            );
+            for (id, vars) in &en {
+                assert_eq!(&other[id], vars, "{lang} {id} uses other variables than en");
+            }
+        }
+    }
+
+    #[test]
+    fn every_message_renders_for_every_number() {
+        let locales = locales();
+        let en = messages(Language::En.source());
+        for lang in Language::ALL {
+            for (id, vars) in &en {
+                for n in [0, 1, 2, 5, 11, 21, 101] {
+                    let args: Vec<(&str, FluentArg)> = vars
+                        .iter()
+                        .map(|v| (v.as_str(), FluentArg::Num(n)))
+                        .collect();
+                    let (text, errors) = locales
+                        .format_checked(lang, id, &args)
+                        .unwrap_or_else(|| panic!("{lang} has no value for {id}"));
+                    assert!(errors.is_empty(), "{lang} {id} n={n}: {errors:?}");
+                    assert!(!text.trim().is_empty(), "{lang} {id} is empty");
+                    assert!(
+                        !text.contains(['\u{2068}', '\u{2069}']),
+                        "{lang} {id} has isolation marks"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn russian_plurals() {
+        let locales = locales();
+        let bytes = |n: i64| locales.t(Language::Ru, "size-bytes", &[("n", n.into())]);
+        let expected = [
+            (1, "1 байт"),
+            (2, "2 байта"),
+            (5, "5 байт"),
+            (11, "11 байт"),
+            (21, "21 байт"),
+            (22, "22 байта"),
+            (25, "25 байт"),
+        ];
+        for (n, want) in expected {
+            assert_eq!(bytes(n), want);
+        }
+        let waiting = |n: i64| locales.t(Language::Ru, "pending-count", &[("count", n.into())]);
+        assert_eq!(waiting(1), "1 запрос ждёт ответа:");
+        assert_eq!(waiting(2), "2 запроса ждут ответа:");
+        assert_eq!(waiting(5), "5 запросов ждут ответа:");
+        assert_eq!(waiting(11), "11 запросов ждут ответа:");
+        assert_eq!(waiting(21), "21 запрос ждёт ответа:");
+        assert_eq!(waiting(22), "22 запроса ждут ответа:");
+        assert_eq!(waiting(25), "25 запросов ждут ответа:");
+    }
+
+    #[test]
+    fn portuguese_plurals() {
+        let locales = locales();
+        let bytes = |n: i64| locales.t(Language::Pt, "size-bytes", &[("n", n.into())]);
+        // CLDR "pt" (Brazil): 0 and 1 are "one".
+        assert_eq!(bytes(0), "0 byte");
+        assert_eq!(bytes(1), "1 byte");
+        assert_eq!(bytes(2), "2 bytes");
+    }
+
+    #[test]
+    fn english_plurals() {
+        let locales = locales();
+        let bytes = |n: i64| locales.t(Language::En, "size-bytes", &[("n", n.into())]);
+        assert_eq!(bytes(0), "0 bytes");
+        assert_eq!(bytes(1), "1 byte");
+        assert_eq!(bytes(2), "2 bytes");
+    }
+
+    #[test]
+    fn missing_messages_fall_back_to_english_then_the_id() {
+        let locales = Locales::from_sources([
+            (
+                Language::En,
+                "hello = Hello, { $name }!\nonly-en = Only here\n",
+            ),
+            (Language::Ru, "hello = Привет, { $name }!\n"),
+            (Language::Pt, "hello = Olá, { $name }!\n"),
+        ])
+        .unwrap();
+        let name = [("name", FluentArg::Str("Mila"))];
+        assert_eq!(locales.t(Language::Ru, "hello", &name), "Привет, Mila!");
+        assert_eq!(locales.t(Language::Pt, "only-en", &[]), "Only here");
+        assert_eq!(locales.t(Language::Pt, "nowhere", &[]), "nowhere");
+        assert!(!locales.has(Language::Ru, "only-en"));
+    }
+
+    #[test]
+    fn a_broken_file_is_an_error() {
+        let err = Locales::from_sources([
+            (Language::En, "ok = fine\n"),
+            (Language::Ru, "broken = { $\n"),
+            (Language::Pt, "ok = bem\n"),
+        ])
+        .unwrap_err();
+        assert!(err.to_string().contains("locales/ru/"), "{err}");
+        let err = Locales::from_sources([
+            (Language::En, "ok = fine\nok = twice\n"),
+            (Language::Ru, "ok = да\n"),
+            (Language::Pt, "ok = bem\n"),
+        ])
+        .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                LocaleError::Duplicate {
+                    lang: Language::En,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn language_codes() {
+        assert_eq!(Language::from_code("ru-RU"), Some(Language::Ru));
+        assert_eq!(Language::from_code("pt-br"), Some(Language::Pt));
+        assert_eq!(Language::from_code("en_US"), Some(Language::En));
+        assert_eq!(Language::from_code("EN"), Some(Language::En));
+        assert_eq!(Language::from_code("de"), None);
+        assert_eq!(Language::from_code("english"), None);
+        assert_eq!(Language::from_code(""), None);
+        for lang in Language::ALL {
+            assert_eq!(Language::from_code(lang.as_str()), Some(lang));
+        }
+    }
+
+    #[test]
+    fn locales_can_be_shared_between_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<Locales>();
+    }
+}
