@@ -117,6 +117,7 @@ pub async fn run(
                 continue;
             }
         };
+        tracing::debug!(row = ?row.as_ref().map(|r| (r.seq, r.what)), "outbox");
         let Some(row) = row else {
             tokio::select! {
                 () = shutdown.cancelled() => return Ok(()),
@@ -238,9 +239,11 @@ async fn send_card(
     let record_id = row.record_id.clone().unwrap_or_default();
     let lookup = record_id.clone();
     let record = store.call(move |db| db.record(&lookup)).await?;
-    let Some(record) = record.filter(|record| record.state == RecordState::Pending) else {
-        // Ended before its card was drawn: nothing to show.
-        let reason = format!("record {record_id} is no longer pending");
+    // Pending, or opened by an earlier attempt whose send failed: both still need their card.
+    let Some(record) = record
+        .filter(|record| matches!(record.state, RecordState::Pending | RecordState::CardShown))
+    else {
+        let reason = format!("record {record_id} ended before its card was sent");
         store
             .call(move |db| db.outbox_dropped(seq, &reason))
             .await?;
