@@ -1,0 +1,158 @@
+//! Ask-to-card latency for docs/BENCHMARKS.md: a release `consentd serve` against the Bot API
+//! emulator, one ask at a time, from the ask leaving the client to the card's `sendMessage`
+//! reaching the emulator. Asks are spaced just over a second apart, so the daemon's pacing of one
+//! message a second to the owner's chat (a Telegram limit, not latency) never holds a card back.
+//! Baseline in the same run: a bare `sendMessage` round trip from this process to the same
+//! emulator; the difference is the daemon's own part (socket, checks, SQLite commit and journal
+//! fsync, drawing the card, the outbox).
+//!
+//! Run: `cargo bench --bench card_latency [-- ASKS]` (default 1000; about 1.1 s per ask).
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use consentd::emulator::Emulator;
+
+const TOKEN: &str = "123456:BENCH";
+const OWNER: i64 = 42;
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn ask(socket: &std::path::Path, n: usize) -> String {
+    let mut stream = UnixStream::connect(socket).unwrap();
+    let frame = format!(
+        "{{\"v\":1,\"op\":\"ask\",\"kind\":\"publish_x\",\"target\":\"@bench\",\"text\":\"ask number {n}\",\"wait\":false}}\n"
+    );
+    stream.write_all(frame.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let value: serde_json::Value = serde_json::from_str(answer.trim()).unwrap();
+    value["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .to_owned()
+}
+
+fn main() {
+    let asks: usize = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1000);
+    let dir = tempfile::tempdir().unwrap();
+    let (bot, _thread) = Emulator::start_in_thread(TOKEN).unwrap();
+    let config = dir.path().join("consentd.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[owner]
+telegram_id = {OWNER}
+[telegram]
+api_url = "{url}"
+[paths]
+state_dir = "{dir}/state"
+socket = "{dir}/consent.sock"
+[client]
+allowed_uids = []
+[limits]
+max_pending = 100
+[gate]
+quiet_hours = "off"
+[categories.publish_x]
+label = {{ en = "Post" }}
+class = "external"
+enabled = true
+target = "required"
+text = "required"
+command = ["/bin/true"]
+"#,
+            url = bot.api_url(),
+            dir = dir.path().display()
+        ),
+    )
+    .unwrap();
+    let clock = dir.path().join("clock");
+    std::fs::write(&clock, "0").unwrap();
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_consentd"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env("CONSENTD_BOT_TOKEN", TOKEN)
+        .env("CONSENTD_TEST_CLOCK_FILE", &clock)
+        .env("CONSENTD_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let socket = dir.path().join("consent.sock");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while UnixStream::connect(&socket).is_err() {
+        assert!(Instant::now() < deadline, "consentd did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // Baseline: sendMessage straight to the emulator, over a fresh connection each time as the
+    // daemon's first request after an idle second may be.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = teloxide::Bot::new(TOKEN).set_api_url(bot.api_url().parse().unwrap());
+    let mut baseline = Vec::new();
+    for n in 0..200 {
+        let started = Instant::now();
+        runtime
+            .block_on(teloxide::prelude::Requester::send_message(
+                &client,
+                teloxide::types::ChatId(OWNER + 1),
+                format!("baseline {n}"),
+            ))
+            .unwrap();
+        baseline.push(started.elapsed());
+    }
+
+    let mut latencies = Vec::with_capacity(asks);
+    let mut offset = 0i64;
+    for n in 0..asks {
+        let started = Instant::now();
+        let id = ask(&socket, n);
+        bot.wait_until_blocking("the card", Duration::from_secs(30), |bot| {
+            bot.calls_to("sendmessage").iter().rev().any(|call| {
+                call.params["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains(&id))
+            })
+        })
+        .unwrap();
+        latencies.push(started.elapsed());
+        if n % 90 == 89 {
+            // Expire the open cards so max_pending never refuses an ask.
+            offset += 16 * 60;
+            std::fs::write(&clock, offset.to_string()).unwrap();
+            std::thread::sleep(Duration::from_millis(1500));
+        }
+        let spacing = Duration::from_millis(1050);
+        if let Some(rest) = spacing.checked_sub(started.elapsed()) {
+            std::thread::sleep(rest);
+        }
+    }
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+
+    latencies.sort();
+    baseline.sort();
+    let (p50, p99) = (percentile(&latencies, 0.5), percentile(&latencies, 0.99));
+    let (b50, b99) = (percentile(&baseline, 0.5), percentile(&baseline, 0.99));
+    println!("asks: {asks}");
+    println!("ask to card sent: p50 {p50:?}, p99 {p99:?}");
+    println!("baseline sendMessage round trip: p50 {b50:?}, p99 {b99:?}");
+    println!(
+        "daemon's own part (p50 difference): {:?}; latency / baseline at p50: {:.1}x",
+        p50.saturating_sub(b50),
+        p50.as_secs_f64() / b50.as_secs_f64()
+    );
+}
