@@ -105,12 +105,13 @@ command = ["/bin/true"]
     let mut baseline = Vec::new();
     for n in 0..200 {
         let started = Instant::now();
+        let request = teloxide::prelude::Requester::send_message(
+            &client,
+            teloxide::types::ChatId(OWNER + 1),
+            format!("baseline {n}"),
+        );
         runtime
-            .block_on(teloxide::prelude::Requester::send_message(
-                &client,
-                teloxide::types::ChatId(OWNER + 1),
-                format!("baseline {n}"),
-            ))
+            .block_on(std::future::IntoFuture::into_future(request))
             .unwrap();
         baseline.push(started.elapsed());
     }
