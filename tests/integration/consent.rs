@@ -629,3 +629,85 @@ fn another_instance_polling_the_bot_stops_the_daemon() {
     assert!(!status.success());
     assert!(daemon.log().contains("409"), "{}", daemon.log());
 }
+
+#[test]
+fn the_owner_can_ask_what_is_pending_and_for_help() {
+    let daemon = Daemon::start();
+    let (id, _answer) = ask_waiting(&daemon, waiting("waiting for you"));
+    daemon.card_of(&id);
+    let before = daemon.owner_chat().len();
+    daemon
+        .bot
+        .push_text(&owner(), ChatSpec::private(OWNER), "/pending");
+    daemon
+        .bot
+        .push_text(&owner(), ChatSpec::private(OWNER), "/help");
+    daemon.wait_for("two replies", |bot| {
+        bot.messages(OWNER).iter().filter(|m| m.outgoing).count() >= before + 2
+    });
+    let chat = daemon.owner_chat();
+    let pending = chat[before].text.clone().unwrap();
+    assert!(
+        pending.contains(&id) && pending.contains("Post to X"),
+        "{pending}"
+    );
+    let help = chat[before + 1].text.clone().unwrap();
+    assert!(
+        help.contains("/pending") && help.contains("/help"),
+        "{help}"
+    );
+}
+
+#[test]
+fn telegram_saying_not_modified_or_too_old_does_not_stop_the_loop() {
+    let daemon = Daemon::start();
+    daemon.bot.script(
+        "editMessageText",
+        consentd::emulator::Scripted::not_modified(),
+    );
+    daemon.bot.script(
+        "answerCallbackQuery",
+        consentd::emulator::Scripted::query_too_old(),
+    );
+    let (id, answer) = ask_waiting(&daemon, waiting("scripted answers"));
+    let card = daemon.card_of(&id);
+    press(
+        &daemon,
+        &owner(),
+        ChatSpec::private(OWNER),
+        &card,
+        &data(&card, 0),
+    );
+    assert_eq!(answer.join().unwrap()["status"], "executed");
+    daemon.settle();
+    // The first edit was "not modified" (done, not retried); the outcome's edit still lands.
+    daemon.wait_for("the outcome on the card", |bot| {
+        bot.message(OWNER, card.message_id)
+            .is_some_and(|m| m.buttons().is_empty())
+    });
+    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while db
+        .query_row(
+            "SELECT count(*) FROM outbox WHERE state = 'queued'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap()
+        > 0
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the outbox never emptied"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let dropped: i64 = db
+        .query_row(
+            "SELECT count(*) FROM outbox WHERE state = 'dropped'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(dropped, 0, "nothing was given up on");
+}
