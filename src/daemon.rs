@@ -94,7 +94,7 @@ pub async fn run(
     let key = tokio::task::spawn_blocking(move || crate::press::load_or_create_key(&key_path))
         .await
         .context("loading the press key panicked")??;
-    let locales = Locales::new().context("the built-in locales do not load")?;
+    let locales = Arc::new(Locales::new().context("the built-in locales do not load")?);
     let listener = socket
         .listener
         .try_clone()
@@ -143,13 +143,14 @@ pub async fn run(
         clock: clock.clone(),
         switches: switches.clone(),
         owner: owner.clone(),
+        locales: locales.clone(),
     };
     let consent = Consent {
         config,
         store: store.clone(),
         clock,
         key: Arc::new(key),
-        locales: Arc::new(locales),
+        locales,
         owner,
         switches,
         work_root,

@@ -6,8 +6,13 @@ use std::sync::{Arc, RwLock};
 
 use tokio::sync::broadcast::error::RecvError;
 
+use chrono::{DateTime, Utc};
+
+use crate::action::Action;
+use crate::card::{self, AttachmentView, CardView};
 use crate::clock::Clock;
 use crate::config::Config;
+use crate::digest::Sha256Hash;
 use crate::protocol::{self, ListResponse, RecordSummary, Request, Response, StatusResponse};
 use crate::refusal::{self, Reason, Refusal};
 use crate::store::{AskOutcome, AskPolicy, NewAsk, Record, RecordState, Store, StoreError};
@@ -36,6 +41,8 @@ pub struct Intake {
     pub switches: Arc<RwLock<BTreeMap<String, bool>>>,
     /// The owner, once known; cards go to their chat.
     pub owner: crate::consent::OwnerCell,
+    /// To check that the card can be drawn before the ask is stored.
+    pub locales: Arc<crate::locale::Locales>,
 }
 
 impl Intake {
@@ -76,6 +83,9 @@ impl Intake {
             Ok(action) => action,
             Err(refusal) => return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await,
         };
+        if let Err(refusal) = self.card_fits(&action, ask.urgent, now) {
+            return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await;
+        }
         let new = NewAsk {
             peer_uid,
             digest: action.digest().to_hex(),
@@ -111,6 +121,60 @@ impl Intake {
             id: record.id,
             summary: false,
         })
+    }
+
+    /// A card must be one message even with its text moved to numbered parts: its target and
+    /// fields alone may not fill it. Checked in the owner's language before anything is stored.
+    fn card_fits(&self, action: &Action, urgent: bool, now: DateTime<Utc>) -> Result<(), Refusal> {
+        let owner = *self
+            .owner
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let lang = owner.map_or_else(
+            || crate::consent::owner_language(&self.config, None),
+            |owner| owner.language,
+        );
+        let Some(category) = self.config.categories.get(&action.kind) else {
+            return Ok(());
+        };
+        let cost = action.cost_string();
+        let facts = action.attachment_facts();
+        let attachments: Vec<AttachmentView<'_>> = facts
+            .iter()
+            .map(|a| AttachmentView {
+                name: &a.name,
+                media_type: &a.media_type,
+                bytes: a.bytes,
+                sha256_hex: &a.sha256,
+            })
+            .collect();
+        let text_hash = action
+            .text
+            .as_deref()
+            .map(|text| Sha256Hash::of(text.as_bytes()).to_hex());
+        let view = CardView {
+            record_id: "r_00000000000000000000",
+            kind: &action.kind,
+            label: category.label(lang.into()),
+            class: category.class.as_str(),
+            target: action.target.as_deref(),
+            fields: &action.fields,
+            cost_usd: cost.as_deref(),
+            attachments: &attachments,
+            text: action.text.as_deref(),
+            text_sha256_hex: text_hash.as_deref(),
+            expires_at: now,
+            tz: self.config.owner.timezone,
+            urgent,
+        };
+        card::try_render_card(&view, &self.locales, lang, now)
+            .map(|_| ())
+            .map_err(|error| {
+                Refusal::new(
+                    Reason::TooLarge,
+                    format!("the card would not fit one Telegram message: {error}"),
+                )
+            })
     }
 
     /// Records and journals a refused ask, and answers it.

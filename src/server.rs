@@ -384,6 +384,7 @@ state_dir = "/nonexistent"
                     id: 42,
                     language: crate::locale::Language::En,
                 }))),
+                locales: Arc::new(crate::locale::Locales::new().unwrap()),
             };
             let listener = self.listener.take().unwrap();
             tokio::spawn(run(listener, intake, limits, self.shutdown.clone()))

@@ -324,3 +324,23 @@ fn the_daemons_journal_verifies_after_a_run() {
     );
     assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
 }
+
+#[test]
+fn an_ask_whose_card_cannot_be_one_message_is_refused_too_large() {
+    let daemon = Daemon::start();
+    let long = "x".repeat(1000);
+    let fields = json!({"to": long, "cc": long, "bcc": long, "subject": long});
+    let answer = daemon.request(&json!({"v":1,"op":"ask","kind":"send_letter","fields": fields}));
+    assert_eq!(answer["reason"], "too_large", "{answer}");
+    assert!(answer["message"]
+        .as_str()
+        .unwrap()
+        .contains("would not fit one Telegram message"));
+    let short = json!({"to": "a@b.c", "subject": "hello"});
+    let answer = daemon
+        .request(&json!({"v":1,"op":"ask","kind":"send_letter","fields": short,"wait":false}));
+    assert!(
+        matches!(answer["status"].as_str(), Some("pending" | "card_shown")),
+        "{answer}"
+    );
+}

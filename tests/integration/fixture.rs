@@ -108,6 +108,13 @@ cost = "request"
 command = ["/bin/sh", "{dir}/action.sh"]
 timeout = "30s"
 
+[categories.send_letter]
+label = {{ en = "Send a letter" }}
+class = "external"
+enabled = true
+fields = ["to", "cc", "bcc", "subject"]
+command = ["/bin/true"]
+
 [categories.wipe_drafts]
 label = {{ en = "Delete drafts" }}
 class = "destructive"
