@@ -17,11 +17,13 @@ use std::time::{Duration, Instant};
 
 const CLIENTS: usize = 8;
 
-fn config(dir: &Path) -> String {
+fn config(dir: &Path, api_url: &str) -> String {
     format!(
         r#"
 [owner]
 telegram_id = 42
+[telegram]
+api_url = "{api_url}"
 [paths]
 state_dir = "{dir}/state"
 socket = "{dir}/consent.sock"
@@ -104,13 +106,16 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(5.0);
     let dir = tempfile::tempdir().unwrap();
+    // The daemon needs a Bot API to talk to; refusals never reach it.
+    let (bot, _bot_thread) = consentd::emulator::Emulator::start_in_thread("1:BENCH").unwrap();
     let config_path = dir.path().join("consentd.toml");
-    std::fs::write(&config_path, config(dir.path())).unwrap();
+    std::fs::write(&config_path, config(dir.path(), &bot.api_url())).unwrap();
     let socket = dir.path().join("consent.sock");
     let mut daemon = Command::new(env!("CARGO_BIN_EXE_consentd"))
         .args(["serve", "--config"])
         .arg(&config_path)
         .env("CONSENTD_LOG", "warn")
+        .env("CONSENTD_BOT_TOKEN", "1:BENCH")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

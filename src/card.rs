@@ -67,6 +67,8 @@ pub mod msg {
     pub const BUTTON_GRANT: &str = "button-grant";
     pub const BUTTON_DECLINE: &str = "button-decline";
     pub const BUTTON_STOP: &str = "button-stop";
+    pub const BUTTON_ON: &str = "button-on";
+    pub const BUTTON_OFF: &str = "button-off";
 
     pub const SILENCED: &str = "silenced";
     pub const RESUMED: &str = "resumed";
@@ -122,6 +124,8 @@ pub mod msg {
         BUTTON_GRANT,
         BUTTON_DECLINE,
         BUTTON_STOP,
+        BUTTON_ON,
+        BUTTON_OFF,
         SILENCED,
         PRESS_REJECTED,
         OUTCOME_UNKNOWN,
@@ -180,6 +184,17 @@ pub struct AttachmentView<'a> {
     pub sha256_hex: &'a str,
 }
 
+impl<'a> From<&'a crate::digest::AttachmentFacts> for AttachmentView<'a> {
+    fn from(facts: &'a crate::digest::AttachmentFacts) -> Self {
+        AttachmentView {
+            name: &facts.name,
+            media_type: &facts.media_type,
+            bytes: facts.bytes,
+            sha256_hex: &facts.sha256,
+        }
+    }
+}
+
 /// Everything a card shows about an ask.
 #[derive(Debug, Clone)]
 pub struct CardView<'a> {
@@ -205,16 +220,8 @@ pub struct CardView<'a> {
     pub urgent: bool,
 }
 
-/// What a button does when pressed; the transport signs it into the callback data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ButtonAction {
-    Yes,
-    No,
-    Resume,
-    Grant,
-    Decline,
-    Stop,
-}
+/// What a button does when pressed: the press action the transport signs into its data.
+pub use crate::press::PressAction as ButtonAction;
 
 /// One inline button.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -527,6 +534,8 @@ pub fn button(locales: &Locales, lang: Language, action: ButtonAction) -> Button
         ButtonAction::Grant => msg::BUTTON_GRANT,
         ButtonAction::Decline => msg::BUTTON_DECLINE,
         ButtonAction::Stop => msg::BUTTON_STOP,
+        ButtonAction::CategoryOn => msg::BUTTON_ON,
+        ButtonAction::CategoryOff => msg::BUTTON_OFF,
     };
     Button {
         label: locales.t(lang, id, &[]),

@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::card::{self, AttachmentView, ButtonAction, CardView, Outcome};
+use crate::card::{self, AttachmentView, CardView, Outcome};
 use crate::clock::Clock;
 use crate::config::{Category, Config};
 use crate::digest::Sha256Hash;
@@ -76,7 +76,6 @@ pub fn owner_language(config: &Config, telegram_code: Option<&str>) -> Language 
     config
         .owner
         .language
-        .map(Language::from)
         .or_else(|| telegram_code.and_then(Language::from_code))
         .unwrap_or(Language::En)
 }
@@ -1017,7 +1016,7 @@ impl Consent {
         let kind = record.kind.as_deref().unwrap_or("");
         self.config.categories.get(kind).map_or_else(
             || kind.to_owned(),
-            |category| category.label(lang.into()).to_owned(),
+            |category| category.label(lang).to_owned(),
         )
     }
 
@@ -1088,23 +1087,10 @@ impl Consent {
                 .into_iter()
                 .map(|button| ButtonSpec {
                     label: button.label,
-                    data: self
-                        .key
-                        .sign(press_action(button.action), &record.id, digest, owner_id),
+                    data: self.key.sign(button.action, &record.id, digest, owner_id),
                 })
                 .collect(),
         }
-    }
-}
-
-fn press_action(action: ButtonAction) -> PressAction {
-    match action {
-        ButtonAction::Yes => PressAction::Yes,
-        ButtonAction::No => PressAction::No,
-        ButtonAction::Resume => PressAction::Resume,
-        ButtonAction::Grant => PressAction::Grant,
-        ButtonAction::Decline => PressAction::Decline,
-        ButtonAction::Stop => PressAction::Stop,
     }
 }
 
@@ -1145,17 +1131,12 @@ fn with_view<T>(
 ) -> T {
     let kind = record.kind.as_deref().unwrap_or("");
     let category = consent.config.categories.get(kind);
-    let label = category.map_or(kind, |c| c.label(lang.into()));
+    let label = category.map_or(kind, |c| c.label(lang));
     let class = category.map_or("external", |c| c.class.as_str());
     let attachments: Vec<AttachmentView<'_>> = record
         .attachments
         .iter()
-        .map(|a| AttachmentView {
-            name: &a.name,
-            media_type: &a.media_type,
-            bytes: a.bytes,
-            sha256_hex: &a.sha256,
-        })
+        .map(AttachmentView::from)
         .collect();
     let text_hash = record
         .text
@@ -1208,12 +1189,7 @@ impl Drawer for Consent {
                     .into_iter()
                     .map(|button| ButtonSpec {
                         label: button.label,
-                        data: self.key.sign(
-                            press_action(button.action),
-                            &record.id,
-                            digest,
-                            owner_id,
-                        ),
+                        data: self.key.sign(button.action, &record.id, digest, owner_id),
                     })
                     .collect(),
                 silent: false,

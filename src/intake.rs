@@ -139,15 +139,7 @@ impl Intake {
         };
         let cost = action.cost_string();
         let facts = action.attachment_facts();
-        let attachments: Vec<AttachmentView<'_>> = facts
-            .iter()
-            .map(|a| AttachmentView {
-                name: &a.name,
-                media_type: &a.media_type,
-                bytes: a.bytes,
-                sha256_hex: &a.sha256,
-            })
-            .collect();
+        let attachments: Vec<AttachmentView<'_>> = facts.iter().map(AttachmentView::from).collect();
         let text_hash = action
             .text
             .as_deref()
@@ -155,7 +147,7 @@ impl Intake {
         let view = CardView {
             record_id: "r_00000000000000000000",
             kind: &action.kind,
-            label: category.label(lang.into()),
+            label: category.label(lang),
             class: category.class.as_str(),
             target: action.target.as_deref(),
             fields: &action.fields,

@@ -13,25 +13,9 @@ use fluent_bundle::concurrent::FluentBundle;
 use fluent_bundle::{FluentArgs, FluentResource, FluentValue};
 use unic_langid::LanguageIdentifier;
 
-/// A language the bot can speak to the owner in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Language {
-    En,
-    Ru,
-    Pt,
-}
+pub use crate::config::Language;
 
 impl Language {
-    pub const ALL: [Language; 3] = [Language::En, Language::Ru, Language::Pt];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Language::En => "en",
-            Language::Ru => "ru",
-            Language::Pt => "pt",
-        }
-    }
-
     /// The language for a Telegram `language_code` ("ru", "ru-RU", "pt-br", "en_US"): its primary
     /// subtag, case-insensitively. `None` for any other language.
     pub fn from_code(code: &str) -> Option<Language> {
@@ -52,32 +36,6 @@ impl Language {
             Language::Ru => include_str!("../locales/ru/consentd.ftl"),
             Language::Pt => include_str!("../locales/pt/consentd.ftl"),
         }
-    }
-}
-
-impl From<crate::config::Language> for Language {
-    fn from(language: crate::config::Language) -> Self {
-        match language {
-            crate::config::Language::En => Language::En,
-            crate::config::Language::Ru => Language::Ru,
-            crate::config::Language::Pt => Language::Pt,
-        }
-    }
-}
-
-impl From<Language> for crate::config::Language {
-    fn from(language: Language) -> Self {
-        match language {
-            Language::En => crate::config::Language::En,
-            Language::Ru => crate::config::Language::Ru,
-            Language::Pt => crate::config::Language::Pt,
-        }
-    }
-}
-
-impl fmt::Display for Language {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

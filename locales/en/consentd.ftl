@@ -72,6 +72,8 @@ button-resume = Resume
 button-grant = Grant
 button-decline = Decline
 button-stop = Stop
+button-on = On
+button-off = Off
 
 ## Notices
 

@@ -71,6 +71,8 @@ button-resume = Retomar
 button-grant = Conceder
 button-decline = Recusar
 button-stop = Parar
+button-on = Ligar
+button-off = Desligar
 
 ## Avisos
 

@@ -72,6 +72,8 @@ button-resume = Возобновить
 button-grant = Разрешить
 button-decline = Отклонить
 button-stop = Остановить
+button-on = Включить
+button-off = Выключить
 
 ## Уведомления
 

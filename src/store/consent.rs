@@ -106,24 +106,6 @@ impl Db {
             .unwrap_or_default())
     }
 
-    /// Stores a new pairing code's hash; the previous code stops working. The lock stays.
-    pub fn new_pairing_code(
-        &mut self,
-        code_hash: &str,
-        expires_at: DateTime<Utc>,
-        now: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        self.write_effects(now, None, |tx, _| {
-            tx.execute(
-                "INSERT INTO pairing (id, code_hash, expires_at, used) VALUES (1, ?1, ?2, 0)
-                 ON CONFLICT (id) DO UPDATE SET code_hash = excluded.code_hash,
-                     expires_at = excluded.expires_at, used = 0",
-                params![code_hash, timestamp(expires_at)],
-            )?;
-            Ok(())
-        })
-    }
-
     /// Applies a pairing attempt: the new pairing state, and the owner when it paired.
     pub fn pairing_attempt(
         &mut self,

@@ -17,7 +17,11 @@ fn a_good_ask_is_stored_pending_and_can_be_read_back() {
     assert!(id.starts_with("r_"), "{id}");
 
     let status = daemon.request(&json!({"v":1,"op":"status","id":id}));
-    assert_eq!(status["status"], "pending");
+    // Its card may already be in the owner's chat.
+    assert!(
+        matches!(status["status"].as_str(), Some("pending" | "card_shown")),
+        "{status}"
+    );
     assert_eq!(status["kind"], "publish_x");
     assert!(
         status.get("text").is_none(),
