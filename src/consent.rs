@@ -183,13 +183,35 @@ impl Consent {
             }
         };
         shutdown.cancel();
-        // Runs in flight finish: their outcome is recorded even while stopping, so a clean stop
-        // never leaves a claim without an outcome.
+        // Runs in flight finish and their outcomes are recorded even while stopping, so a clean
+        // stop never leaves a claim without an outcome. Other events are dropped: updates are
+        // fetched again after the restart, and the sweep runs again.
         runs.close();
+        loop {
+            tokio::select! {
+                () = runs.wait() => break,
+                event = inbox.recv() => match event {
+                    Some(Event::RunEnded { id, outcome }) => self.record_outcome(id, outcome).await,
+                    Some(_) => {}
+                    None => break,
+                },
+            }
+        }
+        // A run that ended just before `runs.wait()` returned may have queued its outcome last.
+        while let Ok(event) = inbox.try_recv() {
+            if let Event::RunEnded { id, outcome } = event {
+                self.record_outcome(id, outcome).await;
+            }
+        }
         drop(inbox);
-        runs.wait().await;
         tasks.wait().await;
         result
+    }
+
+    async fn record_outcome(&self, id: String, outcome: RunOutcome) {
+        if let Err(error) = self.run_ended(id, outcome).await {
+            tracing::error!(%error, "could not record a run's outcome while stopping");
+        }
     }
 
     async fn handle(

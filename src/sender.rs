@@ -126,6 +126,9 @@ pub async fn run(
         };
         let seq = row.seq;
         let attempts = row.attempts;
+        let card_of = (row.what == What::Card)
+            .then(|| row.record_id.clone())
+            .flatten();
         match send_row(
             &store,
             &telegram,
@@ -140,7 +143,15 @@ pub async fn run(
             Err(RowError::Send(SendError::Conflict)) => return Err(SendError::Conflict),
             Err(RowError::Send(SendError::Permanent(reason))) => {
                 tracing::warn!(seq, %reason, "Telegram refused an outbox row; dropping it");
-                let _ = store.call(move |db| db.outbox_dropped(seq, &reason)).await;
+                let now = clock.now();
+                let _ = match card_of {
+                    Some(record_id) => {
+                        store
+                            .call(move |db| db.card_undeliverable(seq, &record_id, &reason, now))
+                            .await
+                    }
+                    None => store.call(move |db| db.outbox_dropped(seq, &reason)).await,
+                };
             }
             Err(RowError::Send(error)) => {
                 let wait = match &error {

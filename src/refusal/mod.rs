@@ -231,6 +231,26 @@ pub fn check_ask(
         if data.len() as u64 > limits.max_attachment_bytes {
             return Err(too_large_attachment(&place, data.len() as u64, limits));
         }
+        // Telegram refuses an empty file, and the owner would be shown nothing.
+        if data.is_empty() {
+            return Err(Refusal::new(
+                Reason::BadRequest,
+                format!("{place} is empty"),
+            ));
+        }
+        // The command gets the copies under their names: one name cannot hold two files.
+        if let Some(first) = ask.attachments[..index]
+            .iter()
+            .position(|earlier| earlier.name == attachment.name)
+        {
+            return Err(Refusal::new(
+                Reason::BadRequest,
+                format!(
+                    "{place}.name {} is also the name of attachments[{first}]",
+                    quote(&attachment.name)
+                ),
+            ));
+        }
         attachments.push(Attachment::new(
             attachment.name.clone(),
             attachment.media_type.clone(),

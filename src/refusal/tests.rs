@@ -188,6 +188,21 @@ fn each_envelope_rule_refuses_with_its_reason_and_says_where() {
             "attachments[0].data_b64 is not valid base64",
         ),
         (
+            "empty attachment",
+            |a| a.attachments[0].data_b64 = String::new(),
+            Reason::BadRequest,
+            "attachments[0] is empty",
+        ),
+        (
+            "two attachments with one name",
+            |a| {
+                let one = a.attachments[0].clone();
+                a.attachments.push(one);
+            },
+            Reason::BadRequest,
+            "attachments[1].name \"cover.png\" is also the name of attachments[0]",
+        ),
+        (
             "attachment path name",
             |a| a.attachments[0].name = "../etc/passwd".into(),
             Reason::BadRequest,

@@ -211,6 +211,42 @@ impl Db {
         })
     }
 
+    /// Telegram refused a card (or its parts or attachments) for good: the row is dropped and a
+    /// record still pending ends expired — silence is never consent — instead of waiting forever
+    /// and holding a `max_pending` slot. A record already opened expires by its ttl as usual.
+    pub fn card_undeliverable(
+        &mut self,
+        outbox_seq: i64,
+        record_id: &str,
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.write_effects(now, None, |tx, effects| {
+            tx.execute(
+                "UPDATE outbox SET state = 'dropped', error = ?2, attempts = attempts + 1 WHERE seq = ?1",
+                params![outbox_seq, reason],
+            )?;
+            let change = StateChange {
+                message: Some(format!("the card could not be delivered to the owner: {reason}")),
+                finished_at: Some(now),
+                ..StateChange::default()
+            };
+            match transition_in(tx, record_id, RecordState::Pending, RecordState::Expired, &change) {
+                Ok(()) => {
+                    effects.changed.push((record_id.to_owned(), RecordState::Expired));
+                    effects.push(
+                        Event::new("expired")
+                            .with("id", record_id)
+                            .with("detail", "undeliverable"),
+                    );
+                    Ok(())
+                }
+                Err(StoreError::StateConflict { .. }) => Ok(()),
+                Err(error) => Err(error),
+            }
+        })
+    }
+
     /// The card was sent: its message id is kept for edits and the outbox row is done.
     pub fn card_sent(
         &mut self,

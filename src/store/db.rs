@@ -420,10 +420,11 @@ impl Db {
             if let Some(refusal) = stateful_refusal(tx, ask, policy, now)? {
                 return refuse_in(tx, events, &id, ask.peer_uid, Some(&ask.action.kind), refusal, now);
             }
+            // Joined only by the same peer: another peer's record is not theirs to read or wait on.
             if let Some(open) = record_where(
                 tx,
-                "digest = ?1 AND state IN ('pending', 'card_shown')",
-                params![ask.digest],
+                "digest = ?1 AND peer_uid = ?2 AND state IN ('pending', 'card_shown')",
+                params![ask.digest, ask.peer_uid],
             )? {
                 return Ok(AskOutcome::Joined(open));
             }

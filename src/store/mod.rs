@@ -68,6 +68,8 @@ pub enum StoreError {
     Encode(String),
     #[error("no randomness from the operating system: {0}")]
     Random(String),
+    #[error("another consentd is using this state directory ({path} is locked: {detail})")]
+    Locked { path: String, detail: String },
     #[error("the store's thread has stopped")]
     Stopped,
     #[error("database error: {0}")]
@@ -111,6 +113,7 @@ impl Store {
         journal_path: &Path,
         now: DateTime<Utc>,
     ) -> Result<(Store, StoreThread, OpenReport), StoreError> {
+        let lock = lock_state_dir(state_dir)?;
         let attachments_dir = state_dir.join("attachments");
         create_private_dir(&attachments_dir).map_err(|source| StoreError::Attachment {
             path: attachments_dir.display().to_string(),
@@ -126,6 +129,8 @@ impl Store {
         let thread = std::thread::Builder::new()
             .name("consentd-store".into())
             .spawn(move || {
+                // Held while the thread owns the database: released when it ends.
+                let _lock = lock;
                 for job in queue {
                     job(&mut db);
                     for (id, state) in db.take_changes() {
@@ -203,6 +208,29 @@ impl Store {
     pub fn close(self) {
         drop(self.jobs);
     }
+}
+
+/// Takes the state directory for this process alone: two daemons on one state directory would
+/// each turn the other's running claims into `outcome_unknown` and fork the journal's chain.
+fn lock_state_dir(state_dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, StoreError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = state_dir.join("lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|source| StoreError::Attachment {
+            path: path.display().to_string(),
+            source,
+        })?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(
+        |(_, errno)| StoreError::Locked {
+            path: path.display().to_string(),
+            detail: errno.desc().to_owned(),
+        },
+    )
 }
 
 /// Creates a directory (and its parents) only the daemon can enter.

@@ -646,3 +646,35 @@ fn a_damaged_database_is_refused_at_start() {
         "{message}"
     );
 }
+
+#[test]
+fn another_peer_with_the_same_digest_gets_its_own_record() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let mine = created(db.ask(&new_ask("k", "same", None), policy(), t0()).unwrap());
+    let mut theirs = new_ask("k", "same", None);
+    theirs.peer_uid = 2000;
+    let other = created(db.ask(&theirs, policy(), t0()).unwrap());
+    assert_ne!(
+        mine.id, other.id,
+        "a peer must not join another peer's record"
+    );
+}
+
+#[test]
+fn a_second_store_on_one_state_dir_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("j.jsonl");
+    let (store, thread, _) = Store::open(dir.path(), &journal, t0()).unwrap();
+    let second = Store::open(dir.path(), &journal, t0());
+    assert!(
+        matches!(second, Err(StoreError::Locked { .. })),
+        "{second:?}"
+    );
+    store.close();
+    thread.join();
+    // Released with the first store: a restart takes it again.
+    let (store, thread, _) = Store::open(dir.path(), &journal, t0()).unwrap();
+    store.close();
+    thread.join();
+}
