@@ -21,10 +21,10 @@ use crate::config::{Category, Config};
 use crate::digest::Sha256Hash;
 use crate::executor::{self, AttachmentSource, RunOutcome, RunSpec, StdinAction};
 use crate::locale::{Language, Locales};
-use crate::pairing::{self, PairVerdict, PairingState};
+use crate::pairing::PairVerdict;
 use crate::press::{self, PressAction, PressContext, PressKey, Rejection, SubjectFacts, Verdict};
 use crate::sender::{Drawer, DrawnCard};
-use crate::store::consent::{Claim, Finish, OwnerRow, PairingRow};
+use crate::store::consent::{Claim, Finish, OwnerRow};
 use crate::store::outbox::{self, Body, ButtonSpec, What};
 use crate::store::{
     Effects, Event as JournalEvent, Record, RecordState, StateChange, Store, StoreError,
@@ -398,20 +398,18 @@ impl Consent {
                 let line = card::not_owner_line(&self.locales, self.language_for(&from));
                 self.store
                     .call(move |db| {
-                        if db.stranger_may_hear(from.id, next, now)? {
-                            db.write_effects(now, None, |tx, effects| {
-                                queue(
-                                    tx,
-                                    effects,
-                                    chat.id,
-                                    What::Message,
-                                    None,
-                                    text_body(line),
-                                    false,
-                                )
-                            })?;
-                        }
-                        Ok(())
+                        db.stranger_may_hear(from.id, next, now, |tx, effects| {
+                            queue(
+                                tx,
+                                effects,
+                                chat.id,
+                                What::Message,
+                                None,
+                                text_body(line),
+                                false,
+                            )
+                        })
+                        .map(|_| ())
                     })
                     .await
             }
@@ -468,59 +466,38 @@ impl Consent {
         next: i64,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let stored = self.store.call(|db| db.pairing()).await?;
-        let state = PairingState {
-            code_hash: stored.code_hash.clone(),
-            expires_at: stored.expires_at,
-            used: stored.used,
-            failures: stored.failures,
-            locked_until: stored.locked_until,
-        };
-        let (verdict, after) = pairing::decide(&state, &code, now);
-        let next_row = PairingRow {
-            code_hash: after.code_hash,
-            expires_at: after.expires_at,
-            used: after.used,
-            failures: after.failures,
-            locked_until: after.locked_until,
-        };
         let language = owner_language(&self.config, from.language_code.as_deref());
         let tz = self.config.owner.timezone;
-        let reply = match &verdict {
-            PairVerdict::Paired => card::paired(&self.locales, language),
-            PairVerdict::Locked { until } => {
-                card::pairing_locked(&self.locales, language, *until, tz, now)
-            }
-            _ => card::pairing_wrong_code(&self.locales, language),
-        };
-        tracing::info!(user = from.id, verdict = ?verdict, "pairing attempt");
-        let paired = matches!(verdict, PairVerdict::Paired).then(|| OwnerRow {
+        let locales = self.locales.clone();
+        let candidate = OwnerRow {
             telegram_id: from.id,
             language_code: from.language_code.clone(),
-        });
-        let paired_now = paired.is_some();
-        self.store
+        };
+        let verdict = self
+            .store
             .call(move |db| {
-                db.pairing_attempt(
-                    &next_row,
-                    paired,
-                    |tx, effects| {
-                        queue(
-                            tx,
-                            effects,
-                            chat.id,
-                            What::Message,
-                            None,
-                            text_body(reply),
-                            false,
-                        )
-                    },
-                    next,
-                    now,
-                )
+                db.pairing_attempt(&code, candidate, next, now, |tx, effects, verdict| {
+                    let reply = match verdict {
+                        PairVerdict::Paired => card::paired(&locales, language),
+                        PairVerdict::Locked { until } => {
+                            card::pairing_locked(&locales, language, *until, tz, now)
+                        }
+                        _ => card::pairing_wrong_code(&locales, language),
+                    };
+                    queue(
+                        tx,
+                        effects,
+                        chat.id,
+                        What::Message,
+                        None,
+                        text_body(reply),
+                        false,
+                    )
+                })
             })
             .await?;
-        if paired_now {
+        tracing::info!(user = from.id, verdict = ?verdict, "pairing attempt");
+        if verdict == PairVerdict::Paired {
             *self.owner.write().unwrap_or_else(|p| p.into_inner()) = Some(Owner {
                 id: from.id,
                 language,
@@ -723,20 +700,18 @@ impl Consent {
                         let reply = card::resumed_notice(&self.locales, lang, &label);
                         self.store
                             .call(move |db| {
-                                if db.resume_kind(&kind, from.id, next, now)? {
-                                    db.write_effects(now, None, |tx, effects| {
-                                        queue(
-                                            tx,
-                                            effects,
-                                            owner_id,
-                                            What::Message,
-                                            None,
-                                            text_body(reply),
-                                            true,
-                                        )
-                                    })?;
-                                }
-                                Ok(())
+                                db.resume_kind(&kind, from.id, next, now, |tx, effects| {
+                                    queue(
+                                        tx,
+                                        effects,
+                                        owner_id,
+                                        What::Message,
+                                        None,
+                                        text_body(reply),
+                                        true,
+                                    )
+                                })
+                                .map(|_| ())
                             })
                             .await
                     }
@@ -838,33 +813,36 @@ impl Consent {
         let enabled = self.category_enabled(&kind);
         let now = self.clock.now();
         crate::failpoint::hit("before_claim");
+        // The card's edit if the category was turned off: drawn now, queued with the refusal.
+        let refused_edit = self.outcome_text_with(
+            &record,
+            RecordState::Refused,
+            None,
+            None,
+            Some("category_off"),
+            now,
+        );
+        let owner = self.owner();
         let claim_id = id.clone();
         let claim = self
             .store
-            .call(move |db| db.claim(&claim_id, enabled, now))
+            .call(move |db| {
+                db.claim(&claim_id, enabled, now, |tx, effects, record| match owner {
+                    Some(owner) => queue(
+                        tx,
+                        effects,
+                        owner.id,
+                        What::Edit,
+                        Some(&record.id),
+                        text_body(refused_edit),
+                        true,
+                    ),
+                    None => Ok(()),
+                })
+            })
             .await?;
         let record = match claim {
-            Claim::CategoryOff(record) => {
-                let edit = self.outcome_text(&record, RecordState::Refused, None, now);
-                let owner = self.owner();
-                return self
-                    .store
-                    .call(move |db| {
-                        db.write_effects(now, None, |tx, effects| match owner {
-                            Some(owner) => queue(
-                                tx,
-                                effects,
-                                owner.id,
-                                What::Edit,
-                                Some(&record.id),
-                                text_body(edit),
-                                true,
-                            ),
-                            None => Ok(()),
-                        })
-                    })
-                    .await;
-            }
+            Claim::CategoryOff(_) => return Ok(()),
             Claim::Claimed(record) => record,
         };
         // The claim and its `used` line are durable: from here the command may start.

@@ -68,9 +68,12 @@ fn store_code(
     expires_at: chrono::DateTime<Utc>,
     now: chrono::DateTime<Utc>,
 ) -> anyhow::Result<()> {
-    let conn =
+    let mut conn =
         Connection::open(db_path).with_context(|| format!("cannot open {}", db_path.display()))?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    // The checks and the write in one IMMEDIATE transaction: the daemon may pair meanwhile.
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let conn = &tx;
     let owner: Option<i64> = conn
         .query_row("SELECT telegram_id FROM owner WHERE id = 1", [], |row| {
             row.get(0)
@@ -96,5 +99,6 @@ fn store_code(
              expires_at = excluded.expires_at, used = 0",
         params![code_hash, timestamp(expires_at)],
     )?;
+    tx.commit()?;
     Ok(())
 }

@@ -8,22 +8,13 @@ use rusqlite::{params, OptionalExtension};
 use super::db::{record_where, timestamp, transition_in, Db, Effects, Event, Record, StateChange};
 use super::state::RecordState;
 use super::StoreError;
+use crate::pairing::{self, PairVerdict, PairingState};
 
 /// The paired owner, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnerRow {
     pub telegram_id: i64,
     pub language_code: Option<String>,
-}
-
-/// The stored pairing state: a code's hash, its end, whether used, and the wrong-code counter.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct PairingRow {
-    pub code_hash: Option<String>,
-    pub expires_at: Option<DateTime<Utc>>,
-    pub used: bool,
-    pub failures: u32,
-    pub locked_until: Option<DateTime<Utc>>,
 }
 
 /// How a run ended, as the store records it.
@@ -86,36 +77,39 @@ impl Db {
         self.write_effects(now, Some(next_offset), |_, _| Ok(()))
     }
 
-    pub fn pairing(&self) -> Result<PairingRow, StoreError> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT code_hash, expires_at, used, failures, locked_until FROM pairing WHERE id = 1",
-                [],
-                |row| {
-                    Ok(PairingRow {
-                        code_hash: row.get(0)?,
-                        expires_at: parse_time(row.get(1)?),
-                        used: row.get(2)?,
-                        failures: row.get(3)?,
-                        locked_until: parse_time(row.get(4)?),
-                    })
-                },
-            )
-            .optional()?
-            .unwrap_or_default())
-    }
-
-    /// Applies a pairing attempt: the new pairing state, and the owner when it paired.
+    /// A `/start CODE` while nobody is paired: the pure decision on the stored pairing state,
+    /// its next state, the owner when it paired (`owner_set` journaled) and the reply, all in one
+    /// transaction — so a `consentd pair` writing a new code meanwhile is never overwritten.
     pub fn pairing_attempt(
         &mut self,
-        next: &PairingRow,
-        paired: Option<OwnerRow>,
-        effects_after: impl FnOnce(&rusqlite::Transaction<'_>, &mut Effects) -> Result<(), StoreError>,
+        given: &str,
+        candidate: OwnerRow,
         next_offset: i64,
         now: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
+        reply: impl FnOnce(
+            &rusqlite::Transaction<'_>,
+            &mut Effects,
+            &PairVerdict,
+        ) -> Result<(), StoreError>,
+    ) -> Result<PairVerdict, StoreError> {
         self.write_effects(now, Some(next_offset), |tx, effects| {
+            let state = tx
+                .query_row(
+                    "SELECT code_hash, expires_at, used, failures, locked_until FROM pairing WHERE id = 1",
+                    [],
+                    |row| {
+                        Ok(PairingState {
+                            code_hash: row.get(0)?,
+                            expires_at: parse_time(row.get(1)?),
+                            used: row.get(2)?,
+                            failures: row.get(3)?,
+                            locked_until: parse_time(row.get(4)?),
+                        })
+                    },
+                )
+                .optional()?
+                .unwrap_or_default();
+            let (verdict, next) = pairing::decide(&state, given, now);
             tx.execute(
                 "INSERT INTO pairing (id, code_hash, expires_at, used, failures, locked_until)
                  VALUES (1, ?1, ?2, ?3, ?4, ?5)
@@ -130,30 +124,33 @@ impl Db {
                     next.locked_until.map(timestamp)
                 ],
             )?;
-            if let Some(owner) = paired {
+            if verdict == PairVerdict::Paired {
                 tx.execute(
                     "INSERT INTO owner (id, telegram_id, language_code, set_at) VALUES (1, ?1, ?2, ?3)",
-                    params![owner.telegram_id, owner.language_code, timestamp(now)],
+                    params![candidate.telegram_id, candidate.language_code, timestamp(now)],
                 )?;
                 effects.push(
                     Event::new("owner_set")
-                        .with("owner", owner.telegram_id)
+                        .with("owner", candidate.telegram_id)
                         .with("by", "pairing"),
                 );
             }
-            effects_after(tx, effects)
+            reply(tx, effects, &verdict)?;
+            Ok(verdict)
         })
     }
 
-    /// Whether a stranger may get the polite line now (at most once an hour); notes it if so.
+    /// Whether a stranger may get the polite line now (at most once an hour); if so, notes it and
+    /// runs `reply` (which queues the line) in the same transaction.
     pub fn stranger_may_hear(
         &mut self,
         user_id: i64,
         next_offset: i64,
         now: DateTime<Utc>,
+        reply: impl FnOnce(&rusqlite::Transaction<'_>, &mut Effects) -> Result<(), StoreError>,
     ) -> Result<bool, StoreError> {
         let since = timestamp(now - chrono::Duration::hours(1));
-        self.write_effects(now, Some(next_offset), |tx, _| {
+        self.write_effects(now, Some(next_offset), |tx, effects| {
             let recent: Option<String> = tx
                 .query_row(
                     "SELECT last_at FROM stranger_replies WHERE user_id = ?1 AND last_at > ?2",
@@ -169,6 +166,7 @@ impl Db {
                  ON CONFLICT (user_id) DO UPDATE SET last_at = excluded.last_at",
                 params![user_id, timestamp(now)],
             )?;
+            reply(tx, effects)?;
             Ok(true)
         })
     }
@@ -211,9 +209,9 @@ impl Db {
         })
     }
 
-    /// Telegram refused a card (or its parts or attachments) for good: the row is dropped and a
-    /// record still pending ends expired — silence is never consent — instead of waiting forever
-    /// and holding a `max_pending` slot. A record already opened expires by its ttl as usual.
+    /// Telegram refused a card (or its parts or attachments) for good: the row is dropped and the
+    /// record ends expired — the owner never saw it, and silence is never consent — instead of
+    /// waiting forever (or for its ttl) and holding a `max_pending` slot.
     pub fn card_undeliverable(
         &mut self,
         outbox_seq: i64,
@@ -231,19 +229,23 @@ impl Db {
                 finished_at: Some(now),
                 ..StateChange::default()
             };
-            match transition_in(tx, record_id, RecordState::Pending, RecordState::Expired, &change) {
-                Ok(()) => {
-                    effects.changed.push((record_id.to_owned(), RecordState::Expired));
-                    effects.push(
-                        Event::new("expired")
-                            .with("id", record_id)
-                            .with("detail", "undeliverable"),
-                    );
-                    Ok(())
-                }
-                Err(StoreError::StateConflict { .. }) => Ok(()),
-                Err(error) => Err(error),
-            }
+            // Pending, or opened just before the send that Telegram refused: the owner never saw
+            // a card to answer either way.
+            let state: Option<String> = tx
+                .query_row("SELECT state FROM records WHERE id = ?1", [record_id], |row| row.get(0))
+                .optional()?;
+            let from = match state.as_deref().and_then(RecordState::parse) {
+                Some(state @ (RecordState::Pending | RecordState::CardShown)) => state,
+                _ => return Ok(()),
+            };
+            transition_in(tx, record_id, from, RecordState::Expired, &change)?;
+            effects.changed.push((record_id.to_owned(), RecordState::Expired));
+            effects.push(
+                Event::new("expired")
+                    .with("id", record_id)
+                    .with("detail", "undeliverable"),
+            );
+            Ok(())
         })
     }
 
@@ -270,12 +272,18 @@ impl Db {
     }
 
     /// The claim (SPEC §8): the category is checked again, then granted → running and the
-    /// `used` line are durable before this returns; only then may the command start.
+    /// `used` line are durable before this returns; only then may the command start. A category
+    /// turned off ends the record refused, and `on_refused` runs in that transaction.
     pub fn claim(
         &mut self,
         id: &str,
         category_enabled: bool,
         now: DateTime<Utc>,
+        on_refused: impl FnOnce(
+            &rusqlite::Transaction<'_>,
+            &mut Effects,
+            &Record,
+        ) -> Result<(), StoreError>,
     ) -> Result<Claim, StoreError> {
         self.write_effects(now, None, |tx, effects| {
             let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
@@ -299,6 +307,7 @@ impl Db {
                 );
                 let record =
                     record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
+                on_refused(tx, effects, &record)?;
                 return Ok(Claim::CategoryOff(record));
             }
             transition_in(
@@ -378,13 +387,15 @@ impl Db {
             .collect()
     }
 
-    /// The owner's Resume: the kind's streak ends and it may ask again.
+    /// The owner's Resume: the kind's streak ends and it may ask again; `reply` (the answer to the
+    /// owner) is queued in the same transaction.
     pub fn resume_kind(
         &mut self,
         kind: &str,
         by: i64,
         next_offset: i64,
         now: DateTime<Utc>,
+        reply: impl FnOnce(&rusqlite::Transaction<'_>, &mut Effects) -> Result<(), StoreError>,
     ) -> Result<bool, StoreError> {
         self.write_effects(now, Some(next_offset), |tx, effects| {
             let changed = tx.execute(
@@ -394,6 +405,7 @@ impl Db {
             )?;
             if changed > 0 {
                 effects.push(Event::new("resumed").with("kind", kind).with("by", by));
+                reply(tx, effects)?;
             }
             Ok(changed > 0)
         })

@@ -711,3 +711,62 @@ fn telegram_saying_not_modified_or_too_old_does_not_stop_the_loop() {
         .unwrap();
     assert_eq!(dropped, 0, "nothing was given up on");
 }
+
+#[test]
+fn a_stop_during_a_run_still_records_its_outcome() {
+    let mut daemon = Daemon::start();
+    let hold = daemon.dir.path().join("hold");
+    let running = daemon.dir.path().join("running");
+    std::fs::write(&hold, "").unwrap();
+    let (id, _answer) = ask_waiting(&daemon, waiting("held while stopping"));
+    let card = daemon.card_of(&id);
+    press(
+        &daemon,
+        &owner(),
+        ChatSpec::private(OWNER),
+        &card,
+        &data(&card, 0),
+    );
+    daemon.wait_for("the command to start", |_| running.exists());
+    nix::sys::signal::kill(daemon.pid(), Signal::SIGTERM).unwrap();
+    // The daemon waits for the run in flight; release it.
+    std::thread::sleep(Duration::from_millis(200));
+    std::fs::remove_file(&hold).unwrap();
+    let exit = daemon.wait_exit();
+    assert!(exit.success(), "{exit}: {}", daemon.log());
+    let ended: Vec<String> = daemon
+        .journal_events()
+        .iter()
+        .filter(|e| e["id"] == id.as_str())
+        .map(|e| e["ev"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        ended.last().map(String::as_str),
+        Some("executed"),
+        "{ended:?}"
+    );
+    let daemon = daemon.restart();
+    assert_eq!(status(&daemon, &id), "executed");
+}
+
+#[test]
+fn a_card_telegram_refuses_ends_its_record_instead_of_holding_a_slot() {
+    let daemon = Daemon::builder().max_pending(1).start();
+    daemon.bot.script(
+        "sendMessage",
+        consentd::emulator::Scripted::error(400, "Bad Request: chat not found"),
+    );
+    let (id, answer) = ask_waiting(&daemon, waiting("never delivered"));
+    assert_eq!(answer.join().unwrap()["status"], "expired");
+    let record = daemon.request(&json!({"v":1,"op":"status","id":id}));
+    assert!(
+        record["message"]
+            .as_str()
+            .unwrap()
+            .contains("could not be delivered"),
+        "{record}"
+    );
+    // The slot is free again: the next ask gets its card.
+    let (next, _next_answer) = ask_waiting(&daemon, waiting("delivered"));
+    daemon.card_of(&next);
+}
