@@ -1116,7 +1116,7 @@ fn queue(
     body: Body,
     silent: bool,
 ) -> Result<(), StoreError> {
-    outbox::queue_in(tx, chat, what, record_id, &body, silent, chrono::Utc::now())?;
+    outbox::queue_in(tx, chat, what, record_id, &body, silent, effects.now)?;
     effects.queued = true;
     Ok(())
 }

@@ -35,6 +35,7 @@ pub mod failpoint;
 pub mod intake;
 pub mod journal;
 pub mod locale;
+pub mod mandate;
 pub mod pair;
 pub mod pairing;
 pub mod press;

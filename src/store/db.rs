@@ -50,14 +50,25 @@ impl Event {
 
 /// What one write transaction produced besides its table changes: journal events, records whose
 /// state changed (for waiters), and whether it queued anything for Telegram.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Effects {
+    /// The transaction's time, as the clock gave it to the write.
+    pub now: DateTime<Utc>,
     pub events: Vec<Event>,
     pub changed: Vec<(String, RecordState)>,
     pub queued: bool,
 }
 
 impl Effects {
+    pub fn new(now: DateTime<Utc>) -> Self {
+        Effects {
+            now,
+            events: Vec::new(),
+            changed: Vec::new(),
+            queued: false,
+        }
+    }
+
     pub fn push(&mut self, event: Event) {
         self.events.push(event);
     }
@@ -345,7 +356,7 @@ impl Db {
         let tx = Transaction::new(&mut self.conn, TransactionBehavior::Immediate)?;
         // Lines the file already has need not be kept; doing it here costs no extra commit.
         tx.execute("DELETE FROM journal_staged WHERE n <= ?1", [written_up_to])?;
-        let mut effects = Effects::default();
+        let mut effects = Effects::new(now);
         let value = change(&tx, &mut effects)?;
         if let Some(offset) = next_offset {
             tx.execute(

@@ -59,8 +59,8 @@ pub enum StoreError {
     },
     #[error("no such record")]
     Missing,
-    #[error("cannot store attachment {path}: {source}")]
-    Attachment {
+    #[error("cannot write {path}: {source}")]
+    File {
         path: String,
         source: std::io::Error,
     },
@@ -115,7 +115,7 @@ impl Store {
     ) -> Result<(Store, StoreThread, OpenReport), StoreError> {
         let lock = lock_state_dir(state_dir)?;
         let attachments_dir = state_dir.join("attachments");
-        create_private_dir(&attachments_dir).map_err(|source| StoreError::Attachment {
+        create_private_dir(&attachments_dir).map_err(|source| StoreError::File {
             path: attachments_dir.display().to_string(),
             source,
         })?;
@@ -221,7 +221,7 @@ fn lock_state_dir(state_dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, 
         .write(true)
         .mode(0o600)
         .open(&path)
-        .map_err(|source| StoreError::Attachment {
+        .map_err(|source| StoreError::File {
             path: path.display().to_string(),
             source,
         })?;
@@ -248,7 +248,7 @@ pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
 fn save_attachment(dir: &Path, attachment: &Attachment) -> Result<(), StoreError> {
     let name = attachment.sha256.to_hex();
     let path = dir.join(&name);
-    let failed = |source| StoreError::Attachment {
+    let failed = |source| StoreError::File {
         path: path.display().to_string(),
         source,
     };

@@ -181,13 +181,4 @@ impl Db {
             )
             .optional()?)
     }
-
-    /// Queued rows left, for tests and diagnostics.
-    pub fn outbox_backlog(&self) -> Result<i64, StoreError> {
-        Ok(self.conn.query_row(
-            "SELECT count(*) FROM outbox WHERE state = 'queued'",
-            [],
-            |row| row.get(0),
-        )?)
-    }
 }
