@@ -612,23 +612,12 @@ impl Consent {
                                 )
                             })
                             .await;
+                        let granted = self
+                            .lost_race(granted, &from, &record.id, next, now)
+                            .await?;
                         match granted {
-                            Ok(_) => self.claim_and_run(record.id, runs, events).await,
-                            // A second press of the same button finds nothing to grant.
-                            Err(StoreError::StateConflict { .. }) => {
-                                self.rejected(
-                                    Rejection::NotOpen,
-                                    &Person {
-                                        id: owner_id,
-                                        ..Person::default()
-                                    },
-                                    Some(record.id),
-                                    next,
-                                    now,
-                                )
-                                .await
-                            }
-                            Err(error) => Err(error),
+                            Some(_) => self.claim_and_run(record.id, runs, events).await,
+                            None => Ok(()),
                         }
                     }
                     PressAction::No => {
@@ -676,23 +665,9 @@ impl Consent {
                                 )
                             })
                             .await;
-                        match declined {
-                            Ok(_) => Ok(()),
-                            Err(StoreError::StateConflict { .. }) => {
-                                self.rejected(
-                                    Rejection::NotOpen,
-                                    &Person {
-                                        id: owner_id,
-                                        ..Person::default()
-                                    },
-                                    Some(record.id),
-                                    next,
-                                    now,
-                                )
-                                .await
-                            }
-                            Err(error) => Err(error),
-                        }
+                        self.lost_race(declined, &from, &record.id, next, now)
+                            .await
+                            .map(|_| ())
                     }
                     PressAction::Resume => {
                         let kind = record.kind.clone().unwrap_or_default();
@@ -722,6 +697,28 @@ impl Consent {
                     }
                 }
             }
+        }
+    }
+
+    /// A verified press that found its record already moved on — a second or concurrent press
+    /// of the same button: journaled as not open, and nothing else happens.
+    async fn lost_race<T>(
+        &self,
+        result: Result<T, StoreError>,
+        presser: &Person,
+        record_id: &str,
+        next: i64,
+        now: DateTime<Utc>,
+    ) -> Result<Option<T>, StoreError> {
+        match result {
+            Ok(value) => Ok(Some(value)),
+            Err(StoreError::StateConflict { .. }) => {
+                let subject = Some(record_id.to_owned());
+                self.rejected(Rejection::NotOpen, presser, subject, next, now)
+                    .await?;
+                Ok(None)
+            }
+            Err(error) => Err(error),
         }
     }
 

@@ -402,19 +402,7 @@ impl Daemon {
     /// Sends a signal and waits for the daemon to exit.
     pub fn stop_with(&mut self, signal: nix::sys::signal::Signal) -> ExitStatus {
         nix::sys::signal::kill(self.pid(), signal).unwrap();
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            if let Some(status) = self.child_mut().try_wait().unwrap() {
-                self.child = None;
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "consentd did not stop: {}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        self.wait_exit()
     }
 
     pub fn is_running(&mut self) -> bool {
