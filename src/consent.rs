@@ -265,15 +265,7 @@ impl Consent {
                         &finish,
                         |tx, effects, record| {
                             if let Some(owner) = owner {
-                                queue(
-                                    tx,
-                                    effects,
-                                    owner.id,
-                                    What::Edit,
-                                    Some(&record.id),
-                                    text_body(edit),
-                                    true,
-                                )?;
+                                queue_card_edit(tx, effects, owner.id, &record.id, edit)?;
                                 queue(
                                     tx,
                                     effects,
@@ -598,15 +590,7 @@ impl Consent {
                                     from.id,
                                     Some(next),
                                     |tx, effects, record| {
-                                        queue(
-                                            tx,
-                                            effects,
-                                            owner_id,
-                                            What::Edit,
-                                            Some(&record.id),
-                                            text_body(edit),
-                                            true,
-                                        )
+                                        queue_card_edit(tx, effects, owner_id, &record.id, edit)
                                     },
                                     now,
                                 )
@@ -639,15 +623,7 @@ impl Consent {
                                     streak_limit,
                                     Some(next),
                                     |tx, effects, record, silenced| {
-                                        queue(
-                                            tx,
-                                            effects,
-                                            owner_id,
-                                            What::Edit,
-                                            Some(&record.id),
-                                            text_body(edit),
-                                            true,
-                                        )?;
+                                        queue_card_edit(tx, effects, owner_id, &record.id, edit)?;
                                         if silenced {
                                             queue(
                                                 tx,
@@ -825,15 +801,7 @@ impl Consent {
             .store
             .call(move |db| {
                 db.claim(&claim_id, enabled, now, |tx, effects, record| match owner {
-                    Some(owner) => queue(
-                        tx,
-                        effects,
-                        owner.id,
-                        What::Edit,
-                        Some(&record.id),
-                        text_body(refused_edit),
-                        true,
-                    ),
+                    Some(owner) => queue_card_edit(tx, effects, owner.id, &record.id, refused_edit),
                     None => Ok(()),
                 })
             })
@@ -938,15 +906,7 @@ impl Consent {
                     &id,
                     &finish,
                     |tx, effects, record| match owner {
-                        Some(owner) => queue(
-                            tx,
-                            effects,
-                            owner.id,
-                            What::Edit,
-                            Some(&record.id),
-                            text_body(edit),
-                            true,
-                        ),
+                        Some(owner) => queue_card_edit(tx, effects, owner.id, &record.id, edit),
                         None => Ok(()),
                     },
                     now,
@@ -986,15 +946,7 @@ impl Consent {
                         effects.changed.push((id.clone(), RecordState::Expired));
                         effects.push(JournalEvent::new("expired").with("id", id.as_str()));
                         if let Some(owner) = owner {
-                            queue(
-                                tx,
-                                effects,
-                                owner.id,
-                                What::Edit,
-                                Some(&id),
-                                text_body(edit),
-                                true,
-                            )?;
+                            queue_card_edit(tx, effects, owner.id, &id, edit)?;
                         }
                         Ok(())
                     })
@@ -1116,6 +1068,25 @@ fn queue(
     outbox::queue_in(tx, chat, what, record_id, &body, silent, effects.now)?;
     effects.queued = true;
     Ok(())
+}
+
+/// Queues the edit of a record's card in `chat` (silently: outcomes are not urgent).
+fn queue_card_edit(
+    tx: &rusqlite::Transaction<'_>,
+    effects: &mut Effects,
+    chat: i64,
+    record_id: &str,
+    text: String,
+) -> Result<(), StoreError> {
+    queue(
+        tx,
+        effects,
+        chat,
+        What::Edit,
+        Some(record_id),
+        text_body(text),
+        true,
+    )
 }
 
 /// Builds the card's view of a record and hands it to `render`.
