@@ -20,6 +20,8 @@ use chrono_tz::Tz;
 use crate::locale::{Language, Locales};
 use crate::split::{self, MESSAGE_LIMIT};
 
+pub mod mandate;
+
 /// The message ids this module uses. The tests check that this list and the locale files hold
 /// exactly the same ids, so no message is missing and none is left unused.
 pub mod msg {
@@ -83,6 +85,17 @@ pub mod msg {
     pub const PENDING_COUNT: &str = "pending-count";
     pub const PENDING_ITEM: &str = "pending-item";
 
+    pub const MANDATE_TITLE: &str = "mandate-title";
+    pub const MANDATE_UNTIL: &str = "mandate-until";
+    pub const MANDATE_LIMITS: &str = "mandate-limits";
+    pub const MANDATE_REASON: &str = "mandate-reason";
+    pub const MANDATE_EXPLAIN: &str = "mandate-explain";
+    pub const MANDATE_USAGE: &str = "mandate-usage";
+    pub const RECEIPT_TITLE: &str = "receipt-title";
+    pub const MANDATES_COUNT: &str = "mandates-count";
+    pub const MANDATE_STOPPED: &str = "mandate-stopped";
+    pub const MANDATE_ENDED: &str = "mandate-ended";
+
     pub const ALL: &[&str] = &[
         RESUMED,
         CLASS_EXTERNAL,
@@ -137,6 +150,16 @@ pub mod msg {
         HELP,
         PENDING_COUNT,
         PENDING_ITEM,
+        MANDATE_TITLE,
+        MANDATE_UNTIL,
+        MANDATE_LIMITS,
+        MANDATE_REASON,
+        MANDATE_EXPLAIN,
+        MANDATE_USAGE,
+        RECEIPT_TITLE,
+        MANDATES_COUNT,
+        MANDATE_STOPPED,
+        MANDATE_ENDED,
     ];
 }
 
@@ -337,22 +360,7 @@ pub fn render_outcome(
     outcome: &Outcome,
 ) -> String {
     let body = Body::new(view, locales, lang);
-    let state = match state_message(outcome.state) {
-        Some(id) => locales.t(lang, id, &[]),
-        None => outcome.state.to_owned(),
-    };
-    let mut footer = Vec::new();
-    footer.push(match &outcome.decided_by {
-        Some(name) => locales.t(
-            lang,
-            msg::CARD_OUTCOME_BY,
-            &[
-                ("state", (&state).into()),
-                ("name", clamp(name, NAME_ROOM).as_ref().into()),
-            ],
-        ),
-        None => locales.t(lang, msg::CARD_OUTCOME, &[("state", (&state).into())]),
-    });
+    let mut footer = vec![outcome_line(outcome, locales, lang)];
     if let Some(result) = outcome.result {
         footer.push(locales.t(
             lang,
@@ -368,6 +376,25 @@ pub fn render_outcome(
         ));
     }
     body.assemble(&footer)
+}
+
+/// "Outcome: done", with who decided when a press did.
+fn outcome_line(outcome: &Outcome, locales: &Locales, lang: Language) -> String {
+    let state = match state_message(outcome.state) {
+        Some(id) => locales.t(lang, id, &[]),
+        None => outcome.state.to_owned(),
+    };
+    match &outcome.decided_by {
+        Some(name) => locales.t(
+            lang,
+            msg::CARD_OUTCOME_BY,
+            &[
+                ("state", (&state).into()),
+                ("name", clamp(name, NAME_ROOM).as_ref().into()),
+            ],
+        ),
+        None => locales.t(lang, msg::CARD_OUTCOME, &[("state", (&state).into())]),
+    }
 }
 
 /// Where the action's text goes on a card.
@@ -427,6 +454,14 @@ impl Body {
 
     fn without_footer(&self) -> String {
         self.assemble(&[])
+    }
+
+    /// The numbered part messages, when the text does not fit inside.
+    fn part_messages(&self) -> Vec<String> {
+        match &self.text {
+            TextPlace::Parts { messages, .. } => messages.clone(),
+            _ => Vec::new(),
+        }
     }
 
     /// The content, then `footer` (deadline or outcome lines), then the text. The text comes
@@ -1242,10 +1277,10 @@ mod tests {
             assert!(accepted.chars().count() <= CALLBACK_TEXT_LIMIT);
             assert!(accepted.encode_utf16().count() <= CALLBACK_TEXT_LIMIT);
             let help = help_text(&locales, lang);
-            for command in ["/pending", "/help", "/start"] {
+            for command in ["/pending", "/mandates", "/help", "/start"] {
                 assert!(help.contains(command), "{lang} help lacks {command}");
             }
-            for later in ["/mandates", "/categories", "/quiet", "/lang", "/anchor"] {
+            for later in ["/categories", "/quiet", "/lang", "/anchor"] {
                 assert!(!help.contains(later), "{lang} help lists {later}");
             }
             let unknown = outcome_unknown_notice(&locales, lang, RECORD, label(lang));
@@ -1293,7 +1328,8 @@ mod tests {
         );
         assert_eq!(
             help_text(&locales, Language::En),
-            "Commands:\n/pending — the asks waiting for your answer\n/help — this list\n\
+            "Commands:\n/pending — the asks waiting for your answer\n\
+             /mandates — the open standing permissions, each with Stop\n/help — this list\n\
              /start CODE — pair this chat with consentd (the code comes from “consentd pair”)"
         );
     }

@@ -38,6 +38,8 @@ enum Command {
     },
     /// Ask for one action and wait for its outcome
     Ask(AskArgs),
+    /// Ask for a standing permission and wait for the owner's answer
+    Mandate(MandateArgs),
     /// Show one record
     Status {
         id: String,
@@ -126,6 +128,51 @@ struct AskArgs {
     common: CommonArgs,
 }
 
+#[derive(Debug, Args)]
+struct MandateArgs {
+    #[arg(long)]
+    kind: String,
+    /// A target the mandate covers, named exactly (repeat for more)
+    #[arg(long = "target", value_name = "T", required = true)]
+    targets: Vec<String>,
+    /// How many days it lasts (at most 7)
+    #[arg(long, value_name = "N")]
+    days: u64,
+    /// The most it may spend a day, in US dollars (at most 10.00)
+    #[arg(long, value_name = "D")]
+    usd_per_day: String,
+    /// The most actions it may run a day
+    #[arg(long, value_name = "N")]
+    actions_per_day: u64,
+    /// Why, in a line the owner reads on the card
+    #[arg(long, value_name = "S")]
+    reason: Option<String>,
+    /// Return at once with the request's id (exit 8 while it is pending)
+    #[arg(long)]
+    no_wait: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+impl MandateArgs {
+    fn request(&self) -> Value {
+        let mut request = json!({
+            "v": 1,
+            "op": "mandate",
+            "kind": self.kind,
+            "targets": self.targets,
+            "days": self.days,
+            "usd_per_day": self.usd_per_day,
+            "actions_per_day": self.actions_per_day,
+            "wait": !self.no_wait,
+        });
+        if let Some(reason) = &self.reason {
+            request["reason"] = json!(reason);
+        }
+        request
+    }
+}
+
 /// Runs the command line and returns the process's exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -158,6 +205,10 @@ pub fn main() -> ExitCode {
                 ExitCode::from(EXIT_USAGE)
             }
         },
+        Command::Mandate(args) => {
+            let request = args.request();
+            report(with_runtime(ask(args.common, request)))
+        }
         Command::Status { id, wait, common } => {
             let request = json!({"v": 1, "op": "status", "id": id, "wait": wait});
             report(with_runtime(status(common, request)))
@@ -357,6 +408,10 @@ async fn ask(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
             text_of(&answer, "reason"),
             text_of(&answer, "message")
         ),
+        "granted" => {
+            println!("{id}");
+            eprintln!("granted by the owner: the mandate {id} is open");
+        }
         "declined" => eprintln!("declined by the owner ({id})"),
         "expired" => eprintln!("expired: the owner did not answer in time ({id})"),
         "failed" => eprintln!("the action ran and failed ({id})"),

@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::card::mandate::{MandateView, UsageView};
 use crate::card::{self, AttachmentView, CardView, Outcome};
 use crate::clock::Clock;
 use crate::config::{Category, Config};
@@ -27,7 +28,8 @@ use crate::sender::{Drawer, DrawnCard};
 use crate::store::consent::{Claim, Finish, OwnerRow};
 use crate::store::outbox::{self, Body, ButtonSpec, What};
 use crate::store::{
-    Effects, Event as JournalEvent, Record, RecordState, StateChange, Store, StoreError,
+    Effects, Event as JournalEvent, MandateRow, Record, RecordState, StateChange, Store,
+    StoreError, Subject,
 };
 use crate::telegram::{ChatRef, Incoming, Person, SendError, Telegram, POLL_TIMEOUT_SECS};
 
@@ -54,6 +56,9 @@ pub enum Event {
     Sweep,
     /// A run ended.
     RunEnded { id: String, outcome: RunOutcome },
+    /// An ask an open mandate covered: the store has already claimed it (running, `used`
+    /// durable) in the transaction that took its share of the mandate; its run starts.
+    Covered(String),
 }
 
 /// Everything the loop needs.
@@ -123,7 +128,11 @@ impl Consent {
 
     /// Runs the loop until `shutdown`; returns an error when Telegram says another instance polls
     /// the same bot.
-    pub async fn run(self, daemon_shutdown: CancellationToken) -> anyhow::Result<()> {
+    pub async fn run(
+        self,
+        daemon_shutdown: CancellationToken,
+        mut covered: mpsc::UnboundedReceiver<String>,
+    ) -> anyhow::Result<()> {
         // The loop's own tasks stop when the daemon stops and when the loop itself ends (a 409).
         let shutdown = daemon_shutdown.child_token();
         let telegram = self.telegram.clone();
@@ -176,6 +185,7 @@ impl Consent {
                 () = shutdown.cancelled() => break Ok(()),
                 () = conflict.cancelled() => break Err(anyhow::anyhow!(SendError::Conflict)),
                 event = inbox.recv() => event,
+                Some(id) = covered.recv() => Some(Event::Covered(id)),
             };
             let Some(event) = event else { break Ok(()) };
             if let Err(error) = self.handle(event, &runs, &events).await {
@@ -183,6 +193,13 @@ impl Consent {
             }
         };
         shutdown.cancel();
+        // Claimed while stopping: they run now rather than become outcome_unknown at the next
+        // start. (The socket is closed by now, so no more arrive.)
+        while let Ok(id) = covered.try_recv() {
+            if let Err(error) = self.run_claimed(id, &runs, &events).await {
+                tracing::error!(%error, "could not start a covered ask while stopping");
+            }
+        }
         // Runs in flight finish and their outcomes are recorded even while stopping, so a clean
         // stop never leaves a claim without an outcome. Other events are dropped: updates are
         // fetched again after the restart, and the sweep runs again.
@@ -229,6 +246,7 @@ impl Consent {
             }
             Event::Sweep => self.expire_due().await?,
             Event::RunEnded { id, outcome } => self.run_ended(id, outcome).await?,
+            Event::Covered(id) => self.run_claimed(id, runs, events).await?,
         }
         Ok(())
     }
@@ -246,6 +264,7 @@ impl Consent {
             .call(|db| db.records_in(RecordState::Running))
             .await?;
         for record in orphans {
+            let (notice, _) = self.unknown_texts(&record, now);
             let finish = Finish {
                 state: RecordState::OutcomeUnknown,
                 result: None,
@@ -255,7 +274,7 @@ impl Consent {
                 stderr: None,
                 detail: Some("restart".into()),
             };
-            let (notice, edit) = self.unknown_texts(&record, now);
+            let ending = self.ending(&record, &finish, now).await?;
             let owner = self.owner();
             let id = record.id.clone();
             self.store
@@ -263,9 +282,9 @@ impl Consent {
                     db.finish(
                         &id,
                         &finish,
-                        |tx, effects, record| {
+                        |tx, effects, _| {
                             if let Some(owner) = owner {
-                                queue_card_edit(tx, effects, owner.id, &record.id, edit)?;
+                                ending.queue(tx, effects, owner.id)?;
                                 queue(
                                     tx,
                                     effects,
@@ -287,7 +306,8 @@ impl Consent {
             .store
             .call(|db| db.records_in(RecordState::Granted))
             .await?;
-        for record in granted {
+        // A granted mandate request is where it ends: it opened a mandate and never runs.
+        for record in granted.into_iter().filter(|r| r.subject == Subject::Action) {
             self.claim_and_run(record.id, runs, events).await?;
         }
         Ok(())
@@ -299,6 +319,74 @@ impl Consent {
         let notice = card::outcome_unknown_notice(&self.locales, lang, &record.id, &label);
         let edit = self.outcome_text(record, RecordState::OutcomeUnknown, None, now);
         (notice, edit)
+    }
+
+    /// What the owner is told when a run ends: the card edited to its outcome, or — for an ask a
+    /// mandate answered, which had no card — a receipt with today's use and Stop (none when the
+    /// config keeps receipts for the summary).
+    async fn ending(
+        &self,
+        record: &Record,
+        finish: &Finish,
+        now: DateTime<Utc>,
+    ) -> Result<Ending, StoreError> {
+        let Some(mandate_id) = record.mandate_id.clone() else {
+            let edit = self.outcome_text_with(
+                record,
+                finish.state,
+                None,
+                finish.result.as_deref(),
+                finish.message.as_deref(),
+                now,
+            );
+            return Ok(Ending {
+                record_id: record.id.clone(),
+                edit: Some(edit),
+                messages: Vec::new(),
+            });
+        };
+        let none = Ending {
+            record_id: record.id.clone(),
+            edit: None,
+            messages: Vec::new(),
+        };
+        if self.config.gate.receipts == crate::config::Receipts::Summary {
+            return Ok(none);
+        }
+        let tz = self.config.owner.timezone;
+        let Some((row, usage)) = self
+            .store
+            .call(move |db| db.mandate_usage(&mandate_id, now, tz))
+            .await?
+        else {
+            return Ok(none);
+        };
+        let lang = self.language();
+        let outcome = Outcome {
+            state: finish.state.as_str(),
+            decided_by: None,
+            result: finish.result.as_deref(),
+            reason: finish.message.as_deref(),
+        };
+        let label = self.label(record, lang);
+        let view = mandate_view(&row, &label, self.class_of(&row.kind), tz);
+        let usage = UsageView {
+            actions: usage.actions,
+            usd: usage.usd,
+        };
+        let rendered = with_view(self, record, lang, now, |action| {
+            card::mandate::render_receipt(action, &view, usage, &outcome, &self.locales, lang, now)
+        });
+        let mut messages: Vec<Body> = rendered.parts.into_iter().map(text_body).collect();
+        messages.push(Body {
+            text: Some(rendered.card),
+            buttons: self.signed(rendered.buttons, &row.id, &row.digest),
+        });
+        Ok(Ending {
+            record_id: record.id.clone(),
+            edit: None,
+            messages,
+        })
     }
 
     async fn incoming(
@@ -363,23 +451,21 @@ impl Consent {
             }
             Some(owner) if from.id == owner.id => {
                 let lang = owner.language;
-                let replies = match command {
-                    "/pending" => self.pending_texts(lang, now).await?,
-                    _ => vec![card::help_text(&self.locales, lang)],
+                let replies: Vec<Body> = match command {
+                    "/pending" => self
+                        .pending_texts(lang, now)
+                        .await?
+                        .into_iter()
+                        .map(text_body)
+                        .collect(),
+                    "/mandates" => self.mandates_replies(lang, now).await?,
+                    _ => vec![text_body(card::help_text(&self.locales, lang))],
                 };
                 self.store
                     .call(move |db| {
                         db.write_effects(now, Some(next), |tx, effects| {
                             for reply in replies {
-                                queue(
-                                    tx,
-                                    effects,
-                                    chat.id,
-                                    What::Message,
-                                    None,
-                                    text_body(reply),
-                                    false,
-                                )?;
+                                queue(tx, effects, chat.id, What::Message, None, reply, false)?;
                             }
                             Ok(())
                         })
@@ -538,10 +624,12 @@ impl Consent {
             digest: record.digest.as_deref().unwrap_or(""),
             open: match parsed.as_ref().map(|c| c.action) {
                 Some(PressAction::Resume) => silenced,
+                // Stop names the mandate: open while granted, not stopped and in its term.
+                Some(PressAction::Stop) => record.mandate.as_ref().is_some_and(|m| m.is_open(now)),
                 _ => record.state == RecordState::CardShown,
             },
             expires_at: match parsed.as_ref().map(|c| c.action) {
-                Some(PressAction::Resume) => None,
+                Some(PressAction::Resume | PressAction::Stop) => None,
                 _ => expires_at,
             },
         });
@@ -577,8 +665,8 @@ impl Consent {
                         .await;
                 };
                 let owner_id = owner.map(|o| o.id).unwrap_or(from.id);
-                match action {
-                    PressAction::Yes => {
+                match (action, record.subject) {
+                    (PressAction::Yes, Subject::Action) | (PressAction::Grant, Subject::Mandate) => {
                         let edit =
                             self.outcome_text(&record, RecordState::Granted, Some(&from.name), now);
                         let id = record.id.clone();
@@ -604,7 +692,8 @@ impl Consent {
                             None => Ok(()),
                         }
                     }
-                    PressAction::No => {
+                    (PressAction::No, Subject::Action)
+                    | (PressAction::Decline, Subject::Mandate) => {
                         let edit = self.outcome_text(
                             &record,
                             RecordState::Declined,
@@ -645,7 +734,7 @@ impl Consent {
                             .await
                             .map(|_| ())
                     }
-                    PressAction::Resume => {
+                    (PressAction::Resume, _) => {
                         let kind = record.kind.clone().unwrap_or_default();
                         let label = self.label(&record, lang);
                         let reply = card::resumed_notice(&self.locales, lang, &label);
@@ -666,7 +755,29 @@ impl Consent {
                             })
                             .await
                     }
-                    // Buttons of later features: never drawn yet, so a valid tag cannot exist.
+                    (PressAction::Stop, Subject::Mandate) => {
+                        let label = self.label(&record, lang);
+                        let reply = card::mandate::mandate_stopped(&self.locales, lang, &label);
+                        let id = record.id.clone();
+                        self.store
+                            .call(move |db| {
+                                db.stop_mandate(&id, from.id, next, now, |tx, effects, _| {
+                                    queue(
+                                        tx,
+                                        effects,
+                                        owner_id,
+                                        What::Message,
+                                        None,
+                                        text_body(reply),
+                                        true,
+                                    )
+                                })
+                                .map(|_| ())
+                            })
+                            .await
+                    }
+                    // A button this record never carries (a Yes on a mandate, a Stop on an
+                    // action, a category switch): never signed, so a valid tag cannot exist.
                     _ => {
                         self.rejected(Rejection::Malformed, &from, Some(subject), next, now)
                             .await
@@ -806,17 +917,48 @@ impl Consent {
                 })
             })
             .await?;
-        let record = match claim {
-            Claim::CategoryOff(_) => return Ok(()),
-            Claim::Claimed(record) => record,
+        match claim {
+            Claim::CategoryOff(_) => Ok(()),
+            Claim::Claimed(record) => self.spawn_run(record, runs, events),
+        }
+    }
+
+    /// An ask the store claimed under a mandate: its run starts.
+    async fn run_claimed(
+        &self,
+        id: String,
+        runs: &TaskTracker,
+        events: &mpsc::Sender<Event>,
+    ) -> Result<(), StoreError> {
+        let Some(record) = self.store.call(move |db| db.record(&id)).await? else {
+            return Err(StoreError::Missing);
         };
+        if record.state != RecordState::Running {
+            return Err(StoreError::StateConflict {
+                id: record.id,
+                expected: RecordState::Running,
+                actual: record.state,
+            });
+        }
+        self.spawn_run(record, runs, events)
+    }
+
+    /// Starts a claimed record's command on its own task; its end comes back as an event.
+    fn spawn_run(
+        &self,
+        record: Record,
+        runs: &TaskTracker,
+        events: &mpsc::Sender<Event>,
+    ) -> Result<(), StoreError> {
         // The claim and its `used` line are durable: from here the command may start.
         crate::failpoint::hit("after_claim");
+        let kind = record.kind.clone().unwrap_or_default();
         let Some(category) = self.config.categories.get(&kind) else {
             return Err(StoreError::Missing);
         };
         let spec = self.run_spec(&record, category);
         let events = events.clone();
+        let id = record.id;
         runs.spawn(async move {
             let outcome = executor::run(&spec).await;
             crate::failpoint::hit("after_exit");
@@ -891,22 +1033,15 @@ impl Consent {
         let Some(record) = self.store.call(move |db| db.record(&lookup)).await? else {
             return Err(StoreError::Missing);
         };
-        let edit = self.outcome_text_with(
-            &record,
-            finish.state,
-            None,
-            finish.result.as_deref(),
-            finish.message.as_deref(),
-            now,
-        );
+        let ending = self.ending(&record, &finish, now).await?;
         let owner = self.owner();
         self.store
             .call(move |db| {
                 db.finish(
                     &id,
                     &finish,
-                    |tx, effects, record| match owner {
-                        Some(owner) => queue_card_edit(tx, effects, owner.id, &record.id, edit),
+                    |tx, effects, _| match owner {
+                        Some(owner) => ending.queue(tx, effects, owner.id),
                         None => Ok(()),
                     },
                     now,
@@ -920,6 +1055,7 @@ impl Consent {
     /// `expired`. Silence is never consent, and never a no.
     async fn expire_due(&self) -> Result<(), StoreError> {
         let now = self.clock.now();
+        self.end_due_mandates(now).await?;
         let due = self.store.call(move |db| db.due_for_expiry(now)).await?;
         for id in due {
             let lookup = id.clone();
@@ -961,6 +1097,84 @@ impl Consent {
         Ok(())
     }
 
+    /// Mandates whose term is over: ended, `mandate_end` journaled, the owner told quietly.
+    async fn end_due_mandates(&self, now: DateTime<Utc>) -> Result<(), StoreError> {
+        let lang = self.language();
+        let owner = self.owner();
+        let locales = self.locales.clone();
+        let labels = self.labels(lang);
+        self.store
+            .call(move |db| {
+                db.end_due_mandates(now, |tx, effects, row| {
+                    let Some(owner) = owner else { return Ok(()) };
+                    let label = labels.get(&row.kind).map_or(row.kind.as_str(), String::as_str);
+                    let text = card::mandate::mandate_ended(&locales, lang, &row.id, label);
+                    queue(tx, effects, owner.id, What::Message, None, text_body(text), true)
+                })
+            })
+            .await
+            .map(|_| ())
+    }
+
+    /// Every category's label in `lang`, by kind.
+    fn labels(&self, lang: Language) -> BTreeMap<String, String> {
+        self.config
+            .categories
+            .iter()
+            .map(|(kind, category)| (kind.clone(), category.label(lang).to_owned()))
+            .collect()
+    }
+
+    fn class_of(&self, kind: &str) -> &str {
+        self.config
+            .categories
+            .get(kind)
+            .map_or("external", |category| category.class.as_str())
+    }
+
+    /// Buttons with their callback data signed for `subject` and its digest, for the owner.
+    fn signed(&self, buttons: Vec<card::Button>, subject: &str, digest: &str) -> Vec<ButtonSpec> {
+        let owner_id = self.owner().map_or(0, |o| o.id);
+        buttons
+            .into_iter()
+            .map(|button| ButtonSpec {
+                label: button.label,
+                data: self.key.sign(button.action, subject, digest, owner_id),
+            })
+            .collect()
+    }
+
+    /// The `/mandates` reply: a count line, then each open mandate with today's use and Stop.
+    async fn mandates_replies(
+        &self,
+        lang: Language,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Body>, StoreError> {
+        let tz = self.config.owner.timezone;
+        let open = self.store.call(move |db| db.open_mandates(now, tz)).await?;
+        let mut replies = vec![text_body(card::mandate::mandates_count(
+            &self.locales,
+            lang,
+            open.len(),
+        ))];
+        let labels = self.labels(lang);
+        for (row, usage) in open {
+            let label = labels.get(&row.kind).cloned().unwrap_or_else(|| row.kind.clone());
+            let view = mandate_view(&row, &label, self.class_of(&row.kind), tz);
+            let usage = UsageView {
+                actions: usage.actions,
+                usd: usage.usd,
+            };
+            let (text, buttons) =
+                card::mandate::mandate_summary(&view, usage, &self.locales, lang, now);
+            replies.push(Body {
+                text: Some(text),
+                buttons: self.signed(buttons, &row.id, &row.digest),
+            });
+        }
+        Ok(replies)
+    }
+
     fn label(&self, record: &Record, lang: Language) -> String {
         let kind = record.kind.as_deref().unwrap_or("");
         self.config.categories.get(kind).map_or_else(
@@ -996,6 +1210,17 @@ impl Consent {
         now: DateTime<Utc>,
     ) -> String {
         let lang = self.language();
+        if let Some(row) = &record.mandate {
+            let label = self.label(record, lang);
+            let view = mandate_view(row, &label, self.class_of(&row.kind), self.config.owner.timezone);
+            let outcome = Outcome {
+                state: state.as_str(),
+                decided_by: decided_by.map(str::to_owned),
+                result: None,
+                reason,
+            };
+            return card::mandate::render_mandate_outcome(&view, &outcome, &self.locales, lang, now);
+        }
         let expires = record
             .expires_at
             .as_deref()
@@ -1028,17 +1253,9 @@ impl Consent {
             self.config.owner.timezone,
             now,
         );
-        let owner_id = self.owner().map_or(0, |o| o.id);
-        let digest = record.digest.as_deref().unwrap_or("");
         Body {
             text: Some(text),
-            buttons: buttons
-                .into_iter()
-                .map(|button| ButtonSpec {
-                    label: button.label,
-                    data: self.key.sign(button.action, &record.id, digest, owner_id),
-                })
-                .collect(),
+            buttons: self.signed(buttons, &record.id, record.digest.as_deref().unwrap_or("")),
         }
     }
 }
@@ -1047,6 +1264,52 @@ fn parse_time(text: &str) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(text)
         .ok()
         .map(|t| t.with_timezone(&Utc))
+}
+
+/// What ending a run sends: the card's edit, or (for an ask a mandate answered) the receipt and
+/// the parts before it.
+#[derive(Debug)]
+struct Ending {
+    record_id: String,
+    edit: Option<String>,
+    messages: Vec<Body>,
+}
+
+impl Ending {
+    fn queue(
+        self,
+        tx: &rusqlite::Transaction<'_>,
+        effects: &mut Effects,
+        chat: i64,
+    ) -> Result<(), StoreError> {
+        if let Some(edit) = self.edit {
+            queue_card_edit(tx, effects, chat, &self.record_id, edit)?;
+        }
+        for body in self.messages {
+            queue(tx, effects, chat, What::Message, None, body, false)?;
+        }
+        Ok(())
+    }
+}
+
+/// A stored mandate as its card shows it.
+fn mandate_view<'a>(
+    row: &'a MandateRow,
+    label: &'a str,
+    class: &'a str,
+    tz: chrono_tz::Tz,
+) -> MandateView<'a> {
+    MandateView {
+        record_id: &row.id,
+        label,
+        class,
+        targets: &row.targets,
+        ends_at: row.ends_at.unwrap_or(DateTime::<Utc>::MAX_UTC),
+        usd_per_day: row.usd_per_day,
+        actions_per_day: row.actions_per_day,
+        reason: row.reason.as_deref(),
+        tz,
+    }
 }
 
 fn text_body(text: String) -> Body {
@@ -1131,8 +1394,20 @@ fn with_view<T>(
 impl Drawer for Consent {
     fn draw(&self, record: &Record, now: DateTime<Utc>, expires_at: DateTime<Utc>) -> DrawnCard {
         let lang = self.language();
-        let owner_id = self.owner().map_or(0, |o| o.id);
         let digest = record.digest.as_deref().unwrap_or("");
+        if let Some(row) = &record.mandate {
+            let label = self.label(record, lang);
+            let view = mandate_view(row, &label, self.class_of(&row.kind), self.config.owner.timezone);
+            let rendered =
+                card::mandate::render_mandate_card(&view, expires_at, &self.locales, lang, now);
+            return DrawnCard {
+                parts: Vec::new(),
+                captions: Vec::new(),
+                text: rendered.card,
+                buttons: self.signed(rendered.buttons, &record.id, digest),
+                silent: false,
+            };
+        }
         with_view(self, record, lang, expires_at, |view| {
             let rendered = card::render_card(view, &self.locales, lang, now);
             let captions = view
@@ -1152,14 +1427,7 @@ impl Drawer for Consent {
                 parts: rendered.parts,
                 captions,
                 text: rendered.card,
-                buttons: rendered
-                    .buttons
-                    .into_iter()
-                    .map(|button| ButtonSpec {
-                        label: button.label,
-                        data: self.key.sign(button.action, &record.id, digest, owner_id),
-                    })
-                    .collect(),
+                buttons: self.signed(rendered.buttons, &record.id, digest),
                 silent: false,
             }
         })

@@ -137,6 +137,7 @@ pub async fn run(
         allowed_uids: config.client.allowed_uids.clone(),
     };
     let config = Arc::new(config);
+    let (covered, covered_runs) = tokio::sync::mpsc::unbounded_channel();
     let intake = Intake {
         config: config.clone(),
         store: store.clone(),
@@ -144,6 +145,7 @@ pub async fn run(
         switches: switches.clone(),
         owner: owner.clone(),
         locales: locales.clone(),
+        covered,
     };
     let consent = Consent {
         config,
@@ -160,7 +162,7 @@ pub async fn run(
     // The consent loop ends the daemon too when it fails (another instance polls the bot).
     let stop = shutdown.clone();
     let consent_loop = tokio::spawn(async move {
-        let result = consent.run(stop.clone()).await;
+        let result = consent.run(stop.clone(), covered_runs).await;
         stop.cancel();
         result
     });

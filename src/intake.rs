@@ -5,17 +5,22 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
 use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
 
 use chrono::{DateTime, Utc};
 
 use crate::action::Action;
+use crate::card::mandate::MandateView;
 use crate::card::{self, AttachmentView, CardView};
+use crate::mandate::MandateRequest;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::digest::Sha256Hash;
 use crate::protocol::{self, ListResponse, RecordSummary, Request, Response, StatusResponse};
 use crate::refusal::{self, Reason, Refusal};
-use crate::store::{AskOutcome, AskPolicy, NewAsk, Record, RecordState, Store, StoreError};
+use crate::store::{
+    AskOutcome, AskPolicy, NewAsk, NewMandate, Record, RecordState, Store, StoreError, Subject,
+};
 
 /// Records in one `list` page.
 pub const LIST_PAGE: usize = 100;
@@ -43,6 +48,8 @@ pub struct Intake {
     pub owner: crate::consent::OwnerCell,
     /// To check that the card can be drawn before the ask is stored.
     pub locales: Arc<crate::locale::Locales>,
+    /// Asks a mandate covered and the store claimed, handed to the consent loop to run.
+    pub covered: mpsc::UnboundedSender<String>,
 }
 
 impl Intake {
@@ -57,6 +64,7 @@ impl Intake {
                 Response::refused(None, &rejection.refusal).to_line(),
             )),
             Ok(Request::Ask(ask)) => self.ask(peer_uid, ask).await,
+            Ok(Request::Mandate(ask)) => self.mandate(peer_uid, ask).await,
             Ok(Request::Status { id, wait }) => self.status(peer_uid, id, wait).await,
             Ok(Request::List { cursor }) => self.list(peer_uid, cursor).await,
         }
@@ -93,47 +101,81 @@ impl Intake {
             idempotency_key: ask.idempotency_key.clone(),
             urgent: ask.urgent,
         };
+        let outcome = self.store.ask(new, self.policy(), now).await?;
+        Ok(self.answer(outcome, ask.wait))
+    }
+
+    /// A mandate request: the gate, then the store (which queues its card).
+    async fn mandate(&self, peer_uid: u32, ask: protocol::MandateAsk) -> Result<Reply, StoreError> {
+        let now = self.clock.now();
+        let category = self.config.categories.get(&ask.kind);
+        let enabled = self.category_enabled(&ask.kind);
+        let request = match refusal::check_mandate(&ask, category, enabled, &self.config.limits) {
+            Ok(request) => request,
+            Err(refusal) => return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await,
+        };
+        if let Err(refusal) = self.mandate_card_fits(&request, now) {
+            return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await;
+        }
+        let new = NewMandate {
+            peer_uid,
+            digest: request.digest().to_hex(),
+            request,
+        };
+        let policy = self.policy();
+        let outcome = self
+            .store
+            .call(move |db| db.ask_mandate(&new, policy, now))
+            .await?;
+        Ok(self.answer(outcome, ask.wait))
+    }
+
+    fn policy(&self) -> AskPolicy {
         let owner = *self
             .owner
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let policy = AskPolicy {
+        AskPolicy {
             owner_known: owner.is_some(),
             card_chat: owner.map(|owner| owner.id),
             decline_memory: self.config.limits.decline_memory,
             max_pending: self.config.limits.max_pending,
-        };
-        let record = match self.store.ask(new, policy, now).await? {
+            tz: self.config.owner.timezone,
+        }
+    }
+
+    /// The answer to an ask or a mandate request the store has taken.
+    fn answer(&self, outcome: AskOutcome, wait: bool) -> Reply {
+        let record = match outcome {
             AskOutcome::Refused { id, refusal } => {
-                return Ok(Reply::Final(
-                    Response::refused(Some(id), &refusal).to_line(),
-                ))
+                return Reply::Final(Response::refused(Some(id), &refusal).to_line())
+            }
+            AskOutcome::Covered(record) => {
+                // The claim is durable; if the loop is gone the daemon is stopping, and the
+                // record becomes outcome_unknown at the next start rather than running twice.
+                if self.covered.send(record.id.clone()).is_err() {
+                    tracing::warn!(id = %record.id, "a covered ask could not be handed to the loop");
+                }
+                record
             }
             AskOutcome::Created(record)
             | AskOutcome::Joined(record)
             | AskOutcome::Existing(record) => record,
         };
-        if record.state.is_final() || !ask.wait {
-            return Ok(Reply::Final(outcome_line(&record)));
+        if record.is_final() || !wait {
+            return Reply::Final(outcome_line(&record));
         }
-        Ok(Reply::Wait {
+        Reply::Wait {
             first: outcome_line(&record),
             id: record.id,
             summary: false,
-        })
+        }
     }
 
     /// A card must be one message even with its text moved to numbered parts: its target and
     /// fields alone may not fill it. Checked in the owner's language before anything is stored.
     fn card_fits(&self, action: &Action, urgent: bool, now: DateTime<Utc>) -> Result<(), Refusal> {
-        let owner = *self
-            .owner
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let lang = owner.map_or_else(
-            || crate::consent::owner_language(&self.config, None),
-            |owner| owner.language,
-        );
+        let lang = self.language();
         let Some(category) = self.config.categories.get(&action.kind) else {
             return Ok(());
         };
@@ -169,6 +211,44 @@ impl Intake {
             })
     }
 
+    /// The mandate card must be one message: many long targets and a long reason may not fit.
+    fn mandate_card_fits(&self, request: &MandateRequest, now: DateTime<Utc>) -> Result<(), Refusal> {
+        let lang = self.language();
+        let Some(category) = self.config.categories.get(&request.kind) else {
+            return Ok(());
+        };
+        let view = MandateView {
+            record_id: "r_00000000000000000000",
+            label: category.label(lang),
+            class: category.class.as_str(),
+            targets: &request.targets,
+            ends_at: crate::mandate::ends_at(now, request.days),
+            usd_per_day: request.usd_per_day,
+            actions_per_day: request.actions_per_day,
+            reason: request.reason.as_deref(),
+            tz: self.config.owner.timezone,
+        };
+        card::mandate::try_render_mandate_card(&view, now, &self.locales, lang, now)
+            .map(|_| ())
+            .map_err(|error| {
+                Refusal::new(
+                    Reason::TooLarge,
+                    format!("the mandate card would not fit one Telegram message: {error}"),
+                )
+            })
+    }
+
+    fn language(&self) -> crate::locale::Language {
+        let owner = *self
+            .owner
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        owner.map_or_else(
+            || crate::consent::owner_language(&self.config, None),
+            |owner| owner.language,
+        )
+    }
+
     /// Records and journals a refused ask, and answers it.
     async fn refuse_ask(
         &self,
@@ -198,7 +278,7 @@ impl Intake {
             return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
         };
         let line = summary_line(&record);
-        if record.state.is_final() || !wait {
+        if record.is_final() || !wait {
             return Ok(Reply::Final(line));
         }
         Ok(Reply::Wait {
@@ -245,7 +325,7 @@ impl Intake {
                 .call(move |db| db.record(&lookup))
                 .await?
                 .ok_or(StoreError::Missing)?;
-            if record.state.is_final() {
+            if record.is_final() {
                 return Ok(if summary {
                     summary_line(&record)
                 } else {
@@ -284,7 +364,7 @@ pub fn outcome_line(record: &Record) -> String {
         result: record
             .result
             .clone()
-            .filter(|_| record.state == RecordState::Executed),
+            .filter(|_| record.state == RecordState::Executed && record.subject == Subject::Action),
     }
     .to_line()
 }

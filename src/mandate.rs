@@ -63,6 +63,39 @@ pub struct MandateRequest {
     pub reason: Option<String>,
 }
 
+impl MandateRequest {
+    /// The SHA-256 of the request's canonical JSON (RFC 8785):
+    /// `{"v":1,"op":"mandate","kind","targets","days","usd_per_day","actions_per_day","reason"}`
+    /// with the amount at two decimals. A Grant or Decline is signed for exactly these terms,
+    /// and a declined request is remembered by it.
+    pub fn digest(&self) -> crate::digest::Sha256Hash {
+        #[derive(serde::Serialize)]
+        struct Canonical<'a> {
+            v: u64,
+            op: &'a str,
+            kind: &'a str,
+            targets: &'a [String],
+            days: u32,
+            usd_per_day: String,
+            actions_per_day: u32,
+            reason: Option<&'a str>,
+        }
+        let canonical = Canonical {
+            v: 1,
+            op: "mandate",
+            kind: &self.kind,
+            targets: &self.targets,
+            days: self.days,
+            usd_per_day: crate::action::format_usd(self.usd_per_day),
+            actions_per_day: self.actions_per_day,
+            reason: self.reason.as_deref(),
+        };
+        // Strings, integers and arrays of strings always serialize.
+        let json = serde_jcs::to_string(&canonical).unwrap_or_default();
+        crate::digest::Sha256Hash::of(json.as_bytes())
+    }
+}
+
 /// What the category allows (from the config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KindRules {

@@ -28,11 +28,24 @@ pub const ASK_KEYS: &[&str] = &[
     "wait",
 ];
 const ATTACHMENT_KEYS: &[&str] = &["name", "media_type", "data_b64"];
+/// The keys a mandate request may carry; anything else is a term the card would not show.
+pub const MANDATE_KEYS: &[&str] = &[
+    "v",
+    "op",
+    "kind",
+    "targets",
+    "days",
+    "usd_per_day",
+    "actions_per_day",
+    "reason",
+    "wait",
+];
 
 /// A parsed request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Request {
     Ask(AskRequest),
+    Mandate(MandateAsk),
     Status { id: String, wait: bool },
     List { cursor: Option<String> },
 }
@@ -51,6 +64,19 @@ pub struct AskRequest {
     pub wait: bool,
 }
 
+/// A mandate request as the session sent it, before the terms are checked. The amount is still
+/// the string the session wrote.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MandateAsk {
+    pub kind: String,
+    pub targets: Vec<String>,
+    pub days: u64,
+    pub usd_per_day: String,
+    pub actions_per_day: u64,
+    pub reason: Option<String>,
+    pub wait: bool,
+}
+
 /// One attachment as sent: its bytes are still base64.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AttachmentRequest {
@@ -63,9 +89,9 @@ fn bad(message: impl Into<String>) -> Refusal {
     Refusal::new(Reason::BadRequest, message)
 }
 
-/// A frame refused by its shape. `ask` says whether it was an ask (a JSON object with
-/// `"op":"ask"`), which is recorded and journaled like any refused ask; `kind` is its kind when it
-/// had a string one.
+/// A frame refused by its shape. `ask` says whether it was an ask or a mandate request (a JSON
+/// object with `"op":"ask"` or `"op":"mandate"`), which is recorded and journaled like any refused
+/// ask; `kind` is its kind when it had a string one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rejection {
     pub refusal: Refusal,
@@ -80,7 +106,10 @@ pub fn parse_request(frame: &[u8]) -> Result<Request, Rejection> {
         ask: false,
         kind: None,
     })?;
-    let is_ask = object.get("op").and_then(Value::as_str) == Some("ask");
+    let is_ask = matches!(
+        object.get("op").and_then(Value::as_str),
+        Some("ask" | "mandate")
+    );
     parse_fields(&object).map_err(|refusal| Rejection {
         refusal,
         ask: is_ask,
@@ -121,7 +150,7 @@ fn parse_fields(object: &Map<String, Value>) -> Result<Request, Refusal> {
     let op = match object.get("op") {
         Some(Value::String(op)) => op.as_str(),
         Some(_) => return Err(bad("key \"op\" must be a string")),
-        None => return Err(bad("missing key \"op\" (ask, status or list)")),
+        None => return Err(bad("missing key \"op\" (ask, mandate, status or list)")),
     };
     match op {
         "ask" => parse_ask(object).map(Request::Ask),
@@ -136,9 +165,9 @@ fn parse_fields(object: &Map<String, Value>) -> Result<Request, Refusal> {
             let cursor = optional_string(object, "cursor")?;
             Ok(Request::List { cursor })
         }
-        "mandate" => Err(bad("op \"mandate\" is not available in this version")),
+        "mandate" => parse_mandate(object).map(Request::Mandate),
         other => Err(bad(format!(
-            "unknown op {}; expected ask, status or list",
+            "unknown op {}; expected ask, mandate, status or list",
             quote(other)
         ))),
     }
@@ -186,6 +215,54 @@ fn parse_ask(object: &Map<String, Value>) -> Result<AskRequest, Refusal> {
         urgent: optional_bool(object, "urgent")?.unwrap_or(false),
         wait: optional_bool(object, "wait")?.unwrap_or(true),
     })
+}
+
+fn parse_mandate(object: &Map<String, Value>) -> Result<MandateAsk, Refusal> {
+    if let Some(unknown) = object
+        .keys()
+        .find(|key| !MANDATE_KEYS.contains(&key.as_str()))
+    {
+        return Err(Refusal::new(
+            Reason::FieldNotShown,
+            format!(
+                "unknown key {} in the mandate request; the card shows only {}",
+                quote(unknown),
+                MANDATE_KEYS.join(", ")
+            ),
+        ));
+    }
+    let targets = match object.get("targets") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| match item {
+                Value::String(target) => Ok(target.clone()),
+                _ => Err(bad(format!("targets[{index}] must be a string"))),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(bad("key \"targets\" must be an array of strings")),
+        None => return Err(bad("missing key \"targets\"")),
+    };
+    Ok(MandateAsk {
+        kind: required_string(object, "kind")?,
+        targets,
+        days: required_count(object, "days")?,
+        usd_per_day: required_string(object, "usd_per_day")?,
+        actions_per_day: required_count(object, "actions_per_day")?,
+        reason: optional_string(object, "reason")?,
+        wait: optional_bool(object, "wait")?.unwrap_or(true),
+    })
+}
+
+/// A whole, non-negative JSON number (`7`, not `7.0`, `"7"` or `-1`).
+fn required_count(object: &Map<String, Value>, key: &str) -> Result<u64, Refusal> {
+    match object.get(key) {
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .ok_or_else(|| bad(format!("key \"{key}\" must be a whole number, not {n}"))),
+        Some(_) => Err(bad(format!("key \"{key}\" must be a number"))),
+        None => Err(bad(format!("missing key \"{key}\""))),
+    }
 }
 
 fn parse_attachment(index: usize, item: &Value) -> Result<AttachmentRequest, Refusal> {

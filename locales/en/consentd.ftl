@@ -99,6 +99,7 @@ pairing-locked = Too many wrong codes: pairing is locked until { $until }.
 help =
     Commands:
     /pending — the asks waiting for your answer
+    /mandates — the open standing permissions, each with Stop
     /help — this list
     /start CODE — pair this chat with consentd (the code comes from “consentd pair”)
 pending-count = { $count ->
@@ -107,3 +108,26 @@ pending-count = { $count ->
        *[other] { $count } asks are waiting:
     }
 pending-item = { $id } · { $label } · answer by { $until }
+
+## Mandates: standing permissions. $usd and $usd_max are dollars with two decimals.
+
+mandate-title = Standing permission: { $label } ({ $class })
+mandate-until = Until: { $when }
+mandate-limits = At most ${ $usd } and { $actions } { $actions ->
+        [one] action
+       *[other] actions
+    } a day
+mandate-reason = Reason: { $reason }
+mandate-explain = Inside these terms, actions run without a card; you get a receipt with Stop for each.
+mandate-usage = Today: { $actions } of { $max } { $max ->
+        [one] action
+       *[other] actions
+    }, ${ $usd } of ${ $usd_max }
+receipt-title = Done without a card, under standing permission { $id }:
+mandates-count = { $count ->
+        [0] No standing permissions are open.
+        [one] { $count } standing permission is open:
+       *[other] { $count } standing permissions are open:
+    }
+mandate-stopped = Stopped: “{ $label }” actions need your Yes again.
+mandate-ended = Standing permission { $id } for “{ $label }” has ended.

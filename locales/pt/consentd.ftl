@@ -98,6 +98,7 @@ pairing-locked = Códigos errados demais: o pareamento está bloqueado até { $u
 help =
     Comandos:
     /pending — os pedidos aguardando sua resposta
+    /mandates — as permissões permanentes abertas, cada uma com Parar
     /help — esta lista
     /start CÓDIGO — parear este chat com o consentd (o código vem de “consentd pair”)
 pending-count = { $count ->
@@ -106,3 +107,26 @@ pending-count = { $count ->
        *[other] { $count } pedidos aguardando:
     }
 pending-item = { $id } · { $label } · responder até { $until }
+
+## Mandatos: permissões permanentes. $usd e $usd_max são dólares com duas casas decimais.
+
+mandate-title = Permissão permanente: { $label } ({ $class })
+mandate-until = Até: { $when }
+mandate-limits = No máximo ${ $usd } e { $actions } { $actions ->
+        [one] ação
+       *[other] ações
+    } por dia
+mandate-reason = Motivo: { $reason }
+mandate-explain = Dentro destes termos, as ações rodam sem cartão; você recebe um recibo com Parar para cada uma.
+mandate-usage = Hoje: { $actions } de { $max } { $max ->
+        [one] ação
+       *[other] ações
+    }, ${ $usd } de ${ $usd_max }
+receipt-title = Feito sem cartão, pela permissão permanente { $id }:
+mandates-count = { $count ->
+        [0] Nenhuma permissão permanente está aberta.
+        [one] { $count } permissão permanente está aberta:
+       *[other] { $count } permissões permanentes estão abertas:
+    }
+mandate-stopped = Parado: as ações “{ $label }” precisam do seu Sim de novo.
+mandate-ended = A permissão permanente { $id } para “{ $label }” terminou.

@@ -100,6 +100,7 @@ pairing-locked = Слишком много неверных кодов: прив
 help =
     Команды:
     /pending — запросы, ждущие вашего ответа
+    /mandates — открытые постоянные разрешения, у каждого кнопка «Остановить»
     /help — этот список
     /start КОД — привязать этот чат к consentd (код выдаёт «consentd pair»)
 pending-count = { $count ->
@@ -109,3 +110,29 @@ pending-count = { $count ->
        *[many] { $count } запросов ждут ответа:
     }
 pending-item = { $id } · { $label } · ответить до { $until }
+
+## Мандаты: постоянные разрешения. $usd и $usd_max — доллары с двумя знаками.
+
+mandate-title = Постоянное разрешение: { $label } ({ $class })
+mandate-until = До: { $when }
+mandate-limits = Не больше ${ $usd } и { $actions } { $actions ->
+        [one] действия
+        [few] действий
+       *[many] действий
+    } в день
+mandate-reason = Причина: { $reason }
+mandate-explain = В этих рамках действия выполняются без карточки; о каждом придёт квитанция с кнопкой «Остановить».
+mandate-usage = Сегодня: { $actions } из { $max } { $max ->
+        [one] действия
+        [few] действий
+       *[many] действий
+    }, ${ $usd } из ${ $usd_max }
+receipt-title = Выполнено без карточки, по постоянному разрешению { $id }:
+mandates-count = { $count ->
+        [0] Открытых постоянных разрешений нет.
+        [one] Открыто { $count } постоянное разрешение:
+        [few] Открыто { $count } постоянных разрешения:
+       *[many] Открыто { $count } постоянных разрешений:
+    }
+mandate-stopped = Остановлено: для «{ $label }» снова нужно ваше «Да».
+mandate-ended = Постоянное разрешение { $id } для «{ $label }» закончилось.

@@ -10,7 +10,8 @@ use base64::Engine as _;
 
 use crate::action::{Action, Attachment};
 use crate::config::{self, Category, Cost, Limits, Presence};
-use crate::protocol::{quote, AskRequest};
+use crate::mandate::{self, Ceilings, KindRules, MandateRequest};
+use crate::protocol::{quote, AskRequest, MandateAsk};
 use visible::FieldRef;
 
 /// The longest target the card shows, in characters.
@@ -115,6 +116,76 @@ impl From<visible::Refusal> for Refusal {
         };
         Refusal::new(reason, refusal.message())
     }
+}
+
+/// The most targets one mandate may name: each is a line on its card.
+pub const MAX_MANDATE_TARGETS: usize = 20;
+
+/// Checks a mandate request (SPEC §7): a known kind whose category is on, targets and a reason the
+/// owner can see, then the terms against the ceilings (`mandate_terms`, naming the term).
+pub fn check_mandate(
+    ask: &MandateAsk,
+    category: Option<&Category>,
+    enabled: bool,
+    limits: &Limits,
+) -> Result<MandateRequest, Refusal> {
+    let Some(category) = category.filter(|_| config::is_valid_kind(&ask.kind)) else {
+        return Err(Refusal::new(
+            Reason::UnknownKind,
+            format!("no category {} is configured", quote(&ask.kind)),
+        ));
+    };
+    if !enabled {
+        return Err(Refusal::new(
+            Reason::CategoryOff,
+            format!(
+                "category {} is off; the owner can turn it on with /categories",
+                category.name
+            ),
+        ));
+    }
+    if ask.targets.len() > MAX_MANDATE_TARGETS {
+        return Err(Refusal::new(
+            Reason::TooLarge,
+            format!(
+                "{} targets; a mandate names at most {MAX_MANDATE_TARGETS}",
+                ask.targets.len()
+            ),
+        ));
+    }
+    for (index, target) in ask.targets.iter().enumerate() {
+        let place = format!("targets[{index}]");
+        check_size(&place, Some(target), MAX_TARGET_CHARS)?;
+        visible::check_value(target, FieldRef::Field(&place), false)?;
+    }
+    check_size("reason", ask.reason.as_deref(), MAX_FIELD_CHARS)?;
+    if let Some(reason) = &ask.reason {
+        visible::check_value(reason, FieldRef::Field("reason"), false)?;
+    }
+    let usd_per_day = config::parse_money(&ask.usd_per_day)
+        .map_err(|error| Refusal::new(Reason::BadRequest, format!("usd_per_day: {error}")))?;
+    let request = MandateRequest {
+        kind: category.name.clone(),
+        targets: ask.targets.clone(),
+        // Beyond u32 is beyond every ceiling: saturating keeps the ceiling's own message.
+        days: u32::try_from(ask.days).unwrap_or(u32::MAX),
+        usd_per_day,
+        actions_per_day: u32::try_from(ask.actions_per_day).unwrap_or(u32::MAX),
+        reason: ask.reason.clone().filter(|reason| !reason.is_empty()),
+    };
+    let rules = KindRules {
+        exists: true,
+        mandate_ok: category.mandate_ok,
+        destructive: category.class == config::Class::Destructive,
+    };
+    let ceilings = Ceilings {
+        max_days: limits.mandate_max_days,
+        max_usd_per_day: limits.mandate_max_usd_per_day,
+        max_actions_per_day: limits.mandate_max_actions_per_day,
+    };
+    mandate::check_terms(&request, &rules, &ceilings)
+        .map_err(|refusal| Refusal::new(Reason::MandateTerms, refusal.message))?;
+    Ok(request)
 }
 
 /// Checks an ask against its category and the limits. `category` is `None` for an unknown kind;

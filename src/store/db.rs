@@ -18,6 +18,7 @@ use crate::action::{format_usd, Action};
 use crate::digest::AttachmentFacts;
 use crate::journal::{self, JournalFile, Line};
 use crate::refusal::{Reason, Refusal};
+use crate::store::mandates::MandateRow;
 use crate::store::state::RecordState;
 use crate::store::StoreError;
 
@@ -25,6 +26,7 @@ use crate::store::StoreError;
 const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("migrations/0001_init.sql")),
     (2, include_str!("migrations/0002_telegram.sql")),
+    (3, include_str!("migrations/0003_mandates.sql")),
 ];
 
 /// A journal event waiting for its line: the event name and its own members, in order.
@@ -101,6 +103,8 @@ pub struct AskPolicy {
     pub card_chat: Option<i64>,
     pub decline_memory: Duration,
     pub max_pending: u32,
+    /// The owner's zone: a mandate's day is their local day.
+    pub tz: chrono_tz::Tz,
 }
 
 /// What became of an ask.
@@ -110,6 +114,9 @@ pub enum AskOutcome {
     Created(Record),
     /// An open record with the same digest: no second card.
     Joined(Record),
+    /// An open mandate covered it: claimed (running, `used` durable) in the same transaction
+    /// that took its share of the mandate's day. The command may start.
+    Covered(Record),
     /// The same idempotency key and digest: the record asked before, in whatever state it is.
     Existing(Record),
     /// Refused; a refused record was stored and journaled.
@@ -141,6 +148,37 @@ pub struct Record {
     pub decided_at: Option<String>,
     pub decided_by: Option<i64>,
     pub finished_at: Option<String>,
+    /// An action, or a request for a mandate.
+    pub subject: Subject,
+    /// For an action: the mandate that answered it instead of a card.
+    pub mandate_id: Option<String>,
+    /// For a mandate request: its terms and where the mandate stands.
+    pub mandate: Option<MandateRow>,
+}
+
+impl Record {
+    /// Whether the record has its answer for the session: a final state, or a granted mandate
+    /// request (a mandate request is never run, so `granted` is where it ends).
+    pub fn is_final(&self) -> bool {
+        self.state.is_final()
+            || (self.subject == Subject::Mandate && self.state == RecordState::Granted)
+    }
+}
+
+/// What a record asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    Action,
+    Mandate,
+}
+
+impl Subject {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Subject::Action => "action",
+            Subject::Mandate => "mandate",
+        }
+    }
 }
 
 /// Columns a transition may set besides the state.
@@ -375,6 +413,12 @@ impl Db {
         Ok(value)
     }
 
+    /// Notes a record's new state for waiters, for a change made outside [`Db::write_effects`]'s
+    /// own bookkeeping.
+    pub(super) fn note_change(&mut self, id: &str, state: RecordState) {
+        self.changed.push((id.to_owned(), state));
+    }
+
     /// Whether anything was queued for Telegram since the last call.
     pub fn take_outbox_queued(&mut self) -> bool {
         std::mem::take(&mut self.outbox_queued)
@@ -428,7 +472,9 @@ impl Db {
                     );
                 }
             }
-            if let Some(refusal) = stateful_refusal(tx, ask, policy, now)? {
+            if let Some(refusal) =
+                stateful_refusal(tx, &ask.digest, &ask.action.kind, policy, now)?
+            {
                 return refuse_in(tx, events, &id, ask.peer_uid, Some(&ask.action.kind), refusal, now);
             }
             // Joined only by the same peer: another peer's record is not theirs to read or wait on.
@@ -439,19 +485,14 @@ impl Db {
             )? {
                 return Ok(AskOutcome::Joined(open));
             }
-            let open: i64 = tx.query_row(
-                "SELECT count(*) FROM records WHERE state IN ('pending', 'card_shown')",
-                [],
-                |row| row.get(0),
-            )?;
-            if open >= i64::from(policy.max_pending) {
-                let refusal = Refusal::new(
-                    Reason::TooManyPending,
-                    format!(
-                        "{open} asks are already waiting for the owner; at most {} may wait at once",
-                        policy.max_pending
-                    ),
-                );
+            if policy.owner_known {
+                if let Some((mandate, usage)) =
+                    super::mandates::covering_mandate(tx, &ask.action, now, policy.tz)?
+                {
+                    return covered_in(tx, events, &id, ask, &mandate, usage, now);
+                }
+            }
+            if let Some(refusal) = pending_refusal(tx, policy)? {
                 return refuse_in(tx, events, &id, ask.peer_uid, Some(&ask.action.kind), refusal, now);
             }
             insert_pending(tx, &id, ask, now)?;
@@ -484,7 +525,9 @@ impl Db {
         })?;
         self.outbox_queued |= queued_card;
         match &outcome {
-            AskOutcome::Created(record) => self.changed.push((record.id.clone(), record.state)),
+            AskOutcome::Created(record) | AskOutcome::Covered(record) => {
+                self.changed.push((record.id.clone(), record.state))
+            }
             AskOutcome::Refused { id, .. } => self.changed.push((id.clone(), RecordState::Refused)),
             AskOutcome::Joined(_) | AskOutcome::Existing(_) => {}
         }
@@ -570,11 +613,14 @@ impl Db {
                 |row| row.get(0),
             )?;
             effects.push(
-                Event::new("declined")
-                    .with("id", id)
-                    .with("kind", kind.as_str())
-                    .with("digest", digest.as_str())
-                    .with("by", by),
+                Event::new(match record.subject {
+                    Subject::Action => "declined",
+                    Subject::Mandate => "mandate_declined",
+                })
+                .with("id", id)
+                .with("kind", kind.as_str())
+                .with("digest", digest.as_str())
+                .with("by", by),
             );
             let silenced = streak >= i64::from(streak_limit);
             if silenced {
@@ -625,13 +671,37 @@ impl Db {
                 "UPDATE kind_streaks SET streak = 0, silenced_until = NULL WHERE kind = ?1",
                 [&kind],
             )?;
-            effects.push(
-                Event::new("granted")
-                    .with("id", id)
-                    .with("kind", kind.as_str())
-                    .with("digest", record.digest.clone().unwrap_or_default())
-                    .with("by", by),
-            );
+            let record = match &record.mandate {
+                Some(terms) => {
+                    // The end was fixed when it was asked: the card showed it, and a Grant
+                    // opens exactly that.
+                    tx.execute(
+                        "UPDATE mandates SET opened_at = ?2 WHERE id = ?1",
+                        params![id, timestamp(now)],
+                    )?;
+                    effects.push(
+                        Event::new("mandate_open")
+                            .with("id", id)
+                            .with("kind", kind.as_str())
+                            .with("digest", record.digest.clone().unwrap_or_default())
+                            .with("ends_at", terms.ends_at.map(timestamp).unwrap_or_default())
+                            .with("usd_per_day", format_usd(terms.usd_per_day))
+                            .with("actions_per_day", terms.actions_per_day)
+                            .with("by", by),
+                    );
+                    record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?
+                }
+                None => {
+                    effects.push(
+                        Event::new("granted")
+                            .with("id", id)
+                            .with("kind", kind.as_str())
+                            .with("digest", record.digest.clone().unwrap_or_default())
+                            .with("by", by),
+                    );
+                    record
+                }
+            };
             after(tx, effects, &record)?;
             Ok(record)
         })
@@ -746,9 +816,12 @@ fn stage(
     Ok(lines)
 }
 
-fn stateful_refusal(
+/// The refusals an ask and a mandate request meet in the store before anything else: no owner,
+/// the identical request declined recently, the kind silenced.
+pub(super) fn stateful_refusal(
     tx: &Transaction<'_>,
-    ask: &NewAsk,
+    digest: &str,
+    kind: &str,
     policy: AskPolicy,
     now: DateTime<Utc>,
 ) -> Result<Option<Refusal>, StoreError> {
@@ -761,7 +834,7 @@ fn stateful_refusal(
     let declined_at: Option<String> = tx
         .query_row(
             "SELECT declined_at FROM declines WHERE digest = ?1 AND declined_at > ?2",
-            params![ask.digest, since(now, policy.decline_memory)],
+            params![digest, since(now, policy.decline_memory)],
             |row| row.get(0),
         )
         .optional()?;
@@ -774,7 +847,7 @@ fn stateful_refusal(
     let silenced_until: Option<String> = tx
         .query_row(
             "SELECT silenced_until FROM kind_streaks WHERE kind = ?1 AND silenced_until > ?2",
-            params![ask.action.kind, timestamp(now)],
+            params![kind, timestamp(now)],
             |row| row.get(0),
         )
         .optional()?;
@@ -782,13 +855,89 @@ fn stateful_refusal(
         return Ok(Some(Refusal::new(
             Reason::KindSilenced,
             format!(
-                "the owner declined {} several times in a row; no cards of this kind until {until} \
-                 or until the owner resumes it",
-                ask.action.kind
+                "the owner declined {kind} several times in a row; no cards of this kind until \
+                 {until} or until the owner resumes it"
             ),
         )));
     }
     Ok(None)
+}
+
+/// `max_pending` asks are already waiting for the owner.
+pub(super) fn pending_refusal(
+    tx: &Transaction<'_>,
+    policy: AskPolicy,
+) -> Result<Option<Refusal>, StoreError> {
+    let open: i64 = tx.query_row(
+        "SELECT count(*) FROM records WHERE state IN ('pending', 'card_shown')",
+        [],
+        |row| row.get(0),
+    )?;
+    if open < i64::from(policy.max_pending) {
+        return Ok(None);
+    }
+    Ok(Some(Refusal::new(
+        Reason::TooManyPending,
+        format!(
+            "{open} asks are already waiting for the owner; at most {} may wait at once",
+            policy.max_pending
+        ),
+    )))
+}
+
+/// An ask an open mandate covers: stored, granted by the mandate and claimed in this one
+/// transaction, which is also the one that takes its share of the mandate's day — so two asks
+/// racing for the last action of a day are decided one after the other, by the store's lock.
+fn covered_in(
+    tx: &Transaction<'_>,
+    events: &mut Vec<Event>,
+    id: &str,
+    ask: &NewAsk,
+    mandate: &super::mandates::MandateRow,
+    before: crate::mandate::Usage,
+    now: DateTime<Utc>,
+) -> Result<AskOutcome, StoreError> {
+    insert_pending(tx, id, ask, now)?;
+    tx.execute(
+        "UPDATE records SET mandate_id = ?2 WHERE id = ?1",
+        params![id, mandate.id],
+    )?;
+    let granted = StateChange {
+        decided_at: Some(now),
+        ..StateChange::default()
+    };
+    transition_in(tx, id, RecordState::Pending, RecordState::Granted, &granted)?;
+    transition_in(
+        tx,
+        id,
+        RecordState::Granted,
+        RecordState::Running,
+        &StateChange::default(),
+    )?;
+    let cost = ask.action.cost_usd.unwrap_or_default();
+    let mut asked = Event::new("asked")
+        .with("id", id)
+        .with("kind", ask.action.kind.as_str())
+        .with("digest", ask.digest.as_str())
+        .with("uid", ask.peer_uid);
+    if let Some(cost) = ask.action.cost_string() {
+        asked = asked.with("cost_usd", cost);
+    }
+    events.push(asked);
+    events.push(
+        Event::new("mandate_use")
+            .with("id", id)
+            .with("mandate", mandate.id.as_str())
+            .with("actions_today", before.actions + 1)
+            .with("usd_today", format_usd(before.usd + cost)),
+    );
+    events.push(
+        Event::new("used")
+            .with("id", id)
+            .with("digest", ask.digest.as_str()),
+    );
+    let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
+    Ok(AskOutcome::Covered(record))
 }
 
 pub(crate) fn refuse_in(
@@ -922,7 +1071,7 @@ pub(crate) fn transition_in(
 
 const RECORD_COLUMNS: &str = "seq, id, peer_uid, kind, target, text, fields, cost_usd, digest, \
     idempotency_key, urgent, state, reason, message, result, created_at, shown_at, expires_at, \
-    decided_at, decided_by, finished_at";
+    decided_at, decided_by, finished_at, subject, mandate_id";
 
 pub(crate) fn record_where(
     conn: &Connection,
@@ -941,6 +1090,9 @@ pub(crate) fn record_where(
     match record {
         Some(mut record) => {
             record.attachments = attachments_of(conn, &record.id)?;
+            if record.subject == Subject::Mandate {
+                record.mandate = super::mandates::mandate_row(conn, &record.id)?;
+            }
             Ok(Some(record))
         }
         None => Ok(None),
@@ -976,6 +1128,12 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
         decided_at: row.get(18)?,
         decided_by: row.get(19)?,
         finished_at: row.get(20)?,
+        subject: match row.get::<_, String>(21)?.as_str() {
+            "mandate" => Subject::Mandate,
+            _ => Subject::Action,
+        },
+        mandate_id: row.get(22)?,
+        mandate: None,
     })
 }
 

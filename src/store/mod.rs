@@ -7,6 +7,7 @@
 
 pub mod consent;
 pub mod db;
+pub mod mandates;
 pub mod outbox;
 pub mod state;
 
@@ -21,7 +22,10 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{broadcast, oneshot, Notify};
 
 use crate::action::Attachment;
-pub use db::{AskOutcome, AskPolicy, Db, Effects, Event, NewAsk, OpenReport, Record, StateChange};
+pub use db::{
+    AskOutcome, AskPolicy, Db, Effects, Event, NewAsk, OpenReport, Record, StateChange, Subject,
+};
+pub use mandates::{MandateRow, NewMandate};
 pub use state::RecordState;
 
 /// Errors of the store. A refused ask is not an error: see [`AskOutcome::Refused`].

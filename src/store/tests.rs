@@ -85,6 +85,7 @@ fn policy() -> AskPolicy {
         card_chat: None,
         decline_memory: Duration::from_secs(24 * 3600),
         max_pending: 20,
+        tz: chrono_tz::UTC,
     }
 }
 
@@ -303,6 +304,7 @@ async fn concurrent_asks_with_one_idempotency_key_make_one_record() {
                 ids.insert(record.id);
             }
             AskOutcome::Refused { refusal, .. } => panic!("refused: {refusal:?}"),
+            AskOutcome::Covered(record) => panic!("no mandate is open, yet {record:?} was covered"),
         }
     }
     assert_eq!(created_count, 1);
@@ -575,7 +577,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
     let mode: String = db
         .connection()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))

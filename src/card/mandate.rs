@@ -1,0 +1,432 @@
+//! The mandate's side of the chat (SPEC §7): the card asking for a standing permission and its
+//! edits, the receipt for each action a mandate answered, the `/mandates` list, and the notices
+//! of a mandate stopped or ended. Pure functions of their inputs, like the rest of [`crate::card`].
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use rust_decimal::Decimal;
+
+use super::{
+    button, clamp, class_message, local_time, msg, Body, ButtonAction, CardError, CardView,
+    Outcome, Rendered, FOOTER_ROOM, REASON_ROOM, RESULT_ROOM,
+};
+use crate::action::format_usd;
+use crate::locale::{Language, Locales};
+use crate::split::{self, MESSAGE_LIMIT};
+
+/// The terms of a mandate as its card shows them.
+#[derive(Debug, Clone)]
+pub struct MandateView<'a> {
+    /// The id of the record that asked for it, which is also the mandate's id.
+    pub record_id: &'a str,
+    /// The category's label in the owner's language.
+    pub label: &'a str,
+    /// "external" | "spend" (never "destructive": no mandate covers those).
+    pub class: &'a str,
+    pub targets: &'a [String],
+    /// The end of its term, fixed when it was asked, so the card shows exactly what a Grant opens.
+    pub ends_at: DateTime<Utc>,
+    pub usd_per_day: Decimal,
+    pub actions_per_day: u32,
+    pub reason: Option<&'a str>,
+    /// The owner's zone.
+    pub tz: Tz,
+}
+
+/// A mandate's use today, against its terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UsageView {
+    pub actions: u32,
+    pub usd: Decimal,
+}
+
+/// The terms, one line each: title, targets, until, the day's limits, the reason, the record.
+fn terms_lines(
+    view: &MandateView,
+    locales: &Locales,
+    lang: Language,
+    now: DateTime<Utc>,
+) -> Vec<String> {
+    let until = local_time(locales, lang, view.ends_at, view.tz, now);
+    let class = match class_message(view.class) {
+        Some(id) => locales.t(lang, id, &[]),
+        None => view.class.to_owned(),
+    };
+    let mut lines = vec![locales.t(
+        lang,
+        msg::MANDATE_TITLE,
+        &[("label", view.label.into()), ("class", (&class).into())],
+    )];
+    for target in view.targets {
+        lines.push(locales.t(lang, msg::CARD_TARGET, &[("target", target.as_str().into())]));
+    }
+    lines.push(locales.t(lang, msg::MANDATE_UNTIL, &[("when", (&until).into())]));
+    lines.push(locales.t(
+        lang,
+        msg::MANDATE_LIMITS,
+        &[
+            ("usd", format_usd(view.usd_per_day).as_str().into()),
+            ("actions", view.actions_per_day.into()),
+        ],
+    ));
+    if let Some(reason) = view.reason {
+        lines.push(locales.t(lang, msg::MANDATE_REASON, &[("reason", reason.into())]));
+    }
+    lines.push(locales.t(lang, msg::CARD_RECORD, &[("id", view.record_id.into())]));
+    lines
+}
+
+/// The card asking for a mandate, answerable until `expires_at`, with Grant and Decline.
+pub fn render_mandate_card(
+    view: &MandateView,
+    expires_at: DateTime<Utc>,
+    locales: &Locales,
+    lang: Language,
+    now: DateTime<Utc>,
+) -> Rendered {
+    let mut lines = terms_lines(view, locales, lang, now);
+    lines.push(locales.t(lang, msg::MANDATE_EXPLAIN, &[]));
+    let when = local_time(locales, lang, expires_at, view.tz, now);
+    lines.push(locales.t(lang, msg::CARD_DEADLINE, &[("when", (&when).into())]));
+    Rendered {
+        parts: Vec::new(),
+        card: lines.join("\n"),
+        buttons: vec![
+            button(locales, lang, ButtonAction::Grant),
+            button(locales, lang, ButtonAction::Decline),
+        ],
+    }
+}
+
+/// The mandate card, or why it cannot be one message (too many or too long targets and reason),
+/// checked before the request is stored.
+pub fn try_render_mandate_card(
+    view: &MandateView,
+    expires_at: DateTime<Utc>,
+    locales: &Locales,
+    lang: Language,
+    now: DateTime<Utc>,
+) -> Result<Rendered, CardError> {
+    let fixed = terms_lines(view, locales, lang, now).join("\n");
+    let room = MESSAGE_LIMIT - FOOTER_ROOM;
+    if !split::fits_in_card(&fixed, room) {
+        let (code_points, utf16_units) = split::measure(&fixed);
+        return Err(CardError {
+            code_points,
+            utf16_units,
+            room,
+        });
+    }
+    Ok(render_mandate_card(view, expires_at, locales, lang, now))
+}
+
+/// The mandate card once answered: the same terms, and the outcome and who decided in place of
+/// the deadline. No buttons.
+pub fn render_mandate_outcome(
+    view: &MandateView,
+    outcome: &Outcome,
+    locales: &Locales,
+    lang: Language,
+    now: DateTime<Utc>,
+) -> String {
+    let mut lines = terms_lines(view, locales, lang, now);
+    lines.push(super::outcome_line(outcome, locales, lang));
+    lines.join("\n")
+}
+
+/// "Today: 4 of 10 actions, $2.40 of $5.00".
+pub fn usage_line(
+    view: &MandateView,
+    usage: UsageView,
+    locales: &Locales,
+    lang: Language,
+) -> String {
+    locales.t(
+        lang,
+        msg::MANDATE_USAGE,
+        &[
+            ("actions", usage.actions.into()),
+            ("max", view.actions_per_day.into()),
+            ("usd", format_usd(usage.usd).as_str().into()),
+            ("usd_max", format_usd(view.usd_per_day).as_str().into()),
+        ],
+    )
+}
+
+/// One open mandate in the `/mandates` reply: its terms, today's use, and Stop.
+pub fn mandate_summary(
+    view: &MandateView,
+    usage: UsageView,
+    locales: &Locales,
+    lang: Language,
+    now: DateTime<Utc>,
+) -> (String, Vec<super::Button>) {
+    let mut lines = terms_lines(view, locales, lang, now);
+    lines.push(usage_line(view, usage, locales, lang));
+    (
+        lines.join("\n"),
+        vec![button(locales, lang, ButtonAction::Stop)],
+    )
+}
+
+/// The first line of the `/mandates` reply.
+pub fn mandates_count(locales: &Locales, lang: Language, count: usize) -> String {
+    locales.t(lang, msg::MANDATES_COUNT, &[("count", count.into())])
+}
+
+/// The receipt for an action a mandate answered: what ran, as a card shows it; how it ended;
+/// today's use against the mandate's terms and until when it lasts; and Stop. A text too long
+/// for one message goes in numbered parts before it, as on a card.
+pub fn render_receipt(
+    action: &CardView,
+    mandate: &MandateView,
+    usage: UsageView,
+    outcome: &Outcome,
+    locales: &Locales,
+    lang: Language,
+    now: DateTime<Utc>,
+) -> Rendered {
+    let body = Body::new(action, locales, lang);
+    let mut footer = vec![super::outcome_line(outcome, locales, lang)];
+    if let Some(result) = outcome.result {
+        footer.push(locales.t(
+            lang,
+            msg::CARD_RESULT,
+            &[("result", clamp(result, RESULT_ROOM).as_ref().into())],
+        ));
+    }
+    if let Some(reason) = outcome.reason {
+        footer.push(locales.t(
+            lang,
+            msg::CARD_REASON,
+            &[("reason", clamp(reason, REASON_ROOM).as_ref().into())],
+        ));
+    }
+    footer.push(usage_line(mandate, usage, locales, lang));
+    let until = local_time(locales, lang, mandate.ends_at, mandate.tz, now);
+    footer.push(locales.t(lang, msg::MANDATE_UNTIL, &[("when", (&until).into())]));
+    let title = locales.t(lang, msg::RECEIPT_TITLE, &[("id", mandate.record_id.into())]);
+    let card = format!("{title}\n{}", body.assemble(&footer));
+    Rendered {
+        parts: body.part_messages(),
+        card,
+        buttons: vec![button(locales, lang, ButtonAction::Stop)],
+    }
+}
+
+/// The reply to the owner's Stop.
+pub fn mandate_stopped(locales: &Locales, lang: Language, label: &str) -> String {
+    locales.t(lang, msg::MANDATE_STOPPED, &[("label", label.into())])
+}
+
+/// The notice that a mandate's term is over.
+pub fn mandate_ended(locales: &Locales, lang: Language, id: &str, label: &str) -> String {
+    locales.t(
+        lang,
+        msg::MANDATE_ENDED,
+        &[("id", id.into()), ("label", label.into())],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::card::AttachmentView;
+    use chrono::TimeZone;
+    use std::collections::BTreeMap;
+
+    const RECORD: &str = "r_0123456789abcdef0123";
+    const MANDATE: &str = "r_fedcba9876543210fedc";
+
+    fn locales() -> Locales {
+        Locales::new().expect("the locale files load")
+    }
+
+    /// 14:20 in Moscow (UTC+3).
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 3, 3, 11, 20, 0).unwrap()
+    }
+
+    fn label(lang: Language) -> &'static str {
+        match lang {
+            Language::En => "Post to X",
+            Language::Ru => "Пост в X",
+            Language::Pt => "Post no X",
+        }
+    }
+
+    fn targets() -> Vec<String> {
+        vec!["@mila_news".to_owned(), "@mila_shop".to_owned()]
+    }
+
+    fn view<'a>(targets: &'a [String], lang: Language) -> MandateView<'a> {
+        MandateView {
+            record_id: MANDATE,
+            label: label(lang),
+            class: "external",
+            targets,
+            ends_at: Utc.with_ymd_and_hms(2026, 3, 10, 11, 20, 0).unwrap(),
+            usd_per_day: Decimal::new(500, 2),
+            actions_per_day: 10,
+            reason: Some("Daily news posts while I am away"),
+            tz: chrono_tz::Europe::Moscow,
+        }
+    }
+
+    fn show(rendered: &Rendered) -> String {
+        let buttons: Vec<String> = rendered
+            .buttons
+            .iter()
+            .map(|b| format!("[{}]", b.label))
+            .collect();
+        format!("{}\n----\n{}", rendered.card, buttons.join(" "))
+    }
+
+    fn snapshot(name: String, value: String) {
+        let mut settings = insta::Settings::clone_current();
+        settings.set_prepend_module_to_snapshot(false);
+        // Beside the other cards' snapshots.
+        settings.set_snapshot_path("../snapshots");
+        settings.bind(|| insta::assert_snapshot!(name, value));
+    }
+
+    fn assert_clean(s: &str) {
+        assert!(
+            !s.contains(['\u{2068}', '\u{2069}']),
+            "isolation marks in {s:?}"
+        );
+        for id in msg::ALL.iter().filter(|id| id.contains('-')) {
+            assert!(!s.contains(id), "message id {id} shown in {s:?}");
+        }
+    }
+
+    #[test]
+    fn snapshot_mandate_card() {
+        let locales = locales();
+        let targets = targets();
+        for lang in Language::ALL {
+            let expires = now() + chrono::Duration::minutes(15);
+            let rendered = render_mandate_card(&view(&targets, lang), expires, &locales, lang, now());
+            assert_eq!(
+                rendered.buttons.iter().map(|b| b.action).collect::<Vec<_>>(),
+                [ButtonAction::Grant, ButtonAction::Decline]
+            );
+            assert!(rendered.parts.is_empty());
+            assert!(rendered.card.contains("@mila_news") && rendered.card.contains("@mila_shop"));
+            assert!(rendered.card.contains("5.00"));
+            assert_clean(&rendered.card);
+            snapshot(format!("mandate_card_{lang}"), show(&rendered));
+        }
+    }
+
+    #[test]
+    fn snapshot_mandate_granted() {
+        let locales = locales();
+        let targets = targets();
+        for lang in Language::ALL {
+            let outcome = Outcome {
+                state: "granted",
+                decided_by: Some("Mila Petrova".to_owned()),
+                result: None,
+                reason: None,
+            };
+            let text = render_mandate_outcome(&view(&targets, lang), &outcome, &locales, lang, now());
+            assert!(text.contains("Mila Petrova"));
+            assert_clean(&text);
+            snapshot(format!("mandate_granted_{lang}"), text);
+        }
+    }
+
+    #[test]
+    fn snapshot_receipt() {
+        let locales = locales();
+        let targets = targets();
+        let fields = BTreeMap::new();
+        let attachments: [AttachmentView; 0] = [];
+        for lang in Language::ALL {
+            let action = CardView {
+                record_id: RECORD,
+                kind: "publish_x",
+                label: label(lang),
+                class: "external",
+                target: Some("@mila_news"),
+                fields: &fields,
+                cost_usd: Some("0.40"),
+                attachments: &attachments,
+                text: Some("Morning news: the bridge reopens today."),
+                text_sha256_hex: Some("aa"),
+                expires_at: now(),
+                tz: chrono_tz::Europe::Moscow,
+                urgent: false,
+            };
+            let outcome = Outcome {
+                state: "executed",
+                decided_by: None,
+                result: Some("https://x.com/mila_news/status/3"),
+                reason: None,
+            };
+            let usage = UsageView {
+                actions: 4,
+                usd: Decimal::new(240, 2),
+            };
+            let rendered = render_receipt(
+                &action,
+                &view(&targets, lang),
+                usage,
+                &outcome,
+                &locales,
+                lang,
+                now(),
+            );
+            assert_eq!(
+                rendered.buttons.iter().map(|b| b.action).collect::<Vec<_>>(),
+                [ButtonAction::Stop]
+            );
+            assert!(rendered.card.contains("2.40") && rendered.card.contains("5.00"));
+            assert!(rendered.card.contains(MANDATE));
+            assert_clean(&rendered.card);
+            snapshot(format!("receipt_{lang}"), show(&rendered));
+        }
+    }
+
+    #[test]
+    fn snapshot_mandates_list() {
+        let locales = locales();
+        let targets = targets();
+        for lang in Language::ALL {
+            let usage = UsageView {
+                actions: 1,
+                usd: Decimal::ZERO,
+            };
+            let (text, buttons) = mandate_summary(&view(&targets, lang), usage, &locales, lang, now());
+            assert_eq!(buttons.len(), 1);
+            assert_eq!(buttons[0].action, ButtonAction::Stop);
+            let mut shown = Vec::new();
+            for count in [0, 1, 2, 5] {
+                shown.push(mandates_count(&locales, lang, count));
+            }
+            shown.push(format!("{text}\n----\n[{}]", buttons[0].label));
+            shown.push(mandate_stopped(&locales, lang, label(lang)));
+            shown.push(mandate_ended(&locales, lang, MANDATE, label(lang)));
+            let all = shown.join("\n====\n");
+            assert_clean(&all);
+            snapshot(format!("mandates_list_{lang}"), all);
+        }
+    }
+
+    #[test]
+    fn a_mandate_card_too_long_for_one_message_is_refused() {
+        let locales = locales();
+        let long: Vec<String> = (0..20).map(|i| format!("@{i}{}", "x".repeat(250))).collect();
+        let view = view(&long, Language::En);
+        let error = try_render_mandate_card(&view, now(), &locales, Language::En, now())
+            .expect_err("5,000 characters of targets do not fit");
+        assert!(error.code_points > error.room);
+        let short = targets();
+        let short_view = MandateView {
+            targets: &short,
+            ..view
+        };
+        assert!(try_render_mandate_card(&short_view, now(), &locales, Language::En, now()).is_ok());
+    }
+}
