@@ -5,7 +5,7 @@ use base64::Engine as _;
 
 use super::*;
 use crate::config::{self, Config};
-use crate::protocol::{AskRequest, AttachmentRequest};
+use crate::protocol::{AskRequest, AttachmentRequest, MandateAsk};
 
 const CONFIG: &str = r#"
 [paths]
@@ -15,6 +15,9 @@ state_dir = "/var/lib/consentd"
 max_text_chars = 50
 max_attachments = 2
 max_attachment_bytes = 16
+mandate_max_days = 5
+mandate_max_usd_per_day = "6.00"
+mandate_max_actions_per_day = 20
 
 [categories.publish_x]
 label = { en = "Post to X" }
@@ -32,6 +35,30 @@ label = { en = "Generate" }
 class = "spend"
 enabled = true
 cost = "0.04"
+command = ["/bin/true"]
+
+[categories.post_ok]
+label = { en = "Post" }
+class = "external"
+enabled = true
+mandate_ok = true
+target = "required"
+text = "required"
+command = ["/bin/true"]
+
+[categories.post_off]
+label = { en = "Post elsewhere" }
+class = "external"
+enabled = false
+mandate_ok = true
+target = "required"
+command = ["/bin/true"]
+
+[categories.wipe]
+label = { en = "Wipe" }
+class = "destructive"
+enabled = true
+target = "required"
 command = ["/bin/true"]
 
 [categories.bare]
@@ -405,5 +432,111 @@ fn reason_codes_are_stable() {
     );
     for reason in Reason::ALL {
         assert_eq!(Reason::parse(reason.as_str()), Some(reason));
+    }
+}
+
+fn good_mandate() -> MandateAsk {
+    MandateAsk {
+        kind: "post_ok".into(),
+        targets: vec!["@mila_news".into(), "@mila_shop".into()],
+        days: 5,
+        usd_per_day: "6.00".into(),
+        actions_per_day: 20,
+        reason: Some("Daily news while I am away".into()),
+        wait: true,
+    }
+}
+
+fn check_mandate_ask(ask: &MandateAsk) -> Result<MandateRequest, Refusal> {
+    let config = config();
+    let enabled = config.categories.get(&ask.kind).is_some_and(|c| c.enabled);
+    check_mandate(ask, config.categories.get(&ask.kind), enabled, &config.limits)
+}
+
+#[test]
+fn a_good_mandate_request_becomes_its_terms() {
+    let request = check_mandate_ask(&good_mandate()).expect("within every ceiling");
+    assert_eq!(request.kind, "post_ok");
+    assert_eq!(request.targets, ["@mila_news", "@mila_shop"]);
+    assert_eq!((request.days, request.actions_per_day), (5, 20));
+    assert_eq!(request.usd_per_day, rust_decimal::Decimal::new(600, 2));
+}
+
+#[test]
+fn each_mandate_rule_refuses_with_its_reason_and_names_the_term() {
+    type Change = fn(&mut MandateAsk);
+    let cases: &[(&str, Change, Reason, &str)] = &[
+        ("unknown kind", |a| a.kind = "nope".into(), Reason::UnknownKind, "nope"),
+        ("category off", |a| a.kind = "post_off".into(), Reason::CategoryOff, "is off"),
+        ("kind not mandate_ok", |a| a.kind = "publish_x".into(), Reason::MandateTerms, "does not allow mandates"),
+        ("destructive kind", |a| a.kind = "wipe".into(), Reason::MandateTerms, "destructive"),
+        ("no targets", |a| a.targets.clear(), Reason::MandateTerms, "targets: at least one"),
+        ("empty target", |a| a.targets[1] = String::new(), Reason::MandateTerms, "target 2 is empty"),
+        ("blank target", |a| a.targets[0] = "   ".into(), Reason::MandateTerms, "target 1 is empty"),
+        ("star wildcard", |a| a.targets[0] = "@mila_*".into(), Reason::MandateTerms, "wildcard"),
+        ("percent wildcard", |a| a.targets[0] = "%".into(), Reason::MandateTerms, "wildcard"),
+        ("duplicate target", |a| a.targets[1] = "@mila_news".into(), Reason::MandateTerms, "named twice"),
+        ("zero days", |a| a.days = 0, Reason::MandateTerms, "days: 0 is under the minimum"),
+        ("days over the config's ceiling", |a| a.days = 6, Reason::MandateTerms, "days: 6 is over the ceiling of 5"),
+        ("days beyond u32", |a| a.days = u64::MAX, Reason::MandateTerms, "over the ceiling of 5"),
+        ("money over the ceiling", |a| a.usd_per_day = "6.01".into(), Reason::MandateTerms, "usd_per_day: 6.01 is over the ceiling of 6.00"),
+        ("zero money", |a| a.usd_per_day = "0.00".into(), Reason::MandateTerms, "must be more than 0"),
+        ("three decimals", |a| a.usd_per_day = "1.005".into(), Reason::BadRequest, "more than 2 decimal places"),
+        ("not an amount", |a| a.usd_per_day = "five".into(), Reason::BadRequest, "usd_per_day"),
+        ("negative amount", |a| a.usd_per_day = "-1.00".into(), Reason::BadRequest, "negative"),
+        ("zero actions", |a| a.actions_per_day = 0, Reason::MandateTerms, "actions_per_day: 0 is under the minimum"),
+        ("actions over the ceiling", |a| a.actions_per_day = 21, Reason::MandateTerms, "actions_per_day: 21 is over the ceiling of 20"),
+        ("invisible in a target", |a| a.targets[0] = "@mila\u{200B}news".into(), Reason::InvisibleCharacter, "targets[0]"),
+        ("line break in a target", |a| a.targets[1] = "@a\n@b".into(), Reason::InvisibleCharacter, "targets[1]"),
+        ("not NFC in a target", |a| a.targets[0] = "@cafe\u{301}".into(), Reason::NotNfc, "targets[0]"),
+        ("invisible in the reason", |a| a.reason = Some("why\u{2060}".into()), Reason::InvisibleCharacter, "reason"),
+        ("a target too long", |a| a.targets[0] = "x".repeat(MAX_TARGET_CHARS + 1), Reason::TooLarge, "targets[0]"),
+        ("too many targets", |a| a.targets = (0..=MAX_MANDATE_TARGETS).map(|i| format!("@t{i}")).collect(), Reason::TooLarge, "targets"),
+    ];
+    for (name, change, reason, needle) in cases {
+        let mut ask = good_mandate();
+        change(&mut ask);
+        let refusal = check_mandate_ask(&ask).expect_err(name);
+        assert_eq!(refusal.reason, *reason, "{name}: {}", refusal.message);
+        assert!(
+            refusal.message.contains(needle),
+            "{name}: {:?} does not say {needle:?}",
+            refusal.message
+        );
+    }
+}
+
+#[test]
+fn the_mandate_digest_covers_every_term_and_only_the_terms() {
+    let base = check_mandate_ask(&good_mandate()).unwrap();
+    let digest = base.digest();
+    // The same terms written another way are the same request.
+    let mut same = good_mandate();
+    same.usd_per_day = "6".into();
+    same.wait = false;
+    assert_eq!(check_mandate_ask(&same).unwrap().digest(), digest);
+    type Change = fn(&mut MandateAsk);
+    let changes: &[(&str, Change)] = &[
+        ("kind", |a| a.kind = "bare".into()),
+        ("a target", |a| a.targets[1] = "@mila_shop2".into()),
+        ("the target order", |a| a.targets.reverse()),
+        ("days", |a| a.days = 4),
+        ("money", |a| a.usd_per_day = "5.99".into()),
+        ("actions", |a| a.actions_per_day = 19),
+        ("the reason", |a| a.reason = Some("Another reason".into())),
+        ("no reason", |a| a.reason = None),
+    ];
+    for (name, change) in changes {
+        let mut ask = good_mandate();
+        change(&mut ask);
+        let request = MandateRequest {
+            kind: ask.kind.clone(),
+            targets: ask.targets.clone(),
+            days: ask.days as u32,
+            usd_per_day: config::parse_money(&ask.usd_per_day).unwrap(),
+            actions_per_day: ask.actions_per_day as u32,
+            reason: ask.reason.clone(),
+        };
+        assert_ne!(request.digest(), digest, "changing {name} must change the digest");
     }
 }
