@@ -666,7 +666,8 @@ impl Consent {
                 };
                 let owner_id = owner.map(|o| o.id).unwrap_or(from.id);
                 match (action, record.subject) {
-                    (PressAction::Yes, Subject::Action) | (PressAction::Grant, Subject::Mandate) => {
+                    (PressAction::Yes, Subject::Action)
+                    | (PressAction::Grant, Subject::Mandate) => {
                         let edit =
                             self.outcome_text(&record, RecordState::Granted, Some(&from.name), now);
                         let id = record.id.clone();
@@ -1107,9 +1108,19 @@ impl Consent {
             .call(move |db| {
                 db.end_due_mandates(now, |tx, effects, row| {
                     let Some(owner) = owner else { return Ok(()) };
-                    let label = labels.get(&row.kind).map_or(row.kind.as_str(), String::as_str);
+                    let label = labels
+                        .get(&row.kind)
+                        .map_or(row.kind.as_str(), String::as_str);
                     let text = card::mandate::mandate_ended(&locales, lang, &row.id, label);
-                    queue(tx, effects, owner.id, What::Message, None, text_body(text), true)
+                    queue(
+                        tx,
+                        effects,
+                        owner.id,
+                        What::Message,
+                        None,
+                        text_body(text),
+                        true,
+                    )
                 })
             })
             .await
@@ -1159,7 +1170,10 @@ impl Consent {
         ))];
         let labels = self.labels(lang);
         for (row, usage) in open {
-            let label = labels.get(&row.kind).cloned().unwrap_or_else(|| row.kind.clone());
+            let label = labels
+                .get(&row.kind)
+                .cloned()
+                .unwrap_or_else(|| row.kind.clone());
             let view = mandate_view(&row, &label, self.class_of(&row.kind), tz);
             let usage = UsageView {
                 actions: usage.actions,
@@ -1212,14 +1226,25 @@ impl Consent {
         let lang = self.language();
         if let Some(row) = &record.mandate {
             let label = self.label(record, lang);
-            let view = mandate_view(row, &label, self.class_of(&row.kind), self.config.owner.timezone);
+            let view = mandate_view(
+                row,
+                &label,
+                self.class_of(&row.kind),
+                self.config.owner.timezone,
+            );
             let outcome = Outcome {
                 state: state.as_str(),
                 decided_by: decided_by.map(str::to_owned),
                 result: None,
                 reason,
             };
-            return card::mandate::render_mandate_outcome(&view, &outcome, &self.locales, lang, now);
+            return card::mandate::render_mandate_outcome(
+                &view,
+                &outcome,
+                &self.locales,
+                lang,
+                now,
+            );
         }
         let expires = record
             .expires_at
@@ -1397,7 +1422,12 @@ impl Drawer for Consent {
         let digest = record.digest.as_deref().unwrap_or("");
         if let Some(row) = &record.mandate {
             let label = self.label(record, lang);
-            let view = mandate_view(row, &label, self.class_of(&row.kind), self.config.owner.timezone);
+            let view = mandate_view(
+                row,
+                &label,
+                self.class_of(&row.kind),
+                self.config.owner.timezone,
+            );
             let rendered =
                 card::mandate::render_mandate_card(&view, expires_at, &self.locales, lang, now);
             return DrawnCard {

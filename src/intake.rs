@@ -12,10 +12,10 @@ use chrono::{DateTime, Utc};
 use crate::action::Action;
 use crate::card::mandate::MandateView;
 use crate::card::{self, AttachmentView, CardView};
-use crate::mandate::MandateRequest;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::digest::Sha256Hash;
+use crate::mandate::MandateRequest;
 use crate::protocol::{self, ListResponse, RecordSummary, Request, Response, StatusResponse};
 use crate::refusal::{self, Reason, Refusal};
 use crate::store::{
@@ -212,7 +212,11 @@ impl Intake {
     }
 
     /// The mandate card must be one message: many long targets and a long reason may not fit.
-    fn mandate_card_fits(&self, request: &MandateRequest, now: DateTime<Utc>) -> Result<(), Refusal> {
+    fn mandate_card_fits(
+        &self,
+        request: &MandateRequest,
+        now: DateTime<Utc>,
+    ) -> Result<(), Refusal> {
         let lang = self.language();
         let Some(category) = self.config.categories.get(&request.kind) else {
             return Ok(());

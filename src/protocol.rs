@@ -538,20 +538,59 @@ mod tests {
     fn misshapen_mandate_requests_are_refused_as_asks() {
         let base = r#""v":1,"op":"mandate","kind":"publish_x""#;
         let cases = [
-            (r#","targets":["@a"],"days":7,"usd_per_day":"5.00","actions_per_day":10,"colour":"red""#, Reason::FieldNotShown, "\"colour\""),
-            (r#","days":7,"usd_per_day":"5.00","actions_per_day":10"#, Reason::BadRequest, "missing key \"targets\""),
-            (r#","targets":"@a","days":7,"usd_per_day":"5.00","actions_per_day":10"#, Reason::BadRequest, "array of strings"),
-            (r#","targets":["@a",7],"days":7,"usd_per_day":"5.00","actions_per_day":10"#, Reason::BadRequest, "targets[1]"),
-            (r#","targets":["@a"],"days":"7","usd_per_day":"5.00","actions_per_day":10"#, Reason::BadRequest, "\"days\" must be a number"),
-            (r#","targets":["@a"],"days":7.5,"usd_per_day":"5.00","actions_per_day":10"#, Reason::BadRequest, "whole number"),
-            (r#","targets":["@a"],"days":-1,"usd_per_day":"5.00","actions_per_day":10"#, Reason::BadRequest, "whole number"),
-            (r#","targets":["@a"],"days":7,"usd_per_day":5,"actions_per_day":10"#, Reason::BadRequest, "usd_per_day"),
-            (r#","targets":["@a"],"days":7,"usd_per_day":"5.00""#, Reason::BadRequest, "actions_per_day"),
+            (
+                r#","targets":["@a"],"days":7,"usd_per_day":"5.00","actions_per_day":10,"colour":"red""#,
+                Reason::FieldNotShown,
+                "\"colour\"",
+            ),
+            (
+                r#","days":7,"usd_per_day":"5.00","actions_per_day":10"#,
+                Reason::BadRequest,
+                "missing key \"targets\"",
+            ),
+            (
+                r#","targets":"@a","days":7,"usd_per_day":"5.00","actions_per_day":10"#,
+                Reason::BadRequest,
+                "array of strings",
+            ),
+            (
+                r#","targets":["@a",7],"days":7,"usd_per_day":"5.00","actions_per_day":10"#,
+                Reason::BadRequest,
+                "targets[1]",
+            ),
+            (
+                r#","targets":["@a"],"days":"7","usd_per_day":"5.00","actions_per_day":10"#,
+                Reason::BadRequest,
+                "\"days\" must be a number",
+            ),
+            (
+                r#","targets":["@a"],"days":7.5,"usd_per_day":"5.00","actions_per_day":10"#,
+                Reason::BadRequest,
+                "whole number",
+            ),
+            (
+                r#","targets":["@a"],"days":-1,"usd_per_day":"5.00","actions_per_day":10"#,
+                Reason::BadRequest,
+                "whole number",
+            ),
+            (
+                r#","targets":["@a"],"days":7,"usd_per_day":5,"actions_per_day":10"#,
+                Reason::BadRequest,
+                "usd_per_day",
+            ),
+            (
+                r#","targets":["@a"],"days":7,"usd_per_day":"5.00""#,
+                Reason::BadRequest,
+                "actions_per_day",
+            ),
         ];
         for (rest, reason, needle) in cases {
             let frame = format!("{{{base}{rest}}}");
             let rejection = parse_request(frame.as_bytes()).expect_err(&frame);
-            assert!(rejection.ask, "{frame}: a mandate request is journaled like an ask");
+            assert!(
+                rejection.ask,
+                "{frame}: a mandate request is journaled like an ask"
+            );
             assert_eq!(rejection.kind.as_deref(), Some("publish_x"), "{frame}");
             assert_eq!(rejection.refusal.reason, reason, "{frame}");
             assert!(

@@ -58,7 +58,11 @@ fn terms_lines(
         &[("label", view.label.into()), ("class", (&class).into())],
     )];
     for target in view.targets {
-        lines.push(locales.t(lang, msg::CARD_TARGET, &[("target", target.as_str().into())]));
+        lines.push(locales.t(
+            lang,
+            msg::CARD_TARGET,
+            &[("target", target.as_str().into())],
+        ));
     }
     lines.push(locales.t(lang, msg::MANDATE_UNTIL, &[("when", (&until).into())]));
     lines.push(locales.t(
@@ -205,7 +209,11 @@ pub fn render_receipt(
     footer.push(usage_line(mandate, usage, locales, lang));
     let until = local_time(locales, lang, mandate.ends_at, mandate.tz, now);
     footer.push(locales.t(lang, msg::MANDATE_UNTIL, &[("when", (&until).into())]));
-    let title = locales.t(lang, msg::RECEIPT_TITLE, &[("id", mandate.record_id.into())]);
+    let title = locales.t(
+        lang,
+        msg::RECEIPT_TITLE,
+        &[("id", mandate.record_id.into())],
+    );
     let card = format!("{title}\n{}", body.assemble(&footer));
     Rendered {
         parts: body.part_messages(),
@@ -306,9 +314,14 @@ mod tests {
         let targets = targets();
         for lang in Language::ALL {
             let expires = now() + chrono::Duration::minutes(15);
-            let rendered = render_mandate_card(&view(&targets, lang), expires, &locales, lang, now());
+            let rendered =
+                render_mandate_card(&view(&targets, lang), expires, &locales, lang, now());
             assert_eq!(
-                rendered.buttons.iter().map(|b| b.action).collect::<Vec<_>>(),
+                rendered
+                    .buttons
+                    .iter()
+                    .map(|b| b.action)
+                    .collect::<Vec<_>>(),
                 [ButtonAction::Grant, ButtonAction::Decline]
             );
             assert!(rendered.parts.is_empty());
@@ -330,7 +343,8 @@ mod tests {
                 result: None,
                 reason: None,
             };
-            let text = render_mandate_outcome(&view(&targets, lang), &outcome, &locales, lang, now());
+            let text =
+                render_mandate_outcome(&view(&targets, lang), &outcome, &locales, lang, now());
             assert!(text.contains("Mila Petrova"));
             assert_clean(&text);
             snapshot(format!("mandate_granted_{lang}"), text);
@@ -379,7 +393,11 @@ mod tests {
                 now(),
             );
             assert_eq!(
-                rendered.buttons.iter().map(|b| b.action).collect::<Vec<_>>(),
+                rendered
+                    .buttons
+                    .iter()
+                    .map(|b| b.action)
+                    .collect::<Vec<_>>(),
                 [ButtonAction::Stop]
             );
             assert!(rendered.card.contains("2.40") && rendered.card.contains("5.00"));
@@ -398,7 +416,8 @@ mod tests {
                 actions: 1,
                 usd: Decimal::ZERO,
             };
-            let (text, buttons) = mandate_summary(&view(&targets, lang), usage, &locales, lang, now());
+            let (text, buttons) =
+                mandate_summary(&view(&targets, lang), usage, &locales, lang, now());
             assert_eq!(buttons.len(), 1);
             assert_eq!(buttons[0].action, ButtonAction::Stop);
             let mut shown = Vec::new();
@@ -417,7 +436,9 @@ mod tests {
     #[test]
     fn a_mandate_card_too_long_for_one_message_is_refused() {
         let locales = locales();
-        let long: Vec<String> = (0..20).map(|i| format!("@{i}{}", "x".repeat(250))).collect();
+        let long: Vec<String> = (0..20)
+            .map(|i| format!("@{i}{}", "x".repeat(250)))
+            .collect();
         let view = view(&long, Language::En);
         let error = try_render_mandate_card(&view, now(), &locales, Language::En, now())
             .expect_err("5,000 characters of targets do not fit");

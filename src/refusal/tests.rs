@@ -450,7 +450,12 @@ fn good_mandate() -> MandateAsk {
 fn check_mandate_ask(ask: &MandateAsk) -> Result<MandateRequest, Refusal> {
     let config = config();
     let enabled = config.categories.get(&ask.kind).is_some_and(|c| c.enabled);
-    check_mandate(ask, config.categories.get(&ask.kind), enabled, &config.limits)
+    check_mandate(
+        ask,
+        config.categories.get(&ask.kind),
+        enabled,
+        &config.limits,
+    )
 }
 
 #[test]
@@ -466,32 +471,166 @@ fn a_good_mandate_request_becomes_its_terms() {
 fn each_mandate_rule_refuses_with_its_reason_and_names_the_term() {
     type Change = fn(&mut MandateAsk);
     let cases: &[(&str, Change, Reason, &str)] = &[
-        ("unknown kind", |a| a.kind = "nope".into(), Reason::UnknownKind, "nope"),
-        ("category off", |a| a.kind = "post_off".into(), Reason::CategoryOff, "is off"),
-        ("kind not mandate_ok", |a| a.kind = "publish_x".into(), Reason::MandateTerms, "does not allow mandates"),
-        ("destructive kind", |a| a.kind = "wipe".into(), Reason::MandateTerms, "destructive"),
-        ("no targets", |a| a.targets.clear(), Reason::MandateTerms, "targets: at least one"),
-        ("empty target", |a| a.targets[1] = String::new(), Reason::MandateTerms, "target 2 is empty"),
-        ("blank target", |a| a.targets[0] = "   ".into(), Reason::MandateTerms, "target 1 is empty"),
-        ("star wildcard", |a| a.targets[0] = "@mila_*".into(), Reason::MandateTerms, "wildcard"),
-        ("percent wildcard", |a| a.targets[0] = "%".into(), Reason::MandateTerms, "wildcard"),
-        ("duplicate target", |a| a.targets[1] = "@mila_news".into(), Reason::MandateTerms, "named twice"),
-        ("zero days", |a| a.days = 0, Reason::MandateTerms, "days: 0 is under the minimum"),
-        ("days over the config's ceiling", |a| a.days = 6, Reason::MandateTerms, "days: 6 is over the ceiling of 5"),
-        ("days beyond u32", |a| a.days = u64::MAX, Reason::MandateTerms, "over the ceiling of 5"),
-        ("money over the ceiling", |a| a.usd_per_day = "6.01".into(), Reason::MandateTerms, "usd_per_day: 6.01 is over the ceiling of 6.00"),
-        ("zero money", |a| a.usd_per_day = "0.00".into(), Reason::MandateTerms, "must be more than 0"),
-        ("three decimals", |a| a.usd_per_day = "1.005".into(), Reason::BadRequest, "more than 2 decimal places"),
-        ("not an amount", |a| a.usd_per_day = "five".into(), Reason::BadRequest, "usd_per_day"),
-        ("negative amount", |a| a.usd_per_day = "-1.00".into(), Reason::BadRequest, "negative"),
-        ("zero actions", |a| a.actions_per_day = 0, Reason::MandateTerms, "actions_per_day: 0 is under the minimum"),
-        ("actions over the ceiling", |a| a.actions_per_day = 21, Reason::MandateTerms, "actions_per_day: 21 is over the ceiling of 20"),
-        ("invisible in a target", |a| a.targets[0] = "@mila\u{200B}news".into(), Reason::InvisibleCharacter, "targets[0]"),
-        ("line break in a target", |a| a.targets[1] = "@a\n@b".into(), Reason::InvisibleCharacter, "targets[1]"),
-        ("not NFC in a target", |a| a.targets[0] = "@cafe\u{301}".into(), Reason::NotNfc, "targets[0]"),
-        ("invisible in the reason", |a| a.reason = Some("why\u{2060}".into()), Reason::InvisibleCharacter, "reason"),
-        ("a target too long", |a| a.targets[0] = "x".repeat(MAX_TARGET_CHARS + 1), Reason::TooLarge, "targets[0]"),
-        ("too many targets", |a| a.targets = (0..=MAX_MANDATE_TARGETS).map(|i| format!("@t{i}")).collect(), Reason::TooLarge, "targets"),
+        (
+            "unknown kind",
+            |a| a.kind = "nope".into(),
+            Reason::UnknownKind,
+            "nope",
+        ),
+        (
+            "category off",
+            |a| a.kind = "post_off".into(),
+            Reason::CategoryOff,
+            "is off",
+        ),
+        (
+            "kind not mandate_ok",
+            |a| a.kind = "publish_x".into(),
+            Reason::MandateTerms,
+            "does not allow mandates",
+        ),
+        (
+            "destructive kind",
+            |a| a.kind = "wipe".into(),
+            Reason::MandateTerms,
+            "destructive",
+        ),
+        (
+            "no targets",
+            |a| a.targets.clear(),
+            Reason::MandateTerms,
+            "targets: at least one",
+        ),
+        (
+            "empty target",
+            |a| a.targets[1] = String::new(),
+            Reason::MandateTerms,
+            "target 2 is empty",
+        ),
+        (
+            "blank target",
+            |a| a.targets[0] = "   ".into(),
+            Reason::MandateTerms,
+            "target 1 is empty",
+        ),
+        (
+            "star wildcard",
+            |a| a.targets[0] = "@mila_*".into(),
+            Reason::MandateTerms,
+            "wildcard",
+        ),
+        (
+            "percent wildcard",
+            |a| a.targets[0] = "%".into(),
+            Reason::MandateTerms,
+            "wildcard",
+        ),
+        (
+            "duplicate target",
+            |a| a.targets[1] = "@mila_news".into(),
+            Reason::MandateTerms,
+            "named twice",
+        ),
+        (
+            "zero days",
+            |a| a.days = 0,
+            Reason::MandateTerms,
+            "days: 0 is under the minimum",
+        ),
+        (
+            "days over the config's ceiling",
+            |a| a.days = 6,
+            Reason::MandateTerms,
+            "days: 6 is over the ceiling of 5",
+        ),
+        (
+            "days beyond u32",
+            |a| a.days = u64::MAX,
+            Reason::MandateTerms,
+            "over the ceiling of 5",
+        ),
+        (
+            "money over the ceiling",
+            |a| a.usd_per_day = "6.01".into(),
+            Reason::MandateTerms,
+            "usd_per_day: 6.01 is over the ceiling of 6.00",
+        ),
+        (
+            "zero money",
+            |a| a.usd_per_day = "0.00".into(),
+            Reason::MandateTerms,
+            "must be more than 0",
+        ),
+        (
+            "three decimals",
+            |a| a.usd_per_day = "1.005".into(),
+            Reason::BadRequest,
+            "more than 2 decimal places",
+        ),
+        (
+            "not an amount",
+            |a| a.usd_per_day = "five".into(),
+            Reason::BadRequest,
+            "usd_per_day",
+        ),
+        (
+            "negative amount",
+            |a| a.usd_per_day = "-1.00".into(),
+            Reason::BadRequest,
+            "negative",
+        ),
+        (
+            "zero actions",
+            |a| a.actions_per_day = 0,
+            Reason::MandateTerms,
+            "actions_per_day: 0 is under the minimum",
+        ),
+        (
+            "actions over the ceiling",
+            |a| a.actions_per_day = 21,
+            Reason::MandateTerms,
+            "actions_per_day: 21 is over the ceiling of 20",
+        ),
+        (
+            "invisible in a target",
+            |a| a.targets[0] = "@mila\u{200B}news".into(),
+            Reason::InvisibleCharacter,
+            "targets[0]",
+        ),
+        (
+            "line break in a target",
+            |a| a.targets[1] = "@a\n@b".into(),
+            Reason::InvisibleCharacter,
+            "targets[1]",
+        ),
+        (
+            "not NFC in a target",
+            |a| a.targets[0] = "@cafe\u{301}".into(),
+            Reason::NotNfc,
+            "targets[0]",
+        ),
+        (
+            "invisible in the reason",
+            |a| a.reason = Some("why\u{2060}".into()),
+            Reason::InvisibleCharacter,
+            "reason",
+        ),
+        (
+            "a target too long",
+            |a| a.targets[0] = "x".repeat(MAX_TARGET_CHARS + 1),
+            Reason::TooLarge,
+            "targets[0]",
+        ),
+        (
+            "too many targets",
+            |a| {
+                a.targets = (0..=MAX_MANDATE_TARGETS)
+                    .map(|i| format!("@t{i}"))
+                    .collect()
+            },
+            Reason::TooLarge,
+            "targets",
+        ),
     ];
     for (name, change, reason, needle) in cases {
         let mut ask = good_mandate();
@@ -537,6 +676,10 @@ fn the_mandate_digest_covers_every_term_and_only_the_terms() {
             actions_per_day: ask.actions_per_day as u32,
             reason: ask.reason.clone(),
         };
-        assert_ne!(request.digest(), digest, "changing {name} must change the digest");
+        assert_ne!(
+            request.digest(),
+            digest,
+            "changing {name} must change the digest"
+        );
     }
 }

@@ -472,10 +472,17 @@ impl Db {
                     );
                 }
             }
-            if let Some(refusal) =
-                stateful_refusal(tx, &ask.digest, &ask.action.kind, policy, now)?
+            if let Some(refusal) = stateful_refusal(tx, &ask.digest, &ask.action.kind, policy, now)?
             {
-                return refuse_in(tx, events, &id, ask.peer_uid, Some(&ask.action.kind), refusal, now);
+                return refuse_in(
+                    tx,
+                    events,
+                    &id,
+                    ask.peer_uid,
+                    Some(&ask.action.kind),
+                    refusal,
+                    now,
+                );
             }
             // Joined only by the same peer: another peer's record is not theirs to read or wait on.
             if let Some(open) = record_where(
@@ -493,7 +500,15 @@ impl Db {
                 }
             }
             if let Some(refusal) = pending_refusal(tx, policy)? {
-                return refuse_in(tx, events, &id, ask.peer_uid, Some(&ask.action.kind), refusal, now);
+                return refuse_in(
+                    tx,
+                    events,
+                    &id,
+                    ask.peer_uid,
+                    Some(&ask.action.kind),
+                    refusal,
+                    now,
+                );
             }
             insert_pending(tx, &id, ask, now)?;
             if let Some(chat) = policy.card_chat {

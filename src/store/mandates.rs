@@ -89,7 +89,9 @@ fn mandate_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<MandateRow> {
         kind: row.get(1)?,
         targets: serde_json::from_str(&targets).map_err(|e| invalid(2, e.to_string()))?,
         days: row.get(3)?,
-        usd_per_day: usd.parse().map_err(|_| invalid(4, format!("amount {usd}")))?,
+        usd_per_day: usd
+            .parse()
+            .map_err(|_| invalid(4, format!("amount {usd}")))?,
         actions_per_day: row.get(5)?,
         reason: row.get(6)?,
         opened_at: parse_time(row.get(7)?),
@@ -122,9 +124,10 @@ pub(crate) fn usage_on_day(
     let mut statement = conn.prepare_cached(
         "SELECT cost_usd FROM records WHERE mandate_id = ?1 AND created_at >= ?2 AND created_at < ?3",
     )?;
-    let costs = statement.query_map(params![mandate_id, timestamp(start), timestamp(end)], |row| {
-        row.get::<_, Option<String>>(0)
-    })?;
+    let costs = statement.query_map(
+        params![mandate_id, timestamp(start), timestamp(end)],
+        |row| row.get::<_, Option<String>>(0),
+    )?;
     let mut usage = Usage {
         actions: 0,
         usd: Decimal::ZERO,

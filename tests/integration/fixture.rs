@@ -322,6 +322,27 @@ impl Daemon {
         }
     }
 
+    /// Waits until the journal has an `ev` line and returns the last one.
+    pub fn wait_for_event(&self, ev: &str) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(line) = self
+                .journal_events()
+                .into_iter()
+                .rev()
+                .find(|e| e["ev"] == ev)
+            {
+                return line;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the journal never had {ev}\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Moves the daemon's clock forward by `seconds` (through its test clock file).
     pub fn advance_clock(&self, seconds: i64) {
         let path = self.dir.path().join("clock");
@@ -453,6 +474,18 @@ impl Daemon {
             .env("CONSENTD_BOT_TOKEN", TOKEN)
             .stdin(Stdio::null())
             .output()
+            .unwrap()
+    }
+
+    /// Starts a `consentd` client command in the background (for one that waits on the owner).
+    pub fn cli_spawn(&self, args: &[&str]) -> Child {
+        Command::new(BIN)
+            .args(args)
+            .env("CONSENTD_SOCKET", &self.socket)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .unwrap()
     }
 }

@@ -8,5 +8,6 @@ mod crash;
 mod fixture;
 mod journal_cli;
 mod locales;
+mod mandates;
 mod runs;
 mod socket;

@@ -1,0 +1,669 @@
+//! Mandates end to end (SPEC §7): asked on a card, opened by the owner's Grant, covering asks
+//! without a card (with a receipt and Stop), and every way out of one — the day's count and
+//! money, another target, the end of the term, Stop — back to the usual card.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+
+use consentd::emulator::{ChatMessage, ChatSpec, UserSpec};
+use nix::sys::signal::Signal;
+use serde_json::{json, Value};
+
+use crate::fixture::{stderr, stdout, Daemon, OWNER};
+
+fn owner() -> UserSpec {
+    UserSpec::new(OWNER, "Mila")
+}
+
+fn stranger() -> UserSpec {
+    UserSpec::new(777, "Eve")
+}
+
+/// A mandate request for `publish_x` on `targets`.
+fn mandate_request(targets: &[&str], days: u32, usd: &str, actions: u32) -> Value {
+    json!({"v":1,"op":"mandate","kind":"publish_x","targets":targets,"days":days,
+        "usd_per_day":usd,"actions_per_day":actions,"reason":"Daily news","wait":false})
+}
+
+/// An ask for `publish_x` to `target` costing `cost`.
+fn ask_to(target: &str, text: &str, cost: &str) -> Value {
+    json!({"v":1,"op":"ask","kind":"publish_x","target":target,"text":text,"cost_usd":cost,
+        "wait":false})
+}
+
+fn press(daemon: &Daemon, from: &UserSpec, chat: ChatSpec, message: &ChatMessage, data: &str) {
+    daemon.bot.push_press(from, chat, message.message_id, data);
+}
+
+fn button(message: &ChatMessage, index: usize) -> String {
+    message.buttons()[index].callback_data.clone().unwrap()
+}
+
+/// Asks for a mandate and grants it as the owner; returns its id.
+fn grant(daemon: &Daemon, targets: &[&str], days: u32, usd: &str, actions: u32) -> String {
+    let answer = daemon.request(&mandate_request(targets, days, usd, actions));
+    assert_eq!(answer["status"], "pending", "{answer}");
+    let id = answer["id"].as_str().unwrap().to_owned();
+    let card = daemon.card_of(&id);
+    press(
+        daemon,
+        &owner(),
+        ChatSpec::private(OWNER),
+        &card,
+        &button(&card, 0),
+    );
+    daemon.wait_state(&id, "granted");
+    id
+}
+
+/// The first answer to an ask: its id and status.
+fn ask(daemon: &Daemon, request: &Value) -> (String, String) {
+    let answer = daemon.request(request);
+    (
+        answer["id"].as_str().unwrap_or_default().to_owned(),
+        answer["status"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+/// The message in the owner's chat that names record `id` and carries a Stop button.
+fn receipt_of(daemon: &Daemon, id: &str) -> ChatMessage {
+    let find = |messages: Vec<ChatMessage>| {
+        messages.into_iter().find(|m| {
+            m.outgoing
+                && m.text.as_deref().is_some_and(|t| t.contains(id))
+                && m.buttons().iter().any(|b| b.text == "Stop")
+        })
+    };
+    daemon.wait_for(&format!("the receipt of {id}"), |bot| {
+        find(bot.messages(OWNER)).is_some()
+    });
+    find(daemon.bot.messages(OWNER)).unwrap()
+}
+
+fn events_of(daemon: &Daemon, id: &str) -> Vec<String> {
+    daemon
+        .journal_events()
+        .into_iter()
+        .filter(|e| e["id"] == id)
+        .map(|e| e["ev"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_mandate_is_asked_on_a_card_and_opened_only_by_the_owners_grant() {
+    let mut daemon = Daemon::start();
+    let client = daemon.cli_spawn(&[
+        "mandate",
+        "--kind",
+        "publish_x",
+        "--target",
+        "@mila_news",
+        "--target",
+        "@mila_shop",
+        "--days",
+        "7",
+        "--usd-per-day",
+        "5.00",
+        "--actions-per-day",
+        "10",
+        "--reason",
+        "Daily news while I travel",
+    ]);
+    let asked = daemon.wait_for_event("mandate_asked");
+    let id = asked["id"].as_str().unwrap().to_owned();
+    let card = daemon.card_of(&id);
+    let text = card.text.clone().unwrap();
+    for shown in [
+        "Standing permission: Post to X",
+        "Target: @mila_news",
+        "Target: @mila_shop",
+        "Until:",
+        "At most $5.00 and 10 actions a day",
+        "Reason: Daily news while I travel",
+        id.as_str(),
+    ] {
+        assert!(
+            text.contains(shown),
+            "the mandate card lacks {shown:?}:\n{text}"
+        );
+    }
+    let labels: Vec<String> = card.buttons().iter().map(|b| b.text.clone()).collect();
+    assert_eq!(labels, ["Grant", "Decline"]);
+    // Nobody but the owner opens it.
+    press(
+        &daemon,
+        &stranger(),
+        ChatSpec::private(777),
+        &card,
+        &button(&card, 0),
+    );
+    daemon.settle();
+    assert_eq!(
+        daemon.request(&json!({"v":1,"op":"status","id":id}))["status"],
+        "card_shown"
+    );
+
+    press(
+        &daemon,
+        &owner(),
+        ChatSpec::private(OWNER),
+        &card,
+        &button(&card, 0),
+    );
+    let output = client.wait_with_output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), id);
+    daemon.wait_for("the card's edit", |bot| {
+        bot.message(OWNER, card.message_id)
+            .and_then(|m| m.text)
+            .is_some_and(|t| t.contains("Outcome: approved. Decided by Mila"))
+    });
+    assert_eq!(
+        events_of(&daemon, &id),
+        ["mandate_asked", "card_shown", "mandate_open"]
+    );
+    assert!(
+        daemon
+            .journal_events()
+            .iter()
+            .any(|e| e["ev"] == "press_rejected" && e["reason"] == "not_owner"),
+        "the stranger's press is journaled"
+    );
+
+    // A granted mandate request is final: a restart neither runs it nor loses it.
+    assert!(daemon.stop_with(Signal::SIGTERM).success());
+    let daemon = daemon.restart();
+    let (covered, status) = ask(&daemon, &ask_to("@mila_shop", "After the restart", "0.04"));
+    assert!(
+        matches!(status.as_str(), "running" | "executed"),
+        "{status}"
+    );
+    daemon.wait_state(&covered, "executed");
+    assert_eq!(daemon.runs(), 1);
+}
+
+#[test]
+fn inside_a_mandate_an_ask_runs_without_a_card_and_the_owner_gets_a_receipt() {
+    let daemon = Daemon::start();
+    let mandate = grant(&daemon, &["@mila_news"], 7, "5.00", 10);
+    let output = daemon.cli(&[
+        "ask",
+        "--kind",
+        "publish_x",
+        "--target",
+        "@mila_news",
+        "--text",
+        "Morning news",
+        "--cost-usd",
+        "2.40",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("posted"), "{}", stdout(&output));
+    let id = daemon
+        .journal_events()
+        .into_iter()
+        .rev()
+        .find(|e| e["ev"] == "mandate_use")
+        .map(|e| e["id"].as_str().unwrap().to_owned())
+        .unwrap();
+    let receipt = receipt_of(&daemon, &id);
+    let text = receipt.text.clone().unwrap();
+    for shown in [
+        format!("standing permission {mandate}"),
+        "Target: @mila_news".to_owned(),
+        "Cost: $2.40".to_owned(),
+        "Outcome: done".to_owned(),
+        "Today: 1 of 10 actions, $2.40 of $5.00".to_owned(),
+        "Until:".to_owned(),
+        "Morning news".to_owned(),
+    ] {
+        assert!(
+            text.contains(&shown),
+            "the receipt lacks {shown:?}:\n{text}"
+        );
+    }
+    assert!(
+        !daemon
+            .owner_chat()
+            .iter()
+            .any(|m| m.buttons().iter().any(|b| b.text == "Yes")),
+        "no card was drawn"
+    );
+    assert_eq!(
+        events_of(&daemon, &id),
+        ["asked", "mandate_use", "used", "executed"]
+    );
+    let use_line = daemon
+        .journal_events()
+        .into_iter()
+        .find(|e| e["ev"] == "mandate_use")
+        .unwrap();
+    assert_eq!(use_line["mandate"], mandate.as_str());
+    assert_eq!(use_line["actions_today"], 1);
+    assert_eq!(use_line["usd_today"], "2.40");
+}
+
+#[test]
+fn outside_a_mandate_the_ask_gets_the_usual_card() {
+    let daemon = Daemon::start();
+    grant(&daemon, &["@mila_news"], 1, "1.00", 2);
+    let cases: [(&str, &str, &str); 5] = [
+        ("another target", "@other", "0.10"),
+        ("the target in another case", "@Mila_News", "0.10"),
+        ("the target with a trailing space", "@mila_news ", "0.10"),
+        ("over the day's money", "@mila_news", "1.01"),
+        ("another kind", "", "0.10"),
+    ];
+    for (name, target, cost) in cases {
+        let request = if target.is_empty() {
+            json!({"v":1,"op":"ask","kind":"send_letter","fields":{"to":"a@example.org"},
+                "wait":false})
+        } else {
+            ask_to(target, name, cost)
+        };
+        let (id, status) = ask(&daemon, &request);
+        assert_eq!(status, "pending", "{name}: {id} was not sent to a card");
+        daemon.card_of(&id);
+    }
+    // Two covered asks use up the day's count; the third goes to a card.
+    for text in ["first", "second"] {
+        let (id, status) = ask(&daemon, &ask_to("@mila_news", text, "0.10"));
+        assert_eq!(status, "running", "{text} is covered");
+        daemon.wait_state(&id, "executed");
+    }
+    let (id, status) = ask(&daemon, &ask_to("@mila_news", "third", "0.10"));
+    assert_eq!(status, "pending", "over the day's count: a card");
+    daemon.card_of(&id);
+
+    // After the term: `mandate_end`, and a card.
+    daemon.advance_clock(24 * 3600);
+    let ended = daemon.wait_for_event("mandate_end");
+    assert_eq!(ended["reason"], "term");
+    let (id, status) = ask(&daemon, &ask_to("@mila_news", "after the term", "0.10"));
+    assert_eq!(status, "pending", "after the term: a card");
+    daemon.card_of(&id);
+    assert_eq!(daemon.runs(), 2);
+}
+
+/// Sends `requests` at once, each on its own connection, and returns the first answer of each.
+fn race(daemon: &Daemon, requests: Vec<Value>) -> Vec<Value> {
+    let streams: Vec<UnixStream> = requests
+        .iter()
+        .map(|_| UnixStream::connect(&daemon.socket).unwrap())
+        .collect();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(requests.len()));
+    let threads: Vec<_> = streams
+        .into_iter()
+        .zip(requests)
+        .map(|(mut stream, request)| {
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                let mut frame = serde_json::to_vec(&request).unwrap();
+                frame.push(b'\n');
+                barrier.wait();
+                stream.write_all(&frame).unwrap();
+                let mut line = String::new();
+                BufReader::new(stream).read_line(&mut line).unwrap();
+                serde_json::from_str::<Value>(&line).unwrap()
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+#[test]
+fn twenty_concurrent_asks_racing_for_the_last_three_actions_run_exactly_three() {
+    let daemon = Daemon::builder().max_pending(40).start();
+    grant(&daemon, &["@mila_news"], 7, "10.00", 5);
+    for text in ["one", "two"] {
+        let (id, status) = ask(&daemon, &ask_to("@mila_news", text, "0.01"));
+        assert_eq!(status, "running");
+        daemon.wait_state(&id, "executed");
+    }
+    let requests = (0..20)
+        .map(|i| ask_to("@mila_news", &format!("racer {i}"), "0.01"))
+        .collect();
+    let answers = race(&daemon, requests);
+    let covered: Vec<&Value> = answers
+        .iter()
+        .filter(|a| a["status"] == "running")
+        .collect();
+    let carded = answers.iter().filter(|a| a["status"] == "pending").count();
+    assert_eq!(covered.len(), 3, "{answers:?}");
+    assert_eq!(carded, 17, "{answers:?}");
+    for answer in covered {
+        daemon.wait_state(answer["id"].as_str().unwrap(), "executed");
+    }
+    assert_eq!(daemon.runs(), 5);
+    let uses: Vec<i64> = daemon
+        .journal_events()
+        .iter()
+        .filter(|e| e["ev"] == "mandate_use")
+        .map(|e| e["actions_today"].as_i64().unwrap())
+        .collect();
+    assert_eq!(uses, [1, 2, 3, 4, 5], "each use counted once, in order");
+}
+
+#[test]
+fn twenty_concurrent_asks_racing_for_the_last_cents_never_overspend() {
+    let daemon = Daemon::builder().max_pending(40).start();
+    grant(&daemon, &["@mila_news"], 7, "1.00", 100);
+    // $0.10 left after this one; the racers cost $0.04 each, so two fit and the third would
+    // need $0.02 more.
+    let (id, _) = ask(&daemon, &ask_to("@mila_news", "big", "0.90"));
+    daemon.wait_state(&id, "executed");
+    let requests = (0..20)
+        .map(|i| ask_to("@mila_news", &format!("racer {i}"), "0.04"))
+        .collect();
+    let answers = race(&daemon, requests);
+    let covered = answers.iter().filter(|a| a["status"] == "running").count();
+    assert_eq!(covered, 2, "{answers:?}");
+    let last = daemon
+        .journal_events()
+        .into_iter()
+        .rev()
+        .find(|e| e["ev"] == "mandate_use")
+        .unwrap();
+    assert_eq!(last["usd_today"], "0.98");
+}
+
+fn tampered(data: &str) -> String {
+    use base64::Engine as _;
+    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let (head, tag) = data.rsplit_once('.').unwrap();
+    let mut bytes = engine.decode(tag).unwrap();
+    bytes[0] ^= 1;
+    format!("{head}.{}", engine.encode(bytes))
+}
+
+#[test]
+fn only_the_owners_signed_stop_stops_a_mandate_and_it_holds_from_the_next_ask() {
+    let daemon = Daemon::start();
+    let mandate = grant(&daemon, &["@mila_news"], 7, "5.00", 50);
+    let (first, _) = ask(&daemon, &ask_to("@mila_news", "first", "0.01"));
+    daemon.wait_state(&first, "executed");
+    let receipt = receipt_of(&daemon, &first);
+    let stop = button(&receipt, 0);
+
+    let group = ChatSpec::group(-100_123);
+    let cases: Vec<(&str, UserSpec, ChatSpec, String, &str)> = vec![
+        (
+            "another user",
+            stranger(),
+            ChatSpec::private(777),
+            stop.clone(),
+            "not_owner",
+        ),
+        (
+            "another user in the owner's chat",
+            stranger(),
+            ChatSpec::private(OWNER),
+            stop.clone(),
+            "not_owner",
+        ),
+        (
+            "the owner, from a group",
+            owner(),
+            group,
+            stop.clone(),
+            "not_private_chat",
+        ),
+        (
+            "a tampered tag",
+            owner(),
+            ChatSpec::private(OWNER),
+            tampered(&stop),
+            "bad_tag",
+        ),
+    ];
+    for (round, (name, from, chat, data, reason)) in cases.into_iter().enumerate() {
+        press(&daemon, &from, chat, &receipt, &data);
+        daemon.settle();
+        let rejected = daemon
+            .journal_events()
+            .into_iter()
+            .filter(|e| e["ev"] == "press_rejected")
+            .nth(round);
+        assert_eq!(
+            rejected.as_ref().map(|e| e["reason"].clone()),
+            Some(json!(reason)),
+            "{name}"
+        );
+        let (id, status) = ask(&daemon, &ask_to("@mila_news", name, "0.01"));
+        assert_eq!(status, "running", "{name}: the mandate still covers");
+        daemon.wait_state(&id, "executed");
+    }
+    assert!(!events_of(&daemon, &mandate).contains(&"mandate_stop".to_owned()));
+
+    press(&daemon, &owner(), ChatSpec::private(OWNER), &receipt, &stop);
+    daemon.settle();
+    assert_eq!(
+        events_of(&daemon, &mandate).last().map(String::as_str),
+        Some("mandate_stop")
+    );
+    let (id, status) = ask(&daemon, &ask_to("@mila_news", "after Stop", "0.01"));
+    assert_eq!(status, "pending", "after Stop: a card");
+    daemon.card_of(&id);
+    // A second Stop finds nothing open.
+    press(&daemon, &owner(), ChatSpec::private(OWNER), &receipt, &stop);
+    daemon.settle();
+    let last = daemon.journal_events().into_iter().last().unwrap();
+    assert_eq!(last["ev"], "press_rejected");
+    assert_eq!(last["reason"], "not_open");
+}
+
+#[test]
+fn the_mandates_command_lists_each_open_mandate_with_a_stop_that_works() {
+    let daemon = Daemon::start();
+    let mandate = grant(&daemon, &["@mila_news"], 3, "2.00", 4);
+    let (id, _) = ask(&daemon, &ask_to("@mila_news", "one", "0.50"));
+    daemon.wait_state(&id, "executed");
+    daemon
+        .bot
+        .push_text(&owner(), ChatSpec::private(OWNER), "/mandates");
+    let listed = |bot: &consentd::emulator::Emulator| {
+        bot.messages(OWNER).into_iter().find(|m| {
+            m.outgoing
+                && m.text.as_deref().is_some_and(|t| {
+                    t.starts_with("Standing permission: Post to X")
+                        && t.contains(&mandate)
+                        && t.contains("Today: 1 of 4 actions, $0.50 of $2.00")
+                })
+        })
+    };
+    daemon.wait_for("the /mandates reply", |bot| listed(bot).is_some());
+    let chat: Vec<Option<String>> = daemon.owner_chat().into_iter().map(|m| m.text).collect();
+    assert!(
+        chat.iter()
+            .any(|t| t.as_deref() == Some("1 standing permission is open:")),
+        "{chat:#?}"
+    );
+    let item = listed(&daemon.bot).unwrap();
+    assert_eq!(item.buttons().len(), 1);
+    assert_eq!(item.buttons()[0].text, "Stop");
+    press(
+        &daemon,
+        &owner(),
+        ChatSpec::private(OWNER),
+        &item,
+        &button(&item, 0),
+    );
+    daemon.wait_for("the Stop's reply", |bot| {
+        bot.messages(OWNER)
+            .iter()
+            .any(|m| m.text.as_deref() == Some("Stopped: “Post to X” actions need your Yes again."))
+    });
+    daemon
+        .bot
+        .push_text(&owner(), ChatSpec::private(OWNER), "/mandates");
+    daemon.wait_for("the empty list", |bot| {
+        bot.messages(OWNER)
+            .iter()
+            .any(|m| m.text.as_deref() == Some("No standing permissions are open."))
+    });
+}
+
+#[test]
+fn a_declined_mandate_request_is_remembered_like_a_declined_action() {
+    let daemon = Daemon::start();
+    let request = mandate_request(&["@mila_news"], 2, "1.00", 3);
+    let answer = daemon.request(&request);
+    let id = answer["id"].as_str().unwrap().to_owned();
+    let card = daemon.card_of(&id);
+    press(
+        &daemon,
+        &owner(),
+        ChatSpec::private(OWNER),
+        &card,
+        &button(&card, 1),
+    );
+    daemon.wait_state(&id, "declined");
+    assert_eq!(
+        events_of(&daemon, &id),
+        ["mandate_asked", "card_shown", "mandate_declined"]
+    );
+    let again = daemon.request(&request);
+    assert_eq!(again["status"], "refused");
+    assert_eq!(again["reason"], "declined_recently");
+    // Other terms are another request: a new card.
+    let other = daemon.request(&mandate_request(&["@mila_news"], 1, "1.00", 3));
+    assert_eq!(other["status"], "pending");
+    let (id, status) = ask(&daemon, &ask_to("@mila_news", "no mandate", "0.01"));
+    assert_eq!(status, "pending", "{id}: a declined request opens nothing");
+}
+
+#[test]
+fn terms_over_a_ceiling_are_refused_mandate_terms_naming_the_term() {
+    let daemon = Daemon::start();
+    let cases: [(&str, Vec<&str>, &str, &str); 4] = [
+        (
+            "days",
+            vec![
+                "--target",
+                "@a",
+                "--days",
+                "8",
+                "--usd-per-day",
+                "1.00",
+                "--actions-per-day",
+                "1",
+            ],
+            "mandate_terms",
+            "days: 8 is over the ceiling of 7",
+        ),
+        (
+            "money",
+            vec![
+                "--target",
+                "@a",
+                "--days",
+                "1",
+                "--usd-per-day",
+                "10.01",
+                "--actions-per-day",
+                "1",
+            ],
+            "mandate_terms",
+            "usd_per_day: 10.01 is over the ceiling of 10.00",
+        ),
+        (
+            "actions",
+            vec![
+                "--target",
+                "@a",
+                "--days",
+                "1",
+                "--usd-per-day",
+                "1.00",
+                "--actions-per-day",
+                "101",
+            ],
+            "mandate_terms",
+            "actions_per_day: 101 is over the ceiling of 100",
+        ),
+        (
+            "a wildcard target",
+            vec![
+                "--target",
+                "@*",
+                "--days",
+                "1",
+                "--usd-per-day",
+                "1.00",
+                "--actions-per-day",
+                "1",
+            ],
+            "mandate_terms",
+            "wildcard",
+        ),
+    ];
+    for (name, terms, reason, message) in cases {
+        let mut args = vec!["mandate", "--kind", "publish_x"];
+        args.extend(terms);
+        let output = daemon.cli(&args);
+        assert_eq!(output.status.code(), Some(3), "{name}: {}", stderr(&output));
+        let said = stderr(&output);
+        assert!(
+            said.contains(reason) && said.contains(message),
+            "{name}: {said}"
+        );
+    }
+    let not_ok = daemon.request(&json!({"v":1,"op":"mandate","kind":"send_letter",
+        "targets":["a@example.org"],"days":1,"usd_per_day":"1.00","actions_per_day":1}));
+    assert_eq!(not_ok["reason"], "mandate_terms");
+    assert!(not_ok["message"]
+        .as_str()
+        .unwrap()
+        .contains("does not allow mandates"));
+    let denied = daemon
+        .journal_events()
+        .into_iter()
+        .filter(|e| e["ev"] == "denied" && e["reason"] == "mandate_terms")
+        .count();
+    assert_eq!(denied, 5, "every refusal is journaled");
+    assert!(daemon.owner_chat().is_empty(), "no card for refused terms");
+}
+
+#[test]
+fn a_covered_ask_whose_daemon_dies_after_the_claim_is_never_run_again() {
+    let mut daemon = Daemon::start();
+    grant(&daemon, &["@mila_news"], 7, "5.00", 10);
+    assert!(daemon.stop_with(Signal::SIGTERM).success());
+    let mut daemon = daemon.restart_with(vec![("CONSENTD_CRASH_AT".into(), "after_claim".into())]);
+    // The daemon dies on its way from the claim to the command: the answer may not arrive.
+    let mut frame = serde_json::to_vec(&ask_to("@mila_news", "doomed", "0.10")).unwrap();
+    frame.push(b'\n');
+    let _ = daemon.request_raw(&frame);
+    assert!(
+        !daemon.wait_exit().success(),
+        "the crash point was not reached"
+    );
+    let daemon = daemon.restart();
+    let used = daemon.wait_for_event("used");
+    let id = used["id"].as_str().unwrap().to_owned();
+    daemon.wait_state(&id, "outcome_unknown");
+    assert_eq!(
+        daemon.runs(),
+        0,
+        "a claim without an outcome is never re-run"
+    );
+    assert_eq!(
+        events_of(&daemon, &id),
+        ["asked", "mandate_use", "used", "outcome_unknown"]
+    );
+    // The owner hears of it at once, and the receipt says so.
+    daemon.wait_for("the urgent notice", |bot| {
+        bot.messages(OWNER).iter().any(|m| {
+            m.text
+                .as_deref()
+                .is_some_and(|t| t.contains(&id) && t.contains("may or may not have run"))
+        })
+    });
+    let receipt = receipt_of(&daemon, &id);
+    assert!(receipt.text.unwrap().contains("Outcome: outcome unknown"));
+}
