@@ -680,3 +680,96 @@ fn a_second_store_on_one_state_dir_is_refused() {
     store.close();
     thread.join();
 }
+
+/// Opens a mandate on `@someone` for `kind` as the owner would: asked, shown, granted.
+fn open_mandate(db: &mut Db, kind: &str, actions_per_day: u32, at: DateTime<Utc>) -> String {
+    let request = crate::mandate::MandateRequest {
+        kind: kind.to_owned(),
+        targets: vec!["@someone".to_owned()],
+        days: 7,
+        usd_per_day: rust_decimal::Decimal::new(1000, 2),
+        actions_per_day,
+        reason: None,
+    };
+    let new = super::NewMandate {
+        peer_uid: 1000,
+        digest: request.digest().to_hex(),
+        request,
+    };
+    let id = created(db.ask_mandate(&new, policy(), at).unwrap()).id;
+    assert!(db
+        .card_showing(&id, at + chrono::Duration::minutes(15), at)
+        .unwrap());
+    db.grant(&id, 42, None, |_, _, _| Ok(()), at).unwrap();
+    id
+}
+
+#[test]
+fn a_mandates_day_is_the_owners_local_day() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let moscow = AskPolicy {
+        tz: chrono_tz::Europe::Moscow,
+        ..policy()
+    };
+    open_mandate(&mut db, "publish_x", 1, t0());
+    // 23:59:59 in Moscow (UTC+3), then midnight: two local days, one action each.
+    let last_second = Utc.with_ymd_and_hms(2026, 11, 29, 20, 59, 59).unwrap();
+    let midnight = Utc.with_ymd_and_hms(2026, 11, 29, 21, 0, 0).unwrap();
+    let cases = [
+        ("the day's one action", last_second, "before midnight", true),
+        ("the next local day's", midnight, "at midnight", true),
+        ("over that day's count", midnight, "just after", false),
+    ];
+    for (name, at, text, covered) in cases {
+        let outcome = db
+            .ask(&new_ask("publish_x", text, None), moscow, at)
+            .unwrap();
+        assert_eq!(
+            matches!(outcome, AskOutcome::Covered(_)),
+            covered,
+            "{name}: {outcome:?}"
+        );
+    }
+    // The same instants in UTC fall on one day: the second ask would already be over.
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    open_mandate(&mut db, "publish_x", 1, t0());
+    assert!(matches!(
+        db.ask(&new_ask("publish_x", "a", None), policy(), last_second)
+            .unwrap(),
+        AskOutcome::Covered(_)
+    ));
+    assert!(matches!(
+        db.ask(&new_ask("publish_x", "b", None), policy(), midnight)
+            .unwrap(),
+        AskOutcome::Created(_)
+    ));
+}
+
+#[test]
+fn a_covered_ask_is_claimed_in_the_transaction_that_counts_it() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let mandate = open_mandate(&mut db, "publish_x", 2, t0());
+    let AskOutcome::Covered(record) = db
+        .ask(&new_ask("publish_x", "x", None), policy(), t0())
+        .unwrap()
+    else {
+        panic!("covered");
+    };
+    assert_eq!(record.state, RecordState::Running);
+    assert_eq!(record.mandate_id.as_deref(), Some(mandate.as_str()));
+    let events = fixture.journal_events();
+    assert_eq!(events[events.len() - 3..], ["asked", "mandate_use", "used"]);
+    // A mandate request is never claimed, by the code or by SQLite.
+    let error = db
+        .connection()
+        .execute(
+            "UPDATE records SET state = 'running' WHERE id = ?1",
+            params![mandate],
+        )
+        .unwrap_err();
+    assert!(error.to_string().contains("never run"), "{error}");
+    fixture.journal_verifies();
+}
