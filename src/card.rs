@@ -360,6 +360,11 @@ pub fn render_outcome(
     outcome: &Outcome,
 ) -> String {
     let body = Body::new(view, locales, lang);
+    body.assemble(&outcome_footer(outcome, locales, lang))
+}
+
+/// The outcome line, then the result and the reason where there are any.
+fn outcome_footer(outcome: &Outcome, locales: &Locales, lang: Language) -> Vec<String> {
     let mut footer = vec![outcome_line(outcome, locales, lang)];
     if let Some(result) = outcome.result {
         footer.push(locales.t(
@@ -375,7 +380,7 @@ pub fn render_outcome(
             &[("reason", clamp(reason, REASON_ROOM).as_ref().into())],
         ));
     }
-    body.assemble(&footer)
+    footer
 }
 
 /// "Outcome: done", with who decided when a press did.
@@ -768,12 +773,12 @@ mod tests {
     const SHA_B: &str = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90";
     const SHA_TEXT: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
 
-    fn locales() -> Locales {
+    pub(super) fn locales() -> Locales {
         Locales::new().expect("the locale files load")
     }
 
     /// 14:20 in Moscow (UTC+3).
-    fn now() -> DateTime<Utc> {
+    pub(super) fn now() -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 3, 3, 11, 20, 0).unwrap()
     }
 
@@ -827,7 +832,7 @@ mod tests {
         }
     }
 
-    fn label(lang: Language) -> &'static str {
+    pub(super) fn label(lang: Language) -> &'static str {
         match lang {
             Language::En => "Post to X",
             Language::Ru => "Пост в X",
@@ -836,7 +841,7 @@ mod tests {
     }
 
     /// The card and its buttons as the owner sees them.
-    fn show(rendered: &Rendered) -> String {
+    pub(super) fn show(rendered: &Rendered) -> String {
         let buttons: Vec<String> = rendered
             .buttons
             .iter()
@@ -854,13 +859,13 @@ mod tests {
 
     /// A snapshot in src/snapshots named without the crate's module path, so the files keep
     /// their names whichever crate this module is built in.
-    fn snapshot(name: String, value: String) {
+    pub(super) fn snapshot(name: String, value: String) {
         let mut settings = insta::Settings::clone_current();
         settings.set_prepend_module_to_snapshot(false);
         settings.bind(|| insta::assert_snapshot!(name, value));
     }
 
-    fn assert_clean(s: &str) {
+    pub(super) fn assert_clean(s: &str) {
         assert!(
             !s.contains(['\u{2068}', '\u{2069}']),
             "isolation marks in {s:?}"

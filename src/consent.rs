@@ -369,7 +369,7 @@ impl Consent {
             reason: finish.message.as_deref(),
         };
         let label = self.label(record, lang);
-        let view = mandate_view(&row, &label, self.class_of(&row.kind), tz);
+        let view = self.mandate_view(&row, &label);
         let usage = UsageView {
             actions: usage.actions,
             usd: usage.usd,
@@ -742,15 +742,7 @@ impl Consent {
                         self.store
                             .call(move |db| {
                                 db.resume_kind(&kind, from.id, next, now, |tx, effects| {
-                                    queue(
-                                        tx,
-                                        effects,
-                                        owner_id,
-                                        What::Message,
-                                        None,
-                                        text_body(reply),
-                                        true,
-                                    )
+                                    quiet_reply(tx, effects, owner_id, reply)
                                 })
                                 .map(|_| ())
                             })
@@ -763,15 +755,7 @@ impl Consent {
                         self.store
                             .call(move |db| {
                                 db.stop_mandate(&id, from.id, next, now, |tx, effects, _| {
-                                    queue(
-                                        tx,
-                                        effects,
-                                        owner_id,
-                                        What::Message,
-                                        None,
-                                        text_body(reply),
-                                        true,
-                                    )
+                                    quiet_reply(tx, effects, owner_id, reply)
                                 })
                                 .map(|_| ())
                             })
@@ -1136,6 +1120,21 @@ impl Consent {
             .collect()
     }
 
+    /// A stored mandate as its card shows it, with its category's `label`.
+    fn mandate_view<'a>(&'a self, row: &'a MandateRow, label: &'a str) -> MandateView<'a> {
+        MandateView {
+            record_id: &row.id,
+            label,
+            class: self.class_of(&row.kind),
+            targets: &row.targets,
+            ends_at: row.ends_at.unwrap_or(DateTime::<Utc>::MAX_UTC),
+            usd_per_day: row.usd_per_day,
+            actions_per_day: row.actions_per_day,
+            reason: row.reason.as_deref(),
+            tz: self.config.owner.timezone,
+        }
+    }
+
     fn class_of(&self, kind: &str) -> &str {
         self.config
             .categories
@@ -1174,7 +1173,7 @@ impl Consent {
                 .get(&row.kind)
                 .cloned()
                 .unwrap_or_else(|| row.kind.clone());
-            let view = mandate_view(&row, &label, self.class_of(&row.kind), tz);
+            let view = self.mandate_view(&row, &label);
             let usage = UsageView {
                 actions: usage.actions,
                 usd: usage.usd,
@@ -1226,12 +1225,7 @@ impl Consent {
         let lang = self.language();
         if let Some(row) = &record.mandate {
             let label = self.label(record, lang);
-            let view = mandate_view(
-                row,
-                &label,
-                self.class_of(&row.kind),
-                self.config.owner.timezone,
-            );
+            let view = self.mandate_view(row, &label);
             let outcome = Outcome {
                 state: state.as_str(),
                 decided_by: decided_by.map(str::to_owned),
@@ -1317,26 +1311,6 @@ impl Ending {
     }
 }
 
-/// A stored mandate as its card shows it.
-fn mandate_view<'a>(
-    row: &'a MandateRow,
-    label: &'a str,
-    class: &'a str,
-    tz: chrono_tz::Tz,
-) -> MandateView<'a> {
-    MandateView {
-        record_id: &row.id,
-        label,
-        class,
-        targets: &row.targets,
-        ends_at: row.ends_at.unwrap_or(DateTime::<Utc>::MAX_UTC),
-        usd_per_day: row.usd_per_day,
-        actions_per_day: row.actions_per_day,
-        reason: row.reason.as_deref(),
-        tz,
-    }
-}
-
 fn text_body(text: String) -> Body {
     Body {
         text: Some(text),
@@ -1356,6 +1330,24 @@ fn queue(
     outbox::queue_in(tx, chat, what, record_id, &body, silent, effects.now)?;
     effects.queued = true;
     Ok(())
+}
+
+/// Queues a reply or notice to `chat` that needs no sound.
+fn quiet_reply(
+    tx: &rusqlite::Transaction<'_>,
+    effects: &mut Effects,
+    chat: i64,
+    text: String,
+) -> Result<(), StoreError> {
+    queue(
+        tx,
+        effects,
+        chat,
+        What::Message,
+        None,
+        text_body(text),
+        true,
+    )
 }
 
 /// Queues the edit of a record's card in `chat` (silently: outcomes are not urgent).
@@ -1422,12 +1414,7 @@ impl Drawer for Consent {
         let digest = record.digest.as_deref().unwrap_or("");
         if let Some(row) = &record.mandate {
             let label = self.label(record, lang);
-            let view = mandate_view(
-                row,
-                &label,
-                self.class_of(&row.kind),
-                self.config.owner.timezone,
-            );
+            let view = self.mandate_view(row, &label);
             let rendered =
                 card::mandate::render_mandate_card(&view, expires_at, &self.locales, lang, now);
             return DrawnCard {

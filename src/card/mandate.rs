@@ -7,8 +7,8 @@ use chrono_tz::Tz;
 use rust_decimal::Decimal;
 
 use super::{
-    button, clamp, class_message, local_time, msg, Body, ButtonAction, CardError, CardView,
-    Outcome, Rendered, FOOTER_ROOM, REASON_ROOM, RESULT_ROOM,
+    button, class_message, local_time, msg, Body, ButtonAction, CardError, CardView, Outcome,
+    Rendered, FOOTER_ROOM,
 };
 use crate::action::format_usd;
 use crate::locale::{Language, Locales};
@@ -191,21 +191,7 @@ pub fn render_receipt(
     now: DateTime<Utc>,
 ) -> Rendered {
     let body = Body::new(action, locales, lang);
-    let mut footer = vec![super::outcome_line(outcome, locales, lang)];
-    if let Some(result) = outcome.result {
-        footer.push(locales.t(
-            lang,
-            msg::CARD_RESULT,
-            &[("result", clamp(result, RESULT_ROOM).as_ref().into())],
-        ));
-    }
-    if let Some(reason) = outcome.reason {
-        footer.push(locales.t(
-            lang,
-            msg::CARD_REASON,
-            &[("reason", clamp(reason, REASON_ROOM).as_ref().into())],
-        ));
-    }
+    let mut footer = super::outcome_footer(outcome, locales, lang);
     footer.push(usage_line(mandate, usage, locales, lang));
     let until = local_time(locales, lang, mandate.ends_at, mandate.tz, now);
     footer.push(locales.t(lang, msg::MANDATE_UNTIL, &[("when", (&until).into())]));
@@ -239,29 +225,13 @@ pub fn mandate_ended(locales: &Locales, lang: Language, id: &str, label: &str) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::card::tests::{assert_clean, label, locales, now, show, snapshot};
     use crate::card::AttachmentView;
     use chrono::TimeZone;
     use std::collections::BTreeMap;
 
     const RECORD: &str = "r_0123456789abcdef0123";
     const MANDATE: &str = "r_fedcba9876543210fedc";
-
-    fn locales() -> Locales {
-        Locales::new().expect("the locale files load")
-    }
-
-    /// 14:20 in Moscow (UTC+3).
-    fn now() -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 3, 3, 11, 20, 0).unwrap()
-    }
-
-    fn label(lang: Language) -> &'static str {
-        match lang {
-            Language::En => "Post to X",
-            Language::Ru => "Пост в X",
-            Language::Pt => "Post no X",
-        }
-    }
 
     fn targets() -> Vec<String> {
         vec!["@mila_news".to_owned(), "@mila_shop".to_owned()]
@@ -278,33 +248,6 @@ mod tests {
             actions_per_day: 10,
             reason: Some("Daily news posts while I am away"),
             tz: chrono_tz::Europe::Moscow,
-        }
-    }
-
-    fn show(rendered: &Rendered) -> String {
-        let buttons: Vec<String> = rendered
-            .buttons
-            .iter()
-            .map(|b| format!("[{}]", b.label))
-            .collect();
-        format!("{}\n----\n{}", rendered.card, buttons.join(" "))
-    }
-
-    fn snapshot(name: String, value: String) {
-        let mut settings = insta::Settings::clone_current();
-        settings.set_prepend_module_to_snapshot(false);
-        // Beside the other cards' snapshots.
-        settings.set_snapshot_path("../snapshots");
-        settings.bind(|| insta::assert_snapshot!(name, value));
-    }
-
-    fn assert_clean(s: &str) {
-        assert!(
-            !s.contains(['\u{2068}', '\u{2069}']),
-            "isolation marks in {s:?}"
-        );
-        for id in msg::ALL.iter().filter(|id| id.contains('-')) {
-            assert!(!s.contains(id), "message id {id} shown in {s:?}");
         }
     }
 

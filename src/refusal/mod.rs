@@ -129,21 +129,7 @@ pub fn check_mandate(
     enabled: bool,
     limits: &Limits,
 ) -> Result<MandateRequest, Refusal> {
-    let Some(category) = category.filter(|_| config::is_valid_kind(&ask.kind)) else {
-        return Err(Refusal::new(
-            Reason::UnknownKind,
-            format!("no category {} is configured", quote(&ask.kind)),
-        ));
-    };
-    if !enabled {
-        return Err(Refusal::new(
-            Reason::CategoryOff,
-            format!(
-                "category {} is off; the owner can turn it on with /categories",
-                category.name
-            ),
-        ));
-    }
+    let category = usable_category(&ask.kind, category, enabled)?;
     if ask.targets.len() > MAX_MANDATE_TARGETS {
         return Err(Refusal::new(
             Reason::TooLarge,
@@ -188,18 +174,16 @@ pub fn check_mandate(
     Ok(request)
 }
 
-/// Checks an ask against its category and the limits. `category` is `None` for an unknown kind;
-/// `enabled` is the category's switch as the owner last set it.
-pub fn check_ask(
-    ask: &AskRequest,
-    category: Option<&Category>,
+/// The category of `kind`, if it exists and the owner has it on.
+fn usable_category<'a>(
+    kind: &str,
+    category: Option<&'a Category>,
     enabled: bool,
-    limits: &Limits,
-) -> Result<Action, Refusal> {
-    let Some(category) = category.filter(|_| config::is_valid_kind(&ask.kind)) else {
+) -> Result<&'a Category, Refusal> {
+    let Some(category) = category.filter(|_| config::is_valid_kind(kind)) else {
         return Err(Refusal::new(
             Reason::UnknownKind,
-            format!("no category {} is configured", quote(&ask.kind)),
+            format!("no category {} is configured", quote(kind)),
         ));
     };
     if !enabled {
@@ -211,6 +195,18 @@ pub fn check_ask(
             ),
         ));
     }
+    Ok(category)
+}
+
+/// Checks an ask against its category and the limits. `category` is `None` for an unknown kind;
+/// `enabled` is the category's switch as the owner last set it.
+pub fn check_ask(
+    ask: &AskRequest,
+    category: Option<&Category>,
+    enabled: bool,
+    limits: &Limits,
+) -> Result<Action, Refusal> {
+    let category = usable_category(&ask.kind, category, enabled)?;
     let kind = &category.name;
 
     check_presence("target", ask.target.as_deref(), category.target, kind)?;
