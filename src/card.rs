@@ -21,6 +21,7 @@ use crate::locale::{Language, Locales};
 use crate::split::{self, MESSAGE_LIMIT};
 
 pub mod mandate;
+pub mod owner;
 
 /// The message ids this module uses. The tests check that this list and the locale files hold
 /// exactly the same ids, so no message is missing and none is left unused.
@@ -81,7 +82,37 @@ pub mod msg {
     pub const PAIRED: &str = "paired";
     pub const PAIRING_WRONG_CODE: &str = "pairing-wrong-code";
     pub const PAIRING_LOCKED: &str = "pairing-locked";
-    pub const HELP: &str = "help";
+    pub const HELP_TITLE: &str = "help-title";
+    pub const COMMAND_PENDING: &str = "command-pending";
+    pub const COMMAND_MANDATES: &str = "command-mandates";
+    pub const COMMAND_CATEGORIES: &str = "command-categories";
+    pub const COMMAND_QUIET: &str = "command-quiet";
+    pub const COMMAND_NIGHTCARDS: &str = "command-nightcards";
+    pub const COMMAND_SUMMARY: &str = "command-summary";
+    pub const COMMAND_LANG: &str = "command-lang";
+    pub const COMMAND_ANCHOR: &str = "command-anchor";
+    pub const COMMAND_HELP: &str = "command-help";
+    pub const COMMAND_START: &str = "command-start";
+    pub const USAGE_QUIET: &str = "usage-quiet";
+    pub const USAGE_NIGHTCARDS: &str = "usage-nightcards";
+    pub const USAGE_SUMMARY: &str = "usage-summary";
+    pub const USAGE_LANG: &str = "usage-lang";
+    pub const USAGE_NO_ARGUMENT: &str = "usage-no-argument";
+    pub const QUIET_SET: &str = "quiet-set";
+    pub const QUIET_OFF: &str = "quiet-off";
+    pub const NIGHTCARDS_SET: &str = "nightcards-set";
+    pub const SUMMARY_SET: &str = "summary-set";
+    pub const LANG_SET: &str = "lang-set";
+    pub const ANCHOR: &str = "anchor";
+    pub const ANCHOR_EMPTY: &str = "anchor-empty";
+    pub const CATEGORIES_TITLE: &str = "categories-title";
+    pub const CATEGORY_ITEM: &str = "category-item";
+    pub const CATEGORY_SWITCHED: &str = "category-switched";
+    pub const SUMMARY_TITLE: &str = "summary-title";
+    pub const SUMMARY_COUNTS: &str = "summary-counts";
+    pub const SUMMARY_RUNS: &str = "summary-runs";
+    pub const SUMMARY_MANDATE: &str = "summary-mandate";
+    pub const SUMMARY_ANCHOR: &str = "summary-anchor";
     pub const PENDING_COUNT: &str = "pending-count";
     pub const PENDING_ITEM: &str = "pending-item";
 
@@ -147,7 +178,37 @@ pub mod msg {
         PAIRED,
         PAIRING_WRONG_CODE,
         PAIRING_LOCKED,
-        HELP,
+        HELP_TITLE,
+        COMMAND_PENDING,
+        COMMAND_MANDATES,
+        COMMAND_CATEGORIES,
+        COMMAND_QUIET,
+        COMMAND_NIGHTCARDS,
+        COMMAND_SUMMARY,
+        COMMAND_LANG,
+        COMMAND_ANCHOR,
+        COMMAND_HELP,
+        COMMAND_START,
+        USAGE_QUIET,
+        USAGE_NIGHTCARDS,
+        USAGE_SUMMARY,
+        USAGE_LANG,
+        USAGE_NO_ARGUMENT,
+        QUIET_SET,
+        QUIET_OFF,
+        NIGHTCARDS_SET,
+        SUMMARY_SET,
+        LANG_SET,
+        ANCHOR,
+        ANCHOR_EMPTY,
+        CATEGORIES_TITLE,
+        CATEGORY_ITEM,
+        CATEGORY_SWITCHED,
+        SUMMARY_TITLE,
+        SUMMARY_COUNTS,
+        SUMMARY_RUNS,
+        SUMMARY_MANDATE,
+        SUMMARY_ANCHOR,
         PENDING_COUNT,
         PENDING_ITEM,
         MANDATE_TITLE,
@@ -724,9 +785,35 @@ pub fn pairing_locked(
     locales.t(lang, msg::PAIRING_LOCKED, &[("until", (&until).into())])
 }
 
-/// The `/help` reply: the commands that exist.
+/// The `/help` reply: the commands that exist, with what each does.
 pub fn help_text(locales: &Locales, lang: Language) -> String {
-    locales.t(lang, msg::HELP, &[])
+    let mut lines = vec![locales.t(lang, msg::HELP_TITLE, &[])];
+    for (name, description) in command_menu(locales, lang) {
+        lines.push(format!("/{name} — {description}"));
+    }
+    lines.push(locales.t(lang, msg::COMMAND_START, &[]));
+    lines.join("\n")
+}
+
+/// Each command of the bot's menu (`setMyCommands`) with its description in `lang`.
+pub fn command_menu(locales: &Locales, lang: Language) -> Vec<(&'static str, String)> {
+    crate::commands::MENU
+        .into_iter()
+        .map(|name| {
+            let id = match name {
+                "pending" => msg::COMMAND_PENDING,
+                "mandates" => msg::COMMAND_MANDATES,
+                "categories" => msg::COMMAND_CATEGORIES,
+                "quiet" => msg::COMMAND_QUIET,
+                "nightcards" => msg::COMMAND_NIGHTCARDS,
+                "summary" => msg::COMMAND_SUMMARY,
+                "lang" => msg::COMMAND_LANG,
+                "anchor" => msg::COMMAND_ANCHOR,
+                _ => msg::COMMAND_HELP,
+            };
+            (name, locales.t(lang, id, &[]))
+        })
+        .collect()
 }
 
 /// The `/pending` reply: a count line, then one line per open ask `(record id, label, expires
@@ -1282,12 +1369,13 @@ mod tests {
             assert!(accepted.chars().count() <= CALLBACK_TEXT_LIMIT);
             assert!(accepted.encode_utf16().count() <= CALLBACK_TEXT_LIMIT);
             let help = help_text(&locales, lang);
-            for command in ["/pending", "/mandates", "/help", "/start"] {
-                assert!(help.contains(command), "{lang} help lacks {command}");
+            for command in crate::commands::MENU {
+                assert!(
+                    help.contains(&format!("/{command} — ")),
+                    "{lang} help lacks /{command}"
+                );
             }
-            for later in ["/categories", "/quiet", "/lang", "/anchor"] {
-                assert!(!help.contains(later), "{lang} help lists {later}");
-            }
+            assert!(help.contains("/start"), "{lang} help lacks /start");
             let unknown = outcome_unknown_notice(&locales, lang, RECORD, label(lang));
             assert!(unknown.contains(RECORD) && unknown.contains(label(lang)));
             let locked = pairing_locked(
@@ -1331,12 +1419,10 @@ mod tests {
             "A button press was not accepted, and nothing was done. Pressed by: Eve (id 42). \
              Why: it did not come from you."
         );
-        assert_eq!(
-            help_text(&locales, Language::En),
+        assert!(help_text(&locales, Language::En).starts_with(
             "Commands:\n/pending — the asks waiting for your answer\n\
-             /mandates — the open standing permissions, each with Stop\n/help — this list\n\
-             /start CODE — pair this chat with consentd (the code comes from “consentd pair”)"
-        );
+             /mandates — the open standing permissions, each with Stop\n"
+        ));
     }
 
     #[test]

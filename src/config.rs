@@ -1175,7 +1175,7 @@ fn gate(w: &mut Walker, t: &Table) -> Gate {
     gate
 }
 
-fn parse_quiet_hours(s: &str) -> Result<Option<(NaiveTime, NaiveTime)>, String> {
+pub fn parse_quiet_hours(s: &str) -> Result<Option<(NaiveTime, NaiveTime)>, String> {
     if s == "off" {
         return Ok(None);
     }
@@ -1200,7 +1200,7 @@ fn not_a_time(s: &str) -> String {
 
 /// Exactly `HH:MM`, 24-hour, two digits each: times in the config are read by
 /// people, and one form means no two readings.
-fn parse_hhmm(s: &str) -> Option<NaiveTime> {
+pub fn parse_hhmm(s: &str) -> Option<NaiveTime> {
     let b = s.as_bytes();
     if b.len() != 5 || b[2] != b':' {
         return None;

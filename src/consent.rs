@@ -18,7 +18,8 @@ use tokio_util::task::TaskTracker;
 use crate::card::mandate::{MandateView, UsageView};
 use crate::card::{self, AttachmentView, CardView, Outcome};
 use crate::clock::Clock;
-use crate::config::{Category, Config};
+use crate::commands::{self, Command};
+use crate::config::{Category, Config, Gate};
 use crate::digest::Sha256Hash;
 use crate::executor::{self, AttachmentSource, RunOutcome, RunSpec, StdinAction};
 use crate::locale::{Language, Locales};
@@ -26,12 +27,15 @@ use crate::pairing::PairVerdict;
 use crate::press::{self, PressAction, PressContext, PressKey, Rejection, SubjectFacts, Verdict};
 use crate::sender::{Drawer, DrawnCard};
 use crate::store::consent::{Claim, Finish, OwnerRow};
-use crate::store::outbox::{self, Body, ButtonSpec, What};
+use crate::store::outbox::{self, Body, ButtonSpec, Sound, What};
 use crate::store::{
     Effects, Event as JournalEvent, MandateRow, Record, RecordState, StateChange, Store,
     StoreError, Subject,
 };
 use crate::telegram::{ChatRef, Incoming, Person, SendError, Telegram, POLL_TIMEOUT_SECS};
+
+/// What a category switch's buttons are signed for in place of a record's digest.
+const CATEGORY_DIGEST: &str = "category";
 
 /// How often the expiry sweep looks for cards past their ttl.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -71,6 +75,8 @@ pub struct Consent {
     pub locales: Arc<Locales>,
     pub owner: OwnerCell,
     pub switches: Arc<RwLock<BTreeMap<String, bool>>>,
+    /// The gate's settings: the config's, with what the owner set in the chat.
+    pub gate: Arc<RwLock<Gate>>,
     /// Where runs get their private working directories.
     pub work_root: PathBuf,
     pub telegram: Telegram,
@@ -128,10 +134,13 @@ impl Consent {
 
     /// Runs the loop until `shutdown`; returns an error when Telegram says another instance polls
     /// the same bot.
+    /// `recovered` is told once the claims a crash left behind are settled: asks served before
+    /// then could be mistaken for them.
     pub async fn run(
         self,
         daemon_shutdown: CancellationToken,
         mut covered: mpsc::UnboundedReceiver<String>,
+        recovered: oneshot::Sender<()>,
     ) -> anyhow::Result<()> {
         // The loop's own tasks stop when the daemon stops and when the loop itself ends (a 409).
         let shutdown = daemon_shutdown.child_token();
@@ -179,7 +188,9 @@ impl Consent {
         });
         tasks.close();
 
+        self.set_command_menu();
         self.recover(&runs, &events).await?;
+        let _ = recovered.send(());
         let result = loop {
             let event = tokio::select! {
                 () = shutdown.cancelled() => break Ok(()),
@@ -193,9 +204,12 @@ impl Consent {
             }
         };
         shutdown.cancel();
+        // The loop ends the daemon too (a 409 ends it from here).
+        daemon_shutdown.cancel();
         // Claimed while stopping: they run now rather than become outcome_unknown at the next
-        // start. (The socket is closed by now, so no more arrive.)
-        while let Ok(id) = covered.try_recv() {
+        // start. The channel closes when the socket server has finished its last connection,
+        // so a covered ask committed during the stop is not left behind.
+        while let Some(id) = covered.recv().await {
             if let Err(error) = self.run_claimed(id, &runs, &events).await {
                 tracing::error!(%error, "could not start a covered ask while stopping");
             }
@@ -274,7 +288,7 @@ impl Consent {
                 stderr: None,
                 detail: Some("restart".into()),
             };
-            let ending = self.ending(&record, &finish, now).await?;
+            let ending = self.ending(&record, &finish, now).await;
             let owner = self.owner();
             let id = record.id.clone();
             self.store
@@ -292,7 +306,7 @@ impl Consent {
                                     What::Message,
                                     None,
                                     text_body(notice),
-                                    false,
+                                    Sound::Urgent,
                                 )?;
                             }
                             Ok(())
@@ -324,12 +338,9 @@ impl Consent {
     /// What the owner is told when a run ends: the card edited to its outcome, or — for an ask a
     /// mandate answered, which had no card — a receipt with today's use and Stop (none when the
     /// config keeps receipts for the summary).
-    async fn ending(
-        &self,
-        record: &Record,
-        finish: &Finish,
-        now: DateTime<Utc>,
-    ) -> Result<Ending, StoreError> {
+    ///
+    /// Never fails: what the owner is told must not stand in the way of recording the outcome.
+    async fn ending(&self, record: &Record, finish: &Finish, now: DateTime<Utc>) -> Ending {
         let Some(mandate_id) = record.mandate_id.clone() else {
             let edit = self.outcome_text_with(
                 record,
@@ -339,27 +350,38 @@ impl Consent {
                 finish.message.as_deref(),
                 now,
             );
-            return Ok(Ending {
+            return Ending {
                 record_id: record.id.clone(),
                 edit: Some(edit),
                 messages: Vec::new(),
-            });
+            };
         };
         let none = Ending {
             record_id: record.id.clone(),
             edit: None,
             messages: Vec::new(),
         };
-        if self.config.gate.receipts == crate::config::Receipts::Summary {
-            return Ok(none);
+        // With receipts in the summary, a run that did not succeed is still told at once: the
+        // owner gets a short reason for a failure (SPEC §8).
+        let receipts = self.gate.read().unwrap_or_else(|p| p.into_inner()).receipts;
+        if receipts == crate::config::Receipts::Summary && finish.state == RecordState::Executed {
+            return none;
         }
         let tz = self.config.owner.timezone;
-        let Some((row, usage)) = self
+        // The day the ask was claimed in, so a run that crosses midnight counts where it was
+        // taken.
+        let day = parse_time(&record.created_at).unwrap_or(now);
+        let (row, usage) = match self
             .store
-            .call(move |db| db.mandate_usage(&mandate_id, now, tz))
-            .await?
-        else {
-            return Ok(none);
+            .call(move |db| db.mandate_usage(&mandate_id, day, tz))
+            .await
+        {
+            Ok(Some(found)) => found,
+            Ok(None) => return none,
+            Err(error) => {
+                tracing::warn!(%error, id = %record.id, "no receipt: cannot read its mandate");
+                return none;
+            }
         };
         let lang = self.language();
         let outcome = Outcome {
@@ -378,15 +400,21 @@ impl Consent {
             card::mandate::render_receipt(action, &view, usage, &outcome, &self.locales, lang, now)
         });
         let mut messages: Vec<Body> = rendered.parts.into_iter().map(text_body).collect();
+        // A Stop for a mandate already stopped or ended would only be "not accepted".
+        let buttons = if row.is_open(now) {
+            self.signed(rendered.buttons, &row.id, &row.digest)
+        } else {
+            Vec::new()
+        };
         messages.push(Body {
             text: Some(rendered.card),
-            buttons: self.signed(rendered.buttons, &row.id, &row.digest),
+            buttons,
         });
-        Ok(Ending {
+        Ending {
             record_id: record.id.clone(),
             edit: None,
             messages,
-        })
+        }
     }
 
     async fn incoming(
@@ -440,37 +468,11 @@ impl Consent {
         next: i64,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let mut words = text.split_whitespace();
-        let command = words.next().unwrap_or("");
-        // "/start@botname CODE" is how Telegram writes a command addressed to a bot.
-        let command = command.split('@').next().unwrap_or(command);
-        match self.owner() {
-            None if command == "/start" => {
-                let code = words.next().unwrap_or("").to_owned();
-                self.pair(from, chat, code, next, now).await
-            }
-            Some(owner) if from.id == owner.id => {
-                let lang = owner.language;
-                let replies: Vec<Body> = match command {
-                    "/pending" => self
-                        .pending_texts(lang, now)
-                        .await?
-                        .into_iter()
-                        .map(text_body)
-                        .collect(),
-                    "/mandates" => self.mandates_replies(lang, now).await?,
-                    _ => vec![text_body(card::help_text(&self.locales, lang))],
-                };
-                self.store
-                    .call(move |db| {
-                        db.write_effects(now, Some(next), |tx, effects| {
-                            for reply in replies {
-                                queue(tx, effects, chat.id, What::Message, None, reply, false)?;
-                            }
-                            Ok(())
-                        })
-                    })
-                    .await
+        let command = commands::parse(&text, self.config.gate.night_card_limit);
+        match (self.owner(), command) {
+            (None, Command::Start(code)) => self.pair(from, chat, code, next, now).await,
+            (Some(owner), command) if from.id == owner.id => {
+                self.command(owner, chat, command, next, now).await
             }
             _ => {
                 let line = card::not_owner_line(&self.locales, self.language_for(&from));
@@ -484,7 +486,7 @@ impl Consent {
                                 What::Message,
                                 None,
                                 text_body(line),
-                                false,
+                                Sound::Gated,
                             )
                         })
                         .map(|_| ())
@@ -492,6 +494,284 @@ impl Consent {
                     .await
             }
         }
+    }
+
+    /// The owner's command: settings are stored and journaled with their reply; the other
+    /// commands only reply. Replies are quiet: the owner has just typed.
+    async fn command(
+        &self,
+        owner: Owner,
+        chat: ChatRef,
+        command: Command,
+        next: i64,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let lang = owner.language;
+        let locales = &self.locales;
+        let replies: Vec<Body> = match command {
+            Command::Pending => self
+                .pending_texts(lang, now)
+                .await?
+                .into_iter()
+                .map(text_body)
+                .collect(),
+            Command::Mandates => self.mandates_replies(lang, now).await?,
+            Command::Categories => self.categories_replies(lang),
+            Command::Anchor => {
+                let head = self.store.call(|db| Ok(db.journal_head())).await?;
+                let head = (head.n > 0).then_some((head.n, head.h.as_str()));
+                vec![text_body(card::owner::anchor(locales, lang, head))]
+            }
+            Command::Usage(usage) => vec![text_body(card::owner::usage(locales, lang, usage))],
+            Command::Quiet(quiet) => {
+                let value = match quiet {
+                    Some((from, to)) => format!("{}-{}", from.format("%H:%M"), to.format("%H:%M")),
+                    None => "off".to_owned(),
+                };
+                let reply = card::owner::quiet_set(locales, lang, quiet);
+                self.set(owner, "quiet_hours", value, reply, next, now)
+                    .await?;
+                self.write_gate().quiet_hours = quiet;
+                return Ok(());
+            }
+            Command::NightCards(count) => {
+                let reply = card::owner::nightcards_set(locales, lang, count);
+                self.set(
+                    owner,
+                    "night_card_limit",
+                    count.to_string(),
+                    reply,
+                    next,
+                    now,
+                )
+                .await?;
+                self.write_gate().night_card_limit = count;
+                return Ok(());
+            }
+            Command::Summary(at) => {
+                let reply = card::owner::summary_set(locales, lang, at);
+                let value = at.format("%H:%M").to_string();
+                self.set(owner, "summary_at", value, reply, next, now)
+                    .await?;
+                self.write_gate().summary_at = at;
+                return Ok(());
+            }
+            Command::Lang(chosen) => {
+                let reply = card::owner::lang_set(locales, chosen);
+                self.set(
+                    owner,
+                    "language",
+                    chosen.as_str().to_owned(),
+                    reply,
+                    next,
+                    now,
+                )
+                .await?;
+                let mut cell = self.owner.write().unwrap_or_else(|p| p.into_inner());
+                if let Some(owner) = cell.as_mut() {
+                    owner.language = chosen;
+                }
+                return Ok(());
+            }
+            Command::Start(_) | Command::Help | Command::Unknown => {
+                vec![text_body(card::help_text(locales, lang))]
+            }
+        };
+        self.store
+            .call(move |db| {
+                db.write_effects(now, Some(next), |tx, effects| {
+                    for reply in replies {
+                        queue(
+                            tx,
+                            effects,
+                            chat.id,
+                            What::Message,
+                            None,
+                            reply,
+                            Sound::Silent,
+                        )?;
+                    }
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    /// Stores one of the owner's settings (journaled `settings`) with its reply.
+    async fn set(
+        &self,
+        owner: Owner,
+        key: &'static str,
+        value: String,
+        reply: String,
+        next: i64,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.store
+            .call(move |db| {
+                db.set_owner_setting(key, &value, owner.id, next, now, |tx, effects| {
+                    quiet_reply(tx, effects, owner.id, reply)
+                })
+            })
+            .await
+    }
+
+    fn write_gate(&self) -> std::sync::RwLockWriteGuard<'_, Gate> {
+        self.gate.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The `/categories` reply: a title, then each kind with its switch and the button that
+    /// flips it (signed for the kind, like every button).
+    fn categories_replies(&self, lang: Language) -> Vec<Body> {
+        let mut replies = vec![text_body(card::owner::categories_title(
+            &self.locales,
+            lang,
+        ))];
+        for (kind, category) in &self.config.categories {
+            let (text, button) = card::owner::category_item(
+                &self.locales,
+                lang,
+                category.label(lang),
+                category.class.as_str(),
+                self.category_enabled(kind),
+            );
+            replies.push(Body {
+                text: Some(text),
+                buttons: self.signed(vec![button], kind, CATEGORY_DIGEST),
+            });
+        }
+        replies
+    }
+
+    /// The owner's On or Off: the switch is stored and journaled, the shared switches change,
+    /// and the owner is told.
+    async fn switch_category(
+        &self,
+        kind: String,
+        on: bool,
+        by: i64,
+        next: i64,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let lang = self.language();
+        let label = self
+            .config
+            .categories
+            .get(&kind)
+            .map_or(kind.clone(), |c| c.label(lang).to_owned());
+        let reply = card::owner::category_switched(&self.locales, lang, &label, on);
+        let stored = kind.clone();
+        self.store
+            .call(move |db| {
+                db.switch_category(&stored, on, by, next, now, |tx, effects| {
+                    quiet_reply(tx, effects, by, reply)
+                })
+            })
+            .await?;
+        self.switches
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(kind, on);
+        Ok(())
+    }
+
+    /// The evening summary, once a local day, at `summary_at` or at the first sweep after it
+    /// (the daemon may have been down then).
+    async fn summary_if_due(&self, now: DateTime<Utc>) -> Result<(), StoreError> {
+        let Some(owner) = self.owner() else {
+            return Ok(());
+        };
+        let tz = self.config.owner.timezone;
+        let summary_at = self
+            .gate
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .summary_at;
+        let day = now.with_timezone(&tz).date_naive();
+        match crate::gate::local_instant(day, summary_at, tz) {
+            Some(at) if now >= at => {}
+            _ => return Ok(()),
+        }
+        if self.store.call(move |db| db.summary_sent_on(day)).await? {
+            return Ok(());
+        }
+        let (start, _) = crate::mandate::local_day(now, tz);
+        let counts = self.store.call(move |db| db.day_counts(start, now)).await?;
+        let spend = self
+            .store
+            .call(move |db| db.mandate_spend(start, now))
+            .await?;
+        let lang = owner.language;
+        let labels = self.labels(lang);
+        let locales = self.locales.clone();
+        // Drawn inside the summary's transaction: the anchor is known only there.
+        let render = move |anchor: &str| {
+            let mandates: Vec<card::owner::MandateDay<'_>> = spend
+                .iter()
+                .map(|s| card::owner::MandateDay {
+                    id: &s.id,
+                    label: labels.get(&s.kind).map_or(s.kind.as_str(), String::as_str),
+                    actions: s.actions,
+                    usd: s.usd,
+                })
+                .collect();
+            card::owner::summary(&locales, lang, day, &counts, &mandates, anchor)
+        };
+        // The open mandates follow, each with its Stop, as `/mandates` shows them.
+        let open = self.mandates_replies(lang, now).await?;
+        let sent = self
+            .store
+            .call(move |db| {
+                db.send_summary(day, now, |tx, effects, anchor| {
+                    let text = render(anchor);
+                    queue(
+                        tx,
+                        effects,
+                        owner.id,
+                        What::Message,
+                        None,
+                        text_body(text),
+                        Sound::Gated,
+                    )?;
+                    for body in open.into_iter().skip(1) {
+                        queue(
+                            tx,
+                            effects,
+                            owner.id,
+                            What::Message,
+                            None,
+                            body,
+                            Sound::Gated,
+                        )?;
+                    }
+                    Ok(())
+                })
+            })
+            .await?;
+        if sent {
+            tracing::info!(%day, "evening summary sent");
+        }
+        Ok(())
+    }
+
+    /// Sets the bot's command menu in each language (and in the owner's for other clients).
+    fn set_command_menu(&self) {
+        let telegram = self.telegram.clone();
+        let locales = self.locales.clone();
+        let default = self.language();
+        tokio::spawn(async move {
+            let menus = Language::ALL
+                .into_iter()
+                .map(|lang| (Some(lang), lang))
+                .chain([(None, default)]);
+            for (code, lang) in menus {
+                let menu = card::command_menu(&locales, lang);
+                let code = code.map(Language::as_str);
+                if let Err(error) = telegram.set_commands(code, &menu).await {
+                    tracing::warn!(%error, "cannot set the bot's command menu");
+                }
+            }
+        });
     }
 
     /// A stranger's language, for the one line they get.
@@ -569,7 +849,7 @@ impl Consent {
                         What::Message,
                         None,
                         text_body(reply),
-                        false,
+                        Sound::Gated,
                     )
                 })
             })
@@ -620,7 +900,23 @@ impl Consent {
             .as_ref()
             .and_then(|record| record.expires_at.as_deref())
             .and_then(parse_time);
-        let facts = subject_record.as_ref().map(|record| SubjectFacts {
+        let is_switch = |callback: &press::Callback| {
+            matches!(
+                callback.action,
+                PressAction::CategoryOn | PressAction::CategoryOff
+            )
+        };
+        // A category switch names a kind: it is known when the config has it, and never closes.
+        let switch_facts = parsed
+            .as_ref()
+            .filter(|callback| is_switch(callback))
+            .filter(|callback| self.config.categories.contains_key(&callback.subject))
+            .map(|_| SubjectFacts {
+                digest: CATEGORY_DIGEST,
+                open: true,
+                expires_at: None,
+            });
+        let record_facts = subject_record.as_ref().map(|record| SubjectFacts {
             digest: record.digest.as_deref().unwrap_or(""),
             open: match parsed.as_ref().map(|c| c.action) {
                 Some(PressAction::Resume) => silenced,
@@ -633,6 +929,10 @@ impl Consent {
                 _ => expires_at,
             },
         });
+        let facts = match &parsed {
+            Some(callback) if is_switch(callback) => switch_facts,
+            _ => record_facts,
+        };
         let chat_ref = chat.unwrap_or(ChatRef {
             id: 0,
             private: false,
@@ -657,6 +957,13 @@ impl Consent {
             Verdict::Reject(rejection) => {
                 self.rejected(rejection, &from, parsed.map(|c| c.subject), next, now)
                     .await
+            }
+            Verdict::Accept {
+                action: action @ (PressAction::CategoryOn | PressAction::CategoryOff),
+                subject,
+            } => {
+                let on = action == PressAction::CategoryOn;
+                self.switch_category(subject, on, from.id, next, now).await
             }
             Verdict::Accept { action, subject } => {
                 let Some(record) = subject_record else {
@@ -689,6 +996,8 @@ impl Consent {
                             .lost_race(granted, &from, &record.id, next, now)
                             .await?;
                         match granted {
+                            // A granted mandate request opened its mandate: nothing runs.
+                            Some(_) if record.subject == Subject::Mandate => Ok(()),
                             Some(_) => self.claim_and_run(record.id, runs, events).await,
                             None => Ok(()),
                         }
@@ -722,7 +1031,7 @@ impl Consent {
                                                 What::Message,
                                                 None,
                                                 notice,
-                                                true,
+                                                Sound::Silent,
                                             )?;
                                         }
                                         Ok(())
@@ -858,7 +1167,7 @@ impl Consent {
                             What::Message,
                             None,
                             text_body(text),
-                            false,
+                            Sound::Urgent,
                         )?;
                     }
                     Ok(())
@@ -1018,7 +1327,7 @@ impl Consent {
         let Some(record) = self.store.call(move |db| db.record(&lookup)).await? else {
             return Err(StoreError::Missing);
         };
-        let ending = self.ending(&record, &finish, now).await?;
+        let ending = self.ending(&record, &finish, now).await;
         let owner = self.owner();
         self.store
             .call(move |db| {
@@ -1041,6 +1350,7 @@ impl Consent {
     async fn expire_due(&self) -> Result<(), StoreError> {
         let now = self.clock.now();
         self.end_due_mandates(now).await?;
+        self.summary_if_due(now).await?;
         let due = self.store.call(move |db| db.due_for_expiry(now)).await?;
         for id in due {
             let lookup = id.clone();
@@ -1103,7 +1413,7 @@ impl Consent {
                         What::Message,
                         None,
                         text_body(text),
-                        true,
+                        Sound::Silent,
                     )
                 })
             })
@@ -1305,7 +1615,7 @@ impl Ending {
             queue_card_edit(tx, effects, chat, &self.record_id, edit)?;
         }
         for body in self.messages {
-            queue(tx, effects, chat, What::Message, None, body, false)?;
+            queue(tx, effects, chat, What::Message, None, body, Sound::Receipt)?;
         }
         Ok(())
     }
@@ -1325,9 +1635,9 @@ fn queue(
     what: What,
     record_id: Option<&str>,
     body: Body,
-    silent: bool,
+    sound: Sound,
 ) -> Result<(), StoreError> {
-    outbox::queue_in(tx, chat, what, record_id, &body, silent, effects.now)?;
+    outbox::queue_in(tx, chat, what, record_id, &body, sound, effects.now)?;
     effects.queued = true;
     Ok(())
 }
@@ -1346,7 +1656,7 @@ fn quiet_reply(
         What::Message,
         None,
         text_body(text),
-        true,
+        Sound::Silent,
     )
 }
 
@@ -1365,7 +1675,7 @@ fn queue_card_edit(
         What::Edit,
         Some(record_id),
         text_body(text),
-        true,
+        Sound::Silent,
     )
 }
 
@@ -1448,6 +1758,13 @@ impl Drawer for Consent {
                 silent: false,
             }
         })
+    }
+
+    fn gate(&self) -> (Gate, chrono_tz::Tz) {
+        (
+            self.gate.read().unwrap_or_else(|p| p.into_inner()).clone(),
+            self.config.owner.timezone,
+        )
     }
 
     fn ttl(&self) -> chrono::Duration {

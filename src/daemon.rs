@@ -124,7 +124,22 @@ pub async fn run(
     }
     let switches = Arc::new(RwLock::new(store.call(|db| db.category_switches()).await?));
     let stored_owner = store.call(|db| db.owner()).await?;
-    let owner = Arc::new(RwLock::new(consent::load_owner(&config, stored_owner)));
+    let owner_settings = store.call(|db| db.owner_settings()).await?;
+    let mut owner_now = consent::load_owner(&config, stored_owner);
+    // The owner's own `/lang` wins over the config and their Telegram language.
+    if let (Some(owner), Some(chosen)) = (
+        owner_now.as_mut(),
+        owner_settings
+            .get("language")
+            .and_then(|code| crate::locale::Language::from_code(code)),
+    ) {
+        owner.language = chosen;
+    }
+    let owner = Arc::new(RwLock::new(owner_now));
+    let gate = Arc::new(RwLock::new(crate::gate::with_owner_settings(
+        &config.gate,
+        &owner_settings,
+    )));
     if owner.read().map(|o| o.is_none()).unwrap_or(false) {
         tracing::warn!("no owner yet: asks are refused `no_owner` until `consentd pair` pairs one");
     }
@@ -155,17 +170,22 @@ pub async fn run(
         locales,
         owner,
         switches,
+        gate,
         work_root,
         telegram,
     };
     tracing::info!(socket = %socket.path.display(), "consentd is serving");
     // The consent loop ends the daemon too when it fails (another instance polls the bot).
     let stop = shutdown.clone();
+    let (recovered, recovery_done) = tokio::sync::oneshot::channel();
     let consent_loop = tokio::spawn(async move {
-        let result = consent.run(stop.clone(), covered_runs).await;
+        let result = consent.run(stop.clone(), covered_runs, recovered).await;
         stop.cancel();
         result
     });
+    // Asks wait in the socket's backlog until the loop has settled what a crash left running:
+    // a covered ask claimed meanwhile would look like one of those.
+    let _ = recovery_done.await;
     server::run(listener, intake, limits, shutdown).await;
     let loop_result = consent_loop.await.context("the consent loop panicked")?;
     store.close();

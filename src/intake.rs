@@ -101,7 +101,14 @@ impl Intake {
             idempotency_key: ask.idempotency_key.clone(),
             urgent: ask.urgent,
         };
-        let outcome = self.store.ask(new, self.policy(), now).await?;
+        let mandates_cover = category.is_some_and(|category| {
+            category.mandate_ok && category.class != crate::config::Class::Destructive
+        });
+        let policy = AskPolicy {
+            mandates_cover,
+            ..self.policy()
+        };
+        let outcome = self.store.ask(new, policy, now).await?;
         Ok(self.answer(outcome, ask.wait))
     }
 
@@ -141,6 +148,7 @@ impl Intake {
             decline_memory: self.config.limits.decline_memory,
             max_pending: self.config.limits.max_pending,
             tz: self.config.owner.timezone,
+            mandates_cover: false,
         }
     }
 

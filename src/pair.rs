@@ -45,7 +45,8 @@ pub async fn pair(config_path: &Path) -> anyhow::Result<Pairing> {
         .await
         .context("cannot ask Telegram for the bot's name (getMe)")?;
     let code = pairing::new_code().map_err(|error| anyhow::anyhow!("no randomness: {error}"))?;
-    let now = Utc::now();
+    // The daemon's clock (a test may shift it), so the code's lifetime is the daemon's.
+    let now = crate::clock::from_env().now();
     let expires_at = now + pairing::CODE_TTL;
     store_code(&db_path, &pairing::code_hash(&code), expires_at, now)?;
     let link = format!("https://t.me/{username}?start={code}");

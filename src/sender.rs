@@ -12,7 +12,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
-use crate::store::outbox::{ButtonSpec, Row, What};
+use crate::gate::{self, Class, Delivery};
+use crate::store::outbox::{ButtonSpec, Row, Sound, What};
 use crate::store::{Record, RecordState, Store, StoreError};
 use crate::telegram::{SendError, Telegram};
 
@@ -20,6 +21,9 @@ use crate::telegram::{SendError, Telegram};
 pub const BURST: f64 = 3.0;
 /// The longest wait between attempts of a failing row.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// How often the sender looks for held cards that have become due.
+const HELD_RECHECK: Duration = Duration::from_secs(1);
 
 /// A card as drawn for sending.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,7 +34,7 @@ pub struct DrawnCard {
     pub captions: Vec<String>,
     pub text: String,
     pub buttons: Vec<ButtonSpec>,
-    /// Sent without sound (quiet hours, once the gate arrives).
+    /// Sent without sound (the gate's decision; the drawer's own is replaced by it).
     pub silent: bool,
 }
 
@@ -40,6 +44,8 @@ pub trait Drawer: Send + Sync + std::fmt::Debug {
     fn draw(&self, record: &Record, now: DateTime<Utc>, expires_at: DateTime<Utc>) -> DrawnCard;
     /// How long a shown card may be answered.
     fn ttl(&self) -> chrono::Duration;
+    /// The gate's settings as the owner last set them, and the owner's zone.
+    fn gate(&self) -> (crate::config::Gate, chrono_tz::Tz);
 }
 
 /// A token bucket: `BURST` at once, then one a second.
@@ -107,7 +113,8 @@ pub async fn run(
         if shutdown.is_cancelled() {
             return Ok(());
         }
-        let row = match store.call(|db| db.next_outbox()).await {
+        let now = clock.now();
+        let row = match store.call(move |db| db.next_outbox(now)).await {
             Ok(row) => row,
             Err(error) => {
                 tracing::error!(%error, "cannot read the outbox");
@@ -119,9 +126,11 @@ pub async fn run(
         };
         tracing::debug!(row = ?row.as_ref().map(|r| (r.seq, r.what)), "outbox");
         let Some(row) = row else {
+            // Held cards become due by time, not by a new row: look again at least every second.
             tokio::select! {
                 () = shutdown.cancelled() => return Ok(()),
                 () = ready.notified() => continue,
+                () = tokio::time::sleep(HELD_RECHECK) => continue,
             }
         };
         let seq = row.seq;
@@ -202,10 +211,31 @@ async fn send_row(
     let seq = row.seq;
     match row.what {
         What::Message => {
+            let class = match row.sound {
+                Sound::Silent => None,
+                Sound::Urgent => Some(Class::Urgent),
+                Sound::Receipt => Some(Class::Receipt),
+                Sound::Gated => Some(Class::Summary),
+            };
+            let silent = match class {
+                None => true,
+                Some(class) => {
+                    let (settings, tz) = drawer.gate();
+                    match gate::decide(class, &settings, 0, clock.now(), tz) {
+                        Delivery::Loud => false,
+                        Delivery::Silent | Delivery::HoldUntil(_) => true,
+                        // Counted in the evening summary instead.
+                        Delivery::SummaryOnly => {
+                            store.call(move |db| db.outbox_sent(seq)).await?;
+                            return Ok(());
+                        }
+                    }
+                }
+            };
             pace.take().await;
             let text = row.body.text.unwrap_or_default();
             telegram
-                .send_text(row.chat_id, &text, &row.body.buttons, row.silent)
+                .send_text(row.chat_id, &text, &row.body.buttons, silent)
                 .await?;
             store.call(move |db| db.outbox_sent(seq)).await?;
         }
@@ -261,7 +291,32 @@ async fn send_card(
         return Ok(());
     };
     let now = clock.now();
-    let drawn = drawer.draw(&record, now, now + drawer.ttl());
+    let (settings, tz) = drawer.gate();
+    let window = gate::quiet_window(settings.quiet_hours, now, tz);
+    let silent = if record.state == RecordState::Pending {
+        // Tonight's count: the cards shown since tonight's quiet hours began.
+        let tonight = match window {
+            Some((start, _)) => store.call(move |db| db.cards_shown_since(start)).await?,
+            None => 0,
+        };
+        let class = Class::Card {
+            urgent_ask: record.urgent,
+        };
+        match gate::decide(class, &settings, tonight, now, tz) {
+            Delivery::HoldUntil(until) => {
+                // Still pending: its ttl starts when it is shown, after quiet hours.
+                store.call(move |db| db.outbox_hold(seq, until)).await?;
+                return Ok(());
+            }
+            Delivery::Silent => true,
+            Delivery::Loud | Delivery::SummaryOnly => false,
+        }
+    } else {
+        // A retry of a card already opened (and counted): quiet at night.
+        window.is_some()
+    };
+    let mut drawn = drawer.draw(&record, now, now + drawer.ttl());
+    drawn.silent = silent;
     for (index, part) in drawn.parts.iter().enumerate() {
         let role = format!("part{}", index + 1);
         if already_sent(store, &record_id, &role).await? {
@@ -323,7 +378,7 @@ async fn send_card(
     };
     let card = drawer.draw(&record, now, expires_at);
     let message_id = telegram
-        .send_text(row.chat_id, &card.text, &card.buttons, card.silent)
+        .send_text(row.chat_id, &card.text, &card.buttons, silent)
         .await?;
     store
         .call(move |db| db.card_sent(seq, &record_id, message_id, now))

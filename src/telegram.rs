@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use teloxide::payloads::{
     AnswerCallbackQuerySetters, EditMessageTextSetters, GetUpdatesSetters, SendDocumentSetters,
-    SendMessageSetters, SendPhotoSetters,
+    SendMessageSetters, SendPhotoSetters, SetMyCommandsSetters,
 };
 use teloxide::prelude::Requester;
 use teloxide::types::{
-    AllowedUpdate, CallbackQueryId, ChatId, InlineKeyboardButton, InlineKeyboardMarkup, InputFile,
-    MessageId, UpdateKind,
+    AllowedUpdate, BotCommand, CallbackQueryId, ChatId, InlineKeyboardButton, InlineKeyboardMarkup,
+    InputFile, MessageId, UpdateKind,
 };
 use teloxide::{ApiError, Bot, RequestError};
 
@@ -233,6 +233,25 @@ impl Telegram {
             .await
             .map_err(classify)?;
         Ok(updates.into_iter().map(convert).collect())
+    }
+
+    /// Sets the bot's command menu, for clients in `language_code` (or for every other client
+    /// when `None`).
+    pub async fn set_commands(
+        &self,
+        language_code: Option<&str>,
+        commands: &[(&str, String)],
+    ) -> Result<(), SendError> {
+        let commands: Vec<BotCommand> = commands
+            .iter()
+            .map(|(name, description)| BotCommand::new(*name, description.clone()))
+            .collect();
+        let mut request = self.bot.set_my_commands(commands);
+        if let Some(code) = language_code {
+            request = request.language_code(code);
+        }
+        request.await.map_err(classify)?;
+        Ok(())
     }
 
     /// Sends a plain-text message (no parse mode) with an optional row of buttons.

@@ -96,12 +96,17 @@ not-accepted = Not accepted.
 paired = Paired: this chat now gets consentd's cards. Send /help for the commands.
 pairing-wrong-code = That pairing code is not right. Run “consentd pair” on the machine for a new one.
 pairing-locked = Too many wrong codes: pairing is locked until { $until }.
-help =
-    Commands:
-    /pending — the asks waiting for your answer
-    /mandates — the open standing permissions, each with Stop
-    /help — this list
-    /start CODE — pair this chat with consentd (the code comes from “consentd pair”)
+help-title = Commands:
+command-pending = the asks waiting for your answer
+command-mandates = the open standing permissions, each with Stop
+command-categories = the kinds of action, each with On or Off
+command-quiet = quiet hours, like /quiet 23:00-08:00 or /quiet off
+command-nightcards = how many cards may come at night, like /nightcards 2
+command-summary = when the evening summary comes, like /summary 21:00
+command-lang = the language: /lang en, /lang ru or /lang pt
+command-anchor = the journal's latest anchor, in full
+command-help = this list
+command-start = /start CODE — pair this chat with consentd (the code comes from “consentd pair”)
 pending-count = { $count ->
         [0] No asks are waiting.
         [one] { $count } ask is waiting:
@@ -131,3 +136,41 @@ mandates-count = { $count ->
     }
 mandate-stopped = Stopped: “{ $label }” actions need your Yes again.
 mandate-ended = Standing permission { $id } for “{ $label }” has ended.
+
+## The owner's settings and commands.
+
+usage-quiet = Usage: /quiet 23:00-08:00 or /quiet off
+usage-nightcards = Usage: /nightcards N, with N from 0 to { $max }
+usage-summary = Usage: /summary HH:MM, like /summary 21:00
+usage-lang = Usage: /lang en, /lang ru or /lang pt
+usage-no-argument = This command takes nothing after it. Send /help for the list.
+quiet-set = Quiet hours: { $from }–{ $to }.
+quiet-off = Quiet hours are off.
+nightcards-set = At most { $count } { $count ->
+        [one] card comes
+       *[other] cards come
+    } during quiet hours; later ones wait until morning.
+summary-set = The evening summary comes at { $hm }.
+lang-set = Language: English.
+anchor = Journal anchor: { $anchor }
+anchor-empty = The journal is empty.
+categories-title = Kinds of action:
+category-item = { $label } ({ $class }): { $on ->
+        [yes] on
+       *[no] off
+    }
+category-switched = “{ $label }” is now { $on ->
+        [yes] on
+       *[no] off
+    }.
+
+## The evening summary.
+
+summary-title = Summary of { $date }
+summary-counts = Asked: { $asked }. Approved: { $granted }. Declined: { $declined }. Expired: { $expired }.
+summary-runs = Done: { $executed }. Failed: { $failed }. Refused before a card: { $refused }.
+summary-mandate = { $id } · { $label }: { $actions } { $actions ->
+        [one] action
+       *[other] actions
+    }, ${ $usd }
+summary-anchor = Journal anchor: { $anchor }

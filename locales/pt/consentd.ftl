@@ -95,12 +95,17 @@ not-accepted = Não aceito.
 paired = Pareado: este chat agora recebe os cartões do consentd. Envie /help para ver os comandos.
 pairing-wrong-code = Esse código de pareamento não está certo. Rode “consentd pair” na máquina para obter outro.
 pairing-locked = Códigos errados demais: o pareamento está bloqueado até { $until }.
-help =
-    Comandos:
-    /pending — os pedidos aguardando sua resposta
-    /mandates — as permissões permanentes abertas, cada uma com Parar
-    /help — esta lista
-    /start CÓDIGO — parear este chat com o consentd (o código vem de “consentd pair”)
+help-title = Comandos:
+command-pending = os pedidos aguardando sua resposta
+command-mandates = as permissões permanentes abertas, cada uma com Parar
+command-categories = os tipos de ação, cada um com Ligar ou Desligar
+command-quiet = horas de silêncio, como /quiet 23:00-08:00 ou /quiet off
+command-nightcards = quantos cartões podem chegar à noite, como /nightcards 2
+command-summary = quando chega o resumo da noite, como /summary 21:00
+command-lang = o idioma: /lang en, /lang ru ou /lang pt
+command-anchor = a âncora mais recente do diário, completa
+command-help = esta lista
+command-start = /start CÓDIGO — parear este chat com o consentd (o código vem de “consentd pair”)
 pending-count = { $count ->
         [0] Nenhum pedido aguardando.
         [one] { $count } pedido aguardando:
@@ -130,3 +135,41 @@ mandates-count = { $count ->
     }
 mandate-stopped = Parado: as ações “{ $label }” precisam do seu Sim de novo.
 mandate-ended = A permissão permanente { $id } para “{ $label }” terminou.
+
+## As configurações e os comandos do dono.
+
+usage-quiet = Uso: /quiet 23:00-08:00 ou /quiet off
+usage-nightcards = Uso: /nightcards N, com N de 0 a { $max }
+usage-summary = Uso: /summary HH:MM, como /summary 21:00
+usage-lang = Uso: /lang en, /lang ru ou /lang pt
+usage-no-argument = Este comando não leva nada depois dele. Envie /help para a lista.
+quiet-set = Horas de silêncio: { $from }–{ $to }.
+quiet-off = As horas de silêncio estão desligadas.
+nightcards-set = No máximo { $count } { $count ->
+        [one] cartão chega
+       *[other] cartões chegam
+    } durante as horas de silêncio; os outros esperam até de manhã.
+summary-set = O resumo da noite chega às { $hm }.
+lang-set = Idioma: português.
+anchor = Âncora do diário: { $anchor }
+anchor-empty = O diário está vazio.
+categories-title = Tipos de ação:
+category-item = { $label } ({ $class }): { $on ->
+        [yes] ligado
+       *[no] desligado
+    }
+category-switched = “{ $label }” agora está { $on ->
+        [yes] ligado
+       *[no] desligado
+    }.
+
+## O resumo da noite.
+
+summary-title = Resumo de { $date }
+summary-counts = Pedidos: { $asked }. Aprovados: { $granted }. Recusados: { $declined }. Expirados: { $expired }.
+summary-runs = Feitos: { $executed }. Falharam: { $failed }. Recusados antes do cartão: { $refused }.
+summary-mandate = { $id } · { $label }: { $actions } { $actions ->
+        [one] ação
+       *[other] ações
+    }, ${ $usd }
+summary-anchor = Âncora do diário: { $anchor }

@@ -97,12 +97,17 @@ not-accepted = Не принято.
 paired = Готово: теперь карточки consentd приходят в этот чат. Команды — /help.
 pairing-wrong-code = Код не подошёл. Получите новый командой «consentd pair» на машине.
 pairing-locked = Слишком много неверных кодов: привязка закрыта до { $until }.
-help =
-    Команды:
-    /pending — запросы, ждущие вашего ответа
-    /mandates — открытые постоянные разрешения, у каждого кнопка «Остановить»
-    /help — этот список
-    /start КОД — привязать этот чат к consentd (код выдаёт «consentd pair»)
+help-title = Команды:
+command-pending = запросы, ждущие вашего ответа
+command-mandates = открытые постоянные разрешения, у каждого кнопка «Остановить»
+command-categories = виды действий, у каждого кнопка «Включить» или «Выключить»
+command-quiet = тихие часы, например /quiet 23:00-08:00 или /quiet off
+command-nightcards = сколько карточек может прийти ночью, например /nightcards 2
+command-summary = когда приходит вечерняя сводка, например /summary 21:00
+command-lang = язык: /lang en, /lang ru или /lang pt
+command-anchor = последний якорь журнала целиком
+command-help = этот список
+command-start = /start КОД — привязать этот чат к consentd (код выдаёт «consentd pair»)
 pending-count = { $count ->
         [0] Нет ожидающих запросов.
         [one] { $count } запрос ждёт ответа:
@@ -136,3 +141,43 @@ mandates-count = { $count ->
     }
 mandate-stopped = Остановлено: для «{ $label }» снова нужно ваше «Да».
 mandate-ended = Постоянное разрешение { $id } для «{ $label }» закончилось.
+
+## Настройки и команды владельца.
+
+usage-quiet = Формат: /quiet 23:00-08:00 или /quiet off
+usage-nightcards = Формат: /nightcards N, где N от 0 до { $max }
+usage-summary = Формат: /summary ЧЧ:ММ, например /summary 21:00
+usage-lang = Формат: /lang en, /lang ru или /lang pt
+usage-no-argument = После этой команды ничего не нужно. Список команд — /help.
+quiet-set = Тихие часы: { $from }–{ $to }.
+quiet-off = Тихие часы выключены.
+nightcards-set = В тихие часы придёт не больше { $count } { $count ->
+        [one] карточки
+        [few] карточек
+       *[many] карточек
+    }; остальные подождут до утра.
+summary-set = Вечерняя сводка приходит в { $hm }.
+lang-set = Язык: русский.
+anchor = Якорь журнала: { $anchor }
+anchor-empty = Журнал пуст.
+categories-title = Виды действий:
+category-item = { $label } ({ $class }): { $on ->
+        [yes] включено
+       *[no] выключено
+    }
+category-switched = «{ $label }» теперь { $on ->
+        [yes] включено
+       *[no] выключено
+    }.
+
+## Вечерняя сводка.
+
+summary-title = Сводка за { $date }
+summary-counts = Запрошено: { $asked }. Одобрено: { $granted }. Отклонено: { $declined }. Истекло: { $expired }.
+summary-runs = Выполнено: { $executed }. Не удалось: { $failed }. Отказано до карточки: { $refused }.
+summary-mandate = { $id } · { $label }: { $actions } { $actions ->
+        [one] действие
+        [few] действия
+       *[many] действий
+    }, ${ $usd }
+summary-anchor = Якорь журнала: { $anchor }

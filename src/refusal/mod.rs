@@ -171,6 +171,15 @@ pub fn check_mandate(
     };
     mandate::check_terms(&request, &rules, &ceilings)
         .map_err(|refusal| Refusal::new(Reason::MandateTerms, refusal.message))?;
+    if category.target == Presence::None {
+        return Err(Refusal::new(
+            Reason::MandateTerms,
+            format!(
+                "kind: {} takes no target, so a mandate's named targets could never cover it",
+                category.name
+            ),
+        ));
+    }
     Ok(request)
 }
 

@@ -46,6 +46,14 @@ target = "required"
 text = "required"
 command = ["/bin/true"]
 
+[categories.untargeted]
+label = { en = "Generate" }
+class = "spend"
+enabled = true
+mandate_ok = true
+cost = "request"
+command = ["/bin/true"]
+
 [categories.post_off]
 label = { en = "Post elsewhere" }
 class = "external"
@@ -488,6 +496,12 @@ fn each_mandate_rule_refuses_with_its_reason_and_names_the_term() {
             |a| a.kind = "publish_x".into(),
             Reason::MandateTerms,
             "does not allow mandates",
+        ),
+        (
+            "kind without a target",
+            |a| a.kind = "untargeted".into(),
+            Reason::MandateTerms,
+            "takes no target",
         ),
         (
             "destructive kind",

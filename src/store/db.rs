@@ -27,6 +27,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("migrations/0001_init.sql")),
     (2, include_str!("migrations/0002_telegram.sql")),
     (3, include_str!("migrations/0003_mandates.sql")),
+    (4, include_str!("migrations/0004_gate.sql")),
 ];
 
 /// A journal event waiting for its line: the event name and its own members, in order.
@@ -105,6 +106,9 @@ pub struct AskPolicy {
     pub max_pending: u32,
     /// The owner's zone: a mandate's day is their local day.
     pub tz: chrono_tz::Tz,
+    /// Whether the kind's category, as configured now, may be covered by a mandate (it is
+    /// `mandate_ok` and not destructive): a config changed since a mandate opened wins.
+    pub mandates_cover: bool,
 }
 
 /// What became of an ask.
@@ -492,10 +496,14 @@ impl Db {
             )? {
                 return Ok(AskOutcome::Joined(open));
             }
-            if policy.owner_known {
-                if let Some((mandate, usage)) =
-                    super::mandates::covering_mandate(tx, &ask.action, now, policy.tz)?
-                {
+            if policy.owner_known && policy.mandates_cover {
+                if let Some((mandate, usage)) = super::mandates::covering_mandate(
+                    tx,
+                    &ask.action,
+                    ask.peer_uid,
+                    now,
+                    policy.tz,
+                )? {
                     return covered_in(tx, events, &id, ask, &mandate, usage, now);
                 }
             }
@@ -518,7 +526,7 @@ impl Db {
                     crate::store::outbox::What::Card,
                     Some(&id),
                     &crate::store::outbox::Body::default(),
-                    false,
+                    crate::store::outbox::Sound::Gated,
                     now,
                 )?;
                 queued_card = true;

@@ -145,9 +145,11 @@ pub(crate) fn usage_on_day(
 }
 
 /// The first open mandate (oldest first) that covers `action` now, with its usage before it.
+/// Only the mandates `peer_uid` asked for: a standing yes given to one session is not another's.
 pub(crate) fn covering_mandate(
     tx: &Transaction<'_>,
     action: &Action,
+    peer_uid: u32,
     now: DateTime<Utc>,
     tz: Tz,
 ) -> Result<Option<(MandateRow, Usage)>, StoreError> {
@@ -155,9 +157,10 @@ pub(crate) fn covering_mandate(
         let mut statement = tx.prepare_cached(&format!(
             "SELECT {MANDATE_COLUMNS} FROM mandates
              WHERE kind = ?1 AND opened_at IS NOT NULL AND stopped_at IS NULL AND ended_at IS NULL
+               AND (SELECT peer_uid FROM records WHERE records.id = mandates.id) = ?2
              ORDER BY opened_at, id"
         ))?;
-        let rows = statement.query_map([&action.kind], mandate_from_row)?;
+        let rows = statement.query_map(params![action.kind, peer_uid], mandate_from_row)?;
         rows.collect::<Result<_, _>>()?
     };
     let covered = CoveredAction {
@@ -240,7 +243,7 @@ impl Db {
                     super::outbox::What::Card,
                     Some(&id),
                     &super::outbox::Body::default(),
-                    false,
+                    super::outbox::Sound::Gated,
                     now,
                 )?;
                 effects.queued = true;

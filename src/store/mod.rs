@@ -9,6 +9,7 @@ pub mod consent;
 pub mod db;
 pub mod mandates;
 pub mod outbox;
+pub mod settings;
 pub mod state;
 
 #[cfg(test)]

@@ -35,6 +35,39 @@ impl What {
     }
 }
 
+/// Whether a row may make a sound (the gate decides when it is sent, SPEC §10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sound {
+    /// Never: edits, replies to the owner's own commands, quiet notices.
+    Silent,
+    /// As the gate says for its class: with sound by day, silently in quiet hours.
+    Gated,
+    /// A receipt: gated, and not sent at all when receipts go to the summary.
+    Receipt,
+    /// At once with sound, even at night: a rejected press, an outcome unknown after a restart.
+    Urgent,
+}
+
+impl Sound {
+    fn as_str(self) -> &'static str {
+        match self {
+            Sound::Silent => "silent",
+            Sound::Gated => "gated",
+            Sound::Receipt => "receipt",
+            Sound::Urgent => "urgent",
+        }
+    }
+
+    fn parse(text: &str) -> Sound {
+        match text {
+            "silent" => Sound::Silent,
+            "receipt" => Sound::Receipt,
+            "urgent" => Sound::Urgent,
+            _ => Sound::Gated,
+        }
+    }
+}
+
 /// One inline button: its label and its signed callback data.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ButtonSpec {
@@ -60,7 +93,7 @@ pub struct Row {
     pub what: What,
     pub record_id: Option<String>,
     pub body: Body,
-    pub silent: bool,
+    pub sound: Sound,
     pub attempts: i64,
 }
 
@@ -71,19 +104,20 @@ pub fn queue_in(
     what: What,
     record_id: Option<&str>,
     body: &Body,
-    silent: bool,
+    sound: Sound,
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     let body = serde_json::to_string(body).map_err(|e| StoreError::Encode(e.to_string()))?;
     tx.execute(
-        "INSERT INTO outbox (chat_id, what, record_id, body, silent, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO outbox (chat_id, what, record_id, body, silent, sound, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
             chat_id,
             what.as_str(),
             record_id,
             body,
-            silent,
+            sound == Sound::Silent,
+            sound.as_str(),
             timestamp(now)
         ],
     )?;
@@ -91,14 +125,15 @@ pub fn queue_in(
 }
 
 impl Db {
-    /// The oldest queued row.
-    pub fn next_outbox(&self) -> Result<Option<Row>, StoreError> {
+    /// The oldest queued row that is not held past `now`.
+    pub fn next_outbox(&self, now: DateTime<Utc>) -> Result<Option<Row>, StoreError> {
         let row = self
             .conn
             .query_row(
-                "SELECT seq, chat_id, what, record_id, body, silent, attempts FROM outbox
-                 WHERE state = 'queued' ORDER BY seq LIMIT 1",
-                [],
+                "SELECT seq, chat_id, what, record_id, body, sound, attempts FROM outbox
+                 WHERE state = 'queued' AND (hold_until IS NULL OR hold_until <= ?1)
+                 ORDER BY seq LIMIT 1",
+                [timestamp(now)],
                 |row| {
                     Ok((
                         row.get::<_, i64>(0)?,
@@ -106,13 +141,13 @@ impl Db {
                         row.get::<_, String>(2)?,
                         row.get::<_, Option<String>>(3)?,
                         row.get::<_, String>(4)?,
-                        row.get::<_, bool>(5)?,
+                        row.get::<_, String>(5)?,
                         row.get::<_, i64>(6)?,
                     ))
                 },
             )
             .optional()?;
-        let Some((seq, chat_id, what, record_id, body, silent, attempts)) = row else {
+        let Some((seq, chat_id, what, record_id, body, sound, attempts)) = row else {
             return Ok(None);
         };
         Ok(Some(Row {
@@ -121,9 +156,27 @@ impl Db {
             what: What::parse(&what).ok_or_else(|| StoreError::Encode(format!("outbox {what}")))?,
             record_id,
             body: serde_json::from_str(&body).map_err(|e| StoreError::Encode(e.to_string()))?,
-            silent,
+            sound: Sound::parse(&sound),
             attempts,
         }))
+    }
+
+    /// A card over tonight's limit waits until `until`; later rows go on meanwhile.
+    pub fn outbox_hold(&mut self, seq: i64, until: DateTime<Utc>) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE outbox SET hold_until = ?2 WHERE seq = ?1",
+            params![seq, timestamp(until)],
+        )?;
+        Ok(())
+    }
+
+    /// Cards shown since `since` (tonight's, for the night limit).
+    pub fn cards_shown_since(&self, since: DateTime<Utc>) -> Result<u32, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT count(*) FROM records WHERE shown_at >= ?1",
+            [timestamp(since)],
+            |row| row.get(0),
+        )?)
     }
 
     /// A row was sent (or is done: an edit that changed nothing).

@@ -86,6 +86,7 @@ fn policy() -> AskPolicy {
         decline_memory: Duration::from_secs(24 * 3600),
         max_pending: 20,
         tz: chrono_tz::UTC,
+        mandates_cover: true,
     }
 }
 
@@ -577,7 +578,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     let mode: String = db
         .connection()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -603,7 +604,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
             error,
             StoreError::TooNew {
                 found: 99,
-                latest: 3
+                latest: 4
             }
         ),
         "{error}"

@@ -151,7 +151,13 @@ command = ["/bin/true"]
         )
         .unwrap();
         write_action_script(dir.path());
-        std::fs::write(dir.path().join("clock"), "0").unwrap();
+        // Noon today, UTC: far from the evening summary (21:00) and, unless a test says otherwise,
+        // from midnight, so what a test sees does not depend on when it runs.
+        std::fs::write(
+            dir.path().join("clock"),
+            offset_to(noon_today()).to_string(),
+        )
+        .unwrap();
         Daemon::start_with(
             dir,
             config,
@@ -343,6 +349,11 @@ impl Daemon {
         }
     }
 
+    /// Sets the daemon's clock to `at` (through its test clock file); it runs on from there.
+    pub fn set_clock(&self, at: chrono::DateTime<chrono::Utc>) {
+        std::fs::write(self.dir.path().join("clock"), offset_to(at).to_string()).unwrap();
+    }
+
     /// Moves the daemon's clock forward by `seconds` (through its test clock file).
     pub fn advance_clock(&self, seconds: i64) {
         let path = self.dir.path().join("clock");
@@ -472,6 +483,7 @@ impl Daemon {
             .args(args)
             .env("CONSENTD_SOCKET", &self.socket)
             .env("CONSENTD_BOT_TOKEN", TOKEN)
+            .env("CONSENTD_TEST_CLOCK_FILE", self.dir.path().join("clock"))
             .stdin(Stdio::null())
             .output()
             .unwrap()
@@ -497,6 +509,20 @@ impl Drop for Daemon {
             let _ = child.wait();
         }
     }
+}
+
+/// Today at 12:00 UTC.
+pub fn noon_today() -> chrono::DateTime<chrono::Utc> {
+    chrono::Utc::now()
+        .date_naive()
+        .and_hms_opt(12, 0, 0)
+        .unwrap()
+        .and_utc()
+}
+
+/// The test clock's offset, in seconds, that makes the daemon's time `at` now.
+fn offset_to(at: chrono::DateTime<chrono::Utc>) -> i64 {
+    (at - chrono::Utc::now()).num_seconds()
 }
 
 /// A good ask for `publish_x`, with `wait` off.

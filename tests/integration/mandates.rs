@@ -41,19 +41,25 @@ fn button(message: &ChatMessage, index: usize) -> String {
 
 /// Asks for a mandate and grants it as the owner; returns its id.
 fn grant(daemon: &Daemon, targets: &[&str], days: u32, usd: &str, actions: u32) -> String {
+    granted_with_button(daemon, targets, days, usd, actions).0
+}
+
+/// [`grant`], also returning the Grant button's callback data.
+fn granted_with_button(
+    daemon: &Daemon,
+    targets: &[&str],
+    days: u32,
+    usd: &str,
+    actions: u32,
+) -> (String, String) {
     let answer = daemon.request(&mandate_request(targets, days, usd, actions));
     assert_eq!(answer["status"], "pending", "{answer}");
     let id = answer["id"].as_str().unwrap().to_owned();
     let card = daemon.card_of(&id);
-    press(
-        daemon,
-        &owner(),
-        ChatSpec::private(OWNER),
-        &card,
-        &button(&card, 0),
-    );
+    let grant = button(&card, 0);
+    press(daemon, &owner(), ChatSpec::private(OWNER), &card, &grant);
     daemon.wait_state(&id, "granted");
-    id
+    (id, grant)
 }
 
 /// The first answer to an ask: its id and status.
@@ -372,6 +378,12 @@ fn twenty_concurrent_asks_racing_for_the_last_cents_never_overspend() {
     assert_eq!(last["usd_today"], "0.98");
 }
 
+fn relabel(data: &str, from: &str, to: &str) -> String {
+    let parts: Vec<&str> = data.split('.').collect();
+    assert_eq!(parts[2], from, "{data}");
+    format!("{}.{}.{to}.{}.{}", parts[0], parts[1], parts[3], parts[4])
+}
+
 fn tampered(data: &str) -> String {
     use base64::Engine as _;
     let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -384,7 +396,7 @@ fn tampered(data: &str) -> String {
 #[test]
 fn only_the_owners_signed_stop_stops_a_mandate_and_it_holds_from_the_next_ask() {
     let daemon = Daemon::start();
-    let mandate = grant(&daemon, &["@mila_news"], 7, "5.00", 50);
+    let (mandate, grant_data) = granted_with_button(&daemon, &["@mila_news"], 7, "5.00", 50);
     let (first, _) = ask(&daemon, &ask_to("@mila_news", "first", "0.01"));
     daemon.wait_state(&first, "executed");
     let receipt = receipt_of(&daemon, &first);
@@ -418,6 +430,13 @@ fn only_the_owners_signed_stop_stops_a_mandate_and_it_holds_from_the_next_ask() 
             owner(),
             ChatSpec::private(OWNER),
             tampered(&stop),
+            "bad_tag",
+        ),
+        (
+            "the mandate card's Grant relabelled as Stop",
+            owner(),
+            ChatSpec::private(OWNER),
+            relabel(&grant_data, "g", "s"),
             "bad_tag",
         ),
     ];
@@ -626,7 +645,8 @@ fn terms_over_a_ceiling_are_refused_mandate_terms_naming_the_term() {
         .filter(|e| e["ev"] == "denied" && e["reason"] == "mandate_terms")
         .count();
     assert_eq!(denied, 5, "every refusal is journaled");
-    assert!(daemon.owner_chat().is_empty(), "no card for refused terms");
+    let chat: Vec<Option<String>> = daemon.owner_chat().into_iter().map(|m| m.text).collect();
+    assert!(chat.is_empty(), "no card for refused terms: {chat:?}");
 }
 
 #[test]

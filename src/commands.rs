@@ -1,0 +1,176 @@
+//! The owner's chat commands (SPEC §11), parsed as a pure function of the message text. What a
+//! command does is the consent loop's business; here each one is read, and a bad argument is told
+//! apart from an unknown command so the owner gets that command's one-line usage.
+
+use chrono::NaiveTime;
+
+use crate::config;
+use crate::locale::Language;
+
+/// The commands, as the bot menu lists them (without `/start`, which only pairs).
+pub const MENU: [&str; 9] = [
+    "pending",
+    "mandates",
+    "categories",
+    "quiet",
+    "nightcards",
+    "summary",
+    "lang",
+    "anchor",
+    "help",
+];
+
+/// One parsed command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `/start CODE` (pairing).
+    Start(String),
+    Pending,
+    Mandates,
+    Categories,
+    /// `/quiet 23:00-08:00` or `/quiet off` (`None`).
+    Quiet(Option<(NaiveTime, NaiveTime)>),
+    /// `/nightcards N`.
+    NightCards(u32),
+    /// `/summary HH:MM`.
+    Summary(NaiveTime),
+    Lang(Language),
+    Anchor,
+    Help,
+    /// A known command with a bad argument: the owner gets its usage line.
+    Usage(Usage),
+    /// Not a command (or one this bot does not know): the owner gets the help.
+    Unknown,
+}
+
+/// Which command's usage to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Usage {
+    Quiet,
+    /// With the config's night limit, the most `/nightcards` may set.
+    NightCards {
+        max: u32,
+    },
+    Summary,
+    Lang,
+    /// A command that takes no argument was given one.
+    NoArgument,
+}
+
+/// Reads a message from the owner. `max_night_cards` is the config's `night_card_limit`: the
+/// owner may lower it in the chat, never raise it.
+pub fn parse(text: &str, max_night_cards: u32) -> Command {
+    let mut words = text.split_whitespace();
+    let Some(first) = words.next() else {
+        return Command::Unknown;
+    };
+    // "/quiet@consent_bot" is how Telegram writes a command addressed to one bot in a menu.
+    let name = first.split('@').next().unwrap_or(first);
+    let argument: Vec<&str> = words.collect();
+    let one = match argument.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    };
+    let no_argument = |command: Command| {
+        if argument.is_empty() {
+            command
+        } else {
+            Command::Usage(Usage::NoArgument)
+        }
+    };
+    match name {
+        "/start" => Command::Start(one.unwrap_or("").to_owned()),
+        "/pending" => no_argument(Command::Pending),
+        "/mandates" => no_argument(Command::Mandates),
+        "/categories" => no_argument(Command::Categories),
+        "/anchor" => no_argument(Command::Anchor),
+        "/help" => no_argument(Command::Help),
+        "/quiet" => match one.map(config::parse_quiet_hours) {
+            Some(Ok(quiet)) => Command::Quiet(quiet),
+            _ => Command::Usage(Usage::Quiet),
+        },
+        "/nightcards" => match one.and_then(|n| n.parse::<u32>().ok()) {
+            // Canonical digits only: "+1" and "01" are not numbers the owner typed as such.
+            Some(n) if n <= max_night_cards && one == Some(n.to_string().as_str()) => {
+                Command::NightCards(n)
+            }
+            _ => Command::Usage(Usage::NightCards {
+                max: max_night_cards,
+            }),
+        },
+        "/summary" => match one.and_then(config::parse_hhmm) {
+            Some(at) => Command::Summary(at),
+            None => Command::Usage(Usage::Summary),
+        },
+        "/lang" => match one.and_then(Language::from_code) {
+            Some(lang) if one.is_some_and(|code| code.len() == 2) => Command::Lang(lang),
+            _ => Command::Usage(Usage::Lang),
+        },
+        _ => Command::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hm(h: u32, m: u32) -> NaiveTime {
+        NaiveTime::from_hms_opt(h, m, 0).unwrap()
+    }
+
+    #[test]
+    fn each_command_with_good_and_bad_arguments() {
+        let night = |max| Command::Usage(Usage::NightCards { max });
+        let cases: Vec<(&str, Command)> = vec![
+            ("/pending", Command::Pending),
+            ("/pending now", Command::Usage(Usage::NoArgument)),
+            ("/mandates", Command::Mandates),
+            ("/mandates@consent_bot", Command::Mandates),
+            ("/categories", Command::Categories),
+            ("/anchor", Command::Anchor),
+            ("/anchor 5", Command::Usage(Usage::NoArgument)),
+            ("/help", Command::Help),
+            (
+                "/quiet 23:00-08:00",
+                Command::Quiet(Some((hm(23, 0), hm(8, 0)))),
+            ),
+            (
+                "/quiet 13:00-14:30",
+                Command::Quiet(Some((hm(13, 0), hm(14, 30)))),
+            ),
+            ("/quiet off", Command::Quiet(None)),
+            ("/quiet", Command::Usage(Usage::Quiet)),
+            ("/quiet 23:00", Command::Usage(Usage::Quiet)),
+            ("/quiet 25:00-08:00", Command::Usage(Usage::Quiet)),
+            ("/quiet 08:00-08:00", Command::Usage(Usage::Quiet)),
+            ("/quiet 23:00 - 08:00", Command::Usage(Usage::Quiet)),
+            ("/nightcards 0", Command::NightCards(0)),
+            ("/nightcards 2", Command::NightCards(2)),
+            ("/nightcards 3", night(2)),
+            ("/nightcards -1", night(2)),
+            ("/nightcards 01", night(2)),
+            ("/nightcards two", night(2)),
+            ("/nightcards", night(2)),
+            ("/summary 21:00", Command::Summary(hm(21, 0))),
+            ("/summary 07:30", Command::Summary(hm(7, 30))),
+            ("/summary 7:30", Command::Usage(Usage::Summary)),
+            ("/summary 24:00", Command::Usage(Usage::Summary)),
+            ("/summary", Command::Usage(Usage::Summary)),
+            ("/lang ru", Command::Lang(Language::Ru)),
+            ("/lang pt", Command::Lang(Language::Pt)),
+            ("/lang en", Command::Lang(Language::En)),
+            ("/lang de", Command::Usage(Usage::Lang)),
+            ("/lang pt-BR", Command::Usage(Usage::Lang)),
+            ("/lang", Command::Usage(Usage::Lang)),
+            ("/start ABC123", Command::Start("ABC123".into())),
+            ("/start", Command::Start(String::new())),
+            ("/stop", Command::Unknown),
+            ("hello", Command::Unknown),
+            ("yes", Command::Unknown),
+            ("", Command::Unknown),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse(text, 2), expected, "{text:?}");
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! The store's side of the owner's chat settings and the evening summary: what the owner set
+//! with `/quiet`, `/nightcards`, `/summary`, `/lang` and the category switches (each journaled),
+//! the day's counts, and the summary sent once a day with the journal's anchor.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use rusqlite::{params, OptionalExtension, Transaction};
+use rust_decimal::Decimal;
+
+use super::db::{timestamp, Db, Effects, Event};
+use super::StoreError;
+use crate::card::owner::DayCounts;
+use crate::journal::GENESIS_PREV;
+
+/// A mandate's use on one day, for the summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MandateSpend {
+    pub id: String,
+    pub kind: String,
+    pub actions: u32,
+    pub usd: Decimal,
+}
+
+impl Db {
+    /// What the owner has set in the chat, by key.
+    pub fn owner_settings(&self) -> Result<BTreeMap<String, String>, StoreError> {
+        let mut statement = self.conn.prepare("SELECT key, value FROM owner_settings")?;
+        let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Sets one of the owner's settings, journaled `settings` with who set it; `reply` is queued
+    /// in the same transaction.
+    pub fn set_owner_setting(
+        &mut self,
+        key: &'static str,
+        value: &str,
+        by: i64,
+        next_offset: i64,
+        now: DateTime<Utc>,
+        reply: impl FnOnce(&Transaction<'_>, &mut Effects) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.write_effects(now, Some(next_offset), |tx, effects| {
+            tx.execute(
+                "INSERT INTO owner_settings (key, value, set_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, set_at = excluded.set_at",
+                params![key, value, timestamp(now)],
+            )?;
+            effects.push(
+                Event::new("settings")
+                    .with("key", key)
+                    .with("value", value)
+                    .with("by", by),
+            );
+            reply(tx, effects)
+        })
+    }
+
+    /// The owner's On or Off for a category, journaled `category_on` or `category_off`; `reply`
+    /// is queued in the same transaction.
+    pub fn switch_category(
+        &mut self,
+        kind: &str,
+        on: bool,
+        by: i64,
+        next_offset: i64,
+        now: DateTime<Utc>,
+        reply: impl FnOnce(&Transaction<'_>, &mut Effects) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.write_effects(now, Some(next_offset), |tx, effects| {
+            tx.execute(
+                "INSERT INTO category_switches (kind, enabled) VALUES (?1, ?2)
+                 ON CONFLICT (kind) DO UPDATE SET enabled = excluded.enabled",
+                params![kind, on],
+            )?;
+            effects.push(
+                Event::new(if on { "category_on" } else { "category_off" })
+                    .with("kind", kind)
+                    .with("by", by),
+            );
+            reply(tx, effects)
+        })
+    }
+
+    /// Whether the summary of local day `day` was sent.
+    pub fn summary_sent_on(&self, day: NaiveDate) -> Result<bool, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT 1 FROM summaries WHERE day = ?1",
+                [day.to_string()],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+    }
+
+    /// Sends the summary of `day` unless it was sent: `compose` queues it, given the journal's
+    /// anchor `N:H12` as it stands before this transaction's own `summary_sent` line, which
+    /// carries the same anchor. Returns whether it was sent now.
+    pub fn send_summary(
+        &mut self,
+        day: NaiveDate,
+        now: DateTime<Utc>,
+        compose: impl FnOnce(&Transaction<'_>, &mut Effects, &str) -> Result<(), StoreError>,
+    ) -> Result<bool, StoreError> {
+        self.write_effects(now, None, |tx, effects| {
+            let sent: Option<i64> = tx
+                .query_row(
+                    "SELECT 1 FROM summaries WHERE day = ?1",
+                    [day.to_string()],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            if sent.is_some() {
+                return Ok(false);
+            }
+            let (n, h): (i64, String) = tx
+                .query_row(
+                    "SELECT last_n, last_h FROM journal_state WHERE id = 1",
+                    [],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .optional()?
+                .unwrap_or((0, GENESIS_PREV.to_owned()));
+            let anchor = format!("{n}:{}", &h[..12.min(h.len())]);
+            tx.execute(
+                "INSERT INTO summaries (day, sent_at, anchor) VALUES (?1, ?2, ?3)",
+                params![day.to_string(), timestamp(now), anchor],
+            )?;
+            compose(tx, effects, &anchor)?;
+            effects.push(
+                Event::new("summary_sent")
+                    .with("day", day.to_string())
+                    .with("anchor", anchor.as_str()),
+            );
+            Ok(true)
+        })
+    }
+
+    /// What happened in `[start, end)`: asks stored, the owner's yeses (and mandates' covers),
+    /// no's, expiries, runs executed and failed, refusals.
+    pub fn day_counts(
+        &self,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<DayCounts, StoreError> {
+        let (start, end) = (timestamp(start), timestamp(end));
+        let count = |condition: &str| -> Result<u32, StoreError> {
+            Ok(self.conn.query_row(
+                &format!("SELECT count(*) FROM records WHERE subject = 'action' AND {condition}"),
+                params![start, end],
+                |row| row.get(0),
+            )?)
+        };
+        Ok(DayCounts {
+            asked: count("state <> 'refused' AND created_at >= ?1 AND created_at < ?2")?,
+            granted: count(
+                "state IN ('granted', 'running', 'executed', 'failed', 'outcome_unknown')
+                 AND decided_at >= ?1 AND decided_at < ?2",
+            )?,
+            declined: count("state = 'declined' AND decided_at >= ?1 AND decided_at < ?2")?,
+            expired: count("state = 'expired' AND finished_at >= ?1 AND finished_at < ?2")?,
+            executed: count("state = 'executed' AND finished_at >= ?1 AND finished_at < ?2")?,
+            failed: count("state = 'failed' AND finished_at >= ?1 AND finished_at < ?2")?,
+            refused: count("state = 'refused' AND created_at >= ?1 AND created_at < ?2")?,
+        })
+    }
+
+    /// Each mandate's use in `[start, end)`, oldest mandate first.
+    pub fn mandate_spend(
+        &self,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<Vec<MandateSpend>, StoreError> {
+        let mut statement = self.conn.prepare(
+            "SELECT r.mandate_id, m.kind, r.cost_usd FROM records r JOIN mandates m
+                 ON m.id = r.mandate_id
+             WHERE r.created_at >= ?1 AND r.created_at < ?2
+             ORDER BY m.opened_at, m.id",
+        )?;
+        let rows = statement.query_map(params![timestamp(start), timestamp(end)], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, Option<String>>(2)?,
+            ))
+        })?;
+        let mut spend: Vec<MandateSpend> = Vec::new();
+        for row in rows {
+            let (id, kind, cost) = row?;
+            let cost: Decimal = match cost {
+                Some(cost) => cost
+                    .parse()
+                    .map_err(|_| StoreError::Encode(format!("stored amount {cost}")))?,
+                None => Decimal::ZERO,
+            };
+            match spend.iter_mut().find(|s| s.id == id) {
+                Some(entry) => {
+                    entry.actions += 1;
+                    entry.usd += cost;
+                }
+                None => spend.push(MandateSpend {
+                    id,
+                    kind,
+                    actions: 1,
+                    usd: cost,
+                }),
+            }
+        }
+        Ok(spend)
+    }
+}
