@@ -171,7 +171,8 @@ mod tests {
         let morning = at(tz, 2026, 11, 30, 8, 0);
         let card = Class::Card { urgent_ask: false };
         let urgent_card = Class::Card { urgent_ask: true };
-        let cases: Vec<(&str, Class, &Gate, u32, DateTime<Utc>, Delivery)> = vec![
+        type Case<'a> = (&'a str, Class, &'a Gate, u32, DateTime<Utc>, Delivery);
+        let cases: Vec<Case> = vec![
             (
                 "a card by day",
                 card,

@@ -30,6 +30,8 @@ pub struct DaemonBuilder {
     max_pending: u32,
     owner: Option<i64>,
     decline_streak: u32,
+    /// The `[gate]` table's lines.
+    gate: String,
 }
 
 impl Default for DaemonBuilder {
@@ -40,6 +42,7 @@ impl Default for DaemonBuilder {
             max_pending: 20,
             owner: Some(OWNER),
             decline_streak: 3,
+            gate: "quiet_hours = \"off\"".to_owned(),
         }
     }
 }
@@ -52,6 +55,12 @@ impl DaemonBuilder {
 
     pub fn max_pending(mut self, max: u32) -> Self {
         self.max_pending = max;
+        self
+    }
+
+    /// Replaces the `[gate]` table's lines (the default has quiet hours off).
+    pub fn gate(mut self, lines: &str) -> Self {
+        self.gate = lines.to_owned();
         self
     }
 
@@ -93,7 +102,7 @@ max_pending = {max_pending}
 decline_streak = {decline_streak}
 
 [gate]
-quiet_hours = "off"
+{gate}
 
 [categories.publish_x]
 label = {{ en = "Post to X", ru = "Пост в X", pt = "Post no X" }}
@@ -126,6 +135,7 @@ command = ["/bin/true"]
             max_request_bytes = self.max_request_bytes,
             max_pending = self.max_pending,
             decline_streak = self.decline_streak,
+            gate = self.gate,
         )
     }
 

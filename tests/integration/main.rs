@@ -9,5 +9,6 @@ mod fixture;
 mod journal_cli;
 mod locales;
 mod mandates;
+mod owner;
 mod runs;
 mod socket;

@@ -1,0 +1,401 @@
+//! The owner's side of the chat (SPEC §10, §11): the notification gate at night, the evening
+//! summary once a day with the journal's anchor, and the owner's commands — from the owner and
+//! from anyone else.
+
+use chrono::{DateTime, Duration, Utc};
+use consentd::emulator::{ChatMessage, ChatSpec, UserSpec};
+use nix::sys::signal::Signal;
+use serde_json::{json, Value};
+
+use crate::fixture::{consentd, good_ask, noon_today, stdout, Daemon, OWNER};
+
+fn owner() -> UserSpec {
+    UserSpec::new(OWNER, "Mila")
+}
+
+fn stranger() -> UserSpec {
+    UserSpec::new(777, "Eve")
+}
+
+/// Today (the test's UTC date) at `h:m`.
+fn today_at(h: u32, m: u32) -> DateTime<Utc> {
+    noon_today() - Duration::hours(12)
+        + Duration::hours(i64::from(h))
+        + Duration::minutes(i64::from(m))
+}
+
+/// Sends `text` as the owner and waits for a message from the bot whose text has `expected`.
+fn say(daemon: &Daemon, text: &str, expected: &str) -> ChatMessage {
+    let before = daemon.bot.messages(OWNER).len();
+    daemon
+        .bot
+        .push_text(&owner(), ChatSpec::private(OWNER), text);
+    let find = |messages: Vec<ChatMessage>| {
+        messages
+            .into_iter()
+            .skip(before)
+            .find(|m| m.outgoing && m.text.as_deref().is_some_and(|t| t.contains(expected)))
+    };
+    daemon.wait_for(
+        &format!("the reply to {text:?} saying {expected:?}"),
+        |bot| find(bot.messages(OWNER)).is_some(),
+    );
+    find(daemon.bot.messages(OWNER)).unwrap()
+}
+
+fn events(daemon: &Daemon, ev: &str) -> Vec<Value> {
+    daemon
+        .journal_events()
+        .into_iter()
+        .filter(|e| e["ev"] == ev)
+        .collect()
+}
+
+/// The card_shown line of record `id`.
+fn shown(daemon: &Daemon, id: &str) -> Option<Value> {
+    events(daemon, "card_shown")
+        .into_iter()
+        .find(|e| e["id"] == id)
+}
+
+#[test]
+fn at_night_one_card_comes_silently_and_the_next_waits_for_the_morning() {
+    let daemon = Daemon::builder()
+        .gate("quiet_hours = \"23:00-08:00\"\nnight_card_limit = 1")
+        .start();
+    // By day: a mandate, whose card is loud.
+    let mandate = daemon.request(&json!({"v":1,"op":"mandate","kind":"publish_x",
+        "targets":["@mila_shop"],"days":2,"usd_per_day":"1.00","actions_per_day":5,"wait":false}));
+    let mandate = mandate["id"].as_str().unwrap().to_owned();
+    let card = daemon.card_of(&mandate);
+    assert!(!card.disable_notification, "a card by day has sound");
+    let grant = card.buttons()[0].callback_data.clone().unwrap();
+    daemon
+        .bot
+        .push_press(&owner(), ChatSpec::private(OWNER), card.message_id, &grant);
+    daemon.wait_state(&mandate, "granted");
+
+    daemon.set_clock(today_at(23, 30));
+    let first = daemon.request(&good_ask("first at night"))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let first_card = daemon.card_of(&first);
+    assert!(
+        first_card.disable_notification,
+        "the night's first card is silent"
+    );
+    let second = daemon.request(&good_ask("second at night"))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // A reply queued after the second card arrives: the sender has passed the card and held it.
+    say(&daemon, "/help", "Commands:");
+    assert!(shown(&daemon, &second).is_none(), "the second card waits");
+    assert_eq!(
+        daemon.request(&json!({"v":1,"op":"status","id":second}))["status"],
+        "pending"
+    );
+
+    // Night: a receipt is silent, an urgent notice is not.
+    let covered = daemon.request(&json!({"v":1,"op":"ask","kind":"publish_x",
+        "target":"@mila_shop","text":"night news","cost_usd":"0.10","wait":false}));
+    assert_eq!(covered["status"], "running");
+    let covered = covered["id"].as_str().unwrap().to_owned();
+    daemon.wait_state(&covered, "executed");
+    daemon.wait_for("the receipt", |bot| {
+        bot.messages(OWNER).iter().any(|m| {
+            m.text
+                .as_deref()
+                .is_some_and(|t| t.contains(&covered) && t.contains("Today:"))
+        })
+    });
+    let receipt = daemon
+        .bot
+        .messages(OWNER)
+        .into_iter()
+        .find(|m| m.text.as_deref().is_some_and(|t| t.contains(&covered)))
+        .unwrap();
+    assert!(receipt.disable_notification, "a receipt at night is silent");
+    let yes = first_card.buttons()[0].callback_data.clone().unwrap();
+    daemon.bot.push_press(
+        &stranger(),
+        ChatSpec::private(OWNER),
+        first_card.message_id,
+        &yes,
+    );
+    daemon.wait_for("the urgent notice", |bot| {
+        bot.messages(OWNER).iter().any(|m| {
+            m.text
+                .as_deref()
+                .is_some_and(|t| t.contains("was not accepted"))
+        })
+    });
+    let notice = daemon
+        .bot
+        .messages(OWNER)
+        .into_iter()
+        .find(|m| {
+            m.text
+                .as_deref()
+                .is_some_and(|t| t.contains("was not accepted"))
+        })
+        .unwrap();
+    assert!(
+        !notice.disable_notification,
+        "an urgent notice has sound at night"
+    );
+
+    // Morning: the held card is shown, with sound and a fresh ttl.
+    let morning = today_at(8, 0) + Duration::days(1);
+    daemon.set_clock(morning);
+    let card = daemon.card_of(&second);
+    assert!(
+        !card.disable_notification,
+        "after quiet hours the card has sound"
+    );
+    let line = shown(&daemon, &second).unwrap();
+    let expires: DateTime<Utc> = line["expires_at"].as_str().unwrap().parse().unwrap();
+    assert!(
+        expires >= morning + Duration::minutes(15),
+        "the ttl starts when the card is shown: {expires}"
+    );
+    // The first card's ttl ran out in the night, as it should.
+    daemon.wait_state(&first, "expired");
+}
+
+#[test]
+fn the_evening_summary_goes_once_at_its_time_across_restarts_with_an_anchor_that_verifies() {
+    let mut daemon = Daemon::start();
+    daemon.set_clock(today_at(20, 59));
+    assert!(daemon.stop_with(Signal::SIGTERM).success());
+    let mut daemon = daemon.restart();
+    let refused = daemon.request(&json!({"v":1,"op":"ask","kind":"nope","wait":false}));
+    assert_eq!(refused["status"], "refused");
+    let (id, _) = {
+        let answer = daemon.request(&good_ask("before the summary"));
+        (answer["id"].as_str().unwrap().to_owned(), answer)
+    };
+    daemon.card_of(&id);
+    say(&daemon, "/help", "Commands:");
+
+    // Down at 21:00; up at 21:01: the summary goes at start.
+    assert!(daemon.stop_with(Signal::SIGTERM).success());
+    daemon.set_clock(today_at(21, 1));
+    let mut daemon = daemon.restart();
+    let sent = daemon.wait_for_event("summary_sent");
+    let ts: DateTime<Utc> = sent["ts"].as_str().unwrap().parse().unwrap();
+    assert!(ts >= today_at(21, 0), "not before its time: {ts}");
+    let anchor = sent["anchor"].as_str().unwrap().to_owned();
+    let summary = say(&daemon, "/help", "Commands:");
+    drop(summary);
+    let text = daemon
+        .owner_chat()
+        .into_iter()
+        .find_map(|m| m.text.filter(|t| t.starts_with("Summary of")))
+        .expect("the summary reached the owner");
+    for shown in [
+        format!("Journal anchor: {anchor}"),
+        "Asked: 1.".to_owned(),
+        "Refused before a card: 1.".to_owned(),
+    ] {
+        assert!(
+            text.contains(&shown),
+            "the summary lacks {shown:?}:\n{text}"
+        );
+    }
+    let verify = consentd(&[
+        "journal",
+        "verify",
+        daemon.journal.to_str().unwrap(),
+        "--anchor",
+        &anchor,
+    ]);
+    assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
+
+    // Another restart the same evening: no second summary.
+    assert!(daemon.stop_with(Signal::SIGTERM).success());
+    daemon.set_clock(today_at(21, 2));
+    let daemon = daemon.restart();
+    say(&daemon, "/help", "Commands:");
+    assert_eq!(
+        events(&daemon, "summary_sent").len(),
+        1,
+        "exactly once a day"
+    );
+    let summaries = daemon
+        .owner_chat()
+        .into_iter()
+        .filter(|m| {
+            m.text
+                .as_deref()
+                .is_some_and(|t| t.starts_with("Summary of"))
+        })
+        .count();
+    assert_eq!(summaries, 1);
+}
+
+#[test]
+fn each_command_with_good_and_bad_arguments_from_the_owner() {
+    let daemon = Daemon::builder()
+        .gate("quiet_hours = \"23:00-08:00\"\nnight_card_limit = 2")
+        .start();
+    let cases: &[(&str, &str)] = &[
+        ("/help", "/pending — the asks waiting for your answer"),
+        ("/pending", "No asks are waiting."),
+        ("/pending now", "This command takes nothing after it."),
+        ("/mandates", "No standing permissions are open."),
+        ("/quiet 22:00-07:00", "Quiet hours: 22:00–07:00."),
+        ("/quiet 22:00", "Usage: /quiet 23:00-08:00 or /quiet off"),
+        ("/quiet off", "Quiet hours are off."),
+        ("/nightcards 1", "At most 1 card comes during quiet hours"),
+        ("/nightcards 3", "Usage: /nightcards N, with N from 0 to 2"),
+        (
+            "/nightcards many",
+            "Usage: /nightcards N, with N from 0 to 2",
+        ),
+        ("/summary 20:30", "The evening summary comes at 20:30."),
+        ("/summary 8pm", "Usage: /summary HH:MM"),
+        ("/lang de", "Usage: /lang en, /lang ru or /lang pt"),
+        ("/anchor", "Journal anchor: "),
+        ("/categories", "Kinds of action:"),
+        ("hello", "Commands:"),
+    ];
+    for (text, expected) in cases {
+        say(&daemon, text, expected);
+    }
+    let settings: Vec<(String, String)> = events(&daemon, "settings")
+        .iter()
+        .map(|e| {
+            (
+                e["key"].as_str().unwrap().to_owned(),
+                e["value"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        settings,
+        [
+            ("quiet_hours".to_owned(), "22:00-07:00".to_owned()),
+            ("quiet_hours".to_owned(), "off".to_owned()),
+            ("night_card_limit".to_owned(), "1".to_owned()),
+            ("summary_at".to_owned(), "20:30".to_owned()),
+        ],
+        "every change is journaled, and only the changes"
+    );
+
+    // /anchor gives the last line's whole hash.
+    let reply = say(&daemon, "/anchor", "Journal anchor: ");
+    let anchor = reply.text.unwrap();
+    let (n, h) = anchor
+        .trim_start_matches("Journal anchor: ")
+        .split_once(':')
+        .unwrap();
+    let line = daemon
+        .journal_events()
+        .into_iter()
+        .find(|e| e["n"].as_u64() == n.parse().ok())
+        .unwrap();
+    assert_eq!(line["h"], h, "the anchor names a real line");
+    assert_eq!(h.len(), 64);
+
+    // /lang changes the language of everything after it.
+    say(&daemon, "/lang ru", "Язык: русский.");
+    say(&daemon, "/help", "Команды:");
+    assert_eq!(events(&daemon, "settings").last().unwrap()["value"], "ru");
+
+    // The command menu is set in each language.
+    let menus: Vec<Option<String>> = daemon
+        .bot
+        .calls_to("setMyCommands")
+        .iter()
+        .map(|call| call.param_str("language_code").map(str::to_owned))
+        .collect();
+    for code in ["en", "ru", "pt"] {
+        assert!(
+            menus.contains(&Some(code.to_owned())),
+            "no menu for {code}: {menus:?}"
+        );
+    }
+    assert!(menus.contains(&None), "no default menu: {menus:?}");
+}
+
+#[test]
+fn categories_switch_only_by_the_owners_signed_press() {
+    let daemon = Daemon::start();
+    say(&daemon, "/categories", "Kinds of action:");
+    let item = say(&daemon, "/categories", "Post to X (external): on");
+    assert_eq!(item.buttons()[0].text, "Off");
+    let off = item.buttons()[0].callback_data.clone().unwrap();
+    // Someone else's press changes nothing.
+    daemon
+        .bot
+        .push_press(&stranger(), ChatSpec::private(OWNER), item.message_id, &off);
+    daemon.settle();
+    assert!(events(&daemon, "category_off").is_empty());
+    assert_eq!(
+        events(&daemon, "press_rejected").last().unwrap()["reason"],
+        "not_owner"
+    );
+    daemon
+        .bot
+        .push_press(&owner(), ChatSpec::private(OWNER), item.message_id, &off);
+    daemon.wait_for("the switch's reply", |bot| {
+        bot.messages(OWNER)
+            .iter()
+            .any(|m| m.text.as_deref() == Some("“Post to X” is now off."))
+    });
+    assert_eq!(events(&daemon, "category_off")[0]["kind"], "publish_x");
+    let refused = daemon.request(&good_ask("while off"));
+    assert_eq!(refused["reason"], "category_off");
+    let item = say(&daemon, "/categories", "Post to X (external): off");
+    assert_eq!(item.buttons()[0].text, "On");
+    let on = item.buttons()[0].callback_data.clone().unwrap();
+    daemon
+        .bot
+        .push_press(&owner(), ChatSpec::private(OWNER), item.message_id, &on);
+    daemon.wait_for("the switch's reply", |bot| {
+        bot.messages(OWNER)
+            .iter()
+            .any(|m| m.text.as_deref() == Some("“Post to X” is now on."))
+    });
+    let answer = daemon.request(&good_ask("on again"));
+    assert_eq!(answer["status"], "pending");
+}
+
+#[test]
+fn nobody_but_the_owner_changes_a_setting() {
+    let daemon = Daemon::start();
+    for text in [
+        "/quiet off",
+        "/nightcards 0",
+        "/summary 01:00",
+        "/lang ru",
+        "/anchor",
+    ] {
+        daemon
+            .bot
+            .push_text(&stranger(), ChatSpec::private(777), text);
+    }
+    daemon
+        .bot
+        .push_text(&stranger(), ChatSpec::group(-1_005), "/quiet off");
+    daemon.settle();
+    assert!(events(&daemon, "settings").is_empty());
+    let to_stranger: Vec<String> = daemon
+        .bot
+        .messages(777)
+        .into_iter()
+        .filter(|m| m.outgoing)
+        .filter_map(|m| m.text)
+        .collect();
+    assert_eq!(
+        to_stranger,
+        ["Sorry, this bot answers only its owner."],
+        "one polite line, nothing else"
+    );
+    assert!(
+        daemon.owner_chat().is_empty(),
+        "the owner's chat is untouched"
+    );
+}
