@@ -27,6 +27,7 @@ use crate::pairing::PairVerdict;
 use crate::press::{self, PressAction, PressContext, PressKey, Rejection, SubjectFacts, Verdict};
 use crate::sender::{Drawer, DrawnCard};
 use crate::store::consent::{Claim, Finish, OwnerRow};
+use crate::store::db::note_decider_name;
 use crate::store::outbox::{self, Body, ButtonSpec, Sound, What};
 use crate::store::{
     Effects, Event as JournalEvent, MandateRow, Record, RecordState, StateChange, Store,
@@ -342,10 +343,11 @@ impl Consent {
     /// Never fails: what the owner is told must not stand in the way of recording the outcome.
     async fn ending(&self, record: &Record, finish: &Finish, now: DateTime<Utc>) -> Ending {
         let Some(mandate_id) = record.mandate_id.clone() else {
+            // The edit keeps saying who decided (SPEC §6), now with how the run ended.
             let edit = self.outcome_text_with(
                 record,
                 finish.state,
-                None,
+                record.decided_by_name.as_deref(),
                 finish.result.as_deref(),
                 finish.message.as_deref(),
                 now,
@@ -977,6 +979,7 @@ impl Consent {
                     | (PressAction::Grant, Subject::Mandate) => {
                         let edit =
                             self.outcome_text(&record, RecordState::Granted, Some(&from.name), now);
+                        let decider = from.name.clone();
                         let id = record.id.clone();
                         let granted = self
                             .store
@@ -986,6 +989,7 @@ impl Consent {
                                     from.id,
                                     Some(next),
                                     |tx, effects, record| {
+                                        note_decider_name(tx, &record.id, &decider)?;
                                         queue_card_edit(tx, effects, owner_id, &record.id, edit)
                                     },
                                     now,
@@ -1011,6 +1015,7 @@ impl Consent {
                             now,
                         );
                         let notice = self.silenced_notice(&record, lang, now);
+                        let decider = from.name.clone();
                         let id = record.id.clone();
                         let streak_limit = self.config.limits.decline_streak;
                         let declined = self
@@ -1022,6 +1027,7 @@ impl Consent {
                                     streak_limit,
                                     Some(next),
                                     |tx, effects, record, silenced| {
+                                        note_decider_name(tx, &record.id, &decider)?;
                                         queue_card_edit(tx, effects, owner_id, &record.id, edit)?;
                                         if silenced {
                                             queue(

@@ -151,6 +151,8 @@ pub struct Record {
     pub expires_at: Option<String>,
     pub decided_at: Option<String>,
     pub decided_by: Option<i64>,
+    /// The display name of whoever pressed, as Telegram gave it then.
+    pub decided_by_name: Option<String>,
     pub finished_at: Option<String>,
     /// An action, or a request for a mandate.
     pub subject: Subject,
@@ -1041,6 +1043,19 @@ fn insert_pending(
     Ok(())
 }
 
+/// Keeps the display name of whoever decided `id`, for the card's later edits.
+pub(crate) fn note_decider_name(
+    tx: &Transaction<'_>,
+    id: &str,
+    name: &str,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "UPDATE records SET decided_by_name = ?2 WHERE id = ?1",
+        params![id, name],
+    )?;
+    Ok(())
+}
+
 pub(crate) fn transition_in(
     tx: &Transaction<'_>,
     id: &str,
@@ -1094,7 +1109,7 @@ pub(crate) fn transition_in(
 
 const RECORD_COLUMNS: &str = "seq, id, peer_uid, kind, target, text, fields, cost_usd, digest, \
     idempotency_key, urgent, state, reason, message, result, created_at, shown_at, expires_at, \
-    decided_at, decided_by, finished_at, subject, mandate_id";
+    decided_at, decided_by, finished_at, subject, mandate_id, decided_by_name";
 
 pub(crate) fn record_where(
     conn: &Connection,
@@ -1156,6 +1171,7 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
             _ => Subject::Action,
         },
         mandate_id: row.get(22)?,
+        decided_by_name: row.get(23)?,
         mandate: None,
     })
 }

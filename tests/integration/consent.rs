@@ -143,7 +143,10 @@ fn the_whole_loop_runs_the_action_once_after_the_owners_yes() {
 
     daemon.wait_for("the card to show the outcome", |bot| {
         bot.message(OWNER, card.message_id).is_some_and(|m| {
-            m.buttons().is_empty() && m.text.as_deref().is_some_and(|t| t.contains("Mila"))
+            m.buttons().is_empty()
+                && m.text
+                    .as_deref()
+                    .is_some_and(|t| t.contains("Outcome: done. Decided by Mila."))
         })
     });
     assert!(

@@ -24,3 +24,7 @@ CREATE TABLE summaries (
 
 -- Cards shown tonight are counted by when they were shown.
 CREATE INDEX records_shown ON records (shown_at) WHERE shown_at IS NOT NULL;
+
+-- The display name of whoever pressed, for the card's later edits ("Decided by Mila"); the id is
+-- in decided_by.
+ALTER TABLE records ADD COLUMN decided_by_name TEXT;
