@@ -89,15 +89,15 @@ consentd_setup() {
 #
 # With CONSENTD_ROOT_DAEMON=1 (categories that set `run_as`, which needs root to switch users)
 # the daemon keeps uid 0 but only the capabilities a run needs: SETUID/SETGID to switch,
-# CHOWN for the run directory and the attachment copies it hands over, DAC_OVERRIDE/FOWNER to
-# fill and remove that directory once it belongs to the command's user, KILL for the command's
-# process group on a timeout.
+# CHOWN for the run directory and the attachment copies it hands over, DAC_OVERRIDE to fill
+# and remove that directory once it belongs to the command's user, KILL for the command's
+# process group (a timeout, and what the command leaves running).
 consentd_drop() {
     local envs=(env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$CONSENTD_STATE_DIR"
         CONSENTD_LOG="$CONSENTD_LOG" ${TMPDIR:+"TMPDIR=$TMPDIR"})
     if [[ ${CONSENTD_ROOT_DAEMON:-0} == 1 ]]; then
         CONSENTD_DROP=(setpriv --inh-caps=-all --no-new-privs
-            "--bounding-set=-all,+setuid,+setgid,+chown,+dac_override,+fowner,+kill"
+            "--bounding-set=-all,+setuid,+setgid,+chown,+dac_override,+kill"
             "${envs[@]}")
     else
         CONSENTD_DROP=(setpriv --reuid="$CONSENTD_USER" --regid="$CONSENTD_USER" --init-groups
