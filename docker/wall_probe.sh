@@ -136,8 +136,8 @@ if [[ -z $pid ]]; then
         if [[ $(cat -- "$comm" 2>/dev/null) == consentd ]]; then
             candidate=${comm#/proc/}
             candidate=${candidate%/comm}
-            # Our own `consentd` clients are not the daemon.
-            if [[ $(stat -c %u -- "/proc/$candidate" 2>/dev/null) != "$me" ]]; then
+            # The daemon, not a client (`consentd ask` of this or another agent).
+            if tr '\0' ' ' <"/proc/$candidate/cmdline" 2>/dev/null | grep -q ' serve '; then
                 pid=$candidate
                 break
             fi

@@ -303,12 +303,13 @@ def main(argv: Optional[List[str]] = None) -> int:
                 args.kind, target=args.target, text=text, fields=fields,
                 cost_usd=args.cost_usd, attachments=[attachment(p) for p in args.attach],
                 idempotency_key=args.idempotency_key, urgent=args.urgent,
-                wait=not args.no_wait, on_line=_progress)
+                wait=not args.no_wait, on_line=None if args.no_wait else _progress)
             return _report(answer, args.json)
         if args.op == "mandate":
             answer = client.mandate(
                 args.kind, args.targets, args.days, args.usd_per_day, args.actions_per_day,
-                reason=args.reason, wait=not args.no_wait, on_line=_progress)
+                reason=args.reason, wait=not args.no_wait,
+                on_line=None if args.no_wait else _progress)
             return _report(answer, args.json)
         if args.op == "status":
             answer = client.status(args.id, wait=args.wait)
