@@ -7,10 +7,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use consentd::emulator::{ChatMessage, ChatSpec, UserSpec};
 use serde_json::{json, Value};
 
-use crate::fixture::{stderr, stdout, Daemon, BIN, OWNER};
+use crate::fixture::{stderr, stdout, Daemon, BIN};
 
 const PYTHON_CLIENT: &str = "clients/python/consentd_client.py";
 const SHELL_CLIENT: &str = "clients/sh/consentd-ask.sh";
@@ -24,10 +23,21 @@ fn repo_file(path: &str) -> PathBuf {
 
 /// A client command against `daemon`'s socket, with stdin from `input`.
 fn spawn(daemon: &Daemon, program: &str, args: &[&str], input: &[u8]) -> Child {
+    spawn_with(daemon, program, args, &[], input)
+}
+
+fn spawn_with(
+    daemon: &Daemon,
+    program: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    input: &[u8],
+) -> Child {
     let mut child = Command::new(program)
         .args(args)
         .env("CONSENTD_SOCKET", &daemon.socket)
         .env("CONSENTD_BIN", BIN)
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -72,26 +82,8 @@ fn last_json(output: &Output) -> Value {
 }
 
 /// Waits for the card whose text holds `needle` and presses its Yes as the owner.
-fn press_yes_on_card_with(daemon: &Daemon, needle: &str) -> ChatMessage {
-    let find = |bot: &consentd::emulator::Emulator| {
-        bot.messages(OWNER).into_iter().find(|m| {
-            m.outgoing
-                && !m.buttons().is_empty()
-                && m.text.as_deref().is_some_and(|t| t.contains(needle))
-        })
-    };
-    daemon.wait_for(&format!("a card showing {needle:?}"), |bot| {
-        find(bot).is_some()
-    });
-    let card = find(&daemon.bot).unwrap();
-    let yes = card.buttons()[0].callback_data.clone().unwrap();
-    daemon.bot.push_press(
-        &UserSpec::new(OWNER, "Mila"),
-        ChatSpec::private(OWNER),
-        card.message_id,
-        &yes,
-    );
-    card
+fn press_yes_on_card_with(daemon: &Daemon, needle: &str) {
+    daemon.press_yes(&daemon.card_of(needle));
 }
 
 /// What the category's command read on stdin, one object per run.
@@ -268,24 +260,15 @@ fn the_hook_routes_outside_actions_through_consentd_and_blocks_direct_ones() {
         .to_string(),
     )
     .unwrap();
+    let routes = routes.to_str().unwrap();
     let start = |tool: Value| {
-        let mut child = Command::new("python3")
-            .arg(hook)
-            .env("CONSENTD_SOCKET", &daemon.socket)
-            .env("CONSENTD_BIN", BIN)
-            .env("CONSENTD_HOOK_ROUTES", &routes)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(tool.to_string().as_bytes())
-            .unwrap();
-        child
+        spawn_with(
+            &daemon,
+            "python3",
+            &[hook],
+            &[("CONSENTD_HOOK_ROUTES", routes)],
+            tool.to_string().as_bytes(),
+        )
     };
     let call = |tool: Value| finish(start(tool), "the hook");
 
