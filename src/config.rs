@@ -1680,9 +1680,15 @@ command = ["/usr/lib/consentd/publish-x"]
         assert_eq!(cat.label(Language::Ru), "Пост в X");
         assert_eq!(config.paths.state_dir, Path::new("/var/lib/consentd"));
         assert_eq!(config.paths.socket, Path::new("/run/consentd/consent.sock"));
+        let zernio = &config.categories["publish_zernio"];
+        assert!(!zernio.enabled);
+        assert_eq!(
+            zernio.env_file.as_deref(),
+            Some(Path::new("/etc/consentd/publish-zernio.env"))
+        );
         assert_eq!(
             config.summary(),
-            "ok: 1 category (0 on), owner not paired yet, timezone UTC, quiet hours 23:00-08:00"
+            "ok: 2 categories (0 on), owner not paired yet, timezone UTC, quiet hours 23:00-08:00"
         );
     }
 

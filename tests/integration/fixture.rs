@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use consentd::emulator::{ChatMessage, Emulator, EmulatorThread};
+use consentd::emulator::{ChatMessage, ChatSpec, Emulator, EmulatorThread, UserSpec};
 use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_consentd");
@@ -409,6 +409,17 @@ impl Daemon {
             find(bot).is_some_and(|m| !m.buttons().is_empty())
         });
         find(&self.bot).unwrap()
+    }
+
+    /// Presses the card's first button (Yes) as the owner, in the owner's private chat.
+    pub fn press_yes(&self, card: &ChatMessage) {
+        let yes = card.buttons()[0].callback_data.clone().unwrap();
+        self.bot.push_press(
+            &UserSpec::new(OWNER, "Mila"),
+            ChatSpec::private(OWNER),
+            card.message_id,
+            &yes,
+        );
     }
 
     /// Waits until `status` of record `id` says `state`.

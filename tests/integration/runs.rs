@@ -4,11 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use consentd::emulator::{ChatSpec, UserSpec};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
-use crate::fixture::{consentd, stdout, Daemon, OWNER};
+use crate::fixture::{consentd, stdout, Daemon};
 
 const ROUNDS: usize = 20;
 
@@ -54,14 +53,7 @@ fn crash_around_a_run(point: Point) {
         let answer = daemon.request(&json!({"v":1,"op":"ask","kind":"publish_x","target":"@m",
             "text": format!("{point:?} round {round}"), "cost_usd":"0.01","wait":false}));
         let id = answer["id"].as_str().unwrap().to_owned();
-        let card = daemon.card_of(&id);
-        let yes = card.buttons()[0].callback_data.clone().unwrap();
-        daemon.bot.push_press(
-            &UserSpec::new(OWNER, "Mila"),
-            ChatSpec::private(OWNER),
-            card.message_id,
-            &yes,
-        );
+        daemon.press_yes(&daemon.card_of(&id));
         match point {
             Point::DuringCommand => {
                 daemon.wait_for("the command to start", |_| running.exists());

@@ -1,0 +1,312 @@
+//! The clients an agent author is given (clients/python, clients/sh) and the hook example
+//! (examples/hooks), run as subprocesses against a real daemon: refused, granted by the
+//! owner's press and executed, and read back with status and list.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::fixture::{stderr, stdout, Daemon, BIN};
+
+const PYTHON_CLIENT: &str = "clients/python/consentd_client.py";
+const SHELL_CLIENT: &str = "clients/sh/consentd-ask.sh";
+const HOOK: &str = "examples/hooks/pre_tool_use.py";
+/// How long a client may take to finish once its answer is due.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+fn repo_file(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// A client command against `daemon`'s socket, with stdin from `input`.
+fn spawn(daemon: &Daemon, program: &str, args: &[&str], input: &[u8]) -> Child {
+    spawn_with(daemon, program, args, &[], input)
+}
+
+fn spawn_with(
+    daemon: &Daemon,
+    program: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    input: &[u8],
+) -> Child {
+    let mut child = Command::new(program)
+        .args(args)
+        .env("CONSENTD_SOCKET", &daemon.socket)
+        .env("CONSENTD_BIN", BIN)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child
+}
+
+/// Waits for a client, killing it if it outlives `PATIENCE`.
+fn finish(mut child: Child, what: &str) -> Output {
+    let deadline = Instant::now() + PATIENCE;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let output = child.wait_with_output().unwrap();
+            panic!("{what} did not finish: {}", stderr(&output));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn run(daemon: &Daemon, program: &str, args: &[&str], input: &[u8]) -> Output {
+    finish(spawn(daemon, program, args, input), program)
+}
+
+fn python(daemon: &Daemon, args: &[&str]) -> Output {
+    let client = repo_file(PYTHON_CLIENT);
+    let mut all = vec![client.to_str().unwrap()];
+    all.extend_from_slice(args);
+    run(daemon, "python3", &all, b"")
+}
+
+/// The final answer a client printed with `--json`: its last stdout line.
+fn last_json(output: &Output) -> Value {
+    let out = stdout(output);
+    let line = out.lines().last().unwrap_or_else(|| {
+        panic!("no output; stderr: {}", stderr(output));
+    });
+    serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}"))
+}
+
+/// Waits for the card whose text holds `needle` and presses its Yes as the owner.
+fn press_yes_on_card_with(daemon: &Daemon, needle: &str) {
+    daemon.press_yes(&daemon.card_of(needle));
+}
+
+/// What the category's command read on stdin, one object per run.
+fn runs_stdin(daemon: &Daemon) -> Vec<Value> {
+    std::fs::read_to_string(daemon.dir.path().join("stdin.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_python_client_is_refused_granted_and_reads_its_records_back() {
+    let daemon = Daemon::start();
+
+    let refused = python(&daemon, &["ask", "--kind", "no_such_kind", "--json"]);
+    assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
+    let answer = last_json(&refused);
+    assert_eq!(answer["status"], "refused");
+    assert_eq!(answer["reason"], "unknown_kind");
+
+    let client = repo_file(PYTHON_CLIENT);
+    let asking = spawn(
+        &daemon,
+        "python3",
+        &[
+            client.to_str().unwrap(),
+            "ask",
+            "--kind",
+            "publish_x",
+            "--target",
+            "@mila_news",
+            "--text",
+            "From the Python client",
+            "--field",
+            "reply_to=https://example.org/1",
+            "--cost-usd",
+            "0.04",
+            "--json",
+        ],
+        b"",
+    );
+    press_yes_on_card_with(&daemon, "From the Python client");
+    let granted = finish(asking, "the Python client's ask");
+    assert_eq!(granted.status.code(), Some(0), "{}", stderr(&granted));
+    let answer = last_json(&granted);
+    assert_eq!(answer["status"], "executed", "{answer}");
+    assert!(answer["result"]
+        .as_str()
+        .unwrap()
+        .starts_with("https://example.org/posted/"));
+    let id = answer["id"].as_str().unwrap().to_owned();
+    assert_eq!(daemon.runs(), 1);
+    assert_eq!(runs_stdin(&daemon)[0]["text"], "From the Python client");
+
+    let status = python(&daemon, &["status", &id, "--json"]);
+    assert_eq!(status.status.code(), Some(0), "{}", stderr(&status));
+    let record = last_json(&status);
+    assert_eq!(record["id"], id.as_str());
+    assert_eq!(record["status"], "executed");
+
+    let missing = python(&daemon, &["status", "r_00000000000000000000"]);
+    assert_eq!(missing.status.code(), Some(1));
+
+    let list = python(&daemon, &["list", "--json"]);
+    assert_eq!(list.status.code(), Some(0), "{}", stderr(&list));
+    let page = last_json(&list);
+    let ids: Vec<&str> = page["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.first(), Some(&id.as_str()), "newest first: {page}");
+    assert_eq!(ids.len(), 2, "the refused ask is a record too: {page}");
+
+    let plain = python(&daemon, &["list"]);
+    assert!(stdout(&plain).contains(&id), "{}", stdout(&plain));
+
+    let nowhere = python(&daemon, &["list", "--socket", "/nonexistent/consent.sock"]);
+    assert_eq!(nowhere.status.code(), Some(1));
+    assert!(stderr(&nowhere).contains("cannot connect"));
+
+    let usage = python(&daemon, &["ask", "--target", "@x"]);
+    assert_eq!(usage.status.code(), Some(2), "no --kind is a usage error");
+}
+
+#[test]
+fn the_shell_client_asks_with_its_stdin_as_the_exact_text() {
+    let daemon = Daemon::start();
+    let client = repo_file(SHELL_CLIENT);
+    let client = client.to_str().unwrap();
+
+    // wipe_drafts is off: refused before any card, with the reason on stderr.
+    let refused = run(&daemon, "sh", &[client, "--kind", "wipe_drafts"], b"");
+    assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("category_off"),
+        "{}",
+        stderr(&refused)
+    );
+
+    // The text comes from stdin byte for byte, its trailing newline included.
+    let text = "From the shell client\nsecond line\n";
+    let asking = spawn(
+        &daemon,
+        "sh",
+        &[
+            client,
+            "--kind",
+            "publish_x",
+            "--target",
+            "@mila_news",
+            "--field",
+            "reply_to=https://example.org/1",
+            "--cost-usd",
+            "0.04",
+        ],
+        text.as_bytes(),
+    );
+    press_yes_on_card_with(&daemon, "From the shell client");
+    let granted = finish(asking, "the shell client's ask");
+    assert_eq!(granted.status.code(), Some(0), "{}", stderr(&granted));
+    assert!(
+        stdout(&granted).starts_with("https://example.org/posted/"),
+        "the result on stdout: {}",
+        stdout(&granted)
+    );
+    assert_eq!(daemon.runs(), 1);
+    // The fixture's command logs its stdin with sh's echo, which turns the JSON escape `\n`
+    // back into a newline: the exact text, trailing newline included, shows up verbatim.
+    let logged = std::fs::read_to_string(daemon.dir.path().join("stdin.log")).unwrap();
+    assert!(
+        logged.contains(&format!("\"text\":\"{text}\"")),
+        "the command got another text: {logged}"
+    );
+
+    let list = daemon.request(&json!({"v":1,"op":"list"}));
+    let statuses: Vec<&str> = list["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["executed", "refused"], "{list}");
+
+    // No daemon there: retried, then exit 1.
+    let nowhere = Command::new("sh")
+        .args([client, "--kind", "publish_x", "--socket", "/nonexistent/s"])
+        .env("CONSENTD_BIN", BIN)
+        .env("CONSENTD_ASK_RETRIES", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(nowhere.status.code(), Some(1));
+    assert!(
+        stderr(&nowhere).contains("retry 1 of 1"),
+        "{}",
+        stderr(&nowhere)
+    );
+}
+
+#[test]
+fn the_hook_routes_outside_actions_through_consentd_and_blocks_direct_ones() {
+    let daemon = Daemon::start();
+    let hook = repo_file(HOOK);
+    let hook = hook.to_str().unwrap();
+    let routes = daemon.dir.path().join("routes.json");
+    std::fs::write(
+        &routes,
+        json!({"wipe": {"kind": "wipe_drafts"}, "letter": {"kind": "send_letter",
+            "fields": {"to": "to", "subject": "subject"}}})
+        .to_string(),
+    )
+    .unwrap();
+    let routes = routes.to_str().unwrap();
+    let start = |tool: Value| {
+        spawn_with(
+            &daemon,
+            "python3",
+            &[hook],
+            &[("CONSENTD_HOOK_ROUTES", routes)],
+            tool.to_string().as_bytes(),
+        )
+    };
+    let call = |tool: Value| finish(start(tool), "the hook");
+
+    let direct = call(json!({"tool_name": "Bash",
+        "tool_input": {"command": "cd /tmp && curl -X POST https://api.example.org/post -d x"}}));
+    assert_eq!(direct.status.code(), Some(2));
+    assert!(
+        stderr(&direct).contains("consentd ask"),
+        "{}",
+        stderr(&direct)
+    );
+    let push =
+        call(json!({"tool_name": "Bash", "tool_input": {"command": "git push origin main"}}));
+    assert_eq!(push.status.code(), Some(2));
+
+    for harmless in ["ls -la", "consentd list", "grep curl notes.txt"] {
+        let allowed = call(json!({"tool_name": "Bash", "tool_input": {"command": harmless}}));
+        assert_eq!(
+            allowed.status.code(),
+            Some(0),
+            "{harmless}: {}",
+            stderr(&allowed)
+        );
+    }
+
+    // A routed tool is asked through consentd and blocked whatever the answer.
+    let off = call(json!({"tool_name": "wipe", "tool_input": {}}));
+    assert_eq!(off.status.code(), Some(2));
+    assert!(stderr(&off).contains("category_off"), "{}", stderr(&off));
+
+    let letter = start(json!({"tool_name": "letter",
+        "tool_input": {"to": "ana@example.org", "subject": "Hello"}}));
+    press_yes_on_card_with(&daemon, "ana@example.org");
+    let letter = finish(letter, "the hook's routed ask");
+    assert_eq!(letter.status.code(), Some(2), "{}", stderr(&letter));
+    assert!(
+        stderr(&letter).contains("Done through consentd"),
+        "{}",
+        stderr(&letter)
+    );
+}
