@@ -9,4 +9,5 @@ mod fixture;
 mod journal_cli;
 mod locales;
 mod runs;
+mod sandbox;
 mod socket;
