@@ -235,17 +235,24 @@ fn run_root(config: &Config) -> anyhow::Result<std::path::PathBuf> {
             .with_context(|| format!("cannot create {}", root.display()))?;
         return Ok(root);
     }
+    fresh_temp_dir("consentd-runs", 0o711)
+}
+
+/// A new directory `PREFIX-<random hex>` in the temp dir with exactly `mode`.
+pub fn fresh_temp_dir(prefix: &str, mode: u32) -> anyhow::Result<std::path::PathBuf> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     let mut random = [0u8; 8];
     getrandom::fill(&mut random).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
-    let root = std::env::temp_dir().join(format!("consentd-runs-{}", hex::encode(random)));
+    let dir = std::env::temp_dir().join(format!("{prefix}-{}", hex::encode(random)));
     // `create` (not `create_all`) fails if the name exists, so nobody can plant it first.
     std::fs::DirBuilder::new()
-        .mode(0o711)
-        .create(&root)
-        .with_context(|| format!("cannot create {}", root.display()))?;
-    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o711))?;
-    Ok(root)
+        .mode(mode)
+        .create(&dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    // The umask may have taken bits `mode` asks for.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("cannot set the mode of {}", dir.display()))?;
+    Ok(dir)
 }
 
 /// Idle clients hold a descriptor each; raise the soft limit to the hard one.

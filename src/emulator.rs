@@ -382,6 +382,11 @@ impl ChatMessage {
 
     /// The inline keyboard's buttons, row by row, left to right.
     pub fn buttons(&self) -> Vec<Button> {
+        self.button_rows().into_iter().flatten().collect()
+    }
+
+    /// The inline keyboard as it is laid out: its rows, each left to right.
+    pub fn button_rows(&self) -> Vec<Vec<Button>> {
         let rows = self
             .reply_markup
             .as_ref()
@@ -390,11 +395,14 @@ impl ChatMessage {
         rows.into_iter()
             .flatten()
             .filter_map(Value::as_array)
-            .flatten()
-            .map(|button| Button {
-                text: button["text"].as_str().unwrap_or_default().to_owned(),
-                callback_data: button["callback_data"].as_str().map(str::to_owned),
-                url: button["url"].as_str().map(str::to_owned),
+            .map(|row| {
+                row.iter()
+                    .map(|button| Button {
+                        text: button["text"].as_str().unwrap_or_default().to_owned(),
+                        callback_data: button["callback_data"].as_str().map(str::to_owned),
+                        url: button["url"].as_str().map(str::to_owned),
+                    })
+                    .collect()
             })
             .collect()
     }

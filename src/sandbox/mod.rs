@@ -69,7 +69,10 @@ pub fn run(port: Option<u16>, state_dir: Option<PathBuf>) -> anyhow::Result<()> 
                 .with_context(|| format!("cannot create --state-dir {}", dir.display()))?;
             (dir, false)
         }
-        None => (fresh_temp_dir()?, true),
+        None => (
+            crate::daemon::fresh_temp_dir("consentd-sandbox", 0o700)?,
+            true,
+        ),
     };
     let result = run_in(&Layout::new(&dir), port, fresh);
     if fresh {
@@ -208,20 +211,6 @@ fn shell_quote(word: &str) -> String {
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
     }
-}
-
-/// A new private directory with a random name in the temp dir.
-fn fresh_temp_dir() -> anyhow::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    let mut random = [0u8; 6];
-    getrandom::fill(&mut random).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
-    let dir = std::env::temp_dir().join(format!("consentd-sandbox-{}", hex::encode(random)));
-    // `create` (not `create_all`) fails if the name exists, so nobody can plant it first.
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&dir)
-        .with_context(|| format!("cannot create {}", dir.display()))?;
-    Ok(dir)
 }
 
 fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {

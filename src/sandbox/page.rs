@@ -30,7 +30,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::emulator::{CallbackAnswer, ChatMessage, ChatSpec, ContentKind, Emulator, UserSpec};
+use crate::emulator::{
+    Button, CallbackAnswer, ChatMessage, ChatSpec, ContentKind, Emulator, UserSpec,
+};
 
 /// The page, with `__NONCE__` where each response's CSP nonce goes.
 const PAGE: &str = include_str!("page.html");
@@ -339,16 +341,9 @@ pub struct MessageView {
     pub edited: bool,
     /// The texts (or captions) the message had before its edits, oldest first.
     pub earlier: Vec<String>,
-    /// The inline keyboard, row by row.
-    pub buttons: Vec<Vec<ButtonView>>,
+    /// The inline keyboard, row by row; a press sends a button's `callback_data`.
+    pub buttons: Vec<Vec<Button>>,
     pub file: Option<FileView>,
-}
-
-#[derive(Debug, Serialize, PartialEq, Eq)]
-pub struct ButtonView {
-    pub text: String,
-    /// What a press sends back; `None` for a button that is a link.
-    pub data: Option<String>,
 }
 
 #[derive(Debug, Serialize, PartialEq, Eq)]
@@ -391,7 +386,7 @@ pub fn messages_view(messages: &[ChatMessage]) -> Vec<MessageView> {
                 .iter()
                 .filter_map(|r| r.text.clone().or_else(|| r.caption.clone()))
                 .collect(),
-            buttons: button_rows(m),
+            buttons: m.button_rows(),
             file: m.file.as_ref().map(|f| FileView {
                 id: f.file_id.clone(),
                 name: f.name.clone(),
@@ -399,26 +394,6 @@ pub fn messages_view(messages: &[ChatMessage]) -> Vec<MessageView> {
                 bytes: f.bytes,
                 sha256: f.sha256.clone(),
             }),
-        })
-        .collect()
-}
-
-fn button_rows(message: &ChatMessage) -> Vec<Vec<ButtonView>> {
-    let rows = message
-        .reply_markup
-        .as_ref()
-        .and_then(|markup| markup.get("inline_keyboard"))
-        .and_then(|rows| rows.as_array());
-    rows.into_iter()
-        .flatten()
-        .filter_map(|row| row.as_array())
-        .map(|row| {
-            row.iter()
-                .map(|button| ButtonView {
-                    text: button["text"].as_str().unwrap_or_default().to_owned(),
-                    data: button["callback_data"].as_str().map(str::to_owned),
-                })
-                .collect()
         })
         .collect()
 }

@@ -254,7 +254,7 @@ fn a_press_on_the_page_is_a_callback_the_daemon_accepts() {
     assert_eq!(status, 404);
     let (status, pressed) = sandbox.post(
         "/api/press",
-        &json!({"message_id": card["id"], "data": yes["data"]}),
+        &json!({"message_id": card["id"], "data": yes["callback_data"]}),
     );
     assert_eq!(status, 200, "{pressed}");
 
