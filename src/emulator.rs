@@ -75,7 +75,7 @@
 //!
 //! `consentd sandbox` serves this emulator to a real daemon and shows the owner's chat in a
 //! browser. For that it starts on a listener bound beforehand ([`Emulator::start_on`]), keeps
-//! the bytes of uploaded files ([`Emulator::keep_file_bytes`], [`Emulator::file_bytes`]),
+//! the bytes of uploaded files ([`Config::keep_file_bytes`], [`Emulator::file_bytes`]),
 //! presses only buttons a message really carries ([`Emulator::press_button`], as Telegram's
 //! servers check), and long-polls for changes ([`Emulator::version`],
 //! [`Emulator::changed_since`]).
@@ -153,6 +153,9 @@ pub struct Config {
     pub bot_id: i64,
     pub bot_first_name: String,
     pub bot_username: String,
+    /// Keep the bytes of uploaded files for [`Emulator::file_bytes`]. Off by default: tests
+    /// upload many megabytes and never read them back.
+    pub keep_file_bytes: bool,
 }
 
 impl Config {
@@ -170,6 +173,7 @@ impl Config {
             bot_id,
             bot_first_name: "Emulated Bot".to_owned(),
             bot_username: "emulated_bot".to_owned(),
+            keep_file_bytes: false,
         }
     }
 }
@@ -523,7 +527,7 @@ struct Upload {
     media_type: Option<String>,
     bytes: u64,
     sha256: String,
-    /// The content; kept by the emulator only when asked to ([`Emulator::keep_file_bytes`]).
+    /// The content; kept by the emulator only when asked to ([`Config::keep_file_bytes`]).
     data: axum::body::Bytes,
 }
 
@@ -568,9 +572,8 @@ struct EmuState {
     /// By (scope as canonical JSON, language code).
     commands: BTreeMap<(String, String), Value>,
     files: HashMap<String, FileInfo>,
-    /// Uploaded bytes by file id, while `keep_file_bytes` is on.
+    /// Uploaded bytes by file id, when `Config::keep_file_bytes` is on.
     file_bytes: HashMap<String, axum::body::Bytes>,
-    keep_file_bytes: bool,
 }
 
 impl EmuState {
@@ -589,7 +592,6 @@ impl EmuState {
             commands: BTreeMap::new(),
             files: HashMap::new(),
             file_bytes: HashMap::new(),
-            keep_file_bytes: false,
         }
     }
 
@@ -1094,13 +1096,8 @@ impl Emulator {
         })
     }
 
-    /// Keeps the bytes of files uploaded from now on, for [`Emulator::file_bytes`] (off by
-    /// default: tests upload many megabytes and never read them back).
-    pub fn keep_file_bytes(&self) {
-        self.state().keep_file_bytes = true;
-    }
-
-    /// An uploaded file and its bytes, by file id, when they were kept.
+    /// An uploaded file and its bytes, by file id, when they were kept
+    /// ([`Config::keep_file_bytes`]).
     pub fn file_bytes(&self, file_id: &str) -> Option<(FileInfo, axum::body::Bytes)> {
         let state = self.state();
         let info = state.files.get(file_id)?.clone();
@@ -1432,7 +1429,7 @@ impl Emulator {
                 let file = match (params.uploads.get(field), p.get(field)) {
                     (Some(upload), _) => {
                         let file = file_info(kind, upload);
-                        if state.keep_file_bytes {
+                        if config.keep_file_bytes {
                             state
                                 .file_bytes
                                 .insert(file.file_id.clone(), upload.data.clone());
@@ -3335,22 +3332,28 @@ mod tests {
 
     #[tokio::test]
     async fn file_bytes_are_kept_only_when_asked() {
-        let emulator = start().await;
-        let bot = bot(&emulator);
-        let upload = |bytes: Vec<u8>| {
-            bot.send_photo(ChatId(OWNER), InputFile::memory(bytes).file_name("p.png"))
-        };
-        let before = upload(vec![1, 2, 3]).await.unwrap();
-        let before = before.photo().unwrap().last().unwrap().file.id.0.clone();
-        assert_eq!(emulator.file_bytes(&before), None);
-
-        emulator.keep_file_bytes();
-        let after = upload(vec![4, 5, 6, 7]).await.unwrap();
-        let after = after.photo().unwrap().last().unwrap().file.id.0.clone();
-        let (info, bytes) = emulator.file_bytes(&after).expect("kept");
-        assert_eq!(&bytes[..], [4, 5, 6, 7]);
-        assert_eq!((info.name.as_str(), info.bytes), ("p.png", 4));
-        assert_eq!(emulator.file_bytes("no-such-file"), None);
+        for keep in [false, true] {
+            let mut config = Config::new(TOKEN);
+            config.keep_file_bytes = keep;
+            let emulator = Emulator::start_with(config).await.unwrap();
+            let sent = bot(&emulator)
+                .send_photo(
+                    ChatId(OWNER),
+                    InputFile::memory(vec![4, 5, 6, 7]).file_name("p.png"),
+                )
+                .await
+                .unwrap();
+            let file_id = sent.photo().unwrap().last().unwrap().file.id.0.clone();
+            let kept = emulator.file_bytes(&file_id);
+            if !keep {
+                assert_eq!(kept, None);
+                continue;
+            }
+            let (info, bytes) = kept.expect("kept");
+            assert_eq!(&bytes[..], [4, 5, 6, 7]);
+            assert_eq!((info.name.as_str(), info.bytes), ("p.png", 4));
+            assert_eq!(emulator.file_bytes("no-such-file"), None);
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -128,9 +128,10 @@ async fn beside(
     let mut bot = emulator::Config::new(TOKEN);
     bot.bot_first_name = "consentd".to_owned();
     bot.bot_username = "consentd_sandbox_bot".to_owned();
+    // The page shows photos and offers documents, so their bytes are kept from the first upload.
+    bot.keep_file_bytes = true;
     let emulator =
         Emulator::start_on(bot_listener, bot).context("cannot start the Bot API emulator")?;
-    emulator.keep_file_bytes();
     emulator.add_user(&owner());
     let page = page::Page {
         emulator: emulator.clone(),
@@ -139,22 +140,36 @@ async fn beside(
         try_line: banner.ask_line(),
         shutdown: shutdown.clone(),
     };
-    let server = tokio::spawn(page::serve(page, page_listener));
+    let mut server = tokio::spawn(page::serve(page, page_listener));
     // Ready once the daemon has polled: an update pushed after that gets an id above the
     // offset it stored in an earlier run (with a kept --state-dir), so it is not skipped.
     let ready = emulator.wait_until("the daemon's first getUpdates", READY_TIMEOUT, |bot| {
         bot.polls() > 0
     });
-    tokio::select! {
-        () = shutdown.cancelled() => {}
-        ready = ready => {
-            ready.map_err(anyhow::Error::msg)?;
-            banner.print();
+    let until_stopped = async {
+        tokio::select! {
+            // The daemon may stop (or fail to start) before it ever polls.
+            () = shutdown.cancelled() => return Ok(()),
+            ready = ready => ready.map_err(anyhow::Error::msg)?,
         }
-    }
-    shutdown.cancelled().await;
+        banner.print();
+        shutdown.cancelled().await;
+        anyhow::Ok(())
+    };
+    // The page ends only when the sandbox stops, unless it fails: then the sandbox stops too.
+    let result = tokio::select! {
+        result = until_stopped => result,
+        served = &mut server => {
+            served.context("the sandbox page panicked")?.context("the sandbox page stopped")?;
+            Ok(())
+        }
+    };
     emulator.shutdown();
-    server.await.context("the sandbox page panicked")?
+    if !server.is_finished() {
+        shutdown.cancel();
+        server.await.context("the sandbox page panicked")??;
+    }
+    result
 }
 
 /// What the sandbox prints once the daemon is ready.
