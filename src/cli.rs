@@ -69,6 +69,16 @@ enum Command {
         #[arg(value_name = "FILE")]
         file: PathBuf,
     },
+    /// Try consentd with no bot: the daemon against a local Telegram emulator, with the
+    /// owner's chat as a web page on 127.0.0.1
+    Sandbox {
+        /// The page's port (default 8340, or any free port when that is taken; 0 for any)
+        #[arg(long, value_name = "P")]
+        port: Option<u16>,
+        /// Keep the state here (default: a fresh temp dir, removed at the end)
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -178,8 +188,13 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve { config } => {
-            init_logging();
+            init_logging("info");
             report(crate::daemon::serve(&config).map(|()| 0))
+        }
+        Command::Sandbox { port, state_dir } => {
+            // The sandbox's terminal is for its own lines; the daemon's log shows only trouble.
+            init_logging("warn");
+            report(crate::sandbox::run(port, state_dir).map(|()| 0))
         }
         Command::CheckConfig { file } => check_config(&file),
         Command::Pair { config } => report(with_runtime(async move {
@@ -220,9 +235,9 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn init_logging() {
+fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("CONSENTD_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

@@ -1,5 +1,5 @@
 //! `consentd serve`: load the config, take the socket, open the store and the journal, and serve
-//! until SIGTERM or SIGINT.
+//! until SIGTERM or SIGINT. `consentd sandbox` runs the same path with work of its own beside it.
 
 use std::path::Path;
 use std::sync::{Arc, RwLock};
@@ -39,9 +39,20 @@ pub fn bot_token(config: &Config) -> anyhow::Result<String> {
 /// Runs the daemon with the config at `config_path` until a signal stops it.
 pub fn serve(config_path: &Path) -> anyhow::Result<()> {
     let config = config::load(config_path)?;
+    let token = bot_token(&config)?;
+    serve_with(config, &token, |_| std::future::ready(Ok(())))
+}
+
+/// `serve` on a loaded config and token, with `beside` running on the daemon's runtime next to
+/// it (the sandbox's Bot API emulator and chat page). `beside` gets the daemon's shutdown
+/// token and must end once it is cancelled; its error stops the daemon and is returned.
+pub fn serve_with<F, Fut>(config: Config, token: &str, beside: F) -> anyhow::Result<()>
+where
+    F: FnOnce(CancellationToken) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>> + Send + 'static,
+{
     let any_run_as = config.categories.values().any(|c| c.run_as.is_some());
     crate::executor::check_run_as_possible(any_run_as).map_err(anyhow::Error::msg)?;
-    let token = bot_token(&config)?;
     raise_descriptor_limit();
     // Everything the daemon creates is its own unless a mode says otherwise (the journal 0640,
     // the socket 0660): the agent must not read the database, the key or the attachments.
@@ -57,7 +68,31 @@ pub fn serve(config_path: &Path) -> anyhow::Result<()> {
     let result = runtime.block_on(async {
         let shutdown = CancellationToken::new();
         tokio::spawn(stop_on_signal(shutdown.clone()));
-        run(config, &token, &socket, crate::clock::from_env(), shutdown).await
+        let beside = beside(shutdown.clone());
+        let beside = tokio::spawn({
+            let shutdown = shutdown.clone();
+            async move {
+                let result = beside.await;
+                if result.is_err() {
+                    shutdown.cancel();
+                }
+                result
+            }
+        });
+        let result = run(
+            config,
+            token,
+            &socket,
+            crate::clock::from_env(),
+            shutdown.clone(),
+        )
+        .await;
+        // The daemon may also end by itself (a failed start, a 409): what runs beside it ends too.
+        shutdown.cancel();
+        let beside = beside
+            .await
+            .context("the work beside the daemon panicked")?;
+        result.and(beside)
     });
     socket.remove();
     result
@@ -222,17 +257,24 @@ fn run_root(config: &Config) -> anyhow::Result<std::path::PathBuf> {
             .with_context(|| format!("cannot create {}", root.display()))?;
         return Ok(root);
     }
+    fresh_temp_dir("consentd-runs", 0o711)
+}
+
+/// A new directory `PREFIX-<random hex>` in the temp dir with exactly `mode`.
+pub fn fresh_temp_dir(prefix: &str, mode: u32) -> anyhow::Result<std::path::PathBuf> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     let mut random = [0u8; 8];
     getrandom::fill(&mut random).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
-    let root = std::env::temp_dir().join(format!("consentd-runs-{}", hex::encode(random)));
+    let dir = std::env::temp_dir().join(format!("{prefix}-{}", hex::encode(random)));
     // `create` (not `create_all`) fails if the name exists, so nobody can plant it first.
     std::fs::DirBuilder::new()
-        .mode(0o711)
-        .create(&root)
-        .with_context(|| format!("cannot create {}", root.display()))?;
-    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o711))?;
-    Ok(root)
+        .mode(mode)
+        .create(&dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    // The umask may have taken bits `mode` asks for.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("cannot set the mode of {}", dir.display()))?;
+    Ok(dir)
 }
 
 /// Idle clients hold a descriptor each; raise the soft limit to the hard one.

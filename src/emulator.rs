@@ -30,7 +30,8 @@
 //! * Message ids count per chat from 1, shared by the user's and the bot's messages, like a
 //!   private chat. Update ids count from 1; a pushed update keeps its own `update_id` (so tests
 //!   can push duplicates and out-of-order ids, delivered in push order), and later assigned ids
-//!   continue above the highest seen.
+//!   continue above the highest seen, and above a poller's `offset` (a bot restarted against a
+//!   fresh emulator has confirmed ids this one never gave out).
 //!
 //! # Scripted answers, and what teloxide 0.17 makes of them
 //!
@@ -69,6 +70,15 @@
 //! [`Emulator::callback_answers`], and awaited with [`Emulator::wait_until`] /
 //! [`Emulator::wait_until_blocking`], which re-check their condition after every call and
 //! every state change instead of sleeping.
+//!
+//! # The sandbox's chat page
+//!
+//! `consentd sandbox` serves this emulator to a real daemon and shows the owner's chat in a
+//! browser. For that it starts on a listener bound beforehand ([`Emulator::start_on`]), keeps
+//! the bytes of uploaded files ([`Config::keep_file_bytes`], [`Emulator::file_bytes`]),
+//! presses only buttons a message really carries ([`Emulator::press_button`], as Telegram's
+//! servers check), and long-polls for changes ([`Emulator::version`],
+//! [`Emulator::changed_since`]).
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fmt;
@@ -143,6 +153,9 @@ pub struct Config {
     pub bot_id: i64,
     pub bot_first_name: String,
     pub bot_username: String,
+    /// Keep the bytes of uploaded files for [`Emulator::file_bytes`]. Off by default: tests
+    /// upload many megabytes and never read them back.
+    pub keep_file_bytes: bool,
 }
 
 impl Config {
@@ -160,6 +173,7 @@ impl Config {
             bot_id,
             bot_first_name: "Emulated Bot".to_owned(),
             bot_username: "emulated_bot".to_owned(),
+            keep_file_bytes: false,
         }
     }
 }
@@ -372,6 +386,11 @@ impl ChatMessage {
 
     /// The inline keyboard's buttons, row by row, left to right.
     pub fn buttons(&self) -> Vec<Button> {
+        self.button_rows().into_iter().flatten().collect()
+    }
+
+    /// The inline keyboard as it is laid out: its rows, each left to right.
+    pub fn button_rows(&self) -> Vec<Vec<Button>> {
         let rows = self
             .reply_markup
             .as_ref()
@@ -380,11 +399,14 @@ impl ChatMessage {
         rows.into_iter()
             .flatten()
             .filter_map(Value::as_array)
-            .flatten()
-            .map(|button| Button {
-                text: button["text"].as_str().unwrap_or_default().to_owned(),
-                callback_data: button["callback_data"].as_str().map(str::to_owned),
-                url: button["url"].as_str().map(str::to_owned),
+            .map(|row| {
+                row.iter()
+                    .map(|button| Button {
+                        text: button["text"].as_str().unwrap_or_default().to_owned(),
+                        callback_data: button["callback_data"].as_str().map(str::to_owned),
+                        url: button["url"].as_str().map(str::to_owned),
+                    })
+                    .collect()
             })
             .collect()
     }
@@ -472,6 +494,15 @@ impl ChatSpec {
     }
 }
 
+/// Why [`Emulator::press_button`] pressed nothing.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PressError {
+    #[error("no message {message_id} in chat {chat_id}")]
+    NoMessage { chat_id: i64, message_id: i64 },
+    #[error("message {message_id} has no button with that callback data")]
+    NoButton { message_id: i64 },
+}
+
 /// A failed Bot API call, as it goes on the wire.
 #[derive(Clone, Debug, thiserror::Error)]
 #[error("{code} {description}")]
@@ -496,6 +527,8 @@ struct Upload {
     media_type: Option<String>,
     bytes: u64,
     sha256: String,
+    /// The content; kept by the emulator only when asked to ([`Config::keep_file_bytes`]).
+    data: axum::body::Bytes,
 }
 
 impl Upload {
@@ -539,6 +572,8 @@ struct EmuState {
     /// By (scope as canonical JSON, language code).
     commands: BTreeMap<(String, String), Value>,
     files: HashMap<String, FileInfo>,
+    /// Uploaded bytes by file id, when `Config::keep_file_bytes` is on.
+    file_bytes: HashMap<String, axum::body::Bytes>,
 }
 
 impl EmuState {
@@ -556,6 +591,7 @@ impl EmuState {
             callback_answers: Vec::new(),
             commands: BTreeMap::new(),
             files: HashMap::new(),
+            file_bytes: HashMap::new(),
         }
     }
 
@@ -745,6 +781,17 @@ impl Emulator {
     /// Like [`Emulator::start`], with the bot's identity chosen.
     pub async fn start_with(config: Config) -> io::Result<Emulator> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        Emulator::serve(listener, config)
+    }
+
+    /// Serves on a listener bound beforehand (the sandbox binds it before the daemon's runtime
+    /// starts, so that the daemon's config can name its address). Call it on a tokio runtime.
+    pub fn start_on(listener: std::net::TcpListener, config: Config) -> io::Result<Emulator> {
+        listener.set_nonblocking(true)?;
+        Emulator::serve(TcpListener::from_std(listener)?, config)
+    }
+
+    fn serve(listener: TcpListener, config: Config) -> io::Result<Emulator> {
         let addr = listener.local_addr()?;
         let (shutdown, _) = watch::channel(false);
         let emulator = Emulator {
@@ -856,8 +903,9 @@ impl Emulator {
 
     /// Wakes everything waiting on a change.
     fn signal(&self) {
-        self.inner.changed.notify_waiters();
+        // The count moves before anyone is woken, so a waiter woken here sees it moved.
         *lock(&self.inner.generation) += 1;
+        self.inner.changed.notify_waiters();
         self.inner.generation_changed.notify_all();
     }
 
@@ -1048,6 +1096,76 @@ impl Emulator {
         })
     }
 
+    /// An uploaded file and its bytes, by file id, when they were kept
+    /// ([`Config::keep_file_bytes`]).
+    pub fn file_bytes(&self, file_id: &str) -> Option<(FileInfo, axum::body::Bytes)> {
+        let state = self.state();
+        let info = state.files.get(file_id)?.clone();
+        let bytes = state.file_bytes.get(file_id)?.clone();
+        Some((info, bytes))
+    }
+
+    /// What a Telegram client does when the user taps an inline button: `from` presses the
+    /// button carrying `data` under message `message_id` of `chat`, and the bot gets a
+    /// `callback_query` update. Like Telegram's servers, only a button the message really
+    /// carries can be pressed. Returns the update id and the callback query's id.
+    pub fn press_button(
+        &self,
+        from: &UserSpec,
+        chat: ChatSpec,
+        message_id: i64,
+        data: &str,
+    ) -> Result<(i64, String), PressError> {
+        let message = self
+            .message(chat.id(), message_id)
+            .filter(|m| !m.deleted)
+            .ok_or(PressError::NoMessage {
+                chat_id: chat.id(),
+                message_id,
+            })?;
+        if !message
+            .buttons()
+            .iter()
+            .any(|button| button.callback_data.as_deref() == Some(data))
+        {
+            return Err(PressError::NoButton { message_id });
+        }
+        let update = self.callback_update(from, chat, message_id, data);
+        let query_id = update["callback_query"]["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        Ok((self.push_update(update), query_id))
+    }
+
+    /// How many `getUpdates` calls have confirmed their `offset` (those answered by a script
+    /// aside). Once it is above zero, an update pushed gets an id the poller will not skip.
+    pub fn polls(&self) -> u64 {
+        self.state().poll_generation
+    }
+
+    /// A number that grows with every call and every change of state: what a page shows is
+    /// current as long as this has not moved.
+    pub fn version(&self) -> u64 {
+        *lock(&self.inner.generation)
+    }
+
+    /// Waits until [`Emulator::version`] differs from `seen`, at most `timeout`, and returns
+    /// the version then (a long poll for the sandbox's page).
+    pub async fn changed_since(&self, seen: u64, timeout: Duration) -> u64 {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            // Registered before the check, so a change between the check and the wait is seen.
+            let changed = self.inner.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let now = self.version();
+            if now != seen || tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return self.version();
+            }
+        }
+    }
+
     /// Every call so far, in arrival order.
     pub fn calls(&self) -> Vec<Call> {
         self.state().calls.clone()
@@ -1227,6 +1345,9 @@ impl Emulator {
                 state
                     .updates
                     .retain(|update| update_id(update).is_none_or(|id| id >= offset));
+                // The poller has seen every id below `offset`, perhaps from an earlier emulator:
+                // an id below it would be skipped as handled.
+                state.next_update_id = state.next_update_id.max(offset);
             } else if offset < 0 {
                 // A negative offset keeps only the last -offset updates, as in the Bot API.
                 let keep = offset.unsigned_abs() as usize;
@@ -1306,7 +1427,15 @@ impl Emulator {
                 }
                 let markup = inline_markup(p)?;
                 let file = match (params.uploads.get(field), p.get(field)) {
-                    (Some(upload), _) => file_info(kind, upload),
+                    (Some(upload), _) => {
+                        let file = file_info(kind, upload);
+                        if config.keep_file_bytes {
+                            state
+                                .file_bytes
+                                .insert(file.file_id.clone(), upload.data.clone());
+                        }
+                        file
+                    }
                     (None, Some(Value::String(file_id))) => state
                         .files
                         .get(file_id)
@@ -1717,6 +1846,7 @@ async fn read_multipart(request: Request, params: &mut Params) -> Result<(), Api
                 media_type,
                 bytes: data.len() as u64,
                 sha256: hex::encode(Sha256::digest(&data)),
+                data,
             };
             files.insert(name, upload);
         } else {
@@ -3134,5 +3264,115 @@ mod tests {
             std::net::TcpStream::connect(addr).is_err(),
             "still listening"
         );
+    }
+
+    #[tokio::test]
+    async fn a_poller_offset_moves_assigned_update_ids_above_it() {
+        // A bot restarted against a fresh emulator has confirmed ids this one never gave out.
+        let emulator = start().await;
+        let bot = bot(&emulator);
+        assert_eq!(emulator.polls(), 0);
+        assert!(bot.get_updates().offset(40).await.unwrap().is_empty());
+        assert_eq!(emulator.polls(), 1);
+        let id = emulator.push_text(&owner(), ChatSpec::private(OWNER), "/pending");
+        assert_eq!(id, 40);
+        let ids: Vec<u32> = bot
+            .get_updates()
+            .offset(40)
+            .await
+            .unwrap()
+            .iter()
+            .map(|u| u.id.0)
+            .collect();
+        assert_eq!(ids, [40]);
+    }
+
+    #[tokio::test]
+    async fn only_a_button_the_message_carries_can_be_pressed() {
+        let emulator = start().await;
+        let bot = bot(&emulator);
+        let chat = ChatSpec::private(OWNER);
+        let card = bot
+            .send_message(ChatId(OWNER), "Card")
+            .reply_markup(keyboard("y:1", "n:1"))
+            .await
+            .unwrap();
+        let plain = bot.send_message(ChatId(OWNER), "Plain").await.unwrap();
+        let (card, plain) = (message_id(&card), message_id(&plain));
+
+        assert_eq!(
+            emulator.press_button(&owner(), chat, card, "y:2"),
+            Err(PressError::NoButton { message_id: card })
+        );
+        assert_eq!(
+            emulator.press_button(&owner(), chat, plain, "y:1"),
+            Err(PressError::NoButton { message_id: plain })
+        );
+        assert_eq!(
+            emulator.press_button(&owner(), ChatSpec::private(7), card, "y:1"),
+            Err(PressError::NoMessage {
+                chat_id: 7,
+                message_id: card
+            })
+        );
+        assert!(emulator.pending_updates().is_empty());
+
+        let (update_id, query_id) = emulator.press_button(&owner(), chat, card, "n:1").unwrap();
+        let updates = bot.get_updates().await.unwrap();
+        assert_eq!(updates.len(), 1);
+        assert_eq!(updates[0].id.0 as i64, update_id);
+        let UpdateKind::CallbackQuery(query) = &updates[0].kind else {
+            panic!("not a callback query: {:?}", updates[0].kind);
+        };
+        assert_eq!(query.id.0, query_id);
+        assert_eq!(query.data.as_deref(), Some("n:1"));
+        assert_eq!(query.from.id.0 as i64, OWNER);
+        bot.answer_callback_query(query.id.clone()).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn file_bytes_are_kept_only_when_asked() {
+        for keep in [false, true] {
+            let mut config = Config::new(TOKEN);
+            config.keep_file_bytes = keep;
+            let emulator = Emulator::start_with(config).await.unwrap();
+            let sent = bot(&emulator)
+                .send_photo(
+                    ChatId(OWNER),
+                    InputFile::memory(vec![4, 5, 6, 7]).file_name("p.png"),
+                )
+                .await
+                .unwrap();
+            let file_id = sent.photo().unwrap().last().unwrap().file.id.0.clone();
+            let kept = emulator.file_bytes(&file_id);
+            if !keep {
+                assert_eq!(kept, None);
+                continue;
+            }
+            let (info, bytes) = kept.expect("kept");
+            assert_eq!(&bytes[..], [4, 5, 6, 7]);
+            assert_eq!((info.name.as_str(), info.bytes), ("p.png", 4));
+            assert_eq!(emulator.file_bytes("no-such-file"), None);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn changed_since_wakes_on_a_change_and_otherwise_times_out() {
+        let emulator = start().await;
+        let seen = emulator.version();
+        let waiter = tokio::spawn({
+            let emulator = emulator.clone();
+            async move { emulator.changed_since(seen, Duration::from_secs(60)).await }
+        });
+        tokio::task::yield_now().await;
+        emulator.add_user(&owner());
+        emulator.push_text(&owner(), ChatSpec::private(OWNER), "hello");
+        let now = waiter.await.unwrap();
+        assert!(now > seen, "{now} > {seen}");
+
+        // Nothing changes: the wait ends at its timeout (on the paused clock) with the same version.
+        let still = emulator.changed_since(now, Duration::from_secs(25)).await;
+        assert_eq!(still, emulator.version());
+        assert_eq!(still, now);
     }
 }

@@ -19,6 +19,7 @@
 //! - [`journal`]: the journal's line format, appending, verification and repair.
 //! - [`client`]: the `ask`, `status` and `list` clients.
 //! - [`daemon`]: `serve`, wiring the parts together.
+//! - [`sandbox`]: `consentd sandbox`, the daemon against [`emulator`] with the chat as a web page.
 
 pub mod action;
 pub mod card;
@@ -43,6 +44,7 @@ pub mod pairing;
 pub mod press;
 pub mod protocol;
 pub mod refusal;
+pub mod sandbox;
 pub mod sender;
 pub mod server;
 pub mod split;

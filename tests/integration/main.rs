@@ -12,4 +12,5 @@ mod locales;
 mod mandates;
 mod owner;
 mod runs;
+mod sandbox;
 mod socket;

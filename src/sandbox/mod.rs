@@ -1,0 +1,391 @@
+//! `consentd sandbox`: the real daemon against the embedded Bot API emulator, with the owner's
+//! chat as a web page on loopback, so consentd can be tried with no bot, token or config.
+//!
+//! The daemon runs through the same [`crate::daemon::serve_with`] as `consentd serve`, on a
+//! config this module writes (a preset owner, English, UTC, no quiet hours, sample categories
+//! whose commands only echo) and a fixed token that is no secret. Its Telegram is
+//! [`crate::emulator::Emulator`], the one the tests use; [`page`] serves the chat.
+
+mod page;
+
+use std::io::Write as _;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use tokio_util::sync::CancellationToken;
+
+use crate::emulator::{self, Emulator, UserSpec};
+
+/// The page's port when `--port` is not given; taken when free, else any free port.
+pub const DEFAULT_PORT: u16 = 8340;
+/// The emulated bot's token: given to the daemon in-process, and no secret (nothing but the
+/// emulator on loopback takes it).
+pub const TOKEN: &str = "1000001:sandbox-token-not-a-secret";
+/// The sandbox owner's Telegram id, preset in the config so no pairing is needed.
+pub const OWNER_ID: i64 = 1001;
+/// How long the daemon may take to make its first `getUpdates` before the sandbox gives up.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where the sandbox keeps its files, all under one directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    pub dir: PathBuf,
+    pub config: PathBuf,
+    pub state_dir: PathBuf,
+    pub journal: PathBuf,
+    pub socket: PathBuf,
+}
+
+impl Layout {
+    pub fn new(dir: &Path) -> Layout {
+        Layout {
+            dir: dir.to_owned(),
+            config: dir.join("consentd.toml"),
+            state_dir: dir.join("state"),
+            journal: dir.join("state/decisions.jsonl"),
+            socket: dir.join("consent.sock"),
+        }
+    }
+}
+
+/// The owner as the emulator shows them (and as the card's "decided by" names them).
+pub fn owner() -> UserSpec {
+    UserSpec::new(OWNER_ID, "Owner")
+        .username("sandbox_owner")
+        .language("en")
+}
+
+/// Runs the sandbox until SIGINT or SIGTERM: `port` for the page (see [`DEFAULT_PORT`]; 0 for
+/// any free one), `state_dir` to keep the state between runs (else a fresh temp dir, removed
+/// at the end).
+pub fn run(port: Option<u16>, state_dir: Option<PathBuf>) -> anyhow::Result<()> {
+    let (dir, fresh) = match state_dir {
+        Some(dir) => {
+            let dir = std::path::absolute(&dir)
+                .with_context(|| format!("--state-dir {}", dir.display()))?;
+            crate::store::create_private_dir(&dir)
+                .with_context(|| format!("cannot create --state-dir {}", dir.display()))?;
+            (dir, false)
+        }
+        None => (
+            crate::daemon::fresh_temp_dir("consentd-sandbox", 0o700)?,
+            true,
+        ),
+    };
+    let result = run_in(&Layout::new(&dir), port, fresh);
+    if fresh {
+        if let Err(error) = std::fs::remove_dir_all(&dir) {
+            eprintln!("consentd sandbox: cannot remove {}: {error}", dir.display());
+        }
+    }
+    result
+}
+
+fn run_in(layout: &Layout, port: Option<u16>, fresh: bool) -> anyhow::Result<()> {
+    // Both listeners are bound before the daemon's runtime starts: the config names the
+    // emulator's address, and a taken `--port` fails before anything else happens.
+    let page_listener = bind_page(port)?;
+    let bot_listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .context("cannot bind the Bot API emulator on 127.0.0.1")?;
+    let api_url = format!("http://{}", bot_listener.local_addr()?);
+    let page_addr = page_listener.local_addr()?;
+    let text = config_text(layout, &api_url, nix::unistd::getuid().as_raw())?;
+    write_private(&layout.config, &text)?;
+    let config = crate::config::load(&layout.config)?;
+    let exe = std::env::current_exe().context("cannot find the path of this executable")?;
+    let banner = Banner {
+        layout: layout.clone(),
+        page: page_addr,
+        exe,
+        fresh,
+    };
+    crate::daemon::serve_with(config, TOKEN, move |shutdown| {
+        beside(bot_listener, page_listener, banner, shutdown)
+    })
+}
+
+/// The page's listener: `--port` as given, else [`DEFAULT_PORT`] if free, else any free port.
+fn bind_page(port: Option<u16>) -> anyhow::Result<TcpListener> {
+    let bind = |port: u16| TcpListener::bind((Ipv4Addr::LOCALHOST, port));
+    match port {
+        Some(port) => bind(port).with_context(|| format!("cannot listen on 127.0.0.1:{port}")),
+        None => bind(DEFAULT_PORT)
+            .or_else(|_| bind(0))
+            .context("cannot listen on 127.0.0.1 for the page"),
+    }
+}
+
+/// What runs on the daemon's runtime beside it: the emulator, the page, and the banner once the
+/// daemon polls for updates.
+async fn beside(
+    bot_listener: TcpListener,
+    page_listener: TcpListener,
+    banner: Banner,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let mut bot = emulator::Config::new(TOKEN);
+    bot.bot_first_name = "consentd".to_owned();
+    bot.bot_username = "consentd_sandbox_bot".to_owned();
+    // The page shows photos and offers documents, so their bytes are kept from the first upload.
+    bot.keep_file_bytes = true;
+    let emulator =
+        Emulator::start_on(bot_listener, bot).context("cannot start the Bot API emulator")?;
+    emulator.add_user(&owner());
+    let page = page::Page {
+        emulator: emulator.clone(),
+        owner: owner(),
+        port: banner.page.port(),
+        try_line: banner.ask_line(),
+        shutdown: shutdown.clone(),
+    };
+    let mut server = tokio::spawn(page::serve(page, page_listener));
+    // Ready once the daemon has polled: an update pushed after that gets an id above the
+    // offset it stored in an earlier run (with a kept --state-dir), so it is not skipped.
+    let ready = emulator.wait_until("the daemon's first getUpdates", READY_TIMEOUT, |bot| {
+        bot.polls() > 0
+    });
+    let until_stopped = async {
+        tokio::select! {
+            // The daemon may stop (or fail to start) before it ever polls.
+            () = shutdown.cancelled() => return Ok(()),
+            ready = ready => ready.map_err(anyhow::Error::msg)?,
+        }
+        banner.print();
+        shutdown.cancelled().await;
+        anyhow::Ok(())
+    };
+    // The page ends only when the sandbox stops, unless it fails: then the sandbox stops too.
+    let result = tokio::select! {
+        result = until_stopped => result,
+        served = &mut server => {
+            served.context("the sandbox page panicked")?.context("the sandbox page stopped")?;
+            Ok(())
+        }
+    };
+    emulator.shutdown();
+    if !server.is_finished() {
+        shutdown.cancel();
+        server.await.context("the sandbox page panicked")??;
+    }
+    result
+}
+
+/// What the sandbox prints once the daemon is ready.
+#[derive(Debug)]
+struct Banner {
+    layout: Layout,
+    page: SocketAddr,
+    exe: PathBuf,
+    fresh: bool,
+}
+
+impl Banner {
+    /// A ready `consentd ask` to paste into another terminal.
+    fn ask_line(&self) -> String {
+        format!(
+            "CONSENTD_SOCKET={} {} ask --kind publish_x --target @example --text \"Hello from the sandbox\"",
+            shell_quote(&self.layout.socket.display().to_string()),
+            shell_quote(&self.exe.display().to_string()),
+        )
+    }
+
+    fn print(&self) {
+        let kept = if self.fresh {
+            " (removed when the sandbox stops; --state-dir keeps one)"
+        } else {
+            ""
+        };
+        let text = format!(
+            "consentd sandbox: the daemon, with a local Telegram emulator; nothing leaves this machine.\n\
+             state: {}{kept}\n\
+             socket: {}\n\
+             page: http://{}/\n\
+             \n\
+             Open the page, then ask from another terminal:\n\
+             \n  {}\n\n\
+             Other kinds: generate_image (--text, --cost-usd 0.04), delete_post (--target).\n\
+             Stop with Ctrl-C.\n",
+            self.layout.dir.display(),
+            self.layout.socket.display(),
+            self.page,
+            self.ask_line(),
+        );
+        let mut out = std::io::stdout().lock();
+        // A closed stdout must not stop the sandbox; the page still works.
+        let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    }
+}
+
+/// `word` as one shell word: as it is when that is safe, else single-quoted.
+fn shell_quote(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "/._-+:,=@%".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    file.write_all(text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// A TOML basic string holding `text`, escaped.
+fn toml_string(text: &str) -> String {
+    toml::Value::String(text.to_owned()).to_string()
+}
+
+fn path_string(path: &Path) -> anyhow::Result<String> {
+    let text = path
+        .to_str()
+        .with_context(|| format!("the path {} is not UTF-8", path.display()))?;
+    Ok(toml_string(text))
+}
+
+/// A command that reads the action's JSON from stdin and echoes one result line naming the
+/// record: `/bin/sh -c SCRIPT NAME`, an argv, with the shell's own builtins only (the command's
+/// environment is empty, so there is no PATH).
+fn echo_command(name: &str, result: &str) -> String {
+    let script = format!(
+        "IFS= read -r action; id=${{action#*\\\"id\\\":\\\"}}; id=${{id%%\\\"*}}; echo \"{result}\""
+    );
+    format!(
+        "[\"/bin/sh\", \"-c\", {}, {}]",
+        toml_string(&script),
+        toml_string(name)
+    )
+}
+
+/// The sandbox's config: the owner preset, English, UTC, no quiet hours, and three sample
+/// categories, all on, whose commands only echo.
+pub fn config_text(layout: &Layout, api_url: &str, uid: u32) -> anyhow::Result<String> {
+    Ok(format!(
+        r#"# Written by `consentd sandbox` at each start; edits are overwritten.
+
+[owner]
+telegram_id = {OWNER_ID}
+language = "en"
+timezone = "UTC"
+
+[telegram]
+api_url = {api_url}
+
+[paths]
+state_dir = {state_dir}
+journal = {journal}
+socket = {socket}
+
+[client]
+allowed_uids = [{uid}]
+
+[gate]
+quiet_hours = "off"
+receipts = "each"
+
+[categories.publish_x]
+label = {{ en = "Post to X", ru = "Пост в X", pt = "Post no X" }}
+class = "external"
+enabled = true
+mandate_ok = true
+target = "required"
+text = "required"
+fields = ["reply_to"]
+attachments = 4
+command = {publish}
+timeout = "10s"
+
+[categories.generate_image]
+label = {{ en = "Generate an image", ru = "Сгенерировать картинку", pt = "Gerar uma imagem" }}
+class = "spend"
+enabled = true
+mandate_ok = true
+text = "required"
+cost = "request"
+command = {generate}
+timeout = "10s"
+
+[categories.delete_post]
+label = {{ en = "Delete a post", ru = "Удалить пост", pt = "Apagar um post" }}
+class = "destructive"
+enabled = true
+target = "required"
+command = {delete}
+timeout = "10s"
+"#,
+        api_url = toml_string(api_url),
+        state_dir = path_string(&layout.state_dir)?,
+        journal = path_string(&layout.journal)?,
+        socket = path_string(&layout.socket)?,
+        publish = echo_command("sandbox-publish-x", "https://example.org/sandbox/posts/$id"),
+        generate = echo_command(
+            "sandbox-generate-image",
+            "https://example.org/sandbox/images/$id.png (nothing was paid)"
+        ),
+        delete = echo_command("sandbox-delete-post", "deleted in the sandbox only ($id)"),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_config_passes_validation_with_everything_on() {
+        let layout = Layout::new(Path::new("/tmp/consentd-sandbox-test dir"));
+        let text = config_text(&layout, "http://127.0.0.1:1234", 1000).unwrap();
+        let config = crate::config::parse(&text, "sandbox").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.owner.telegram_id, Some(OWNER_ID));
+        assert_eq!(config.gate.quiet_hours, None);
+        assert_eq!(config.paths.socket, layout.socket);
+        assert_eq!(config.telegram.api_url, "http://127.0.0.1:1234");
+        assert_eq!(config.client.allowed_uids, vec![1000]);
+        assert_eq!(config.categories.len(), 3);
+        assert!(config.categories.values().all(|c| c.enabled));
+    }
+
+    #[test]
+    fn the_echo_commands_print_a_line_naming_the_record() {
+        let layout = Layout::new(Path::new("/tmp/x"));
+        let text = config_text(&layout, "http://127.0.0.1:1", 0).unwrap();
+        let config = crate::config::parse(&text, "sandbox").unwrap();
+        let command = &config.categories["publish_x"].command;
+        let output = std::process::Command::new(&command[0])
+            .args(&command[1..])
+            .env_clear()
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                let stdin = child.stdin.take();
+                stdin.unwrap().write_all(
+                    br#"{"id":"r_abc","kind":"publish_x","text":"say \"id\":\"no\""}"#,
+                )?;
+                child.wait_with_output()
+            })
+            .unwrap();
+        assert!(output.status.success());
+        assert_eq!(
+            String::from_utf8(output.stdout).unwrap(),
+            "https://example.org/sandbox/posts/r_abc\n"
+        );
+    }
+
+    #[test]
+    fn shell_words_are_quoted_only_when_needed() {
+        assert_eq!(shell_quote("/tmp/a/consent.sock"), "/tmp/a/consent.sock");
+        assert_eq!(shell_quote("/tmp/my dir"), "'/tmp/my dir'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
+}

@@ -1,0 +1,466 @@
+//! The sandbox's chat page: one embedded HTML file and a small JSON API over the emulator's
+//! chat with the owner, on 127.0.0.1 only.
+//!
+//! - `GET /` — the page (`page.html`, vanilla JS, no external resources).
+//! - `GET /api/chat[?after=VERSION]` — the chat as the owner sees it; with `after`, a long poll
+//!   that answers once the emulator's state has moved past that version.
+//! - `POST /api/press` `{"message_id","data"}` — the owner taps a button the message carries:
+//!   a real `callback_query` update, from the owner, in the owner's private chat.
+//! - `POST /api/send` `{"text"}` — the owner writes to the bot (`/pending`, `/help`, …).
+//! - `GET /api/file/{file_id}` — a photo's or document's bytes.
+//!
+//! Anything on the machine can reach a loopback port, a web page in the owner's browser among
+//! them. So every request must name this page's own host (a DNS-rebinding page names its own),
+//! a `POST` must carry JSON (a cross-site form cannot, and a cross-site `fetch` with JSON
+//! needs a CORS preflight this server never grants) and, when the browser sends an `Origin`,
+//! come from this page. The page itself runs under a CSP with a per-response nonce, and
+//! uploaded files are served so that they can never run as part of it.
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::emulator::{
+    Button, CallbackAnswer, ChatMessage, ChatSpec, ContentKind, Emulator, UserSpec,
+};
+
+/// The page, with `__NONCE__` where each response's CSP nonce goes.
+const PAGE: &str = include_str!("page.html");
+/// How long `GET /api/chat?after=` waits for a change before answering anyway.
+const LONG_POLL: Duration = Duration::from_secs(25);
+/// The longest message a Telegram client lets one write (UTF-16 code units).
+const TEXT_LIMIT: usize = 4096;
+/// Callback answers the chat keeps for the page's toasts.
+const ANSWERS_KEPT: usize = 20;
+
+/// What the page's handlers share.
+#[derive(Debug, Clone)]
+pub struct Page {
+    pub emulator: Emulator,
+    pub owner: UserSpec,
+    /// The port the page is served on, for the Host and Origin checks.
+    pub port: u16,
+    /// A ready `consentd ask` line, shown while the chat is empty.
+    pub try_line: String,
+    /// Ends long polls at once when the sandbox stops.
+    pub shutdown: CancellationToken,
+}
+
+impl Page {
+    fn chat(&self) -> ChatSpec {
+        ChatSpec::private(self.owner.id)
+    }
+
+    fn host_allowed(&self, host: &str) -> bool {
+        host == format!("127.0.0.1:{}", self.port) || host == format!("localhost:{}", self.port)
+    }
+
+    fn origin_allowed(&self, origin: &str) -> bool {
+        origin
+            .strip_prefix("http://")
+            .is_some_and(|host| self.host_allowed(host))
+    }
+}
+
+/// Why the page refused a request.
+#[derive(Debug, thiserror::Error)]
+pub enum PageError {
+    #[error("this page answers only to 127.0.0.1:{0} or localhost:{0}")]
+    WrongHost(u16),
+    #[error("requests must come from the page itself")]
+    CrossOrigin,
+    #[error("{0}")]
+    BadRequest(String),
+    #[error(transparent)]
+    Press(#[from] crate::emulator::PressError),
+    #[error("no such file")]
+    NoFile,
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let status = match self {
+            PageError::WrongHost(_) => StatusCode::MISDIRECTED_REQUEST,
+            PageError::CrossOrigin => StatusCode::FORBIDDEN,
+            PageError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            PageError::Press(_) | PageError::NoFile => StatusCode::NOT_FOUND,
+        };
+        (status, Json(json!({ "error": self.to_string() }))).into_response()
+    }
+}
+
+/// Serves the page on `listener` until the sandbox stops.
+pub async fn serve(page: Page, listener: TcpListener) -> anyhow::Result<()> {
+    listener.set_nonblocking(true)?;
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let shutdown = page.shutdown.clone();
+    axum::serve(listener, router(page))
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await?;
+    Ok(())
+}
+
+pub fn router(page: Page) -> Router {
+    Router::new()
+        .route("/", get(index))
+        .route("/api/chat", get(chat))
+        .route("/api/press", post(press))
+        .route("/api/send", post(send))
+        .route("/api/file/{file_id}", get(file))
+        .layer(axum::middleware::from_fn_with_state(page.clone(), guard))
+        .with_state(page)
+}
+
+/// The Host and Origin checks of the module's header, before any handler.
+async fn guard(State(page): State<Page>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok());
+    if !host.is_some_and(|host| page.host_allowed(host)) {
+        return PageError::WrongHost(page.port).into_response();
+    }
+    if request.method() != Method::GET {
+        let origin = headers
+            .get(header::ORIGIN)
+            .map(|value| value.to_str().unwrap_or_default());
+        if origin.is_some_and(|origin| !page.origin_allowed(origin)) {
+            return PageError::CrossOrigin.into_response();
+        }
+    }
+    next.run(request).await
+}
+
+async fn index() -> Response {
+    let mut nonce = [0u8; 16];
+    if getrandom::fill(&mut nonce).is_err() {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
+    let nonce = hex::encode(nonce);
+    let csp = format!(
+        "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; \
+         img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; \
+         frame-ancestors 'none'"
+    );
+    let mut response = PAGE.replace("__NONCE__", &nonce).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    if let Ok(csp) = HeaderValue::from_str(&csp) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, csp);
+    }
+    no_store(headers);
+    response
+}
+
+fn no_store(headers: &mut HeaderMap) {
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+}
+
+#[derive(Debug, Deserialize)]
+struct ChatQuery {
+    after: Option<u64>,
+}
+
+async fn chat(State(page): State<Page>, Query(query): Query<ChatQuery>) -> Response {
+    if let Some(seen) = query.after {
+        tokio::select! {
+            _ = page.emulator.changed_since(seen, LONG_POLL) => {}
+            () = page.shutdown.cancelled() => {}
+        }
+    }
+    // The version is read before the messages, so a change between the two makes the next
+    // long poll answer at once rather than be missed.
+    let version = page.emulator.version();
+    let view = ChatView {
+        version,
+        bot: BotView {
+            name: page.emulator.config().bot_first_name.clone(),
+            username: page.emulator.bot_username(),
+        },
+        owner: page.owner.first_name.clone(),
+        try_line: page.try_line.clone(),
+        messages: messages_view(&page.emulator.messages(page.owner.id)),
+        answers: answers_view(&page.emulator.callback_answers()),
+    };
+    let mut response = Json(view).into_response();
+    no_store(response.headers_mut());
+    response
+}
+
+#[derive(Debug, Deserialize)]
+struct PressRequest {
+    message_id: i64,
+    data: String,
+}
+
+async fn press(
+    State(page): State<Page>,
+    Json(request): Json<PressRequest>,
+) -> Result<Json<serde_json::Value>, PageError> {
+    let (update_id, query_id) =
+        page.emulator
+            .press_button(&page.owner, page.chat(), request.message_id, &request.data)?;
+    Ok(Json(
+        json!({ "update_id": update_id, "query_id": query_id }),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+struct SendRequest {
+    text: String,
+}
+
+async fn send(
+    State(page): State<Page>,
+    Json(request): Json<SendRequest>,
+) -> Result<Json<serde_json::Value>, PageError> {
+    let text = request.text.trim();
+    if text.is_empty() {
+        return Err(PageError::BadRequest("the message is empty".to_owned()));
+    }
+    if text.encode_utf16().count() > TEXT_LIMIT {
+        return Err(PageError::BadRequest(format!(
+            "the message is longer than {TEXT_LIMIT} characters"
+        )));
+    }
+    let update_id = page.emulator.push_text(&page.owner, page.chat(), text);
+    Ok(Json(json!({ "update_id": update_id })))
+}
+
+/// A file's bytes. Only PNG and JPEG are shown inline (the daemon sends only those as photos);
+/// anything else is a download, so an uploaded HTML or SVG file never runs as the page. The
+/// CSP `sandbox` keeps even an opened image from running anything.
+async fn file(
+    State(page): State<Page>,
+    Path(file_id): Path<String>,
+) -> Result<Response, PageError> {
+    let (info, bytes) = page
+        .emulator
+        .file_bytes(&file_id)
+        .ok_or(PageError::NoFile)?;
+    let inline = matches!(info.media_type.as_str(), "image/png" | "image/jpeg");
+    let mut response = Response::new(Body::from(bytes));
+    let headers = response.headers_mut();
+    let (content_type, disposition) = if inline {
+        (info.media_type.clone(), "inline".to_owned())
+    } else {
+        (
+            "application/octet-stream".to_owned(),
+            format!(
+                "attachment; filename*=UTF-8''{}",
+                percent_encode(&info.name)
+            ),
+        )
+    };
+    for (name, value) in [
+        (header::CONTENT_TYPE, content_type),
+        (header::CONTENT_DISPOSITION, disposition),
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; sandbox".to_owned(),
+        ),
+    ] {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(name, value);
+        }
+    }
+    no_store(headers);
+    Ok(response)
+}
+
+/// RFC 5987's `attr-char`s as they are, everything else as `%XX`.
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|byte| {
+            if byte.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&byte) {
+                (byte as char).to_string()
+            } else {
+                format!("%{byte:02X}")
+            }
+        })
+        .collect()
+}
+
+/// The chat as `GET /api/chat` answers it.
+#[derive(Debug, Serialize)]
+pub struct ChatView {
+    /// Pass it back as `after` to wait for the next change.
+    pub version: u64,
+    pub bot: BotView,
+    pub owner: String,
+    pub try_line: String,
+    pub messages: Vec<MessageView>,
+    pub answers: Vec<AnswerView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BotView {
+    pub name: String,
+    pub username: String,
+}
+
+/// One message as the owner's Telegram client shows it: its latest revision, marked when
+/// edited, with the earlier ones kept for a look.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct MessageView {
+    pub id: i64,
+    pub from_bot: bool,
+    /// `text`, `photo` or `document`.
+    pub kind: &'static str,
+    /// Unix time.
+    pub date: i64,
+    pub text: Option<String>,
+    pub caption: Option<String>,
+    /// `[i/N]` parts of a long text: (i, N).
+    pub part: Option<(u32, u32)>,
+    /// Sent with `disable_notification` (no sound).
+    pub silent: bool,
+    /// Has or had buttons: a card, also after its outcome edit took them away.
+    pub card: bool,
+    pub edited: bool,
+    /// The texts (or captions) the message had before its edits, oldest first.
+    pub earlier: Vec<String>,
+    /// The inline keyboard, row by row; a press sends a button's `callback_data`.
+    pub buttons: Vec<Vec<Button>>,
+    pub file: Option<FileView>,
+}
+
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct FileView {
+    pub id: String,
+    pub name: String,
+    pub media_type: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct AnswerView {
+    pub query_id: String,
+    pub text: Option<String>,
+}
+
+/// The messages the owner sees, oldest first; deleted ones are gone, as in Telegram.
+pub fn messages_view(messages: &[ChatMessage]) -> Vec<MessageView> {
+    messages
+        .iter()
+        .filter(|m| !m.deleted)
+        .map(|m| MessageView {
+            id: m.message_id,
+            from_bot: m.outgoing,
+            kind: match m.kind {
+                ContentKind::Text => "text",
+                ContentKind::Photo => "photo",
+                ContentKind::Document => "document",
+            },
+            date: m.date,
+            text: m.text.clone(),
+            caption: m.caption.clone(),
+            part: m.text.as_deref().and_then(part_header),
+            silent: m.disable_notification,
+            card: m.reply_markup.is_some() || m.history.iter().any(|r| r.reply_markup.is_some()),
+            edited: m.edit_date.is_some(),
+            earlier: m
+                .history
+                .iter()
+                .filter_map(|r| r.text.clone().or_else(|| r.caption.clone()))
+                .collect(),
+            buttons: m.button_rows(),
+            file: m.file.as_ref().map(|f| FileView {
+                id: f.file_id.clone(),
+                name: f.name.clone(),
+                media_type: f.media_type.clone(),
+                bytes: f.bytes,
+                sha256: f.sha256.clone(),
+            }),
+        })
+        .collect()
+}
+
+/// `(i, N)` of a text that starts with the part header `[i/N]` and a newline (SPEC §6).
+fn part_header(text: &str) -> Option<(u32, u32)> {
+    let (header, _) = text.split_once('\n')?;
+    let (i, n) = header
+        .strip_prefix('[')?
+        .strip_suffix(']')?
+        .split_once('/')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(i) || !digits(n) {
+        return None;
+    }
+    let (i, n) = (i.parse().ok()?, n.parse().ok()?);
+    (1..=n).contains(&i).then_some((i, n))
+}
+
+/// The latest callback answers (what a client shows as a toast after a tap).
+fn answers_view(answers: &[CallbackAnswer]) -> Vec<AnswerView> {
+    let skip = answers.len().saturating_sub(ANSWERS_KEPT);
+    answers
+        .iter()
+        .skip(skip)
+        .map(|a| AnswerView {
+            query_id: a.callback_query_id.clone(),
+            text: a.text.clone(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn part_headers_are_read_only_when_well_formed() {
+        assert_eq!(part_header("[1/3]\nHello"), Some((1, 3)));
+        assert_eq!(part_header("[12/12]\n"), Some((12, 12)));
+        for text in [
+            "[0/3]\nx", "[4/3]\nx", "[1/3] x", "[a/3]\nx", "[/3]\nx", "1/3\nx",
+        ] {
+            assert_eq!(part_header(text), None, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn file_names_are_percent_encoded_for_the_header() {
+        assert_eq!(percent_encode("cover.png"), "cover.png");
+        assert_eq!(percent_encode("a b\"\r\n.pdf"), "a%20b%22%0D%0A.pdf");
+        assert_eq!(percent_encode("отчёт"), "%D0%BE%D1%82%D1%87%D1%91%D1%82");
+    }
+
+    #[test]
+    fn the_page_has_no_external_resources_and_no_inner_html() {
+        for forbidden in [
+            "http://",
+            "https://",
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "document.write",
+            "eval(",
+        ] {
+            assert!(!PAGE.contains(forbidden), "the page contains {forbidden}");
+        }
+        assert_eq!(PAGE.matches("nonce=\"__NONCE__\"").count(), 2);
+    }
+}

@@ -1,0 +1,371 @@
+//! `consentd sandbox` without a browser: the config it writes, its chat page's JSON API (a press
+//! there is a real callback the daemon accepts, a text there a real message), the page's
+//! refusals, a restart on a kept state dir, and a clean stop on SIGTERM and SIGINT.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use serde_json::{json, Value};
+
+use crate::fixture::{consentd, stderr, stdout, BIN};
+
+/// How long the sandbox may take to start, answer or stop before the test fails.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A running `consentd sandbox`; killed when dropped.
+struct Sandbox {
+    child: Option<Child>,
+    /// The banner's `name: value` lines.
+    banner: Vec<(String, String)>,
+    /// `127.0.0.1:PORT` of the page.
+    page: String,
+    socket: PathBuf,
+}
+
+impl Sandbox {
+    /// Starts the sandbox with `args` after `sandbox --port 0` and reads its banner.
+    fn start(args: &[&str]) -> Sandbox {
+        let mut child = Command::new(BIN)
+            .args(["sandbox", "--port", "0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (lines, read) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = Instant::now() + PATIENCE;
+        let mut banner = Vec::new();
+        while !banner
+            .iter()
+            .any(|(name, _): &(String, String)| name == "page")
+        {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = read
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no banner from the sandbox; so far: {banner:?}"));
+            if let Some((name, value)) = line.split_once(": ") {
+                banner.push((name.to_owned(), value.to_owned()));
+            }
+        }
+        let value = |name: &str| {
+            banner
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| panic!("no {name}: line in {banner:?}"))
+        };
+        let page = value("page")
+            .strip_prefix("http://")
+            .and_then(|rest| rest.strip_suffix('/'))
+            .expect("page: http://HOST:PORT/")
+            .to_owned();
+        let socket = PathBuf::from(value("socket"));
+        Sandbox {
+            child: Some(child),
+            banner,
+            page,
+            socket,
+        }
+    }
+
+    fn line(&self, name: &str) -> &str {
+        &self.banner.iter().find(|(n, _)| n == name).unwrap().1
+    }
+
+    /// One HTTP/1.1 request to the page; `Host` is the page's unless `headers` name one.
+    fn http(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> (u16, String) {
+        let mut stream = TcpStream::connect(&self.page).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+        if !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+        {
+            head.push_str(&format!("Host: {}\r\n", self.page));
+        }
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(body).unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
+        let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+        (status, body.to_owned())
+    }
+
+    fn get_json(&self, path: &str) -> Value {
+        let (status, body) = self.http("GET", path, &[], b"");
+        assert_eq!(status, 200, "GET {path}: {body}");
+        serde_json::from_str(&body).unwrap()
+    }
+
+    fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let (status, body) = self.http(
+            "POST",
+            path,
+            &[("Content-Type", "application/json")],
+            body.to_string().as_bytes(),
+        );
+        (
+            status,
+            serde_json::from_str(&body).unwrap_or(Value::String(body)),
+        )
+    }
+
+    /// Long-polls the chat until `f` holds of its messages, and returns them.
+    fn wait_chat(&self, what: &str, f: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + PATIENCE;
+        let mut chat = self.get_json("/api/chat");
+        loop {
+            let messages = chat["messages"].as_array().unwrap();
+            if f(messages) {
+                return messages.clone();
+            }
+            assert!(Instant::now() < deadline, "never {what}: {chat:#}");
+            chat = self.get_json(&format!("/api/chat?after={}", chat["version"]));
+        }
+    }
+
+    /// Runs a client command against the sandbox's socket.
+    fn cli(&self, args: &[&str]) -> std::process::Output {
+        Command::new(BIN)
+            .args(args)
+            .env("CONSENTD_SOCKET", &self.socket)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    /// Sends `signal` and waits for the sandbox to exit.
+    fn stop(&mut self, signal: Signal) -> ExitStatus {
+        let mut child = self.child.take().expect("running");
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        nix::sys::signal::kill(pid, signal).unwrap();
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the sandbox did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn text_of(message: &Value) -> &str {
+    message["text"].as_str().unwrap_or("")
+}
+
+fn has_buttons(message: &Value) -> bool {
+    message["buttons"].as_array().is_some_and(|rows| {
+        rows.iter()
+            .any(|row| row.as_array().is_some_and(|b| !b.is_empty()))
+    })
+}
+
+#[test]
+fn a_press_on_the_page_is_a_callback_the_daemon_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sandbox = Sandbox::start(&["--state-dir", dir.path().to_str().unwrap()]);
+    assert!(sandbox.page.starts_with("127.0.0.1:"), "{}", sandbox.page);
+    assert_eq!(sandbox.socket, dir.path().join("consent.sock"));
+    let check = consentd(&[
+        "check-config",
+        dir.path().join("consentd.toml").to_str().unwrap(),
+    ]);
+    assert_eq!(check.status.code(), Some(0), "{}", stdout(&check));
+    assert!(
+        stdout(&check).starts_with("ok: 3 categories (3 on)"),
+        "{}",
+        stdout(&check)
+    );
+
+    let chat = sandbox.get_json("/api/chat");
+    assert_eq!(chat["messages"], json!([]));
+    assert!(
+        chat["try_line"]
+            .as_str()
+            .unwrap()
+            .contains("ask --kind publish_x"),
+        "{chat}"
+    );
+
+    let asked = sandbox.cli(&[
+        "ask",
+        "--kind",
+        "publish_x",
+        "--target",
+        "@example",
+        "--text",
+        "From the test",
+        "--no-wait",
+    ]);
+    assert_eq!(asked.status.code(), Some(8), "{}", stderr(&asked));
+    let id = stdout(&asked).trim().to_owned();
+    let messages = sandbox.wait_chat("the card", |messages| {
+        messages
+            .iter()
+            .any(|m| text_of(m).contains(&id) && has_buttons(m))
+    });
+    let card = messages.iter().find(|m| text_of(m).contains(&id)).unwrap();
+    assert_eq!(card["from_bot"], true);
+    assert_eq!(card["card"], true);
+    assert_eq!(card["silent"], false, "no quiet hours in the sandbox");
+    let yes = &card["buttons"][0][0];
+    assert_eq!(yes["text"], "Yes");
+
+    // Only data the card carries can be pressed, as in Telegram.
+    let (status, _) = sandbox.post(
+        "/api/press",
+        &json!({"message_id": card["id"], "data": "1.0000.y.forged"}),
+    );
+    assert_eq!(status, 404);
+    let (status, pressed) = sandbox.post(
+        "/api/press",
+        &json!({"message_id": card["id"], "data": yes["callback_data"]}),
+    );
+    assert_eq!(status, 200, "{pressed}");
+
+    let done = sandbox.cli(&["status", &id, "--wait", "--json"]);
+    let done: Value = serde_json::from_str(stdout(&done).trim()).unwrap();
+    assert_eq!(done["status"], "executed", "{done}");
+    assert_eq!(
+        done["result"],
+        format!("https://example.org/sandbox/posts/{id}")
+    );
+    let messages = sandbox.wait_chat("the card edited with its outcome", |messages| {
+        messages.iter().any(|m| {
+            text_of(m).contains(&id) && text_of(m).contains("Outcome: done") && !has_buttons(m)
+        })
+    });
+    let card = messages.iter().find(|m| text_of(m).contains(&id)).unwrap();
+    assert_eq!(card["edited"], true);
+    assert_eq!(card["card"], true);
+    assert!(!card["earlier"].as_array().unwrap().is_empty());
+    let answers = sandbox.get_json("/api/chat")["answers"].clone();
+    assert!(
+        answers
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["query_id"] == pressed["query_id"]),
+        "the press was answered: {answers}"
+    );
+
+    assert!(sandbox.stop(Signal::SIGTERM).success());
+    assert!(!sandbox.socket.exists(), "the socket is removed");
+    assert!(
+        dir.path().join("state/decisions.jsonl").exists(),
+        "--state-dir is kept"
+    );
+}
+
+#[test]
+fn the_owner_writes_from_the_page_also_after_a_restart_on_the_same_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let state_dir = dir.path().to_str().unwrap();
+    for (round, command, reply) in [
+        (1, "/pending", "No asks are waiting."),
+        (2, "/help", "Commands:"),
+    ] {
+        let mut sandbox = Sandbox::start(&["--state-dir", state_dir]);
+        let (status, sent) = sandbox.post("/api/send", &json!({"text": command}));
+        assert_eq!(status, 200, "round {round}: {sent}");
+        // The restarted emulator gives ids above the offset the daemon stored, so the daemon
+        // does not skip them as already handled.
+        sandbox.wait_chat(
+            &format!("round {round}: the reply to {command}"),
+            |messages| {
+                let mine = messages
+                    .iter()
+                    .position(|m| m["from_bot"] == false && text_of(m) == command);
+                mine.is_some_and(|at| {
+                    messages[at..]
+                        .iter()
+                        .any(|m| m["from_bot"] == true && text_of(m).starts_with(reply))
+                })
+            },
+        );
+        assert!(sandbox.stop(Signal::SIGTERM).success());
+    }
+}
+
+#[test]
+fn the_page_answers_only_itself() {
+    let sandbox = Sandbox::start(&[]);
+    let (status, page) = sandbox.http("GET", "/", &[], b"");
+    assert_eq!(status, 200);
+    assert!(page.contains("<script nonce=\""), "a nonce for the CSP");
+    assert!(!page.contains("__NONCE__"));
+
+    // A page from elsewhere, by DNS rebinding or across origins, gets nothing.
+    let (status, _) = sandbox.http("GET", "/api/chat", &[("Host", "attacker.example:80")], b"");
+    assert_eq!(status, 421);
+    let (status, _) = sandbox.http(
+        "POST",
+        "/api/send",
+        &[
+            ("Content-Type", "application/json"),
+            ("Origin", "http://attacker.example"),
+        ],
+        br#"{"text":"/pending"}"#,
+    );
+    assert_eq!(status, 403);
+    let (status, _) = sandbox.http(
+        "POST",
+        "/api/send",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        b"text=/pending",
+    );
+    assert_eq!(status, 415, "a cross-site form cannot post");
+    let (status, _) = sandbox.post("/api/send", &json!({"text": "   "}));
+    assert_eq!(status, 400);
+    let (status, _) = sandbox.post("/api/press", &json!({"message_id": 99, "data": "x"}));
+    assert_eq!(status, 404);
+    let (status, _) = sandbox.http("GET", "/api/file/nothing", &[], b"");
+    assert_eq!(status, 404);
+    assert_eq!(sandbox.get_json("/api/chat")["messages"], json!([]));
+}
+
+#[test]
+fn a_fresh_state_dir_is_removed_when_sigint_stops_the_sandbox() {
+    let mut sandbox = Sandbox::start(&[]);
+    let state = sandbox.line("state").split(" (").next().unwrap().to_owned();
+    assert!(std::path::Path::new(&state).join("consentd.toml").exists());
+    let listed = sandbox.cli(&["list", "--json"]);
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    assert!(sandbox.stop(Signal::SIGINT).success());
+    assert!(!std::path::Path::new(&state).exists(), "{state} is left");
+}
