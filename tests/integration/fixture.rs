@@ -542,7 +542,7 @@ pub fn noon_today() -> chrono::DateTime<chrono::Utc> {
 }
 
 /// The test clock's offset, in seconds, that makes the daemon's time `at` now.
-fn offset_to(at: chrono::DateTime<chrono::Utc>) -> i64 {
+pub fn offset_to(at: chrono::DateTime<chrono::Utc>) -> i64 {
     (at - chrono::Utc::now()).num_seconds()
 }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
-use crate::fixture::{consentd, stderr, stdout, BIN};
+use crate::fixture::{consentd, noon_today, offset_to, stderr, stdout, BIN};
 
 /// How long the sandbox may take to start, answer or stop before the test fails.
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -25,14 +25,19 @@ struct Sandbox {
     /// `127.0.0.1:PORT` of the page.
     page: String,
     socket: PathBuf,
+    /// The test clock's file: noon today, so the evening summary never joins the chat.
+    _clock: tempfile::NamedTempFile,
 }
 
 impl Sandbox {
     /// Starts the sandbox with `args` after `sandbox --port 0` and reads its banner.
     fn start(args: &[&str]) -> Sandbox {
+        let clock = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(clock.path(), offset_to(noon_today()).to_string()).unwrap();
         let mut child = Command::new(BIN)
             .args(["sandbox", "--port", "0"])
             .args(args)
+            .env("CONSENTD_TEST_CLOCK_FILE", clock.path())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -79,6 +84,7 @@ impl Sandbox {
             banner,
             page,
             socket,
+            _clock: clock,
         }
     }
 
