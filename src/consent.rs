@@ -356,12 +356,14 @@ impl Consent {
                 record_id: record.id.clone(),
                 edit: Some(edit),
                 messages: Vec::new(),
+                sound: Sound::Silent,
             };
         };
         let none = Ending {
             record_id: record.id.clone(),
             edit: None,
             messages: Vec::new(),
+            sound: Sound::Silent,
         };
         // With receipts in the summary, a run that did not succeed is still told at once: the
         // owner gets a short reason for a failure (SPEC §8).
@@ -416,6 +418,11 @@ impl Consent {
             record_id: record.id.clone(),
             edit: None,
             messages,
+            sound: if finish.state == RecordState::Executed {
+                Sound::Receipt
+            } else {
+                Sound::Gated
+            },
         }
     }
 
@@ -1608,6 +1615,8 @@ struct Ending {
     record_id: String,
     edit: Option<String>,
     messages: Vec<Body>,
+    /// A receipt of success is one the gate may keep for the summary; a failure is told.
+    sound: Sound,
 }
 
 impl Ending {
@@ -1621,7 +1630,7 @@ impl Ending {
             queue_card_edit(tx, effects, chat, &self.record_id, edit)?;
         }
         for body in self.messages {
-            queue(tx, effects, chat, What::Message, None, body, Sound::Receipt)?;
+            queue(tx, effects, chat, What::Message, None, body, self.sound)?;
         }
         Ok(())
     }

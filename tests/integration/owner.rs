@@ -399,3 +399,32 @@ fn nobody_but_the_owner_changes_a_setting() {
         "the owner's chat is untouched"
     );
 }
+
+#[test]
+fn with_receipts_in_the_summary_a_covered_success_sends_no_receipt() {
+    let daemon = Daemon::builder()
+        .gate("quiet_hours = \"off\"\nreceipts = \"summary\"")
+        .start();
+    let mandate = daemon.request(&json!({"v":1,"op":"mandate","kind":"publish_x",
+        "targets":["@mila_shop"],"days":1,"usd_per_day":"1.00","actions_per_day":5,"wait":false}));
+    let mandate = mandate["id"].as_str().unwrap().to_owned();
+    let card = daemon.card_of(&mandate);
+    let grant = card.buttons()[0].callback_data.clone().unwrap();
+    daemon
+        .bot
+        .push_press(&owner(), ChatSpec::private(OWNER), card.message_id, &grant);
+    daemon.wait_state(&mandate, "granted");
+    let covered = daemon.request(&json!({"v":1,"op":"ask","kind":"publish_x",
+        "target":"@mila_shop","text":"quietly","cost_usd":"0.10","wait":false}));
+    let covered = covered["id"].as_str().unwrap().to_owned();
+    daemon.wait_state(&covered, "executed");
+    // Rows go out in order: once this reply is in, the receipt would have been too.
+    say(&daemon, "/help", "Commands:");
+    assert!(
+        !daemon
+            .owner_chat()
+            .iter()
+            .any(|m| m.text.as_deref().is_some_and(|t| t.contains(&covered))),
+        "no receipt one by one"
+    );
+}
