@@ -670,9 +670,10 @@ impl Consent {
             .map_or(kind.clone(), |c| c.label(lang).to_owned());
         let reply = card::owner::category_switched(&self.locales, lang, &label, on);
         let stored = kind.clone();
+        let changed = self.category_enabled(&kind) != on;
         self.store
             .call(move |db| {
-                db.switch_category(&stored, on, by, next, now, |tx, effects| {
+                db.switch_category(&stored, on, changed, by, next, now, |tx, effects| {
                     quiet_reply(tx, effects, by, reply)
                 })
             })
@@ -704,7 +705,13 @@ impl Consent {
         if self.store.call(move |db| db.summary_sent_on(day)).await? {
             return Ok(());
         }
-        let (start, _) = crate::mandate::local_day(now, tz);
+        // Since the last summary (else since local midnight): nothing falls between two.
+        let (midnight, _) = crate::mandate::local_day(now, tz);
+        let start = self
+            .store
+            .call(|db| db.last_summary_sent_at())
+            .await?
+            .unwrap_or(midnight);
         let counts = self.store.call(move |db| db.day_counts(start, now)).await?;
         let spend = self
             .store
@@ -1044,7 +1051,7 @@ impl Consent {
                                                 What::Message,
                                                 None,
                                                 notice,
-                                                Sound::Silent,
+                                                Sound::Gated,
                                             )?;
                                         }
                                         Ok(())
@@ -1363,7 +1370,16 @@ impl Consent {
     async fn expire_due(&self) -> Result<(), StoreError> {
         let now = self.clock.now();
         self.end_due_mandates(now).await?;
-        self.summary_if_due(now).await?;
+        // Expiry first and the summary's failure only logged: a summary that cannot be made
+        // must not keep cards from expiring.
+        let expired = self.expire_cards(now).await;
+        if let Err(error) = self.summary_if_due(now).await {
+            tracing::error!(%error, "cannot send the evening summary");
+        }
+        expired
+    }
+
+    async fn expire_cards(&self, now: DateTime<Utc>) -> Result<(), StoreError> {
         let due = self.store.call(move |db| db.due_for_expiry(now)).await?;
         for id in due {
             let lookup = id.clone();
@@ -1426,7 +1442,7 @@ impl Consent {
                         What::Message,
                         None,
                         text_body(text),
-                        Sound::Silent,
+                        Sound::Gated,
                     )
                 })
             })

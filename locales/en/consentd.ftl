@@ -146,10 +146,11 @@ usage-lang = Usage: /lang en, /lang ru or /lang pt
 usage-no-argument = This command takes nothing after it. Send /help for the list.
 quiet-set = Quiet hours: { $from }–{ $to }.
 quiet-off = Quiet hours are off.
-nightcards-set = At most { $count } { $count ->
-        [one] card comes
-       *[other] cards come
-    } during quiet hours; later ones wait until morning.
+nightcards-set = { $count ->
+        [0] No card comes during quiet hours; every card waits until morning.
+        [one] At most { $count } card comes during quiet hours; later ones wait until morning.
+       *[other] At most { $count } cards come during quiet hours; later ones wait until morning.
+    }
 summary-set = The evening summary comes at { $hm }.
 lang-set = Language: English.
 anchor = Journal anchor: { $anchor }

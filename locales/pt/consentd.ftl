@@ -145,10 +145,11 @@ usage-lang = Uso: /lang en, /lang ru ou /lang pt
 usage-no-argument = Este comando não leva nada depois dele. Envie /help para a lista.
 quiet-set = Horas de silêncio: { $from }–{ $to }.
 quiet-off = As horas de silêncio estão desligadas.
-nightcards-set = No máximo { $count } { $count ->
-        [one] cartão chega
-       *[other] cartões chegam
-    } durante as horas de silêncio; os outros esperam até de manhã.
+nightcards-set = { $count ->
+        [0] Nenhum cartão chega durante as horas de silêncio; todos esperam até de manhã.
+        [one] No máximo { $count } cartão chega durante as horas de silêncio; os outros esperam até de manhã.
+       *[other] No máximo { $count } cartões chegam durante as horas de silêncio; os outros esperam até de manhã.
+    }
 summary-set = O resumo da noite chega às { $hm }.
 lang-set = Idioma: português.
 anchor = Âncora do diário: { $anchor }

@@ -211,6 +211,7 @@ mod tests {
                 usage(&locales, lang, Usage::NoArgument),
                 quiet_set(&locales, lang, night),
                 quiet_set(&locales, lang, None),
+                nightcards_set(&locales, lang, 0),
                 nightcards_set(&locales, lang, 1),
                 nightcards_set(&locales, lang, 2),
                 nightcards_set(&locales, lang, 5),

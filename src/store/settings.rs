@@ -53,16 +53,28 @@ impl Db {
                     .with("value", value)
                     .with("by", by),
             );
+            if matches!(key, "quiet_hours" | "night_card_limit") {
+                // Cards held under the old hours or limit are decided again under the new ones.
+                let released = tx.execute(
+                    "UPDATE outbox SET hold_until = NULL
+                     WHERE state = 'queued' AND hold_until IS NOT NULL",
+                    [],
+                )?;
+                effects.queued |= released > 0;
+            }
             reply(tx, effects)
         })
     }
 
-    /// The owner's On or Off for a category, journaled `category_on` or `category_off`; `reply`
-    /// is queued in the same transaction.
+    /// The owner's On or Off for a category, journaled `category_on` or `category_off` when it
+    /// `changed` anything (an old button pressed again changes nothing); `reply` is queued in
+    /// the same transaction.
+    #[allow(clippy::too_many_arguments)]
     pub fn switch_category(
         &mut self,
         kind: &str,
         on: bool,
+        changed: bool,
         by: i64,
         next_offset: i64,
         now: DateTime<Utc>,
@@ -74,13 +86,30 @@ impl Db {
                  ON CONFLICT (kind) DO UPDATE SET enabled = excluded.enabled",
                 params![kind, on],
             )?;
-            effects.push(
-                Event::new(if on { "category_on" } else { "category_off" })
-                    .with("kind", kind)
-                    .with("by", by),
-            );
+            if changed {
+                effects.push(
+                    Event::new(if on { "category_on" } else { "category_off" })
+                        .with("kind", kind)
+                        .with("by", by),
+                );
+            }
             reply(tx, effects)
         })
+    }
+
+    /// When the last summary was sent, if ever.
+    pub fn last_summary_sent_at(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
+        let at: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT sent_at FROM summaries ORDER BY sent_at DESC LIMIT 1",
+                [],
+                |row| row.get(0),
+            )
+            .optional()?;
+        Ok(at
+            .and_then(|at| DateTime::parse_from_rfc3339(&at).ok())
+            .map(|at| at.with_timezone(&Utc)))
     }
 
     /// Whether the summary of local day `day` was sent.

@@ -187,6 +187,17 @@ fn the_evening_summary_goes_once_at_its_time_across_restarts_with_an_anchor_that
     let ts: DateTime<Utc> = sent["ts"].as_str().unwrap().parse().unwrap();
     assert!(ts >= today_at(21, 0), "not before its time: {ts}");
     let anchor = sent["anchor"].as_str().unwrap().to_owned();
+    // The anchor is the line just before `summary_sent`.
+    let n = sent["n"].as_u64().unwrap();
+    let before = daemon
+        .journal_events()
+        .into_iter()
+        .find(|e| e["n"].as_u64() == Some(n - 1))
+        .unwrap();
+    assert_eq!(
+        anchor,
+        format!("{}:{}", n - 1, &before["h"].as_str().unwrap()[..12])
+    );
     let summary = say(&daemon, "/help", "Commands:");
     drop(summary);
     let text = daemon
@@ -427,4 +438,21 @@ fn with_receipts_in_the_summary_a_covered_success_sends_no_receipt() {
             .any(|m| m.text.as_deref().is_some_and(|t| t.contains(&covered))),
         "no receipt one by one"
     );
+}
+
+#[test]
+fn a_card_held_for_the_morning_comes_at_once_when_the_owner_turns_quiet_hours_off() {
+    let daemon = Daemon::builder()
+        .gate("quiet_hours = \"23:00-08:00\"\nnight_card_limit = 0")
+        .start();
+    daemon.set_clock(today_at(23, 30));
+    let id = daemon.request(&good_ask("held"))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    say(&daemon, "/help", "Commands:");
+    assert!(shown(&daemon, &id).is_none(), "a night limit of 0 holds it");
+    say(&daemon, "/quiet off", "Quiet hours are off.");
+    let card = daemon.card_of(&id);
+    assert!(!card.disable_notification, "no quiet hours: with sound");
 }
