@@ -115,6 +115,7 @@ pub mod msg {
     pub const SUMMARY_ANCHOR: &str = "summary-anchor";
     pub const PENDING_COUNT: &str = "pending-count";
     pub const PENDING_ITEM: &str = "pending-item";
+    pub const PENDING_ITEM_WAITING: &str = "pending-item-waiting";
 
     pub const MANDATE_TITLE: &str = "mandate-title";
     pub const MANDATE_UNTIL: &str = "mandate-until";
@@ -211,6 +212,7 @@ pub mod msg {
         SUMMARY_ANCHOR,
         PENDING_COUNT,
         PENDING_ITEM,
+        PENDING_ITEM_WAITING,
         MANDATE_TITLE,
         MANDATE_UNTIL,
         MANDATE_LIMITS,
@@ -822,22 +824,33 @@ pub fn command_menu(locales: &Locales, lang: Language) -> Vec<(&'static str, Str
 pub fn pending_list(
     locales: &Locales,
     lang: Language,
-    items: &[(&str, &str, DateTime<Utc>)],
+    items: &[(&str, &str, Option<DateTime<Utc>>)],
     tz: Tz,
     now: DateTime<Utc>,
 ) -> Vec<String> {
     let mut lines = vec![locales.t(lang, msg::PENDING_COUNT, &[("count", items.len().into())])];
     for (id, label, expires_at) in items {
-        let until = local_time(locales, lang, *expires_at, tz, now);
-        lines.push(locales.t(
-            lang,
-            msg::PENDING_ITEM,
-            &[
-                ("id", (*id).into()),
-                ("label", (*label).into()),
-                ("until", (&until).into()),
-            ],
-        ));
+        let line = match expires_at {
+            Some(expires_at) => {
+                let until = local_time(locales, lang, *expires_at, tz, now);
+                locales.t(
+                    lang,
+                    msg::PENDING_ITEM,
+                    &[
+                        ("id", (*id).into()),
+                        ("label", (*label).into()),
+                        ("until", (&until).into()),
+                    ],
+                )
+            }
+            // Not shown yet: held for the end of quiet hours, or about to be sent.
+            None => locales.t(
+                lang,
+                msg::PENDING_ITEM_WAITING,
+                &[("id", (*id).into()), ("label", (*label).into())],
+            ),
+        };
+        lines.push(line);
     }
     let all = lines.join("\n");
     split::chunks(&all, MESSAGE_LIMIT)
@@ -1431,8 +1444,8 @@ mod tests {
         let tz = chrono_tz::Europe::Moscow;
         let at = Utc.with_ymd_and_hms(2026, 3, 3, 11, 35, 0).unwrap();
         let list = |lang, n: usize| {
-            let items: Vec<(&str, &str, DateTime<Utc>)> =
-                (0..n).map(|_| (RECORD, "Post to X", at)).collect();
+            let items: Vec<(&str, &str, Option<DateTime<Utc>>)> =
+                (0..n).map(|_| (RECORD, "Post to X", Some(at))).collect();
             pending_list(&locales, lang, &items, tz, now())
         };
         assert_eq!(
@@ -1458,10 +1471,23 @@ mod tests {
         assert!(list(Language::Ru, 5)[0].starts_with("5 запросов ждут ответа:\n"));
         assert!(list(Language::Pt, 1)[0].starts_with("1 pedido aguardando:\n"));
         assert!(list(Language::Pt, 2)[0].starts_with("2 pedidos aguardando:\n"));
+        // A card not shown yet (held for the morning) is listed without a deadline.
+        assert_eq!(
+            pending_list(
+                &locales,
+                Language::En,
+                &[(RECORD, "Post to X", None)],
+                tz,
+                now()
+            ),
+            vec![format!(
+                "1 ask is waiting:\n{RECORD} · Post to X · not shown yet"
+            )]
+        );
         // A hundred asks with long labels take several messages, each whole lines.
         let long_label = "Публикация в канал новостей ".repeat(3);
-        let items: Vec<(&str, &str, DateTime<Utc>)> = (0..100)
-            .map(|_| (RECORD, long_label.as_str(), at))
+        let items: Vec<(&str, &str, Option<DateTime<Utc>>)> = (0..100)
+            .map(|_| (RECORD, long_label.as_str(), Some(at)))
             .collect();
         let messages = pending_list(&locales, Language::Ru, &items, tz, now());
         assert!(messages.len() > 1);

@@ -804,22 +804,25 @@ impl Consent {
         lang: Language,
         now: DateTime<Utc>,
     ) -> Result<Vec<String>, StoreError> {
-        let shown = self
+        // Shown cards with their deadlines, then those not shown yet (held for the morning).
+        let (shown, waiting) = self
             .store
-            .call(|db| db.records_in(RecordState::CardShown))
+            .call(|db| {
+                Ok((
+                    db.records_in(RecordState::CardShown)?,
+                    db.records_in(RecordState::Pending)?,
+                ))
+            })
             .await?;
-        let labels: Vec<(String, String, DateTime<Utc>)> = shown
+        let labels: Vec<(String, String, Option<DateTime<Utc>>)> = shown
             .iter()
+            .chain(&waiting)
             .map(|record| {
-                let expires = record
-                    .expires_at
-                    .as_deref()
-                    .and_then(parse_time)
-                    .unwrap_or(now);
+                let expires = record.expires_at.as_deref().and_then(parse_time);
                 (record.id.clone(), self.label(record, lang), expires)
             })
             .collect();
-        let items: Vec<(&str, &str, DateTime<Utc>)> = labels
+        let items: Vec<(&str, &str, Option<DateTime<Utc>>)> = labels
             .iter()
             .map(|(id, label, at)| (id.as_str(), label.as_str(), *at))
             .collect();

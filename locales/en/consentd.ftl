@@ -113,6 +113,7 @@ pending-count = { $count ->
        *[other] { $count } asks are waiting:
     }
 pending-item = { $id } · { $label } · answer by { $until }
+pending-item-waiting = { $id } · { $label } · not shown yet
 
 ## Mandates: standing permissions. $usd and $usd_max are dollars with two decimals.
 

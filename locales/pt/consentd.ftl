@@ -112,6 +112,7 @@ pending-count = { $count ->
        *[other] { $count } pedidos aguardando:
     }
 pending-item = { $id } · { $label } · responder até { $until }
+pending-item-waiting = { $id } · { $label } · ainda não mostrado
 
 ## Mandatos: permissões permanentes. $usd e $usd_max são dólares com duas casas decimais.
 

@@ -115,6 +115,7 @@ pending-count = { $count ->
        *[many] { $count } запросов ждут ответа:
     }
 pending-item = { $id } · { $label } · ответить до { $until }
+pending-item-waiting = { $id } · { $label } · ещё не показан
 
 ## Мандаты: постоянные разрешения. $usd и $usd_max — доллары с двумя знаками.
 

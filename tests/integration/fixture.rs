@@ -400,14 +400,15 @@ impl Daemon {
 
     /// Waits for the card of record `id` (a message naming it, with buttons) and returns it.
     pub fn card_of(&self, id: &str) -> ChatMessage {
+        // The message naming it with buttons: a reply that lists it (`/pending`) has none.
         let find = |bot: &Emulator| {
-            bot.messages(OWNER)
-                .into_iter()
-                .find(|m| m.outgoing && m.text.as_deref().is_some_and(|t| t.contains(id)))
+            bot.messages(OWNER).into_iter().find(|m| {
+                m.outgoing
+                    && !m.buttons().is_empty()
+                    && m.text.as_deref().is_some_and(|t| t.contains(id))
+            })
         };
-        self.wait_for(&format!("the card of {id}"), |bot| {
-            find(bot).is_some_and(|m| !m.buttons().is_empty())
-        });
+        self.wait_for(&format!("the card of {id}"), |bot| find(bot).is_some());
         find(&self.bot).unwrap()
     }
 

@@ -452,6 +452,11 @@ fn a_card_held_for_the_morning_comes_at_once_when_the_owner_turns_quiet_hours_of
         .to_owned();
     say(&daemon, "/help", "Commands:");
     assert!(shown(&daemon, &id).is_none(), "a night limit of 0 holds it");
+    say(
+        &daemon,
+        "/pending",
+        &format!("{id} · Post to X · not shown yet"),
+    );
     say(&daemon, "/quiet off", "Quiet hours are off.");
     let card = daemon.card_of(&id);
     assert!(!card.disable_notification, "no quiet hours: with sound");
