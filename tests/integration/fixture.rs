@@ -32,6 +32,8 @@ pub struct DaemonBuilder {
     decline_streak: u32,
     /// The `[gate]` table's lines.
     gate: String,
+    /// Extra environment for the daemon's first start (a preloaded library, a crash point).
+    env: Vec<(String, String)>,
 }
 
 impl Default for DaemonBuilder {
@@ -43,6 +45,7 @@ impl Default for DaemonBuilder {
             owner: Some(OWNER),
             decline_streak: 3,
             gate: "quiet_hours = \"off\"".to_owned(),
+            env: Vec::new(),
         }
     }
 }
@@ -61,6 +64,13 @@ impl DaemonBuilder {
     /// Replaces the `[gate]` table's lines (the default has quiet hours off).
     pub fn gate(mut self, lines: &str) -> Self {
         self.gate = lines.to_owned();
+        self
+    }
+
+    /// Sets a variable in the environment of the daemon's first start (not of its restarts:
+    /// those take theirs in [`Daemon::restart_with`]).
+    pub fn env(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.env.push((key.to_owned(), value.into()));
         self
     }
 
@@ -168,13 +178,7 @@ command = ["/bin/true"]
             offset_to(noon_today()).to_string(),
         )
         .unwrap();
-        Daemon::start_with(
-            dir,
-            config,
-            emulator,
-            std::sync::Arc::new(thread),
-            Vec::new(),
-        )
+        Daemon::start_with(dir, config, emulator, std::sync::Arc::new(thread), self.env)
     }
 }
 
