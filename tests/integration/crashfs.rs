@@ -48,29 +48,38 @@ impl Rng {
     }
 }
 
-/// Builds the shim once per test binary run, next to the target dir. No C compiler is a failure,
-/// not a skip: without the shim this test would prove nothing.
-fn build_shim() -> PathBuf {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/crashfs/shim.c");
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("crashfs-shim.so");
+/// Compiles `tests/crashfs/<name>.c` into the target dir with `cc` (`extra`: its flags). No C
+/// compiler is a failure, not a skip: without the shim these tests would prove nothing.
+fn build(name: &str, output: &str, extra: &[&str]) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/crashfs")
+        .join(format!("{name}.c"));
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(output);
     let built = std::process::Command::new("cc")
-        .args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-o"])
+        .args(extra)
+        .args(["-O2", "-Wall", "-Werror", "-o"])
         .arg(&out)
         .arg(&source)
         .arg("-ldl")
         .output();
     match built {
-        Ok(output) if output.status.success() => out,
-        Ok(output) => panic!(
-            "the crash-consistency shim {} does not build: {}",
+        Ok(result) if result.status.success() => out,
+        Ok(result) => panic!(
+            "{} does not build: {}",
             source.display(),
-            String::from_utf8_lossy(&output.stderr)
+            String::from_utf8_lossy(&result.stderr)
         ),
         Err(error) => panic!(
-            "the crash-consistency shim needs a C compiler as `cc` (gcc or clang) to build {}: {error}",
+            "the crash-consistency tests need a C compiler as `cc` (gcc or clang) to build {}: \
+             {error}",
             source.display()
         ),
     }
+}
+
+/// The shim (each test builds its own copy: tests run in parallel).
+fn build_shim(output: &str) -> PathBuf {
+    build("shim", output, &["-shared", "-fPIC"])
 }
 
 /// The daemon's environment under the shim, watching `state` and keeping its image in `image`.
@@ -430,10 +439,71 @@ fn check(daemon: &Daemon, told: &Told, seed: u64) {
     assert!(failed.is_empty(), "seed {seed}: runs failed: {failed:?}");
 }
 
+/// The model itself, on a fixed script (`tests/crashfs/probe.c`) with one case of each rule.
+#[test]
+fn the_shim_keeps_only_what_was_synced() {
+    let shim = build_shim("crashfs-shim-probe.so");
+    let probe = build("probe", "crashfs-probe", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let (root, image, after) = (
+        dir.path().join("root"),
+        dir.path().join("image"),
+        dir.path().join("after"),
+    );
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("kept"), "old\n").unwrap();
+    let status = std::process::Command::new(&probe)
+        .arg(&root)
+        .envs(shim_env(&shim, &root, &image))
+        .status()
+        .unwrap();
+    assert!(status.success(), "the probe failed: {status}");
+    materialize(&image, &after);
+    let mut found = BTreeMap::new();
+    for entry in walk(&after) {
+        let text = std::fs::read_to_string(after.join(&entry)).unwrap();
+        found.insert(entry, text);
+    }
+    let expected: BTreeMap<String, String> = [
+        // durable at start, unlinked and appended to since: as it was
+        ("kept", "old\n"),
+        // renamed into place and the directory synced: the synced content, not the late write
+        ("renamed", "first\n"),
+        // a new directory, its entry synced in it
+        ("sub/inner", "inner\n"),
+        // the name synced, the content never
+        ("empty", ""),
+        // not here: `orphan` (content synced, name never) and `.renamed.tmp` (renamed away)
+    ]
+    .into_iter()
+    .map(|(name, text)| (name.to_owned(), text.to_owned()))
+    .collect();
+    assert_eq!(found, expected);
+}
+
+/// The regular files under `dir`, by relative path.
+fn walk(dir: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            files.extend(
+                walk(&entry.path())
+                    .into_iter()
+                    .map(|f| format!("{name}/{f}")),
+            );
+        } else {
+            files.push(name);
+        }
+    }
+    files
+}
+
 #[test]
 fn only_synced_state_survives_and_nothing_acknowledged_is_lost() {
     let started = Instant::now();
-    let shim = build_shim();
+    let shim = build_shim("crashfs-shim.so");
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_owned();
     let state = root.join("state");
