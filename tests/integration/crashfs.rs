@@ -21,6 +21,7 @@ use consentd::emulator::{ChatSpec, Emulator, UserSpec};
 use consentd::store::state::RecordState;
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
+use sha2::{Digest as _, Sha256};
 
 use crate::fixture::{Daemon, OWNER};
 
@@ -277,20 +278,6 @@ fn owner(bot: Emulator, seed: u64, stop: Arc<AtomicBool>, told: Arc<Mutex<Told>>
     }
 }
 
-/// How many times the command ran for each record (the action script logs what it read on stdin,
-/// outside the state directory and outside the shim: a run is a fact no crash takes back).
-fn runs_by_record(daemon: &Daemon) -> BTreeMap<String, usize> {
-    let mut runs = BTreeMap::new();
-    let log = std::fs::read_to_string(daemon.dir.path().join("stdin.log")).unwrap_or_default();
-    for line in log.lines().filter(|l| !l.is_empty()) {
-        let stdin: Value = serde_json::from_str(line).unwrap();
-        *runs
-            .entry(stdin["id"].as_str().unwrap().to_owned())
-            .or_default() += 1;
-    }
-    runs
-}
-
 fn journal_lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
@@ -407,7 +394,7 @@ fn check(daemon: &Daemon, told: &Told, seed: u64) {
             "seed {seed}: the owner saw {id} decided and its {evs:?} line is gone"
         );
     }
-    for (id, runs) in runs_by_record(daemon) {
+    for (id, runs) in daemon.runs_by_record() {
         assert_eq!(runs, 1, "seed {seed}: {id} ran {runs} times");
         let now = stored
             .get(&id)
@@ -429,6 +416,26 @@ fn check(daemon: &Daemon, told: &Told, seed: u64) {
                 .is_some_and(|now| reachable(RecordState::Running, *now)),
             "seed {seed}: a used line for {id}, which is {:?}",
             stored.get(id)
+        );
+    }
+    // An attachment is durable before the record naming it commits: a card or a run of a kept
+    // record must never find its file gone.
+    let mut statement = db
+        .prepare("SELECT record_id, bytes, sha256 FROM attachments")
+        .unwrap();
+    let named: Vec<(String, i64, String)> = statement
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for (id, bytes, sha256) in named {
+        let path = daemon.state_dir.join("attachments").join(&sha256);
+        let data = std::fs::read(&path).unwrap_or_else(|error| {
+            panic!("seed {seed}: {id}'s attachment {sha256} is gone: {error}")
+        });
+        assert!(
+            data.len() as i64 == bytes && hex::encode(Sha256::digest(&data)) == sha256,
+            "seed {seed}: {id}'s attachment {sha256} is not what was stored"
         );
     }
     // The command always exits 0: a failure is a run that lost something (an attachment).
@@ -588,7 +595,10 @@ fn only_synced_state_survives_and_nothing_acknowledged_is_lost() {
              socket answered: the shim is not seeing the daemon's syncs"
         );
 
-        daemon = daemon.restart();
+        // It refuses to start if the journal and the store disagree.
+        daemon = daemon
+            .try_restart_with(Vec::new())
+            .unwrap_or_else(|failure| panic!("seed {seed}: no restart from the image: {failure}"));
         starts += 1;
         wait_for_recovery(&daemon, seed);
         assert!(
@@ -610,7 +620,7 @@ fn only_synced_state_survives_and_nothing_acknowledged_is_lost() {
         started.elapsed(),
         told.states.len(),
         told.decided.len(),
-        runs_by_record(&daemon).len()
+        daemon.runs_by_record().len()
     );
     // Enough happened for the rounds to mean something.
     assert!(told.states.len() > seeds.len(), "too few asks acknowledged");
