@@ -32,6 +32,8 @@ pub struct DaemonBuilder {
     decline_streak: u32,
     /// The `[gate]` table's lines.
     gate: String,
+    /// Extra environment for the daemon's first start (a preloaded library, a crash point).
+    env: Vec<(String, String)>,
 }
 
 impl Default for DaemonBuilder {
@@ -43,6 +45,7 @@ impl Default for DaemonBuilder {
             owner: Some(OWNER),
             decline_streak: 3,
             gate: "quiet_hours = \"off\"".to_owned(),
+            env: Vec::new(),
         }
     }
 }
@@ -61,6 +64,13 @@ impl DaemonBuilder {
     /// Replaces the `[gate]` table's lines (the default has quiet hours off).
     pub fn gate(mut self, lines: &str) -> Self {
         self.gate = lines.to_owned();
+        self
+    }
+
+    /// Sets a variable in the environment of the daemon's first start (not of its restarts:
+    /// those take theirs in [`Daemon::restart_with`]).
+    pub fn env(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.env.push((key.to_owned(), value.into()));
         self
     }
 
@@ -168,13 +178,7 @@ command = ["/bin/true"]
             offset_to(noon_today()).to_string(),
         )
         .unwrap();
-        Daemon::start_with(
-            dir,
-            config,
-            emulator,
-            std::sync::Arc::new(thread),
-            Vec::new(),
-        )
+        Daemon::start_with(dir, config, emulator, std::sync::Arc::new(thread), self.env)
     }
 }
 
@@ -296,12 +300,17 @@ impl Daemon {
     }
 
     /// [`Daemon::restart`] with extra environment (a crash point).
-    pub fn restart_with(mut self, env: Vec<(String, String)>) -> Daemon {
+    pub fn restart_with(self, env: Vec<(String, String)>) -> Daemon {
+        self.try_restart_with(env)
+            .unwrap_or_else(|failure| panic!("{failure}"))
+    }
+
+    /// [`Daemon::restart_with`], returning why the daemon did not start instead of failing.
+    pub fn try_restart_with(mut self, env: Vec<(String, String)>) -> Result<Daemon, StartFailure> {
         assert!(self.child.is_none(), "stop the daemon before restarting it");
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
         let (bot, thread) = (self.bot.clone(), self.bot_thread.clone());
         Daemon::start_with(dir, self.config.clone(), bot, thread, env)
-            .unwrap_or_else(|failure| panic!("{failure}"))
     }
 
     /// Waits until every update pushed to the emulator has been handled (the daemon's next
@@ -380,6 +389,19 @@ impl Daemon {
         std::fs::read_to_string(self.dir.path().join("ran.log"))
             .map(|log| log.lines().count())
             .unwrap_or(0)
+    }
+
+    /// How many times the category's command ran for each record (from what it read on stdin).
+    pub fn runs_by_record(&self) -> std::collections::BTreeMap<String, usize> {
+        let mut runs = std::collections::BTreeMap::new();
+        let log = std::fs::read_to_string(self.dir.path().join("stdin.log")).unwrap_or_default();
+        for line in log.lines().filter(|l| !l.is_empty()) {
+            let stdin: Value = serde_json::from_str(line).unwrap();
+            *runs
+                .entry(stdin["id"].as_str().unwrap().to_owned())
+                .or_default() += 1;
+        }
+        runs
     }
 
     /// The bot's messages in the owner's chat.

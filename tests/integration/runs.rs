@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use nix::sys::signal::Signal;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::fixture::{consentd, stdout, Daemon};
 
@@ -17,19 +17,6 @@ enum Point {
     AfterClaim,
     DuringCommand,
     AfterExit,
-}
-
-/// How many times the command ran for each record (from what it read on stdin).
-fn runs_by_record(daemon: &Daemon) -> BTreeMap<String, usize> {
-    let mut runs = BTreeMap::new();
-    let log = std::fs::read_to_string(daemon.dir.path().join("stdin.log")).unwrap_or_default();
-    for line in log.lines().filter(|l| !l.is_empty()) {
-        let stdin: Value = serde_json::from_str(line).unwrap();
-        *runs
-            .entry(stdin["id"].as_str().unwrap().to_owned())
-            .or_default() += 1;
-    }
-    runs
 }
 
 fn crash_around_a_run(point: Point) {
@@ -81,7 +68,7 @@ fn crash_around_a_run(point: Point) {
         assert!(daemon.stop_with(Signal::SIGTERM).success());
     }
     // The orphaned commands of DuringCommand finish once released; give them their stdin line.
-    let runs = runs_by_record(&daemon);
+    let runs = daemon.runs_by_record();
     for (id, ran) in &expected {
         assert_eq!(
             runs.get(id).copied().unwrap_or(0),
