@@ -6,6 +6,7 @@ mod clients;
 mod config_cli;
 mod consent;
 mod crash;
+mod faults;
 mod fixture;
 mod journal_cli;
 mod locales;
