@@ -33,7 +33,9 @@ use crate::store::{
     Effects, Event as JournalEvent, MandateRow, Record, RecordState, StateChange, Store,
     StoreError, Subject,
 };
-use crate::telegram::{ChatRef, Incoming, Person, SendError, Telegram, POLL_TIMEOUT_SECS};
+use crate::telegram::{
+    ChatRef, Incoming, Person, Probe, SendError, Telegram, POLL_TIMEOUT_SECS, UNREADABLE,
+};
 
 /// What a category switch's buttons are signed for in place of a record's digest.
 const CATEGORY_DIGEST: &str = "category";
@@ -440,8 +442,12 @@ impl Consent {
         }
         let now = self.clock.now();
         match incoming {
-            Incoming::Other { what, .. } => {
-                tracing::debug!(what, "update ignored");
+            Incoming::Other { what, update_id } => {
+                if what == UNREADABLE {
+                    tracing::warn!(update_id, "skipping an update teloxide cannot read");
+                } else {
+                    tracing::debug!(what, "update ignored");
+                }
                 self.store.call(move |db| db.skip_update(next, now)).await
             }
             Incoming::Text {
@@ -1837,12 +1843,53 @@ async fn poll(
             }
             Ok(batch) => {
                 failures = 0;
-                let (done, handled) = oneshot::channel();
-                if events.send(Event::Updates(batch, done)).await.is_err() {
+                if !hand_over(batch, &events).await {
                     return;
                 }
-                let _ = handled.await;
                 continue;
+            }
+            // The same batch would come back at the same offset: find out whether its first
+            // update is the one that cannot be read, without waiting.
+            Err(SendError::Malformed(error)) => {
+                let probe = tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    probe = telegram.probe(offset) => probe,
+                };
+                match probe {
+                    Ok(Probe::Read(batch)) if !batch.is_empty() => {
+                        failures = 0;
+                        if !hand_over(batch, &events).await {
+                            return;
+                        }
+                        continue;
+                    }
+                    Ok(Probe::Unreadable {
+                        update_id,
+                        error: why,
+                    }) => {
+                        // Skipped, never acted on: nothing in it can be trusted, and only the
+                        // offset moves (past it alone); the loop logs the skip.
+                        tracing::warn!(update_id, %why, "this update makes its batch unreadable");
+                        let skip = Incoming::Other {
+                            update_id,
+                            what: UNREADABLE,
+                        };
+                        if !hand_over(vec![skip], &events).await {
+                            return;
+                        }
+                        continue;
+                    }
+                    Ok(Probe::Read(_)) => {}
+                    Err(SendError::Conflict) => {
+                        tracing::error!("Telegram answered 409 Conflict while probing; stopping");
+                        conflict.cancel();
+                        return;
+                    }
+                    Err(probe_error) => tracing::debug!(%probe_error, "probing the batch failed"),
+                }
+                failures += 1;
+                tracing::warn!(%error, "getUpdates answered unreadably; retrying");
+                Duration::from_secs(1u64 << failures.min(5)).min(crate::sender::MAX_BACKOFF)
             }
             Err(SendError::Conflict) => {
                 tracing::error!(
@@ -1863,4 +1910,17 @@ async fn poll(
             () = tokio::time::sleep(wait) => {}
         }
     }
+}
+
+/// Hands a batch to the consent loop in `update_id` order and waits until it is handled; false
+/// when the loop has gone. Telegram sends updates in order, but a batch out of order would
+/// otherwise lose its lower ids: the loop skips any id below the offset already stored.
+async fn hand_over(mut batch: Vec<Incoming>, events: &mpsc::Sender<Event>) -> bool {
+    batch.sort_by_key(Incoming::update_id);
+    let (done, handled) = oneshot::channel();
+    if events.send(Event::Updates(batch, done)).await.is_err() {
+        return false;
+    }
+    let _ = handled.await;
+    true
 }

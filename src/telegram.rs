@@ -41,6 +41,73 @@ pub enum SendError {
         "another consentd (or another program) is polling this bot: Telegram answered 409 Conflict"
     )]
     Conflict,
+    /// An answer teloxide could not read: cut off in transit, or (for getUpdates) a batch holding
+    /// an update it cannot parse, which fails the whole batch. Retried like `Transient`; the
+    /// poller also probes for a poison update (see [`Telegram::probe`]).
+    #[error("unreadable answer: {0}")]
+    Malformed(String),
+}
+
+/// What a getUpdates of one update found at an offset whose batch could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// The first pending update reads fine (or none is pending): the batch's failure lies later
+    /// in it, or was in transit. Handle these and poll again.
+    Read(Vec<Incoming>),
+    /// The first pending update is complete JSON that teloxide cannot read, and it has this id.
+    /// Nothing in it can be trusted, so it can only be skipped, never acted on.
+    Unreadable { update_id: i64, error: String },
+}
+
+/// The `update_id` of the first update in a getUpdates answer, when the answer is complete
+/// (balanced) JSON; `None` for a body cut off in transit, which is worth a retry rather than a
+/// skip. It scans without recursion because one poison is nesting deeper than serde_json's
+/// recursion limit, which a second parse would trip over too.
+pub fn first_update_id(raw: &str) -> Option<i64> {
+    let bytes = raw.as_bytes();
+    let mut depth = 0usize;
+    let mut id = None;
+    let mut first_done = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                let start = i + 1;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                if i >= bytes.len() {
+                    return None;
+                }
+                // The answer is `{"ok":true,"result":[{"update_id":N,…},…]}`: the first
+                // element's own keys are at depth 3.
+                if depth == 3 && !first_done && id.is_none() && &raw[start..i] == "update_id" {
+                    id = number_after_colon(&raw[i + 1..]);
+                }
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                first_done |= depth == 2;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    // Ids beyond i32 cannot be sent back as an offset (teloxide's type): not skippable.
+    id.filter(|_| depth == 0)
+        .filter(|id| (0..i64::from(i32::MAX)).contains(id))
+}
+
+/// `: 123,` or `: 123}` → 123; anything else (a string, a fraction) → `None`.
+fn number_after_colon(rest: &str) -> Option<i64> {
+    let value = rest.trim_start().strip_prefix(':')?.trim_start();
+    let digits = &value[..value.bytes().take_while(u8::is_ascii_digit).count()];
+    let after = value[digits.len()..].trim_start();
+    (after.starts_with(',') || after.starts_with('}'))
+        .then(|| digits.parse().ok())
+        .flatten()
 }
 
 fn classify(error: RequestError) -> SendError {
@@ -63,11 +130,13 @@ fn classify(error: RequestError) -> SendError {
         }
         RequestError::Api(api) => SendError::Permanent(api.to_string()),
         RequestError::MigrateToChatId(_) => SendError::Permanent(error.to_string()),
-        RequestError::Network(_) | RequestError::InvalidJson { .. } | RequestError::Io(_) => {
-            SendError::Transient(error.to_string())
-        }
+        RequestError::InvalidJson { .. } => SendError::Malformed(error.to_string()),
+        RequestError::Network(_) | RequestError::Io(_) => SendError::Transient(error.to_string()),
     }
 }
+
+/// What an [`Incoming::Other`] says when the update could not be read: skipped with a warning.
+pub const UNREADABLE: &str = "an update teloxide cannot read";
 
 /// Someone in Telegram.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -151,6 +220,12 @@ fn convert(update: teloxide::types::Update) -> Incoming {
                 what: "message without text",
             },
         },
+        // teloxide reads a kind it cannot parse as `Error` and keeps the batch: skipped, and
+        // said so (see `UNREADABLE`), never acted on.
+        UpdateKind::Error(_) => Incoming::Other {
+            update_id,
+            what: UNREADABLE,
+        },
         UpdateKind::EditedMessage(_) => Incoming::Other {
             update_id,
             what: "edited message",
@@ -220,7 +295,35 @@ impl Telegram {
         offset: i64,
         timeout_secs: u32,
     ) -> Result<Vec<Incoming>, SendError> {
-        let updates = self
+        self.get_updates(offset, timeout_secs, None)
+            .await
+            .map_err(classify)
+    }
+
+    /// After a batch from `offset` could not be read: fetches only its first update, without
+    /// waiting, to tell an answer cut off in transit (retry) from a poison update that would
+    /// fail every batch at this offset forever (skip it, and only it).
+    pub async fn probe(&self, offset: i64) -> Result<Probe, SendError> {
+        match self.get_updates(offset, 0, Some(1)).await {
+            Ok(updates) => Ok(Probe::Read(updates)),
+            Err(RequestError::InvalidJson { source, raw }) => match first_update_id(&raw) {
+                Some(update_id) if update_id >= offset => Ok(Probe::Unreadable {
+                    update_id,
+                    error: source.to_string(),
+                }),
+                _ => Err(SendError::Malformed(source.to_string())),
+            },
+            Err(error) => Err(classify(error)),
+        }
+    }
+
+    async fn get_updates(
+        &self,
+        offset: i64,
+        timeout_secs: u32,
+        limit: Option<u8>,
+    ) -> Result<Vec<Incoming>, RequestError> {
+        let mut request = self
             .bot
             .get_updates()
             .offset(offset as i32)
@@ -229,9 +332,11 @@ impl Telegram {
                 AllowedUpdate::Message,
                 AllowedUpdate::EditedMessage,
                 AllowedUpdate::CallbackQuery,
-            ])
-            .await
-            .map_err(classify)?;
+            ]);
+        if let Some(limit) = limit {
+            request = request.limit(limit);
+        }
+        let updates = request.await?;
         Ok(updates.into_iter().map(convert).collect())
     }
 
@@ -360,6 +465,42 @@ mod tests {
         let printed = format!("{telegram:?}");
         assert!(!printed.contains("SECRET"), "{printed}");
         assert!(printed.contains("127.0.0.1"), "{printed}");
+    }
+
+    #[test]
+    fn a_poison_update_is_found_by_its_id_and_a_cut_body_is_not() {
+        let deep = format!("{}{}", "[".repeat(300), "]".repeat(300));
+        for (raw, id) in [
+            (
+                r#"{"ok":true,"result":[{"update_id":7,"message":{}}]}"#,
+                Some(7),
+            ),
+            // Keys after the nesting, ids inside strings and nested objects do not count.
+            (
+                &*format!(
+                    r#"{{"ok":true,"result":[{{"x":{deep},"s":"\"update_id\":9","m":{{"update_id":8}},"update_id" : 12 }}]}}"#
+                ),
+                Some(12),
+            ),
+            // Only the first update's id.
+            (
+                r#"{"ok":true,"result":[{"message":1},{"update_id":5}]}"#,
+                None,
+            ),
+            (r#"{"ok":true,"result":{"message_id":"#, None),
+            (r#"{"ok":true,"result":[{"update_id":7,"message":{"#, None),
+            (r#"{"ok":true,"result":[{"update_id":7.5}]}"#, None),
+            (r#"{"ok":true,"result":[{"update_id":"7"}]}"#, None),
+            (r#"{"ok":true,"result":[{"update_id":99999999999}]}"#, None),
+            (
+                r#"{"ok":true,"result":[{"update_id":7,"t":"\\"}]}"#,
+                Some(7),
+            ),
+            ("<html>Bad Gateway</html>", None),
+            ("", None),
+        ] {
+            assert_eq!(first_update_id(raw), id, "{raw}");
+        }
     }
 
     #[test]

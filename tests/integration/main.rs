@@ -7,6 +7,7 @@ mod config_cli;
 mod consent;
 mod crash;
 mod crashfs;
+mod faults;
 mod fixture;
 mod journal_cli;
 mod locales;
