@@ -19,7 +19,7 @@ use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
-/// One scratch file per fuzzing process, rewritten by every input.
+/// One scratch file per fuzzing process, written and removed by every input.
 fn scratch() -> &'static PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| {
@@ -121,6 +121,8 @@ fn on_disk(anchored: bool, bytes: &[u8]) {
         let v = journal::verify_bytes(&bytes[..kept], None).expect("verifies once cut");
         assert_eq!(v.head.n, line - 1);
     }
+    // Left behind only by a failed input, which is then worth looking at.
+    let _ = std::fs::remove_file(path);
 }
 
 /// Builds a chain from `ev`s and members drawn from `u`, starting after `head`.
