@@ -1,0 +1,96 @@
+//! Fuzz target: one socket frame through the request parser and then the refusal gate.
+//!
+//! Any bytes must come back as a request or a refusal without a panic, and a refusal must still
+//! make a well-formed response line. What the gate lets through must hold what it promises: an
+//! ask becomes an action the owner can see in full, within the limits, with a digest; a mandate
+//! request becomes terms within every ceiling, with a digest.
+
+#![no_main]
+
+use std::sync::OnceLock;
+
+use consentd::config::{self, Category, Config};
+use consentd::protocol::{self, Request, Response};
+use consentd::refusal::{self, visible};
+use libfuzzer_sys::fuzz_target;
+
+fn config() -> &'static Config {
+    static CONFIG: OnceLock<Config> = OnceLock::new();
+    CONFIG.get_or_init(|| {
+        config::parse(include_str!("../gate.toml"), "fuzz/gate.toml")
+            .expect("the fuzz config is valid")
+    })
+}
+
+/// The category of `kind` and whether it is on, as the daemon looks them up before the gate.
+fn category<'a>(config: &'a Config, kind: &str) -> (Option<&'a Category>, bool) {
+    let category = config.categories.get(kind);
+    (category, category.is_some_and(|c| c.enabled))
+}
+
+fuzz_target!(|frame: &[u8]| {
+    let config = config();
+    let limits = &config.limits;
+    let refusal = match protocol::parse_request(frame) {
+        Err(rejection) => {
+            // The daemon records a refused ask under its kind: only an ask may carry one.
+            assert!(rejection.ask || rejection.kind.is_none());
+            rejection.refusal
+        }
+        Ok(Request::Ask(ask)) => {
+            let (category, enabled) = category(config, &ask.kind);
+            match refusal::check_ask(&ask, category, enabled, limits) {
+                Err(refusal) => refusal,
+                Ok(action) => {
+                    assert_eq!(action.kind, ask.kind);
+                    assert_eq!(action.text, ask.text);
+                    assert_eq!(action.target, ask.target);
+                    assert_eq!(action.fields, ask.fields);
+                    let text_chars = action.text.as_deref().map_or(0, |t| t.chars().count());
+                    assert!(text_chars <= limits.max_text_chars);
+                    assert!(action.attachments.len() <= limits.max_attachments);
+                    for attachment in &action.attachments {
+                        assert!(!attachment.data.is_empty());
+                        assert!(attachment.data.len() as u64 <= limits.max_attachment_bytes);
+                    }
+                    // The gate's Unicode verdict is what the card relies on: passing it twice
+                    // must not change its mind.
+                    if let Some(text) = &action.text {
+                        assert!(visible::check_value(text, visible::FieldRef::Text, true).is_ok());
+                    }
+                    assert_eq!(action.digest(), action.digest());
+                    return;
+                }
+            }
+        }
+        Ok(Request::Mandate(ask)) => {
+            let (category, enabled) = category(config, &ask.kind);
+            match refusal::check_mandate(&ask, category, enabled, limits) {
+                Err(refusal) => refusal,
+                Ok(terms) => {
+                    assert_eq!(terms.kind, ask.kind);
+                    assert!(terms.days >= 1 && terms.days <= limits.mandate_max_days);
+                    assert!(terms.usd_per_day > rust_decimal::Decimal::ZERO);
+                    assert!(terms.usd_per_day <= limits.mandate_max_usd_per_day);
+                    assert!(
+                        terms.actions_per_day >= 1
+                            && terms.actions_per_day <= limits.mandate_max_actions_per_day
+                    );
+                    assert!(terms.targets.len() <= refusal::MAX_MANDATE_TARGETS);
+                    assert_eq!(terms.digest(), terms.digest());
+                    return;
+                }
+            }
+        }
+        Ok(Request::Status { .. } | Request::List { .. }) => return,
+    };
+    assert!(!refusal.message.is_empty());
+    assert_eq!(
+        refusal::Reason::parse(refusal.reason.as_str()),
+        Some(refusal.reason)
+    );
+    let line = Response::refused(None, &refusal).to_line();
+    assert!(line.ends_with('\n') && !line[..line.len() - 1].contains('\n'));
+    let back: serde_json::Value = serde_json::from_str(&line).expect("a refusal is one JSON line");
+    assert_eq!(back["reason"], refusal.reason.as_str());
+});

@@ -1,0 +1,107 @@
+//! Fuzz target: callback data through the shape check and the verdict on a press.
+//!
+//! The data of a button is readable and forgeable by any client, so the one property that
+//! matters is that nothing counts unless the key signed it: whatever data is accepted must be,
+//! byte for byte, what the key signs for the accepted action and subject under the card's digest
+//! and the owner. Along the way, data of the right shape must spell itself canonically (one
+//! spelling per press), and a press signed for one digest must never count for another.
+
+#![no_main]
+
+use chrono::{DateTime, TimeDelta, Utc};
+use consentd::press::{
+    self, PressAction, PressContext, PressKey, Rejection, SubjectFacts, Verdict, MAX_CALLBACK_LEN,
+};
+use libfuzzer_sys::fuzz_target;
+use std::sync::OnceLock;
+
+/// The fixed key; the seeds in fuzz/corpus/press/ are signed with it.
+const KEY_BYTES: [u8; 32] = [7; 32];
+const OWNER: i64 = 123_456_789;
+/// The card's digest; the seeds are signed for it.
+const DIGEST: &str = "aa11bb22cc33dd44ee55ff6600112233445566778899aabbccddeeff00112233";
+/// Another card's digest, for which no seed is signed.
+const OTHER_DIGEST: &str = "bb11bb22cc33dd44ee55ff6600112233445566778899aabbccddeeff00112233";
+
+fn key() -> &'static PressKey {
+    static KEY: OnceLock<PressKey> = OnceLock::new();
+    KEY.get_or_init(|| PressKey::from_bytes(KEY_BYTES))
+}
+
+/// The owner pressing in their own private chat on an open card well before its ttl ends.
+fn context(digest: &str) -> PressContext<'_> {
+    let now = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).expect("a valid instant");
+    PressContext {
+        presser_id: OWNER,
+        chat_id: OWNER,
+        chat_is_private: true,
+        owner_id: Some(OWNER),
+        subject: Some(SubjectFacts {
+            digest,
+            open: true,
+            expires_at: Some(now + TimeDelta::minutes(15)),
+        }),
+        now,
+    }
+}
+
+fuzz_target!(|bytes: &[u8]| {
+    // Telegram hands callback data over as a string.
+    let Ok(data) = std::str::from_utf8(bytes) else {
+        return;
+    };
+    let key = key();
+    match press::parse_callback(data) {
+        Ok(cb) => {
+            assert!(data.is_ascii() && data.len() <= MAX_CALLBACK_LEN);
+            // One spelling per press: the parsed parts rebuild the data up to its tag.
+            let head = format!(
+                "{}.{}.{}.{}.",
+                cb.version,
+                cb.key_id,
+                cb.action.letter(),
+                cb.subject
+            );
+            assert!(data.starts_with(&head), "{data:?} is not spelt as {head:?}");
+            assert_eq!(data.len(), head.len() + 22);
+        }
+        Err(rejection) => {
+            assert_eq!(rejection, Rejection::Malformed);
+            assert_eq!(
+                press::verify(data, key, &context(DIGEST)),
+                Verdict::Reject(Rejection::Malformed)
+            );
+            return;
+        }
+    }
+    match press::verify(data, key, &context(DIGEST)) {
+        Verdict::Accept { action, subject } => {
+            assert_eq!(
+                data,
+                key.sign(action, &subject, DIGEST, OWNER),
+                "accepted data that the key did not sign"
+            );
+            assert!(
+                !matches!(
+                    action,
+                    PressAction::Yes | PressAction::No | PressAction::Grant | PressAction::Decline
+                ) || press::is_record_id(&subject)
+            );
+            // The MAC binds the digest: the same press never answers another card.
+            assert_eq!(
+                press::verify(data, key, &context(OTHER_DIGEST)),
+                Verdict::Reject(Rejection::BadTag)
+            );
+        }
+        Verdict::Reject(rejection) => {
+            // With every fact of the press in order, only the data itself can be at fault.
+            assert!(
+                matches!(
+                    rejection,
+                    Rejection::WrongVersion | Rejection::StaleKey | Rejection::BadTag
+                ),
+                "{data:?} rejected as {rejection:?}"
+            );
+        }
+    }
+});
