@@ -8,6 +8,7 @@ mod consent;
 mod crash;
 mod fixture;
 mod journal_cli;
+mod load;
 mod locales;
 mod mandates;
 mod owner;
