@@ -11,18 +11,18 @@
 //!
 //! Run: `cargo bench --bench card_latency [-- ASKS]` (default 1000; about 1.1 s per ask).
 
+mod support;
+
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use consentd::emulator::Emulator;
 
-const TOKEN: &str = "123456:BENCH";
-const OWNER: i64 = 42;
+use support::{percentile, Daemon, OWNER, PUBLISH_X, TOKEN};
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+fn start_daemon(bot: &Emulator) -> Daemon {
+    Daemon::start(bot, "max_pending = 100", PUBLISH_X)
 }
 
 fn ask(socket: &std::path::Path, n: usize) -> String {
@@ -40,74 +40,8 @@ fn ask(socket: &std::path::Path, n: usize) -> String {
         .to_owned()
 }
 
-/// A daemon on a fresh state directory, talking to `bot`.
-struct Daemon {
-    _dir: tempfile::TempDir,
-    socket: std::path::PathBuf,
-    child: std::process::Child,
-}
-
-fn start_daemon(bot: &Emulator) -> Daemon {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("consentd.toml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"
-[owner]
-telegram_id = {OWNER}
-[telegram]
-api_url = "{url}"
-[paths]
-state_dir = "{dir}/state"
-socket = "{dir}/consent.sock"
-[client]
-allowed_uids = []
-[limits]
-max_pending = 100
-[gate]
-quiet_hours = "off"
-[categories.publish_x]
-label = {{ en = "Post" }}
-class = "external"
-enabled = true
-target = "required"
-text = "required"
-command = ["/bin/true"]
-"#,
-            url = bot.api_url(),
-            dir = dir.path().display()
-        ),
-    )
-    .unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_consentd"))
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env("CONSENTD_BOT_TOKEN", TOKEN)
-        .env("CONSENTD_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let socket = dir.path().join("consent.sock");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while UnixStream::connect(&socket).is_err() {
-        assert!(Instant::now() < deadline, "consentd did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Daemon {
-        _dir: dir,
-        socket,
-        child,
-    }
-}
-
 fn main() {
-    let asks: usize = std::env::args()
-        .skip(1)
-        .find(|a| !a.starts_with('-'))
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(1000);
+    let asks: usize = support::argument().unwrap_or(1000);
     let (bot, _thread) = Emulator::start_in_thread(TOKEN).unwrap();
 
     // Baseline: sendMessage straight to the emulator from this process.
@@ -136,8 +70,7 @@ fn main() {
     let mut daemon = start_daemon(&bot);
     for n in 0..asks {
         if n > 0 && n % 100 == 0 {
-            daemon.child.kill().unwrap();
-            daemon.child.wait().unwrap();
+            drop(daemon);
             daemon = start_daemon(&bot);
         }
         let started = Instant::now();
@@ -156,8 +89,7 @@ fn main() {
             std::thread::sleep(rest);
         }
     }
-    daemon.child.kill().unwrap();
-    daemon.child.wait().unwrap();
+    drop(daemon);
 
     latencies.sort();
     baseline.sort();

@@ -491,11 +491,8 @@ impl Db {
                 );
             }
             // Joined only by the same peer: another peer's record is not theirs to read or wait on.
-            if let Some(open) = record_where(
-                tx,
-                "digest = ?1 AND peer_uid = ?2 AND state IN ('pending', 'card_shown')",
-                params![ask.digest, ask.peer_uid],
-            )? {
+            if let Some(open) = record_where(tx, OPEN_BY_DIGEST, params![ask.digest, ask.peer_uid])?
+            {
                 return Ok(AskOutcome::Joined(open));
             }
             if policy.owner_known && policy.mandates_cover {
@@ -1107,9 +1104,22 @@ pub(crate) fn transition_in(
     }
 }
 
+/// The peer's open ask with a digest, for joining its card. `+peer_uid` keeps SQLite off
+/// `records_by_peer`: to serve `ORDER BY seq DESC` it would walk every record the peer ever made,
+/// and every refused ask is one, so a runaway agent's burst slowed each later ask on the store's
+/// one thread (10,000 refusals took an ask from about 1 ms to 10). `records_open` holds only the
+/// open asks, at most `max_pending`.
+pub(super) const OPEN_BY_DIGEST: &str =
+    "digest = ?1 AND +peer_uid = ?2 AND state IN ('pending', 'card_shown')";
+
 const RECORD_COLUMNS: &str = "seq, id, peer_uid, kind, target, text, fields, cost_usd, digest, \
     idempotency_key, urgent, state, reason, message, result, created_at, shown_at, expires_at, \
     decided_at, decided_by, finished_at, subject, mandate_id, decided_by_name";
+
+/// The query [`record_where`] runs: the latest record meeting `condition`.
+pub(super) fn record_where_sql(condition: &str) -> String {
+    format!("SELECT {RECORD_COLUMNS} FROM records WHERE {condition} ORDER BY seq DESC LIMIT 1")
+}
 
 pub(crate) fn record_where(
     conn: &Connection,
@@ -1117,13 +1127,7 @@ pub(crate) fn record_where(
     params: impl rusqlite::Params,
 ) -> Result<Option<Record>, StoreError> {
     let record = conn
-        .query_row(
-            &format!(
-                "SELECT {RECORD_COLUMNS} FROM records WHERE {condition} ORDER BY seq DESC LIMIT 1"
-            ),
-            params,
-            record_from_row,
-        )
+        .query_row(&record_where_sql(condition), params, record_from_row)
         .optional()?;
     match record {
         Some(mut record) => {

@@ -393,9 +393,11 @@ fn open_request(
     digest: &str,
     peer_uid: u32,
 ) -> Result<Option<Record>, StoreError> {
-    record_where(
-        tx,
-        "digest = ?1 AND peer_uid = ?2 AND subject = 'mandate' AND state IN ('pending', 'card_shown')",
-        params![digest, peer_uid],
-    )
+    record_where(tx, OPEN_REQUEST_BY_DIGEST, params![digest, peer_uid])
 }
+
+/// The peer's open mandate request with a digest; `+peer_uid` for the reason given at
+/// [`super::db::OPEN_BY_DIGEST`].
+pub(super) const OPEN_REQUEST_BY_DIGEST: &str =
+    "digest = ?1 AND +peer_uid = ?2 AND subject = 'mandate' \
+     AND state IN ('pending', 'card_shown')";

@@ -436,6 +436,49 @@ fn max_pending_bounds_the_open_asks() {
     ));
 }
 
+/// A runaway agent's refusals are records of its own; finding its open ask to join must not
+/// walk them. The plan is checked rather than a timing: with `records_by_peer` the lookup is a
+/// scan of the peer's whole history on the store's one thread.
+#[test]
+fn joining_an_open_ask_uses_the_open_index_not_the_peers_history() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let small = AskPolicy {
+        max_pending: 1,
+        ..policy()
+    };
+    for n in 0..200 {
+        db.ask(&new_ask("k", &format!("t{n}"), None), small, t0())
+            .unwrap();
+    }
+    for condition in [
+        super::db::OPEN_BY_DIGEST,
+        super::mandates::OPEN_REQUEST_BY_DIGEST,
+    ] {
+        let sql = format!(
+            "EXPLAIN QUERY PLAN {}",
+            super::db::record_where_sql(condition)
+        );
+        let plan: Vec<String> = db
+            .connection()
+            .prepare(&sql)
+            .unwrap()
+            .query_map(params!["d", 1000], |row| row.get(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            plan.iter().any(|step| step.contains("records_open")),
+            "{condition}: {plan:?}"
+        );
+    }
+    // And the lookup still finds the open ask to join.
+    assert!(matches!(
+        db.ask(&new_ask("k", "t0", None), small, t0()).unwrap(),
+        AskOutcome::Joined(_)
+    ));
+}
+
 #[test]
 fn without_an_owner_asks_are_refused() {
     let fixture = Fixture::new();

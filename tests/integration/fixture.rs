@@ -492,24 +492,7 @@ impl Daemon {
         // The daemon may refuse and close before reading it all: the answer still waits to be read.
         let _ = stream.write_all(frame);
         let _ = stream.shutdown(std::net::Shutdown::Write);
-        let mut answer = Vec::new();
-        let mut chunk = [0u8; 4096];
-        loop {
-            match stream.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => answer.extend_from_slice(&chunk[..n]),
-                // A refusal sent before the request was read ends in a reset after the answer.
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset && !answer.is_empty() => {
-                    break
-                }
-                Err(e) => panic!("reading the answer: {e}"),
-            }
-        }
-        String::from_utf8(answer)
-            .unwrap()
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
-            .collect()
+        answer_lines(&mut stream)
     }
 
     /// Sends a JSON request and returns its final answer.
@@ -553,6 +536,28 @@ impl Drop for Daemon {
             let _ = child.wait();
         }
     }
+}
+
+/// Reads every answer line until the daemon closes the connection.
+pub fn answer_lines(stream: &mut UnixStream) -> Vec<Value> {
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => answer.extend_from_slice(&chunk[..n]),
+            // A refusal sent before the request was read ends in a reset after the answer.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset && !answer.is_empty() => {
+                break
+            }
+            Err(e) => panic!("reading the answer: {e}"),
+        }
+    }
+    String::from_utf8(answer)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
+        .collect()
 }
 
 /// Today at 12:00 UTC.

@@ -10,6 +10,7 @@ mod crashfs;
 mod faults;
 mod fixture;
 mod journal_cli;
+mod load;
 mod locales;
 mod mandates;
 mod owner;
