@@ -371,17 +371,22 @@ pub fn try_render_card(
     now: DateTime<Utc>,
 ) -> Result<Rendered, CardError> {
     let body = Body::new(view, locales, lang);
-    let fixed = body.without_footer();
-    let room = MESSAGE_LIMIT - FOOTER_ROOM;
-    if !split::fits_in_card(&fixed, room) {
-        let (code_points, utf16_units) = split::measure(&fixed);
-        return Err(CardError {
-            code_points,
-            utf16_units,
-            room,
-        });
-    }
+    fits_beside_footer(&body.without_footer())?;
     Ok(draw_card(view, body, locales, lang, now))
+}
+
+/// Whether a card's fixed lines leave the room its changing lines need in one message.
+fn fits_beside_footer(fixed: &str) -> Result<(), CardError> {
+    let room = MESSAGE_LIMIT - FOOTER_ROOM;
+    if split::fits_in_card(fixed, room) {
+        return Ok(());
+    }
+    let (code_points, utf16_units) = split::measure(fixed);
+    Err(CardError {
+        code_points,
+        utf16_units,
+        room,
+    })
 }
 
 fn draw_card(

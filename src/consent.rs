@@ -745,16 +745,7 @@ impl Consent {
             .store
             .call(move |db| {
                 db.send_summary(day, now, |tx, effects, anchor| {
-                    let text = render(anchor);
-                    queue(
-                        tx,
-                        effects,
-                        owner.id,
-                        What::Message,
-                        None,
-                        text_body(text),
-                        Sound::Gated,
-                    )?;
+                    notice(tx, effects, owner.id, render(anchor))?;
                     for body in open.into_iter().skip(1) {
                         queue(
                             tx,
@@ -1444,15 +1435,7 @@ impl Consent {
                         .get(&row.kind)
                         .map_or(row.kind.as_str(), String::as_str);
                     let text = card::mandate::mandate_ended(&locales, lang, &row.id, label);
-                    queue(
-                        tx,
-                        effects,
-                        owner.id,
-                        What::Message,
-                        None,
-                        text_body(text),
-                        Sound::Gated,
-                    )
+                    notice(tx, effects, owner.id, text)
                 })
             })
             .await
@@ -1680,6 +1663,24 @@ fn queue(
     outbox::queue_in(tx, chat, what, record_id, &body, sound, effects.now)?;
     effects.queued = true;
     Ok(())
+}
+
+/// Queues a notice to `chat` that sounds as the gate says (with sound by day).
+fn notice(
+    tx: &rusqlite::Transaction<'_>,
+    effects: &mut Effects,
+    chat: i64,
+    text: String,
+) -> Result<(), StoreError> {
+    queue(
+        tx,
+        effects,
+        chat,
+        What::Message,
+        None,
+        text_body(text),
+        Sound::Gated,
+    )
 }
 
 /// Queues a reply or notice to `chat` that needs no sound.

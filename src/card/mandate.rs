@@ -8,11 +8,10 @@ use rust_decimal::Decimal;
 
 use super::{
     button, class_message, local_time, msg, Body, ButtonAction, CardError, CardView, Outcome,
-    Rendered, FOOTER_ROOM,
+    Rendered,
 };
 use crate::action::format_usd;
 use crate::locale::{Language, Locales};
-use crate::split::{self, MESSAGE_LIMIT};
 
 /// The terms of a mandate as its card shows them.
 #[derive(Debug, Clone)]
@@ -111,16 +110,7 @@ pub fn try_render_mandate_card(
     lang: Language,
     now: DateTime<Utc>,
 ) -> Result<Rendered, CardError> {
-    let fixed = terms_lines(view, locales, lang, now).join("\n");
-    let room = MESSAGE_LIMIT - FOOTER_ROOM;
-    if !split::fits_in_card(&fixed, room) {
-        let (code_points, utf16_units) = split::measure(&fixed);
-        return Err(CardError {
-            code_points,
-            utf16_units,
-            room,
-        });
-    }
+    super::fits_beside_footer(&terms_lines(view, locales, lang, now).join("\n"))?;
     Ok(render_mandate_card(view, expires_at, locales, lang, now))
 }
 
