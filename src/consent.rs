@@ -494,15 +494,7 @@ impl Consent {
                 self.store
                     .call(move |db| {
                         db.stranger_may_hear(from.id, next, now, |tx, effects| {
-                            queue(
-                                tx,
-                                effects,
-                                chat.id,
-                                What::Message,
-                                None,
-                                text_body(line),
-                                Sound::Gated,
-                            )
+                            notice(tx, effects, chat.id, line)
                         })
                         .map(|_| ())
                     })
@@ -858,15 +850,7 @@ impl Consent {
                         }
                         _ => card::pairing_wrong_code(&locales, language),
                     };
-                    queue(
-                        tx,
-                        effects,
-                        chat.id,
-                        What::Message,
-                        None,
-                        text_body(reply),
-                        Sound::Gated,
-                    )
+                    notice(tx, effects, chat.id, reply)
                 })
             })
             .await?;
