@@ -1,7 +1,8 @@
 //! Ask-to-card latency for docs/BENCHMARKS.md: a release `consentd serve` against the Bot API
 //! emulator, one ask at a time, from the ask leaving the client to the card's `sendMessage`
-//! reaching the emulator. Asks are spaced just over a second apart, so the daemon's pacing of one
-//! message a second to the owner's chat (a Telegram limit, not latency) never holds a card back.
+//! reaching the emulator, both instants on the emulator's clock. Asks are spaced just over a
+//! second apart, so the daemon's pacing of one message a second to the owner's chat (a Telegram
+//! limit, not latency) never holds a card back.
 //! Baseline in the same run: a bare `sendMessage` round trip from this process to the same
 //! emulator; the difference is the daemon's own part (socket, checks, SQLite commit and journal
 //! fsync, drawing the card, the outbox).
@@ -74,16 +75,32 @@ fn main() {
             daemon = start_daemon(&bot);
         }
         let started = Instant::now();
+        let from = bot.call_count();
+        let asked_at = bot.elapsed();
         let id = ask(&daemon.socket, n);
-        bot.wait_until_blocking("the card", Duration::from_secs(30), |bot| {
-            bot.calls_to("sendmessage").iter().rev().any(|call| {
-                call.params["text"]
-                    .as_str()
-                    .is_some_and(|t| t.contains(&id))
+        // Timed on the emulator's clock, when the call arrived rather than when this loop saw
+        // it, and looking only at the calls since the ask: copying the whole history while the
+        // card arrives held the emulator's lock longer as the run grew, and delayed the card.
+        let card = || {
+            bot.calls_since(from).into_iter().find(|call| {
+                call.method == "sendmessage"
+                    && call.params["text"]
+                        .as_str()
+                        .is_some_and(|t| t.contains(&id))
             })
-        })
-        .unwrap();
-        latencies.push(started.elapsed());
+        };
+        let mut calls = bot.call_count();
+        let arrival = loop {
+            if let Some(call) = card() {
+                break call.elapsed;
+            }
+            bot.wait_until_blocking("the card", Duration::from_secs(30), |bot| {
+                bot.call_count() > calls
+            })
+            .unwrap();
+            calls = bot.call_count();
+        };
+        latencies.push(arrival - asked_at);
         // Just over a second apart: the pacing's steady rate, so no card waits for a turn.
         if let Some(rest) = Duration::from_millis(1050).checked_sub(started.elapsed()) {
             std::thread::sleep(rest);

@@ -38,10 +38,30 @@ pub struct Daemon {
     child: Child,
 }
 
+/// What a benchmark may change in how the daemon is started.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Options<'a> {
+    /// `CONSENTD_TEST_CLOCK_FILE`: the daemon reads its wall clock from this file (seconds since
+    /// the epoch), so a benchmark can move it, e.g. past a card's ttl.
+    pub clock_file: Option<&'a Path>,
+    /// Where the daemon's warnings and errors go (`CONSENTD_BENCH_LOG`'s debug log wins).
+    pub log_file: Option<&'a Path>,
+}
+
 impl Daemon {
     /// Starts `serve` with the owner known, quiet hours off, `limits` as the `[limits]` table's
     /// lines and `categories` as the config's categories; returns once the socket answers.
     pub fn start(bot: &Emulator, limits: &str, categories: &str) -> Daemon {
+        Daemon::start_with(bot, limits, categories, Options::default())
+    }
+
+    /// [`Daemon::start`] with `options`.
+    pub fn start_with(
+        bot: &Emulator,
+        limits: &str,
+        categories: &str,
+        options: Options<'_>,
+    ) -> Daemon {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("consentd.toml");
         std::fs::write(
@@ -68,15 +88,33 @@ quiet_hours = "off"
             ),
         )
         .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_consentd"))
+        // CONSENTD_BENCH_LOG=FILE keeps the daemon's debug log, to see where a figure's time goes.
+        let append = |path: &Path| {
+            Stdio::from(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .unwrap(),
+            )
+        };
+        let (level, log) = match (std::env::var_os("CONSENTD_BENCH_LOG"), options.log_file) {
+            (Some(path), _) => ("debug", append(Path::new(&path))),
+            (None, Some(path)) => ("warn", append(path)),
+            (None, None) => ("warn", Stdio::null()),
+        };
+        let mut command = Command::new(env!("CARGO_BIN_EXE_consentd"));
+        command
             .args(["serve", "--config"])
             .arg(&config)
             .env("CONSENTD_BOT_TOKEN", TOKEN)
-            .env("CONSENTD_LOG", "warn")
+            .env("CONSENTD_LOG", level)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stderr(log);
+        if let Some(clock) = options.clock_file {
+            command.env("CONSENTD_TEST_CLOCK_FILE", clock);
+        }
+        let child = command.spawn().unwrap();
         let socket = dir.path().join("consent.sock");
         let daemon = Daemon { dir, socket, child };
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -85,6 +123,12 @@ quiet_hours = "off"
             std::thread::sleep(Duration::from_millis(20));
         }
         daemon
+    }
+
+    /// Kills the daemon and waits for it, keeping its directory to be read.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// `VmHWM` (the peak) and `VmRSS`, in KiB.
@@ -103,8 +147,7 @@ quiet_hours = "off"
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
     }
 }
 

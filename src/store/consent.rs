@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
+use super::cached::Cached;
 use super::db::{record_where, timestamp, transition_in, Db, Effects, Event, Record, StateChange};
 use super::state::RecordState;
 use super::StoreError;
@@ -46,7 +47,7 @@ impl Db {
     pub fn owner(&self) -> Result<Option<OwnerRow>, StoreError> {
         Ok(self
             .conn
-            .query_row(
+            .query_row_cached(
                 "SELECT telegram_id, language_code FROM owner WHERE id = 1",
                 [],
                 |row| {
@@ -63,7 +64,7 @@ impl Db {
     pub fn next_offset(&self) -> Result<i64, StoreError> {
         Ok(self
             .conn
-            .query_row(
+            .query_row_cached(
                 "SELECT next_offset FROM telegram_state WHERE id = 1",
                 [],
                 |row| row.get(0),
@@ -94,7 +95,7 @@ impl Db {
     ) -> Result<PairVerdict, StoreError> {
         self.write_effects(now, Some(next_offset), |tx, effects| {
             let state = tx
-                .query_row(
+                .query_row_cached(
                     "SELECT code_hash, expires_at, used, failures, locked_until FROM pairing WHERE id = 1",
                     [],
                     |row| {
@@ -110,7 +111,7 @@ impl Db {
                 .optional()?
                 .unwrap_or_default();
             let (verdict, next) = pairing::decide(&state, given, now);
-            tx.execute(
+            tx.execute_cached(
                 "INSERT INTO pairing (id, code_hash, expires_at, used, failures, locked_until)
                  VALUES (1, ?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (id) DO UPDATE SET code_hash = excluded.code_hash,
@@ -125,7 +126,7 @@ impl Db {
                 ],
             )?;
             if verdict == PairVerdict::Paired {
-                tx.execute(
+                tx.execute_cached(
                     "INSERT INTO owner (id, telegram_id, language_code, set_at) VALUES (1, ?1, ?2, ?3)",
                     params![candidate.telegram_id, candidate.language_code, timestamp(now)],
                 )?;
@@ -152,7 +153,7 @@ impl Db {
         let since = timestamp(now - chrono::Duration::hours(1));
         self.write_effects(now, Some(next_offset), |tx, effects| {
             let recent: Option<String> = tx
-                .query_row(
+                .query_row_cached(
                     "SELECT last_at FROM stranger_replies WHERE user_id = ?1 AND last_at > ?2",
                     params![user_id, since],
                     |row| row.get(0),
@@ -161,7 +162,7 @@ impl Db {
             if recent.is_some() {
                 return Ok(false);
             }
-            tx.execute(
+            tx.execute_cached(
                 "INSERT INTO stranger_replies (user_id, last_at) VALUES (?1, ?2)
                  ON CONFLICT (user_id) DO UPDATE SET last_at = excluded.last_at",
                 params![user_id, timestamp(now)],
@@ -220,7 +221,7 @@ impl Db {
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         self.write_effects(now, None, |tx, effects| {
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE outbox SET state = 'dropped', error = ?2, attempts = attempts + 1 WHERE seq = ?1",
                 params![outbox_seq, reason],
             )?;
@@ -232,7 +233,7 @@ impl Db {
             // Pending, or opened just before the send that Telegram refused: the owner never saw
             // a card to answer either way.
             let state: Option<String> = tx
-                .query_row("SELECT state FROM records WHERE id = ?1", [record_id], |row| row.get(0))
+                .query_row_cached("SELECT state FROM records WHERE id = ?1", [record_id], |row| row.get(0))
                 .optional()?;
             let from = match state.as_deref().and_then(RecordState::parse) {
                 Some(state @ (RecordState::Pending | RecordState::CardShown)) => state,
@@ -258,11 +259,11 @@ impl Db {
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         self.write_effects(now, None, |tx, _| {
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE outbox SET state = 'sent' WHERE seq = ?1",
                 [outbox_seq],
             )?;
-            tx.execute(
+            tx.execute_cached(
                 "INSERT INTO record_messages (record_id, role, message_id) VALUES (?1, 'card', ?2)
                  ON CONFLICT (record_id, role) DO UPDATE SET message_id = excluded.message_id",
                 params![record_id, message_id],
@@ -344,7 +345,7 @@ impl Db {
                 ..StateChange::default()
             };
             transition_in(tx, id, RecordState::Running, finish.state, &change)?;
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE records SET stderr = ?2 WHERE id = ?1",
                 params![id, finish.stderr],
             )?;
@@ -378,7 +379,7 @@ impl Db {
     pub fn records_in(&self, state: RecordState) -> Result<Vec<Record>, StoreError> {
         let mut statement = self
             .conn
-            .prepare("SELECT id FROM records WHERE state = ?1 ORDER BY seq")?;
+            .prepare_cached("SELECT id FROM records WHERE state = ?1 ORDER BY seq")?;
         let ids: Vec<String> = statement
             .query_map([state.as_str()], |row| row.get(0))?
             .collect::<Result<_, _>>()?;
@@ -398,7 +399,7 @@ impl Db {
         reply: impl FnOnce(&rusqlite::Transaction<'_>, &mut Effects) -> Result<(), StoreError>,
     ) -> Result<bool, StoreError> {
         self.write_effects(now, Some(next_offset), |tx, effects| {
-            let changed = tx.execute(
+            let changed = tx.execute_cached(
                 "UPDATE kind_streaks SET streak = 0, silenced_until = NULL
                  WHERE kind = ?1 AND silenced_until IS NOT NULL",
                 [kind],
@@ -415,7 +416,7 @@ impl Db {
     pub fn silenced_until(&self, kind: &str) -> Result<Option<String>, StoreError> {
         Ok(self
             .conn
-            .query_row(
+            .query_row_cached(
                 "SELECT silenced_until FROM kind_streaks WHERE kind = ?1",
                 [kind],
                 |row| row.get(0),

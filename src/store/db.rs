@@ -14,6 +14,7 @@ use rusqlite::{
 };
 use serde_json::Value;
 
+use super::cached::{Cached, STATEMENT_CACHE_CAPACITY};
 use crate::action::{format_usd, Action};
 use crate::digest::AttachmentFacts;
 use crate::journal::{self, JournalFile, Line};
@@ -243,6 +244,7 @@ impl Db {
             source,
         })?;
         conn.busy_timeout(Duration::from_secs(5))?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
         // WAL keeps readers off the writer's back; FULL syncs the WAL on every commit, so an
         // acknowledged decision survives a power loss (NORMAL may lose the last commits).
         let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
@@ -306,9 +308,9 @@ impl Db {
             )));
         }
         let missing: Vec<(i64, String, String, String)> = {
-            let mut statement = self
-                .conn
-                .prepare("SELECT n, prev, h, line FROM journal_staged WHERE n > ?1 ORDER BY n")?;
+            let mut statement = self.conn.prepare_cached(
+                "SELECT n, prev, h, line FROM journal_staged WHERE n > ?1 ORDER BY n",
+            )?;
             let rows = statement.query_map([head.n as i64], |row| {
                 Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
             })?;
@@ -356,14 +358,14 @@ impl Db {
             self.append_journal(&lines)?;
         }
         self.conn
-            .execute("DELETE FROM journal_staged WHERE n <= ?1", [last_n as i64])?;
+            .execute_cached("DELETE FROM journal_staged WHERE n <= ?1", [last_n as i64])?;
         Ok(recovered)
     }
 
     fn journal_state(&self) -> Result<(u64, String), StoreError> {
         Ok(self
             .conn
-            .query_row(
+            .query_row_cached(
                 "SELECT last_n, last_h FROM journal_state WHERE id = 1",
                 [],
                 |row| Ok((row.get::<_, i64>(0)? as u64, row.get(1)?)),
@@ -399,11 +401,11 @@ impl Db {
         let written_up_to = self.journal.head().n as i64;
         let tx = Transaction::new(&mut self.conn, TransactionBehavior::Immediate)?;
         // Lines the file already has need not be kept; doing it here costs no extra commit.
-        tx.execute("DELETE FROM journal_staged WHERE n <= ?1", [written_up_to])?;
+        tx.execute_cached("DELETE FROM journal_staged WHERE n <= ?1", [written_up_to])?;
         let mut effects = Effects::new(now);
         let value = change(&tx, &mut effects)?;
         if let Some(offset) = next_offset {
-            tx.execute(
+            tx.execute_cached(
                 "INSERT INTO telegram_state (id, next_offset) VALUES (1, ?1)
                  ON CONFLICT (id) DO UPDATE SET next_offset = max(next_offset, excluded.next_offset)",
                 [offset],
@@ -622,12 +624,12 @@ impl Db {
             effects.changed.push((id.to_owned(), RecordState::Declined));
             let digest = record.digest.clone().unwrap_or_default();
             let kind = record.kind.clone().unwrap_or_default();
-            tx.execute(
+            tx.execute_cached(
                 "INSERT INTO declines (digest, declined_at) VALUES (?1, ?2)
                  ON CONFLICT (digest) DO UPDATE SET declined_at = excluded.declined_at",
                 params![digest, timestamp(now)],
             )?;
-            let streak: i64 = tx.query_row(
+            let streak: i64 = tx.query_row_cached(
                 "INSERT INTO kind_streaks (kind, streak) VALUES (?1, 1)
                  ON CONFLICT (kind) DO UPDATE SET streak = streak + 1
                  RETURNING streak",
@@ -647,7 +649,7 @@ impl Db {
             let silenced = streak >= i64::from(streak_limit);
             if silenced {
                 let until = now + chrono::Duration::days(1);
-                tx.execute(
+                tx.execute_cached(
                     "UPDATE kind_streaks SET silenced_until = ?2 WHERE kind = ?1",
                     params![kind, timestamp(until)],
                 )?;
@@ -689,7 +691,7 @@ impl Db {
             let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
             effects.changed.push((id.to_owned(), RecordState::Granted));
             let kind = record.kind.clone().unwrap_or_default();
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE kind_streaks SET streak = 0, silenced_until = NULL WHERE kind = ?1",
                 [&kind],
             )?;
@@ -697,7 +699,7 @@ impl Db {
                 Some(terms) => {
                     // The end was fixed when it was asked: the card showed it, and a Grant
                     // opens exactly that.
-                    tx.execute(
+                    tx.execute_cached(
                         "UPDATE mandates SET opened_at = ?2 WHERE id = ?1",
                         params![id, timestamp(now)],
                     )?;
@@ -770,7 +772,7 @@ impl Db {
     pub fn category_switches(&self) -> Result<BTreeMap<String, bool>, StoreError> {
         let mut statement = self
             .conn
-            .prepare("SELECT kind, enabled FROM category_switches")?;
+            .prepare_cached("SELECT kind, enabled FROM category_switches")?;
         let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
@@ -812,7 +814,7 @@ fn stage(
         return Ok(Vec::new());
     }
     let (mut n, mut prev) = tx
-        .query_row(
+        .query_row_cached(
             "SELECT last_n, last_h FROM journal_state WHERE id = 1",
             [],
             |row| Ok((row.get::<_, i64>(0)? as u64, row.get::<_, String>(1)?)),
@@ -823,14 +825,14 @@ fn stage(
     for event in events {
         n += 1;
         let line = journal::build_line(n, &prev, now, event.ev, &event.members);
-        tx.execute(
+        tx.execute_cached(
             "INSERT INTO journal_staged (n, prev, h, line) VALUES (?1, ?2, ?3, ?4)",
             params![n as i64, prev, line.h, line.text],
         )?;
         prev = line.h.clone();
         lines.push(line);
     }
-    tx.execute(
+    tx.execute_cached(
         "INSERT INTO journal_state (id, last_n, last_h) VALUES (1, ?1, ?2)
          ON CONFLICT (id) DO UPDATE SET last_n = excluded.last_n, last_h = excluded.last_h",
         params![n as i64, prev],
@@ -854,7 +856,7 @@ pub(super) fn stateful_refusal(
         )));
     }
     let declined_at: Option<String> = tx
-        .query_row(
+        .query_row_cached(
             "SELECT declined_at FROM declines WHERE digest = ?1 AND declined_at > ?2",
             params![digest, since(now, policy.decline_memory)],
             |row| row.get(0),
@@ -867,7 +869,7 @@ pub(super) fn stateful_refusal(
         )));
     }
     let silenced_until: Option<String> = tx
-        .query_row(
+        .query_row_cached(
             "SELECT silenced_until FROM kind_streaks WHERE kind = ?1 AND silenced_until > ?2",
             params![kind, timestamp(now)],
             |row| row.get(0),
@@ -890,7 +892,7 @@ pub(super) fn pending_refusal(
     tx: &Transaction<'_>,
     policy: AskPolicy,
 ) -> Result<Option<Refusal>, StoreError> {
-    let open: i64 = tx.query_row(
+    let open: i64 = tx.query_row_cached(
         "SELECT count(*) FROM records WHERE state IN ('pending', 'card_shown')",
         [],
         |row| row.get(0),
@@ -920,7 +922,7 @@ fn covered_in(
     now: DateTime<Utc>,
 ) -> Result<AskOutcome, StoreError> {
     insert_pending(tx, id, ask, now)?;
-    tx.execute(
+    tx.execute_cached(
         "UPDATE records SET mandate_id = ?2 WHERE id = ?1",
         params![id, mandate.id],
     )?;
@@ -973,7 +975,7 @@ pub(crate) fn refuse_in(
 ) -> Result<AskOutcome, StoreError> {
     // Only a well-formed kind is kept; an unknown one is the session's text and may be anything.
     let kind = kind.filter(|kind| crate::config::is_valid_kind(kind));
-    tx.execute(
+    tx.execute_cached(
         "INSERT INTO records (id, peer_uid, kind, state, reason, message, created_at, finished_at)
          VALUES (?1, ?2, ?3, 'refused', ?4, ?5, ?6, ?6)",
         params![
@@ -1005,7 +1007,7 @@ fn insert_pending(
     let action = &ask.action;
     let fields =
         serde_json::to_string(&action.fields).map_err(|e| StoreError::Encode(e.to_string()))?;
-    tx.execute(
+    tx.execute_cached(
         "INSERT INTO records (id, peer_uid, kind, target, text, fields, cost_usd, digest,
                               idempotency_key, urgent, state, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', ?11)",
@@ -1024,7 +1026,7 @@ fn insert_pending(
         ],
     )?;
     for (position, attachment) in action.attachments.iter().enumerate() {
-        tx.execute(
+        tx.execute_cached(
             "INSERT INTO attachments (record_id, position, name, media_type, bytes, sha256)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![
@@ -1046,7 +1048,7 @@ pub(crate) fn note_decider_name(
     id: &str,
     name: &str,
 ) -> Result<(), StoreError> {
-    tx.execute(
+    tx.execute_cached(
         "UPDATE records SET decided_by_name = ?2 WHERE id = ?1",
         params![id, name],
     )?;
@@ -1063,7 +1065,7 @@ pub(crate) fn transition_in(
     if !from.can_become(to) {
         return Err(StoreError::IllegalTransition { from, to });
     }
-    let updated = tx.execute(
+    let updated = tx.execute_cached(
         "UPDATE records SET state = :to,
              reason = coalesce(:reason, reason), message = coalesce(:message, message),
              result = coalesce(:result, result), shown_at = coalesce(:shown_at, shown_at),
@@ -1090,7 +1092,7 @@ pub(crate) fn transition_in(
         return Ok(());
     }
     let actual: Option<String> = tx
-        .query_row("SELECT state FROM records WHERE id = ?1", [id], |row| {
+        .query_row_cached("SELECT state FROM records WHERE id = ?1", [id], |row| {
             row.get(0)
         })
         .optional()?;
@@ -1127,7 +1129,7 @@ pub(crate) fn record_where(
     params: impl rusqlite::Params,
 ) -> Result<Option<Record>, StoreError> {
     let record = conn
-        .query_row(&record_where_sql(condition), params, record_from_row)
+        .query_row_cached(&record_where_sql(condition), params, record_from_row)
         .optional()?;
     match record {
         Some(mut record) => {

@@ -9,6 +9,7 @@ use chrono_tz::Tz;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 
+use super::cached::Cached;
 use super::db::{
     new_record_id, pending_refusal, record_where, refuse_in, stateful_refusal, timestamp,
     AskOutcome, AskPolicy, Db, Effects, Event, Record,
@@ -104,7 +105,7 @@ fn mandate_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<MandateRow> {
 
 pub(crate) fn mandate_row(conn: &Connection, id: &str) -> Result<Option<MandateRow>, StoreError> {
     Ok(conn
-        .query_row(
+        .query_row_cached(
             &format!("SELECT {MANDATE_COLUMNS} FROM mandates WHERE id = ?1"),
             [id],
             mandate_from_row,
@@ -214,14 +215,14 @@ impl Db {
             if let Some(refusal) = pending_refusal(tx, policy)? {
                 return refuse(effects, refusal);
             }
-            tx.execute(
+            tx.execute_cached(
                 "INSERT INTO records (id, peer_uid, kind, digest, subject, state, created_at)
                  VALUES (?1, ?2, ?3, ?4, 'mandate', 'pending', ?5)",
                 params![id, ask.peer_uid, request.kind, ask.digest, timestamp(now)],
             )?;
             let targets = serde_json::to_string(&request.targets)
                 .map_err(|e| StoreError::Encode(e.to_string()))?;
-            tx.execute(
+            tx.execute_cached(
                 "INSERT INTO mandates (id, kind, targets, days, usd_per_day, actions_per_day, reason,
                                        ends_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -288,7 +289,7 @@ impl Db {
             if !row.is_open(now) {
                 return Ok(false);
             }
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE mandates SET stopped_at = ?2, stopped_by = ?3 WHERE id = ?1",
                 params![id, timestamp(now), by],
             )?;
@@ -311,7 +312,7 @@ impl Db {
         mut notice: impl FnMut(&Transaction<'_>, &mut Effects, &MandateRow) -> Result<(), StoreError>,
     ) -> Result<usize, StoreError> {
         // Looked for first without the write lock: the sweep asks every second.
-        let any_due: bool = self.conn.query_row(
+        let any_due: bool = self.conn.query_row_cached(
             "SELECT EXISTS (SELECT 1 FROM mandates
                  WHERE opened_at IS NOT NULL AND stopped_at IS NULL AND ended_at IS NULL
                    AND ends_at <= ?1)",
@@ -332,7 +333,7 @@ impl Db {
                 rows.collect::<Result<_, _>>()?
             };
             for row in &due {
-                tx.execute(
+                tx.execute_cached(
                     "UPDATE mandates SET ended_at = ?2 WHERE id = ?1",
                     params![row.id, timestamp(now)],
                 )?;

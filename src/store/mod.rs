@@ -5,6 +5,7 @@
 //! kept beside the database, named by their SHA-256, written and synced before the record that
 //! names them is committed.
 
+mod cached;
 pub mod consent;
 pub mod db;
 pub mod mandates;

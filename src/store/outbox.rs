@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Transaction};
 use serde::{Deserialize, Serialize};
 
+use super::cached::Cached;
 use super::db::{timestamp, Db};
 use super::StoreError;
 
@@ -108,7 +109,7 @@ pub fn queue_in(
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     let body = serde_json::to_string(body).map_err(|e| StoreError::Encode(e.to_string()))?;
-    tx.execute(
+    tx.execute_cached(
         "INSERT INTO outbox (chat_id, what, record_id, body, silent, sound, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
@@ -129,7 +130,7 @@ impl Db {
     pub fn next_outbox(&self, now: DateTime<Utc>) -> Result<Option<Row>, StoreError> {
         let row = self
             .conn
-            .query_row(
+            .query_row_cached(
                 "SELECT seq, chat_id, what, record_id, body, sound, attempts FROM outbox
                  WHERE state = 'queued' AND (hold_until IS NULL OR hold_until <= ?1)
                  ORDER BY seq LIMIT 1",
@@ -163,7 +164,7 @@ impl Db {
 
     /// A card over tonight's limit waits until `until`; later rows go on meanwhile.
     pub fn outbox_hold(&mut self, seq: i64, until: DateTime<Utc>) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.conn.execute_cached(
             "UPDATE outbox SET hold_until = ?2 WHERE seq = ?1",
             params![seq, timestamp(until)],
         )?;
@@ -172,7 +173,7 @@ impl Db {
 
     /// Cards shown since `since` (tonight's, for the night limit).
     pub fn cards_shown_since(&self, since: DateTime<Utc>) -> Result<u32, StoreError> {
-        Ok(self.conn.query_row(
+        Ok(self.conn.query_row_cached(
             "SELECT count(*) FROM records WHERE shown_at >= ?1",
             [timestamp(since)],
             |row| row.get(0),
@@ -182,13 +183,13 @@ impl Db {
     /// A row was sent (or is done: an edit that changed nothing).
     pub fn outbox_sent(&mut self, seq: i64) -> Result<(), StoreError> {
         self.conn
-            .execute("UPDATE outbox SET state = 'sent' WHERE seq = ?1", [seq])?;
+            .execute_cached("UPDATE outbox SET state = 'sent' WHERE seq = ?1", [seq])?;
         Ok(())
     }
 
     /// A row that can never be sent (Telegram refused it for good).
     pub fn outbox_dropped(&mut self, seq: i64, error: &str) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.conn.execute_cached(
             "UPDATE outbox SET state = 'dropped', error = ?2, attempts = attempts + 1 WHERE seq = ?1",
             params![seq, error],
         )?;
@@ -197,7 +198,7 @@ impl Db {
 
     /// A failed attempt, to be retried.
     pub fn outbox_attempt_failed(&mut self, seq: i64, error: &str) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.conn.execute_cached(
             "UPDATE outbox SET attempts = attempts + 1, error = ?2 WHERE seq = ?1",
             params![seq, error],
         )?;
@@ -211,7 +212,7 @@ impl Db {
         role: &str,
         message_id: i64,
     ) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.conn.execute_cached(
             "INSERT INTO record_messages (record_id, role, message_id) VALUES (?1, ?2, ?3)
              ON CONFLICT (record_id, role) DO UPDATE SET message_id = excluded.message_id",
             params![record_id, role, message_id],
@@ -227,7 +228,7 @@ impl Db {
     ) -> Result<Option<i64>, StoreError> {
         Ok(self
             .conn
-            .query_row(
+            .query_row_cached(
                 "SELECT message_id FROM record_messages WHERE record_id = ?1 AND role = ?2",
                 params![record_id, role],
                 |row| row.get(0),

@@ -8,6 +8,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use rusqlite::{params, OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 
+use super::cached::Cached;
 use super::db::{timestamp, Db, Effects, Event};
 use super::StoreError;
 use crate::card::owner::DayCounts;
@@ -25,7 +26,9 @@ pub struct MandateSpend {
 impl Db {
     /// What the owner has set in the chat, by key.
     pub fn owner_settings(&self) -> Result<BTreeMap<String, String>, StoreError> {
-        let mut statement = self.conn.prepare("SELECT key, value FROM owner_settings")?;
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT key, value FROM owner_settings")?;
         let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
@@ -42,7 +45,7 @@ impl Db {
         reply: impl FnOnce(&Transaction<'_>, &mut Effects) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         self.write_effects(now, Some(next_offset), |tx, effects| {
-            tx.execute(
+            tx.execute_cached(
                 "INSERT INTO owner_settings (key, value, set_at) VALUES (?1, ?2, ?3)
                  ON CONFLICT (key) DO UPDATE SET value = excluded.value, set_at = excluded.set_at",
                 params![key, value, timestamp(now)],
@@ -55,7 +58,7 @@ impl Db {
             );
             if matches!(key, "quiet_hours" | "night_card_limit") {
                 // Cards held under the old hours or limit are decided again under the new ones.
-                let released = tx.execute(
+                let released = tx.execute_cached(
                     "UPDATE outbox SET hold_until = NULL
                      WHERE state = 'queued' AND hold_until IS NOT NULL",
                     [],
@@ -81,7 +84,7 @@ impl Db {
         reply: impl FnOnce(&Transaction<'_>, &mut Effects) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         self.write_effects(now, Some(next_offset), |tx, effects| {
-            tx.execute(
+            tx.execute_cached(
                 "INSERT INTO category_switches (kind, enabled) VALUES (?1, ?2)
                  ON CONFLICT (kind) DO UPDATE SET enabled = excluded.enabled",
                 params![kind, on],
@@ -101,7 +104,7 @@ impl Db {
     pub fn last_summary_sent_at(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
         let at: Option<String> = self
             .conn
-            .query_row(
+            .query_row_cached(
                 "SELECT sent_at FROM summaries ORDER BY sent_at DESC LIMIT 1",
                 [],
                 |row| row.get(0),
@@ -116,7 +119,7 @@ impl Db {
     pub fn summary_sent_on(&self, day: NaiveDate) -> Result<bool, StoreError> {
         Ok(self
             .conn
-            .query_row(
+            .query_row_cached(
                 "SELECT 1 FROM summaries WHERE day = ?1",
                 [day.to_string()],
                 |_| Ok(()),
@@ -136,7 +139,7 @@ impl Db {
     ) -> Result<bool, StoreError> {
         self.write_effects(now, None, |tx, effects| {
             let sent: Option<i64> = tx
-                .query_row(
+                .query_row_cached(
                     "SELECT 1 FROM summaries WHERE day = ?1",
                     [day.to_string()],
                     |row| row.get(0),
@@ -146,7 +149,7 @@ impl Db {
                 return Ok(false);
             }
             let (n, h): (i64, String) = tx
-                .query_row(
+                .query_row_cached(
                     "SELECT last_n, last_h FROM journal_state WHERE id = 1",
                     [],
                     |row| Ok((row.get(0)?, row.get(1)?)),
@@ -154,7 +157,7 @@ impl Db {
                 .optional()?
                 .unwrap_or((0, GENESIS_PREV.to_owned()));
             let anchor = format!("{n}:{}", &h[..12.min(h.len())]);
-            tx.execute(
+            tx.execute_cached(
                 "INSERT INTO summaries (day, sent_at, anchor) VALUES (?1, ?2, ?3)",
                 params![day.to_string(), timestamp(now), anchor],
             )?;
@@ -177,7 +180,7 @@ impl Db {
     ) -> Result<DayCounts, StoreError> {
         let (start, end) = (timestamp(start), timestamp(end));
         let count = |condition: &str| -> Result<u32, StoreError> {
-            Ok(self.conn.query_row(
+            Ok(self.conn.query_row_cached(
                 &format!("SELECT count(*) FROM records WHERE subject = 'action' AND {condition}"),
                 params![start, end],
                 |row| row.get(0),

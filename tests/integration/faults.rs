@@ -1,13 +1,13 @@
 //! Telegram misbehaving: 429s with `retry_after`, 5xx, timeouts, dropped connections, cut-off
 //! and unreadable answers, duplicate and out-of-order updates. Whatever the Bot API does, nothing
 //! panics, no bad update grants anything, every card is shown or its record expires, and a 429's
-//! `retry_after` is waited out. A dense but short mix; the 10,000-call soak is not in the tree yet
-//! (see docs/BENCHMARKS.md, "Telegram faults").
+//! `retry_after` is waited out. A dense but short mix; the 10,000-call soak is
+//! `cargo bench --bench telegram_faults` (docs/BENCHMARKS.md, "Telegram faults").
 
 use std::time::Duration;
 
-use consentd::emulator::{ChatMessage, ChatSpec, Emulator, Outcome, Scripted, UserSpec};
-use serde_json::{json, Value};
+use consentd::emulator::{poisoned, ChatMessage, ChatSpec, Emulator, Outcome, Scripted, UserSpec};
+use serde_json::json;
 
 use crate::fixture::{good_ask, Daemon, OWNER};
 
@@ -108,17 +108,6 @@ fn assert_honoured(gaps: &[(u32, Duration)], expected: usize) {
             "retry_after {after} s, retried after {gap:?}"
         );
     }
-}
-
-/// An update nested deeper than serde_json's recursion limit: teloxide cannot read the batch
-/// that holds it, and a second parse of the raw answer cannot either.
-fn poisoned(mut update: Value) -> Value {
-    let mut deep = json!(0);
-    for _ in 0..200 {
-        deep = json!([deep]);
-    }
-    update["callback_query"]["junk"] = deep;
-    update
 }
 
 fn assert_no_panic(daemon: &Daemon) {
@@ -285,5 +274,37 @@ fn cards_and_edits_ride_out_a_dense_fault_mix() {
         bot.pending_scripts() == 0 && retry_gaps(bot, &sender).len() == 3
     });
     assert_honoured(&retry_gaps(bot, &sender), 3);
+    assert_no_panic(&daemon);
+}
+
+/// Three dropped connections and a cut-off answer in a row, the probe that follows included:
+/// the poller backs off (2, 4, 8 s) and then hears the owner again, on fresh connections.
+#[test]
+fn a_burst_of_resets_on_get_updates_leaves_the_bot_listening() {
+    let daemon = Daemon::start();
+    let bot = &daemon.bot;
+    let id = ask(&daemon, "after the burst");
+    let card_a = card(&daemon, &id);
+    for fault in [
+        Scripted::Drop,
+        Scripted::Drop,
+        Scripted::Drop,
+        Scripted::MalformedJson,
+    ] {
+        bot.script("getUpdates", fault);
+    }
+    // Wake the poll in flight, so the next calls meet the burst.
+    bot.push_text(&UserSpec::new(777, "Eve"), ChatSpec::group(-100), "hello");
+    bot.wait_until_blocking("the burst", FAULT_PATIENCE, |bot| {
+        bot.pending_scripts() == 0
+    })
+    .unwrap();
+    bot.push_press(
+        &owner(),
+        ChatSpec::private(OWNER),
+        card_a.message_id,
+        &button(&card_a, 0),
+    );
+    wait_state(&daemon, &id, "executed");
     assert_no_panic(&daemon);
 }

@@ -187,6 +187,9 @@ fn hostile_clients_each_get_their_refusal_while_a_well_behaved_one_is_served() {
 
     // The well-behaved client asks for a record's status over and over during the attack.
     let attack_over = Arc::new(AtomicBool::new(false));
+    // Raised on every way out, a failed assertion included: the client's thread holds the
+    // daemon, which would otherwise outlive the test.
+    let _end_attack = EndOnDrop(attack_over.clone());
     let good = {
         let (daemon, attack_over) = (daemon.clone(), attack_over.clone());
         std::thread::spawn(move || {
@@ -279,4 +282,13 @@ fn hostile_clients_each_get_their_refusal_while_a_well_behaved_one_is_served() {
     // Still the daemon it was: a well-formed ask is taken.
     let answer = daemon.request(&good_ask("after the attack"));
     assert_eq!(answer["status"], "pending", "{answer}");
+}
+
+/// Raises its flag when dropped.
+struct EndOnDrop(Arc<AtomicBool>);
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
