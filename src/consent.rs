@@ -1840,6 +1840,8 @@ async fn poll(
                     () = shutdown.cancelled() => return,
                     probe = telegram.probe(offset) => probe,
                 };
+                // A 429 answering the probe binds the next getUpdates like any other.
+                let mut retry_after = Duration::ZERO;
                 match probe {
                     Ok(Probe::Read(batch)) if !batch.is_empty() => {
                         failures = 0;
@@ -1870,11 +1872,14 @@ async fn poll(
                         conflict.cancel();
                         return;
                     }
+                    Err(SendError::RetryAfter(after)) => retry_after = after,
                     Err(probe_error) => tracing::debug!(%probe_error, "probing the batch failed"),
                 }
                 failures += 1;
                 tracing::warn!(%error, "getUpdates answered unreadably; retrying");
-                Duration::from_secs(1u64 << failures.min(5)).min(crate::sender::MAX_BACKOFF)
+                Duration::from_secs(1u64 << failures.min(5))
+                    .min(crate::sender::MAX_BACKOFF)
+                    .max(retry_after)
             }
             Err(SendError::Conflict) => {
                 tracing::error!(

@@ -494,6 +494,30 @@ impl ChatSpec {
     }
 }
 
+/// For every 429 among `calls` to `methods` (lower case), its `retry_after` and the time until the
+/// next call to any of them, on the emulator's clock: a client that makes those calls one at a
+/// time (one sender, one poller) honoured the 429 if each gap is at least its `retry_after`.
+pub fn retry_gaps(calls: &[Call], methods: &[&str]) -> Vec<(u32, Duration)> {
+    let calls: Vec<&Call> = calls
+        .iter()
+        .filter(|c| methods.contains(&c.method.as_str()))
+        .collect();
+    calls
+        .iter()
+        .enumerate()
+        .filter_map(|(i, call)| match call.outcome {
+            Some(Outcome::Error {
+                code: 429,
+                retry_after: Some(after),
+                ..
+            }) => calls
+                .get(i + 1)
+                .map(|next| (after, next.elapsed - call.elapsed)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// `update` made unreadable: a value nested deeper than serde_json's recursion limit is added to
 /// its callback query, so teloxide cannot read the batch that holds it, and a second parse of the
 /// raw answer cannot either. A real bot may meet such an update after a Bot API change.

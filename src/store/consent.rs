@@ -368,7 +368,7 @@ impl Db {
 
     /// Records whose card is past its ttl by `now`.
     pub fn due_for_expiry(&self, now: DateTime<Utc>) -> Result<Vec<String>, StoreError> {
-        let mut statement = self.conn.prepare(
+        let mut statement = self.conn.prepare_cached(
             "SELECT id FROM records WHERE state = 'card_shown' AND expires_at <= ?1 ORDER BY seq",
         )?;
         let rows = statement.query_map([timestamp(now)], |row| row.get(0))?;

@@ -743,7 +743,7 @@ impl Db {
         before_seq: Option<i64>,
         limit: usize,
     ) -> Result<(Vec<Record>, Option<i64>), StoreError> {
-        let mut statement = self.conn.prepare(&format!(
+        let mut statement = self.conn.prepare_cached(&format!(
             "SELECT {RECORD_COLUMNS} FROM records
              WHERE peer_uid = :uid AND seq < :before ORDER BY seq DESC LIMIT :limit"
         ))?;

@@ -324,7 +324,7 @@ impl Db {
         }
         self.write_effects(now, None, |tx, effects| {
             let due: Vec<MandateRow> = {
-                let mut statement = tx.prepare(&format!(
+                let mut statement = tx.prepare_cached(&format!(
                     "SELECT {MANDATE_COLUMNS} FROM mandates
                      WHERE opened_at IS NOT NULL AND stopped_at IS NULL AND ended_at IS NULL
                        AND ends_at <= ?1 ORDER BY ends_at, id"
@@ -356,7 +356,7 @@ impl Db {
         tz: Tz,
     ) -> Result<Vec<(MandateRow, Usage)>, StoreError> {
         let rows: Vec<MandateRow> = {
-            let mut statement = self.conn.prepare(&format!(
+            let mut statement = self.conn.prepare_cached(&format!(
                 "SELECT {MANDATE_COLUMNS} FROM mandates
                  WHERE opened_at IS NOT NULL AND stopped_at IS NULL AND ended_at IS NULL
                  ORDER BY opened_at, id"

@@ -206,7 +206,7 @@ impl Db {
         start: DateTime<Utc>,
         end: DateTime<Utc>,
     ) -> Result<Vec<MandateSpend>, StoreError> {
-        let mut statement = self.conn.prepare(
+        let mut statement = self.conn.prepare_cached(
             "SELECT r.mandate_id, m.kind, r.cost_usd FROM records r JOIN mandates m
                  ON m.id = r.mandate_id
              WHERE r.created_at >= ?1 AND r.created_at < ?2

@@ -6,7 +6,9 @@
 
 use std::time::Duration;
 
-use consentd::emulator::{poisoned, ChatMessage, ChatSpec, Emulator, Outcome, Scripted, UserSpec};
+use consentd::emulator::{
+    poisoned, retry_gaps, ChatMessage, ChatSpec, Emulator, Outcome, Scripted, UserSpec,
+};
 use serde_json::json;
 
 use crate::fixture::{good_ask, Daemon, OWNER};
@@ -76,30 +78,6 @@ fn decisions(daemon: &Daemon, id: &str) -> Vec<String> {
         .collect()
 }
 
-/// For every 429 answered to one of `methods`, its `retry_after` and the time until the next
-/// call to any of them (one sender, or one poller, makes those calls one at a time).
-pub fn retry_gaps(bot: &Emulator, methods: &[&str]) -> Vec<(u32, Duration)> {
-    let calls: Vec<_> = bot
-        .calls()
-        .into_iter()
-        .filter(|c| methods.contains(&c.method.as_str()))
-        .collect();
-    calls
-        .iter()
-        .enumerate()
-        .filter_map(|(i, call)| match call.outcome {
-            Some(Outcome::Error {
-                code: 429,
-                retry_after: Some(after),
-                ..
-            }) => calls
-                .get(i + 1)
-                .map(|next| (after, next.elapsed - call.elapsed)),
-            _ => None,
-        })
-        .collect()
-}
-
 fn assert_honoured(gaps: &[(u32, Duration)], expected: usize) {
     assert_eq!(gaps.len(), expected, "429s answered: {gaps:?}");
     for (after, gap) in gaps {
@@ -165,7 +143,7 @@ fn duplicate_out_of_order_and_poison_updates_change_nothing_twice_and_grant_noth
     assert_eq!(decisions(&daemon, &a), ["granted"]);
     assert_eq!(decisions(&daemon, &b), ["declined"]);
     assert_eq!(decisions(&daemon, &c), ["declined"]);
-    assert_honoured(&retry_gaps(&daemon.bot, &["getupdates"]), 1);
+    assert_honoured(&retry_gaps(&daemon.bot.calls(), &["getupdates"]), 1);
 
     // A poison update carrying D's valid Yes: skipped alone, so the No after it still counts,
     // and the Yes inside it grants nothing. Before the fix every getUpdates failed on it forever.
@@ -271,14 +249,14 @@ fn cards_and_edits_ride_out_a_dense_fault_mix() {
         "senddocument",
     ];
     daemon.wait_for("every 429 to be retried", |bot| {
-        bot.pending_scripts() == 0 && retry_gaps(bot, &sender).len() == 3
+        bot.pending_scripts() == 0 && retry_gaps(&bot.calls(), &sender).len() == 3
     });
-    assert_honoured(&retry_gaps(bot, &sender), 3);
+    assert_honoured(&retry_gaps(&bot.calls(), &sender), 3);
     assert_no_panic(&daemon);
 }
 
-/// Three dropped connections and a cut-off answer in a row, the probe that follows included:
-/// the poller backs off (2, 4, 8 s) and then hears the owner again, on fresh connections.
+/// Three dropped connections and a cut-off answer in a row: the poller backs off (2, 4, 8 s),
+/// probes, and then hears the owner again.
 #[test]
 fn a_burst_of_resets_on_get_updates_leaves_the_bot_listening() {
     let daemon = Daemon::start();
@@ -306,5 +284,32 @@ fn a_burst_of_resets_on_get_updates_leaves_the_bot_listening() {
         &button(&card_a, 0),
     );
     wait_state(&daemon, &id, "executed");
+    assert_no_panic(&daemon);
+}
+
+/// A 429 answering the probe that follows a cut-off answer binds the next getUpdates like any
+/// other: before the fix the poller waited only its 2 s backoff.
+#[test]
+fn a_429_answering_the_probe_is_waited_out() {
+    let daemon = Daemon::start();
+    let bot = &daemon.bot;
+    let id = ask(&daemon, "after the probe");
+    let card_a = card(&daemon, &id);
+    bot.script("getUpdates", Scripted::MalformedJson);
+    bot.script("getUpdates", Scripted::too_many_requests(5));
+    // Wake the poll in flight, so the next call is the cut-off one.
+    bot.push_text(&UserSpec::new(777, "Eve"), ChatSpec::group(-100), "hello");
+    bot.wait_until_blocking("the probe's 429", FAULT_PATIENCE, |bot| {
+        bot.pending_scripts() == 0
+    })
+    .unwrap();
+    bot.push_press(
+        &owner(),
+        ChatSpec::private(OWNER),
+        card_a.message_id,
+        &button(&card_a, 0),
+    );
+    wait_state(&daemon, &id, "executed");
+    assert_honoured(&retry_gaps(&bot.calls(), &["getupdates"]), 1);
     assert_no_panic(&daemon);
 }
