@@ -260,30 +260,13 @@ fn cards_and_edits_ride_out_a_dense_fault_mix() {
 #[test]
 fn a_burst_of_resets_on_get_updates_leaves_the_bot_listening() {
     let daemon = Daemon::start();
-    let bot = &daemon.bot;
-    let id = ask(&daemon, "after the burst");
-    let card_a = card(&daemon, &id);
-    for fault in [
+    let faults = [
         Scripted::Drop,
         Scripted::Drop,
         Scripted::Drop,
         Scripted::MalformedJson,
-    ] {
-        bot.script("getUpdates", fault);
-    }
-    // Wake the poll in flight, so the next calls meet the burst.
-    bot.push_text(&UserSpec::new(777, "Eve"), ChatSpec::group(-100), "hello");
-    bot.wait_until_blocking("the burst", FAULT_PATIENCE, |bot| {
-        bot.pending_scripts() == 0
-    })
-    .unwrap();
-    bot.push_press(
-        &owner(),
-        ChatSpec::private(OWNER),
-        card_a.message_id,
-        &button(&card_a, 0),
-    );
-    wait_state(&daemon, &id, "executed");
+    ];
+    yes_after_get_updates_meets(&daemon, faults);
     assert_no_panic(&daemon);
 }
 
@@ -292,24 +275,32 @@ fn a_burst_of_resets_on_get_updates_leaves_the_bot_listening() {
 #[test]
 fn a_429_answering_the_probe_is_waited_out() {
     let daemon = Daemon::start();
+    let faults = [Scripted::MalformedJson, Scripted::too_many_requests(5)];
+    yes_after_get_updates_meets(&daemon, faults);
+    assert_honoured(&retry_gaps(&daemon.bot.calls(), &["getupdates"]), 1);
+    assert_no_panic(&daemon);
+}
+
+/// Asks, lets the next getUpdates calls meet `faults` in order, then has the owner press Yes and
+/// waits until the ask ran: the poller came through the faults listening.
+fn yes_after_get_updates_meets(daemon: &Daemon, faults: impl IntoIterator<Item = Scripted>) {
     let bot = &daemon.bot;
-    let id = ask(&daemon, "after the probe");
-    let card_a = card(&daemon, &id);
-    bot.script("getUpdates", Scripted::MalformedJson);
-    bot.script("getUpdates", Scripted::too_many_requests(5));
-    // Wake the poll in flight, so the next call is the cut-off one.
+    let id = ask(daemon, "after the faults");
+    let card_a = card(daemon, &id);
+    for fault in faults {
+        bot.script("getUpdates", fault);
+    }
+    // Wake the poll in flight, so the next calls are the ones that meet the faults.
     bot.push_text(&UserSpec::new(777, "Eve"), ChatSpec::group(-100), "hello");
-    bot.wait_until_blocking("the probe's 429", FAULT_PATIENCE, |bot| {
+    bot.wait_until_blocking("the faults met", FAULT_PATIENCE, |bot| {
         bot.pending_scripts() == 0
     })
-    .unwrap();
+    .unwrap_or_else(|error| panic!("{error}\n{}", daemon.log()));
     bot.push_press(
         &owner(),
         ChatSpec::private(OWNER),
         card_a.message_id,
         &button(&card_a, 0),
     );
-    wait_state(&daemon, &id, "executed");
-    assert_honoured(&retry_gaps(&bot.calls(), &["getupdates"]), 1);
-    assert_no_panic(&daemon);
+    wait_state(daemon, &id, "executed");
 }
