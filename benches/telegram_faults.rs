@@ -16,7 +16,7 @@
 
 mod support;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -100,7 +100,7 @@ command = ["/bin/sh", "-c", "echo ran >> {dir}/ran.log; echo ok"]
     // The sender's faults, one at a time and only after a good send since the last one, so that
     // no row meets them all in a row (its backoff would grow to 30 s a try): 429s with
     // retry_after from 1 to 30, and each other kind of fault.
-    let mut sender_faults: std::collections::VecDeque<(&str, Scripted, &'static str)> = [
+    let mut sender_faults: VecDeque<(&str, Scripted, &'static str)> = [
         ("sendMessage", Scripted::too_many_requests(1), "429"),
         ("editMessageText", Scripted::MalformedJson, "malformed"),
         ("sendMessage", Scripted::Drop, "reset"),
