@@ -18,7 +18,9 @@ use chrono::{DateTime, Datelike, Utc};
 use chrono_tz::Tz;
 
 use crate::locale::{Language, Locales};
+use crate::shown::shown;
 use crate::split::{self, MESSAGE_LIMIT};
+use crate::styled::Styled;
 
 pub mod mandate;
 pub mod owner;
@@ -77,6 +79,7 @@ pub mod msg {
     pub const RESUMED: &str = "resumed";
     pub const PRESS_REJECTED: &str = "press-rejected";
     pub const OUTCOME_UNKNOWN: &str = "outcome-unknown";
+    pub const EXPIRED_AT_CLAIM: &str = "expired-at-claim";
     pub const NOT_OWNER: &str = "not-owner";
     pub const NOT_ACCEPTED: &str = "not-accepted";
     pub const PAIRED: &str = "paired";
@@ -174,6 +177,7 @@ pub mod msg {
         SILENCED,
         PRESS_REJECTED,
         OUTCOME_UNKNOWN,
+        EXPIRED_AT_CLAIM,
         NOT_OWNER,
         NOT_ACCEPTED,
         PAIRED,
@@ -239,6 +243,8 @@ pub mod reject {
     pub const NOT_OPEN: &str = "not_open";
     /// The record was past its ttl.
     pub const EXPIRED: &str = "expired";
+    /// The card's message no longer shows the text it was drawn with.
+    pub const CARD_ALTERED: &str = "card_altered";
 }
 
 /// How many hex digits of a SHA-256 the chat shows.
@@ -319,10 +325,10 @@ pub struct Button {
 /// A card ready to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rendered {
-    /// Whole part messages ("[i/N]\n…"), sent in order before the card; empty when the text is
-    /// inside the card.
-    pub parts: Vec<String>,
-    pub card: String,
+    /// Whole part messages ("[i/N]\n…", the piece quoted), sent in order before the card; empty
+    /// when the text is inside the card.
+    pub parts: Vec<Styled>,
+    pub card: Styled,
     /// One row: Yes, then No.
     pub buttons: Vec<Button>,
 }
@@ -371,7 +377,7 @@ pub fn try_render_card(
     now: DateTime<Utc>,
 ) -> Result<Rendered, CardError> {
     let body = Body::new(view, locales, lang);
-    fits_beside_footer(&body.without_footer())?;
+    fits_beside_footer(&body.without_footer().text)?;
     Ok(draw_card(view, body, locales, lang, now))
 }
 
@@ -397,13 +403,17 @@ fn draw_card(
     now: DateTime<Utc>,
 ) -> Rendered {
     let when = local_time(locales, lang, view.expires_at, view.tz, now);
-    let footer = [locales.t(lang, msg::CARD_DEADLINE, &[("when", (&when).into())])];
-    let mut card = String::new();
+    let footer = [Styled::plain(locales.t(
+        lang,
+        msg::CARD_DEADLINE,
+        &[("when", (&when).into())],
+    ))];
+    let mut card = Styled::default();
     if view.urgent {
         card.push_str(&locales.t(lang, msg::CARD_URGENT, &[]));
-        card.push('\n');
+        card.push_str("\n");
     }
-    card.push_str(&body.assemble(&footer));
+    card.push(&body.assemble(&footer));
     let parts = match body.text {
         TextPlace::Parts { messages, .. } => messages,
         _ => Vec::new(),
@@ -426,67 +436,82 @@ pub fn render_outcome(
     locales: &Locales,
     lang: Language,
     outcome: &Outcome,
-) -> String {
+) -> Styled {
     let body = Body::new(view, locales, lang);
     body.assemble(&outcome_footer(outcome, locales, lang))
 }
 
-/// The outcome line, then the result and the reason where there are any.
-fn outcome_footer(outcome: &Outcome, locales: &Locales, lang: Language) -> Vec<String> {
+/// The outcome line, then the result and the reason where there are any. The result (a
+/// command's output) and the reason are shown as values, with anything hidden in them written
+/// out (see [`crate::shown`]).
+fn outcome_footer(outcome: &Outcome, locales: &Locales, lang: Language) -> Vec<Styled> {
     let mut footer = vec![outcome_line(outcome, locales, lang)];
     if let Some(result) = outcome.result {
-        footer.push(locales.t(
+        let result = shown(result);
+        footer.push(locales.styled(
             lang,
             msg::CARD_RESULT,
-            &[("result", clamp(result, RESULT_ROOM).as_ref().into())],
+            &[],
+            &[("result", &clamp(&result, RESULT_ROOM))],
         ));
     }
     if let Some(reason) = outcome.reason {
-        footer.push(locales.t(
+        let reason = shown(reason);
+        footer.push(locales.styled(
             lang,
             msg::CARD_REASON,
-            &[("reason", clamp(reason, REASON_ROOM).as_ref().into())],
+            &[],
+            &[("reason", &clamp(&reason, REASON_ROOM))],
         ));
     }
     footer
 }
 
 /// "Outcome: done", with who decided when a press did.
-fn outcome_line(outcome: &Outcome, locales: &Locales, lang: Language) -> String {
+fn outcome_line(outcome: &Outcome, locales: &Locales, lang: Language) -> Styled {
     let state = match state_message(outcome.state) {
         Some(id) => locales.t(lang, id, &[]),
         None => outcome.state.to_owned(),
     };
     match &outcome.decided_by {
-        Some(name) => locales.t(
-            lang,
-            msg::CARD_OUTCOME_BY,
-            &[
-                ("state", (&state).into()),
-                ("name", clamp(name, NAME_ROOM).as_ref().into()),
-            ],
-        ),
-        None => locales.t(lang, msg::CARD_OUTCOME, &[("state", (&state).into())]),
+        Some(name) => {
+            let name = shown(name);
+            locales.styled(
+                lang,
+                msg::CARD_OUTCOME_BY,
+                &[("state", (&state).into())],
+                &[("name", &clamp(&name, NAME_ROOM))],
+            )
+        }
+        None => Styled::plain(locales.t(lang, msg::CARD_OUTCOME, &[("state", (&state).into())])),
     }
 }
 
 /// Where the action's text goes on a card.
 enum TextPlace {
     None,
-    /// "Text:" and the text, verbatim, as the card's last lines.
-    Inline(String),
+    /// "Text:" and the text, verbatim and quoted, as the card's last lines.
+    Inline(Styled),
     /// The line saying how many parts above hold it, and the part messages themselves.
     Parts {
         summary: String,
-        messages: Vec<String>,
+        messages: Vec<Styled>,
     },
 }
 
 /// A card's content, without the lines that change between the card and its edits.
 struct Body {
     /// Label and class, target, fields, cost, attachments, record id.
-    lines: Vec<String>,
+    lines: Vec<Styled>,
     text: TextPlace,
+}
+
+/// A part message: exactly `[i/N]`, a line feed and the piece, the piece quoted.
+fn part_message(index: usize, count: usize, piece: &str) -> Styled {
+    let mut message = Styled::plain(split::part_header(index, count));
+    message.push(&Styled::quote(piece));
+    debug_assert_eq!(message.text, split::part_message(index, count, piece));
+    message
 }
 
 impl Body {
@@ -495,13 +520,18 @@ impl Body {
         let text = match view.text {
             None => TextPlace::None,
             Some(text) => {
-                let inline = format!("{}\n{text}", locales.t(lang, msg::CARD_TEXT, &[]));
+                let mut inline = Styled::plain(locales.t(lang, msg::CARD_TEXT, &[]));
+                inline.push_str("\n");
+                inline.push(&Styled::quote(text));
                 let candidate = Body {
                     lines: lines.clone(),
                     text: TextPlace::Inline(inline),
                 };
                 // The same room test for the card and every edit: only the content decides.
-                if split::fits_in_card(&candidate.without_footer(), MESSAGE_LIMIT - FOOTER_ROOM) {
+                if split::fits_in_card(
+                    &candidate.without_footer().text,
+                    MESSAGE_LIMIT - FOOTER_ROOM,
+                ) {
                     candidate.text
                 } else {
                     let sha = view.text_sha256_hex.unwrap_or_default();
@@ -516,7 +546,7 @@ impl Body {
                     let messages = pieces
                         .iter()
                         .enumerate()
-                        .map(|(i, piece)| split::part_message(i + 1, n, piece))
+                        .map(|(i, piece)| part_message(i + 1, n, piece))
                         .collect();
                     TextPlace::Parts { summary, messages }
                 }
@@ -525,12 +555,12 @@ impl Body {
         Body { lines, text }
     }
 
-    fn without_footer(&self) -> String {
+    fn without_footer(&self) -> Styled {
         self.assemble(&[])
     }
 
     /// The numbered part messages, when the text does not fit inside.
-    fn part_messages(&self) -> Vec<String> {
+    fn part_messages(&self) -> Vec<Styled> {
         match &self.text {
             TextPlace::Parts { messages, .. } => messages.clone(),
             _ => Vec::new(),
@@ -538,59 +568,75 @@ impl Body {
     }
 
     /// The content, then `footer` (deadline or outcome lines), then the text. The text comes
-    /// last so that nothing in it, however it is worded, can sit between or below the card's
-    /// own lines and pass for one of them.
-    fn assemble(&self, footer: &[String]) -> String {
-        let mut lines: Vec<&str> = self.lines.iter().map(String::as_str).collect();
-        lines.extend(footer.iter().map(String::as_str));
-        match &self.text {
-            TextPlace::None => lines.join("\n"),
-            TextPlace::Parts { summary, .. } => {
-                lines.push(summary);
-                lines.join("\n")
-            }
-            TextPlace::Inline(block) => format!("{}\n\n{block}", lines.join("\n")),
+    /// last, after a blank line and quoted, so that nothing in it, however it is worded, can sit
+    /// between or below the card's own lines and pass for one of them.
+    fn assemble(&self, footer: &[Styled]) -> Styled {
+        let mut lines: Vec<&Styled> = self.lines.iter().collect();
+        lines.extend(footer);
+        let summary;
+        if let TextPlace::Parts { summary: text, .. } = &self.text {
+            summary = Styled::plain(text.as_str());
+            lines.push(&summary);
         }
+        let mut card = Styled::join(lines, "\n");
+        if let TextPlace::Inline(block) = &self.text {
+            card.push_str("\n\n");
+            card.push(block);
+        }
+        card
     }
 }
 
-fn content_lines(view: &CardView, locales: &Locales, lang: Language) -> Vec<String> {
+/// The card's fixed lines. Every value the agent chose (the target, each field's value, each
+/// attachment's name and media type) is set apart as a value; the words around it are ours.
+fn content_lines(view: &CardView, locales: &Locales, lang: Language) -> Vec<Styled> {
     let class = match class_message(view.class) {
         Some(id) => locales.t(lang, id, &[]),
         None => view.class.to_owned(),
     };
-    let mut lines = vec![locales.t(
+    let mut lines = vec![Styled::plain(locales.t(
         lang,
         msg::CARD_TITLE,
         &[("label", view.label.into()), ("class", (&class).into())],
-    )];
+    ))];
     if let Some(target) = view.target {
-        lines.push(locales.t(lang, msg::CARD_TARGET, &[("target", target.into())]));
+        lines.push(locales.styled(lang, msg::CARD_TARGET, &[], &[("target", target)]));
     }
     for (name, value) in view.fields {
-        lines.push(locales.t(
+        lines.push(locales.styled(
             lang,
             msg::CARD_FIELD,
-            &[("name", name.into()), ("value", value.into())],
+            &[("name", name.into())],
+            &[("value", value)],
         ));
     }
     if let Some(usd) = view.cost_usd {
-        lines.push(locales.t(lang, msg::CARD_COST, &[("usd", usd.into())]));
+        lines.push(Styled::plain(locales.t(
+            lang,
+            msg::CARD_COST,
+            &[("usd", usd.into())],
+        )));
     }
     for attachment in view.attachments {
         let size = human_size(locales, lang, attachment.bytes);
-        lines.push(locales.t(
+        lines.push(locales.styled(
             lang,
             msg::CARD_ATTACHMENT,
             &[
-                ("name", attachment.name.into()),
-                ("media_type", attachment.media_type.into()),
                 ("size", (&size).into()),
                 ("sha", sha_prefix(attachment.sha256_hex).into()),
             ],
+            &[
+                ("name", attachment.name),
+                ("media_type", attachment.media_type),
+            ],
         ));
     }
-    lines.push(locales.t(lang, msg::CARD_RECORD, &[("id", view.record_id.into())]));
+    lines.push(Styled::plain(locales.t(
+        lang,
+        msg::CARD_RECORD,
+        &[("id", view.record_id.into())],
+    )));
     lines
 }
 
@@ -731,13 +777,41 @@ pub fn resumed_notice(locales: &Locales, lang: Language, label: &str) -> String 
     locales.t(lang, msg::RESUMED, &[("label", label.into())])
 }
 
-/// The urgent notice of a rejected press: `who` pressed (as the transport describes them) and
-/// `why` (one of the [`reject`] codes) it was not accepted.
-pub fn press_rejected_notice(locales: &Locales, lang: Language, who: &str, why: &str) -> String {
-    locales.t(
+/// The urgent notice of a rejected press: `who` pressed (as the transport describes them: a
+/// stranger's chosen name, shown as a value with anything hidden in it written out) and `why`
+/// (one of the [`reject`] codes) it was not accepted.
+pub fn press_rejected_notice(locales: &Locales, lang: Language, who: &str, why: &str) -> Styled {
+    locales.styled(
         lang,
         msg::PRESS_REJECTED,
-        &[("who", who.into()), ("why", why.into())],
+        &[("why", why.into())],
+        &[("who", &shown(who))],
+    )
+}
+
+/// The notice that a yes could not be run in time: the daemon stopped between the owner's yes
+/// and the claim, and by the claim the card's time was up, so nothing ran.
+pub fn expired_at_claim_notice(
+    locales: &Locales,
+    lang: Language,
+    record_id: &str,
+    label: &str,
+) -> String {
+    record_notice(locales, lang, msg::EXPIRED_AT_CLAIM, record_id, label)
+}
+
+/// A notice about one record, named by its id and its category's label.
+fn record_notice(
+    locales: &Locales,
+    lang: Language,
+    id: &str,
+    record_id: &str,
+    label: &str,
+) -> String {
+    locales.t(
+        lang,
+        id,
+        &[("id", record_id.into()), ("label", label.into())],
     )
 }
 
@@ -748,11 +822,7 @@ pub fn outcome_unknown_notice(
     record_id: &str,
     label: &str,
 ) -> String {
-    locales.t(
-        lang,
-        msg::OUTCOME_UNKNOWN,
-        &[("id", record_id.into()), ("label", label.into())],
-    )
+    record_notice(locales, lang, msg::OUTCOME_UNKNOWN, record_id, label)
 }
 
 /// The one line anyone but the owner gets.
@@ -952,7 +1022,7 @@ mod tests {
             .iter()
             .map(|b| format!("[{}]", b.label))
             .collect();
-        format!("{}\n----\n{}", rendered.card, buttons.join(" "))
+        format!("{}\n----\n{}", rendered.card.marked(), buttons.join(" "))
     }
 
     /// A long text of mixed scripts with line and word breaks.
@@ -1016,8 +1086,8 @@ mod tests {
             );
             let rendered = render_card(&v, &locales, lang, now());
             assert!(rendered.parts.is_empty());
-            assert!(split::message_fits(&rendered.card));
-            assert_clean(&rendered.card);
+            assert!(split::message_fits(&rendered.card.text));
+            assert_clean(&rendered.card.text);
             snapshot(format!("card_full_{lang}"), show(&rendered));
         }
     }
@@ -1037,17 +1107,17 @@ mod tests {
             let mut joined = String::new();
             for (i, part) in rendered.parts.iter().enumerate() {
                 let header = format!("[{}/{n}]\n", i + 1);
-                joined.push_str(part.strip_prefix(&header).expect("part header"));
-                assert!(split::message_fits(part));
+                joined.push_str(part.text.strip_prefix(&header).expect("part header"));
+                assert!(split::message_fits(&part.text));
             }
             assert_eq!(joined, text, "dropping each header gives the text back");
-            assert!(split::message_fits(&rendered.card));
-            assert!(rendered.card.contains("9f86d081884c"));
+            assert!(split::message_fits(&rendered.card.text));
+            assert!(rendered.card.text.contains("9f86d081884c"));
             assert!(
-                !rendered.card.contains(SHA_TEXT),
+                !rendered.card.text.contains(SHA_TEXT),
                 "only the hash prefix is shown"
             );
-            assert_clean(&rendered.card);
+            assert_clean(&rendered.card.text);
             snapshot(
                 format!("card_long_text_{lang}"),
                 format!("parts: {n}\n{}", show(&rendered)),
@@ -1075,9 +1145,9 @@ mod tests {
             };
             for (name, outcome) in [("executed", executed), ("expired", expired)] {
                 let text = render_outcome(&v, &locales, lang, &outcome);
-                assert!(split::message_fits(&text));
-                assert_clean(&text);
-                snapshot(format!("card_outcome_{name}_{lang}"), text);
+                assert!(split::message_fits(&text.text));
+                assert_clean(&text.text);
+                snapshot(format!("card_outcome_{name}_{lang}"), text.marked());
             }
         }
     }
@@ -1160,7 +1230,7 @@ mod tests {
         for (lang, line) in expected {
             let mut v = view(&fields, &attachments, "hi", label(lang));
             v.expires_at = Utc.with_ymd_and_hms(2026, 3, 3, 21, 5, 0).unwrap();
-            let card = render_card(&v, &locales, lang, now).card;
+            let card = render_card(&v, &locales, lang, now).card.text;
             assert!(card.contains(line), "{card}");
         }
         // The same instant is still "today" in UTC.
@@ -1181,7 +1251,7 @@ mod tests {
         let text = "  leading\n\nRecord: r_fake\nAnswer by 99:99\n  ";
         let mut v = view(&fields, &[], text, "<b>Label</b> & {braces}");
         v.target = Some(" @x ");
-        let card = render_card(&v, &locales, Language::En, now()).card;
+        let card = render_card(&v, &locales, Language::En, now()).card.text;
         assert!(card.contains("<b>Label</b> & {braces} (external)"));
         assert!(card.contains("Target:  @x \n"));
         assert!(card.contains("note:   two  spaces  \n"));
@@ -1212,7 +1282,7 @@ mod tests {
         };
         let rendered = render_card(&v, &locales, Language::Ru, now());
         assert_eq!(
-            rendered.card,
+            rendered.card.text,
             "Wipe (необратимое)\nЗапрос: r_0123456789abcdef0123\nОтветьте до 11:20"
         );
         assert!(rendered.parts.is_empty());
@@ -1228,7 +1298,7 @@ mod tests {
             reason: Some("the command was removed"),
         };
         assert_eq!(
-            render_outcome(&v, &locales, Language::En, &outcome),
+            render_outcome(&v, &locales, Language::En, &outcome).text,
             "Wipe (novel)\nRecord: r_0123456789abcdef0123\nOutcome: vanished\nReason: the command was removed"
         );
     }
@@ -1240,7 +1310,7 @@ mod tests {
         for lang in Language::ALL {
             let probe = view(&fields, &[], "", label(lang));
             let room = MESSAGE_LIMIT - FOOTER_ROOM;
-            let base = split::measure(&Body::new(&probe, &locales, lang).without_footer()).0;
+            let base = split::measure(&Body::new(&probe, &locales, lang).without_footer().text).0;
             let most = room - base;
             let fits = "x".repeat(most);
             let rendered = render_card(
@@ -1280,7 +1350,7 @@ mod tests {
         let reason = "🙈".repeat(1000);
         for lang in Language::ALL {
             let probe = view(&fields, &attachments, "", label(lang));
-            let base = split::measure(&Body::new(&probe, &locales, lang).without_footer()).0;
+            let base = split::measure(&Body::new(&probe, &locales, lang).without_footer().text).0;
             let text = "x".repeat(MESSAGE_LIMIT - FOOTER_ROOM - base);
             let v = view(&fields, &attachments, &text, label(lang));
             // Just inside: the card and every edit carry the text and still fit.
@@ -1288,7 +1358,7 @@ mod tests {
             assert!(rendered.parts.is_empty());
             let late = Utc.with_ymd_and_hms(2026, 3, 2, 23, 0, 0).unwrap();
             assert!(split::message_fits(
-                &render_card(&v, &locales, lang, late).card
+                &render_card(&v, &locales, lang, late).card.text
             ));
             for state in [
                 "granted",
@@ -1306,7 +1376,7 @@ mod tests {
                     result: Some(&result),
                     reason: Some(&reason),
                 };
-                let edited = render_outcome(&v, &locales, lang, &outcome);
+                let edited = render_outcome(&v, &locales, lang, &outcome).text;
                 assert!(edited.ends_with(&text), "{lang} {state}: the text stays");
                 let (cp, units) = split::measure(&edited);
                 assert!(
@@ -1323,14 +1393,14 @@ mod tests {
         let text = long_text(9000);
         let fields = BTreeMap::new();
         let v = view(&fields, &[], &text, "Post to X");
-        let card = render_card(&v, &locales, Language::En, now()).card;
+        let card = render_card(&v, &locales, Language::En, now()).card.text;
         let outcome = Outcome {
             state: "declined",
             decided_by: Some("Mila".to_owned()),
             result: None,
             reason: None,
         };
-        let edited = render_outcome(&v, &locales, Language::En, &outcome);
+        let edited = render_outcome(&v, &locales, Language::En, &outcome).text;
         let summary = "The text is in the 3 messages above, SHA-256 9f86d081884c.";
         assert!(card.ends_with(summary), "{card}");
         assert!(edited.ends_with(summary), "{edited}");
@@ -1351,7 +1421,9 @@ mod tests {
         assert!(err.to_string().contains("UTF-16"));
         // render_card still draws it (the send will fail), with the text moved out.
         let rendered = render_card(&v, &locales, Language::En, now());
-        assert_eq!(rendered.parts, vec!["[1/1]\nshort".to_owned()]);
+        assert_eq!(rendered.parts.len(), 1);
+        assert_eq!(rendered.parts[0].text, "[1/1]\nshort");
+        assert_eq!(rendered.parts[0].marked(), "[1/1]\n▍short");
         let fields: BTreeMap<String, String> = (0..2)
             .map(|i| (format!("f{i}"), "y".repeat(1000)))
             .collect();
@@ -1410,13 +1482,14 @@ mod tests {
                 reject::BAD_SIGNATURE,
                 reject::NOT_OPEN,
                 reject::EXPIRED,
+                reject::CARD_ALTERED,
             ] {
-                let notice = press_rejected_notice(&locales, lang, "Eve (id 42)", reason);
+                let notice = press_rejected_notice(&locales, lang, "Eve (id 42)", reason).text;
                 assert!(notice.contains("Eve (id 42)"));
                 assert!(!notice.contains(reason), "{lang}: {reason} is worded");
                 assert_clean(&notice);
             }
-            let other = press_rejected_notice(&locales, lang, "Eve", "replayed");
+            let other = press_rejected_notice(&locales, lang, "Eve", "replayed").text;
             assert!(other.contains("replayed"));
             for text in [
                 accepted,
@@ -1433,9 +1506,22 @@ mod tests {
             }
         }
         assert_eq!(
-            press_rejected_notice(&locales, Language::En, "Eve (id 42)", reject::NOT_OWNER),
-            "A button press was not accepted, and nothing was done. Pressed by: Eve (id 42). \
+            press_rejected_notice(&locales, Language::En, "Eve (id 42)", reject::NOT_OWNER)
+                .marked(),
+            "A button press was not accepted, and nothing was done. Pressed by: ⟨Eve (id 42)⟩. \
              Why: it did not come from you."
+        );
+        // A stranger's name cannot reorder the line or hide text in it.
+        assert_eq!(
+            press_rejected_notice(
+                &locales,
+                Language::En,
+                "Eve\u{202E}nosaeR",
+                reject::NOT_OWNER
+            )
+            .marked(),
+            "A button press was not accepted, and nothing was done. Pressed by: \
+             ⟨EveU+202EnosaeR⟩. Why: it did not come from you."
         );
         assert!(help_text(&locales, Language::En).starts_with(
             "Commands:\n/pending — the asks waiting for your answer\n\

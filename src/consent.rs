@@ -20,21 +20,26 @@ use crate::card::{self, AttachmentView, CardView, Outcome};
 use crate::clock::Clock;
 use crate::commands::{self, Command};
 use crate::config::{Category, Config, Gate};
+use crate::deadline::{Now, Window};
 use crate::digest::Sha256Hash;
 use crate::executor::{self, AttachmentSource, RunOutcome, RunSpec, StdinAction};
 use crate::locale::{Language, Locales};
 use crate::pairing::PairVerdict;
-use crate::press::{self, PressAction, PressContext, PressKey, Rejection, SubjectFacts, Verdict};
-use crate::sender::{Drawer, DrawnCard};
-use crate::store::consent::{Claim, Finish, OwnerRow};
+use crate::press::{
+    self, MessageFacts, PressAction, PressContext, PressKey, Rejection, SubjectFacts, TextAsDrawn,
+    Verdict,
+};
+use crate::sender::{Drawer, Drawing, DrawnCard};
+use crate::store::consent::{Claim, ClaimNotices, Finish, OwnerRow};
 use crate::store::db::note_decider_name;
 use crate::store::outbox::{self, Body, ButtonSpec, Sound, What};
 use crate::store::{
     Effects, Event as JournalEvent, MandateRow, Record, RecordState, StateChange, Store,
-    StoreError, Subject,
+    StoreError, Subject as StoreSubject,
 };
+use crate::styled::Styled;
 use crate::telegram::{
-    ChatRef, Incoming, Person, Probe, SendError, Telegram, POLL_TIMEOUT_SECS, UNREADABLE,
+    ChatRef, Incoming, Person, Press, Probe, SendError, Telegram, POLL_TIMEOUT_SECS, UNREADABLE,
 };
 
 /// What a category switch's buttons are signed for in place of a record's digest.
@@ -42,6 +47,40 @@ const CATEGORY_DIGEST: &str = "category";
 
 /// How often the expiry sweep looks for cards past their ttl.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// How long a press waits for a send in flight to be recorded before it is judged (see
+/// [`Drawing`]). A send stalled longer than this leaves the press judged on what is known.
+const DRAWING_PATIENCE: Duration = Duration::from_secs(3);
+
+/// Category switches name a kind, not a record.
+fn is_switch(action: PressAction) -> bool {
+    matches!(action, PressAction::CategoryOn | PressAction::CategoryOff)
+}
+
+/// A press's subject as the store knows it (owned: [`SubjectFacts`] borrows from it).
+#[derive(Debug)]
+struct Subject {
+    digest: String,
+    open: bool,
+    window: Option<Window>,
+}
+
+/// Everything a press is judged on.
+#[derive(Debug)]
+struct PressFacts {
+    callback: Option<press::Callback>,
+    record: Option<Record>,
+    subject: Option<Subject>,
+    message: MessageFacts,
+}
+
+/// Who pressed, and the update's next offset and time, for what the press changes.
+#[derive(Debug)]
+struct Decision {
+    from: Person,
+    next: i64,
+    now: DateTime<Utc>,
+}
 
 /// The owner, once known: from the config, or paired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +122,8 @@ pub struct Consent {
     /// Where runs get their private working directories.
     pub work_root: PathBuf,
     pub telegram: Telegram,
+    /// Held by the sender while a message with buttons is sent and recorded.
+    pub drawing: Drawing,
 }
 
 /// The language the owner reads: the config's, else their Telegram language, else English.
@@ -163,10 +204,11 @@ impl Consent {
             let (store, telegram, clock) =
                 (self.store.clone(), telegram.clone(), self.clock.clone());
             let drawer: Arc<dyn Drawer> = Arc::new(self.clone());
+            let drawing = self.drawing.clone();
             let (shutdown, conflict) = (shutdown.clone(), conflict.clone());
             async move {
                 if let Err(error) =
-                    crate::sender::run(store, telegram, drawer, clock, shutdown).await
+                    crate::sender::run(store, telegram, drawer, clock, drawing, shutdown).await
                 {
                     tracing::error!(%error, "the sender stopped");
                     conflict.cancel();
@@ -324,13 +366,16 @@ impl Consent {
             .call(|db| db.records_in(RecordState::Granted))
             .await?;
         // A granted mandate request is where it ends: it opened a mandate and never runs.
-        for record in granted.into_iter().filter(|r| r.subject == Subject::Action) {
+        for record in granted
+            .into_iter()
+            .filter(|r| r.subject == StoreSubject::Action)
+        {
             self.claim_and_run(record.id, runs, events).await?;
         }
         Ok(())
     }
 
-    fn unknown_texts(&self, record: &Record, now: DateTime<Utc>) -> (String, String) {
+    fn unknown_texts(&self, record: &Record, now: DateTime<Utc>) -> (String, Styled) {
         let lang = self.language();
         let label = self.label(record, lang);
         let notice = card::outcome_unknown_notice(&self.locales, lang, &record.id, &label);
@@ -405,17 +450,18 @@ impl Consent {
         let rendered = with_view(self, record, lang, now, |action| {
             card::mandate::render_receipt(action, &view, usage, &outcome, &self.locales, lang, now)
         });
-        let mut messages: Vec<Body> = rendered.parts.into_iter().map(text_body).collect();
+        let mut messages: Vec<Body> = rendered
+            .parts
+            .into_iter()
+            .map(|part| Body::new(part, Vec::new()))
+            .collect();
         // A Stop for a mandate already stopped or ended would only be "not accepted".
         let buttons = if row.is_open(now) {
             self.signed(rendered.buttons, &row.id, &row.digest)
         } else {
             Vec::new()
         };
-        messages.push(Body {
-            text: Some(rendered.card),
-            buttons,
-        });
+        messages.push(Body::new(rendered.card, buttons));
         Ending {
             record_id: record.id.clone(),
             edit: None,
@@ -462,15 +508,12 @@ impl Consent {
                 }
                 self.text(from, chat, text, next, now).await
             }
-            Incoming::Press {
-                query_id,
-                from,
-                chat,
-                data,
-                ..
-            } => {
-                self.press(query_id, from, chat, data, next, now, runs, events)
-                    .await
+            Incoming::Press { press, .. } => {
+                let now = Now {
+                    wall: now,
+                    monotonic: self.clock.monotonic(),
+                };
+                self.press(press, next, now, runs, events).await
             }
         }
     }
@@ -642,10 +685,8 @@ impl Consent {
                 category.class.as_str(),
                 self.category_enabled(kind),
             );
-            replies.push(Body {
-                text: Some(text),
-                buttons: self.signed(vec![button], kind, CATEGORY_DIGEST),
-            });
+            let buttons = self.signed(vec![button], kind, CATEGORY_DIGEST);
+            replies.push(Body::new(Styled::plain(text), buttons));
         }
         replies
     }
@@ -864,225 +905,313 @@ impl Consent {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
-    async fn press(
-        &self,
-        query_id: String,
-        from: Person,
-        chat: Option<ChatRef>,
-        data: Option<String>,
-        next: i64,
-        now: DateTime<Utc>,
-        runs: &TaskTracker,
-        events: &mpsc::Sender<Event>,
-    ) -> Result<(), StoreError> {
-        let owner = self.owner();
-        let data = data.unwrap_or_default();
-        let parsed = press::parse_callback(&data).ok();
-        let subject_record = match &parsed {
+    /// Reads what a press is judged on: the subject its data names (a record, a mandate, a
+    /// kind's switch or silence) and the message it came from, as the daemon drew it.
+    async fn press_facts(&self, press: &Press, now: &Now) -> Result<PressFacts, StoreError> {
+        let callback = press::parse_callback(press.data.as_deref().unwrap_or_default()).ok();
+        let record = match &callback {
             Some(callback) if callback.subject.starts_with("r_") => {
                 let id = callback.subject.clone();
                 self.store.call(move |db| db.record(&id)).await?
             }
             _ => None,
         };
-        let silenced = match (&parsed, &subject_record) {
-            (Some(callback), Some(record)) if callback.action == PressAction::Resume => {
-                let kind = record.kind.clone().unwrap_or_default();
-                self.store
-                    .call(move |db| db.silenced_until(&kind))
-                    .await?
-                    .is_some()
+        let subject = match (&callback, &record) {
+            (None, _) => None,
+            (Some(callback), _) if is_switch(callback.action) => self
+                .config
+                .categories
+                .contains_key(&callback.subject)
+                .then(|| Subject {
+                    digest: CATEGORY_DIGEST.to_owned(),
+                    open: true,
+                    window: None,
+                }),
+            (Some(_), None) => None,
+            (Some(callback), Some(record)) => {
+                Some(self.record_subject(callback.action, record, now).await?)
             }
-            _ => false,
         };
-        let expires_at = subject_record
-            .as_ref()
-            .and_then(|record| record.expires_at.as_deref())
-            .and_then(parse_time);
-        let is_switch = |callback: &press::Callback| {
-            matches!(
-                callback.action,
-                PressAction::CategoryOn | PressAction::CategoryOff
-            )
+        let message = self.message_facts(press).await?;
+        Ok(PressFacts {
+            callback,
+            record,
+            subject,
+            message,
+        })
+    }
+
+    /// What a record is, as the subject of a press of `action`.
+    async fn record_subject(
+        &self,
+        action: PressAction,
+        record: &Record,
+        now: &Now,
+    ) -> Result<Subject, StoreError> {
+        let (open, window) = match action {
+            // Resume names the record whose no started the silence: it is open while that
+            // silence lasts, and a later silence (started by another record) is not its own.
+            PressAction::Resume => {
+                let kind = record.kind.clone().unwrap_or_default();
+                let wall = now.wall;
+                let silenced_by = self
+                    .store
+                    .call(move |db| db.silenced_by(&kind, wall))
+                    .await?;
+                (silenced_by.as_deref() == Some(record.id.as_str()), None)
+            }
+            // Stop names the mandate: open while granted, not stopped and in its term.
+            PressAction::Stop => (
+                record.mandate.as_ref().is_some_and(|m| m.is_open(now.wall)),
+                None,
+            ),
+            _ => (record.state == RecordState::CardShown, record.window()),
         };
-        // A category switch names a kind: it is known when the config has it, and never closes.
-        let switch_facts = parsed
-            .as_ref()
-            .filter(|callback| is_switch(callback))
-            .filter(|callback| self.config.categories.contains_key(&callback.subject))
-            .map(|_| SubjectFacts {
-                digest: CATEGORY_DIGEST,
-                open: true,
-                expires_at: None,
-            });
-        let record_facts = subject_record.as_ref().map(|record| SubjectFacts {
-            digest: record.digest.as_deref().unwrap_or(""),
-            open: match parsed.as_ref().map(|c| c.action) {
-                Some(PressAction::Resume) => silenced,
-                // Stop names the mandate: open while granted, not stopped and in its term.
-                Some(PressAction::Stop) => record.mandate.as_ref().is_some_and(|m| m.is_open(now)),
-                _ => record.state == RecordState::CardShown,
-            },
-            expires_at: match parsed.as_ref().map(|c| c.action) {
-                Some(PressAction::Resume | PressAction::Stop) => None,
-                _ => expires_at,
-            },
-        });
-        let facts = match &parsed {
-            Some(callback) if is_switch(callback) => switch_facts,
-            _ => record_facts,
+        Ok(Subject {
+            digest: record.digest.clone().unwrap_or_default(),
+            open,
+            window,
+        })
+    }
+
+    /// Whether the press's data was drawn on the message it came from, and whether that
+    /// message still shows the text it was drawn with. Waits (briefly) for a send in flight, so
+    /// a card pressed the moment it appears is known.
+    async fn message_facts(&self, press: &Press) -> Result<MessageFacts, StoreError> {
+        let (Some(chat), Some(message_id), Some(data)) =
+            (press.chat, press.message_id, press.data.clone())
+        else {
+            return Ok(MessageFacts::NotDrawn);
         };
-        let chat_ref = chat.unwrap_or(ChatRef {
+        let _drawn = tokio::time::timeout(DRAWING_PATIENCE, self.drawing.lock()).await;
+        let drawn = self
+            .store
+            .call(move |db| db.drawn_message(chat.id, message_id))
+            .await?;
+        Ok(match drawn {
+            Some(drawn) if drawn.buttons.contains(&data) => {
+                MessageFacts::Drawn(match &press.message_text {
+                    None => TextAsDrawn::Unreadable,
+                    Some(text) if drawn.shows(text) => TextAsDrawn::Same,
+                    Some(_) => TextAsDrawn::Changed,
+                })
+            }
+            _ => MessageFacts::NotDrawn,
+        })
+    }
+
+    /// A button press: the facts, the verdict (a pure function), the answer to the presser at
+    /// once, then what the press does.
+    async fn press(
+        &self,
+        press: Press,
+        next: i64,
+        now: Now,
+        runs: &TaskTracker,
+        events: &mpsc::Sender<Event>,
+    ) -> Result<(), StoreError> {
+        let owner = self.owner();
+        let facts = self.press_facts(&press, &now).await?;
+        let chat = press.chat.unwrap_or(ChatRef {
             id: 0,
             private: false,
         });
         let context = PressContext {
-            presser_id: from.id,
-            chat_id: chat_ref.id,
-            chat_is_private: chat_ref.private,
+            presser_id: press.from.id,
+            chat_id: chat.id,
+            chat_is_private: chat.private,
             owner_id: owner.map(|o| o.id),
-            subject: facts,
-            now,
+            subject: facts.subject.as_ref().map(|subject| SubjectFacts {
+                digest: &subject.digest,
+                open: subject.open,
+                window: subject.window.clone(),
+            }),
+            message: facts.message,
+            now: now.clone(),
         };
+        let data = press.data.clone().unwrap_or_default();
         let verdict = press::verify(&data, &self.key, &context);
-        let lang = self.language();
         // Answered first: Telegram gives a query only seconds.
         let answer = match &verdict {
             Verdict::Accept { .. } => None,
-            Verdict::Reject(_) => Some(card::not_accepted(&self.locales, self.language_for(&from))),
+            Verdict::Reject(_) => Some(card::not_accepted(
+                &self.locales,
+                self.language_for(&press.from),
+            )),
         };
-        self.answer(query_id, answer);
+        self.answer(press.query_id.clone(), answer);
+        let subject = facts.callback.map(|c| c.subject);
+        let decision = Decision {
+            from: press.from,
+            next,
+            now: now.wall,
+        };
         match verdict {
-            Verdict::Reject(rejection) => {
-                self.rejected(rejection, &from, parsed.map(|c| c.subject), next, now)
+            Verdict::Reject(rejection) => self.rejected(rejection, &decision, subject).await,
+            Verdict::Accept { action, subject } => {
+                self.pressed(action, subject, facts.record, decision, runs, events)
                     .await
             }
-            Verdict::Accept {
-                action: action @ (PressAction::CategoryOn | PressAction::CategoryOff),
-                subject,
-            } => {
-                let on = action == PressAction::CategoryOn;
-                self.switch_category(subject, on, from.id, next, now).await
+        }
+    }
+
+    /// What an accepted press does.
+    async fn pressed(
+        &self,
+        action: PressAction,
+        subject: String,
+        record: Option<Record>,
+        decision: Decision,
+        runs: &TaskTracker,
+        events: &mpsc::Sender<Event>,
+    ) -> Result<(), StoreError> {
+        if is_switch(action) {
+            let on = action == PressAction::CategoryOn;
+            let Decision { from, next, now } = decision;
+            return self.switch_category(subject, on, from.id, next, now).await;
+        }
+        let Some(record) = record else {
+            return self
+                .rejected(Rejection::UnknownSubject, &decision, Some(subject))
+                .await;
+        };
+        match (action, record.subject) {
+            (PressAction::Yes, StoreSubject::Action)
+            | (PressAction::Grant, StoreSubject::Mandate) => {
+                self.granted(record, decision, runs, events).await
             }
-            Verdict::Accept { action, subject } => {
-                let Some(record) = subject_record else {
-                    return self
-                        .rejected(Rejection::UnknownSubject, &from, Some(subject), next, now)
-                        .await;
-                };
-                let owner_id = owner.map(|o| o.id).unwrap_or(from.id);
-                match (action, record.subject) {
-                    (PressAction::Yes, Subject::Action)
-                    | (PressAction::Grant, Subject::Mandate) => {
-                        let edit =
-                            self.outcome_text(&record, RecordState::Granted, Some(&from.name), now);
-                        let decider = from.name.clone();
-                        let id = record.id.clone();
-                        let granted = self
-                            .store
-                            .call(move |db| {
-                                db.grant(
-                                    &id,
-                                    from.id,
-                                    Some(next),
-                                    |tx, effects, record| {
-                                        note_decider_name(tx, &record.id, &decider)?;
-                                        queue_card_edit(tx, effects, owner_id, &record.id, edit)
-                                    },
-                                    now,
-                                )
-                            })
-                            .await;
-                        let granted = self
-                            .lost_race(granted, &from, &record.id, next, now)
-                            .await?;
-                        match granted {
-                            // A granted mandate request opened its mandate: nothing runs.
-                            Some(_) if record.subject == Subject::Mandate => Ok(()),
-                            Some(_) => self.claim_and_run(record.id, runs, events).await,
-                            None => Ok(()),
-                        }
-                    }
-                    (PressAction::No, Subject::Action)
-                    | (PressAction::Decline, Subject::Mandate) => {
-                        let edit = self.outcome_text(
-                            &record,
-                            RecordState::Declined,
-                            Some(&from.name),
-                            now,
-                        );
-                        let notice = self.silenced_notice(&record, lang, now);
-                        let decider = from.name.clone();
-                        let id = record.id.clone();
-                        let streak_limit = self.config.limits.decline_streak;
-                        let declined = self
-                            .store
-                            .call(move |db| {
-                                db.decline(
-                                    &id,
-                                    from.id,
-                                    streak_limit,
-                                    Some(next),
-                                    |tx, effects, record, silenced| {
-                                        note_decider_name(tx, &record.id, &decider)?;
-                                        queue_card_edit(tx, effects, owner_id, &record.id, edit)?;
-                                        if silenced {
-                                            queue(
-                                                tx,
-                                                effects,
-                                                owner_id,
-                                                What::Message,
-                                                None,
-                                                notice,
-                                                Sound::Gated,
-                                            )?;
-                                        }
-                                        Ok(())
-                                    },
-                                    now,
-                                )
-                            })
-                            .await;
-                        self.lost_race(declined, &from, &record.id, next, now)
-                            .await
-                            .map(|_| ())
-                    }
-                    (PressAction::Resume, _) => {
-                        let kind = record.kind.clone().unwrap_or_default();
-                        let label = self.label(&record, lang);
-                        let reply = card::resumed_notice(&self.locales, lang, &label);
-                        self.store
-                            .call(move |db| {
-                                db.resume_kind(&kind, from.id, next, now, |tx, effects| {
-                                    quiet_reply(tx, effects, owner_id, reply)
-                                })
-                                .map(|_| ())
-                            })
-                            .await
-                    }
-                    (PressAction::Stop, Subject::Mandate) => {
-                        let label = self.label(&record, lang);
-                        let reply = card::mandate::mandate_stopped(&self.locales, lang, &label);
-                        let id = record.id.clone();
-                        self.store
-                            .call(move |db| {
-                                db.stop_mandate(&id, from.id, next, now, |tx, effects, _| {
-                                    quiet_reply(tx, effects, owner_id, reply)
-                                })
-                                .map(|_| ())
-                            })
-                            .await
-                    }
-                    // A button this record never carries (a Yes on a mandate, a Stop on an
-                    // action, a category switch): never signed, so a valid tag cannot exist.
-                    _ => {
-                        self.rejected(Rejection::Malformed, &from, Some(subject), next, now)
-                            .await
-                    }
-                }
+            (PressAction::No, StoreSubject::Action)
+            | (PressAction::Decline, StoreSubject::Mandate) => {
+                self.declined(record, decision).await
+            }
+            (PressAction::Resume, _) => self.resumed(record, decision).await,
+            (PressAction::Stop, StoreSubject::Mandate) => self.stopped(record, decision).await,
+            // A button this record never carries (a Yes on a mandate, a Stop on an action, a
+            // category switch): never signed, so a valid tag cannot exist.
+            _ => {
+                self.rejected(Rejection::Malformed, &decision, Some(subject))
+                    .await
             }
         }
+    }
+
+    /// The owner's Yes (or Grant): granted in one compare-and-set, then claimed and run (a
+    /// granted mandate request opened its mandate: nothing runs).
+    async fn granted(
+        &self,
+        record: Record,
+        decision: Decision,
+        runs: &TaskTracker,
+        events: &mpsc::Sender<Event>,
+    ) -> Result<(), StoreError> {
+        let Decision { from, next, now } = &decision;
+        let (next, now) = (*next, *now);
+        let owner_id = self.owner().map_or(from.id, |o| o.id);
+        let edit = self.outcome_text(&record, RecordState::Granted, Some(&from.name), now);
+        let (decider, by, id) = (from.name.clone(), from.id, record.id.clone());
+        let granted = self
+            .store
+            .call(move |db| {
+                db.grant(
+                    &id,
+                    by,
+                    Some(next),
+                    |tx, effects, record| {
+                        note_decider_name(tx, &record.id, &decider)?;
+                        queue_card_edit(tx, effects, owner_id, &record.id, edit)
+                    },
+                    now,
+                )
+            })
+            .await;
+        match self.lost_race(granted, &decision, &record.id).await? {
+            Some(_) if record.subject == StoreSubject::Mandate => Ok(()),
+            Some(_) => self.claim_and_run(record.id, runs, events).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The owner's No (or Decline): declined in one compare-and-set; at the streak's limit the
+    /// kind is silenced and the owner gets the notice with Resume.
+    async fn declined(&self, record: Record, decision: Decision) -> Result<(), StoreError> {
+        let Decision { from, next, now } = &decision;
+        let (next, now) = (*next, *now);
+        let owner_id = self.owner().map_or(from.id, |o| o.id);
+        let lang = self.language();
+        let edit = self.outcome_text(&record, RecordState::Declined, Some(&from.name), now);
+        let notice = self.silenced_notice(&record, lang, now);
+        let (decider, by, id) = (from.name.clone(), from.id, record.id.clone());
+        let streak_limit = self.config.limits.decline_streak;
+        let declined = self
+            .store
+            .call(move |db| {
+                db.decline(
+                    &id,
+                    by,
+                    streak_limit,
+                    Some(next),
+                    |tx, effects, record, silenced| {
+                        note_decider_name(tx, &record.id, &decider)?;
+                        queue_card_edit(tx, effects, owner_id, &record.id, edit)?;
+                        if silenced {
+                            queue(
+                                tx,
+                                effects,
+                                owner_id,
+                                What::Message,
+                                None,
+                                notice,
+                                Sound::Gated,
+                            )?;
+                        }
+                        Ok(())
+                    },
+                    now,
+                )
+            })
+            .await;
+        self.lost_race(declined, &decision, &record.id)
+            .await
+            .map(|_| ())
+    }
+
+    /// The owner's Resume: the silence this record started ends (a later one stays).
+    async fn resumed(&self, record: Record, decision: Decision) -> Result<(), StoreError> {
+        let Decision { from, next, now } = decision;
+        let owner_id = self.owner().map_or(from.id, |o| o.id);
+        let lang = self.language();
+        let kind = record.kind.clone().unwrap_or_default();
+        let label = self.label(&record, lang);
+        let reply = text_body(card::resumed_notice(&self.locales, lang, &label));
+        let resumed = self
+            .store
+            .call(move |db| {
+                db.resume_kind(&kind, &record.id, from.id, next, now, (owner_id, reply))
+            })
+            .await?;
+        if !resumed {
+            // Lifted in the meantime (a yes to a card of the kind), or replaced by another.
+            tracing::debug!("a Resume found no silence of its own to lift");
+        }
+        Ok(())
+    }
+
+    /// The owner's Stop on a mandate.
+    async fn stopped(&self, record: Record, decision: Decision) -> Result<(), StoreError> {
+        let Decision { from, next, now } = decision;
+        let owner_id = self.owner().map_or(from.id, |o| o.id);
+        let lang = self.language();
+        let label = self.label(&record, lang);
+        let reply = card::mandate::mandate_stopped(&self.locales, lang, &label);
+        let id = record.id.clone();
+        self.store
+            .call(move |db| {
+                db.stop_mandate(&id, from.id, next, now, |tx, effects, _| {
+                    quiet_reply(tx, effects, owner_id, reply)
+                })
+                .map(|_| ())
+            })
+            .await
     }
 
     /// A verified press that found its record already moved on — a second or concurrent press
@@ -1090,17 +1219,14 @@ impl Consent {
     async fn lost_race<T>(
         &self,
         result: Result<T, StoreError>,
-        presser: &Person,
+        decision: &Decision,
         record_id: &str,
-        next: i64,
-        now: DateTime<Utc>,
     ) -> Result<Option<T>, StoreError> {
         match result {
             Ok(value) => Ok(Some(value)),
             Err(StoreError::StateConflict { .. }) => {
                 let subject = Some(record_id.to_owned());
-                self.rejected(Rejection::NotOpen, presser, subject, next, now)
-                    .await?;
+                self.rejected(Rejection::NotOpen, decision, subject).await?;
                 Ok(None)
             }
             Err(error) => Err(error),
@@ -1117,39 +1243,41 @@ impl Consent {
         });
     }
 
+    /// A press that did not count: journaled, and the owner told at once when someone else
+    /// pressed their buttons or a card's message was changed behind their back.
     async fn rejected(
         &self,
         rejection: Rejection,
-        from: &Person,
+        decision: &Decision,
         subject: Option<String>,
-        next: i64,
-        now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
+        let Decision { from, next, now } = decision;
+        let (next, now) = (*next, *now);
         tracing::warn!(
             presser = from.id,
             reason = rejection.as_str(),
             "press rejected"
         );
         let owner = self.owner();
-        // Someone else pressing the owner's buttons is worth the owner's attention at once.
-        let notice = owner
-            .filter(|owner| owner.id != from.id && rejection == Rejection::NotOwner)
-            .map(|owner| {
-                let who = if from.name.is_empty() {
-                    from.id.to_string()
-                } else {
-                    format!("{} ({})", from.name, from.id)
-                };
-                (
-                    owner.id,
-                    card::press_rejected_notice(
-                        &self.locales,
-                        owner.language,
-                        &who,
-                        rejection.as_str(),
-                    ),
-                )
-            });
+        let worth_telling = match rejection {
+            Rejection::NotOwner => owner.is_some_and(|owner| owner.id != from.id),
+            Rejection::CardAltered => true,
+            _ => false,
+        };
+        let notice = owner.filter(|_| worth_telling).map(|owner| {
+            let who = if from.name.is_empty() {
+                from.id.to_string()
+            } else {
+                format!("{} ({})", from.name, from.id)
+            };
+            let text = card::press_rejected_notice(
+                &self.locales,
+                owner.language,
+                &who,
+                rejection.as_str(),
+            );
+            (owner.id, Body::new(text, Vec::new()))
+        });
         let presser = from.id;
         self.store
             .call(move |db| {
@@ -1163,16 +1291,8 @@ impl Consent {
                         event = event.with("subject", subject);
                     }
                     effects.push(event);
-                    if let Some((chat, text)) = notice {
-                        queue(
-                            tx,
-                            effects,
-                            chat,
-                            What::Message,
-                            None,
-                            text_body(text),
-                            Sound::Urgent,
-                        )?;
+                    if let Some((chat, body)) = notice {
+                        queue(tx, effects, chat, What::Message, None, body, Sound::Urgent)?;
                     }
                     Ok(())
                 })
@@ -1193,31 +1313,40 @@ impl Consent {
         };
         let kind = record.kind.clone().unwrap_or_default();
         let enabled = self.category_enabled(&kind);
-        let now = self.clock.now();
         crate::failpoint::hit("before_claim");
-        // The card's edit if the category was turned off: drawn now, queued with the refusal.
+        let now = Now::read(self.clock.as_ref());
+        let notices = self.claim_notices(&record, now.wall);
+        let claim_id = id.clone();
+        let claim = self
+            .store
+            .call(move |db| db.claim(&claim_id, enabled, &now, &notices))
+            .await?;
+        match claim {
+            Claim::CategoryOff(_) | Claim::Expired(_) => Ok(()),
+            Claim::Claimed(record) => self.spawn_run(record, runs, events),
+        }
+    }
+
+    /// What the owner is told when a claim does not run, drawn before the claim decides.
+    fn claim_notices(&self, record: &Record, now: DateTime<Utc>) -> ClaimNotices {
+        let lang = self.language();
+        let decided_by = record.decided_by_name.as_deref();
         let refused_edit = self.outcome_text_with(
-            &record,
+            record,
             RecordState::Refused,
             None,
             None,
             Some("category_off"),
             now,
         );
-        let owner = self.owner();
-        let claim_id = id.clone();
-        let claim = self
-            .store
-            .call(move |db| {
-                db.claim(&claim_id, enabled, now, |tx, effects, record| match owner {
-                    Some(owner) => queue_card_edit(tx, effects, owner.id, &record.id, refused_edit),
-                    None => Ok(()),
-                })
-            })
-            .await?;
-        match claim {
-            Claim::CategoryOff(_) => Ok(()),
-            Claim::Claimed(record) => self.spawn_run(record, runs, events),
+        let expired_edit = self.outcome_text(record, RecordState::Expired, decided_by, now);
+        let label = self.label(record, lang);
+        let expired_notice = card::expired_at_claim_notice(&self.locales, lang, &record.id, &label);
+        ClaimNotices {
+            chat: self.owner().map(|owner| owner.id),
+            refused_edit: Some(Body::new(refused_edit, Vec::new())),
+            expired_edit: Some(Body::new(expired_edit, Vec::new())),
+            expired_notice: Some(text_body(expired_notice)),
         }
     }
 
@@ -1364,7 +1493,14 @@ impl Consent {
     }
 
     async fn expire_cards(&self, now: DateTime<Utc>) -> Result<(), StoreError> {
-        let due = self.store.call(move |db| db.due_for_expiry(now)).await?;
+        let reading = Now {
+            wall: now,
+            monotonic: self.clock.monotonic(),
+        };
+        let due = self
+            .store
+            .call(move |db| db.due_for_expiry(&reading))
+            .await?;
         for id in due {
             let lookup = id.clone();
             let Some(record) = self.store.call(move |db| db.record(&lookup)).await? else {
@@ -1495,10 +1631,7 @@ impl Consent {
             };
             let (text, buttons) =
                 card::mandate::mandate_summary(&view, usage, &self.locales, lang, now);
-            replies.push(Body {
-                text: Some(text),
-                buttons: self.signed(buttons, &row.id, &row.digest),
-            });
+            replies.push(Body::new(text, self.signed(buttons, &row.id, &row.digest)));
         }
         Ok(replies)
     }
@@ -1517,7 +1650,7 @@ impl Consent {
         state: RecordState,
         decided_by: Option<&str>,
         now: DateTime<Utc>,
-    ) -> String {
+    ) -> Styled {
         self.outcome_text_with(
             record,
             state,
@@ -1536,7 +1669,7 @@ impl Consent {
         result: Option<&str>,
         reason: Option<&str>,
         now: DateTime<Utc>,
-    ) -> String {
+    ) -> Styled {
         let lang = self.language();
         if let Some(row) = &record.mandate {
             let label = self.label(record, lang);
@@ -1587,10 +1720,11 @@ impl Consent {
             self.config.owner.timezone,
             now,
         );
-        Body {
-            text: Some(text),
-            buttons: self.signed(buttons, &record.id, record.digest.as_deref().unwrap_or("")),
-        }
+        let digest = record.digest.as_deref().unwrap_or("");
+        Body::new(
+            Styled::plain(text),
+            self.signed(buttons, &record.id, digest),
+        )
     }
 }
 
@@ -1605,7 +1739,7 @@ fn parse_time(text: &str) -> Option<DateTime<Utc>> {
 #[derive(Debug)]
 struct Ending {
     record_id: String,
-    edit: Option<String>,
+    edit: Option<Styled>,
     messages: Vec<Body>,
     /// A receipt of success is one the gate may keep for the summary; a failure is told.
     sound: Sound,
@@ -1629,10 +1763,7 @@ impl Ending {
 }
 
 fn text_body(text: String) -> Body {
-    Body {
-        text: Some(text),
-        buttons: Vec::new(),
-    }
+    Body::new(Styled::plain(text), Vec::new())
 }
 
 fn queue(
@@ -1685,13 +1816,14 @@ fn quiet_reply(
     )
 }
 
-/// Queues the edit of a record's card in `chat` (silently: outcomes are not urgent).
+/// Queues the edit of a record's card in `chat` (silently: outcomes are not urgent). The edit
+/// has no buttons: the card can no longer be answered.
 fn queue_card_edit(
     tx: &rusqlite::Transaction<'_>,
     effects: &mut Effects,
     chat: i64,
     record_id: &str,
-    text: String,
+    text: Styled,
 ) -> Result<(), StoreError> {
     queue(
         tx,
@@ -1699,7 +1831,7 @@ fn queue_card_edit(
         chat,
         What::Edit,
         Some(record_id),
-        text_body(text),
+        Body::new(text, Vec::new()),
         Sound::Silent,
     )
 }
@@ -1757,7 +1889,6 @@ impl Drawer for Consent {
                 captions: Vec::new(),
                 text: rendered.card,
                 buttons: self.signed(rendered.buttons, &record.id, digest),
-                silent: false,
             };
         }
         with_view(self, record, lang, expires_at, |view| {
@@ -1780,7 +1911,6 @@ impl Drawer for Consent {
                 captions,
                 text: rendered.card,
                 buttons: self.signed(rendered.buttons, &record.id, digest),
-                silent: false,
             }
         })
     }

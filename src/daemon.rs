@@ -208,6 +208,7 @@ pub async fn run(
         gate,
         work_root,
         telegram,
+        drawing: Default::default(),
     };
     tracing::info!(socket = %socket.path.display(), "consentd is serving");
     // The consent loop ends the daemon too when it fails (another instance polls the bot).

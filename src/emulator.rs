@@ -315,6 +315,7 @@ pub struct FileInfo {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Revision {
     pub text: Option<String>,
+    pub entities: Option<Value>,
     pub caption: Option<String>,
     pub reply_markup: Option<Value>,
     /// Unix time of the edit that replaced this version.
@@ -346,6 +347,8 @@ pub struct ChatMessage {
     pub text: Option<String>,
     pub caption: Option<String>,
     pub parse_mode: Option<String>,
+    /// The message entities sent with an outgoing text (a JSON array), as Telegram keeps them.
+    pub entities: Option<Value>,
     /// The inline keyboard as shown (`{"inline_keyboard":[[…]]}`); `None` when there is none.
     /// Other keyboards (reply keyboards) are not part of a message, as in the Bot API.
     pub reply_markup: Option<Value>,
@@ -372,6 +375,7 @@ impl ChatMessage {
             text: None,
             caption: None,
             parse_mode: None,
+            entities: None,
             reply_markup: None,
             disable_notification: false,
             protect_content: false,
@@ -382,6 +386,19 @@ impl ChatMessage {
             history: Vec::new(),
             deleted: false,
         }
+    }
+
+    /// Keeps the current version in the history: `by` (a method or an update) replaces it at
+    /// `now`.
+    fn keep_revision(&mut self, by: &str, now: i64) {
+        self.history.push(Revision {
+            text: self.text.clone(),
+            entities: self.entities.clone(),
+            caption: self.caption.clone(),
+            reply_markup: self.reply_markup.clone(),
+            replaced_at: now,
+            replaced_by: by.to_owned(),
+        });
     }
 
     /// The inline keyboard's buttons, row by row, left to right.
@@ -703,6 +720,9 @@ impl EmuState {
             // Telegram marks a leading /command in what users write; command parsers rely on it.
             if let Some(entity) = command_entity(text).filter(|_| !m.outgoing) {
                 o.insert("entities".into(), json!([entity]));
+            }
+            if let Some(entities) = m.entities.as_ref().filter(|_| m.outgoing) {
+                o.insert("entities".into(), entities.clone());
             }
         }
         if let Some(file) = &m.file {
@@ -1077,13 +1097,7 @@ impl Emulator {
         let now = unix_now();
         let rendered = match state.find_mut(chat.id(), message_id) {
             Some(message) => {
-                message.history.push(Revision {
-                    text: message.text.clone(),
-                    caption: message.caption.clone(),
-                    reply_markup: message.reply_markup.clone(),
-                    replaced_at: now,
-                    replaced_by: "edited_message".to_owned(),
-                });
+                message.keep_revision("edited_message", now);
                 message.text = Some(text.to_owned());
                 message.edit_date = Some(now);
                 let message = message.clone();
@@ -1101,6 +1115,25 @@ impl Emulator {
         drop(state);
         self.signal();
         json!({ "edited_message": rendered })
+    }
+
+    /// Changes the text of one of the bot's messages the way anyone holding the bot's token could
+    /// (an `editMessageText` that keeps its buttons), without the daemon's knowledge: what a
+    /// press on a card altered behind the owner's back looks like. Returns false for a message
+    /// it does not have.
+    pub fn tamper_text(&self, chat_id: i64, message_id: i64, text: &str) -> bool {
+        let mut state = self.state();
+        let Some(message) = state.find_mut(chat_id, message_id) else {
+            return false;
+        };
+        let now = unix_now();
+        message.keep_revision("tamper", now);
+        message.text = Some(text.to_owned());
+        message.entities = None;
+        message.edit_date = Some(now);
+        drop(state);
+        self.signal();
+        true
     }
 
     /// A `callback_query` update: `from` pressed a button carrying `data` under message
@@ -1463,10 +1496,12 @@ impl Emulator {
                 let chat_id = chat_id_param(p)?;
                 let text = str_param(p, "text").unwrap_or_default();
                 check_text(&text, description::TEXT_TOO_LONG)?;
+                let entities = entities_param(p, &text)?;
                 let markup = inline_markup(p)?;
                 let mut message =
                     ChatMessage::blank(chat_id, config.bot_id, true, ContentKind::Text);
                 message.text = Some(text);
+                message.entities = entities;
                 fill_send_options(&mut message, p, markup);
                 let message = state.add_message(message);
                 Ok(state.render(config, &message))
@@ -1524,6 +1559,10 @@ impl Emulator {
                 } else {
                     None
                 };
+                let new_entities = match &new_text {
+                    Some(text) => entities_param(p, text)?,
+                    None => None,
+                };
                 // No reply_markup in an edit means no keyboard afterwards, as in Telegram.
                 let markup = inline_markup(p)?;
                 let message = state
@@ -1536,20 +1575,16 @@ impl Emulator {
                 if new_text.is_some() && message.kind != ContentKind::Text {
                     return Err(bad(description::NO_TEXT_TO_EDIT));
                 }
-                let text_same = new_text.is_none() || new_text == message.text;
+                let text_same = new_text.is_none()
+                    || (new_text == message.text && new_entities == message.entities);
                 if text_same && markup == message.reply_markup {
                     return Err(bad(description::NOT_MODIFIED));
                 }
                 let now = unix_now();
-                message.history.push(Revision {
-                    text: message.text.clone(),
-                    caption: message.caption.clone(),
-                    reply_markup: message.reply_markup.clone(),
-                    replaced_at: now,
-                    replaced_by: method.to_owned(),
-                });
+                message.keep_revision(method, now);
                 if let Some(text) = new_text {
                     message.text = Some(text);
+                    message.entities = new_entities;
                     if let Some(parse_mode) = str_param(p, "parse_mode") {
                         message.parse_mode = Some(parse_mode);
                     }
@@ -2011,6 +2046,60 @@ fn unix_now() -> i64 {
 
 fn utf16_len(text: &str) -> usize {
     text.encode_utf16().count()
+}
+
+/// The `entities` of a text, checked as Telegram checks them: a JSON array of objects with a
+/// known `type`, whose UTF-16 `offset` and `length` fall inside the text and on character
+/// boundaries. Only the types consentd sends (and the ones a message's own text may carry) are
+/// known here.
+fn entities_param(params: &Map<String, Value>, text: &str) -> Result<Option<Value>, ApiFail> {
+    const KNOWN: [&str; 6] = [
+        "blockquote",
+        "expandable_blockquote",
+        "code",
+        "pre",
+        "bold",
+        "italic",
+    ];
+    let Some(entities) = params.get("entities") else {
+        return Ok(None);
+    };
+    let list = entities
+        .as_array()
+        .ok_or_else(|| bad("Bad Request: can't parse entities JSON object"))?;
+    let units: Vec<u16> = text.encode_utf16().collect();
+    let boundary = |at: usize| {
+        at == units.len() || (at < units.len() && !(0xDC00..=0xDFFF).contains(&units[at]))
+    };
+    for entity in list {
+        let kind = entity["type"].as_str().unwrap_or_default();
+        let (Some(offset), Some(length)) = (entity["offset"].as_u64(), entity["length"].as_u64())
+        else {
+            return Err(bad(
+                "Bad Request: can't parse entities: offset and length are required",
+            ));
+        };
+        let (offset, end) = (offset as usize, offset as usize + length as usize);
+        if !KNOWN.contains(&kind) {
+            return Err(bad(&format!(
+                "Bad Request: unsupported entity type \"{kind}\""
+            )));
+        }
+        if end > units.len() {
+            return Err(bad(&format!(
+                "Bad Request: entity beginning at UTF-16 offset {offset} ends after the end of \
+                 the text at UTF-16 offset {}",
+                units.len()
+            )));
+        }
+        if !boundary(offset) || !boundary(end) {
+            return Err(bad(&format!(
+                "Bad Request: entity begins or ends in the middle of a UTF-16 symbol at offset \
+                 {offset}"
+            )));
+        }
+    }
+    Ok((!list.is_empty()).then(|| entities.clone()))
 }
 
 fn check_text(text: &str, too_long: &str) -> Result<(), ApiFail> {

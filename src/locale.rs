@@ -163,6 +163,29 @@ impl Locales {
             .unwrap_or_else(|| id.to_owned())
     }
 
+    /// The message `id` with `args`, and with `values` — strings the bot shows but did not write
+    /// (a target, a field, a result, a name) — set apart as code spans wherever the sentence puts
+    /// them.
+    pub fn styled(
+        &self,
+        lang: Language,
+        id: &str,
+        args: &[(&str, FluentArg)],
+        values: &[(&str, &str)],
+    ) -> crate::styled::Styled {
+        let marks: Vec<String> = (0..values.len()).map(crate::styled::mark).collect();
+        let mut all: Vec<(&str, FluentArg)> = args.to_vec();
+        all.extend(
+            values
+                .iter()
+                .zip(&marks)
+                .map(|((name, _), mark)| (*name, FluentArg::Str(mark))),
+        );
+        let template = self.t(lang, id, &all);
+        let values: Vec<&str> = values.iter().map(|(_, value)| *value).collect();
+        crate::styled::Styled::fill(&template, &values)
+    }
+
     /// The message in exactly `lang`, with the errors Fluent reported while formatting it.
     pub(crate) fn format_checked(
         &self,

@@ -2,9 +2,12 @@
 //! every card button (`1.<kid>.<a>.<subject>.<tag>`), and the pure verdict on a press.
 //!
 //! Callback data is visible to the client and can be forged by a modified one, so it carries only
-//! ids and a MAC; nothing in it is trusted beyond what the MAC covers. The verdict needs the facts
-//! about the subject (its digest, whether it is open, its ttl) from the caller, who reads them from
-//! the store by the subject named in the data; this module touches no store and no network.
+//! ids and a MAC; nothing in it is trusted beyond what the MAC covers. A press also counts only on
+//! the message its button was drawn on, showing the text Telegram returned when it was sent: a
+//! valid button copied under another message, or a message edited since (by whoever holds the bot
+//! token), answers nothing. The verdict needs the facts about the subject (its digest, whether it
+//! is open, its window) and the message from the caller, who reads them from the store; this
+//! module touches no store and no network.
 
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
@@ -14,10 +17,11 @@ use std::path::{Path, PathBuf};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+
+use crate::deadline::{Late, Now, Window};
 
 /// Telegram refuses callback data longer than this (`BUTTON_DATA_INVALID`).
 pub const MAX_CALLBACK_LEN: usize = 64;
@@ -95,6 +99,16 @@ impl PressAction {
         }
     }
 
+    /// Actions that only take something back (a no, a Stop, a switch turned off). They still
+    /// count when Telegram no longer shows the bot the message's text (an old message): refusing
+    /// them would keep the owner from stopping what they want stopped.
+    pub fn only_restricts(self) -> bool {
+        matches!(
+            self,
+            PressAction::No | PressAction::Decline | PressAction::Stop | PressAction::CategoryOff
+        )
+    }
+
     /// Actions that answer a card name a record; the others may name a record or a kind.
     fn needs_record_id(self) -> bool {
         matches!(
@@ -150,10 +164,16 @@ pub enum Rejection {
     NotPrivateChat,
     #[error("the subject of the press is unknown")]
     UnknownSubject,
+    #[error("no button with this data was drawn on the message it came from")]
+    WrongMessage,
+    #[error("the message's text is not the text it was drawn with")]
+    CardAltered,
     #[error("the subject of the press is no longer open")]
     NotOpen,
     #[error("the press came after the subject's ttl")]
     Expired,
+    #[error("the wall clock dates the press before its card was shown")]
+    BeforeShown,
 }
 
 impl Rejection {
@@ -167,8 +187,11 @@ impl Rejection {
             Rejection::NotOwner => "not_owner",
             Rejection::NotPrivateChat => "not_private_chat",
             Rejection::UnknownSubject => "unknown_subject",
+            Rejection::WrongMessage => "wrong_message",
+            Rejection::CardAltered => "card_altered",
             Rejection::NotOpen => "not_open",
             Rejection::Expired => "expired",
+            Rejection::BeforeShown => "before_shown",
         }
     }
 }
@@ -489,18 +512,40 @@ pub struct PressContext<'a> {
     pub owner_id: Option<i64>,
     /// The subject named by the callback data as the store knows it; `None` if it does not.
     pub subject: Option<SubjectFacts<'a>>,
-    /// The daemon's own clock.
-    pub now: DateTime<Utc>,
+    /// The message the press came from, as the store knows it.
+    pub message: MessageFacts,
+    /// The daemon's own clocks.
+    pub now: Now,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubjectFacts<'a> {
     /// The digest the card was drawn for (64 hex); a press counts only for this digest.
     pub digest: &'a str,
     /// Still waiting for an answer.
     pub open: bool,
-    /// The end of the ttl; `None` for subjects that do not expire (e.g. category switches).
-    pub expires_at: Option<DateTime<Utc>>,
+    /// When its card was shown and until when it may be answered; `None` for subjects that do
+    /// not expire (category switches, a Stop, a Resume).
+    pub window: Option<Window>,
+}
+
+/// The message a button was pressed under, as the daemon drew it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageFacts {
+    /// No button with this data was drawn on that message (or the press named no message).
+    NotDrawn,
+    /// It was, and this is how the message's text now compares with the text Telegram returned
+    /// when it was sent.
+    Drawn(TextAsDrawn),
+}
+
+/// The pressed message's text against the text it was drawn with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextAsDrawn {
+    Same,
+    Changed,
+    /// Telegram did not show the bot the message (it is too old, or inaccessible).
+    Unreadable,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -519,11 +564,15 @@ impl Verdict {
 }
 
 /// Decides whether a press counts. The checks run in a fixed order and the first that fails names
-/// the rejection: shape, version, key id, subject known, tag, presser, chat, open, ttl.
+/// the rejection: shape, version, key id, subject known, tag, presser, chat, the message it was
+/// drawn on, that message's text, open, the window (before the card was shown; past its ttl on
+/// either clock).
 ///
 /// The tag is checked before the presser so that a forged press is journaled as a forgery
 /// whoever sent it; the presser and chat checks still apply to genuine data, because a card's
-/// button can be replayed by anyone who sees the data (a forwarded card, a modified client).
+/// button can be replayed by anyone who sees the data (a forwarded card, a modified client). The
+/// message checks come next: genuine data under another message, or under a message whose text
+/// was changed since it was drawn, says the owner may have been shown something else.
 pub fn verify(data: &str, key: &PressKey, ctx: &PressContext) -> Verdict {
     match check(data, key, ctx) {
         Ok(cb) => Verdict::Accept {
@@ -542,7 +591,7 @@ fn check(data: &str, key: &PressKey, ctx: &PressContext) -> Result<Callback, Rej
     if cb.key_id != key.id {
         return Err(Rejection::StaleKey);
     }
-    let facts = ctx.subject.ok_or(Rejection::UnknownSubject)?;
+    let facts = ctx.subject.as_ref().ok_or(Rejection::UnknownSubject)?;
     // The MAC binds the owner's id; with no owner there is nothing a press could be for.
     let owner = ctx.owner_id.ok_or(Rejection::NotOwner)?;
     let expected = key.tag(cb.action, &cb.subject, facts.digest, owner);
@@ -558,13 +607,22 @@ fn check(data: &str, key: &PressKey, ctx: &PressContext) -> Result<Callback, Rej
     if !ctx.chat_is_private || ctx.chat_id != owner {
         return Err(Rejection::NotPrivateChat);
     }
+    match ctx.message {
+        MessageFacts::NotDrawn => return Err(Rejection::WrongMessage),
+        MessageFacts::Drawn(TextAsDrawn::Changed) => return Err(Rejection::CardAltered),
+        MessageFacts::Drawn(TextAsDrawn::Unreadable) if !cb.action.only_restricts() => {
+            return Err(Rejection::CardAltered)
+        }
+        MessageFacts::Drawn(_) => {}
+    }
     if !facts.open {
         return Err(Rejection::NotOpen);
     }
-    if let Some(end) = facts.expires_at {
-        // The ttl is a half-open interval: at `expires_at` the card is already expired.
-        if ctx.now >= end {
-            return Err(Rejection::Expired);
+    if let Some(window) = &facts.window {
+        match window.judge(&ctx.now) {
+            Ok(()) => {}
+            Err(Late::BeforeShown) => return Err(Rejection::BeforeShown),
+            Err(Late::PastWall | Late::PastMonotonic) => return Err(Rejection::Expired),
         }
     }
     Ok(cb)
@@ -573,7 +631,8 @@ fn check(data: &str, key: &PressKey, ctx: &PressContext) -> Result<Callback, Rej
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::TimeDelta;
+    use crate::clock::Monotonic;
+    use chrono::{DateTime, TimeDelta, Utc};
     use proptest::prelude::*;
     use std::os::unix::fs::PermissionsExt;
 
@@ -601,7 +660,40 @@ mod tests {
         t0() + TimeDelta::minutes(30)
     }
 
-    /// The owner pressing in their private chat on an open, unexpired card with DIGEST.
+    /// The card was shown a minute before t0, at 1,000 s of the machine's boot.
+    fn shown_at() -> DateTime<Utc> {
+        t0() - TimeDelta::minutes(1)
+    }
+
+    fn window() -> Window {
+        Window {
+            shown_at: shown_at(),
+            expires_at: expiry(),
+            shown_monotonic: Some(Monotonic {
+                boot: "boot".to_owned(),
+                since_boot: std::time::Duration::from_secs(1_000),
+            }),
+        }
+    }
+
+    /// Both clocks at `wall`, the monotonic one in step with it.
+    fn at(wall: DateTime<Utc>) -> Now {
+        at_both(wall, (wall - shown_at()).num_seconds())
+    }
+
+    /// The wall clock at `wall`, the monotonic clock `elapsed` seconds after the card was shown.
+    fn at_both(wall: DateTime<Utc>, elapsed: i64) -> Now {
+        Now {
+            wall,
+            monotonic: Monotonic {
+                boot: "boot".to_owned(),
+                since_boot: std::time::Duration::from_secs(1_000u64.saturating_add_signed(elapsed)),
+            },
+        }
+    }
+
+    /// The owner pressing in their private chat, on the message the card was drawn on, on an
+    /// open, unexpired card with DIGEST.
     fn good_ctx() -> PressContext<'static> {
         PressContext {
             presser_id: OWNER,
@@ -611,9 +703,10 @@ mod tests {
             subject: Some(SubjectFacts {
                 digest: DIGEST,
                 open: true,
-                expires_at: Some(expiry()),
+                window: Some(window()),
             }),
-            now: t0(),
+            message: MessageFacts::Drawn(TextAsDrawn::Same),
+            now: at(t0()),
         }
     }
 
@@ -748,11 +841,11 @@ mod tests {
             f(&mut c);
             c
         };
-        let facts = |open: bool, expires_at: Option<DateTime<Utc>>| {
+        let facts = |open: bool, window: Option<Window>| {
             Some(SubjectFacts {
                 digest: DIGEST,
                 open,
-                expires_at,
+                window,
             })
         };
 
@@ -986,36 +1079,92 @@ mod tests {
             (
                 "a press on a closed subject",
                 good.clone(),
-                with(&|c| c.subject = facts(false, Some(expiry()))),
+                with(&|c| c.subject = facts(false, Some(window()))),
                 reject(Rejection::NotOpen),
             ),
             (
                 "a press exactly at expires_at",
                 good.clone(),
-                with(&|c| c.now = expiry()),
+                with(&|c| c.now = at(expiry())),
                 reject(Rejection::Expired),
             ),
             (
                 "a press one second after expires_at",
                 good.clone(),
-                with(&|c| c.now = expiry() + TimeDelta::seconds(1)),
+                with(&|c| c.now = at(expiry() + TimeDelta::seconds(1))),
                 reject(Rejection::Expired),
             ),
             (
                 "a press one second before expires_at",
                 good.clone(),
-                with(&|c| c.now = expiry() - TimeDelta::seconds(1)),
+                with(&|c| c.now = at(expiry() - TimeDelta::seconds(1))),
                 Verdict::Accept {
                     action: PressAction::Yes,
                     subject: REC.to_string(),
                 },
             ),
             (
+                "the wall clock stepped back 2 h, a press 31 min after the card was shown",
+                good.clone(),
+                with(&|c| {
+                    c.now = at_both(
+                        shown_at() + TimeDelta::minutes(31) - TimeDelta::hours(2),
+                        31 * 60,
+                    )
+                }),
+                reject(Rejection::BeforeShown),
+            ),
+            (
+                "the wall clock stepped back 10 min, a press 31 min after the card was shown",
+                good.clone(),
+                with(&|c| c.now = at_both(shown_at() + TimeDelta::minutes(21), 31 * 60)),
+                reject(Rejection::Expired),
+            ),
+            (
+                "the wall clock a second before the card was shown",
+                good.clone(),
+                with(&|c| c.now = at_both(shown_at() - TimeDelta::seconds(1), 5)),
+                reject(Rejection::BeforeShown),
+            ),
+            (
+                "the good data under another message",
+                good.clone(),
+                with(&|c| c.message = MessageFacts::NotDrawn),
+                reject(Rejection::WrongMessage),
+            ),
+            (
+                "the good data under its card, edited since it was drawn",
+                good.clone(),
+                with(&|c| c.message = MessageFacts::Drawn(TextAsDrawn::Changed)),
+                reject(Rejection::CardAltered),
+            ),
+            (
+                "a yes under a card Telegram no longer shows the bot",
+                good.clone(),
+                with(&|c| c.message = MessageFacts::Drawn(TextAsDrawn::Unreadable)),
+                reject(Rejection::CardAltered),
+            ),
+            (
+                "a no under a card Telegram no longer shows the bot",
+                no.clone(),
+                with(&|c| c.message = MessageFacts::Drawn(TextAsDrawn::Unreadable)),
+                Verdict::Accept {
+                    action: PressAction::No,
+                    subject: REC.to_string(),
+                },
+            ),
+            (
+                "a no under a card edited since it was drawn",
+                no.clone(),
+                with(&|c| c.message = MessageFacts::Drawn(TextAsDrawn::Changed)),
+                reject(Rejection::CardAltered),
+            ),
+            (
                 "a subject without a ttl",
                 good.clone(),
                 with(&|c| {
                     c.subject = facts(true, None);
-                    c.now = expiry() + TimeDelta::days(365)
+                    c.now = at(expiry() + TimeDelta::days(365))
                 }),
                 Verdict::Accept {
                     action: PressAction::Yes,
@@ -1057,8 +1206,8 @@ mod tests {
 
     #[test]
     fn checks_run_in_the_documented_order() {
-        // A stranger in a group sending a forged tag for a closed, expired subject: the tag fails
-        // first.
+        // A stranger in a group sending a forged tag under another message for a closed subject
+        // whose card was shown after the press: the tag fails first.
         let forged = with_tag(&yes(), &[0u8; TAG_LEN]);
         let ctx = PressContext {
             presser_id: STRANGER,
@@ -1068,12 +1217,14 @@ mod tests {
             subject: Some(SubjectFacts {
                 digest: DIGEST,
                 open: false,
-                expires_at: Some(t0()),
+                window: Some(window()),
             }),
-            now: expiry(),
+            message: MessageFacts::NotDrawn,
+            now: at_both(shown_at() - TimeDelta::hours(1), 3_600),
         };
         assert_eq!(verify(&forged, &key(), &ctx), reject(Rejection::BadTag));
-        // Genuine data, same context: the presser fails next, then the chat, then open, then ttl.
+        // Genuine data, same context: the presser fails next, then the chat, the message, its
+        // text, open, then the window.
         let mut ctx = ctx;
         assert_eq!(verify(&yes(), &key(), &ctx), reject(Rejection::NotOwner));
         ctx.presser_id = OWNER;
@@ -1083,12 +1234,21 @@ mod tests {
         );
         ctx.chat_id = OWNER;
         ctx.chat_is_private = true;
+        assert_eq!(
+            verify(&yes(), &key(), &ctx),
+            reject(Rejection::WrongMessage)
+        );
+        ctx.message = MessageFacts::Drawn(TextAsDrawn::Changed);
+        assert_eq!(verify(&yes(), &key(), &ctx), reject(Rejection::CardAltered));
+        ctx.message = MessageFacts::Drawn(TextAsDrawn::Same);
         assert_eq!(verify(&yes(), &key(), &ctx), reject(Rejection::NotOpen));
         ctx.subject = Some(SubjectFacts {
             digest: DIGEST,
             open: true,
-            expires_at: Some(t0()),
+            window: Some(window()),
         });
+        assert_eq!(verify(&yes(), &key(), &ctx), reject(Rejection::BeforeShown));
+        ctx.now = at_both(expiry(), 3_600);
         assert_eq!(verify(&yes(), &key(), &ctx), reject(Rejection::Expired));
         // A stale key beats an unknown subject; an unknown subject beats a bad tag.
         let stale = other_key().sign(PressAction::Yes, REC, DIGEST, OWNER);
@@ -1110,8 +1270,11 @@ mod tests {
             (Rejection::NotOwner, "not_owner"),
             (Rejection::NotPrivateChat, "not_private_chat"),
             (Rejection::UnknownSubject, "unknown_subject"),
+            (Rejection::WrongMessage, "wrong_message"),
+            (Rejection::CardAltered, "card_altered"),
             (Rejection::NotOpen, "not_open"),
             (Rejection::Expired, "expired"),
+            (Rejection::BeforeShown, "before_shown"),
         ];
         for (r, code) in all {
             assert_eq!(r.as_str(), code);

@@ -13,9 +13,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::gate::{self, Class, Delivery};
+use crate::store::drawn::Drawn;
 use crate::store::outbox::{ButtonSpec, Row, Sound, What};
 use crate::store::{Record, RecordState, Store, StoreError};
-use crate::telegram::{SendError, Telegram};
+use crate::styled::Styled;
+use crate::telegram::{SendError, Sent, Telegram};
 
 /// Messages a burst may hold; after it, one a second.
 pub const BURST: f64 = 3.0;
@@ -29,13 +31,11 @@ const HELD_RECHECK: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DrawnCard {
     /// The text's numbered parts, sent before the card (empty when the text fits the card).
-    pub parts: Vec<String>,
+    pub parts: Vec<Styled>,
     /// A caption per attachment, in order.
     pub captions: Vec<String>,
-    pub text: String,
+    pub text: Styled,
     pub buttons: Vec<ButtonSpec>,
-    /// Sent without sound (the gate's decision; the drawer's own is replaced by it).
-    pub silent: bool,
 }
 
 /// Draws a record's card; implemented by the consent loop, which knows the locale and the key.
@@ -46,6 +46,22 @@ pub trait Drawer: Send + Sync + std::fmt::Debug {
     fn ttl(&self) -> chrono::Duration;
     /// The gate's settings as the owner last set them, and the owner's zone.
     fn gate(&self) -> (crate::config::Gate, chrono_tz::Tz);
+}
+
+/// Held by the sender from the moment it sends or edits a message until the store knows what the
+/// message now carries (its id, its text as Telegram returned it, its buttons). A press reads
+/// those facts only once it can take the lock, so a press on a card that has just appeared
+/// (Telegram answers the owner and the sender at the same time) is judged against the card as
+/// drawn, not against a store that has not heard of it yet.
+pub type Drawing = Arc<tokio::sync::Mutex<()>>;
+
+/// What a message with buttons was drawn with: Telegram's copy of its text (or, should the
+/// answer lack one, the text sent).
+fn drawn_from(sent: &Sent, text: &Styled, buttons: &[ButtonSpec]) -> Drawn {
+    Drawn::new(
+        sent.text.as_deref().unwrap_or(&text.text),
+        buttons.iter().map(|button| button.data.clone()).collect(),
+    )
 }
 
 /// A token bucket: `BURST` at once, then one a second.
@@ -103,10 +119,18 @@ pub async fn run(
     telegram: Telegram,
     drawer: Arc<dyn Drawer>,
     clock: Arc<dyn Clock>,
+    drawing: Drawing,
     shutdown: CancellationToken,
 ) -> Result<(), SendError> {
     let ready = store.outbox_ready();
     let mut pace = Pace::new();
+    let out = Out {
+        store: &store,
+        telegram: &telegram,
+        drawer: drawer.as_ref(),
+        clock: clock.as_ref(),
+        drawing: &drawing,
+    };
     loop {
         // Checked before every row: with a long backlog the outbox is never empty, and a row in
         // flight is finished rather than cut (cutting it could send it twice after a restart).
@@ -138,16 +162,7 @@ pub async fn run(
         let card_of = (row.what == What::Card)
             .then(|| row.record_id.clone())
             .flatten();
-        match send_row(
-            &store,
-            &telegram,
-            drawer.as_ref(),
-            clock.as_ref(),
-            &mut pace,
-            row,
-        )
-        .await
-        {
+        match send_row(&out, &mut pace, row).await {
             Ok(()) => {}
             Err(RowError::Send(SendError::Conflict)) => return Err(SendError::Conflict),
             Err(RowError::Send(SendError::Permanent(reason))) => {
@@ -200,15 +215,18 @@ async fn sleep_or_stop(wait: Duration, shutdown: &CancellationToken) -> bool {
     }
 }
 
-async fn send_row(
-    store: &Store,
-    telegram: &Telegram,
-    drawer: &dyn Drawer,
-    clock: &dyn Clock,
-    pace: &mut Pace,
-    row: Row,
-) -> Result<(), RowError> {
+/// What sending a row needs.
+struct Out<'a> {
+    store: &'a Store,
+    telegram: &'a Telegram,
+    drawer: &'a dyn Drawer,
+    clock: &'a dyn Clock,
+    drawing: &'a Drawing,
+}
+
+async fn send_row(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowError> {
     let seq = row.seq;
+    let store = out.store;
     match row.what {
         What::Message => {
             let class = match row.sound {
@@ -220,8 +238,8 @@ async fn send_row(
             let silent = match class {
                 None => true,
                 Some(class) => {
-                    let (settings, tz) = drawer.gate();
-                    match gate::decide(class, &settings, 0, clock.now(), tz) {
+                    let (settings, tz) = out.drawer.gate();
+                    match gate::decide(class, &settings, 0, out.clock.now(), tz) {
                         Delivery::Loud => false,
                         Delivery::Silent | Delivery::HoldUntil(_) => true,
                         // Counted in the evening summary instead.
@@ -233,50 +251,102 @@ async fn send_row(
                 }
             };
             pace.take().await;
-            let text = row.body.text.unwrap_or_default();
-            telegram
-                .send_text(row.chat_id, &text, &row.body.buttons, silent)
+            let text = row.body.styled();
+            let buttons = row.body.buttons;
+            let _drawing = out.drawing.lock().await;
+            let sent = out
+                .telegram
+                .send_text(row.chat_id, &text, &buttons, silent)
                 .await?;
+            if !buttons.is_empty() {
+                let drawn = drawn_from(&sent, &text, &buttons);
+                let (chat, now) = (row.chat_id, out.clock.now());
+                store
+                    .call(move |db| db.message_drawn(chat, sent.message_id, &drawn, now))
+                    .await?;
+            }
             store.call(move |db| db.outbox_sent(seq)).await?;
         }
-        What::Edit => {
-            let record_id = row.record_id.clone().unwrap_or_default();
-            let lookup = record_id.clone();
-            let message_id = store
-                .call(move |db| db.record_message_id(&lookup, "card"))
-                .await?;
-            match message_id {
-                Some(message_id) => {
-                    pace.take().await;
-                    let text = row.body.text.unwrap_or_default();
-                    telegram
-                        .edit_text(row.chat_id, message_id, &text, &row.body.buttons)
-                        .await?;
-                    store.call(move |db| db.outbox_sent(seq)).await?;
-                }
-                // The card was never shown: there is nothing to edit.
-                None => {
-                    let reason = format!("record {record_id} has no card to edit");
-                    store
-                        .call(move |db| db.outbox_dropped(seq, &reason))
-                        .await?;
-                }
-            }
-        }
-        What::Card => send_card(store, telegram, drawer, clock, pace, row).await?,
+        What::Edit => send_edit(out, pace, row).await?,
+        What::Card => send_card(out, pace, row).await?,
     }
     Ok(())
 }
 
-async fn send_card(
-    store: &Store,
-    telegram: &Telegram,
-    drawer: &dyn Drawer,
-    clock: &dyn Clock,
-    pace: &mut Pace,
-    row: Row,
-) -> Result<(), RowError> {
-    let seq = row.seq;
+/// Edits a record's card. An edit that takes its buttons away leaves nothing to press on it.
+async fn send_edit(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowError> {
+    let (store, seq, chat) = (out.store, row.seq, row.chat_id);
+    let record_id = row.record_id.clone().unwrap_or_default();
+    let lookup = record_id.clone();
+    let message_id = store
+        .call(move |db| db.record_message_id(&lookup, "card"))
+        .await?;
+    let Some(message_id) = message_id else {
+        // The card was never shown: there is nothing to edit.
+        let reason = format!("record {record_id} has no card to edit");
+        store
+            .call(move |db| db.outbox_dropped(seq, &reason))
+            .await?;
+        return Ok(());
+    };
+    pace.take().await;
+    let text = row.body.styled();
+    let buttons = row.body.buttons;
+    let _drawing = out.drawing.lock().await;
+    let sent = out
+        .telegram
+        .edit_text(chat, message_id, &text, &buttons)
+        .await?;
+    let now = out.clock.now();
+    if buttons.is_empty() {
+        store
+            .call(move |db| db.message_undrawn(chat, message_id))
+            .await?;
+    } else {
+        let drawn = drawn_from(&sent, &text, &buttons);
+        store
+            .call(move |db| db.message_drawn(chat, message_id, &drawn, now))
+            .await?;
+    }
+    store.call(move |db| db.outbox_sent(seq)).await?;
+    Ok(())
+}
+
+/// Whether the card of a pending record goes now (and how it sounds) or waits for the morning;
+/// `None` when it was held.
+async fn card_delivery(out: &Out<'_>, record: &Record, seq: i64) -> Result<Option<bool>, RowError> {
+    let now = out.clock.now();
+    let (settings, tz) = out.drawer.gate();
+    let window = gate::quiet_window(settings.quiet_hours, now, tz);
+    if record.state != RecordState::Pending {
+        // A retry of a card already opened (and counted): quiet at night.
+        return Ok(Some(window.is_some()));
+    }
+    // Tonight's count: the cards shown since tonight's quiet hours began.
+    let tonight = match window {
+        Some((start, _)) => {
+            out.store
+                .call(move |db| db.cards_shown_since(start))
+                .await?
+        }
+        None => 0,
+    };
+    let class = Class::Card {
+        urgent_ask: record.urgent,
+    };
+    match gate::decide(class, &settings, tonight, now, tz) {
+        Delivery::HoldUntil(until) => {
+            // Still pending: its ttl starts when it is shown, after quiet hours.
+            out.store.call(move |db| db.outbox_hold(seq, until)).await?;
+            Ok(None)
+        }
+        Delivery::Silent => Ok(Some(true)),
+        Delivery::Loud | Delivery::SummaryOnly => Ok(Some(false)),
+    }
+}
+
+async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowError> {
+    let (store, seq) = (out.store, row.seq);
     let record_id = row.record_id.clone().unwrap_or_default();
     let lookup = record_id.clone();
     let record = store.call(move |db| db.record(&lookup)).await?;
@@ -290,81 +360,24 @@ async fn send_card(
             .await?;
         return Ok(());
     };
-    let now = clock.now();
-    let (settings, tz) = drawer.gate();
-    let window = gate::quiet_window(settings.quiet_hours, now, tz);
-    let silent = if record.state == RecordState::Pending {
-        // Tonight's count: the cards shown since tonight's quiet hours began.
-        let tonight = match window {
-            Some((start, _)) => store.call(move |db| db.cards_shown_since(start)).await?,
-            None => 0,
-        };
-        let class = Class::Card {
-            urgent_ask: record.urgent,
-        };
-        match gate::decide(class, &settings, tonight, now, tz) {
-            Delivery::HoldUntil(until) => {
-                // Still pending: its ttl starts when it is shown, after quiet hours.
-                store.call(move |db| db.outbox_hold(seq, until)).await?;
-                return Ok(());
-            }
-            Delivery::Silent => true,
-            Delivery::Loud | Delivery::SummaryOnly => false,
-        }
-    } else {
-        // A retry of a card already opened (and counted): quiet at night.
-        window.is_some()
+    let Some(silent) = card_delivery(out, &record, seq).await? else {
+        return Ok(());
     };
-    let mut drawn = drawer.draw(&record, now, now + drawer.ttl());
-    drawn.silent = silent;
-    for (index, part) in drawn.parts.iter().enumerate() {
-        let role = format!("part{}", index + 1);
-        if already_sent(store, &record_id, &role).await? {
-            continue;
-        }
-        pace.take().await;
-        let message_id = telegram
-            .send_text(row.chat_id, part, &[], drawn.silent)
-            .await?;
-        remember(store, &record_id, role, message_id).await?;
-    }
-    for (index, (attachment, caption)) in record.attachments.iter().zip(&drawn.captions).enumerate()
-    {
-        let role = format!("attachment{}", index + 1);
-        if already_sent(store, &record_id, &role).await? {
-            continue;
-        }
-        let path = store.attachment_path(&attachment.sha256);
-        let bytes = tokio::fs::read(&path).await.map_err(|error| {
-            SendError::Permanent(format!(
-                "cannot read attachment {}: {error}",
-                path.display()
-            ))
-        })?;
-        pace.take().await;
-        let message_id = telegram
-            .send_file(
-                row.chat_id,
-                &attachment.name,
-                &attachment.media_type,
-                bytes,
-                caption,
-                drawn.silent,
-            )
-            .await?;
-        remember(store, &record_id, role, message_id).await?;
-    }
+    let now = out.clock.now();
+    let drawn = out.drawer.draw(&record, now, now + out.drawer.ttl());
+    send_before_card(out, pace, &row, &record, &drawn, silent).await?;
     // Opened now, after the parts and attachments: the ttl runs from when the card is shown,
     // and the card must be open before it can be pressed. A retry keeps the first deadline.
     pace.take().await;
-    let now = clock.now();
+    let now = out.clock.now();
     let expires_at = match record.expires_at.as_deref().and_then(parse_time) {
         Some(expires_at) if record.state == RecordState::CardShown => expires_at,
         _ => {
-            let expires_at = now + drawer.ttl();
+            let expires_at = now + out.drawer.ttl();
             let opening = record_id.clone();
+            let monotonic = out.clock.monotonic();
             let opened = store
-                .call(move |db| db.card_showing(&opening, expires_at, now))
+                .call(move |db| db.card_showing(&opening, expires_at, now, &monotonic))
                 .await?;
             if !opened {
                 let reason = format!("record {record_id} ended before its card was sent");
@@ -376,13 +389,70 @@ async fn send_card(
             expires_at
         }
     };
-    let card = drawer.draw(&record, now, expires_at);
-    let message_id = telegram
+    let card = out.drawer.draw(&record, now, expires_at);
+    let _drawing = out.drawing.lock().await;
+    let sent = out
+        .telegram
         .send_text(row.chat_id, &card.text, &card.buttons, silent)
         .await?;
+    let drawn = drawn_from(&sent, &card.text, &card.buttons);
+    let chat = row.chat_id;
     store
-        .call(move |db| db.card_sent(seq, &record_id, message_id, now))
+        .call(move |db| db.card_sent(seq, &record_id, (chat, sent.message_id), &drawn, now))
         .await?;
+    Ok(())
+}
+
+/// The text's parts and the attachments, each remembered once sent so a retry skips it.
+async fn send_before_card(
+    out: &Out<'_>,
+    pace: &mut Pace,
+    row: &Row,
+    record: &Record,
+    drawn: &DrawnCard,
+    silent: bool,
+) -> Result<(), RowError> {
+    let store = out.store;
+    let record_id = &record.id;
+    for (index, part) in drawn.parts.iter().enumerate() {
+        let role = format!("part{}", index + 1);
+        if already_sent(store, record_id, &role).await? {
+            continue;
+        }
+        pace.take().await;
+        let sent = out
+            .telegram
+            .send_text(row.chat_id, part, &[], silent)
+            .await?;
+        remember(store, record_id, role, sent.message_id).await?;
+    }
+    for (index, (attachment, caption)) in record.attachments.iter().zip(&drawn.captions).enumerate()
+    {
+        let role = format!("attachment{}", index + 1);
+        if already_sent(store, record_id, &role).await? {
+            continue;
+        }
+        let path = store.attachment_path(&attachment.sha256);
+        let bytes = tokio::fs::read(&path).await.map_err(|error| {
+            SendError::Permanent(format!(
+                "cannot read attachment {}: {error}",
+                path.display()
+            ))
+        })?;
+        pace.take().await;
+        let message_id = out
+            .telegram
+            .send_file(
+                row.chat_id,
+                &attachment.name,
+                &attachment.media_type,
+                bytes,
+                caption,
+                silent,
+            )
+            .await?;
+        remember(store, record_id, role, message_id).await?;
+    }
     Ok(())
 }
 

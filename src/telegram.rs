@@ -14,11 +14,12 @@ use teloxide::payloads::{
 use teloxide::prelude::Requester;
 use teloxide::types::{
     AllowedUpdate, BotCommand, CallbackQueryId, ChatId, InlineKeyboardButton, InlineKeyboardMarkup,
-    InputFile, MessageId, UpdateKind,
+    InputFile, MaybeInaccessibleMessage, MessageEntity, MessageEntityKind, MessageId, UpdateKind,
 };
 use teloxide::{ApiError, Bot, RequestError};
 
 use crate::store::outbox::ButtonSpec;
+use crate::styled::{Style, Styled};
 
 /// How long one getUpdates call waits for updates, in seconds; well under the HTTP client's
 /// 17 s timeout, so a long poll is never cut by the client.
@@ -153,6 +154,19 @@ pub struct ChatRef {
     pub private: bool,
 }
 
+/// A button press, as the consent loop judges it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Press {
+    pub query_id: String,
+    pub from: Person,
+    pub chat: Option<ChatRef>,
+    pub message_id: Option<i64>,
+    /// The pressed message's text as Telegram shows it now; `None` when Telegram no longer
+    /// shows the bot the message (or it has no text).
+    pub message_text: Option<String>,
+    pub data: Option<String>,
+}
+
 /// An update, reduced to what the consent loop looks at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Incoming {
@@ -166,14 +180,7 @@ pub enum Incoming {
         forwarded: bool,
     },
     /// A button press.
-    Press {
-        update_id: i64,
-        query_id: String,
-        from: Person,
-        chat: Option<ChatRef>,
-        message_id: Option<i64>,
-        data: Option<String>,
-    },
+    Press { update_id: i64, press: Press },
     /// Anything else (an edited message, a photo, a channel post): it only moves the offset.
     Other { update_id: i64, what: &'static str },
 }
@@ -232,23 +239,57 @@ fn convert(update: teloxide::types::Update) -> Incoming {
         },
         UpdateKind::CallbackQuery(query) => Incoming::Press {
             update_id,
-            query_id: query.id.0.clone(),
-            from: person(&query.from),
-            chat: query.message.as_ref().map(|message| ChatRef {
-                id: message.chat().id.0,
-                private: message.chat().is_private(),
-            }),
-            message_id: query
-                .message
-                .as_ref()
-                .map(|message| i64::from(message.id().0)),
-            data: query.data.clone(),
+            press: press(&query),
         },
         _ => Incoming::Other {
             update_id,
             what: "another kind of update",
         },
     }
+}
+
+fn press(query: &teloxide::types::CallbackQuery) -> Press {
+    Press {
+        query_id: query.id.0.clone(),
+        from: person(&query.from),
+        chat: query.message.as_ref().map(|message| ChatRef {
+            id: message.chat().id.0,
+            private: message.chat().is_private(),
+        }),
+        message_id: query
+            .message
+            .as_ref()
+            .map(|message| i64::from(message.id().0)),
+        message_text: match &query.message {
+            Some(MaybeInaccessibleMessage::Regular(message)) => message.text().map(str::to_owned),
+            _ => None,
+        },
+        data: query.data.clone(),
+    }
+}
+
+/// What a message sent or edited looks like now, as Telegram returned it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    pub message_id: i64,
+    /// The text as Telegram keeps it (it may trim what was sent); `None` for a message without
+    /// text, or an edit that changed nothing.
+    pub text: Option<String>,
+}
+
+/// The spans as Telegram message entities.
+fn entities(styled: &Styled) -> Vec<MessageEntity> {
+    styled
+        .spans
+        .iter()
+        .map(|span| {
+            let kind = match span.style {
+                Style::Quote => MessageEntityKind::Blockquote,
+                Style::Value => MessageEntityKind::Code,
+            };
+            MessageEntity::new(kind, span.offset, span.length)
+        })
+        .collect()
 }
 
 fn keyboard(buttons: &[ButtonSpec]) -> InlineKeyboardMarkup {
@@ -359,23 +400,30 @@ impl Telegram {
         Ok(())
     }
 
-    /// Sends a plain-text message (no parse mode) with an optional row of buttons.
+    /// Sends a plain-text message (no parse mode: its spans go as entities) with an optional
+    /// row of buttons.
     pub async fn send_text(
         &self,
         chat: i64,
-        text: &str,
+        text: &Styled,
         buttons: &[ButtonSpec],
         silent: bool,
-    ) -> Result<i64, SendError> {
+    ) -> Result<Sent, SendError> {
         let mut request = self
             .bot
-            .send_message(ChatId(chat), text)
+            .send_message(ChatId(chat), &text.text)
             .disable_notification(silent);
+        if !text.spans.is_empty() {
+            request = request.entities(entities(text));
+        }
         if !buttons.is_empty() {
             request = request.reply_markup(keyboard(buttons));
         }
         let message = request.await.map_err(classify)?;
-        Ok(i64::from(message.id.0))
+        Ok(Sent {
+            message_id: i64::from(message.id.0),
+            text: message.text().map(str::to_owned),
+        })
     }
 
     /// Sends an attachment: a photo for PNG and JPEG up to 10 MiB, otherwise a document.
@@ -414,15 +462,25 @@ impl Telegram {
         &self,
         chat: i64,
         message_id: i64,
-        text: &str,
+        text: &Styled,
         buttons: &[ButtonSpec],
-    ) -> Result<(), SendError> {
-        let request = self
+    ) -> Result<Sent, SendError> {
+        let mut request = self
             .bot
-            .edit_message_text(ChatId(chat), MessageId(message_id as i32), text)
+            .edit_message_text(ChatId(chat), MessageId(message_id as i32), &text.text)
             .reply_markup(keyboard(buttons));
+        if !text.spans.is_empty() {
+            request = request.entities(entities(text));
+        }
         match request.await {
-            Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(()),
+            Ok(message) => Ok(Sent {
+                message_id,
+                text: message.text().map(str::to_owned),
+            }),
+            Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(Sent {
+                message_id,
+                text: None,
+            }),
             Err(error) => Err(classify(error)),
         }
     }

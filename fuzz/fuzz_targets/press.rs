@@ -9,8 +9,11 @@
 #![no_main]
 
 use chrono::{DateTime, TimeDelta, Utc};
+use consentd::clock::Monotonic;
+use consentd::deadline::{Now, Window};
 use consentd::press::{
-    self, PressAction, PressContext, PressKey, Rejection, SubjectFacts, Verdict, MAX_CALLBACK_LEN,
+    self, MessageFacts, PressAction, PressContext, PressKey, Rejection, SubjectFacts, TextAsDrawn,
+    Verdict, MAX_CALLBACK_LEN,
 };
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
@@ -28,9 +31,18 @@ fn key() -> &'static PressKey {
     KEY.get_or_init(|| PressKey::from_bytes(KEY_BYTES))
 }
 
-/// The owner pressing in their own private chat on an open card well before its ttl ends.
+fn monotonic(seconds: u64) -> Monotonic {
+    Monotonic {
+        boot: "fuzz".to_owned(),
+        since_boot: std::time::Duration::from_secs(seconds),
+    }
+}
+
+/// The owner pressing in their own private chat, on the card's own unaltered message, a minute
+/// after the card was shown and well before its ttl ends.
 fn context(digest: &str) -> PressContext<'_> {
     let now = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).expect("a valid instant");
+    let shown_at = now - TimeDelta::minutes(1);
     PressContext {
         presser_id: OWNER,
         chat_id: OWNER,
@@ -39,9 +51,17 @@ fn context(digest: &str) -> PressContext<'_> {
         subject: Some(SubjectFacts {
             digest,
             open: true,
-            expires_at: Some(now + TimeDelta::minutes(15)),
+            window: Some(Window {
+                shown_at,
+                expires_at: shown_at + TimeDelta::minutes(15),
+                shown_monotonic: Some(monotonic(1_000)),
+            }),
         }),
-        now,
+        message: MessageFacts::Drawn(TextAsDrawn::Same),
+        now: Now {
+            wall: now,
+            monotonic: monotonic(1_060),
+        },
     }
 }
 
@@ -91,6 +111,19 @@ fuzz_target!(|bytes: &[u8]| {
             assert_eq!(
                 press::verify(data, key, &context(OTHER_DIGEST)),
                 Verdict::Reject(Rejection::BadTag)
+            );
+            // A genuine press counts only on the message it was drawn on, unaltered.
+            let mut elsewhere = context(DIGEST);
+            elsewhere.message = MessageFacts::NotDrawn;
+            assert_eq!(
+                press::verify(data, key, &elsewhere),
+                Verdict::Reject(Rejection::WrongMessage)
+            );
+            let mut altered = context(DIGEST);
+            altered.message = MessageFacts::Drawn(TextAsDrawn::Changed);
+            assert_eq!(
+                press::verify(data, key, &altered),
+                Verdict::Reject(Rejection::CardAltered)
             );
         }
         Verdict::Reject(rejection) => {

@@ -87,8 +87,10 @@ press-rejected = A button press was not accepted, and nothing was done. Pressed 
         [bad_signature] the button's signature did not check out
         [not_open] the card was already answered or closed
         [expired] the card's time was up
+        [card_altered] the card's message had been changed since it was sent: someone holding the bot's token may be editing its messages
        *[other] { $why }
     }.
+expired-at-claim = Your yes to “{ $label }” ({ $id }) came in time, but consentd stopped before it could run it, and by the time it was back the card's time was up. Nothing ran; if it is still wanted, it has to be asked again.
 outcome-unknown = consentd restarted while “{ $label }” ({ $id }) was running. It may or may not have run, and it will not be run again by itself: please check what happened.
 resumed = “{ $label }” cards can come again.
 not-owner = Sorry, this bot answers only its owner.

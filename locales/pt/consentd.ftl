@@ -86,8 +86,10 @@ press-rejected = Um toque em botão não foi aceito, e nada foi feito. Quem toco
         [bad_signature] a assinatura do botão não confere
         [not_open] o cartão já foi respondido ou fechado
         [expired] o prazo do cartão acabou
+        [card_altered] a mensagem do cartão foi alterada depois de enviada: alguém com o token do bot pode estar editando as mensagens dele
        *[other] { $why }
     }.
+expired-at-claim = Seu sim para “{ $label }” ({ $id }) chegou a tempo, mas o consentd parou antes de executá-lo, e quando voltou o prazo do cartão já tinha acabado. Nada foi executado; se ainda for preciso, o pedido terá de ser feito de novo.
 outcome-unknown = O consentd reiniciou enquanto “{ $label }” ({ $id }) estava em execução. Pode ter sido executado ou não, e não será executado de novo sozinho: verifique o que aconteceu.
 resumed = Os cartões “{ $label }” podem voltar a chegar.
 not-owner = Desculpe, este bot responde apenas ao seu dono.

@@ -12,6 +12,7 @@ use super::{
 };
 use crate::action::format_usd;
 use crate::locale::{Language, Locales};
+use crate::styled::Styled;
 
 /// The terms of a mandate as its card shows them.
 #[derive(Debug, Clone)]
@@ -40,32 +41,30 @@ pub struct UsageView {
 }
 
 /// The terms, one line each: title, targets, until, the day's limits, the reason, the record.
+/// The targets and the reason, which the agent chose, are set apart as values.
 fn terms_lines(
     view: &MandateView,
     locales: &Locales,
     lang: Language,
     now: DateTime<Utc>,
-) -> Vec<String> {
+) -> Vec<Styled> {
     let until = local_time(locales, lang, view.ends_at, view.tz, now);
     let class = match class_message(view.class) {
         Some(id) => locales.t(lang, id, &[]),
         None => view.class.to_owned(),
     };
-    let mut lines = vec![locales.t(
-        lang,
+    let plain = |id: &str, args: &[(&str, crate::locale::FluentArg)]| {
+        Styled::plain(locales.t(lang, id, args))
+    };
+    let mut lines = vec![plain(
         msg::MANDATE_TITLE,
         &[("label", view.label.into()), ("class", (&class).into())],
     )];
     for target in view.targets {
-        lines.push(locales.t(
-            lang,
-            msg::CARD_TARGET,
-            &[("target", target.as_str().into())],
-        ));
+        lines.push(locales.styled(lang, msg::CARD_TARGET, &[], &[("target", target)]));
     }
-    lines.push(locales.t(lang, msg::MANDATE_UNTIL, &[("when", (&until).into())]));
-    lines.push(locales.t(
-        lang,
+    lines.push(plain(msg::MANDATE_UNTIL, &[("when", (&until).into())]));
+    lines.push(plain(
         msg::MANDATE_LIMITS,
         &[
             ("usd", format_usd(view.usd_per_day).as_str().into()),
@@ -73,9 +72,9 @@ fn terms_lines(
         ],
     ));
     if let Some(reason) = view.reason {
-        lines.push(locales.t(lang, msg::MANDATE_REASON, &[("reason", reason.into())]));
+        lines.push(locales.styled(lang, msg::MANDATE_REASON, &[], &[("reason", reason)]));
     }
-    lines.push(locales.t(lang, msg::CARD_RECORD, &[("id", view.record_id.into())]));
+    lines.push(plain(msg::CARD_RECORD, &[("id", view.record_id.into())]));
     lines
 }
 
@@ -88,12 +87,16 @@ pub fn render_mandate_card(
     now: DateTime<Utc>,
 ) -> Rendered {
     let mut lines = terms_lines(view, locales, lang, now);
-    lines.push(locales.t(lang, msg::MANDATE_EXPLAIN, &[]));
+    lines.push(Styled::plain(locales.t(lang, msg::MANDATE_EXPLAIN, &[])));
     let when = local_time(locales, lang, expires_at, view.tz, now);
-    lines.push(locales.t(lang, msg::CARD_DEADLINE, &[("when", (&when).into())]));
+    lines.push(Styled::plain(locales.t(
+        lang,
+        msg::CARD_DEADLINE,
+        &[("when", (&when).into())],
+    )));
     Rendered {
         parts: Vec::new(),
-        card: lines.join("\n"),
+        card: Styled::join(&lines, "\n"),
         buttons: vec![
             button(locales, lang, ButtonAction::Grant),
             button(locales, lang, ButtonAction::Decline),
@@ -110,7 +113,7 @@ pub fn try_render_mandate_card(
     lang: Language,
     now: DateTime<Utc>,
 ) -> Result<Rendered, CardError> {
-    super::fits_beside_footer(&terms_lines(view, locales, lang, now).join("\n"))?;
+    super::fits_beside_footer(&Styled::join(&terms_lines(view, locales, lang, now), "\n").text)?;
     Ok(render_mandate_card(view, expires_at, locales, lang, now))
 }
 
@@ -122,10 +125,10 @@ pub fn render_mandate_outcome(
     locales: &Locales,
     lang: Language,
     now: DateTime<Utc>,
-) -> String {
+) -> Styled {
     let mut lines = terms_lines(view, locales, lang, now);
     lines.push(super::outcome_line(outcome, locales, lang));
-    lines.join("\n")
+    Styled::join(&lines, "\n")
 }
 
 /// "Today: 4 of 10 actions, $2.40 of $5.00".
@@ -154,11 +157,11 @@ pub fn mandate_summary(
     locales: &Locales,
     lang: Language,
     now: DateTime<Utc>,
-) -> (String, Vec<super::Button>) {
+) -> (Styled, Vec<super::Button>) {
     let mut lines = terms_lines(view, locales, lang, now);
-    lines.push(usage_line(view, usage, locales, lang));
+    lines.push(Styled::plain(usage_line(view, usage, locales, lang)));
     (
-        lines.join("\n"),
+        Styled::join(&lines, "\n"),
         vec![button(locales, lang, ButtonAction::Stop)],
     )
 }
@@ -182,15 +185,20 @@ pub fn render_receipt(
 ) -> Rendered {
     let body = Body::new(action, locales, lang);
     let mut footer = super::outcome_footer(outcome, locales, lang);
-    footer.push(usage_line(mandate, usage, locales, lang));
+    footer.push(Styled::plain(usage_line(mandate, usage, locales, lang)));
     let until = local_time(locales, lang, mandate.ends_at, mandate.tz, now);
-    footer.push(locales.t(lang, msg::MANDATE_UNTIL, &[("when", (&until).into())]));
-    let title = locales.t(
+    footer.push(Styled::plain(locales.t(
+        lang,
+        msg::MANDATE_UNTIL,
+        &[("when", (&until).into())],
+    )));
+    let mut card = Styled::plain(locales.t(
         lang,
         msg::RECEIPT_TITLE,
         &[("id", mandate.record_id.into())],
-    );
-    let card = format!("{title}\n{}", body.assemble(&footer));
+    ));
+    card.push_str("\n");
+    card.push(&body.assemble(&footer));
     Rendered {
         parts: body.part_messages(),
         card,
@@ -258,9 +266,12 @@ mod tests {
                 [ButtonAction::Grant, ButtonAction::Decline]
             );
             assert!(rendered.parts.is_empty());
-            assert!(rendered.card.contains("@mila_news") && rendered.card.contains("@mila_shop"));
-            assert!(rendered.card.contains("5.00"));
-            assert_clean(&rendered.card);
+            assert!(
+                rendered.card.text.contains("@mila_news")
+                    && rendered.card.text.contains("@mila_shop")
+            );
+            assert!(rendered.card.text.contains("5.00"));
+            assert_clean(&rendered.card.text);
             snapshot(format!("mandate_card_{lang}"), show(&rendered));
         }
     }
@@ -278,9 +289,9 @@ mod tests {
             };
             let text =
                 render_mandate_outcome(&view(&targets, lang), &outcome, &locales, lang, now());
-            assert!(text.contains("Mila Petrova"));
-            assert_clean(&text);
-            snapshot(format!("mandate_granted_{lang}"), text);
+            assert!(text.text.contains("Mila Petrova"));
+            assert_clean(&text.text);
+            snapshot(format!("mandate_granted_{lang}"), text.marked());
         }
     }
 
@@ -333,9 +344,9 @@ mod tests {
                     .collect::<Vec<_>>(),
                 [ButtonAction::Stop]
             );
-            assert!(rendered.card.contains("2.40") && rendered.card.contains("5.00"));
-            assert!(rendered.card.contains(MANDATE));
-            assert_clean(&rendered.card);
+            assert!(rendered.card.text.contains("2.40") && rendered.card.text.contains("5.00"));
+            assert!(rendered.card.text.contains(MANDATE));
+            assert_clean(&rendered.card.text);
             snapshot(format!("receipt_{lang}"), show(&rendered));
         }
     }
@@ -357,7 +368,7 @@ mod tests {
             for count in [0, 1, 2, 5] {
                 shown.push(mandates_count(&locales, lang, count));
             }
-            shown.push(format!("{text}\n----\n[{}]", buttons[0].label));
+            shown.push(format!("{}\n----\n[{}]", text.marked(), buttons[0].label));
             shown.push(mandate_stopped(&locales, lang, label(lang)));
             shown.push(mandate_ended(&locales, lang, MANDATE, label(lang)));
             let all = shown.join("\n====\n");

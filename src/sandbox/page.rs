@@ -331,6 +331,9 @@ pub struct MessageView {
     /// Unix time.
     pub date: i64,
     pub text: Option<String>,
+    /// The text's entities as Telegram keeps them (`type`, UTF-16 `offset` and `length`): the
+    /// page quotes an action's text and sets values apart, as a Telegram client does.
+    pub entities: Option<serde_json::Value>,
     pub caption: Option<String>,
     /// `[i/N]` parts of a long text: (i, N).
     pub part: Option<(u32, u32)>,
@@ -376,6 +379,7 @@ pub fn messages_view(messages: &[ChatMessage]) -> Vec<MessageView> {
             },
             date: m.date,
             text: m.text.clone(),
+            entities: m.entities.clone(),
             caption: m.caption.clone(),
             part: m.text.as_deref().and_then(part_header),
             silent: m.disable_notification,

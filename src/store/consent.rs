@@ -6,9 +6,15 @@ use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
 use super::cached::Cached;
-use super::db::{record_where, timestamp, transition_in, Db, Effects, Event, Record, StateChange};
+use super::db::{
+    claim_in, record_where, timestamp, transition_in, Db, Effects, Event, Record, StateChange,
+};
+use super::drawn::{drawn_in, Drawn};
+use super::outbox::{self, Body, Sound, What};
 use super::state::RecordState;
 use super::StoreError;
+use crate::clock::Monotonic;
+use crate::deadline::{Late, Now, Window};
 use crate::pairing::{self, PairVerdict, PairingState};
 
 /// The paired owner, as stored.
@@ -36,6 +42,63 @@ pub enum Claim {
     Claimed(Record),
     /// The category was turned off since the card: the record ends refused and nothing runs.
     CategoryOff(Record),
+    /// The card's window had passed by the claim (the daemon stopped between the yes and the
+    /// claim): the record ends expired and nothing runs.
+    Expired(Record),
+}
+
+/// What a claim that does not run tells the owner, drawn by the caller beforehand; the store
+/// queues the one that applies in the claim's own transaction.
+#[derive(Debug, Clone, Default)]
+pub struct ClaimNotices {
+    /// The owner's chat; with none (before pairing) nothing is queued.
+    pub chat: Option<i64>,
+    /// The card's edit when the category was turned off.
+    pub refused_edit: Option<Body>,
+    /// The card's edit when the window had passed.
+    pub expired_edit: Option<Body>,
+    /// The notice when the window had passed: the owner said yes, and it did not run.
+    pub expired_notice: Option<Body>,
+}
+
+impl ClaimNotices {
+    fn queue(
+        &self,
+        tx: &rusqlite::Transaction<'_>,
+        effects: &mut Effects,
+        record_id: &str,
+        edit: Option<&Body>,
+        notice: Option<&Body>,
+    ) -> Result<(), StoreError> {
+        let Some(chat) = self.chat else {
+            return Ok(());
+        };
+        if let Some(edit) = edit {
+            outbox::queue_in(
+                tx,
+                chat,
+                What::Edit,
+                Some(record_id),
+                edit,
+                Sound::Silent,
+                effects.now,
+            )?;
+            effects.queued = true;
+        }
+        if let Some(notice) = notice {
+            outbox::queue_in(
+                tx,
+                chat,
+                What::Message,
+                None,
+                notice,
+                Sound::Gated,
+                effects.now,
+            )?;
+            effects.queued = true;
+        }
+        Ok(())
+    }
 }
 
 fn parse_time(text: Option<String>) -> Option<DateTime<Utc>> {
@@ -180,6 +243,7 @@ impl Db {
         record_id: &str,
         expires_at: DateTime<Utc>,
         now: DateTime<Utc>,
+        monotonic: &Monotonic,
     ) -> Result<bool, StoreError> {
         self.write_effects(now, None, |tx, effects| {
             let change = StateChange {
@@ -198,6 +262,11 @@ impl Db {
                 Err(StoreError::StateConflict { .. }) => return Ok(false),
                 Err(error) => return Err(error),
             }
+            let since_boot_ms = i64::try_from(monotonic.since_boot.as_millis()).unwrap_or(i64::MAX);
+            tx.execute_cached(
+                "UPDATE records SET shown_boot = ?2, shown_since_boot_ms = ?3 WHERE id = ?1",
+                params![record_id, monotonic.boot, since_boot_ms],
+            )?;
             effects
                 .changed
                 .push((record_id.to_owned(), RecordState::CardShown));
@@ -250,15 +319,18 @@ impl Db {
         })
     }
 
-    /// The card was sent: its message id is kept for edits and the outbox row is done.
+    /// The card was sent: its message id is kept for edits, what it was drawn with is kept for
+    /// its presses, and the outbox row is done.
     pub fn card_sent(
         &mut self,
         outbox_seq: i64,
         record_id: &str,
-        message_id: i64,
+        (chat_id, message_id): (i64, i64),
+        drawn: &Drawn,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         self.write_effects(now, None, |tx, _| {
+            drawn_in(tx, chat_id, message_id, drawn, now)?;
             tx.execute_cached(
                 "UPDATE outbox SET state = 'sent' WHERE seq = ?1",
                 [outbox_seq],
@@ -272,60 +344,69 @@ impl Db {
         })
     }
 
-    /// The claim (SPEC §8): the category is checked again, then granted → running and the
-    /// `used` line are durable before this returns; only then may the command start. A category
-    /// turned off ends the record refused, and `on_refused` runs in that transaction.
+    /// The claim (SPEC §8): the card's window and the category are checked again, then granted
+    /// → running and the `used` line are durable before this returns; only then may the command
+    /// start. A yes claimed after its card's window (the daemon stopped in between) ends the
+    /// record expired; a category turned off ends it refused. Either way nothing runs, and the
+    /// owner is told in the same transaction (`notices`).
     pub fn claim(
         &mut self,
         id: &str,
         category_enabled: bool,
-        now: DateTime<Utc>,
-        on_refused: impl FnOnce(
-            &rusqlite::Transaction<'_>,
-            &mut Effects,
-            &Record,
-        ) -> Result<(), StoreError>,
+        now: &Now,
+        notices: &ClaimNotices,
     ) -> Result<Claim, StoreError> {
-        self.write_effects(now, None, |tx, effects| {
+        self.write_effects(now.wall, None, |tx, effects| {
             let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
-            if !category_enabled {
-                let change = StateChange {
-                    reason: Some("category_off".to_owned()),
-                    message: Some(format!(
-                        "category {} was turned off before the action ran",
-                        record.kind.as_deref().unwrap_or("?")
-                    )),
-                    finished_at: Some(now),
-                    ..StateChange::default()
-                };
-                transition_in(tx, id, RecordState::Granted, RecordState::Refused, &change)?;
-                effects.changed.push((id.to_owned(), RecordState::Refused));
-                effects.push(
+            let late = record
+                .window()
+                .is_some_and(|window| window.judge(now).is_err());
+            let (to, reason, message, event) = if late {
+                (
+                    RecordState::Expired,
+                    None,
+                    "the yes came in time, but consentd could not run it before the card's time \
+                     was up; nothing ran"
+                        .to_owned(),
+                    Event::new("expired").with("id", id).with("detail", "claim"),
+                )
+            } else if !category_enabled {
+                let kind = record.kind.clone().unwrap_or_default();
+                (
+                    RecordState::Refused,
+                    Some("category_off".to_owned()),
+                    format!("category {kind} was turned off before the action ran"),
                     Event::new("denied")
                         .with("id", id)
-                        .with("kind", record.kind.clone().unwrap_or_default())
+                        .with("kind", kind)
                         .with("reason", "category_off"),
-                );
+                )
+            } else {
+                let used = claim_in(tx, id, record.digest.as_deref().unwrap_or_default())?;
+                effects.changed.push((id.to_owned(), RecordState::Running));
+                effects.push(used);
                 let record =
                     record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
-                on_refused(tx, effects, &record)?;
-                return Ok(Claim::CategoryOff(record));
-            }
-            transition_in(
-                tx,
-                id,
-                RecordState::Granted,
-                RecordState::Running,
-                &StateChange::default(),
-            )?;
-            effects.changed.push((id.to_owned(), RecordState::Running));
-            effects.push(
-                Event::new("used")
-                    .with("id", id)
-                    .with("digest", record.digest.clone().unwrap_or_default()),
-            );
+                return Ok(Claim::Claimed(record));
+            };
+            let change = StateChange {
+                reason,
+                message: Some(message),
+                finished_at: Some(now.wall),
+                ..StateChange::default()
+            };
+            transition_in(tx, id, RecordState::Granted, to, &change)?;
+            effects.changed.push((id.to_owned(), to));
+            effects.push(event);
             let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
-            Ok(Claim::Claimed(record))
+            if late {
+                let (edit, notice) = (&notices.expired_edit, &notices.expired_notice);
+                notices.queue(tx, effects, id, edit.as_ref(), notice.as_ref())?;
+                Ok(Claim::Expired(record))
+            } else {
+                notices.queue(tx, effects, id, notices.refused_edit.as_ref(), None)?;
+                Ok(Claim::CategoryOff(record))
+            }
         })
     }
 
@@ -366,13 +447,49 @@ impl Db {
         })
     }
 
-    /// Records whose card is past its ttl by `now`.
-    pub fn due_for_expiry(&self, now: DateTime<Utc>) -> Result<Vec<String>, StoreError> {
+    /// Records whose card is past its ttl at `now`, by the wall clock or by the monotonic one
+    /// (see [`crate::deadline`]). Open cards are few (at most `max_pending`), so each is judged
+    /// here rather than in SQL. A card the wall clock dates in the future (the clock was
+    /// stepped back) stays until its monotonic time is up; presses on it are refused meanwhile.
+    pub fn due_for_expiry(&self, now: &Now) -> Result<Vec<String>, StoreError> {
         let mut statement = self.conn.prepare_cached(
-            "SELECT id FROM records WHERE state = 'card_shown' AND expires_at <= ?1 ORDER BY seq",
+            "SELECT id, shown_at, expires_at, shown_boot, shown_since_boot_ms FROM records
+             WHERE state = 'card_shown' ORDER BY seq",
         )?;
-        let rows = statement.query_map([timestamp(now)], |row| row.get(0))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let rows = statement.query_map([], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, Option<String>>(1)?,
+                row.get::<_, Option<String>>(2)?,
+                row.get::<_, Option<String>>(3)?,
+                row.get::<_, Option<i64>>(4)?,
+            ))
+        })?;
+        let mut due = Vec::new();
+        for row in rows {
+            let (id, shown_at, expires_at, boot, since_boot_ms) = row?;
+            let window = match (parse_time(shown_at), parse_time(expires_at)) {
+                (Some(shown_at), Some(expires_at)) => Window {
+                    shown_at,
+                    expires_at,
+                    shown_monotonic: boot.zip(since_boot_ms).map(|(boot, ms)| Monotonic {
+                        boot,
+                        since_boot: std::time::Duration::from_millis(
+                            u64::try_from(ms).unwrap_or(0),
+                        ),
+                    }),
+                },
+                // A shown card without its window cannot be answered: it is due.
+                _ => {
+                    due.push(id);
+                    continue;
+                }
+            };
+            if matches!(window.judge(now), Err(Late::PastWall | Late::PastMonotonic)) {
+                due.push(id);
+            }
+        }
+        Ok(due)
     }
 
     /// Records in `state`, oldest first.
@@ -388,37 +505,51 @@ impl Db {
             .collect()
     }
 
-    /// The owner's Resume: the kind's streak ends and it may ask again; `reply` (the answer to the
-    /// owner) is queued in the same transaction.
+    /// The owner's Resume on the notice of the silence `silenced_by` started: the kind's streak
+    /// ends and it may ask again; `reply` (the answer to the owner, to their chat) is queued in
+    /// the same transaction. A silence started by another record (a later one) is left alone:
+    /// an old Resume lifts only its own.
     pub fn resume_kind(
         &mut self,
         kind: &str,
+        silenced_by: &str,
         by: i64,
         next_offset: i64,
         now: DateTime<Utc>,
-        reply: impl FnOnce(&rusqlite::Transaction<'_>, &mut Effects) -> Result<(), StoreError>,
+        reply: (i64, Body),
     ) -> Result<bool, StoreError> {
         self.write_effects(now, Some(next_offset), |tx, effects| {
             let changed = tx.execute_cached(
-                "UPDATE kind_streaks SET streak = 0, silenced_until = NULL
-                 WHERE kind = ?1 AND silenced_until IS NOT NULL",
-                [kind],
+                "UPDATE kind_streaks SET streak = 0, silenced_until = NULL, silenced_by = NULL
+                 WHERE kind = ?1 AND silenced_by = ?2 AND silenced_until > ?3",
+                params![kind, silenced_by, timestamp(now)],
             )?;
             if changed > 0 {
-                effects.push(Event::new("resumed").with("kind", kind).with("by", by));
-                reply(tx, effects)?;
+                effects.push(
+                    Event::new("resumed")
+                        .with("kind", kind)
+                        .with("silenced_by", silenced_by)
+                        .with("by", by),
+                );
+                let (chat, body) = reply;
+                outbox::queue_in(tx, chat, What::Message, None, &body, Sound::Silent, now)?;
+                effects.queued = true;
             }
             Ok(changed > 0)
         })
     }
 
-    /// The kind's silence, if any: until when.
-    pub fn silenced_until(&self, kind: &str) -> Result<Option<String>, StoreError> {
+    /// The record whose no started the kind's silence, while the silence lasts at `now`.
+    pub fn silenced_by(
+        &self,
+        kind: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<String>, StoreError> {
         Ok(self
             .conn
             .query_row_cached(
-                "SELECT silenced_until FROM kind_streaks WHERE kind = ?1",
-                [kind],
+                "SELECT silenced_by FROM kind_streaks WHERE kind = ?1 AND silenced_until > ?2",
+                params![kind, timestamp(now)],
                 |row| row.get(0),
             )
             .optional()?

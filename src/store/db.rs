@@ -16,6 +16,8 @@ use serde_json::Value;
 
 use super::cached::{Cached, STATEMENT_CACHE_CAPACITY};
 use crate::action::{format_usd, Action};
+use crate::clock::Monotonic;
+use crate::deadline::Window;
 use crate::digest::AttachmentFacts;
 use crate::journal::{self, JournalFile, Line};
 use crate::refusal::{Reason, Refusal};
@@ -29,6 +31,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (2, include_str!("migrations/0002_telegram.sql")),
     (3, include_str!("migrations/0003_mandates.sql")),
     (4, include_str!("migrations/0004_gate.sql")),
+    (5, include_str!("migrations/0005_binding.sql")),
 ];
 
 /// A journal event waiting for its line: the event name and its own members, in order.
@@ -155,6 +158,8 @@ pub struct Record {
     /// The display name of whoever pressed, as Telegram gave it then.
     pub decided_by_name: Option<String>,
     pub finished_at: Option<String>,
+    /// The monotonic clock when the card was shown, when it was kept.
+    pub shown_monotonic: Option<Monotonic>,
     /// An action, or a request for a mandate.
     pub subject: Subject,
     /// For an action: the mandate that answered it instead of a card.
@@ -164,6 +169,20 @@ pub struct Record {
 }
 
 impl Record {
+    /// When its card was shown and until when it may be answered, once it was shown.
+    pub fn window(&self) -> Option<Window> {
+        let time = |text: &Option<String>| {
+            text.as_deref()
+                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| t.with_timezone(&Utc))
+        };
+        Some(Window {
+            shown_at: time(&self.shown_at)?,
+            expires_at: time(&self.expires_at)?,
+            shown_monotonic: self.shown_monotonic.clone(),
+        })
+    }
+
     /// Whether the record has its answer for the session: a final state, or a granted mandate
     /// request (a mandate request is never run, so `granted` is where it ends).
     pub fn is_final(&self) -> bool {
@@ -650,8 +669,8 @@ impl Db {
             if silenced {
                 let until = now + chrono::Duration::days(1);
                 tx.execute_cached(
-                    "UPDATE kind_streaks SET silenced_until = ?2 WHERE kind = ?1",
-                    params![kind, timestamp(until)],
+                    "UPDATE kind_streaks SET silenced_until = ?2, silenced_by = ?3 WHERE kind = ?1",
+                    params![kind, timestamp(until), id],
                 )?;
                 effects.push(
                     Event::new("silenced")
@@ -692,7 +711,8 @@ impl Db {
             effects.changed.push((id.to_owned(), RecordState::Granted));
             let kind = record.kind.clone().unwrap_or_default();
             tx.execute_cached(
-                "UPDATE kind_streaks SET streak = 0, silenced_until = NULL WHERE kind = ?1",
+                "UPDATE kind_streaks SET streak = 0, silenced_until = NULL, silenced_by = NULL
+                 WHERE kind = ?1",
                 [&kind],
             )?;
             let record = match &record.mandate {
@@ -931,13 +951,7 @@ fn covered_in(
         ..StateChange::default()
     };
     transition_in(tx, id, RecordState::Pending, RecordState::Granted, &granted)?;
-    transition_in(
-        tx,
-        id,
-        RecordState::Granted,
-        RecordState::Running,
-        &StateChange::default(),
-    )?;
+    let used = claim_in(tx, id, &ask.digest)?;
     let cost = ask.action.cost_usd.unwrap_or_default();
     let mut asked = Event::new("asked")
         .with("id", id)
@@ -955,13 +969,22 @@ fn covered_in(
             .with("actions_today", before.actions + 1)
             .with("usd_today", format_usd(before.usd + cost)),
     );
-    events.push(
-        Event::new("used")
-            .with("id", id)
-            .with("digest", ask.digest.as_str()),
-    );
+    events.push(used);
     let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
     Ok(AskOutcome::Covered(record))
+}
+
+/// The claim (SPEC §8): granted → running. Returns the `used` line, for the caller to journal
+/// in the same transaction, after whatever must precede it.
+pub(crate) fn claim_in(tx: &Transaction<'_>, id: &str, digest: &str) -> Result<Event, StoreError> {
+    transition_in(
+        tx,
+        id,
+        RecordState::Granted,
+        RecordState::Running,
+        &StateChange::default(),
+    )?;
+    Ok(Event::new("used").with("id", id).with("digest", digest))
 }
 
 pub(crate) fn refuse_in(
@@ -1116,7 +1139,8 @@ pub(super) const OPEN_BY_DIGEST: &str =
 
 const RECORD_COLUMNS: &str = "seq, id, peer_uid, kind, target, text, fields, cost_usd, digest, \
     idempotency_key, urgent, state, reason, message, result, created_at, shown_at, expires_at, \
-    decided_at, decided_by, finished_at, subject, mandate_id, decided_by_name";
+    decided_at, decided_by, finished_at, subject, mandate_id, decided_by_name, shown_boot, \
+    shown_since_boot_ms";
 
 /// The query [`record_where`] runs: the latest record meeting `condition`.
 pub(super) fn record_where_sql(condition: &str) -> String {
@@ -1172,6 +1196,16 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
         decided_at: row.get(18)?,
         decided_by: row.get(19)?,
         finished_at: row.get(20)?,
+        shown_monotonic: match (
+            row.get::<_, Option<String>>(24)?,
+            row.get::<_, Option<i64>>(25)?,
+        ) {
+            (Some(boot), Some(ms)) => Some(Monotonic {
+                boot,
+                since_boot: Duration::from_millis(u64::try_from(ms).unwrap_or(0)),
+            }),
+            _ => None,
+        },
         subject: match row.get::<_, String>(21)?.as_str() {
             "mandate" => Subject::Mandate,
             _ => Subject::Action,

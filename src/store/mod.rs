@@ -8,6 +8,7 @@
 mod cached;
 pub mod consent;
 pub mod db;
+pub mod drawn;
 pub mod mandates;
 pub mod outbox;
 pub mod settings;

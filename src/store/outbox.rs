@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::cached::Cached;
 use super::db::{timestamp, Db};
 use super::StoreError;
+use crate::styled::{Span, Styled};
 
 /// What a row asks the sender to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,9 +82,30 @@ pub struct ButtonSpec {
 pub struct Body {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// The spans that set apart what others wrote (message entities).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spans: Vec<Span>,
     /// One row of buttons; empty removes them on an edit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub buttons: Vec<ButtonSpec>,
+}
+
+impl Body {
+    pub fn new(styled: Styled, buttons: Vec<ButtonSpec>) -> Body {
+        Body {
+            text: Some(styled.text),
+            spans: styled.spans,
+            buttons,
+        }
+    }
+
+    /// The text and its spans.
+    pub fn styled(&self) -> Styled {
+        Styled {
+            text: self.text.clone().unwrap_or_default(),
+            spans: self.spans.clone(),
+        }
+    }
 }
 
 /// A queued row.

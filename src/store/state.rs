@@ -37,8 +37,9 @@ impl RecordState {
         RecordState::OutcomeUnknown,
     ];
 
-    /// Every legal step.
-    pub const TRANSITIONS: [(RecordState, RecordState); 13] = [
+    /// Every legal step. A granted record ends expired when it is claimed only after its ttl
+    /// (the daemon stopped between the yes and the claim): a yes is for the card's window.
+    pub const TRANSITIONS: [(RecordState, RecordState); 14] = [
         (RecordState::Pending, RecordState::CardShown),
         (RecordState::Pending, RecordState::Granted),
         (RecordState::Pending, RecordState::Expired),
@@ -49,6 +50,7 @@ impl RecordState {
         (RecordState::CardShown, RecordState::Refused),
         (RecordState::Granted, RecordState::Running),
         (RecordState::Granted, RecordState::Refused),
+        (RecordState::Granted, RecordState::Expired),
         (RecordState::Running, RecordState::Executed),
         (RecordState::Running, RecordState::Failed),
         (RecordState::Running, RecordState::OutcomeUnknown),

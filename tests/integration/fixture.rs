@@ -30,6 +30,7 @@ pub struct DaemonBuilder {
     max_pending: u32,
     owner: Option<i64>,
     decline_streak: u32,
+    card_ttl: String,
     /// The `[gate]` table's lines.
     gate: String,
     /// Extra environment for the daemon's first start (a preloaded library, a crash point).
@@ -44,6 +45,7 @@ impl Default for DaemonBuilder {
             max_pending: 20,
             owner: Some(OWNER),
             decline_streak: 3,
+            card_ttl: "15m".to_owned(),
             gate: "quiet_hours = \"off\"".to_owned(),
             env: Vec::new(),
         }
@@ -71,6 +73,18 @@ impl DaemonBuilder {
     /// those take theirs in [`Daemon::restart_with`]).
     pub fn env(mut self, key: &str, value: impl Into<String>) -> Self {
         self.env.push((key.to_owned(), value.into()));
+        self
+    }
+
+    /// Sets `limits.decline_streak` (the default is the ceiling, 3).
+    pub fn decline_streak(mut self, streak: u32) -> Self {
+        self.decline_streak = streak;
+        self
+    }
+
+    /// Sets `limits.card_ttl` (the default is the ceiling, 15 minutes).
+    pub fn card_ttl(mut self, ttl: &str) -> Self {
+        self.card_ttl = ttl.to_owned();
         self
     }
 
@@ -110,6 +124,7 @@ allowed_uids = {uids:?}
 max_request_bytes = {max_request_bytes}
 max_pending = {max_pending}
 decline_streak = {decline_streak}
+card_ttl = "{card_ttl}"
 
 [gate]
 {gate}
@@ -145,6 +160,7 @@ command = ["/bin/true"]
             max_request_bytes = self.max_request_bytes,
             max_pending = self.max_pending,
             decline_streak = self.decline_streak,
+            card_ttl = self.card_ttl,
             gate = self.gate,
         )
     }
@@ -370,18 +386,27 @@ impl Daemon {
 
     /// Sets the daemon's clock to `at` (through its test clock file); it runs on from there.
     pub fn set_clock(&self, at: chrono::DateTime<chrono::Utc>) {
-        std::fs::write(self.dir.path().join("clock"), offset_to(at).to_string()).unwrap();
+        self.set_clocks(offset_to(at), self.clocks().1);
     }
 
-    /// Moves the daemon's clock forward by `seconds` (through its test clock file).
+    /// Moves the daemon's wall clock forward by `seconds` (through its test clock file); its
+    /// monotonic clock stays where it is.
     pub fn advance_clock(&self, seconds: i64) {
-        let path = self.dir.path().join("clock");
-        let now: i64 = std::fs::read_to_string(&path)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        std::fs::write(path, (now + seconds).to_string()).unwrap();
+        let (wall, monotonic) = self.clocks();
+        self.set_clocks(wall + seconds, monotonic);
+    }
+
+    /// The test clock file's offsets: the wall clock's and the monotonic clock's, in seconds.
+    pub fn clocks(&self) -> (i64, i64) {
+        let text = std::fs::read_to_string(self.dir.path().join("clock")).unwrap_or_default();
+        let mut numbers = text.split_whitespace().map(|n| n.parse::<i64>().unwrap());
+        (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0))
+    }
+
+    /// Shifts the daemon's wall clock by `wall` seconds and its monotonic clock by `monotonic`
+    /// seconds from the real ones (a wall clock stepped back, time passed on the monotonic one).
+    pub fn set_clocks(&self, wall: i64, monotonic: i64) {
+        std::fs::write(self.dir.path().join("clock"), format!("{wall} {monotonic}")).unwrap();
     }
 
     /// How many times the category's command has run.

@@ -1,0 +1,193 @@
+//! When an answer is still in time: a card's window, judged on both clocks (a pure decision).
+//!
+//! A card may be answered from the moment it was shown until its ttl has passed. The wall clock
+//! alone cannot say so: stepped back two hours, it would keep a fifteen-minute card open for two
+//! hours more. So the window is also measured on the monotonic clock, from the reading taken
+//! when the card was shown, whenever the two readings come from the same boot. The policy:
+//!
+//! - an answer is late when the wall clock says the ttl has passed, **or** the monotonic clock
+//!   says the ttl's length has passed since the card was shown (the earlier of the two wins);
+//! - an answer the wall clock dates before the card was shown is refused too: the card cannot
+//!   have been seen then, so the wall clock has been stepped back and cannot be trusted for the
+//!   rest of the window;
+//! - across a reboot the monotonic reading means nothing, and the wall clock decides alone.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::clock::Monotonic;
+
+/// When a card was shown and until when it may be answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Window {
+    pub shown_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    /// The monotonic clock when the card was shown; absent for records shown before it was kept.
+    pub shown_monotonic: Option<Monotonic>,
+}
+
+/// Both clocks, read once for one decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Now {
+    pub wall: DateTime<Utc>,
+    pub monotonic: Monotonic,
+}
+
+impl Now {
+    pub fn read(clock: &dyn crate::clock::Clock) -> Now {
+        Now {
+            wall: clock.now(),
+            monotonic: clock.monotonic(),
+        }
+    }
+}
+
+/// Why an answer is not in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Late {
+    /// The wall clock dates the answer before the card was shown.
+    BeforeShown,
+    /// The wall clock is at or past the window's end.
+    PastWall,
+    /// The ttl's length has passed on the monotonic clock.
+    PastMonotonic,
+}
+
+impl Window {
+    /// The ttl's length; zero for a malformed window, which then admits nothing.
+    fn ttl(&self) -> Duration {
+        (self.expires_at - self.shown_at)
+            .to_std()
+            .unwrap_or(Duration::ZERO)
+    }
+
+    /// Whether an answer at `now` is in time. The window is half-open: at its end it is over.
+    pub fn judge(&self, now: &Now) -> Result<(), Late> {
+        if now.wall < self.shown_at {
+            return Err(Late::BeforeShown);
+        }
+        if now.wall >= self.expires_at {
+            return Err(Late::PastWall);
+        }
+        let elapsed = self
+            .shown_monotonic
+            .as_ref()
+            .and_then(|shown| now.monotonic.since(shown));
+        match elapsed {
+            Some(elapsed) if elapsed >= self.ttl() => Err(Late::PastMonotonic),
+            // A monotonic reading earlier than the card's on the same boot cannot happen; were
+            // it to, the clock is not to be trusted and the answer is late.
+            None if self
+                .shown_monotonic
+                .as_ref()
+                .is_some_and(|shown| shown.boot == now.monotonic.boot) =>
+            {
+                Err(Late::PastMonotonic)
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{TimeDelta, TimeZone};
+
+    fn shown() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 5, 4, 12, 0, 0).unwrap()
+    }
+
+    fn mono(boot: &str, secs: u64) -> Monotonic {
+        Monotonic {
+            boot: boot.to_owned(),
+            since_boot: Duration::from_secs(secs),
+        }
+    }
+
+    /// A 60-second card shown at noon, at 1,000 s of boot "a".
+    fn window() -> Window {
+        Window {
+            shown_at: shown(),
+            expires_at: shown() + TimeDelta::seconds(60),
+            shown_monotonic: Some(mono("a", 1_000)),
+        }
+    }
+
+    fn at(wall_secs: i64, boot: &str, mono_secs: u64) -> Now {
+        Now {
+            wall: shown() + TimeDelta::seconds(wall_secs),
+            monotonic: mono(boot, mono_secs),
+        }
+    }
+
+    #[test]
+    fn the_table_of_answers_in_and_out_of_time() {
+        use Late::*;
+        let cases: [(&str, Now, Result<(), Late>); 11] = [
+            ("at once", at(0, "a", 1_000), Ok(())),
+            ("59 s in", at(59, "a", 1_059), Ok(())),
+            ("at the end by both", at(60, "a", 1_060), Err(PastWall)),
+            ("62 s in", at(62, "a", 1_062), Err(PastWall)),
+            (
+                "wall stepped back 2 h, 62 s in",
+                at(62 - 7_200, "a", 1_062),
+                Err(BeforeShown),
+            ),
+            (
+                "wall stepped back 30 s, 62 s in",
+                at(32, "a", 1_062),
+                Err(PastMonotonic),
+            ),
+            (
+                "wall behind by 1 s, 5 s in",
+                at(-1, "a", 1_005),
+                Err(BeforeShown),
+            ),
+            (
+                "wall stepped forward past the end, 5 s in",
+                at(3_600, "a", 1_005),
+                Err(PastWall),
+            ),
+            (
+                "after a reboot the wall clock decides",
+                at(30, "b", 10),
+                Ok(()),
+            ),
+            (
+                "after a reboot, late by the wall clock",
+                at(61, "b", 10),
+                Err(PastWall),
+            ),
+            (
+                "a monotonic reading before the card's, same boot",
+                at(10, "a", 900),
+                Err(PastMonotonic),
+            ),
+        ];
+        for (label, now, expected) in cases {
+            assert_eq!(window().judge(&now), expected, "{label}");
+        }
+    }
+
+    #[test]
+    fn a_window_without_a_monotonic_reading_uses_the_wall_clock() {
+        let legacy = Window {
+            shown_monotonic: None,
+            ..window()
+        };
+        assert_eq!(legacy.judge(&at(59, "a", 99_999)), Ok(()));
+        assert_eq!(legacy.judge(&at(60, "a", 1_000)), Err(Late::PastWall));
+        assert_eq!(legacy.judge(&at(-5, "a", 1_000)), Err(Late::BeforeShown));
+    }
+
+    #[test]
+    fn a_malformed_window_admits_nothing() {
+        let backwards = Window {
+            expires_at: shown() - TimeDelta::seconds(1),
+            ..window()
+        };
+        assert!(backwards.judge(&at(0, "a", 1_000)).is_err());
+    }
+}

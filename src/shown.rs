@@ -1,0 +1,136 @@
+//! Strings the bot shows but did not check: a command's result line, a failure's reason, a
+//! Telegram user's name. The refusal gate never saw them, so they may hold what the gate refuses
+//! (a right-to-left override that reorders the line, tag characters that hide text, a zero-width
+//! space). Each such scalar is written out as `U+XXXX` instead, so the owner sees that it is
+//! there and the line cannot be made to read as something else.
+//!
+//! The policy is the gate's scalar policy ([`crate::refusal::visible::is_refused_alone`], line
+//! breaks included), with the visible emoji kept whole: a joiner between two pictographs, a
+//! presentation selector after one, and a subdivision flag's tag sequence.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use icu_properties::props::ExtendedPictographic;
+use icu_properties::{CodePointSetData, CodePointSetDataBorrowed};
+
+use crate::refusal::visible::is_refused_alone;
+
+const PICTOGRAPH: CodePointSetDataBorrowed<'static> =
+    CodePointSetData::new::<ExtendedPictographic>();
+
+const ZWJ: char = '\u{200D}';
+const BLACK_FLAG: char = '\u{1F3F4}';
+const CANCEL_TAG: char = '\u{E007F}';
+
+/// `s` with every hidden scalar written as `U+XXXX`; borrowed when there is none.
+pub fn shown(s: &str) -> Cow<'_, str> {
+    let scalars: Vec<char> = s.chars().collect();
+    if !scalars.iter().any(|&c| is_refused_alone(c, false)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    let mut i = 0;
+    while i < scalars.len() {
+        let c = scalars[i];
+        if c == BLACK_FLAG {
+            if let Some(end) = flag_end(&scalars, i) {
+                out.extend(&scalars[i..end]);
+                i = end;
+                continue;
+            }
+        }
+        if is_refused_alone(c, false) && !is_emoji_glue(&scalars, i) {
+            let _ = write!(out, "U+{:04X}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+        i += 1;
+    }
+    Cow::Owned(out)
+}
+
+/// Where a subdivision flag starting at `start` ends: U+1F3F4, two to five lower-case tag
+/// letters or digits (two letters first), and CANCEL TAG.
+fn flag_end(scalars: &[char], start: usize) -> Option<usize> {
+    let tag = |c: char| char::from_u32(u32::from(c).wrapping_sub(0xE0000));
+    let spec: Vec<char> = scalars[start + 1..]
+        .iter()
+        .map_while(|&c| tag(c).filter(|t| t.is_ascii_lowercase() || t.is_ascii_digit()))
+        .collect();
+    let closed = scalars.get(start + 1 + spec.len()) == Some(&CANCEL_TAG);
+    let well_formed =
+        (3..=5).contains(&spec.len()) && spec[..2].iter().all(char::is_ascii_lowercase);
+    (closed && well_formed).then_some(start + spec.len() + 2)
+}
+
+/// A joiner between two pictographs, or a presentation selector right after one.
+fn is_emoji_glue(scalars: &[char], i: usize) -> bool {
+    let before = i.checked_sub(1).map(|p| scalars[p]);
+    let after = scalars.get(i + 1).copied();
+    let pictograph = |c: Option<char>| c.is_some_and(|c| PICTOGRAPH.contains(c));
+    match scalars[i] {
+        ZWJ => pictograph(before) && pictograph(after),
+        '\u{FE0E}' | '\u{FE0F}' => pictograph(before),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hidden_scalars_are_written_out() {
+        let cases: [(&str, &str, &str); 12] = [
+            (
+                "plain",
+                "https://x.com/mila/status/2",
+                "https://x.com/mila/status/2",
+            ),
+            (
+                "right-to-left override",
+                "done \u{202E}gpj.exe",
+                "done U+202Egpj.exe",
+            ),
+            ("zero-width space", "ok\u{200B}!", "okU+200B!"),
+            ("a line break", "one\ntwo", "oneU+000Atwo"),
+            (
+                "a tag run after an emoji",
+                "😀\u{E0049}\u{E0047}",
+                "😀U+E0049U+E0047",
+            ),
+            (
+                "a private-use marker",
+                "a\u{F0000}0\u{F0001}",
+                "aU+F00000U+F0001",
+            ),
+            (
+                "a family",
+                "👨\u{200D}👩\u{200D}👧",
+                "👨\u{200D}👩\u{200D}👧",
+            ),
+            ("a red heart", "❤\u{FE0F}", "❤\u{FE0F}"),
+            ("a joiner between letters", "a\u{200D}b", "aU+200Db"),
+            (
+                "the Scottish flag",
+                "🏴\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}",
+                "🏴\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}",
+            ),
+            (
+                "a flag hiding upper-case tags",
+                "🏴\u{E0047}\u{E0042}\u{E007F}",
+                "🏴U+E0047U+E0042U+E007F",
+            ),
+            ("a no-break space", "Mila\u{A0}P.", "MilaU+00A0P."),
+        ];
+        for (label, input, expected) in cases {
+            assert_eq!(shown(input), expected, "{label}");
+        }
+    }
+
+    #[test]
+    fn nothing_hidden_borrows() {
+        assert!(matches!(shown("Mila Petrova 👋🏽"), Cow::Borrowed(_)));
+    }
+}
