@@ -16,6 +16,7 @@
 //! - [`intake`]: an ask's journey from a parsed request to a stored record or a refusal.
 //! - [`store`]: the SQLite store, its one owning thread, the record state machine, and the
 //!   journal staging that keeps store and journal in step.
+//! - `stored`: an attachment's stored copy, read back and checked against its SHA-256.
 //! - [`journal`]: the journal's line format, appending, verification and repair.
 //! - [`client`]: the `ask`, `status` and `list` clients.
 //! - [`daemon`]: `serve`, wiring the parts together.
@@ -49,4 +50,5 @@ pub mod sender;
 pub mod server;
 pub mod split;
 pub mod store;
+pub(crate) mod stored;
 pub mod telegram;
