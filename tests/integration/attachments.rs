@@ -1,5 +1,6 @@
 //! Attachments end to end: what runs, and what the owner is shown, are the bytes whose SHA-256 the
-//! card shows — a stored copy changed behind the daemon's back is never run nor shown.
+//! card shows — a stored copy changed behind the daemon's back is never run nor shown — and a file
+//! whose bytes are not its declared media type never reaches a card.
 
 use std::path::PathBuf;
 
@@ -206,5 +207,45 @@ fn a_stored_copy_changed_before_its_card_is_sent_is_never_shown() {
     let events = events_of(&daemon, &id);
     assert_eq!(names(&events), ["asked", "expired"]);
     assert_eq!(events[1]["detail"], "undeliverable", "{}", events[1]);
+    assert_journal_verifies(&daemon);
+}
+
+#[test]
+fn an_elf_as_image_png_is_refused() {
+    let mut daemon = Daemon::start();
+    // A real executable, named like a photo.
+    let elf = std::fs::read("/bin/true").unwrap();
+    assert_eq!(&elf[..4], b"\x7fELF");
+    let answer = daemon.request(&ask_with_cover(&elf, "image/png"));
+    assert_eq!(answer["status"], "refused", "{answer}");
+    assert_eq!(answer["reason"], "bad_request", "{answer}");
+    assert_eq!(
+        answer["message"],
+        "attachments[0] is declared image/png, but its bytes are not PNG (they look like \
+         application/x-executable)",
+        "{answer}"
+    );
+    // Refused before anything was kept or shown.
+    assert!(
+        !stored_copy(&daemon, &elf).exists(),
+        "the bytes were stored"
+    );
+    // The same ask with the true PNG passes, so the refusal was the bytes'.
+    let good = daemon.request(&ask_with_cover(PNG, "image/png"));
+    assert_eq!(good["status"], "pending", "{good}");
+    let good_id = good["id"].as_str().unwrap().to_owned();
+    daemon.card_of(&good_id);
+    let photos = daemon
+        .owner_chat()
+        .into_iter()
+        .filter(|m| m.kind != ContentKind::Text)
+        .count();
+    assert_eq!(photos, 1, "only the true PNG reached the chat");
+
+    assert!(daemon.stop_with(Signal::SIGTERM).success());
+    let id = answer["id"].as_str().unwrap();
+    let events = events_of(&daemon, id);
+    assert_eq!(names(&events), ["denied"]);
+    assert_eq!(events[0]["reason"], "bad_request", "{}", events[0]);
     assert_journal_verifies(&daemon);
 }
