@@ -1418,9 +1418,11 @@ impl Consent {
                     name: a.name.clone(),
                     media_type: a.media_type.clone(),
                     sha256: a.sha256.clone(),
+                    bytes: a.bytes,
                     source: self.store.attachment_path(&a.sha256),
                 })
                 .collect(),
+            on_card: record.mandate_id.is_none(),
         }
     }
 

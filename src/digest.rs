@@ -238,7 +238,10 @@ command = ["/bin/true"]
         }
     }
 
+    /// An ask whose `a.png` is a PNG signature followed by `bytes` (the gate checks the magic
+    /// bytes of a declared image type).
     fn ask(text: &str, target: &str, reply_to: &str, cost: &str, bytes: &[u8]) -> Value {
+        let png = [b"\x89PNG\r\n\x1a\n".as_slice(), bytes].concat();
         let mut fields = Map::new();
         fields.insert("reply_to".into(), json!(reply_to));
         fields.insert("tags".into(), json!("news"));
@@ -247,7 +250,7 @@ command = ["/bin/true"]
             "fields": fields, "cost_usd": cost, "idempotency_key": "k", "wait": true,
             "attachments": [
                 {"name": "a.png", "media_type": "image/png",
-                 "data_b64": base64::engine::general_purpose::STANDARD.encode(bytes)},
+                 "data_b64": base64::engine::general_purpose::STANDARD.encode(png)},
                 {"name": "b.txt", "media_type": "text/plain", "data_b64": "aGk="}
             ]
         })

@@ -14,7 +14,10 @@
 //!   programs by absolute path;
 //! - as working directory a fresh directory `<work_root>/run-<record id>-<unique>`, mode 0700,
 //!   owned by the `run_as` user when set, holding a copy (mode 0600) of each attachment under
-//!   its name; it is removed once the run is over, whatever the outcome;
+//!   its name; it is removed once the run is over, whatever the outcome. Each copy is hashed
+//!   while it is made and must have the record's SHA-256 and size, the ones the card showed:
+//!   a stored copy that changed since (other bytes, cut short, a symlink, gone) means the
+//!   command never starts ([`RunOutcome::NotStarted`], naming the attachment);
 //! - on stdin one JSON object followed by a newline, then end of file:
 //!   `{"id","kind","target","text","fields","cost_usd","attachments":[{"name","media_type","path","sha256"}]}`
 //!   where `path` is the absolute path of the copy;
@@ -34,7 +37,7 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::pin::pin;
@@ -48,6 +51,8 @@ use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::time::Instant;
+
+use crate::stored;
 
 /// At most this many characters of the first stdout line become the result.
 const RESULT_MAX_CHARS: usize = 200;
@@ -82,6 +87,9 @@ pub struct RunSpec {
     /// What goes on stdin.
     pub stdin: StdinAction,
     pub attachments: Vec<AttachmentSource>,
+    /// The owner approved this run on its card (else a mandate covered it, with no card): what
+    /// a changed attachment's message says it changed after.
+    pub on_card: bool,
 }
 
 /// The action as the command sees it on stdin.
@@ -96,12 +104,15 @@ pub struct StdinAction {
 }
 
 /// One attachment: `source` is the daemon's content-addressed copy, copied again into the
-/// run's directory under `name`.
+/// run's directory under `name` and checked on the way against `sha256` and `bytes`, the
+/// record's (and so the card's) facts.
 #[derive(Debug, Clone)]
 pub struct AttachmentSource {
     pub name: String,
     pub media_type: String,
+    /// Lower-case hex, all 64 digits.
     pub sha256: String,
+    pub bytes: u64,
     pub source: PathBuf,
 }
 
@@ -145,6 +156,13 @@ enum NotStarted {
     WorkRoot { path: String, detail: String },
     #[error("attachment {name:?}: {detail}")]
     Attachment { name: String, detail: String },
+    #[error("attachment {name:?} changed after {since}, so nothing ran: {problem}")]
+    AttachmentChanged {
+        name: String,
+        /// `the card was shown`, or for a mandate's run `it was asked for`.
+        since: &'static str,
+        problem: stored::Problem,
+    },
     #[error("cannot start {command}: {error}")]
     Spawn { command: String, error: io::Error },
 }
@@ -449,27 +467,29 @@ async fn fill_work_dir(
     identity: Option<&Identity>,
 ) -> Result<Vec<u8>, NotStarted> {
     let mut listed = Vec::with_capacity(spec.attachments.len());
+    let owner = identity.map(|id| (id.uid.as_raw(), id.gid.as_raw()));
     for a in &spec.attachments {
-        let att_err = |detail: String| NotStarted::Attachment {
-            name: a.name.clone(),
-            detail,
-        };
         let dest = dir.join(&a.name);
-        tokio::fs::copy(&a.source, &dest)
-            .await
-            .map_err(|e| att_err(format!("cannot copy {}: {e}", a.source.display())))?;
-        // The copy inherits the store's mode; the command needs exactly its own access.
-        tokio::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o600))
-            .await
-            .map_err(|e| att_err(e.to_string()))?;
-        if let Some(id) = identity {
-            std::os::unix::fs::chown(&dest, Some(id.uid.as_raw()), Some(id.gid.as_raw()))
-                .map_err(|e| att_err(e.to_string()))?;
-        }
         let path = dest
             .to_str()
-            .ok_or_else(|| att_err(format!("{} is not UTF-8", dest.display())))?
+            .ok_or_else(|| NotStarted::Attachment {
+                name: a.name.clone(),
+                detail: format!("{} is not UTF-8", dest.display()),
+            })?
             .to_owned();
+        // Hashing 20 MiB is blocking work; the copy must not stall the consent loop's runtime.
+        let source = a.clone();
+        let since = if spec.on_card {
+            "the card was shown"
+        } else {
+            "it was asked for"
+        };
+        tokio::task::spawn_blocking(move || copy_attachment(&source, &dest, owner, since))
+            .await
+            .map_err(|e| NotStarted::Attachment {
+                name: a.name.clone(),
+                detail: format!("the copy did not finish: {e}"),
+            })??;
         listed.push(StdinAttachment {
             name: &a.name,
             media_type: &a.media_type,
@@ -491,6 +511,59 @@ async fn fill_work_dir(
     let mut bytes = serde_json::to_vec(&payload).unwrap_or_default();
     bytes.push(b'\n');
     Ok(bytes)
+}
+
+/// Copies one attachment from the store into the run's directory, checked against the record:
+/// the command gets exactly the bytes whose SHA-256 the owner was shown, or does not start.
+///
+/// The copy is made exclusively (`create_new`, so a name planted in the directory — a symlink
+/// to elsewhere — is never written through), mode 0600, handed to the `run_as` user by its
+/// descriptor. It is not synced: the directory is private and lives only as long as the run.
+fn copy_attachment(
+    a: &AttachmentSource,
+    dest: &Path,
+    owner: Option<(u32, u32)>,
+    since: &'static str,
+) -> Result<(), NotStarted> {
+    let failed = |problem: stored::Problem| {
+        let name = a.name.clone();
+        // The file the error is about: the copy for a write, else the stored copy.
+        let path = match &problem {
+            _ if problem.is_change() => {
+                return NotStarted::AttachmentChanged {
+                    name,
+                    since,
+                    problem,
+                }
+            }
+            stored::Problem::Write(_) => dest,
+            _ => a.source.as_path(),
+        };
+        let detail = format!("{problem} ({})", path.display());
+        NotStarted::Attachment { name, detail }
+    };
+    let source = stored::open(&a.source).map_err(failed)?;
+    let create_err = |e: io::Error| NotStarted::Attachment {
+        name: a.name.clone(),
+        detail: format!("cannot create {}: {e}", dest.display()),
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(dest)
+        .map_err(create_err)?;
+    // The umask can only take bits away; set the mode exactly anyway.
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .map_err(create_err)?;
+    if let Some((uid, gid)) = owner {
+        std::os::unix::fs::fchown(&file, Some(uid), Some(gid)).map_err(create_err)?;
+    }
+    let expected = stored::Expected {
+        sha256: a.sha256.clone(),
+        bytes: a.bytes,
+    };
+    stored::copy(source, &expected, &mut file).map_err(failed)
 }
 
 /// The stdin object; field order is the documented key order.
@@ -938,11 +1011,31 @@ mod tests {
                     ..StdinAction::default()
                 },
                 attachments: Vec::new(),
+                on_card: true,
             }
         }
 
         fn work_root_is_empty(&self) -> bool {
             fs::read_dir(self.work_root()).unwrap().next().is_none()
+        }
+
+        /// An attachment as the store keeps it: its bytes under their SHA-256 in `store/`,
+        /// with the record's facts.
+        fn attachment(&self, name: &str, bytes: &[u8]) -> AttachmentSource {
+            let store = self.path("store");
+            if !store.exists() {
+                fs::create_dir(&store).unwrap();
+            }
+            let sha256 = crate::digest::Sha256Hash::of(bytes).to_hex();
+            let source = store.join(&sha256);
+            fs::write(&source, bytes).unwrap();
+            AttachmentSource {
+                name: name.to_owned(),
+                media_type: "application/octet-stream".to_owned(),
+                sha256,
+                bytes: bytes.len() as u64,
+                source,
+            }
         }
     }
 
@@ -1180,11 +1273,7 @@ mod tests {
     #[tokio::test]
     async fn stdin_carries_the_action_and_the_attachment_copies() {
         let s = Scratch::new();
-        let store = s.path("store");
-        fs::create_dir(&store).unwrap();
         let photo: Vec<u8> = (0..=255u8).cycle().take(200_000).collect();
-        fs::write(store.join("aa11"), &photo).unwrap();
-        fs::write(store.join("bb22"), b"plain notes\n").unwrap();
         let out = s.path("out");
         fs::create_dir(&out).unwrap();
 
@@ -1205,16 +1294,12 @@ mod tests {
         };
         spec.attachments = vec![
             AttachmentSource {
-                name: "photo one.jpg".to_owned(),
                 media_type: "image/jpeg".to_owned(),
-                sha256: "aa11".to_owned(),
-                source: store.join("aa11"),
+                ..s.attachment("photo one.jpg", &photo)
             },
             AttachmentSource {
-                name: "notes.txt".to_owned(),
                 media_type: "text/plain".to_owned(),
-                sha256: "bb22".to_owned(),
-                source: store.join("bb22"),
+                ..s.attachment("notes.txt", b"plain notes\n")
             },
         ];
         assert_eq!(executed(run(&spec).await).as_deref(), Some("done"));
@@ -1276,29 +1361,131 @@ mod tests {
     #[tokio::test]
     async fn bad_attachments_do_not_start() {
         let s = Scratch::new();
-        let src = s.path("src");
-        fs::write(&src, b"x").unwrap();
-        let att = |name: &str, source: &Path| AttachmentSource {
-            name: name.to_owned(),
-            media_type: "text/plain".to_owned(),
-            sha256: "00".to_owned(),
-            source: source.to_path_buf(),
-        };
+        let att = |name: &str| s.attachment(name, b"x");
         for name in ["../escape", "a/b", "..", ".", ""] {
             let mut spec = s.spec("echo ran", &[]);
-            spec.attachments = vec![att(name, &src)];
+            spec.attachments = vec![att(name)];
             not_started(run(&spec).await);
         }
         let mut spec = s.spec("echo ran", &[]);
-        spec.attachments = vec![att("same", &src), att("same", &src)];
+        spec.attachments = vec![att("same"), att("same")];
         not_started(run(&spec).await);
         // A missing source is found after the directory exists: it must be gone again.
         let mut spec = s.spec("echo ran", &[]);
-        spec.attachments = vec![att("ok.txt", &src), att("gone.txt", &s.path("nope"))];
+        let gone = AttachmentSource {
+            source: s.path("nope"),
+            ..att("gone.txt")
+        };
+        spec.attachments = vec![att("ok.txt"), gone];
         let reason = not_started(run(&spec).await);
         assert!(reason.contains("gone.txt"), "{reason}");
         assert!(s.work_root_is_empty());
         assert!(!s.work_root().join("..").join("escape").exists());
+    }
+
+    /// What can happen to a stored copy between the card and the run.
+    #[derive(Debug)]
+    enum Tamper {
+        /// Its bytes are now these.
+        Bytes(Vec<u8>),
+        /// A symlink to a file holding exactly the bytes the owner saw: followed, it would pass.
+        Symlink,
+        Missing,
+    }
+
+    #[tokio::test]
+    async fn a_stored_copy_changed_since_the_card_never_runs() {
+        let shown: Vec<u8> = (0..=255u8).cycle().take(100_000).collect();
+        let sha = |bytes: &[u8]| crate::digest::Sha256Hash::of(bytes).to_hex()[..12].to_owned();
+        let mut flipped = shown.clone();
+        flipped[50_000] ^= 0x01;
+        let mut grown = shown.clone();
+        grown.push(0);
+        let changed = |now: &[u8]| {
+            format!(
+                "expected sha256 {} (100000 bytes), found sha256 {} ({} bytes)",
+                sha(&shown),
+                sha(now),
+                now.len()
+            )
+        };
+        let cases = [
+            (Tamper::Bytes(flipped.clone()), changed(&flipped)),
+            (
+                Tamper::Bytes(shown[..4096].to_vec()),
+                changed(&shown[..4096]),
+            ),
+            (Tamper::Bytes(Vec::new()), changed(b"")),
+            (Tamper::Bytes(grown.clone()), changed(&grown)),
+            (
+                Tamper::Symlink,
+                "its stored copy was replaced by a symbolic link".to_owned(),
+            ),
+            (Tamper::Missing, "its stored copy is gone".to_owned()),
+        ];
+        for (tamper, detail) in cases {
+            let s = Scratch::new();
+            let marker = s.path("ran");
+            let mut spec = s.spec(&format!("echo ran > {}\necho done", marker.display()), &[]);
+            let photo = s.attachment("photo.jpg", &shown);
+            match &tamper {
+                Tamper::Bytes(now) => fs::write(&photo.source, now).unwrap(),
+                Tamper::Symlink => {
+                    let elsewhere = s.path("elsewhere");
+                    fs::write(&elsewhere, &shown).unwrap();
+                    fs::remove_file(&photo.source).unwrap();
+                    std::os::unix::fs::symlink(&elsewhere, &photo.source).unwrap();
+                }
+                Tamper::Missing => fs::remove_file(&photo.source).unwrap(),
+            }
+            // An intact attachment first: its copy is made, and must go with the directory.
+            spec.attachments = vec![s.attachment("notes.txt", b"intact"), photo];
+            assert_eq!(
+                not_started(run(&spec).await),
+                format!(
+                    "attachment \"photo.jpg\" changed after the card was shown, so nothing ran: \
+                     {detail}"
+                ),
+                "{tamper:?}"
+            );
+            assert!(!marker.exists(), "{tamper:?}: the command ran");
+            assert!(
+                s.work_root_is_empty(),
+                "{tamper:?}: the run directory is left"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_mandates_run_names_no_card_it_never_had() {
+        let s = Scratch::new();
+        let mut spec = s.spec("echo ran", &[]);
+        spec.on_card = false;
+        let photo = s.attachment("photo.jpg", b"shown");
+        fs::remove_file(&photo.source).unwrap();
+        spec.attachments = vec![photo];
+        assert_eq!(
+            not_started(run(&spec).await),
+            "attachment \"photo.jpg\" changed after it was asked for, so nothing ran: \
+             its stored copy is gone"
+        );
+        assert!(s.work_root_is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_intact_copy_runs_with_exactly_its_bytes() {
+        let s = Scratch::new();
+        let shown: Vec<u8> = (0..=255u8).rev().cycle().take(3 * 65_536 + 5).collect();
+        let out = s.path("out");
+        fs::create_dir(&out).unwrap();
+        let mut spec = s.spec(
+            "/bin/cp photo.jpg \"$1/copy\"\n/usr/bin/stat -c %a photo.jpg",
+            &[out.to_str().unwrap()],
+        );
+        spec.attachments = vec![s.attachment("photo.jpg", &shown)];
+        assert_eq!(executed(run(&spec).await).as_deref(), Some("600"));
+        assert_eq!(fs::read(out.join("copy")).unwrap(), shown);
+        assert!(s.work_root_is_empty());
     }
 
     #[tokio::test]
@@ -1438,21 +1625,15 @@ mod tests {
         // nobody must reach the script and, by absolute path, the attachment copies.
         fs::set_permissions(s.tmp.path(), fs::Permissions::from_mode(0o711)).unwrap();
         fs::set_permissions(s.work_root(), fs::Permissions::from_mode(0o711)).unwrap();
-        let src = s.path("src");
-        fs::write(&src, b"for nobody").unwrap();
-        fs::set_permissions(&src, fs::Permissions::from_mode(0o600)).unwrap();
+        let a = s.attachment("a.txt", b"for nobody");
+        fs::set_permissions(&a.source, fs::Permissions::from_mode(0o600)).unwrap();
         let mut spec = s.spec(
             "path=$(/bin/sed -n 's/.*\"path\":\"\\([^\"]*\\)\".*/\\1/p')\n\
              echo \"$(/usr/bin/id -u) $(/usr/bin/id -G) $(/usr/bin/stat -c %u .) $(/bin/cat \"$path\")\"",
             &[],
         );
         spec.run_as = Some("nobody".to_owned());
-        spec.attachments = vec![AttachmentSource {
-            name: "a.txt".to_owned(),
-            media_type: "text/plain".to_owned(),
-            sha256: "00".to_owned(),
-            source: src,
-        }];
+        spec.attachments = vec![a];
         let line = executed(run(&spec).await).unwrap();
         let words: Vec<&str> = line.split(' ').collect();
         let uid = nobody.uid.to_string();

@@ -13,9 +13,11 @@
 //! - [`refusal`]: the refusal gate — everything refused before a card, with its reason code;
 //!   [`refusal::visible`] is the Unicode policy.
 //! - [`digest`]: the canonical envelope of an action and its SHA-256 digest.
+//! - `media`: an attachment's magic bytes against its declared media type.
 //! - [`intake`]: an ask's journey from a parsed request to a stored record or a refusal.
 //! - [`store`]: the SQLite store, its one owning thread, the record state machine, and the
 //!   journal staging that keeps store and journal in step.
+//! - `stored`: an attachment's stored copy, read back and checked against its SHA-256.
 //! - [`journal`]: the journal's line format, appending, verification and repair.
 //! - [`client`]: the `ask`, `status` and `list` clients.
 //! - [`daemon`]: `serve`, wiring the parts together.
@@ -40,6 +42,7 @@ pub mod intake;
 pub mod journal;
 pub mod locale;
 pub mod mandate;
+pub(crate) mod media;
 pub mod pair;
 pub mod pairing;
 pub mod press;
@@ -51,5 +54,6 @@ pub mod server;
 pub mod shown;
 pub mod split;
 pub mod store;
+pub(crate) mod stored;
 pub mod styled;
 pub mod telegram;

@@ -12,10 +12,12 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
+use crate::digest::AttachmentFacts;
 use crate::gate::{self, Class, Delivery};
 use crate::store::drawn::Drawn;
 use crate::store::outbox::{ButtonSpec, Row, Sound, What};
 use crate::store::{Record, RecordState, Store, StoreError};
+use crate::stored;
 use crate::styled::Styled;
 use crate::telegram::{SendError, Sent, Telegram};
 
@@ -432,13 +434,7 @@ async fn send_before_card(
         if already_sent(store, record_id, &role).await? {
             continue;
         }
-        let path = store.attachment_path(&attachment.sha256);
-        let bytes = tokio::fs::read(&path).await.map_err(|error| {
-            SendError::Permanent(format!(
-                "cannot read attachment {}: {error}",
-                path.display()
-            ))
-        })?;
+        let bytes = read_attachment(store, attachment).await?;
         pace.take().await;
         let message_id = out
             .telegram
@@ -454,6 +450,32 @@ async fn send_before_card(
         remember(store, record_id, role, message_id).await?;
     }
     Ok(())
+}
+
+/// An attachment's stored bytes, checked against the record's SHA-256 and size before they are
+/// uploaded: the owner must be shown exactly the bytes the card's digest covers. A copy that
+/// changed since the ask (or cannot be read) is a permanent failure, so the card is dropped as
+/// undeliverable and its record ends expired; the run's own check would refuse it anyway.
+async fn read_attachment(store: &Store, facts: &AttachmentFacts) -> Result<Vec<u8>, SendError> {
+    let path = store.attachment_path(&facts.sha256);
+    let expected = stored::Expected {
+        sha256: facts.sha256.clone(),
+        bytes: facts.bytes,
+    };
+    let read = tokio::task::spawn_blocking(move || stored::read(&path, &expected)).await;
+    let name = &facts.name;
+    match read {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(problem)) if problem.is_change() => Err(SendError::Permanent(format!(
+            "attachment {name:?} changed after it was asked for, so its card was not sent: {problem}"
+        ))),
+        Ok(Err(problem)) => Err(SendError::Permanent(format!(
+            "attachment {name:?}: {problem}"
+        ))),
+        Err(error) => Err(SendError::Permanent(format!(
+            "attachment {name:?}: the read did not finish: {error}"
+        ))),
+    }
 }
 
 fn parse_time(text: &str) -> Option<DateTime<Utc>> {

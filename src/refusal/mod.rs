@@ -314,6 +314,7 @@ pub fn check_ask(
                 format!("{place} is empty"),
             ));
         }
+        crate::media::check(&place, &attachment.media_type, &data)?;
         // The command gets the copies under their names: one name cannot hold two files.
         if let Some(first) = ask.attachments[..index]
             .iter()

@@ -92,7 +92,7 @@ fn good() -> AskRequest {
         attachments: vec![AttachmentRequest {
             name: "cover.png".into(),
             media_type: "image/png".into(),
-            data_b64: base64::engine::general_purpose::STANDARD.encode(b"12345678"),
+            data_b64: base64::engine::general_purpose::STANDARD.encode(b"\x89PNG\r\n\x1a\n"),
         }],
         idempotency_key: Some("k-1".into()),
         urgent: false,
@@ -110,7 +110,7 @@ fn a_good_ask_becomes_its_action() {
     let action = check(&good()).unwrap();
     assert_eq!(action.kind, "publish_x");
     assert_eq!(action.cost_string().as_deref(), Some("0.40"));
-    assert_eq!(action.attachments[0].data, b"12345678");
+    assert_eq!(action.attachments[0].data, b"\x89PNG\r\n\x1a\n");
 }
 
 #[test]

@@ -251,7 +251,9 @@ pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
 }
 
 /// Writes an attachment under its hash: to a temporary name, synced, renamed, directory synced.
-/// Content-addressed, so a second write of the same bytes is skipped.
+/// Content-addressed, so a second write of the same bytes is skipped — if the file under that
+/// name still holds them. One changed behind the daemon's back is replaced (the rename replaces a
+/// symlink too), so a bad copy cannot keep failing every later ask of the same bytes.
 fn save_attachment(dir: &Path, attachment: &Attachment) -> Result<(), StoreError> {
     let name = attachment.sha256.to_hex();
     let path = dir.join(&name);
@@ -259,7 +261,13 @@ fn save_attachment(dir: &Path, attachment: &Attachment) -> Result<(), StoreError
         path: path.display().to_string(),
         source,
     };
-    if path.exists() {
+    let expected = crate::stored::Expected {
+        sha256: name.clone(),
+        bytes: attachment.data.len() as u64,
+    };
+    let intact = crate::stored::open(&path)
+        .and_then(|file| crate::stored::copy(file, &expected, &mut std::io::sink()));
+    if intact.is_ok() {
         return Ok(());
     }
     let temporary = dir.join(format!(".{name}.tmp"));

@@ -818,6 +818,48 @@ fn a_covered_ask_is_claimed_in_the_transaction_that_counts_it() {
     fixture.journal_verifies();
 }
 
+#[test]
+fn a_stored_attachment_changed_since_is_written_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let attachment = Attachment::new(
+        "a.png".into(),
+        "image/png".into(),
+        b"\x89PNG\r\n\x1a\n".to_vec(),
+    );
+    let path = dir.path().join(attachment.sha256.to_hex());
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::write(&elsewhere, b"not these").unwrap();
+    /// Changes the file at the first path; the second is a file elsewhere it may point to.
+    type Change = fn(&Path, &Path);
+    // (what the file under the attachment's name became, in words)
+    let cases: [(&str, Change); 4] = [
+        ("other bytes", |path, _| {
+            std::fs::write(path, b"other").unwrap()
+        }),
+        ("cut short", |path, _| {
+            std::fs::write(path, b"\x89PNG").unwrap()
+        }),
+        ("a symlink", |path, elsewhere| {
+            std::os::unix::fs::symlink(elsewhere, path).unwrap()
+        }),
+        ("gone", |_, _| {}),
+    ];
+    for (what, change) in cases {
+        let _ = std::fs::remove_file(&path);
+        change(&path, &elsewhere);
+        super::save_attachment(dir.path(), &attachment).unwrap();
+        assert!(
+            !std::fs::symlink_metadata(&path)
+                .unwrap()
+                .file_type()
+                .is_symlink(),
+            "{what}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), attachment.data, "{what}");
+        assert_eq!(std::fs::read(&elsewhere).unwrap(), b"not these", "{what}");
+    }
+}
+
 /// The monotonic clock as a card is shown in these tests.
 fn monotonic() -> crate::clock::Monotonic {
     crate::clock::Monotonic {

@@ -2,6 +2,7 @@
 //! real surfaces — the socket, the command line, the journal file.
 
 mod ask;
+mod attachments;
 mod binding;
 mod clients;
 mod config_cli;
