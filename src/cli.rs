@@ -114,7 +114,7 @@ struct AskArgs {
     kind: String,
     #[arg(long)]
     target: Option<String>,
-    /// Read the text from a file (UTF-8)
+    /// Read the text from a file (UTF-8, byte for byte: a final newline is refused)
     #[arg(long, value_name = "F", conflicts_with = "text")]
     text_file: Option<PathBuf>,
     #[arg(long, value_name = "S")]

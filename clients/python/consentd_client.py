@@ -257,7 +257,9 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--target")
     text = ask.add_mutually_exclusive_group()
     text.add_argument("--text")
-    text.add_argument("--text-file", type=Path, help="read the text from a file (UTF-8)")
+    text.add_argument("--text-file", type=Path,
+                      help="read the text from a file (UTF-8, byte for byte: a final newline "
+                           "is refused)")
     ask.add_argument("--field", action="append", type=_field, default=[], metavar="NAME=VALUE")
     ask.add_argument("--cost-usd")
     ask.add_argument("--attach", action="append", type=Path, default=[], metavar="PATH")

@@ -9,8 +9,10 @@
 # 5 expired, 6 failed, 7 outcome unknown, 8 pending (--no-wait).
 #
 # What it adds to `consentd ask`:
-# - stdin, when it is not a terminal, is the text, byte for byte (a trailing newline is kept:
-#   the owner approves exactly these bytes); empty stdin means no text;
+# - stdin, when it is not a terminal, is the text, byte for byte (the owner approves exactly
+#   these bytes), so a trailing newline is kept, and consentd refuses it: a text may not end
+#   with a blank line the owner cannot see. Send it with printf '%s', not echo. Empty stdin
+#   means no text;
 # - one idempotency key per invocation (unless --idempotency-key is given), and retries while
 #   consentd cannot be reached (exit 1: restarting, socket not there yet), CONSENTD_ASK_RETRIES
 #   times (default 5) after 1, 2, 4, 8, 16 s. With the same key a retry joins the record the

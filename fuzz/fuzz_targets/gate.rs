@@ -3,7 +3,8 @@
 //! Any bytes must come back as a request or a refusal without a panic, and a refusal must still
 //! make a well-formed response line. What the gate lets through must hold what it promises: an
 //! ask becomes an action the owner can see in full, within the limits, with a digest; a mandate
-//! request becomes terms within every ceiling, with a digest.
+//! request becomes terms within every ceiling, with a digest. Nothing that passes carries a tag
+//! character outside a flag, in any value an ask or a mandate request carries.
 
 #![no_main]
 
@@ -20,6 +21,44 @@ fn config() -> &'static Config {
         config::parse(include_str!("../gate.toml"), "fuzz/gate.toml")
             .expect("the fuzz config is valid")
     })
+}
+
+/// Whether every tag character (the Tags block, U+E0000..E007F) in `value` is part of a flag tag
+/// sequence: U+1F3F4, two tag letters a-z, one to three tag letters a-z or digits 0-9, then
+/// U+E007F. Restated here on the decoded ASCII, apart from the gate's own scan.
+fn tags_only_in_flags(value: &str) -> bool {
+    let scalars: Vec<char> = value.chars().collect();
+    let is_tag = |c: char| ('\u{E0000}'..='\u{E007F}').contains(&c);
+    let mut i = 0;
+    while i < scalars.len() {
+        if scalars[i] == '\u{1F3F4}' {
+            let code: String = scalars[i + 1..]
+                .iter()
+                .take_while(|&&c| is_tag(c) && c != '\u{E007F}')
+                .map(|&c| char::from_u32(u32::from(c) - 0xE0000).unwrap_or('\0'))
+                .collect();
+            let end = i + 1 + code.chars().count();
+            if !code.is_empty() {
+                let bytes = code.as_bytes();
+                let flag = (3..=5).contains(&bytes.len())
+                    && bytes[..2].iter().all(u8::is_ascii_lowercase)
+                    && bytes[2..]
+                        .iter()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+                    && scalars.get(end) == Some(&'\u{E007F}');
+                if !flag {
+                    return false;
+                }
+                i = end + 1;
+                continue;
+            }
+        }
+        if is_tag(scalars[i]) {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// The category of `kind` and whether it is on, as the daemon looks them up before the gate.
@@ -58,6 +97,16 @@ fuzz_target!(|frame: &[u8]| {
                     if let Some(text) = &action.text {
                         assert!(visible::check_value(text, visible::FieldRef::Text, true).is_ok());
                     }
+                    let values = action
+                        .text
+                        .iter()
+                        .chain(&action.target)
+                        .chain(action.fields.values())
+                        .chain(action.attachments.iter().map(|a| &a.name))
+                        .chain(&ask.idempotency_key);
+                    for value in values {
+                        assert!(tags_only_in_flags(value), "tags outside a flag: {value:?}");
+                    }
                     assert_eq!(action.digest(), action.digest());
                     return;
                 }
@@ -77,6 +126,9 @@ fuzz_target!(|frame: &[u8]| {
                             && terms.actions_per_day <= limits.mandate_max_actions_per_day
                     );
                     assert!(terms.targets.len() <= refusal::MAX_MANDATE_TARGETS);
+                    for value in terms.targets.iter().chain(&terms.reason) {
+                        assert!(tags_only_in_flags(value), "tags outside a flag: {value:?}");
+                    }
                     assert_eq!(terms.digest(), terms.digest());
                     return;
                 }

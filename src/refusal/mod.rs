@@ -2,8 +2,11 @@
 //!
 //! A pure function of the ask, its category and the limits. It answers either an [`Action`] the
 //! owner can see in full, or a [`Refusal`] with its stable reason code and an English message that
-//! says exactly what and where. The Unicode half lives in [`visible`].
+//! says exactly what and where. The Unicode half lives in [`visible`], with the spacing rules in
+//! `layout` and the registered variation sequences in `sequences`.
 
+mod layout;
+mod sequences;
 pub mod visible;
 
 use base64::Engine as _;
@@ -283,7 +286,7 @@ pub fn check_ask(
         visible::check_value(value, FieldRef::Field(name), false)?;
     }
     if let Some(key) = &ask.idempotency_key {
-        visible::check_value(key, FieldRef::Field("idempotency_key"), false)?;
+        visible::check_unshown_value(key, FieldRef::Field("idempotency_key"))?;
     }
 
     let mut attachments = Vec::with_capacity(ask.attachments.len());

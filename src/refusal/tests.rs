@@ -3,6 +3,7 @@
 
 use base64::Engine as _;
 
+use super::visible::{tags, SMUGGLED};
 use super::*;
 use crate::config::{self, Config};
 use crate::protocol::{AskRequest, AttachmentRequest, MandateAsk};
@@ -524,8 +525,8 @@ fn each_mandate_rule_refuses_with_its_reason_and_names_the_term() {
         (
             "blank target",
             |a| a.targets[0] = "   ".into(),
-            Reason::MandateTerms,
-            "target 1 is empty",
+            Reason::InvisibleCharacter,
+            "field targets[0] is only spaces",
         ),
         (
             "star wildcard",
@@ -695,5 +696,193 @@ fn the_mandate_digest_covers_every_term_and_only_the_terms() {
             digest,
             "changing {name} must change the digest"
         );
+    }
+}
+
+/// `visible`, then an emoji whose tags hide [`SMUGGLED`].
+fn smuggling(visible: &str) -> String {
+    format!("{visible}😀{}\u{E007F}", tags(SMUGGLED))
+}
+
+/// What the refusal of [`smuggling`] says, for the first tag at `position` in `field`.
+fn smuggled_message(field: &str, position: usize) -> String {
+    format!(
+        "U+E0049 TAG LATIN CAPITAL LETTER I in {field} at char {position}: tag characters after \
+         U+1F600 spell \"{SMUGGLED}\""
+    )
+}
+
+/// Checks an ask with room for a long text, so that the Unicode rules are what decides.
+fn check_roomy(ask: &AskRequest) -> Result<Action, Refusal> {
+    let mut config = config();
+    config.limits.max_text_chars = 20_000;
+    check_ask(ask, config.categories.get(&ask.kind), true, &config.limits)
+}
+
+#[test]
+fn hidden_tags_are_refused_with_their_text_in_every_value_of_an_ask() {
+    type Edit = fn(&mut AskRequest);
+    let cases: &[(&str, Edit, String)] = &[
+        (
+            "text",
+            |a| a.text = Some(smuggling("Great launch today ")),
+            smuggled_message("text", 21),
+        ),
+        (
+            "target",
+            |a| a.target = Some(smuggling("@mila_news ")),
+            smuggled_message("target", 13),
+        ),
+        (
+            "field",
+            |a| {
+                a.fields
+                    .insert("reply_to".into(), smuggling("https://example.org/1 "));
+            },
+            smuggled_message("field reply_to", 24),
+        ),
+        (
+            "attachment name",
+            |a| a.attachments[0].name = smuggling("cover.png "),
+            smuggled_message("field attachments[0].name", 12),
+        ),
+        (
+            "idempotency key",
+            |a| a.idempotency_key = Some(smuggling("k-1 ")),
+            smuggled_message("field idempotency_key", 6),
+        ),
+    ];
+    for (label, edit, message) in cases {
+        let mut ask = good();
+        edit(&mut ask);
+        let refusal = check_roomy(&ask).expect_err(label);
+        assert_eq!(refusal.reason, Reason::InvisibleCharacter, "{label}");
+        assert_eq!(&refusal.message, message, "{label}");
+    }
+}
+
+#[test]
+fn hidden_tags_are_refused_with_their_text_in_a_mandates_targets_and_reason() {
+    type Change = fn(&mut MandateAsk);
+    let cases: &[(&str, Change, String)] = &[
+        (
+            "a target",
+            |a| a.targets[1] = smuggling("@mila_shop "),
+            smuggled_message("field targets[1]", 13),
+        ),
+        (
+            "the reason",
+            |a| a.reason = Some(smuggling("Daily news ")),
+            smuggled_message("field reason", 13),
+        ),
+    ];
+    for (label, change, message) in cases {
+        let mut ask = good_mandate();
+        change(&mut ask);
+        let refusal = check_mandate_ask(&ask).expect_err(label);
+        assert_eq!(refusal.reason, Reason::InvisibleCharacter, "{label}");
+        assert_eq!(&refusal.message, message, "{label}");
+    }
+}
+
+#[test]
+fn flags_joiners_and_variation_sequences_pass_in_every_value() {
+    let scotland = "🏴\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}";
+    let mut ask = good();
+    ask.text = Some(format!("Go {scotland}!\nمی\u{200C}خواهم ශ\u{DCA}\u{200D}රී"));
+    ask.target = Some(format!("@\u{845B}\u{E0100}飾 {scotland}"));
+    ask.fields.insert(
+        "reply_to".into(),
+        "ക\u{D4D}\u{200C}ക \u{2229}\u{FE00}".into(),
+    );
+    ask.attachments[0].name = format!("{scotland} ಕ\u{CCD}\u{200D}ಷ.png");
+    let action = check(&ask).expect("visible in every value");
+    assert_eq!(action.target, ask.target);
+
+    let mut mandate = good_mandate();
+    mandate.targets[1] = format!("@{scotland}");
+    mandate.reason = Some("र\u{94D}\u{200D}य while I am away".into());
+    check_mandate_ask(&mandate).expect("visible targets and reason");
+}
+
+#[test]
+fn padded_values_and_blank_lines_are_refused_saying_where() {
+    type Edit = fn(&mut AskRequest);
+    let cases: &[(&str, Edit, &str)] = &[
+        (
+            "a text ending in a line break",
+            |a| a.text = Some("Hello\n".into()),
+            "text ends with a blank line (line 2); remove what follows line 1",
+        ),
+        (
+            "a text of spaces and line breaks",
+            |a| a.text = Some(" \n \n".into()),
+            "text is only spaces and line breaks",
+        ),
+        (
+            "a text starting with a blank line",
+            |a| a.text = Some("\nHello".into()),
+            "text starts with a blank line (line 1); remove what comes before line 2",
+        ),
+        (
+            "three blank lines in a row",
+            |a| a.text = Some("Hello\n\n\n\nworld".into()),
+            "text has 3 blank lines in a row (lines 2 to 4); at most 2 are allowed",
+        ),
+        (
+            "a target with a trailing space",
+            |a| a.target = Some("@mila_news ".into()),
+            "target has a trailing space",
+        ),
+        (
+            "a target of spaces",
+            |a| a.target = Some("  ".into()),
+            "target is only spaces",
+        ),
+        (
+            "a field with two spaces in a row",
+            |a| {
+                a.fields.insert("reply_to".into(), "Re:  launch".into());
+            },
+            "field reply_to has two spaces in a row at char 4",
+        ),
+        (
+            "an attachment name with a leading space",
+            |a| a.attachments[0].name = " cover.png".into(),
+            "field attachments[0].name has a leading space",
+        ),
+    ];
+    for (label, edit, message) in cases {
+        let mut ask = good();
+        edit(&mut ask);
+        let refusal = check(&ask).expect_err(label);
+        assert_eq!(refusal.reason, Reason::InvisibleCharacter, "{label}");
+        assert_eq!(refusal.message, *message, "{label}");
+    }
+
+    // The card never shows the key: its spaces are its own business.
+    let mut ask = good();
+    ask.idempotency_key = Some(" k  1 ".into());
+    check(&ask).expect("an unshown key keeps its spaces");
+
+    type Change = fn(&mut MandateAsk);
+    let cases: &[(&str, Change, &str)] = &[
+        (
+            "a doubled space in a target",
+            |a| a.targets[1] = "@mila  shop".into(),
+            "field targets[1] has two spaces in a row at char 6",
+        ),
+        (
+            "a reason with a trailing space",
+            |a| a.reason = Some("Daily news ".into()),
+            "field reason has a trailing space",
+        ),
+    ];
+    for (label, change, message) in cases {
+        let mut ask = good_mandate();
+        change(&mut ask);
+        let refusal = check_mandate_ask(&ask).expect_err(label);
+        assert_eq!(refusal.reason, Reason::InvisibleCharacter, "{label}");
+        assert_eq!(refusal.message, *message, "{label}");
     }
 }

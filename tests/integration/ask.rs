@@ -208,38 +208,35 @@ fn the_ask_client_reads_text_and_attachments_from_files() {
     std::fs::write(&text, "From a file\nwith two lines").unwrap();
     let image = daemon.dir.path().join("cover.png");
     std::fs::write(&image, [0x89, b'P', b'N', b'G']).unwrap();
-    let output = daemon.cli(&[
-        "ask",
-        "--kind",
-        "publish_x",
-        "--target",
-        "@mila",
-        "--cost-usd",
-        "1",
-        "--text-file",
-        text.to_str().unwrap(),
-        "--attach",
-        image.to_str().unwrap(),
-        "--no-wait",
-        "--json",
-    ]);
+    // `consentd ask` for publish_x with the text from `file`, and `more` arguments.
+    let ask_from = |file: &std::path::Path, more: &[&str]| {
+        let file = file.to_str().unwrap();
+        let mut args = vec!["ask", "--kind", "publish_x", "--target", "@mila"];
+        args.extend(["--cost-usd", "1", "--text-file", file]);
+        args.extend_from_slice(more);
+        daemon.cli(&args)
+    };
+    let image = image.to_str().unwrap();
+    let output = ask_from(&text, &["--attach", image, "--no-wait", "--json"]);
     assert_eq!(output.status.code(), Some(8), "{}", stderr(&output));
     let bad = daemon.dir.path().join("latin1.txt");
     std::fs::write(&bad, [b'a', 0xE9]).unwrap();
-    let output = daemon.cli(&[
-        "ask",
-        "--kind",
-        "publish_x",
-        "--target",
-        "@mila",
-        "--cost-usd",
-        "1",
-        "--text-file",
-        bad.to_str().unwrap(),
-    ]);
+    let output = ask_from(&bad, &[]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output).contains("not UTF-8 (invalid byte at offset 1)"),
+        "{}",
+        stderr(&output)
+    );
+    // The file's bytes are the text, sent as they are: the newline an editor ends a file with
+    // makes a blank last line, which the daemon refuses, saying what to remove.
+    let edited = daemon.dir.path().join("edited.txt");
+    std::fs::write(&edited, "From an editor\n").unwrap();
+    let output = ask_from(&edited, &[]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(
+        stderr(&output)
+            .contains("text ends with a blank line (line 2); remove what follows line 1"),
         "{}",
         stderr(&output)
     );

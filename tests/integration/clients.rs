@@ -187,24 +187,40 @@ fn the_shell_client_asks_with_its_stdin_as_the_exact_text() {
         stderr(&refused)
     );
 
-    // The text comes from stdin byte for byte, its trailing newline included.
-    let text = "From the shell client\nsecond line\n";
-    let asking = spawn(
+    let ask_args = [
+        client,
+        "--kind",
+        "publish_x",
+        "--target",
+        "@mila_news",
+        "--field",
+        "reply_to=https://example.org/1",
+        "--cost-usd",
+        "0.04",
+    ];
+    // The text comes from stdin byte for byte: a trailing newline stays, and makes a blank last
+    // line the owner could not see, so the daemon refuses it and says what to remove.
+    let with_newline = run(
         &daemon,
         "sh",
-        &[
-            client,
-            "--kind",
-            "publish_x",
-            "--target",
-            "@mila_news",
-            "--field",
-            "reply_to=https://example.org/1",
-            "--cost-usd",
-            "0.04",
-        ],
-        text.as_bytes(),
+        &ask_args,
+        b"From the shell client\nsecond line\n",
     );
+    assert_eq!(
+        with_newline.status.code(),
+        Some(3),
+        "{}",
+        stderr(&with_newline)
+    );
+    assert!(
+        stderr(&with_newline)
+            .contains("text ends with a blank line (line 3); remove what follows line 2"),
+        "{}",
+        stderr(&with_newline)
+    );
+
+    let text = "From the shell client\nsecond line";
+    let asking = spawn(&daemon, "sh", &ask_args, text.as_bytes());
     press_yes_on_card_with(&daemon, "From the shell client");
     let granted = finish(asking, "the shell client's ask");
     assert_eq!(granted.status.code(), Some(0), "{}", stderr(&granted));
@@ -215,7 +231,7 @@ fn the_shell_client_asks_with_its_stdin_as_the_exact_text() {
     );
     assert_eq!(daemon.runs(), 1);
     // The fixture's command logs its stdin with sh's echo, which turns the JSON escape `\n`
-    // back into a newline: the exact text, trailing newline included, shows up verbatim.
+    // back into a newline: the exact text shows up verbatim.
     let logged = std::fs::read_to_string(daemon.dir.path().join("stdin.log")).unwrap();
     assert!(
         logged.contains(&format!("\"text\":\"{text}\"")),
@@ -229,7 +245,7 @@ fn the_shell_client_asks_with_its_stdin_as_the_exact_text() {
         .iter()
         .map(|r| r["status"].as_str().unwrap())
         .collect();
-    assert_eq!(statuses, ["executed", "refused"], "{list}");
+    assert_eq!(statuses, ["executed", "refused", "refused"], "{list}");
 
     // No daemon there: retried, then exit 1.
     let nowhere = Command::new("sh")

@@ -11,6 +11,7 @@ mod crash;
 mod crashfs;
 mod faults;
 mod fixture;
+mod gate;
 mod journal_cli;
 mod load;
 mod locales;

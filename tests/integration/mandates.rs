@@ -258,10 +258,9 @@ fn inside_a_mandate_an_ask_runs_without_a_card_and_the_owner_gets_a_receipt() {
 fn outside_a_mandate_the_ask_gets_the_usual_card() {
     let daemon = Daemon::start();
     grant(&daemon, &["@mila_news"], 1, "1.00", 2);
-    let cases: [(&str, &str, &str); 5] = [
+    let cases: [(&str, &str, &str); 4] = [
         ("another target", "@other", "0.10"),
         ("the target in another case", "@Mila_News", "0.10"),
-        ("the target with a trailing space", "@mila_news ", "0.10"),
         ("over the day's money", "@mila_news", "1.01"),
         ("another kind", "", "0.10"),
     ];
@@ -276,6 +275,11 @@ fn outside_a_mandate_the_ask_gets_the_usual_card() {
         assert_eq!(status, "pending", "{name}: {id} was not sent to a card");
         daemon.card_of(&id);
     }
+    // The target with a trailing space is not covered either: the card could not show the
+    // space, so it is refused before any mandate is looked at.
+    let padded = daemon.request(&ask_to("@mila_news ", "padded", "0.10"));
+    assert_eq!(padded["status"], "refused", "{padded}");
+    assert_eq!(padded["message"], "target has a trailing space", "{padded}");
     // Two covered asks use up the day's count; the third goes to a card.
     for text in ["first", "second"] {
         let (id, status) = ask(&daemon, &ask_to("@mila_news", text, "0.10"));
