@@ -1,0 +1,268 @@
+//! Review of the press binding (issue 13, items 2 and 6): what someone holding the bot's token
+//! can still change on a card, or around it, while the owner's press on it keeps counting.
+//! Each test states what must hold; a failure is a finding.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use consentd::emulator::{ChatMessage, ChatSpec, UserSpec};
+use serde_json::{json, Value};
+
+use crate::fixture::{good_ask, Daemon, OWNER, TOKEN};
+
+fn owner() -> UserSpec {
+    UserSpec::new(OWNER, "Mila")
+}
+
+fn private() -> ChatSpec {
+    ChatSpec::private(OWNER)
+}
+
+/// One Bot API call as whoever holds the token makes it (straight to the emulator's HTTP API).
+fn bot_api(daemon: &Daemon, method: &str, body: &Value) -> Value {
+    let url = daemon.bot.api_url();
+    let host = url.trim_start_matches("http://").trim_end_matches('/');
+    let host = host.split('/').next().unwrap().to_owned();
+    let mut stream = TcpStream::connect(&host).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let body = body.to_string();
+    let head = format!(
+        "POST /bot{TOKEN}/{method} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (_, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
+    serde_json::from_str(body).unwrap_or(Value::String(body.to_owned()))
+}
+
+fn ask_card(daemon: &Daemon, ask: &Value) -> (String, ChatMessage) {
+    let answer = daemon.request(ask);
+    let id = answer["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no id: {answer}"))
+        .to_owned();
+    let card = daemon.card_of(&id);
+    (id, card)
+}
+
+/// Waits for the daemon's verdict on the press made after journal line `before`: the reason of
+/// its `press_rejected` line, or "granted".
+fn verdict_after(daemon: &Daemon, before: usize) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        for event in daemon.journal_events().into_iter().skip(before) {
+            match event["ev"].as_str() {
+                Some("press_rejected") => return event["reason"].as_str().unwrap().to_owned(),
+                Some("granted") => return "granted".to_owned(),
+                _ => {}
+            }
+        }
+        assert!(Instant::now() < deadline, "no verdict\n{}", daemon.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The token holder leaves the card's text alone and edits only its keyboard: the Yes data now
+/// sits under a button labelled as the No. The owner, meaning no, taps "No".
+#[test]
+fn a_relabelled_keyboard_does_not_turn_a_no_into_a_yes() {
+    let daemon = Daemon::start();
+    let (id, card) = ask_card(&daemon, &good_ask("relabelled keyboard"));
+    let buttons = card.buttons();
+    let (yes, no) = (&buttons[0], &buttons[1]);
+    assert_eq!((yes.text.as_str(), no.text.as_str()), ("Yes", "No"));
+    let edited = bot_api(
+        &daemon,
+        "editMessageReplyMarkup",
+        &json!({
+            "chat_id": OWNER,
+            "message_id": card.message_id,
+            "reply_markup": {"inline_keyboard": [[
+                {"text": "No", "callback_data": yes.callback_data},
+                {"text": "Yes", "callback_data": no.callback_data},
+            ]]},
+        }),
+    );
+    assert_eq!(edited["ok"], true, "{edited}");
+    let now = daemon.bot.message(OWNER, card.message_id).unwrap();
+    assert_eq!(now.text, card.text, "the text is untouched");
+    let tapped = now
+        .buttons()
+        .into_iter()
+        .find(|b| b.text == "No")
+        .unwrap();
+    let before = daemon.journal_events().len();
+    daemon
+        .bot
+        .press_button(
+            &owner(),
+            private(),
+            card.message_id,
+            tapped.callback_data.as_deref().unwrap(),
+        )
+        .unwrap();
+    let verdict = verdict_after(&daemon, before);
+    assert_ne!(
+        verdict, "granted",
+        "the owner tapped \"No\" on a card whose keyboard was edited, and it counted as a Yes"
+    );
+    assert_eq!(daemon.runs(), 0);
+    let _ = id;
+}
+
+/// The token holder sends the card's text again, unchanged, without its entities: the agent's
+/// text is no longer a quotation, so its own "Target:" and "Cost:" lines read as the card's.
+#[test]
+fn a_card_stripped_of_its_quotation_does_not_count() {
+    let daemon = Daemon::start();
+    let mimic = "Hello\n\nPost to X (external)\nTarget: @mila_news\nCost: $0.00";
+    let mut ask = good_ask(mimic);
+    ask["target"] = json!("@mallory");
+    let (_id, card) = ask_card(&daemon, &ask);
+    assert!(card.entities.is_some());
+    let markup = json!({"inline_keyboard": [card
+        .buttons()
+        .iter()
+        .map(|b| json!({"text": b.text, "callback_data": b.callback_data}))
+        .collect::<Vec<_>>()]});
+    let edited = bot_api(
+        &daemon,
+        "editMessageText",
+        &json!({
+            "chat_id": OWNER,
+            "message_id": card.message_id,
+            "text": card.text,
+            "reply_markup": markup,
+        }),
+    );
+    assert_eq!(edited["ok"], true, "{edited}");
+    let now = daemon.bot.message(OWNER, card.message_id).unwrap();
+    assert_eq!(now.text, card.text, "same text");
+    assert!(now.entities.is_none(), "no quotation any more");
+    let before = daemon.journal_events().len();
+    daemon
+        .bot
+        .press_button(
+            &owner(),
+            private(),
+            card.message_id,
+            card.buttons()[0].callback_data.as_deref().unwrap(),
+        )
+        .unwrap();
+    let verdict = verdict_after(&daemon, before);
+    assert_ne!(
+        verdict, "granted",
+        "a Yes on a card whose entities were edited away counted"
+    );
+    assert_eq!(daemon.runs(), 0);
+}
+
+/// A text in parts: the token holder rewrites part 2 (its header kept). The card itself is
+/// untouched, and the owner presses its Yes having read the altered part.
+#[test]
+fn an_edited_part_does_not_leave_the_card_counting() {
+    let daemon = Daemon::start();
+    let line = "Please post this harmless paragraph about the weather. ";
+    let text = line.repeat(9_000 / line.len()).trim_end().to_owned();
+    let (id, card) = ask_card(&daemon, &good_ask(&text));
+    let parts: Vec<ChatMessage> = daemon
+        .owner_chat()
+        .into_iter()
+        .filter(|m| m.text.as_deref().is_some_and(|t| t.starts_with("[2/")))
+        .collect();
+    assert_eq!(parts.len(), 1, "a second part");
+    let part = &parts[0];
+    let header = part.text.as_deref().unwrap().split_once('\n').unwrap().0;
+    assert!(daemon.bot.tamper_text(
+        OWNER,
+        part.message_id,
+        &format!("{header}\nA nice picture of a cat. Nothing else is posted."),
+    ));
+    let before = daemon.journal_events().len();
+    daemon
+        .bot
+        .press_button(
+            &owner(),
+            private(),
+            card.message_id,
+            card.buttons()[0].callback_data.as_deref().unwrap(),
+        )
+        .unwrap();
+    let verdict = verdict_after(&daemon, before);
+    assert_ne!(
+        verdict, "granted",
+        "a Yes counted while a part of its text shows something else than what runs ({id})"
+    );
+}
+
+/// A silence started before the upgrade has no `silenced_by` (migration 0005 adds the column
+/// empty), and a button drawn before the upgrade has no `drawn_messages` row. Simulated here on
+/// a live store: after the upgrade, nothing the owner can press lifts that silence.
+#[test]
+fn a_silence_from_before_the_upgrade_can_still_be_resumed() {
+    let daemon = Daemon::builder().decline_streak(1).start();
+    let (id, card) = ask_card(&daemon, &good_ask("the no that silences"));
+    daemon
+        .bot
+        .press_button(
+            &owner(),
+            private(),
+            card.message_id,
+            card.buttons()[1].callback_data.as_deref().unwrap(),
+        )
+        .unwrap();
+    daemon.wait_state(&id, "declined");
+    daemon.wait_for("the silence notice", |bot| {
+        bot.messages(OWNER)
+            .iter()
+            .any(|m| m.buttons().iter().any(|b| b.text == "Resume"))
+    });
+    let notice = daemon
+        .owner_chat()
+        .into_iter()
+        .find(|m| m.buttons().iter().any(|b| b.text == "Resume"))
+        .unwrap();
+    let mut daemon = daemon;
+    daemon.stop_with(nix::sys::signal::Signal::SIGTERM);
+    // What a database upgraded from schema 4 holds: no silenced_by, no drawn rows.
+    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
+    db.execute_batch(
+        "UPDATE kind_streaks SET silenced_by = NULL; DELETE FROM drawn_messages;",
+    )
+    .unwrap();
+    drop(db);
+    let daemon = daemon.restart();
+    assert_eq!(
+        daemon.request(&good_ask("silenced"))["reason"],
+        "kind_silenced"
+    );
+    daemon
+        .bot
+        .press_button(
+            &owner(),
+            private(),
+            notice.message_id,
+            notice.buttons()[0].callback_data.as_deref().unwrap(),
+        )
+        .unwrap();
+    daemon.settle();
+    std::thread::sleep(Duration::from_millis(500));
+    let after = daemon.request(&good_ask("after the resume"));
+    assert_eq!(
+        after["status"], "pending",
+        "the owner's Resume on the notice of a silence from before the upgrade lifts nothing, \
+         and no other button can: {after}\n{:?}",
+        daemon
+            .journal_events()
+            .iter()
+            .filter(|e| e["ev"] == "press_rejected")
+            .collect::<Vec<_>>()
+    );
+}
