@@ -129,6 +129,26 @@ mod tests {
         }
     }
 
+    /// Review: the module says the joiners and selectors of a visible emoji are kept. These
+    /// common RGI sequences (the gate accepts each) have a joiner after a selector or a skin
+    /// tone, or a selector after a digit, and are shown with `U+200D`/`U+FE0F` written out.
+    #[test]
+    fn review_common_emoji_sequences_are_kept_whole() {
+        let mut bad = Vec::new();
+        for emoji in [
+            "\u{1F3F3}\u{FE0F}\u{200D}\u{1F308}",
+            "\u{1F469}\u{1F3FD}\u{200D}\u{1F4BB}",
+            "\u{2764}\u{FE0F}\u{200D}\u{1F525}",
+            "1\u{FE0F}\u{20E3}",
+        ] {
+            let name = format!("Mila {emoji}");
+            if shown(&name) != name {
+                bad.push(shown(&name).into_owned());
+            }
+        }
+        assert!(bad.is_empty(), "{bad:?}");
+    }
+
     #[test]
     fn nothing_hidden_borrows() {
         assert!(matches!(shown("Mila Petrova 👋🏽"), Cow::Borrowed(_)));

@@ -266,3 +266,58 @@ fn a_silence_from_before_the_upgrade_can_still_be_resumed() {
             .collect::<Vec<_>>()
     );
 }
+
+/// Whoever holds the token alters the owner's `/categories` reply (any change will do). The
+/// owner's Off — a press that only takes something back — then never counts, and the same edit
+/// on every new `/categories` reply (or `/mandates` reply, or receipt, for Stop) keeps the
+/// owner from switching anything off, or stopping any mandate, from the chat. A press on a
+/// message Telegram no longer shows the bot does count for these actions; one on an altered
+/// message should too (the MAC still binds what it does).
+#[test]
+fn an_off_on_an_altered_message_still_switches_off() {
+    let daemon = Daemon::start();
+    let before = daemon.bot.messages(OWNER).len();
+    daemon
+        .bot
+        .push_text(&owner(), private(), "/categories");
+    let find = |bot: &consentd::emulator::Emulator| {
+        bot.messages(OWNER).into_iter().skip(before).find(|m| {
+            m.outgoing
+                && m.text
+                    .as_deref()
+                    .is_some_and(|t| t.contains("Post to X (external): on"))
+        })
+    };
+    daemon.wait_for("the switch for publish_x", |bot| find(bot).is_some());
+    let item = find(&daemon.bot).unwrap();
+    assert_eq!(item.buttons()[0].text, "Off");
+    let off = item.buttons()[0].callback_data.clone().unwrap();
+    assert!(daemon.bot.tamper_text(
+        OWNER,
+        item.message_id,
+        "Post to X (external): on.",
+    ));
+    let journal_before = daemon.journal_events().len();
+    daemon
+        .bot
+        .press_button(&owner(), private(), item.message_id, &off)
+        .unwrap();
+    daemon.settle();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let outcome = loop {
+        let found = daemon
+            .journal_events()
+            .into_iter()
+            .skip(journal_before)
+            .find(|e| e["ev"] == "category_off" || e["ev"] == "press_rejected");
+        if let Some(event) = found {
+            break event;
+        }
+        assert!(Instant::now() < deadline, "no verdict");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(
+        outcome["ev"], "category_off",
+        "the owner's Off on an altered message did not count: {outcome}"
+    );
+}
