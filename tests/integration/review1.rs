@@ -321,3 +321,52 @@ fn an_off_on_an_altered_message_still_switches_off() {
         "the owner's Off on an altered message did not count: {outcome}"
     );
 }
+
+/// The verdict's clock is read before the press waits (up to 3 s) for the `Drawing` lock. With
+/// the sender stalled in a send (teloxide sleeps 10 s on a 5xx while the lock is held), a Yes
+/// pressed with a second of the card left is judged in time, granted, and then its claim —
+/// which reads the clock afresh — ends it expired, with a notice that "consentd stopped" (it
+/// did not). The owner's timely yes never runs.
+#[test]
+fn a_yes_in_time_while_the_sender_is_slow_runs() {
+    let daemon = Daemon::builder().card_ttl("60s").start();
+    let (id, card) = ask_card(&daemon, &good_ask("pressed with a second left"));
+    // 59 s later on both clocks: one second of the card is left.
+    let (wall, mono) = daemon.clocks();
+    daemon.set_clocks(wall + 59, mono + 59);
+    // A reply to the owner whose send stalls: the sender holds the Drawing lock meanwhile.
+    daemon
+        .bot
+        .script("sendMessage", consentd::emulator::Scripted::server_error(502));
+    let sends = daemon.bot.calls_to("sendMessage").len();
+    daemon.bot.push_text(&owner(), private(), "/help");
+    daemon.wait_for("the stalled send", |bot| {
+        bot.calls_to("sendMessage").len() > sends
+    });
+    daemon
+        .bot
+        .press_button(
+            &owner(),
+            private(),
+            card.message_id,
+            card.buttons()[0].callback_data.as_deref().unwrap(),
+        )
+        .unwrap();
+    let before = 0;
+    let verdict = verdict_after(&daemon, before);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let end = loop {
+        let status = daemon.request(&json!({"v":1,"op":"status","id":id}));
+        let state = status["status"].as_str().unwrap().to_owned();
+        if state != "card_shown" && state != "granted" && state != "running" {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "{status}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(
+        (verdict.as_str(), end["status"].as_str().unwrap()),
+        ("granted", "executed"),
+        "a Yes judged in time ended {end}"
+    );
+}
