@@ -80,6 +80,7 @@ pub mod msg {
     pub const PRESS_REJECTED: &str = "press-rejected";
     pub const OUTCOME_UNKNOWN: &str = "outcome-unknown";
     pub const EXPIRED_AT_CLAIM: &str = "expired-at-claim";
+    pub const ALTERED: &str = "altered";
     pub const NOT_OWNER: &str = "not-owner";
     pub const NOT_ACCEPTED: &str = "not-accepted";
     pub const PAIRED: &str = "paired";
@@ -178,6 +179,7 @@ pub mod msg {
         PRESS_REJECTED,
         OUTCOME_UNKNOWN,
         EXPIRED_AT_CLAIM,
+        ALTERED,
         NOT_OWNER,
         NOT_ACCEPTED,
         PAIRED,
@@ -679,6 +681,20 @@ fn clamp(s: &str, room: usize) -> Cow<'_, str> {
     }
 }
 
+/// The caption of an attachment sent before its card: `name · media type · size · sha256 <12
+/// hex>`, the name and type (the agent's) set apart as values.
+pub fn attachment_caption(locales: &Locales, lang: Language, a: &AttachmentView) -> Styled {
+    let mut caption = Styled::value(a.name);
+    caption.push_str(" · ");
+    caption.push(&Styled::value(a.media_type));
+    caption.push_str(&format!(
+        " · {} · sha256 {}",
+        human_size(locales, lang, a.bytes),
+        sha_prefix(a.sha256_hex)
+    ));
+    caption
+}
+
 /// A button with its label in `lang`.
 pub fn button(locales: &Locales, lang: Language, action: ButtonAction) -> Button {
     let id = match action {
@@ -787,6 +803,12 @@ pub fn press_rejected_notice(locales: &Locales, lang: Language, who: &str, why: 
         &[("why", why.into())],
         &[("who", &shown(who))],
     )
+}
+
+/// The urgent notice that a message with the owner's buttons was changed after it was sent, and
+/// that a press on it counted only because it took something back.
+pub fn altered_notice(locales: &Locales, lang: Language) -> String {
+    locales.t(lang, msg::ALTERED, &[])
 }
 
 /// The notice that a yes could not be run in time: the daemon stopped between the owner's yes

@@ -26,11 +26,11 @@ use crate::executor::{self, AttachmentSource, RunOutcome, RunSpec, StdinAction};
 use crate::locale::{Language, Locales};
 use crate::pairing::PairVerdict;
 use crate::press::{
-    self, MessageFacts, PressAction, PressContext, PressKey, Rejection, SubjectFacts, TextAsDrawn,
+    self, AsDrawn, MessageFacts, PressAction, PressContext, PressKey, Rejection, SubjectFacts,
     Verdict,
 };
 use crate::sender::{Drawer, Drawing, DrawnCard};
-use crate::store::consent::{Claim, ClaimNotices, Finish, OwnerRow};
+use crate::store::consent::{Claim, ClaimNotices, ClaimWindow, Finish, OwnerRow};
 use crate::store::db::note_decider_name;
 use crate::store::outbox::{self, Body, ButtonSpec, Sound, What};
 use crate::store::{
@@ -51,6 +51,9 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// How long a press waits for a send in flight to be recorded before it is judged (see
 /// [`Drawing`]). A send stalled longer than this leaves the press judged on what is known.
 const DRAWING_PATIENCE: Duration = Duration::from_secs(3);
+
+/// How long a drawn button counts at most: a mandate's term (7 days) and a day to spare.
+const DRAWN_KEPT_DAYS: i64 = 8;
 
 /// Category switches name a kind, not a record.
 fn is_switch(action: PressAction) -> bool {
@@ -370,7 +373,8 @@ impl Consent {
             .into_iter()
             .filter(|r| r.subject == StoreSubject::Action)
         {
-            self.claim_and_run(record.id, runs, events).await?;
+            self.claim_and_run(record.id, ClaimWindow::JudgeAgain, runs, events)
+                .await?;
         }
         Ok(())
     }
@@ -508,13 +512,7 @@ impl Consent {
                 }
                 self.text(from, chat, text, next, now).await
             }
-            Incoming::Press { press, .. } => {
-                let now = Now {
-                    wall: now,
-                    monotonic: self.clock.monotonic(),
-                };
-                self.press(press, next, now, runs, events).await
-            }
+            Incoming::Press { press, .. } => self.press(press, next, runs, events).await,
         }
     }
 
@@ -579,13 +577,18 @@ impl Consent {
                     None => "off".to_owned(),
                 };
                 let reply = card::owner::quiet_set(locales, lang, quiet);
+                // The gate the sender reads changes before the store releases held cards: a
+                // card held under the old hours after that release is released by the sender
+                // itself (see `sender::card_delivery`).
+                self.write_gate().quiet_hours = quiet;
                 self.set(owner, "quiet_hours", value, reply, next, now)
                     .await?;
-                self.write_gate().quiet_hours = quiet;
                 return Ok(());
             }
             Command::NightCards(count) => {
                 let reply = card::owner::nightcards_set(locales, lang, count);
+                // Before the store's release of held cards, as for the quiet hours.
+                self.write_gate().night_card_limit = count;
                 self.set(
                     owner,
                     "night_card_limit",
@@ -595,7 +598,6 @@ impl Consent {
                     now,
                 )
                 .await?;
-                self.write_gate().night_card_limit = count;
                 return Ok(());
             }
             Command::Summary(at) => {
@@ -796,6 +798,11 @@ impl Consent {
             .await?;
         if sent {
             tracing::info!(%day, "evening summary sent");
+            // Once a day, the buttons drawn long ago are forgotten (see `forget_drawn_before`).
+            let before = now - chrono::Duration::days(DRAWN_KEPT_DAYS);
+            self.store
+                .call(move |db| db.forget_drawn_before(before))
+                .await?;
         }
         Ok(())
     }
@@ -905,9 +912,13 @@ impl Consent {
         Ok(())
     }
 
-    /// Reads what a press is judged on: the subject its data names (a record, a mandate, a
-    /// kind's switch or silence) and the message it came from, as the daemon drew it.
-    async fn press_facts(&self, press: &Press, now: &Now) -> Result<PressFacts, StoreError> {
+    /// Reads what a press is judged on: the message it came from, as the daemon drew it (waiting
+    /// for a send in flight when the message is not known yet), then the clocks — read after
+    /// that wait — and the subject its data names (a record, a mandate, a kind's switch or
+    /// silence).
+    async fn press_facts(&self, press: &Press) -> Result<(PressFacts, Now), StoreError> {
+        let message = self.message_facts(press).await?;
+        let now = Now::read(self.clock.as_ref());
         let callback = press::parse_callback(press.data.as_deref().unwrap_or_default()).ok();
         let record = match &callback {
             Some(callback) if callback.subject.starts_with("r_") => {
@@ -929,16 +940,16 @@ impl Consent {
                 }),
             (Some(_), None) => None,
             (Some(callback), Some(record)) => {
-                Some(self.record_subject(callback.action, record, now).await?)
+                Some(self.record_subject(callback.action, record, &now).await?)
             }
         };
-        let message = self.message_facts(press).await?;
-        Ok(PressFacts {
+        let facts = PressFacts {
             callback,
             record,
             subject,
             message,
-        })
+        };
+        Ok((facts, now))
     }
 
     /// What a record is, as the subject of a press of `action`.
@@ -954,11 +965,17 @@ impl Consent {
             PressAction::Resume => {
                 let kind = record.kind.clone().unwrap_or_default();
                 let wall = now.wall;
-                let silenced_by = self
+                let silence = self
                     .store
-                    .call(move |db| db.silenced_by(&kind, wall))
+                    .call(move |db| db.silence_of(&kind, wall))
                     .await?;
-                (silenced_by.as_deref() == Some(record.id.as_str()), None)
+                let open = match silence {
+                    Some(Some(by)) => by == record.id,
+                    // A silence from before silences were named: any Resume of its kind.
+                    Some(None) => true,
+                    None => false,
+                };
+                (open, None)
             }
             // Stop names the mandate: open while granted, not stopped and in its term.
             PressAction::Stop => (
@@ -975,25 +992,29 @@ impl Consent {
     }
 
     /// Whether the press's data was drawn on the message it came from, and whether that
-    /// message still shows the text it was drawn with. Waits (briefly) for a send in flight, so
-    /// a card pressed the moment it appears is known.
+    /// message still shows what it was drawn with. A message not known yet may be a card whose
+    /// send is being recorded this moment: then the press waits (briefly) for it.
     async fn message_facts(&self, press: &Press) -> Result<MessageFacts, StoreError> {
         let (Some(chat), Some(message_id), Some(data)) =
             (press.chat, press.message_id, press.data.clone())
         else {
             return Ok(MessageFacts::NotDrawn);
         };
-        let _drawn = tokio::time::timeout(DRAWING_PATIENCE, self.drawing.lock()).await;
-        let drawn = self
-            .store
-            .call(move |db| db.drawn_message(chat.id, message_id))
-            .await?;
+        let read = || {
+            self.store
+                .call(move |db| db.drawn_message(chat.id, message_id))
+        };
+        let mut drawn = read().await?;
+        if drawn.is_none() {
+            let _sent = tokio::time::timeout(DRAWING_PATIENCE, self.drawing.lock()).await;
+            drawn = read().await?;
+        }
         Ok(match drawn {
             Some(drawn) if drawn.buttons.contains(&data) => {
-                MessageFacts::Drawn(match &press.message_text {
-                    None => TextAsDrawn::Unreadable,
-                    Some(text) if drawn.shows(text) => TextAsDrawn::Same,
-                    Some(_) => TextAsDrawn::Changed,
+                MessageFacts::Drawn(match &press.message_shows {
+                    None => AsDrawn::Unreadable,
+                    Some(shows) if *shows == drawn.shows => AsDrawn::Same,
+                    Some(_) => AsDrawn::Changed,
                 })
             }
             _ => MessageFacts::NotDrawn,
@@ -1006,12 +1027,11 @@ impl Consent {
         &self,
         press: Press,
         next: i64,
-        now: Now,
         runs: &TaskTracker,
         events: &mpsc::Sender<Event>,
     ) -> Result<(), StoreError> {
         let owner = self.owner();
-        let facts = self.press_facts(&press, &now).await?;
+        let (facts, now) = self.press_facts(&press).await?;
         let chat = press.chat.unwrap_or(ChatRef {
             id: 0,
             private: false,
@@ -1046,6 +1066,11 @@ impl Consent {
             next,
             now: now.wall,
         };
+        if verdict.is_accept() && facts.message == MessageFacts::Drawn(AsDrawn::Changed) {
+            // Only a press that takes something back counts on an altered message; the owner
+            // hears that the message was changed behind their back.
+            self.tell_altered(&decision).await?;
+        }
         match verdict {
             Verdict::Reject(rejection) => self.rejected(rejection, &decision, subject).await,
             Verdict::Accept { action, subject } => {
@@ -1126,7 +1151,10 @@ impl Consent {
             .await;
         match self.lost_race(granted, &decision, &record.id).await? {
             Some(_) if record.subject == StoreSubject::Mandate => Ok(()),
-            Some(_) => self.claim_and_run(record.id, runs, events).await,
+            Some(_) => {
+                self.claim_and_run(record.id, ClaimWindow::JudgedAtGrant, runs, events)
+                    .await
+            }
             None => Ok(()),
         }
     }
@@ -1243,6 +1271,31 @@ impl Consent {
         });
     }
 
+    /// The urgent notice that a message with the owner's buttons was changed after it was sent,
+    /// while a press on it that only took something back still counted.
+    async fn tell_altered(&self, decision: &Decision) -> Result<(), StoreError> {
+        let Some(owner) = self.owner() else {
+            return Ok(());
+        };
+        let text = card::altered_notice(&self.locales, owner.language);
+        let now = decision.now;
+        self.store
+            .call(move |db| {
+                db.write_effects(now, None, |tx, effects| {
+                    queue(
+                        tx,
+                        effects,
+                        owner.id,
+                        What::Message,
+                        None,
+                        text_body(text),
+                        Sound::Urgent,
+                    )
+                })
+            })
+            .await
+    }
+
     /// A press that did not count: journaled, and the owner told at once when someone else
     /// pressed their buttons or a card's message was changed behind their back.
     async fn rejected(
@@ -1304,6 +1357,7 @@ impl Consent {
     async fn claim_and_run(
         &self,
         id: String,
+        window: ClaimWindow,
         runs: &TaskTracker,
         events: &mpsc::Sender<Event>,
     ) -> Result<(), StoreError> {
@@ -1319,7 +1373,7 @@ impl Consent {
         let claim_id = id.clone();
         let claim = self
             .store
-            .call(move |db| db.claim(&claim_id, enabled, &now, &notices))
+            .call(move |db| db.claim(&claim_id, enabled, (&now, window), &notices))
             .await?;
         match claim {
             Claim::CategoryOff(_) | Claim::Expired(_) => Ok(()),
@@ -1898,15 +1952,7 @@ impl Drawer for Consent {
             let captions = view
                 .attachments
                 .iter()
-                .map(|a| {
-                    format!(
-                        "{} · {} · {} · sha256 {}",
-                        a.name,
-                        a.media_type,
-                        card::human_size(&self.locales, lang, a.bytes),
-                        &a.sha256_hex[..12.min(a.sha256_hex.len())]
-                    )
-                })
+                .map(|a| card::attachment_caption(&self.locales, lang, a))
                 .collect();
             DrawnCard {
                 parts: rendered.parts,

@@ -2079,7 +2079,15 @@ fn entities_param(params: &Map<String, Value>, text: &str) -> Result<Option<Valu
                 "Bad Request: can't parse entities: offset and length are required",
             ));
         };
-        let (offset, end) = (offset as usize, offset as usize + length as usize);
+        let Some(end) = offset
+            .checked_add(length)
+            .and_then(|end| usize::try_from(end).ok())
+        else {
+            return Err(bad(
+                "Bad Request: can't parse entities: offset and length overflow",
+            ));
+        };
+        let offset = usize::try_from(offset).unwrap_or(usize::MAX);
         if !KNOWN.contains(&kind) {
             return Err(bad(&format!(
                 "Bad Request: unsupported entity type \"{kind}\""

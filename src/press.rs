@@ -100,8 +100,9 @@ impl PressAction {
     }
 
     /// Actions that only take something back (a no, a Stop, a switch turned off). They still
-    /// count when Telegram no longer shows the bot the message's text (an old message): refusing
-    /// them would keep the owner from stopping what they want stopped.
+    /// count on a message that was changed since it was drawn, or that Telegram no longer shows
+    /// the bot: refusing them would let whoever changed it keep the owner from stopping what
+    /// they want stopped, and they can make nothing run.
     pub fn only_restricts(self) -> bool {
         matches!(
             self,
@@ -536,12 +537,13 @@ pub enum MessageFacts {
     NotDrawn,
     /// It was, and this is how the message's text now compares with the text Telegram returned
     /// when it was sent.
-    Drawn(TextAsDrawn),
+    Drawn(AsDrawn),
 }
 
-/// The pressed message's text against the text it was drawn with.
+/// What the pressed message shows (its text, entities and keyboard) against what it showed when
+/// it was drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TextAsDrawn {
+pub enum AsDrawn {
     Same,
     Changed,
     /// Telegram did not show the bot the message (it is too old, or inaccessible).
@@ -609,8 +611,11 @@ fn check(data: &str, key: &PressKey, ctx: &PressContext) -> Result<Callback, Rej
     }
     match ctx.message {
         MessageFacts::NotDrawn => return Err(Rejection::WrongMessage),
-        MessageFacts::Drawn(TextAsDrawn::Changed) => return Err(Rejection::CardAltered),
-        MessageFacts::Drawn(TextAsDrawn::Unreadable) if !cb.action.only_restricts() => {
+        // A message changed since it was drawn, or one Telegram no longer shows, may have been
+        // made to say something else: only a press that takes something back counts on it.
+        MessageFacts::Drawn(AsDrawn::Changed | AsDrawn::Unreadable)
+            if !cb.action.only_restricts() =>
+        {
             return Err(Rejection::CardAltered)
         }
         MessageFacts::Drawn(_) => {}
@@ -705,7 +710,7 @@ mod tests {
                 open: true,
                 window: Some(window()),
             }),
-            message: MessageFacts::Drawn(TextAsDrawn::Same),
+            message: MessageFacts::Drawn(AsDrawn::Same),
             now: at(t0()),
         }
     }
@@ -1135,19 +1140,19 @@ mod tests {
             (
                 "the good data under its card, edited since it was drawn",
                 good.clone(),
-                with(&|c| c.message = MessageFacts::Drawn(TextAsDrawn::Changed)),
+                with(&|c| c.message = MessageFacts::Drawn(AsDrawn::Changed)),
                 reject(Rejection::CardAltered),
             ),
             (
                 "a yes under a card Telegram no longer shows the bot",
                 good.clone(),
-                with(&|c| c.message = MessageFacts::Drawn(TextAsDrawn::Unreadable)),
+                with(&|c| c.message = MessageFacts::Drawn(AsDrawn::Unreadable)),
                 reject(Rejection::CardAltered),
             ),
             (
                 "a no under a card Telegram no longer shows the bot",
                 no.clone(),
-                with(&|c| c.message = MessageFacts::Drawn(TextAsDrawn::Unreadable)),
+                with(&|c| c.message = MessageFacts::Drawn(AsDrawn::Unreadable)),
                 Verdict::Accept {
                     action: PressAction::No,
                     subject: REC.to_string(),
@@ -1156,8 +1161,11 @@ mod tests {
             (
                 "a no under a card edited since it was drawn",
                 no.clone(),
-                with(&|c| c.message = MessageFacts::Drawn(TextAsDrawn::Changed)),
-                reject(Rejection::CardAltered),
+                with(&|c| c.message = MessageFacts::Drawn(AsDrawn::Changed)),
+                Verdict::Accept {
+                    action: PressAction::No,
+                    subject: REC.to_string(),
+                },
             ),
             (
                 "a subject without a ttl",
@@ -1238,9 +1246,9 @@ mod tests {
             verify(&yes(), &key(), &ctx),
             reject(Rejection::WrongMessage)
         );
-        ctx.message = MessageFacts::Drawn(TextAsDrawn::Changed);
+        ctx.message = MessageFacts::Drawn(AsDrawn::Changed);
         assert_eq!(verify(&yes(), &key(), &ctx), reject(Rejection::CardAltered));
-        ctx.message = MessageFacts::Drawn(TextAsDrawn::Same);
+        ctx.message = MessageFacts::Drawn(AsDrawn::Same);
         assert_eq!(verify(&yes(), &key(), &ctx), reject(Rejection::NotOpen));
         ctx.subject = Some(SubjectFacts {
             digest: DIGEST,

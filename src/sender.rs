@@ -35,7 +35,7 @@ pub struct DrawnCard {
     /// The text's numbered parts, sent before the card (empty when the text fits the card).
     pub parts: Vec<Styled>,
     /// A caption per attachment, in order.
-    pub captions: Vec<String>,
+    pub captions: Vec<Styled>,
     pub text: Styled,
     pub buttons: Vec<ButtonSpec>,
 }
@@ -57,13 +57,13 @@ pub trait Drawer: Send + Sync + std::fmt::Debug {
 /// drawn, not against a store that has not heard of it yet.
 pub type Drawing = Arc<tokio::sync::Mutex<()>>;
 
-/// What a message with buttons was drawn with: Telegram's copy of its text (or, should the
-/// answer lack one, the text sent).
-fn drawn_from(sent: &Sent, text: &Styled, buttons: &[ButtonSpec]) -> Drawn {
-    Drawn::new(
-        sent.text.as_deref().unwrap_or(&text.text),
-        buttons.iter().map(|button| button.data.clone()).collect(),
-    )
+/// What a message with buttons was drawn with, as Telegram returned it; `None` when its answer
+/// said nothing (an edit that changed nothing leaves what was recorded before).
+fn drawn_from(sent: &Sent, buttons: &[ButtonSpec]) -> Option<Drawn> {
+    Some(Drawn {
+        shows: sent.shows.clone()?,
+        buttons: buttons.iter().map(|button| button.data.clone()).collect(),
+    })
 }
 
 /// A token bucket: `BURST` at once, then one a second.
@@ -255,13 +255,16 @@ async fn send_row(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowErr
             pace.take().await;
             let text = row.body.styled();
             let buttons = row.body.buttons;
-            let _drawing = out.drawing.lock().await;
+            // Only a message with buttons can be pressed: only its send holds presses back.
+            let _drawing = match buttons.is_empty() {
+                true => None,
+                false => Some(out.drawing.lock().await),
+            };
             let sent = out
                 .telegram
                 .send_text(row.chat_id, &text, &buttons, silent)
                 .await?;
-            if !buttons.is_empty() {
-                let drawn = drawn_from(&sent, &text, &buttons);
+            if let Some(drawn) = drawn_from(&sent, &buttons).filter(|_| !buttons.is_empty()) {
                 let (chat, now) = (row.chat_id, out.clock.now());
                 store
                     .call(move |db| db.message_drawn(chat, sent.message_id, &drawn, now))
@@ -300,15 +303,19 @@ async fn send_edit(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
         .edit_text(chat, message_id, &text, &buttons)
         .await?;
     let now = out.clock.now();
-    if buttons.is_empty() {
-        store
-            .call(move |db| db.message_undrawn(chat, message_id))
-            .await?;
-    } else {
-        let drawn = drawn_from(&sent, &text, &buttons);
-        store
-            .call(move |db| db.message_drawn(chat, message_id, &drawn, now))
-            .await?;
+    match drawn_from(&sent, &buttons) {
+        _ if buttons.is_empty() => {
+            store
+                .call(move |db| db.message_undrawn(chat, message_id))
+                .await?
+        }
+        Some(drawn) => {
+            store
+                .call(move |db| db.message_drawn(chat, message_id, &drawn, now))
+                .await?
+        }
+        // Not modified: it shows what was recorded before.
+        None => {}
     }
     store.call(move |db| db.outbox_sent(seq)).await?;
     Ok(())
@@ -340,6 +347,15 @@ async fn card_delivery(out: &Out<'_>, record: &Record, seq: i64) -> Result<Optio
         Delivery::HoldUntil(until) => {
             // Still pending: its ttl starts when it is shown, after quiet hours.
             out.store.call(move |db| db.outbox_hold(seq, until)).await?;
+            // The owner may have changed the hours or the limit since they were read here, and
+            // the store released the held cards before this hold was written: then this card is
+            // decided again now rather than held under rules that are gone.
+            let (changed, _) = out.drawer.gate();
+            if (changed.quiet_hours, changed.night_card_limit)
+                != (settings.quiet_hours, settings.night_card_limit)
+            {
+                out.store.call(move |db| db.outbox_release(seq)).await?;
+            }
             Ok(None)
         }
         Delivery::Silent => Ok(Some(true)),
@@ -397,10 +413,18 @@ async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
         .telegram
         .send_text(row.chat_id, &card.text, &card.buttons, silent)
         .await?;
-    let drawn = drawn_from(&sent, &card.text, &card.buttons);
+    let drawn = drawn_from(&sent, &card.buttons);
     let chat = row.chat_id;
     store
-        .call(move |db| db.card_sent(seq, &record_id, (chat, sent.message_id), &drawn, now))
+        .call(move |db| {
+            db.card_sent(
+                seq,
+                &record_id,
+                (chat, sent.message_id),
+                drawn.as_ref(),
+                now,
+            )
+        })
         .await?;
     Ok(())
 }

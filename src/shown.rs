@@ -11,13 +11,14 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use icu_properties::props::ExtendedPictographic;
+use icu_properties::props::{EmojiModifier, ExtendedPictographic};
 use icu_properties::{CodePointSetData, CodePointSetDataBorrowed};
 
 use crate::refusal::visible::is_refused_alone;
 
 const PICTOGRAPH: CodePointSetDataBorrowed<'static> =
     CodePointSetData::new::<ExtendedPictographic>();
+const SKIN_TONE: CodePointSetDataBorrowed<'static> = CodePointSetData::new::<EmojiModifier>();
 
 const ZWJ: char = '\u{200D}';
 const BLACK_FLAG: char = '\u{1F3F4}';
@@ -64,14 +65,27 @@ fn flag_end(scalars: &[char], start: usize) -> Option<usize> {
     (closed && well_formed).then_some(start + spec.len() + 2)
 }
 
-/// A joiner between two pictographs, or a presentation selector right after one.
+/// A joiner between two pictographs (the one before may carry a selector or a skin tone, as in
+/// 🏳️‍🌈 and 👩🏽‍💻), a presentation selector right after a pictograph, or the selector of a
+/// keycap (1️⃣).
 fn is_emoji_glue(scalars: &[char], i: usize) -> bool {
     let before = i.checked_sub(1).map(|p| scalars[p]);
     let after = scalars.get(i + 1).copied();
     let pictograph = |c: Option<char>| c.is_some_and(|c| PICTOGRAPH.contains(c));
     match scalars[i] {
-        ZWJ => pictograph(before) && pictograph(after),
-        '\u{FE0E}' | '\u{FE0F}' => pictograph(before),
+        ZWJ => {
+            let base = scalars[..i]
+                .iter()
+                .rev()
+                .find(|&&c| !matches!(c, '\u{FE0E}' | '\u{FE0F}') && !SKIN_TONE.contains(c));
+            pictograph(base.copied()) && pictograph(after)
+        }
+        '\u{FE0E}' => pictograph(before),
+        '\u{FE0F}' => {
+            let keycap = before.is_some_and(|c| c.is_ascii_digit() || c == '#' || c == '*')
+                && after == Some('\u{20E3}');
+            pictograph(before) || keycap
+        }
         _ => false,
     }
 }
@@ -129,11 +143,10 @@ mod tests {
         }
     }
 
-    /// Review: the module says the joiners and selectors of a visible emoji are kept. These
-    /// common RGI sequences (the gate accepts each) have a joiner after a selector or a skin
-    /// tone, or a selector after a digit, and are shown with `U+200D`/`U+FE0F` written out.
+    /// Common sequences with a joiner after a selector or a skin tone, or a keycap's selector
+    /// after its digit: kept whole.
     #[test]
-    fn review_common_emoji_sequences_are_kept_whole() {
+    fn common_emoji_sequences_are_kept_whole() {
         let mut bad = Vec::new();
         for emoji in [
             "\u{1F3F3}\u{FE0F}\u{200D}\u{1F308}",

@@ -161,10 +161,44 @@ pub struct Press {
     pub from: Person,
     pub chat: Option<ChatRef>,
     pub message_id: Option<i64>,
-    /// The pressed message's text as Telegram shows it now; `None` when Telegram no longer
-    /// shows the bot the message (or it has no text).
-    pub message_text: Option<String>,
+    /// What the pressed message shows now ([`fingerprint`]); `None` when Telegram no longer
+    /// shows the bot the message.
+    pub message_shows: Option<String>,
     pub data: Option<String>,
+}
+
+/// What the owner sees of a message, as one hash: its text, its entities (the quotation, the
+/// values) and its keyboard (each button's label and what it does), as Telegram keeps them.
+/// Computed the same way from the answer to a send and from a press's `callback_query.message`,
+/// so a press counts only while the message shows exactly what was drawn: another text, a
+/// quotation taken away, or a button relabelled (the Yes's data under a "No") all differ.
+pub fn fingerprint(message: &teloxide::types::Message) -> String {
+    let entities: Vec<serde_json::Value> = message
+        .entities()
+        .unwrap_or_default()
+        .iter()
+        .map(|entity| serde_json::to_value(entity).unwrap_or_default())
+        .collect();
+    let keyboard: Vec<Vec<serde_json::Value>> = message
+        .reply_markup()
+        .map(|markup| {
+            markup
+                .inline_keyboard
+                .iter()
+                .map(|row| {
+                    row.iter()
+                        .map(|button| serde_json::to_value(button).unwrap_or_default())
+                        .collect()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let shown = serde_json::json!({
+        "text": message.text().unwrap_or_default(),
+        "entities": entities,
+        "keyboard": keyboard,
+    });
+    crate::digest::Sha256Hash::of(shown.to_string().as_bytes()).to_hex()
 }
 
 /// An update, reduced to what the consent loop looks at.
@@ -260,21 +294,20 @@ fn press(query: &teloxide::types::CallbackQuery) -> Press {
             .message
             .as_ref()
             .map(|message| i64::from(message.id().0)),
-        message_text: match &query.message {
-            Some(MaybeInaccessibleMessage::Regular(message)) => message.text().map(str::to_owned),
+        message_shows: match &query.message {
+            Some(MaybeInaccessibleMessage::Regular(message)) => Some(fingerprint(message)),
             _ => None,
         },
         data: query.data.clone(),
     }
 }
 
-/// What a message sent or edited looks like now, as Telegram returned it.
+/// A message sent or edited, as Telegram returned it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sent {
     pub message_id: i64,
-    /// The text as Telegram keeps it (it may trim what was sent); `None` for a message without
-    /// text, or an edit that changed nothing.
-    pub text: Option<String>,
+    /// What it shows ([`fingerprint`]); `None` for an edit that changed nothing.
+    pub shows: Option<String>,
 }
 
 /// The spans as Telegram message entities.
@@ -422,7 +455,7 @@ impl Telegram {
         let message = request.await.map_err(classify)?;
         Ok(Sent {
             message_id: i64::from(message.id.0),
-            text: message.text().map(str::to_owned),
+            shows: Some(fingerprint(&message)),
         })
     }
 
@@ -433,7 +466,7 @@ impl Telegram {
         name: &str,
         media_type: &str,
         bytes: Vec<u8>,
-        caption: &str,
+        caption: &Styled,
         silent: bool,
     ) -> Result<i64, SendError> {
         let as_photo =
@@ -442,13 +475,15 @@ impl Telegram {
         let message = if as_photo {
             self.bot
                 .send_photo(ChatId(chat), file)
-                .caption(caption)
+                .caption(&caption.text)
+                .caption_entities(entities(caption))
                 .disable_notification(silent)
                 .await
         } else {
             self.bot
                 .send_document(ChatId(chat), file)
-                .caption(caption)
+                .caption(&caption.text)
+                .caption_entities(entities(caption))
                 .disable_notification(silent)
                 .await
         }
@@ -475,11 +510,11 @@ impl Telegram {
         match request.await {
             Ok(message) => Ok(Sent {
                 message_id,
-                text: message.text().map(str::to_owned),
+                shows: Some(fingerprint(&message)),
             }),
             Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(Sent {
                 message_id,
-                text: None,
+                shows: None,
             }),
             Err(error) => Err(classify(error)),
         }

@@ -12,7 +12,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use consentd::clock::Monotonic;
 use consentd::deadline::{Now, Window};
 use consentd::press::{
-    self, MessageFacts, PressAction, PressContext, PressKey, Rejection, SubjectFacts, TextAsDrawn,
+    self, MessageFacts, PressAction, PressContext, PressKey, Rejection, SubjectFacts, AsDrawn,
     Verdict, MAX_CALLBACK_LEN,
 };
 use libfuzzer_sys::fuzz_target;
@@ -57,7 +57,7 @@ fn context(digest: &str) -> PressContext<'_> {
                 shown_monotonic: Some(monotonic(1_000)),
             }),
         }),
-        message: MessageFacts::Drawn(TextAsDrawn::Same),
+        message: MessageFacts::Drawn(AsDrawn::Same),
         now: Now {
             wall: now,
             monotonic: monotonic(1_060),
@@ -120,7 +120,7 @@ fuzz_target!(|bytes: &[u8]| {
                 Verdict::Reject(Rejection::WrongMessage)
             );
             let mut altered = context(DIGEST);
-            altered.message = MessageFacts::Drawn(TextAsDrawn::Changed);
+            altered.message = MessageFacts::Drawn(AsDrawn::Changed);
             assert_eq!(
                 press::verify(data, key, &altered),
                 Verdict::Reject(Rejection::CardAltered)

@@ -89,6 +89,7 @@ press-rejected = Um toque em botão não foi aceito, e nada foi feito. Quem toco
         [card_altered] a mensagem do cartão foi alterada depois de enviada: alguém com o token do bot pode estar editando as mensagens dele
        *[other] { $why }
     }.
+altered = Uma mensagem com seus botões foi alterada depois que o consentd a enviou: alguém com o token do bot pode estar editando as mensagens dele. Seu toque contou só porque desfaz algo (Não, Parar ou Desligar); nada foi executado.
 expired-at-claim = Seu sim para “{ $label }” ({ $id }) chegou a tempo, mas o consentd parou antes de executá-lo, e quando voltou o prazo do cartão já tinha acabado. Nada foi executado; se ainda for preciso, o pedido terá de ser feito de novo.
 outcome-unknown = O consentd reiniciou enquanto “{ $label }” ({ $id }) estava em execução. Pode ter sido executado ou não, e não será executado de novo sozinho: verifique o que aconteceu.
 resumed = Os cartões “{ $label }” podem voltar a chegar.

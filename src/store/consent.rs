@@ -47,6 +47,17 @@ pub enum Claim {
     Expired(Record),
 }
 
+/// Whether a claim judges the card's window again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimWindow {
+    /// The claim follows the grant in the same run of the daemon: the press's verdict judged
+    /// the window on both clocks a moment ago, and the milliseconds since must not turn a yes
+    /// given in time into an expiry.
+    JudgedAtGrant,
+    /// The claim comes after a restart: the window is judged again.
+    JudgeAgain,
+}
+
 /// What a claim that does not run tells the owner, drawn by the caller beforehand; the store
 /// queues the one that applies in the claim's own transaction.
 #[derive(Debug, Clone, Default)]
@@ -326,11 +337,13 @@ impl Db {
         outbox_seq: i64,
         record_id: &str,
         (chat_id, message_id): (i64, i64),
-        drawn: &Drawn,
+        drawn: Option<&Drawn>,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         self.write_effects(now, None, |tx, _| {
-            drawn_in(tx, chat_id, message_id, drawn, now)?;
+            if let Some(drawn) = drawn {
+                drawn_in(tx, chat_id, message_id, drawn, now)?;
+            }
             tx.execute_cached(
                 "UPDATE outbox SET state = 'sent' WHERE seq = ?1",
                 [outbox_seq],
@@ -353,14 +366,15 @@ impl Db {
         &mut self,
         id: &str,
         category_enabled: bool,
-        now: &Now,
+        (now, window): (&Now, ClaimWindow),
         notices: &ClaimNotices,
     ) -> Result<Claim, StoreError> {
         self.write_effects(now.wall, None, |tx, effects| {
             let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
-            let late = record
-                .window()
-                .is_some_and(|window| window.judge(now).is_err());
+            let late = window == ClaimWindow::JudgeAgain
+                && record
+                    .window()
+                    .is_some_and(|window| window.judge(now).is_err());
             let (to, reason, message, event) = if late {
                 (
                     RecordState::Expired,
@@ -508,7 +522,8 @@ impl Db {
     /// The owner's Resume on the notice of the silence `silenced_by` started: the kind's streak
     /// ends and it may ask again; `reply` (the answer to the owner, to their chat) is queued in
     /// the same transaction. A silence started by another record (a later one) is left alone:
-    /// an old Resume lifts only its own.
+    /// an old Resume lifts only its own. (A silence from before silences were named, after an
+    /// upgrade, is lifted by any Resume of its kind.)
     pub fn resume_kind(
         &mut self,
         kind: &str,
@@ -521,7 +536,8 @@ impl Db {
         self.write_effects(now, Some(next_offset), |tx, effects| {
             let changed = tx.execute_cached(
                 "UPDATE kind_streaks SET streak = 0, silenced_until = NULL, silenced_by = NULL
-                 WHERE kind = ?1 AND silenced_by = ?2 AND silenced_until > ?3",
+                 WHERE kind = ?1 AND (silenced_by = ?2 OR silenced_by IS NULL)
+                     AND silenced_until > ?3",
                 params![kind, silenced_by, timestamp(now)],
             )?;
             if changed > 0 {
@@ -539,12 +555,13 @@ impl Db {
         })
     }
 
-    /// The record whose no started the kind's silence, while the silence lasts at `now`.
-    pub fn silenced_by(
+    /// The kind's silence while it lasts at `now`: the record whose no started it (`None` for a
+    /// silence from before silences were named).
+    pub fn silence_of(
         &self,
         kind: &str,
         now: DateTime<Utc>,
-    ) -> Result<Option<String>, StoreError> {
+    ) -> Result<Option<Option<String>>, StoreError> {
         Ok(self
             .conn
             .query_row_cached(
@@ -552,7 +569,6 @@ impl Db {
                 params![kind, timestamp(now)],
                 |row| row.get(0),
             )
-            .optional()?
-            .flatten())
+            .optional()?)
     }
 }

@@ -193,6 +193,13 @@ impl Db {
         Ok(())
     }
 
+    /// A held card is decided again at once.
+    pub fn outbox_release(&mut self, seq: i64) -> Result<(), StoreError> {
+        self.conn
+            .execute_cached("UPDATE outbox SET hold_until = NULL WHERE seq = ?1", [seq])?;
+        Ok(())
+    }
+
     /// Cards shown since `since` (tonight's, for the night limit).
     pub fn cards_shown_since(&self, since: DateTime<Utc>) -> Result<u32, StoreError> {
         Ok(self.conn.query_row_cached(

@@ -867,3 +867,197 @@ fn monotonic() -> crate::clock::Monotonic {
         since_boot: std::time::Duration::from_secs(100),
     }
 }
+
+fn drawn(shows: char, buttons: &[&str]) -> super::drawn::Drawn {
+    super::drawn::Drawn {
+        shows: shows.to_string().repeat(64),
+        buttons: buttons.iter().map(|b| (*b).to_owned()).collect(),
+    }
+}
+
+#[test]
+fn a_drawn_message_is_kept_per_chat_replaced_by_an_edit_and_forgotten() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    db.message_drawn(7, 100, &drawn('a', &["yes", "no"]), t0())
+        .unwrap();
+    db.message_drawn(8, 100, &drawn('b', &["stop"]), t0())
+        .unwrap();
+    assert_eq!(
+        db.drawn_message(7, 100).unwrap(),
+        Some(drawn('a', &["yes", "no"]))
+    );
+    assert_eq!(
+        db.drawn_message(8, 100).unwrap(),
+        Some(drawn('b', &["stop"]))
+    );
+    assert_eq!(db.drawn_message(7, 101).unwrap(), None, "another message");
+    // An edit that keeps buttons replaces what the message shows.
+    db.message_drawn(
+        7,
+        100,
+        &drawn('c', &["yes"]),
+        t0() + chrono::Duration::days(9),
+    )
+    .unwrap();
+    assert_eq!(
+        db.drawn_message(7, 100).unwrap(),
+        Some(drawn('c', &["yes"]))
+    );
+    // One that takes them away forgets it; so does age.
+    db.message_undrawn(8, 100).unwrap();
+    assert_eq!(db.drawn_message(8, 100).unwrap(), None);
+    let forgotten = db
+        .forget_drawn_before(t0() + chrono::Duration::days(1))
+        .unwrap();
+    assert_eq!(forgotten, 0, "the edit dated the row anew");
+    assert_eq!(
+        db.forget_drawn_before(t0() + chrono::Duration::days(10))
+            .unwrap(),
+        1
+    );
+    assert_eq!(db.drawn_message(7, 100).unwrap(), None);
+}
+
+#[test]
+fn a_card_sent_keeps_its_message_and_what_it_shows_in_one_transaction() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let id = created(
+        db.ask(&new_ask("publish_x", "hello", None), policy(), t0())
+            .unwrap(),
+    )
+    .id;
+    assert!(db
+        .card_showing(
+            &id,
+            t0() + chrono::Duration::minutes(15),
+            t0(),
+            &monotonic()
+        )
+        .unwrap());
+    db.card_sent(0, &id, (7, 42), Some(&drawn('d', &["y"])), t0())
+        .unwrap();
+    assert_eq!(db.record_message_id(&id, "card").unwrap(), Some(42));
+    assert_eq!(db.drawn_message(7, 42).unwrap(), Some(drawn('d', &["y"])));
+    let record = db.record(&id).unwrap().unwrap();
+    let window = record.window().expect("a shown card has its window");
+    assert_eq!(window.shown_monotonic, Some(monotonic()));
+    assert_eq!(
+        window.expires_at - window.shown_at,
+        chrono::Duration::minutes(15)
+    );
+}
+
+#[test]
+fn a_claim_judges_the_window_only_when_told_to() {
+    use super::consent::{Claim, ClaimNotices, ClaimWindow};
+    use crate::deadline::Now;
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let granted = |db: &mut Db, text: &str| {
+        let id = created(
+            db.ask(&new_ask("publish_x", text, None), policy(), t0())
+                .unwrap(),
+        )
+        .id;
+        db.card_showing(
+            &id,
+            t0() + chrono::Duration::minutes(15),
+            t0(),
+            &monotonic(),
+        )
+        .unwrap();
+        db.grant(&id, 42, None, |_, _, _| Ok(()), t0()).unwrap();
+        id
+    };
+    let late_again = granted(&mut db, "a");
+    let late_at_grant = granted(&mut db, "b");
+    let in_time = granted(&mut db, "c");
+    // Three days later on the wall clock, on another boot.
+    let later = Now {
+        wall: t0() + chrono::Duration::days(3),
+        monotonic: crate::clock::Monotonic {
+            boot: "another".to_owned(),
+            since_boot: Duration::from_secs(5),
+        },
+    };
+    let notices = ClaimNotices::default();
+    let claim = |db: &mut Db, id: &str, now: &Now, window| {
+        db.claim(id, true, (now, window), &notices).unwrap()
+    };
+    assert!(matches!(
+        claim(&mut db, &late_again, &later, ClaimWindow::JudgeAgain),
+        Claim::Expired(_)
+    ));
+    assert_eq!(state_of(&db, &late_again), RecordState::Expired);
+    assert!(matches!(
+        claim(&mut db, &late_at_grant, &later, ClaimWindow::JudgedAtGrant),
+        Claim::Claimed(_)
+    ));
+    let soon = Now {
+        wall: t0() + chrono::Duration::minutes(1),
+        monotonic: crate::clock::Monotonic {
+            boot: "test".to_owned(),
+            since_boot: Duration::from_secs(160),
+        },
+    };
+    assert!(matches!(
+        claim(&mut db, &in_time, &soon, ClaimWindow::JudgeAgain),
+        Claim::Claimed(_)
+    ));
+    let events = fixture.journal_events();
+    assert_eq!(events.iter().filter(|e| *e == "expired").count(), 1);
+    assert_eq!(events.iter().filter(|e| *e == "used").count(), 2);
+    fixture.journal_verifies();
+}
+
+#[test]
+fn a_resume_lifts_only_the_silence_its_record_started() {
+    use super::outbox::Body;
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let decline = |db: &mut Db, text: &str, at: DateTime<Utc>| {
+        let id = created(
+            db.ask(&new_ask("publish_x", text, None), policy(), at)
+                .unwrap(),
+        )
+        .id;
+        db.card_showing(&id, at + chrono::Duration::minutes(15), at, &monotonic())
+            .unwrap();
+        assert!(db
+            .decline(&id, 42, 1, None, |_, _, _, _| Ok(()), at)
+            .unwrap());
+        id
+    };
+    let first = decline(&mut db, "first", t0());
+    let reply = || (42, Body::default());
+    let at = t0() + chrono::Duration::minutes(1);
+    assert_eq!(
+        db.silence_of("publish_x", at).unwrap(),
+        Some(Some(first.clone()))
+    );
+    assert!(db
+        .resume_kind("publish_x", &first, 42, 1, at, reply())
+        .unwrap());
+    assert_eq!(db.silence_of("publish_x", at).unwrap(), None);
+    let second = decline(&mut db, "second", at);
+    assert!(
+        !db.resume_kind("publish_x", &first, 42, 2, at, reply())
+            .unwrap(),
+        "an old Resume lifted a later silence"
+    );
+    assert_eq!(
+        db.silence_of("publish_x", at).unwrap(),
+        Some(Some(second.clone()))
+    );
+    // A silence from before silences were named is lifted by a Resume of its kind.
+    db.connection()
+        .execute("UPDATE kind_streaks SET silenced_by = NULL", [])
+        .unwrap();
+    assert_eq!(db.silence_of("publish_x", at).unwrap(), Some(None));
+    assert!(db
+        .resume_kind("publish_x", &first, 42, 3, at, reply())
+        .unwrap());
+    fixture.journal_verifies();
+}

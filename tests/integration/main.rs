@@ -17,7 +17,7 @@ mod load;
 mod locales;
 mod mandates;
 mod owner;
-mod review1;
 mod runs;
 mod sandbox;
 mod socket;
+mod tamper;

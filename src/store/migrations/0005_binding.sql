@@ -1,10 +1,11 @@
--- A press counts only on the message its button was drawn on, showing the text Telegram returned
--- when it was sent (SPEC §6): the messages that carry buttons, each with the hash of that text and
--- the callback data of its buttons. A message loses its row when an edit takes its buttons away.
+-- A press counts only on the message its button was drawn on, still showing what it showed when
+-- Telegram returned it (SPEC §6): the messages that carry buttons, each with the hash of its text,
+-- entities and keyboard, and the callback data of its buttons. A message loses its row when an
+-- edit takes its buttons away, or once it is older than any button that could still count.
 CREATE TABLE drawn_messages (
     chat_id     INTEGER NOT NULL,
     message_id  INTEGER NOT NULL,
-    text_sha256 TEXT NOT NULL CHECK (length(text_sha256) = 64),
+    shows       TEXT NOT NULL CHECK (length(shows) = 64),
     buttons     TEXT NOT NULL,   -- a JSON array of the callback data, in order
     drawn_at    TEXT NOT NULL,
     PRIMARY KEY (chat_id, message_id)
