@@ -347,15 +347,7 @@ impl Consent {
                         |tx, effects, _| {
                             if let Some(owner) = owner {
                                 ending.queue(tx, effects, owner.id)?;
-                                queue(
-                                    tx,
-                                    effects,
-                                    owner.id,
-                                    What::Message,
-                                    None,
-                                    text_body(notice),
-                                    Sound::Urgent,
-                                )?;
+                                say(tx, effects, owner.id, notice, Sound::Urgent)?;
                             }
                             Ok(())
                         },
@@ -535,7 +527,7 @@ impl Consent {
                 self.store
                     .call(move |db| {
                         db.stranger_may_hear(from.id, next, now, |tx, effects| {
-                            notice(tx, effects, chat.id, line)
+                            say(tx, effects, chat.id, line, Sound::Gated)
                         })
                         .map(|_| ())
                     })
@@ -662,7 +654,7 @@ impl Consent {
         self.store
             .call(move |db| {
                 db.set_owner_setting(key, &value, owner.id, next, now, |tx, effects| {
-                    quiet_reply(tx, effects, owner.id, reply)
+                    say(tx, effects, owner.id, reply, Sound::Silent)
                 })
             })
             .await
@@ -715,7 +707,7 @@ impl Consent {
         self.store
             .call(move |db| {
                 db.switch_category(&stored, on, changed, by, next, now, |tx, effects| {
-                    quiet_reply(tx, effects, by, reply)
+                    say(tx, effects, by, reply, Sound::Silent)
                 })
             })
             .await?;
@@ -780,7 +772,7 @@ impl Consent {
             .store
             .call(move |db| {
                 db.send_summary(day, now, |tx, effects, anchor| {
-                    notice(tx, effects, owner.id, render(anchor))?;
+                    say(tx, effects, owner.id, render(anchor), Sound::Gated)?;
                     for body in open.into_iter().skip(1) {
                         queue(
                             tx,
@@ -898,7 +890,7 @@ impl Consent {
                         }
                         _ => card::pairing_wrong_code(&locales, language),
                     };
-                    notice(tx, effects, chat.id, reply)
+                    say(tx, effects, chat.id, reply, Sound::Gated)
                 })
             })
             .await?;
@@ -1235,7 +1227,7 @@ impl Consent {
         self.store
             .call(move |db| {
                 db.stop_mandate(&id, from.id, next, now, |tx, effects, _| {
-                    quiet_reply(tx, effects, owner_id, reply)
+                    say(tx, effects, owner_id, reply, Sound::Silent)
                 })
                 .map(|_| ())
             })
@@ -1282,15 +1274,7 @@ impl Consent {
         self.store
             .call(move |db| {
                 db.write_effects(now, None, |tx, effects| {
-                    queue(
-                        tx,
-                        effects,
-                        owner.id,
-                        What::Message,
-                        None,
-                        text_body(text),
-                        Sound::Urgent,
-                    )
+                    say(tx, effects, owner.id, text, Sound::Urgent)
                 })
             })
             .await
@@ -1611,7 +1595,7 @@ impl Consent {
                         .get(&row.kind)
                         .map_or(row.kind.as_str(), String::as_str);
                     let text = card::mandate::mandate_ended(&locales, lang, &row.id, label);
-                    notice(tx, effects, owner.id, text)
+                    say(tx, effects, owner.id, text, Sound::Gated)
                 })
             })
             .await
@@ -1836,12 +1820,14 @@ fn queue(
     Ok(())
 }
 
-/// Queues a notice to `chat` that sounds as the gate says (with sound by day).
-fn notice(
+/// Queues a message to `chat` that sounds as `sound` says: `Gated` for a notice (with sound by
+/// day), `Urgent` for one that sounds at once even at night, `Silent` for a reply.
+fn say(
     tx: &rusqlite::Transaction<'_>,
     effects: &mut Effects,
     chat: i64,
     text: String,
+    sound: Sound,
 ) -> Result<(), StoreError> {
     queue(
         tx,
@@ -1850,25 +1836,7 @@ fn notice(
         What::Message,
         None,
         text_body(text),
-        Sound::Gated,
-    )
-}
-
-/// Queues a reply or notice to `chat` that needs no sound.
-fn quiet_reply(
-    tx: &rusqlite::Transaction<'_>,
-    effects: &mut Effects,
-    chat: i64,
-    text: String,
-) -> Result<(), StoreError> {
-    queue(
-        tx,
-        effects,
-        chat,
-        What::Message,
-        None,
-        text_body(text),
-        Sound::Silent,
+        sound,
     )
 }
 

@@ -143,10 +143,7 @@ fn a_press_counts_only_on_the_card_as_drawn() {
         })
     });
     // B's own card, untouched, still counts; a No on an unreadable card is still a No.
-    daemon
-        .bot
-        .press_button(&owner(), private(), card_b.message_id, &data(&card_b, 0))
-        .unwrap();
+    daemon.tap(&card_b, 0);
     daemon.wait_state(&b, "executed");
     let (c, card_c) = ask_card(&daemon, "record C");
     press_on_unreadable(&daemon, card_c.message_id, &data(&card_c, 1));
@@ -244,10 +241,7 @@ fn a_result_with_hidden_characters_is_shown_written_out() {
     )
     .unwrap();
     let (id, card) = ask_card(&daemon, "show me the result");
-    daemon
-        .bot
-        .press_button(&owner(), private(), card.message_id, &data(&card, 0))
-        .unwrap();
+    daemon.tap(&card, 0);
     let answer = daemon.wait_state(&id, "executed");
     assert_eq!(
         answer["result"], "done \u{202E}gpj.exe",
@@ -270,10 +264,7 @@ fn a_yes_claimed_after_its_ttl_ends_expired_and_the_owner_is_told() {
         .env("CONSENTD_CRASH_AT", "before_claim")
         .start();
     let (id, card) = ask_card(&daemon, "yes, then a crash");
-    daemon
-        .bot
-        .press_button(&owner(), private(), card.message_id, &data(&card, 0))
-        .unwrap();
+    daemon.tap(&card, 0);
     let mut daemon = daemon;
     assert!(
         !daemon.wait_exit().success(),
@@ -331,10 +322,7 @@ fn a_stepped_clock_does_not_stretch_a_card() {
         monotonic += passed;
         daemon.set_clocks(wall, monotonic);
         let before = daemon.journal_events().len();
-        daemon
-            .bot
-            .press_button(&owner(), private(), card.message_id, &data(&card, 0))
-            .unwrap();
+        daemon.tap(&card, 0);
         daemon.settle();
         match rejected {
             Some(reason) => {
@@ -361,10 +349,7 @@ fn an_old_resume_does_not_lift_a_later_silence() {
     let daemon = Daemon::builder().decline_streak(1).start();
     let decline = |text: &str| {
         let (id, card) = ask_card(&daemon, text);
-        daemon
-            .bot
-            .press_button(&owner(), private(), card.message_id, &data(&card, 1))
-            .unwrap();
+        daemon.tap(&card, 1);
         daemon.wait_state(&id, "declined");
     };
     let resume_notices = |daemon: &Daemon| -> Vec<ChatMessage> {
@@ -379,10 +364,7 @@ fn an_old_resume_does_not_lift_a_later_silence() {
         resume_notices(&daemon).len() == 1
     });
     let first = resume_notices(&daemon).remove(0);
-    daemon
-        .bot
-        .press_button(&owner(), private(), first.message_id, &data(&first, 0))
-        .unwrap();
+    daemon.tap(&first, 0);
     daemon.settle();
     assert_eq!(daemon.request(&good_ask("asks again"))["status"], "pending");
 
@@ -393,19 +375,13 @@ fn an_old_resume_does_not_lift_a_later_silence() {
     let second = resume_notices(&daemon).remove(1);
     let before = daemon.journal_events().len();
     // The first notice's Resume, pressed again on its own unaltered message.
-    daemon
-        .bot
-        .press_button(&owner(), private(), first.message_id, &data(&first, 0))
-        .unwrap();
+    daemon.tap(&first, 0);
     daemon.settle();
     assert_eq!(rejections_after(&daemon, before), ["not_open"]);
     let still = daemon.request(&good_ask("still silenced"));
     assert_eq!(still["reason"], "kind_silenced", "{still}");
     // The second notice's own Resume lifts it.
-    daemon
-        .bot
-        .press_button(&owner(), private(), second.message_id, &data(&second, 0))
-        .unwrap();
+    daemon.tap(&second, 0);
     daemon.settle();
     let after = daemon.request(&good_ask("after the right resume"));
     assert_eq!(after["status"], "pending", "{after}");

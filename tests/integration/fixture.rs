@@ -470,6 +470,20 @@ impl Daemon {
         );
     }
 
+    /// The owner taps button `index` of `message` in their private chat, as a Telegram client
+    /// does (only a button the message carries can be tapped).
+    pub fn tap(&self, message: &ChatMessage, index: usize) {
+        let data = message.buttons()[index].callback_data.clone().unwrap();
+        self.bot
+            .press_button(
+                &UserSpec::new(OWNER, "Mila"),
+                ChatSpec::private(OWNER),
+                message.message_id,
+                &data,
+            )
+            .unwrap();
+    }
+
     /// Waits until `status` of record `id` says `state`.
     pub fn wait_state(&self, id: &str, state: &str) -> Value {
         let deadline = Instant::now() + PATIENCE;

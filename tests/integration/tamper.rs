@@ -144,15 +144,7 @@ fn a_card_stripped_of_its_quotation_does_not_count() {
     assert_eq!(now.text, card.text, "same text");
     assert!(now.entities.is_none(), "no quotation any more");
     let before = daemon.journal_events().len();
-    daemon
-        .bot
-        .press_button(
-            &owner(),
-            private(),
-            card.message_id,
-            card.buttons()[0].callback_data.as_deref().unwrap(),
-        )
-        .unwrap();
+    daemon.tap(&card, 0);
     let verdict = verdict_after(&daemon, before);
     assert_ne!(
         verdict, "granted",
@@ -168,15 +160,7 @@ fn a_card_stripped_of_its_quotation_does_not_count() {
 fn a_silence_from_before_the_upgrade_can_still_be_resumed() {
     let daemon = Daemon::builder().decline_streak(1).start();
     let (id, card) = ask_card(&daemon, &good_ask("the no that silences"));
-    daemon
-        .bot
-        .press_button(
-            &owner(),
-            private(),
-            card.message_id,
-            card.buttons()[1].callback_data.as_deref().unwrap(),
-        )
-        .unwrap();
+    daemon.tap(&card, 1);
     daemon.wait_state(&id, "declined");
     daemon.wait_for("the silence notice", |bot| {
         bot.messages(OWNER)
@@ -200,15 +184,7 @@ fn a_silence_from_before_the_upgrade_can_still_be_resumed() {
         daemon.request(&good_ask("silenced"))["reason"],
         "kind_silenced"
     );
-    daemon
-        .bot
-        .press_button(
-            &owner(),
-            private(),
-            notice.message_id,
-            notice.buttons()[0].callback_data.as_deref().unwrap(),
-        )
-        .unwrap();
+    daemon.tap(&notice, 0);
     daemon.settle();
     std::thread::sleep(Duration::from_millis(500));
     let after = daemon.request(&good_ask("after the resume"));
@@ -294,15 +270,7 @@ fn a_yes_in_time_while_the_sender_is_slow_runs() {
     daemon.wait_for("the stalled send", |bot| {
         bot.calls_to("sendMessage").len() > sends
     });
-    daemon
-        .bot
-        .press_button(
-            &owner(),
-            private(),
-            card.message_id,
-            card.buttons()[0].callback_data.as_deref().unwrap(),
-        )
-        .unwrap();
+    daemon.tap(&card, 0);
     let before = 0;
     let verdict = verdict_after(&daemon, before);
     let deadline = Instant::now() + Duration::from_secs(30);
