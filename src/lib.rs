@@ -13,6 +13,7 @@
 //! - [`refusal`]: the refusal gate — everything refused before a card, with its reason code;
 //!   [`refusal::visible`] is the Unicode policy.
 //! - [`digest`]: the canonical envelope of an action and its SHA-256 digest.
+//! - [`lookalike`]: look-alike targets (UTS #39): mixed scripts, and confusables of known targets.
 //! - [`intake`]: an ask's journey from a parsed request to a stored record or a refusal.
 //! - [`store`]: the SQLite store, its one owning thread, the record state machine, and the
 //!   journal staging that keeps store and journal in step.
@@ -38,6 +39,7 @@ pub mod gate;
 pub mod intake;
 pub mod journal;
 pub mod locale;
+pub mod lookalike;
 pub mod mandate;
 pub mod pair;
 pub mod pairing;

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::gate::{self, Class, Delivery};
+use crate::lookalike::KnownTargets;
 use crate::store::outbox::{ButtonSpec, Row, Sound, What};
 use crate::store::{Record, RecordState, Store, StoreError};
 use crate::telegram::{SendError, Telegram};
@@ -40,8 +41,14 @@ pub struct DrawnCard {
 
 /// Draws a record's card; implemented by the consent loop, which knows the locale and the key.
 pub trait Drawer: Send + Sync + std::fmt::Debug {
-    /// The card for `record`, answerable until `expires_at`.
-    fn draw(&self, record: &Record, now: DateTime<Utc>, expires_at: DateTime<Utc>) -> DrawnCard;
+    /// The card for `record`, answerable until `expires_at`, its targets compared with `known`.
+    fn draw(
+        &self,
+        record: &Record,
+        known: &KnownTargets,
+        now: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+    ) -> DrawnCard;
     /// How long a shown card may be answered.
     fn ttl(&self) -> chrono::Duration;
     /// The gate's settings as the owner last set them, and the owner's zone.
@@ -315,7 +322,10 @@ async fn send_card(
         // A retry of a card already opened (and counted): quiet at night.
         window.is_some()
     };
-    let mut drawn = drawer.draw(&record, now, now + drawer.ttl());
+    // Read once, so the parts and the card are drawn alike.
+    let lookup = record_id.clone();
+    let known = store.call(move |db| db.known_targets_for(&lookup)).await?;
+    let mut drawn = drawer.draw(&record, &known, now, now + drawer.ttl());
     drawn.silent = silent;
     for (index, part) in drawn.parts.iter().enumerate() {
         let role = format!("part{}", index + 1);
@@ -376,7 +386,7 @@ async fn send_card(
             expires_at
         }
     };
-    let card = drawer.draw(&record, now, expires_at);
+    let card = drawer.draw(&record, &known, now, expires_at);
     let message_id = telegram
         .send_text(row.chat_id, &card.text, &card.buttons, silent)
         .await?;

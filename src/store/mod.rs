@@ -8,6 +8,7 @@
 mod cached;
 pub mod consent;
 pub mod db;
+mod known;
 pub mod mandates;
 pub mod outbox;
 pub mod settings;

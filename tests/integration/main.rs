@@ -12,6 +12,7 @@ mod fixture;
 mod journal_cli;
 mod load;
 mod locales;
+mod lookalike;
 mod mandates;
 mod owner;
 mod runs;
