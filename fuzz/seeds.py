@@ -3,8 +3,9 @@
 
 The seeds are good examples of each input, so the fuzzer starts from inputs that pass the early
 checks: a valid ask and mandate request for fuzz/gate.toml, callback data signed with the press
-target's fixed key, valid journals of a few lines, and a long multilingual text. Run it from any
-directory; `cargo fuzz cmin` then keeps only what adds coverage.
+target's fixed key, valid journals of a few lines, a long multilingual text, and look-alike
+targets with the targets they look like. Run it from any directory; `cargo fuzz cmin` then keeps
+only what adds coverage.
 """
 
 import base64
@@ -168,9 +169,25 @@ def split():
     seed("split", "giant-cluster", bytes([3]) + ("e" + "\u0301" * 300 + " ok").encode())
 
 
-for target in ["gate", "press", "journal", "split"]:
+def lookalike():
+    known = "\n".join(["@mila_news", "@photo_news", "@scope", "https://example.com"])
+    targets = {
+        "cyrillic-i": "@m\u0456la_news", "cyrillic-ie": "@mila_n\u0435ws",
+        "omicron": "@ph\u03bfto_news", "fullwidth": "\uff20\uff4d\uff49\uff4c\uff41",
+        "math-bold": "@\U0001d426\U0001d422\U0001d425\U0001d41a_news", "rn": "@rnila_news",
+        "url": "https://ex\u0430mple.com", "cyrillic": "@\u0455\u0441\u043e\u0440\u0435",
+        "japanese": "#\u6771\u4eac\u30bf\u30ef\u30fc", "known": "@mila_news",
+    }
+    for name, target in targets.items():
+        seed("lookalike", name, bytes([0]) + f"{target}\nHello\n{known}".encode())
+    # Fields that bring the card near the end of its room.
+    seed("lookalike", "full", bytes([255]) + f"{targets['cyrillic-i']}\nHello\n{known}".encode())
+
+
+for target in ["gate", "press", "journal", "split", "lookalike"]:
     (CORPUS / target).mkdir(parents=True, exist_ok=True)
 gate()
 press()
 journal()
 split()
+lookalike()

@@ -18,12 +18,16 @@ use chrono::{DateTime, Datelike, Utc};
 use chrono_tz::Tz;
 
 use crate::locale::{Language, Locales};
+use crate::lookalike::{self, Warning};
 use crate::shown::shown;
 use crate::split::{self, MESSAGE_LIMIT};
 use crate::styled::Styled;
 
 pub mod mandate;
 pub mod owner;
+
+#[cfg(test)]
+mod lookalike_tests;
 
 /// The message ids this module uses. The tests check that this list and the locale files hold
 /// exactly the same ids, so no message is missing and none is left unused.
@@ -57,6 +61,9 @@ pub mod msg {
     pub const CARD_OUTCOME_BY: &str = "card-outcome-by";
     pub const CARD_RESULT: &str = "card-result";
     pub const CARD_REASON: &str = "card-reason";
+    pub const CARD_WARNING_SCRIPTS: &str = "card-warning-scripts";
+    pub const CARD_WARNING_LOOKALIKE: &str = "card-warning-lookalike";
+    pub const CARD_WARNING_END: &str = "card-warning-end";
 
     pub const SIZE_BYTES: &str = "size-bytes";
     pub const SIZE_KIB: &str = "size-kib";
@@ -161,6 +168,9 @@ pub mod msg {
         CARD_OUTCOME_BY,
         CARD_RESULT,
         CARD_REASON,
+        CARD_WARNING_SCRIPTS,
+        CARD_WARNING_LOOKALIKE,
+        CARD_WARNING_END,
         SIZE_BYTES,
         SIZE_KIB,
         SIZE_MIB,
@@ -301,6 +311,8 @@ pub struct CardView<'a> {
     /// "external" | "spend" | "destructive".
     pub class: &'a str,
     pub target: Option<&'a str>,
+    /// The target's look-alike warnings ([`crate::lookalike`]), each a line under it.
+    pub target_warnings: &'a [Warning],
     pub fields: &'a BTreeMap<String, String>,
     /// Dollars with two decimals, as "0.40".
     pub cost_usd: Option<&'a str>,
@@ -372,12 +384,25 @@ pub fn render_card(
 }
 
 /// The card for `view`, or why it cannot be one message.
+///
+/// A target without a look-alike warning yet is measured with the widest one it could get: the
+/// known targets are read when the card is sent, after this check, and a warning is never cut.
 pub fn try_render_card(
     view: &CardView,
     locales: &Locales,
     lang: Language,
     now: DateTime<Utc>,
 ) -> Result<Rendered, CardError> {
+    let looks_like = |w: &Warning| matches!(w, Warning::LooksLike { .. });
+    if view.target.is_some() && !view.target_warnings.iter().any(looks_like) {
+        let mut widest = view.target_warnings.to_vec();
+        widest.push(lookalike::widest_looks_like());
+        let measured = CardView {
+            target_warnings: &widest,
+            ..view.clone()
+        };
+        fits_beside_footer(&Body::new(&measured, locales, lang).without_footer().text)?;
+    }
     let body = Body::new(view, locales, lang);
     fits_beside_footer(&body.without_footer().text)?;
     Ok(draw_card(view, body, locales, lang, now))
@@ -603,6 +628,7 @@ fn content_lines(view: &CardView, locales: &Locales, lang: Language) -> Vec<Styl
     ))];
     if let Some(target) = view.target {
         lines.push(locales.styled(lang, msg::CARD_TARGET, &[], &[("target", target)]));
+        lines.extend(warning_lines(view.target_warnings, locales, lang));
     }
     for (name, value) in view.fields {
         lines.push(locales.styled(
@@ -640,6 +666,61 @@ fn content_lines(view: &CardView, locales: &Locales, lang: Language) -> Vec<Styl
         &[("id", view.record_id.into())],
     )));
     lines
+}
+
+/// A look-alike warning as its line under the target (SPEC §6): the scripts and every non-ASCII
+/// code point, or the known target it looks like and where the two first differ. Script and
+/// code point names are Unicode's own, in every language.
+/// One warning line under a target. The target it looks like (a string an agent once chose) is
+/// set apart as a value; the names of scripts and code points are Unicode's.
+pub fn warning_line(warning: &Warning, locales: &Locales, lang: Language) -> Styled {
+    match warning {
+        Warning::MixedScripts {
+            scripts,
+            code_points,
+        } => {
+            let scripts: Vec<&str> = scripts.iter().map(|script| script.full_name()).collect();
+            let chars: Vec<String> = code_points
+                .iter()
+                .copied()
+                .map(lookalike::describe)
+                .collect();
+            Styled::plain(locales.t(
+                lang,
+                msg::CARD_WARNING_SCRIPTS,
+                &[
+                    ("scripts", scripts.join(", ").as_str().into()),
+                    ("chars", chars.join(", ").as_str().into()),
+                ],
+            ))
+        }
+        Warning::LooksLike { known, difference } => {
+            let side = |c: Option<char>| match c {
+                Some(c) => lookalike::describe(c),
+                None => locales.t(lang, msg::CARD_WARNING_END, &[]),
+            };
+            locales.styled(
+                lang,
+                msg::CARD_WARNING_LOOKALIKE,
+                &[
+                    ("position", difference.position.into()),
+                    ("ours", side(difference.ours).as_str().into()),
+                    ("theirs", side(difference.theirs).as_str().into()),
+                ],
+                &[("known", known.as_str())],
+            )
+        }
+    }
+}
+
+fn warning_lines<'a>(
+    warnings: &'a [Warning],
+    locales: &'a Locales,
+    lang: Language,
+) -> impl Iterator<Item = Styled> + 'a {
+    warnings
+        .iter()
+        .map(move |warning| warning_line(warning, locales, lang))
 }
 
 fn class_message(class: &str) -> Option<&'static str> {
@@ -1018,6 +1099,7 @@ mod tests {
             label,
             class: "external",
             target: Some("@mila_news"),
+            target_warnings: &[],
             fields,
             cost_usd: Some("0.40"),
             attachments,
@@ -1293,6 +1375,7 @@ mod tests {
             label: "Wipe",
             class: "destructive",
             target: None,
+            target_warnings: &[],
             fields: &fields,
             cost_usd: None,
             attachments: &[],

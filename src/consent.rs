@@ -24,6 +24,7 @@ use crate::deadline::{Now, Window};
 use crate::digest::Sha256Hash;
 use crate::executor::{self, AttachmentSource, RunOutcome, RunSpec, StdinAction};
 use crate::locale::{Language, Locales};
+use crate::lookalike::{self, KnownTargets, Warning};
 use crate::pairing::PairVerdict;
 use crate::press::{
     self, AsDrawn, MessageFacts, PressAction, PressContext, PressKey, Rejection, SubjectFacts,
@@ -326,7 +327,7 @@ impl Consent {
             .call(|db| db.records_in(RecordState::Running))
             .await?;
         for record in orphans {
-            let (notice, _) = self.unknown_texts(&record, now);
+            let (notice, _) = self.unknown_texts(&record, now).await;
             let finish = Finish {
                 state: RecordState::OutcomeUnknown,
                 result: None,
@@ -371,11 +372,13 @@ impl Consent {
         Ok(())
     }
 
-    fn unknown_texts(&self, record: &Record, now: DateTime<Utc>) -> (String, Styled) {
+    async fn unknown_texts(&self, record: &Record, now: DateTime<Utc>) -> (String, Styled) {
         let lang = self.language();
         let label = self.label(record, lang);
         let notice = card::outcome_unknown_notice(&self.locales, lang, &record.id, &label);
-        let edit = self.outcome_text(record, RecordState::OutcomeUnknown, None, now);
+        let edit = self
+            .outcome_text(record, RecordState::OutcomeUnknown, None, now)
+            .await;
         (notice, edit)
     }
 
@@ -387,14 +390,16 @@ impl Consent {
     async fn ending(&self, record: &Record, finish: &Finish, now: DateTime<Utc>) -> Ending {
         let Some(mandate_id) = record.mandate_id.clone() else {
             // The edit keeps saying who decided (SPEC §6), now with how the run ended.
-            let edit = self.outcome_text_with(
-                record,
-                finish.state,
-                record.decided_by_name.as_deref(),
-                finish.result.as_deref(),
-                finish.message.as_deref(),
-                now,
-            );
+            let edit = self
+                .outcome_text_with(
+                    record,
+                    finish.state,
+                    record.decided_by_name.as_deref(),
+                    finish.result.as_deref(),
+                    finish.message.as_deref(),
+                    now,
+                )
+                .await;
             return Ending {
                 record_id: record.id.clone(),
                 edit: Some(edit),
@@ -438,12 +443,14 @@ impl Consent {
             reason: finish.message.as_deref(),
         };
         let label = self.label(record, lang);
-        let view = self.mandate_view(&row, &label);
+        // The receipt shows the action's target, not the mandate's terms.
+        let view = self.mandate_view(&row, &label, &[]);
         let usage = UsageView {
             actions: usage.actions,
             usd: usage.usd,
         };
-        let rendered = with_view(self, record, lang, now, |action| {
+        let known = self.known_for(&record.id).await;
+        let rendered = with_view(self, record, &known, lang, now, |action| {
             card::mandate::render_receipt(action, &view, usage, &outcome, &self.locales, lang, now)
         });
         let mut messages: Vec<Body> = rendered
@@ -1124,7 +1131,9 @@ impl Consent {
         let Decision { from, next, now } = &decision;
         let (next, now) = (*next, *now);
         let owner_id = self.owner().map_or(from.id, |o| o.id);
-        let edit = self.outcome_text(&record, RecordState::Granted, Some(&from.name), now);
+        let edit = self
+            .outcome_text(&record, RecordState::Granted, Some(&from.name), now)
+            .await;
         let (decider, by, id) = (from.name.clone(), from.id, record.id.clone());
         let granted = self
             .store
@@ -1158,7 +1167,9 @@ impl Consent {
         let (next, now) = (*next, *now);
         let owner_id = self.owner().map_or(from.id, |o| o.id);
         let lang = self.language();
-        let edit = self.outcome_text(&record, RecordState::Declined, Some(&from.name), now);
+        let edit = self
+            .outcome_text(&record, RecordState::Declined, Some(&from.name), now)
+            .await;
         let notice = self.silenced_notice(&record, lang, now);
         let (decider, by, id) = (from.name.clone(), from.id, record.id.clone());
         let streak_limit = self.config.limits.decline_streak;
@@ -1353,7 +1364,7 @@ impl Consent {
         let enabled = self.category_enabled(&kind);
         crate::failpoint::hit("before_claim");
         let now = Now::read(self.clock.as_ref());
-        let notices = self.claim_notices(&record, now.wall);
+        let notices = self.claim_notices(&record, now.wall).await;
         let claim_id = id.clone();
         let claim = self
             .store
@@ -1366,18 +1377,22 @@ impl Consent {
     }
 
     /// What the owner is told when a claim does not run, drawn before the claim decides.
-    fn claim_notices(&self, record: &Record, now: DateTime<Utc>) -> ClaimNotices {
+    async fn claim_notices(&self, record: &Record, now: DateTime<Utc>) -> ClaimNotices {
         let lang = self.language();
         let decided_by = record.decided_by_name.as_deref();
-        let refused_edit = self.outcome_text_with(
-            record,
-            RecordState::Refused,
-            None,
-            None,
-            Some("category_off"),
-            now,
-        );
-        let expired_edit = self.outcome_text(record, RecordState::Expired, decided_by, now);
+        let refused_edit = self
+            .outcome_text_with(
+                record,
+                RecordState::Refused,
+                None,
+                None,
+                Some("category_off"),
+                now,
+            )
+            .await;
+        let expired_edit = self
+            .outcome_text(record, RecordState::Expired, decided_by, now)
+            .await;
         let label = self.label(record, lang);
         let expired_notice = card::expired_at_claim_notice(&self.locales, lang, &record.id, &label);
         ClaimNotices {
@@ -1546,7 +1561,9 @@ impl Consent {
             let Some(record) = self.store.call(move |db| db.record(&lookup)).await? else {
                 continue;
             };
-            let edit = self.outcome_text(&record, RecordState::Expired, None, now);
+            let edit = self
+                .outcome_text(&record, RecordState::Expired, None, now)
+                .await;
             let owner = self.owner();
             let result = self
                 .store
@@ -1611,13 +1628,20 @@ impl Consent {
             .collect()
     }
 
-    /// A stored mandate as its card shows it, with its category's `label`.
-    fn mandate_view<'a>(&'a self, row: &'a MandateRow, label: &'a str) -> MandateView<'a> {
+    /// A stored mandate as its card shows it, with its category's `label` and its targets'
+    /// look-alike warnings.
+    fn mandate_view<'a>(
+        &'a self,
+        row: &'a MandateRow,
+        label: &'a str,
+        target_warnings: &'a [Vec<Warning>],
+    ) -> MandateView<'a> {
         MandateView {
             record_id: &row.id,
             label,
             class: self.class_of(&row.kind),
             targets: &row.targets,
+            target_warnings,
             ends_at: row.ends_at.unwrap_or(DateTime::<Utc>::MAX_UTC),
             usd_per_day: row.usd_per_day,
             actions_per_day: row.actions_per_day,
@@ -1664,7 +1688,9 @@ impl Consent {
                 .get(&row.kind)
                 .cloned()
                 .unwrap_or_else(|| row.kind.clone());
-            let view = self.mandate_view(&row, &label);
+            let known = self.known_for(&row.id).await;
+            let warnings = lookalike::warnings_each(&row.targets, &known);
+            let view = self.mandate_view(&row, &label, &warnings);
             let usage = UsageView {
                 actions: usage.actions,
                 usd: usage.usd,
@@ -1684,7 +1710,7 @@ impl Consent {
         )
     }
 
-    fn outcome_text(
+    async fn outcome_text(
         &self,
         record: &Record,
         state: RecordState,
@@ -1699,9 +1725,24 @@ impl Consent {
             record.reason.as_deref(),
             now,
         )
+        .await
     }
 
-    fn outcome_text_with(
+    /// The targets a record's card was drawn against (`Db::known_targets_for`), so its edits
+    /// and receipt show the card's warnings. Never fails: what the owner is told must not stand
+    /// in the way of recording an outcome, so without them only the mixed-script warnings show.
+    async fn known_for(&self, record_id: &str) -> KnownTargets {
+        let id = record_id.to_owned();
+        match self.store.call(move |db| db.known_targets_for(&id)).await {
+            Ok(known) => known,
+            Err(error) => {
+                tracing::warn!(%error, id = %record_id, "cannot read the known targets");
+                KnownTargets::default()
+            }
+        }
+    }
+
+    async fn outcome_text_with(
         &self,
         record: &Record,
         state: RecordState,
@@ -1711,9 +1752,11 @@ impl Consent {
         now: DateTime<Utc>,
     ) -> Styled {
         let lang = self.language();
+        let known = self.known_for(&record.id).await;
         if let Some(row) = &record.mandate {
             let label = self.label(record, lang);
-            let view = self.mandate_view(row, &label);
+            let warnings = lookalike::warnings_each(&row.targets, &known);
+            let view = self.mandate_view(row, &label, &warnings);
             let outcome = Outcome {
                 state: state.as_str(),
                 decided_by: decided_by.map(str::to_owned),
@@ -1733,7 +1776,7 @@ impl Consent {
             .as_deref()
             .and_then(parse_time)
             .unwrap_or(now);
-        with_view(self, record, lang, expires, |view| {
+        with_view(self, record, &known, lang, expires, |view| {
             card::render_outcome(
                 view,
                 &self.locales,
@@ -1860,10 +1903,12 @@ fn queue_card_edit(
     )
 }
 
-/// Builds the card's view of a record and hands it to `render`.
+/// Builds the card's view of a record, its target compared with `known`, and hands it to
+/// `render`.
 fn with_view<T>(
     consent: &Consent,
     record: &Record,
+    known: &KnownTargets,
     lang: Language,
     expires_at: DateTime<Utc>,
     render: impl FnOnce(&CardView<'_>) -> T,
@@ -1881,12 +1926,18 @@ fn with_view<T>(
         .text
         .as_deref()
         .map(|t| Sha256Hash::of(t.as_bytes()).to_hex());
+    let target_warnings = record
+        .target
+        .as_deref()
+        .map(|target| lookalike::warnings(target, known))
+        .unwrap_or_default();
     let view = CardView {
         record_id: &record.id,
         kind,
         label,
         class,
         target: record.target.as_deref(),
+        target_warnings: &target_warnings,
         fields: &record.fields,
         cost_usd: record.cost_usd.as_deref(),
         attachments: &attachments,
@@ -1900,12 +1951,19 @@ fn with_view<T>(
 }
 
 impl Drawer for Consent {
-    fn draw(&self, record: &Record, now: DateTime<Utc>, expires_at: DateTime<Utc>) -> DrawnCard {
+    fn draw(
+        &self,
+        record: &Record,
+        known: &KnownTargets,
+        now: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+    ) -> DrawnCard {
         let lang = self.language();
         let digest = record.digest.as_deref().unwrap_or("");
         if let Some(row) = &record.mandate {
             let label = self.label(record, lang);
-            let view = self.mandate_view(row, &label);
+            let warnings = lookalike::warnings_each(&row.targets, known);
+            let view = self.mandate_view(row, &label, &warnings);
             let rendered =
                 card::mandate::render_mandate_card(&view, expires_at, &self.locales, lang, now);
             return DrawnCard {
@@ -1915,7 +1973,7 @@ impl Drawer for Consent {
                 buttons: self.signed(rendered.buttons, &record.id, digest),
             };
         }
-        with_view(self, record, lang, expires_at, |view| {
+        with_view(self, record, known, lang, expires_at, |view| {
             let rendered = card::render_card(view, &self.locales, lang, now);
             let captions = view
                 .attachments

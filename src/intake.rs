@@ -15,6 +15,7 @@ use crate::card::{self, AttachmentView, CardView};
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::digest::Sha256Hash;
+use crate::lookalike::{self, KnownTargets, Warning};
 use crate::mandate::MandateRequest;
 use crate::protocol::{self, ListResponse, RecordSummary, Request, Response, StatusResponse};
 use crate::refusal::{self, Reason, Refusal};
@@ -121,7 +122,9 @@ impl Intake {
             Ok(request) => request,
             Err(refusal) => return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await,
         };
-        if let Err(refusal) = self.mandate_card_fits(&request, now) {
+        // Its card is drawn against the targets known now, when it is stored (`known_targets_for`).
+        let known = self.store.call(move |db| db.known_targets(now)).await?;
+        if let Err(refusal) = self.mandate_card_fits(&request, &known, now) {
             return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await;
         }
         let new = NewMandate {
@@ -181,7 +184,9 @@ impl Intake {
     }
 
     /// A card must be one message even with its text moved to numbered parts: its target and
-    /// fields alone may not fill it. Checked in the owner's language before anything is stored.
+    /// fields alone may not fill it. Checked in the owner's language before anything is stored,
+    /// with the target's mixed-script warning; room for a look-alike one is kept by
+    /// [`card::try_render_card`] (the known targets are read only when the card is sent).
     fn card_fits(&self, action: &Action, urgent: bool, now: DateTime<Utc>) -> Result<(), Refusal> {
         let lang = self.language();
         let Some(category) = self.config.categories.get(&action.kind) else {
@@ -194,12 +199,19 @@ impl Intake {
             .text
             .as_deref()
             .map(|text| Sha256Hash::of(text.as_bytes()).to_hex());
+        let warnings: Vec<Warning> = action
+            .target
+            .as_deref()
+            .and_then(lookalike::mixed_scripts)
+            .into_iter()
+            .collect();
         let view = CardView {
             record_id: "r_00000000000000000000",
             kind: &action.kind,
             label: category.label(lang),
             class: category.class.as_str(),
             target: action.target.as_deref(),
+            target_warnings: &warnings,
             fields: &action.fields,
             cost_usd: cost.as_deref(),
             attachments: &attachments,
@@ -219,10 +231,12 @@ impl Intake {
             })
     }
 
-    /// The mandate card must be one message: many long targets and a long reason may not fit.
+    /// The mandate card must be one message: many long targets, their warnings and a long reason
+    /// may not fit.
     fn mandate_card_fits(
         &self,
         request: &MandateRequest,
+        known: &KnownTargets,
         now: DateTime<Utc>,
     ) -> Result<(), Refusal> {
         let lang = self.language();
@@ -234,6 +248,7 @@ impl Intake {
             label: category.label(lang),
             class: category.class.as_str(),
             targets: &request.targets,
+            target_warnings: &lookalike::warnings_each(&request.targets, known),
             ends_at: crate::mandate::ends_at(now, request.days),
             usd_per_day: request.usd_per_day,
             actions_per_day: request.actions_per_day,

@@ -14,6 +14,7 @@
 //!   [`refusal::visible`] is the Unicode policy.
 //! - [`digest`]: the canonical envelope of an action and its SHA-256 digest.
 //! - `media`: an attachment's magic bytes against its declared media type.
+//! - [`lookalike`]: look-alike targets (UTS #39): mixed scripts, and confusables of known targets.
 //! - [`intake`]: an ask's journey from a parsed request to a stored record or a refusal.
 //! - [`store`]: the SQLite store, its one owning thread, the record state machine, and the
 //!   journal staging that keeps store and journal in step.
@@ -41,6 +42,7 @@ pub mod gate;
 pub mod intake;
 pub mod journal;
 pub mod locale;
+pub mod lookalike;
 pub mod mandate;
 pub(crate) mod media;
 pub mod pair;

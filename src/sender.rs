@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::Clock;
 use crate::digest::AttachmentFacts;
 use crate::gate::{self, Class, Delivery};
+use crate::lookalike::KnownTargets;
 use crate::store::drawn::Drawn;
 use crate::store::outbox::{ButtonSpec, Row, Sound, What};
 use crate::store::{Record, RecordState, Store, StoreError};
@@ -42,8 +43,14 @@ pub struct DrawnCard {
 
 /// Draws a record's card; implemented by the consent loop, which knows the locale and the key.
 pub trait Drawer: Send + Sync + std::fmt::Debug {
-    /// The card for `record`, answerable until `expires_at`.
-    fn draw(&self, record: &Record, now: DateTime<Utc>, expires_at: DateTime<Utc>) -> DrawnCard;
+    /// The card for `record`, answerable until `expires_at`, its targets compared with `known`.
+    fn draw(
+        &self,
+        record: &Record,
+        known: &KnownTargets,
+        now: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+    ) -> DrawnCard;
     /// How long a shown card may be answered.
     fn ttl(&self) -> chrono::Duration;
     /// The gate's settings as the owner last set them, and the owner's zone.
@@ -382,7 +389,12 @@ async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
         return Ok(());
     };
     let now = out.clock.now();
-    let drawn = out.drawer.draw(&record, now, now + out.drawer.ttl());
+    // Read once, so the parts and the card are drawn alike.
+    let lookup = record_id.clone();
+    let known = store.call(move |db| db.known_targets_for(&lookup)).await?;
+    let drawn = out
+        .drawer
+        .draw(&record, &known, now, now + out.drawer.ttl());
     send_before_card(out, pace, &row, &record, &drawn, silent).await?;
     // Opened now, after the parts and attachments: the ttl runs from when the card is shown,
     // and the card must be open before it can be pressed. A retry keeps the first deadline.
@@ -407,7 +419,7 @@ async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
             expires_at
         }
     };
-    let card = out.drawer.draw(&record, now, expires_at);
+    let card = out.drawer.draw(&record, &known, now, expires_at);
     let _drawing = out.drawing.lock().await;
     let sent = out
         .telegram

@@ -36,6 +36,13 @@ card-outcome-by = Outcome: { $state }. Decided by { $name }.
 card-result = Result: { $result }
 card-reason = Reason: { $reason }
 
+## A target that may not be what it seems (UTS #39). Script and code point names are Unicode's
+## own, in every language; $position counts characters from 1.
+
+card-warning-scripts = ⚠ Mixed or unusual letters in this target. Scripts: { $scripts }. Not ASCII: { $chars }
+card-warning-lookalike = ⚠ Looks like { $known }, a target you approved, but differs: character { $position } is { $ours } here, { $theirs } there
+card-warning-end = the end
+
 ## Sizes: $whole and $tenth are the two sides of one decimal number.
 
 size-bytes = { $n } { $n ->

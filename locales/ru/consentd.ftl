@@ -35,6 +35,13 @@ card-outcome-by = Итог: { $state }. Решение принял(а): { $name
 card-result = Результат: { $result }
 card-reason = Причина: { $reason }
 
+## Цель, которая может быть не тем, чем кажется (UTS #39). Названия письменностей и символов —
+## из Unicode, на всех языках; $position считает символы с 1.
+
+card-warning-scripts = ⚠ В цели смешаны письменности или необычные буквы. Письменности: { $scripts }. Не ASCII: { $chars }
+card-warning-lookalike = ⚠ Похоже на { $known } — цель, которую вы одобряли, — но отличается: символ { $position } здесь { $ours }, там { $theirs }
+card-warning-end = конец
+
 ## Размеры: $whole и $tenth — целая и десятая части одного числа.
 
 size-bytes = { $n } { $n ->

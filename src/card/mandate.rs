@@ -12,6 +12,7 @@ use super::{
 };
 use crate::action::format_usd;
 use crate::locale::{Language, Locales};
+use crate::lookalike::Warning;
 use crate::styled::Styled;
 
 /// The terms of a mandate as its card shows them.
@@ -24,6 +25,8 @@ pub struct MandateView<'a> {
     /// "external" | "spend" (never "destructive": no mandate covers those).
     pub class: &'a str,
     pub targets: &'a [String],
+    /// Each target's look-alike warnings, in the order of `targets` (empty: none drawn).
+    pub target_warnings: &'a [Vec<Warning>],
     /// The end of its term, fixed when it was asked, so the card shows exactly what a Grant opens.
     pub ends_at: DateTime<Utc>,
     pub usd_per_day: Decimal,
@@ -60,8 +63,13 @@ fn terms_lines(
         msg::MANDATE_TITLE,
         &[("label", view.label.into()), ("class", (&class).into())],
     )];
-    for target in view.targets {
+    for (index, target) in view.targets.iter().enumerate() {
         lines.push(locales.styled(lang, msg::CARD_TARGET, &[], &[("target", target)]));
+        let warnings = view
+            .target_warnings
+            .get(index)
+            .map_or(&[][..], Vec::as_slice);
+        lines.extend(super::warning_lines(warnings, locales, lang));
     }
     lines.push(plain(msg::MANDATE_UNTIL, &[("when", (&until).into())]));
     lines.push(plain(
@@ -221,7 +229,7 @@ pub fn mandate_ended(locales: &Locales, lang: Language, id: &str, label: &str) -
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::card::tests::{assert_clean, label, locales, now, show, snapshot};
     use crate::card::AttachmentView;
@@ -235,12 +243,13 @@ mod tests {
         vec!["@mila_news".to_owned(), "@mila_shop".to_owned()]
     }
 
-    fn view<'a>(targets: &'a [String], lang: Language) -> MandateView<'a> {
+    pub(in crate::card) fn view<'a>(targets: &'a [String], lang: Language) -> MandateView<'a> {
         MandateView {
             record_id: MANDATE,
             label: label(lang),
             class: "external",
             targets,
+            target_warnings: &[],
             ends_at: Utc.with_ymd_and_hms(2026, 3, 10, 11, 20, 0).unwrap(),
             usd_per_day: Decimal::new(500, 2),
             actions_per_day: 10,
@@ -308,6 +317,7 @@ mod tests {
                 label: label(lang),
                 class: "external",
                 target: Some("@mila_news"),
+                target_warnings: &[],
                 fields: &fields,
                 cost_usd: Some("0.40"),
                 attachments: &attachments,

@@ -174,6 +174,9 @@ pub fn check_mandate(
     };
     mandate::check_terms(&request, &rules, &ceilings)
         .map_err(|refusal| Refusal::new(Reason::MandateTerms, refusal.message))?;
+    if let Some(message) = crate::lookalike::mandate_targets_refusal(&request.targets) {
+        return Err(Refusal::new(Reason::MandateTerms, message));
+    }
     if category.target == Presence::None {
         return Err(Refusal::new(
             Reason::MandateTerms,

@@ -886,3 +886,34 @@ fn padded_values_and_blank_lines_are_refused_saying_where() {
         assert_eq!(refusal.message, *message, "{label}");
     }
 }
+
+#[test]
+fn a_mandate_naming_two_look_alike_targets_is_refused() {
+    let with = |targets: &[&str]| {
+        let mut ask = good_mandate();
+        ask.targets = targets.iter().map(|t| (*t).to_owned()).collect();
+        check_mandate_ask(&ask)
+    };
+    let refused = |targets: &[&str]| with(targets).expect_err("look-alike targets");
+    let cyrillic_i = refused(&["@mila_news", "@m\u{456}la_news"]);
+    assert_eq!(cyrillic_i.reason, Reason::MandateTerms);
+    assert_eq!(
+        cyrillic_i.message,
+        "targets[0] \"@mila_news\" and targets[1] \"@m\u{456}la_news\" look alike (one UTS #39 \
+         skeleton) but differ at char 3: U+0069 LATIN SMALL LETTER I in the first, U+0456 \
+         CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I in the second"
+    );
+    let rn = refused(&["@a", "@rnila_news", "@b", "@mila_news"]);
+    assert_eq!(rn.reason, Reason::MandateTerms);
+    assert!(
+        rn.message
+            .starts_with("targets[1] \"@rnila_news\" and targets[3] \"@mila_news\" look alike"),
+        "{}",
+        rn.message
+    );
+    let all_cyrillic = refused(&["@scope", "@\u{455}\u{441}\u{43E}\u{440}\u{435}"]);
+    assert_eq!(all_cyrillic.reason, Reason::MandateTerms);
+    assert!(with(&["@mila_news", "@mila_shop"]).is_ok());
+    // A target that mixes scripts alone is for its card to mark, not a refusal.
+    assert!(with(&["@m\u{456}la_news"]).is_ok());
+}

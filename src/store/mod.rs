@@ -9,6 +9,7 @@ mod cached;
 pub mod consent;
 pub mod db;
 pub mod drawn;
+mod known;
 pub mod mandates;
 pub mod outbox;
 pub mod settings;

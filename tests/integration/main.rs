@@ -15,6 +15,7 @@ mod gate;
 mod journal_cli;
 mod load;
 mod locales;
+mod lookalike;
 mod mandates;
 mod owner;
 mod runs;

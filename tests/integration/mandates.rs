@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::fixture::{stderr, stdout, Daemon, OWNER};
 
-fn owner() -> UserSpec {
+pub(crate) fn owner() -> UserSpec {
     UserSpec::new(OWNER, "Mila")
 }
 
@@ -20,27 +20,39 @@ fn stranger() -> UserSpec {
 }
 
 /// A mandate request for `publish_x` on `targets`.
-fn mandate_request(targets: &[&str], days: u32, usd: &str, actions: u32) -> Value {
+pub(crate) fn mandate_request(targets: &[&str], days: u32, usd: &str, actions: u32) -> Value {
     json!({"v":1,"op":"mandate","kind":"publish_x","targets":targets,"days":days,
         "usd_per_day":usd,"actions_per_day":actions,"reason":"Daily news","wait":false})
 }
 
 /// An ask for `publish_x` to `target` costing `cost`.
-fn ask_to(target: &str, text: &str, cost: &str) -> Value {
+pub(crate) fn ask_to(target: &str, text: &str, cost: &str) -> Value {
     json!({"v":1,"op":"ask","kind":"publish_x","target":target,"text":text,"cost_usd":cost,
         "wait":false})
 }
 
-fn press(daemon: &Daemon, from: &UserSpec, chat: ChatSpec, message: &ChatMessage, data: &str) {
+pub(crate) fn press(
+    daemon: &Daemon,
+    from: &UserSpec,
+    chat: ChatSpec,
+    message: &ChatMessage,
+    data: &str,
+) {
     daemon.bot.push_press(from, chat, message.message_id, data);
 }
 
-fn button(message: &ChatMessage, index: usize) -> String {
+pub(crate) fn button(message: &ChatMessage, index: usize) -> String {
     message.buttons()[index].callback_data.clone().unwrap()
 }
 
 /// Asks for a mandate and grants it as the owner; returns its id.
-fn grant(daemon: &Daemon, targets: &[&str], days: u32, usd: &str, actions: u32) -> String {
+pub(crate) fn grant(
+    daemon: &Daemon,
+    targets: &[&str],
+    days: u32,
+    usd: &str,
+    actions: u32,
+) -> String {
     granted_with_button(daemon, targets, days, usd, actions).0
 }
 
@@ -63,7 +75,7 @@ fn granted_with_button(
 }
 
 /// The first answer to an ask: its id and status.
-fn ask(daemon: &Daemon, request: &Value) -> (String, String) {
+pub(crate) fn ask(daemon: &Daemon, request: &Value) -> (String, String) {
     let answer = daemon.request(request);
     (
         answer["id"].as_str().unwrap_or_default().to_owned(),
@@ -72,7 +84,7 @@ fn ask(daemon: &Daemon, request: &Value) -> (String, String) {
 }
 
 /// The message in the owner's chat that names record `id` and carries a Stop button.
-fn receipt_of(daemon: &Daemon, id: &str) -> ChatMessage {
+pub(crate) fn receipt_of(daemon: &Daemon, id: &str) -> ChatMessage {
     let find = |messages: Vec<ChatMessage>| {
         messages.into_iter().find(|m| {
             m.outgoing

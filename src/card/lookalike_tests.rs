@@ -1,0 +1,396 @@
+//! Look-alike warnings on the card, its edit, the receipt and the mandate card: where the lines
+//! go, that they are counted in the card's room, and how they read in each language.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, TimeZone, Utc};
+use rust_decimal::Decimal;
+
+use super::mandate::{render_mandate_card, render_receipt, MandateView, UsageView};
+use super::tests::{assert_clean, label, locales, now, show, snapshot};
+use super::*;
+use crate::lookalike::{self, KnownTargets};
+
+const RECORD: &str = "r_0123456789abcdef0123";
+const SHA_TEXT: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+fn known() -> KnownTargets {
+    KnownTargets::new(["@mila_news", "@mila_shop"])
+}
+
+fn expires() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 3, 3, 11, 35, 0).unwrap()
+}
+
+fn view<'a>(
+    target: &'a str,
+    warnings: &'a [Warning],
+    fields: &'a BTreeMap<String, String>,
+    text: &'a str,
+    lang: Language,
+) -> CardView<'a> {
+    CardView {
+        record_id: RECORD,
+        kind: "publish_x",
+        label: label(lang),
+        class: "external",
+        target: Some(target),
+        target_warnings: warnings,
+        fields,
+        cost_usd: None,
+        attachments: &[],
+        text: Some(text),
+        text_sha256_hex: Some(SHA_TEXT),
+        expires_at: expires(),
+        tz: chrono_tz::Europe::Moscow,
+        urgent: false,
+    }
+}
+
+#[test]
+fn snapshot_card_with_a_mixed_script_target() {
+    let locales = locales();
+    let fields = BTreeMap::new();
+    let target = "https://ex\u{430}mple.com";
+    let warnings = lookalike::warnings(target, &known());
+    assert_eq!(warnings.len(), 1, "mixed scripts only: {warnings:?}");
+    for lang in Language::ALL {
+        let v = view(target, &warnings, &fields, "Hello.", lang);
+        let rendered = render_card(&v, &locales, lang, now());
+        let line = warning_line(&warnings[0], &locales, lang).text;
+        assert!(
+            rendered.card.text.contains(&line),
+            "{lang}: {}",
+            rendered.card.text
+        );
+        assert!(line.contains("U+0430 CYRILLIC SMALL LETTER A"), "{line}");
+        assert!(line.contains("Latin, Cyrillic"), "{line}");
+        assert_clean(&rendered.card.text);
+        snapshot(format!("card_lookalike_mixed_{lang}"), show(&rendered));
+    }
+}
+
+#[test]
+fn snapshot_card_with_a_target_like_a_known_one() {
+    let locales = locales();
+    let fields = BTreeMap::new();
+    let target = "@rnila_news";
+    let warnings = lookalike::warnings(target, &known());
+    assert_eq!(warnings.len(), 1, "look-alike only: {warnings:?}");
+    for lang in Language::ALL {
+        let v = view(target, &warnings, &fields, "Hello.", lang);
+        let rendered = render_card(&v, &locales, lang, now());
+        let line = warning_line(&warnings[0], &locales, lang).text;
+        assert!(
+            rendered.card.text.contains(&line),
+            "{lang}: {}",
+            rendered.card.text
+        );
+        assert!(line.contains("@mila_news"), "{line}");
+        assert!(line.contains("U+0072 LATIN SMALL LETTER R"), "{line}");
+        assert!(line.contains("U+006D LATIN SMALL LETTER M"), "{line}");
+        assert_clean(&rendered.card.text);
+        snapshot(format!("card_lookalike_like_{lang}"), show(&rendered));
+    }
+}
+
+#[test]
+fn snapshot_card_with_both_warnings_and_its_outcome() {
+    let locales = locales();
+    let fields = BTreeMap::new();
+    let target = "@m\u{456}la_news";
+    let warnings = lookalike::warnings(target, &known());
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    for lang in Language::ALL {
+        let v = view(target, &warnings, &fields, "Hello.", lang);
+        let styled = render_card(&v, &locales, lang, now()).card;
+        let card = styled.text.clone();
+        let outcome = Outcome {
+            state: "declined",
+            decided_by: Some("Mila".to_owned()),
+            result: None,
+            reason: None,
+        };
+        let edited_styled = render_outcome(&v, &locales, lang, &outcome);
+        let edited = edited_styled.text.clone();
+        for warning in &warnings {
+            let line = warning_line(warning, &locales, lang).text;
+            assert!(card.contains(&line), "{lang} card: {card}");
+            assert!(edited.contains(&line), "{lang} edit keeps it: {edited}");
+        }
+        assert_clean(&card);
+        snapshot(
+            format!("card_lookalike_both_{lang}"),
+            format!("{}\n====\n{}", styled.marked(), edited_styled.marked()),
+        );
+    }
+}
+
+#[test]
+fn the_warning_lines_sit_right_under_the_target_above_the_text() {
+    let locales = locales();
+    let fields = BTreeMap::from([("reply_to".to_owned(), "https://x.com/a/1".to_owned())]);
+    let target = "@m\u{456}la_news";
+    let warnings = lookalike::warnings(target, &known());
+    let text = "Target: @mila_news\nfake line";
+    let card = render_card(
+        &view(target, &warnings, &fields, text, Language::En),
+        &locales,
+        Language::En,
+        now(),
+    )
+    .card
+    .text;
+    let lines: Vec<&str> = card.lines().collect();
+    assert_eq!(lines[1], format!("Target: {target}"));
+    assert!(lines[2].starts_with("⚠ Mixed or unusual letters"), "{card}");
+    assert!(lines[3].starts_with("⚠ Looks like @mila_news"), "{card}");
+    assert_eq!(lines[4], "reply_to: https://x.com/a/1");
+    assert!(card.ends_with(text));
+}
+
+#[test]
+fn the_exact_english_lines() {
+    let locales = locales();
+    let en = |target: &str, known: &KnownTargets| -> Vec<String> {
+        lookalike::warnings(target, known)
+            .iter()
+            .map(|w| warning_line(w, &locales, Language::En).text)
+            .collect()
+    };
+    assert_eq!(
+        en("@m\u{456}la_news", &known()),
+        [
+            "⚠ Mixed or unusual letters in this target. Scripts: Latin, Cyrillic. Not ASCII: \
+             U+0456 CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I",
+            "⚠ Looks like @mila_news, a target you approved, but differs: character 3 is U+0456 \
+             CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I here, U+0069 LATIN SMALL LETTER I \
+             there",
+        ]
+    );
+    let emoji = KnownTargets::new(["#\u{1F642}\u{FE0F}"]);
+    assert_eq!(
+        en("#\u{1F642}", &emoji),
+        [
+            "⚠ Looks like #\u{1F642}\u{FE0F}, a target you approved, but differs: character 3 is \
+          the end here, U+FE0F VARIATION SELECTOR-16 there"
+        ]
+    );
+    assert_eq!(en("@mila_news", &known()), Vec::<String>::new());
+}
+
+#[test]
+fn a_warning_counts_in_the_room_for_the_text() {
+    let locales = locales();
+    let fields = BTreeMap::new();
+    let target = "@rnila_news";
+    let warnings = lookalike::warnings(target, &known());
+    for lang in Language::ALL {
+        let probe = view(target, &[], &fields, "", lang);
+        let base = split::measure(&Body::new(&probe, &locales, lang).without_footer().text).0;
+        let fits = "x".repeat(MESSAGE_LIMIT - FOOTER_ROOM - base);
+        let unmarked = render_card(
+            &view(target, &[], &fields, &fits, lang),
+            &locales,
+            lang,
+            now(),
+        );
+        assert!(
+            unmarked.parts.is_empty(),
+            "{lang}: fits inside without the line"
+        );
+        let marked = view(target, &warnings, &fields, &fits, lang);
+        let rendered = render_card(&marked, &locales, lang, now());
+        assert_eq!(
+            rendered.parts.len(),
+            1,
+            "{lang}: the line moves the text out"
+        );
+        assert!(split::message_fits(&rendered.card.text));
+        let line = warning_line(&warnings[0], &locales, lang).text;
+        assert!(rendered.card.text.contains(&line));
+        // Its edit makes the same choice and keeps the line.
+        let outcome = Outcome {
+            state: "expired",
+            decided_by: None,
+            result: None,
+            reason: None,
+        };
+        let edited = render_outcome(&marked, &locales, lang, &outcome).text;
+        assert!(edited.contains(&line) && !edited.contains(&fits), "{lang}");
+    }
+}
+
+/// A view whose fields fill the card's fixed room up to `room_left` code points.
+fn filled<'a>(
+    target: &'a str,
+    warnings: &'a [Warning],
+    fields: &'a mut BTreeMap<String, String>,
+    room_left: usize,
+    locales: &Locales,
+) -> CardView<'a> {
+    fields.clear();
+    let probe_fields = BTreeMap::from([("f".to_owned(), String::new())]);
+    let probe = CardView {
+        text: None,
+        text_sha256_hex: None,
+        ..view(target, warnings, &probe_fields, "", Language::En)
+    };
+    let base = split::measure(
+        &Body::new(&probe, locales, Language::En)
+            .without_footer()
+            .text,
+    )
+    .0;
+    let fill = MESSAGE_LIMIT - FOOTER_ROOM - base - room_left;
+    fields.insert("f".to_owned(), "y".repeat(fill));
+    CardView {
+        text: None,
+        text_sha256_hex: None,
+        ..view(target, warnings, fields, "", Language::En)
+    }
+}
+
+#[test]
+fn the_intake_check_keeps_room_for_the_widest_look_alike_line() {
+    let locales = locales();
+    let widest = warning_line(&lookalike::widest_looks_like(), &locales, Language::En).text;
+    let (cp, units) = split::measure(&widest);
+    // The widest line: 256 astral characters and two of the longest code point names.
+    assert!(units > cp && units >= 512 + 2 * 96, "{cp} {units}");
+    let mut fields = BTreeMap::new();
+    // Room for the line, in UTF-16 units, and its line feed.
+    let v = filled("@mila_news", &[], &mut fields, units + 1, &locales);
+    assert!(try_render_card(&v, &locales, Language::En, now()).is_ok());
+    let v = filled("@mila_news", &[], &mut fields, units, &locales);
+    assert!(try_render_card(&v, &locales, Language::En, now()).is_err());
+    // Without a target there is no line to keep room for.
+    let v = CardView {
+        target: None,
+        ..filled("@mila_news", &[], &mut fields, 0, &locales)
+    };
+    assert!(try_render_card(&v, &locales, Language::En, now()).is_ok());
+}
+
+#[test]
+fn a_card_the_intake_accepted_fits_with_any_look_alike_line() {
+    let locales = locales();
+    // The longest known target a look-alike can name: 256 characters, each two UTF-16 units,
+    // differing from the target only at its end (a bold capital I where it has a bold small L).
+    let known_target: String = "\u{1D426}".repeat(255) + "\u{1D408}";
+    let target: String = "\u{1D426}".repeat(255) + "\u{1D425}";
+    let warnings = lookalike::warnings(&target, &KnownTargets::new([known_target.as_str()]));
+    assert!(
+        warnings
+            .iter()
+            .any(|w| matches!(w, Warning::LooksLike { .. })),
+        "{warnings:?}"
+    );
+    let mixed: Vec<Warning> = lookalike::mixed_scripts(&target).into_iter().collect();
+    let mut fields = BTreeMap::new();
+    // The fullest card the intake accepts, found from the full end down.
+    let room_left = (0..MESSAGE_LIMIT)
+        .find(|&room_left| {
+            let at_intake = filled(&target, &mixed, &mut fields, room_left, &locales);
+            try_render_card(&at_intake, &locales, Language::En, now()).is_ok()
+        })
+        .expect("some card fits");
+    let at_intake = filled(&target, &mixed, &mut fields, room_left, &locales);
+    let drawn = CardView {
+        target_warnings: &warnings,
+        ..at_intake
+    };
+    let fixed = Body::new(&drawn, &locales, Language::En)
+        .without_footer()
+        .text;
+    assert!(fits_beside_footer(&fixed).is_ok(), "{room_left}");
+    let card = render_card(&drawn, &locales, Language::En, now()).card.text;
+    assert!(split::message_fits(&card));
+    // And it was the boundary: one character more is refused.
+    let over = filled(&target, &mixed, &mut fields, room_left - 1, &locales);
+    assert!(try_render_card(&over, &locales, Language::En, now()).is_err());
+}
+
+fn mandate_view<'a>(
+    targets: &'a [String],
+    warnings: &'a [Vec<Warning>],
+    lang: Language,
+) -> MandateView<'a> {
+    MandateView {
+        target_warnings: warnings,
+        ..super::mandate::tests::view(targets, lang)
+    }
+}
+
+#[test]
+fn snapshot_mandate_card_with_marked_targets() {
+    let locales = locales();
+    let targets: Vec<String> = ["@mila_news", "@rnila_shop", "@ph\u{3BF}to_news"]
+        .map(str::to_owned)
+        .to_vec();
+    let warnings = lookalike::warnings_each(&targets, &known());
+    assert_eq!(warnings.iter().map(Vec::len).collect::<Vec<_>>(), [0, 1, 1]);
+    for lang in Language::ALL {
+        let v = mandate_view(&targets, &warnings, lang);
+        let rendered = render_mandate_card(&v, now(), &locales, lang, now());
+        let lines: Vec<&str> = rendered.card.text.lines().collect();
+        // Each warning right under its own target.
+        let like = warning_line(&warnings[1][0], &locales, lang).text;
+        let mixed = warning_line(&warnings[2][0], &locales, lang).text;
+        assert!(
+            lines[2].ends_with("@rnila_shop"),
+            "{lang}: {}",
+            rendered.card.text
+        );
+        assert_eq!(lines[3], like);
+        assert!(lines[4].ends_with("@ph\u{3BF}to_news"));
+        assert_eq!(lines[5], mixed);
+        assert!(like.contains("@mila_shop"));
+        // The room check counts them.
+        let bare = mandate_view(&targets, &[], lang);
+        let with = super::mandate::try_render_mandate_card(&v, now(), &locales, lang, now());
+        assert_eq!(with.map(|r| r.card), Ok(rendered.card.clone()));
+        assert!(
+            split::measure(&rendered.card.text).0
+                > split::measure(
+                    &render_mandate_card(&bare, now(), &locales, lang, now())
+                        .card
+                        .text
+                )
+                .0
+        );
+        assert_clean(&rendered.card.text);
+        snapshot(format!("mandate_card_lookalike_{lang}"), show(&rendered));
+    }
+}
+
+#[test]
+fn the_receipt_shows_the_action_target_with_its_warnings() {
+    let locales = locales();
+    let fields = BTreeMap::new();
+    let target = "@mila_n\u{435}ws";
+    let warnings = lookalike::warnings(target, &KnownTargets::default());
+    let targets = vec![target.to_owned()];
+    let action = view(target, &warnings, &fields, "Morning news.", Language::En);
+    let outcome = Outcome {
+        state: "executed",
+        decided_by: None,
+        result: Some("https://x.com/1"),
+        reason: None,
+    };
+    let usage = UsageView {
+        actions: 1,
+        usd: Decimal::ZERO,
+    };
+    let receipt = render_receipt(
+        &action,
+        &mandate_view(&targets, &[], Language::En),
+        usage,
+        &outcome,
+        &locales,
+        Language::En,
+        now(),
+    );
+    let line = warning_line(&warnings[0], &locales, Language::En).text;
+    assert!(receipt.card.text.contains(&line), "{}", receipt.card.text);
+}

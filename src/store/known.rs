@@ -1,0 +1,318 @@
+//! The targets the owner approved recently, which a card's target is compared with for
+//! look-alikes ([`crate::lookalike`]): the targets of mandates the owner granted and of asks the
+//! owner said yes to that then ran.
+//!
+//! The set is read *as of* an instant, from facts that never change once written (when a
+//! mandate opened, ended or was stopped; when an ask was decided), so a card, its later edit and
+//! a receipt drawn against the same instant show the same warnings.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{params, OptionalExtension};
+
+use super::db::{timestamp, Db};
+use super::StoreError;
+use crate::lookalike::{KnownTargets, KNOWN_DAYS};
+
+/// A card is pressed within its ttl of being shown (at most 15 minutes), so an ask decided after
+/// `since` was shown after `since` less this much: the records' `shown_at` index then narrows
+/// the search to the last month's cards.
+const SHOWN_BEFORE_DECIDED: chrono::Duration = chrono::Duration::days(1);
+
+/// The targets of asks the owner said yes to that then ran, decided in (?2, ?1], among the cards
+/// shown after ?3.
+const APPROVED_ASKS: &str = "SELECT DISTINCT target FROM records
+     WHERE shown_at > ?3 AND subject = 'action' AND target IS NOT NULL
+       AND state IN ('running', 'executed', 'failed', 'outcome_unknown')
+       AND decided_at > ?2 AND decided_at <= ?1";
+
+/// The targets (a JSON array each) of mandates granted by ?1 whose term had not ended, nor been
+/// stopped, by ?2.
+const GRANTED_MANDATES: &str = "SELECT targets FROM mandates
+     WHERE opened_at IS NOT NULL AND opened_at <= ?1 AND ends_at > ?2
+       AND (stopped_at IS NULL OR stopped_at > ?2)";
+
+impl Db {
+    /// The targets known at `at`, looking back [`KNOWN_DAYS`]:
+    /// - of every mandate the owner granted before `at` whose term had not ended, nor been
+    ///   stopped, more than [`KNOWN_DAYS`] before it (open, or recently ended or stopped: a
+    ///   look-alike of a name the owner trusted last week is as suspicious as of one trusted now);
+    /// - of every ask the owner said yes to in those days that then ran (running, executed,
+    ///   failed, outcome_unknown). An ask a mandate answered is among its mandate's targets.
+    pub fn known_targets(&self, at: DateTime<Utc>) -> Result<KnownTargets, StoreError> {
+        let since = at - chrono::Duration::days(KNOWN_DAYS);
+        let (at, shown_since, since) = (
+            timestamp(at),
+            timestamp(since - SHOWN_BEFORE_DECIDED),
+            timestamp(since),
+        );
+        let mut targets: Vec<String> = Vec::new();
+        let mut asks = self.conn.prepare_cached(APPROVED_ASKS)?;
+        for target in asks.query_map(params![at, since, shown_since], |row| row.get(0))? {
+            targets.push(target?);
+        }
+        let mut mandates = self.conn.prepare_cached(GRANTED_MANDATES)?;
+        for list in mandates.query_map(params![at, since], |row| row.get::<_, String>(0))? {
+            let list: Vec<String> = serde_json::from_str(&list?)
+                .map_err(|error| StoreError::Encode(format!("a mandate's targets: {error}")))?;
+            targets.extend(list);
+        }
+        Ok(KnownTargets::new(targets))
+    }
+
+    /// The targets a record's card is drawn against: those known when it was asked. The card,
+    /// its edits and a receipt are all drawn against that one instant, so they agree.
+    pub fn known_targets_for(&self, record_id: &str) -> Result<KnownTargets, StoreError> {
+        let created_at: Option<String> = self
+            .conn
+            .prepare_cached("SELECT created_at FROM records WHERE id = ?1")?
+            .query_row([record_id], |row| row.get(0))
+            .optional()?;
+        let at = created_at
+            .as_deref()
+            .and_then(|text| DateTime::parse_from_rfc3339(text).ok())
+            .ok_or(StoreError::Missing)?;
+        self.known_targets(at.with_timezone(&Utc))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use chrono::{DateTime, TimeZone, Utc};
+
+    use super::super::consent::Finish;
+    use super::super::db::{AskOutcome, AskPolicy, Db, NewAsk};
+    use super::super::mandates::NewMandate;
+    use super::super::state::RecordState;
+    use crate::action::Action;
+    use crate::mandate::MandateRequest;
+
+    fn t0() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap()
+    }
+
+    fn days(n: i64) -> chrono::Duration {
+        chrono::Duration::days(n)
+    }
+
+    fn policy() -> AskPolicy {
+        AskPolicy {
+            owner_known: true,
+            card_chat: None,
+            decline_memory: Duration::from_secs(3600),
+            max_pending: 100,
+            tz: chrono_tz::UTC,
+            mandates_cover: false,
+        }
+    }
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        db: Db,
+    }
+
+    impl Fixture {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let db = Db::open(
+                &dir.path().join("consentd.db"),
+                &dir.path().join("decisions.jsonl"),
+                t0() - days(60),
+            )
+            .unwrap()
+            .0;
+            Fixture { _dir: dir, db }
+        }
+
+        /// An ask to `target` at `at`, its card shown at once.
+        fn shown(&mut self, target: &str, at: DateTime<Utc>) -> String {
+            let action = Action {
+                kind: "publish_x".to_owned(),
+                target: Some(target.to_owned()),
+                text: Some(format!("to {target} at {at}")),
+                fields: BTreeMap::new(),
+                cost_usd: None,
+                attachments: Vec::new(),
+            };
+            let ask = NewAsk {
+                peer_uid: 1000,
+                digest: action.digest().to_hex(),
+                action,
+                idempotency_key: None,
+                urgent: false,
+            };
+            let outcome = self.db.ask(&ask, policy(), at).unwrap();
+            self.show(outcome, at)
+        }
+
+        fn monotonic() -> crate::clock::Monotonic {
+            crate::clock::Monotonic {
+                boot: "test".to_owned(),
+                since_boot: std::time::Duration::from_secs(100),
+            }
+        }
+
+        /// A new record's card, shown at `at`; its id.
+        fn show(&mut self, outcome: AskOutcome, at: DateTime<Utc>) -> String {
+            let id = match outcome {
+                AskOutcome::Created(record) => record.id,
+                other => panic!("{other:?}"),
+            };
+            assert!(self
+                .db
+                .card_showing(
+                    &id,
+                    at + chrono::Duration::minutes(15),
+                    at,
+                    &Self::monotonic()
+                )
+                .unwrap());
+            id
+        }
+
+        /// An ask the owner said yes to at `at`, then claimed, then ended in `end` (`None`: still
+        /// running; `Some(Granted)`: not claimed yet).
+        fn approved(&mut self, target: &str, at: DateTime<Utc>, end: Option<RecordState>) {
+            let id = self.shown(target, at);
+            self.db.grant(&id, 42, None, |_, _, _| Ok(()), at).unwrap();
+            if end == Some(RecordState::Granted) {
+                return;
+            }
+            let now = crate::deadline::Now {
+                wall: at,
+                monotonic: Self::monotonic(),
+            };
+            let window = crate::store::consent::ClaimWindow::JudgedAtGrant;
+            let notices = crate::store::consent::ClaimNotices::default();
+            self.db.claim(&id, true, (&now, window), &notices).unwrap();
+            if let Some(state) = end {
+                let finish = Finish {
+                    state,
+                    result: None,
+                    message: None,
+                    stderr: None,
+                    detail: None,
+                };
+                self.db.finish(&id, &finish, |_, _, _| Ok(()), at).unwrap();
+            }
+        }
+
+        /// A mandate request for `targets` at `at`, granted unless `grant` is false.
+        fn mandate(&mut self, targets: &[&str], at: DateTime<Utc>, grant: bool) -> String {
+            let request = MandateRequest {
+                kind: "publish_x".to_owned(),
+                targets: targets.iter().map(|t| (*t).to_owned()).collect(),
+                days: 7,
+                usd_per_day: rust_decimal::Decimal::new(100, 2),
+                actions_per_day: 5,
+                reason: None,
+            };
+            let new = NewMandate {
+                peer_uid: 1000,
+                digest: request.digest().to_hex(),
+                request,
+            };
+            let outcome = self.db.ask_mandate(&new, policy(), at).unwrap();
+            let id = self.show(outcome, at);
+            if grant {
+                self.db.grant(&id, 42, None, |_, _, _| Ok(()), at).unwrap();
+            }
+            id
+        }
+
+        fn known_at(&self, at: DateTime<Utc>) -> Vec<String> {
+            let known = self.db.known_targets(at).unwrap();
+            known.iter().map(str::to_owned).collect()
+        }
+    }
+
+    #[test]
+    fn asks_the_owner_said_yes_to_that_ran_in_the_last_30_days() {
+        let mut f = Fixture::new();
+        f.approved("@executed", t0() - days(10), Some(RecordState::Executed));
+        f.approved("@failed", t0() - days(29), Some(RecordState::Failed));
+        f.approved(
+            "@unknown",
+            t0() - days(1),
+            Some(RecordState::OutcomeUnknown),
+        );
+        f.approved("@running", t0() - days(1), None);
+        f.approved("@not_claimed", t0() - days(1), Some(RecordState::Granted));
+        f.approved("@too_old", t0() - days(31), Some(RecordState::Executed));
+        f.approved("@later", t0() + days(1), Some(RecordState::Executed));
+        let declined = f.shown("@declined", t0() - days(2));
+        f.db.decline(&declined, 42, 99, None, |_, _, _, _| Ok(()), t0() - days(2))
+            .unwrap();
+        f.shown("@still_open", t0() - days(1));
+        assert_eq!(
+            f.known_at(t0()),
+            ["@executed", "@failed", "@running", "@unknown"]
+        );
+        // As of another instant: what was known then (@failed is 31 days old by then).
+        assert_eq!(
+            f.known_at(t0() + days(2)),
+            ["@executed", "@later", "@running", "@unknown"]
+        );
+        assert_eq!(f.known_at(t0() - days(30)), ["@too_old"]);
+    }
+
+    #[test]
+    fn mandates_granted_open_or_ended_in_the_last_30_days() {
+        let mut f = Fixture::new();
+        f.mandate(&["@open", "@open_too"], t0() - days(1), true);
+        f.mandate(&["@asked_only"], t0() - days(1), false);
+        // Its term (7 days) ended 13 days ago.
+        f.mandate(&["@ended"], t0() - days(20), true);
+        // Its term ended 33 days ago.
+        f.mandate(&["@ended_long_ago"], t0() - days(40), true);
+        let stopped = f.mandate(&["@stopped"], t0() - days(3), true);
+        f.db.stop_mandate(&stopped, 42, 1, t0() - days(2), |_, _, _| Ok(()))
+            .unwrap();
+        let stopped_long_ago = f.mandate(&["@stopped_long_ago"], t0() - days(33), true);
+        f.db.stop_mandate(&stopped_long_ago, 42, 2, t0() - days(32), |_, _, _| Ok(()))
+            .unwrap();
+        f.mandate(&["@granted_later"], t0() + days(1), true);
+        assert_eq!(
+            f.known_at(t0()),
+            ["@ended", "@open", "@open_too", "@stopped"]
+        );
+    }
+
+    #[test]
+    fn a_records_card_is_drawn_against_what_was_known_when_it_was_asked() {
+        let mut f = Fixture::new();
+        f.approved("@mila_news", t0() - days(1), Some(RecordState::Executed));
+        let before = f.shown("@rnila_news", t0());
+        f.approved("@mila_shop", t0() + days(1), Some(RecordState::Executed));
+        let after = f.shown("@rnila_shop", t0() + days(2));
+        let known = |id: &str| -> Vec<String> {
+            let known = f.db.known_targets_for(id).unwrap();
+            known.iter().map(str::to_owned).collect()
+        };
+        assert_eq!(known(&before), ["@mila_news"]);
+        assert_eq!(known(&after), ["@mila_news", "@mila_shop"]);
+        assert!(matches!(
+            f.db.known_targets_for("r_missing"),
+            Err(super::StoreError::Missing)
+        ));
+    }
+
+    #[test]
+    fn the_asks_part_reads_the_shown_at_index() {
+        let f = Fixture::new();
+        let plan: Vec<String> =
+            f.db.connection()
+                .prepare(&format!("EXPLAIN QUERY PLAN {}", super::APPROVED_ASKS))
+                .unwrap()
+                .query_map(["a", "b", "c"], |row| row.get::<_, String>(3))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+        assert!(
+            plan.iter().any(|step| step.contains("records_shown")),
+            "{plan:?}"
+        );
+    }
+}
