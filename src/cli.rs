@@ -12,6 +12,7 @@ use serde_json::{json, Map, Value};
 use crate::client;
 use crate::config::{self, ConfigError};
 use crate::journal;
+use crate::output::{errln, outln};
 
 /// Exit code: could not talk to the daemon, or an internal error.
 const EXIT_ERROR: u8 = 1;
@@ -199,10 +200,10 @@ pub fn main() -> ExitCode {
         Command::CheckConfig { file } => check_config(&file),
         Command::Pair { config } => report(with_runtime(async move {
             let pairing = crate::pair::pair(&config).await?;
-            println!("{}", pairing.qr);
-            println!("code: {}", pairing.code);
-            println!("link: {}", pairing.link);
-            println!(
+            outln!("{}", pairing.qr);
+            outln!("code: {}", pairing.code);
+            outln!("link: {}", pairing.link);
+            outln!(
                 "Send /start {} to the bot from your own Telegram account (or open the link) before {} UTC. The code works once.",
                 pairing.code,
                 pairing.expires_at.format("%H:%M")
@@ -216,7 +217,7 @@ pub fn main() -> ExitCode {
         Command::Ask(args) => match ask_request(&args) {
             Ok(request) => report(with_runtime(ask(args.common, request))),
             Err(error) => {
-                eprintln!("consentd ask: {error:#}");
+                errln!("consentd ask: {error:#}");
                 ExitCode::from(EXIT_USAGE)
             }
         },
@@ -249,7 +250,7 @@ fn report(result: anyhow::Result<u8>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
-            eprintln!("consentd: {error:#}");
+            errln!("consentd: {error:#}");
             ExitCode::from(EXIT_ERROR)
         }
     }
@@ -268,14 +269,14 @@ fn with_runtime<T>(
 fn check_config(file: &Path) -> ExitCode {
     match config::load(file) {
         Ok(config) => {
-            println!("{}", config.summary());
+            outln!("{}", config.summary());
             ExitCode::SUCCESS
         }
         Err(ConfigError::Invalid { problems, .. }) => {
             for problem in &problems {
-                println!("{problem}");
+                outln!("{problem}");
             }
-            eprintln!(
+            errln!(
                 "{}: {} problem{}",
                 file.display(),
                 problems.len(),
@@ -284,7 +285,7 @@ fn check_config(file: &Path) -> ExitCode {
             ExitCode::from(EXIT_ERROR)
         }
         Err(error) => {
-            eprintln!("consentd: {error}");
+            errln!("consentd: {error}");
             ExitCode::from(EXIT_ERROR)
         }
     }
@@ -294,21 +295,21 @@ fn journal_verify(file: &Path, anchor: Option<&str>) -> ExitCode {
     let anchor = match anchor.map(str::parse::<journal::Anchor>).transpose() {
         Ok(anchor) => anchor,
         Err(error) => {
-            eprintln!("consentd journal verify: --anchor: {error}");
+            errln!("consentd journal verify: --anchor: {error}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
     match journal::verify_file(file, anchor.as_ref()) {
         Ok(Ok(verified)) => {
-            println!("{}", verified.summary());
+            outln!("{}", verified.summary());
             ExitCode::SUCCESS
         }
         Ok(Err(problem)) => {
-            println!("{problem}");
+            outln!("{problem}");
             ExitCode::from(EXIT_ERROR)
         }
         Err(error) => {
-            eprintln!("consentd journal verify: {}: {error}", file.display());
+            errln!("consentd journal verify: {}: {error}", file.display());
             ExitCode::from(EXIT_ERROR)
         }
     }
@@ -317,15 +318,15 @@ fn journal_verify(file: &Path, anchor: Option<&str>) -> ExitCode {
 fn journal_head(file: &Path) -> ExitCode {
     match journal::head(file) {
         Ok(Ok(head)) => {
-            println!("{}", head.anchor());
+            outln!("{}", head.anchor());
             ExitCode::SUCCESS
         }
         Ok(Err(problem)) => {
-            println!("{problem}");
+            outln!("{problem}");
             ExitCode::from(EXIT_ERROR)
         }
         Err(error) => {
-            eprintln!("consentd journal head: {}: {error}", file.display());
+            errln!("consentd journal head: {}: {error}", file.display());
             ExitCode::from(EXIT_ERROR)
         }
     }
@@ -408,36 +409,36 @@ async fn ask(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
     let id = text_of(&answer, "id");
     let code = client::exit_code_for(status);
     if common.json {
-        println!("{answer}");
+        outln!("{answer}");
         return Ok(code);
     }
     match status {
         "executed" => {
             if let Some(result) = answer.get("result").and_then(Value::as_str) {
-                println!("{result}");
+                outln!("{result}");
             }
-            eprintln!("executed {id}");
+            errln!("executed {id}");
         }
-        "refused" => eprintln!(
+        "refused" => errln!(
             "refused ({}): {}",
             text_of(&answer, "reason"),
             text_of(&answer, "message")
         ),
         "granted" => {
-            println!("{id}");
-            eprintln!("granted by the owner: the mandate {id} is open");
+            outln!("{id}");
+            errln!("granted by the owner: the mandate {id} is open");
         }
-        "declined" => eprintln!("declined by the owner ({id})"),
-        "expired" => eprintln!("expired: the owner did not answer in time ({id})"),
-        "failed" => eprintln!("the action ran and failed ({id})"),
-        "outcome_unknown" => eprintln!(
+        "declined" => errln!("declined by the owner ({id})"),
+        "expired" => errln!("expired: the owner did not answer in time ({id})"),
+        "failed" => errln!("the action ran and failed ({id})"),
+        "outcome_unknown" => errln!(
             "outcome unknown: the action may or may not have run; it will not be run again ({id})"
         ),
         "pending" | "card_shown" | "running" => {
-            println!("{id}");
-            eprintln!("{status}: see `consentd status {id}`");
+            outln!("{id}");
+            errln!("{status}: see `consentd status {id}`");
         }
-        _ => eprintln!("consentd answered: {answer}"),
+        _ => errln!("consentd answered: {answer}"),
     }
     Ok(code)
 }
@@ -447,11 +448,11 @@ async fn status(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
     let answer = client::request(&socket, &request, |_| {}).await?;
     let found = answer.get("id").is_some();
     if common.json {
-        println!("{answer}");
+        outln!("{answer}");
     } else if found {
-        println!("{}", record_line(&answer));
+        outln!("{}", record_line(&answer));
     } else {
-        eprintln!("{}", text_of(&answer, "message"));
+        errln!("{}", text_of(&answer, "message"));
     }
     Ok(if found { 0 } else { EXIT_ERROR })
 }
@@ -461,21 +462,21 @@ async fn list(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
     let answer = client::request(&socket, &request, |_| {}).await?;
     let Some(records) = answer.get("records").and_then(Value::as_array) else {
         if common.json {
-            println!("{answer}");
+            outln!("{answer}");
         } else {
-            eprintln!("{}", text_of(&answer, "message"));
+            errln!("{}", text_of(&answer, "message"));
         }
         return Ok(EXIT_ERROR);
     };
     if common.json {
-        println!("{answer}");
+        outln!("{answer}");
         return Ok(0);
     }
     for record in records {
-        println!("{}", record_line(record));
+        outln!("{}", record_line(record));
     }
     if let Some(cursor) = answer.get("next_cursor").and_then(Value::as_str) {
-        eprintln!("more: consentd list --cursor {cursor}");
+        errln!("more: consentd list --cursor {cursor}");
     }
     Ok(0)
 }

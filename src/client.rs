@@ -8,6 +8,8 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
+use crate::output::{errln, Stream};
+
 /// The socket used when neither `--socket` nor `$CONSENTD_SOCKET` names one (the config's default).
 pub const DEFAULT_SOCKET: &str = "/run/consentd/consent.sock";
 
@@ -129,22 +131,26 @@ impl Progress {
         let id = self.id.as_deref().unwrap_or("?");
         let elapsed = self.started.elapsed().as_secs();
         if self.terminal {
-            eprint!(
-                "\r\x1b[2Kwaiting for the owner's answer on {id} ({}) {}:{:02}",
-                self.status,
-                elapsed / 60,
-                elapsed % 60
+            crate::output::write(
+                Stream::Stderr,
+                format_args!(
+                    "\r\x1b[2Kwaiting for the owner's answer on {id} ({}) {}:{:02}",
+                    self.status,
+                    elapsed / 60,
+                    elapsed % 60
+                ),
+                "",
             );
             self.shown = true;
         } else if !self.shown {
-            eprintln!("waiting for the owner's answer on {id} ({})", self.status);
+            errln!("waiting for the owner's answer on {id} ({})", self.status);
             self.shown = true;
         }
     }
 
     pub fn finish(&mut self) {
         if self.terminal && self.shown {
-            eprintln!();
+            errln!();
         }
     }
 }

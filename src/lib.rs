@@ -6,7 +6,7 @@
 //! Every step goes into a hash-chained journal.
 //!
 //! The parts, from the edge inwards (docs/ARCHITECTURE.md has the map and the invariants):
-//! - [`cli`]: the `consentd` command line.
+//! - [`cli`]: the `consentd` command line; `output`, its lines, which a closed pipe does not crash.
 //! - [`config`]: the TOML config, parsed and then validated with every problem named by its key.
 //! - [`server`]: the Unix socket: peer credentials, framing, caps, timeouts, shutdown.
 //! - [`protocol`]: the socket's JSON requests and responses, parsed strictly.
@@ -43,6 +43,7 @@ pub mod journal;
 pub mod locale;
 pub mod mandate;
 pub(crate) mod media;
+pub(crate) mod output;
 pub mod pair;
 pub mod pairing;
 pub mod press;

@@ -5,6 +5,7 @@ mod ask;
 mod attachments;
 mod binding;
 mod clients;
+mod closed_stdout;
 mod config_cli;
 mod consent;
 mod crash;
