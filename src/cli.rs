@@ -454,7 +454,13 @@ async fn status(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
     } else {
         errln!("{}", text_of(&answer, "message"));
     }
-    Ok(if found { 0 } else { EXIT_ERROR })
+    // The record's state decides, as it would for `ask`: a script doing
+    // `consentd status "$id" --wait && publish` must not take a No for a yes.
+    Ok(if found {
+        client::exit_code_for_record(&answer)
+    } else {
+        EXIT_ERROR
+    })
 }
 
 async fn list(common: CommonArgs, request: Value) -> anyhow::Result<u8> {

@@ -78,6 +78,9 @@ pub async fn request(
     }
 }
 
+/// Exit code: the record is still open (pending, with `--no-wait` or a `status` without `--wait`).
+const EXIT_OPEN: u8 = 8;
+
 /// The exit code for an ask's final status (SPEC §2).
 pub fn exit_code_for(status: &str) -> u8 {
     match status {
@@ -87,8 +90,19 @@ pub fn exit_code_for(status: &str) -> u8 {
         "expired" => 5,
         "failed" => 6,
         "outcome_unknown" => 7,
-        "pending" | "card_shown" | "running" => 8,
+        "pending" | "card_shown" | "running" => EXIT_OPEN,
         _ => 1,
+    }
+}
+
+/// The exit code for a record as `status` shows it: the ask's code for its state once the record
+/// is final, 8 while it is still open (pending, card shown, granted but not yet run, running).
+/// A daemon that does not say `final` is taken at its status's word.
+pub fn exit_code_for_record(record: &Value) -> u8 {
+    let status = record.get("status").and_then(Value::as_str).unwrap_or("");
+    match record.get("final").and_then(Value::as_bool) {
+        Some(false) => EXIT_OPEN,
+        _ => exit_code_for(status),
     }
 }
 
@@ -125,7 +139,7 @@ impl Progress {
 
     /// Redraws the line (on a terminal) or prints it once (otherwise).
     pub fn tick(&mut self) {
-        if self.id.is_none() || crate::client::exit_code_for(&self.status) != 8 {
+        if self.id.is_none() || crate::client::exit_code_for(&self.status) != EXIT_OPEN {
             return;
         }
         let id = self.id.as_deref().unwrap_or("?");
@@ -213,6 +227,8 @@ pub fn guess_media_type(path: &Path) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -230,6 +246,30 @@ mod tests {
         ];
         for (status, code) in table {
             assert_eq!(exit_code_for(status), code, "{status}");
+        }
+    }
+
+    #[test]
+    fn a_record_exits_by_its_state_once_final_and_8_while_open() {
+        let table = [
+            (json!({"status": "executed", "final": true}), 0),
+            (json!({"status": "granted", "final": true}), 0),
+            (json!({"status": "refused", "final": true}), 3),
+            (json!({"status": "declined", "final": true}), 4),
+            (json!({"status": "expired", "final": true}), 5),
+            (json!({"status": "failed", "final": true}), 6),
+            (json!({"status": "outcome_unknown", "final": true}), 7),
+            (json!({"status": "pending", "final": false}), 8),
+            (json!({"status": "card_shown", "final": false}), 8),
+            // An action the owner said yes to, about to run: not a yes to act on.
+            (json!({"status": "granted", "final": false}), 8),
+            (json!({"status": "running", "final": false}), 8),
+            // A daemon from before `final`.
+            (json!({"status": "declined"}), 4),
+            (json!({"status": "card_shown"}), 8),
+        ];
+        for (record, code) in table {
+            assert_eq!(exit_code_for_record(&record), code, "{record}");
         }
     }
 

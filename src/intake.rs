@@ -386,6 +386,7 @@ pub fn summary(record: &Record) -> RecordSummary {
         id: record.id.clone(),
         kind: record.kind.clone(),
         status: record.state.as_str().to_owned(),
+        is_final: record.is_final(),
         reason: record.reason.clone(),
         message: record.message.clone(),
         result: record.result.clone(),

@@ -13,7 +13,9 @@ As a library::
 
 As a command, with the exit codes of ``consentd ask`` (0 executed or granted, 1 could not talk
 to consentd, 2 usage, 3 refused, 4 declined, 5 expired, 6 failed, 7 outcome unknown,
-8 pending)::
+8 pending). ``status`` exits with the same code for the record's state (8 while it is still
+open; 1 when there is no such record), so ``status ID --wait && publish`` never takes a No for a
+yes::
 
     consentd_client.py ask --kind publish_x --target @mila_news --text-file post.txt
     consentd_client.py mandate --kind publish_x --target @mila_news --days 7 \\
@@ -56,6 +58,7 @@ EXIT_CODES = {
 }
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_OPEN = 8
 
 Money = Union[str, Decimal]
 Line = Dict[str, Any]
@@ -96,6 +99,16 @@ def attachment(path: Union[str, Path], media_type: Optional[str] = None,
 def exit_code(answer: Line) -> int:
     """The exit code ``consentd ask`` would give this final answer."""
     return EXIT_CODES.get(str(answer.get("status")), EXIT_ERROR)
+
+
+def record_exit_code(record: Line) -> int:
+    """The exit code ``consentd status`` gives a record: the ask's code for its state once the
+    record is final, 8 while it is open. ``final`` says which, since ``granted`` is final for a
+    mandate but only a step for an action (it runs next); a daemon without it is taken at its
+    status's word."""
+    if record.get("final") is False:
+        return EXIT_OPEN
+    return exit_code(record)
 
 
 class Client:
@@ -276,7 +289,8 @@ def _parser() -> argparse.ArgumentParser:
     mandate.add_argument("--reason")
     mandate.add_argument("--no-wait", action="store_true")
 
-    status = ops.add_parser("status", parents=[common], help="one of your records")
+    status = ops.add_parser("status", parents=[common], help="one of your records; exits as ask "
+                            "would for its state (8 while it is open)")
     status.add_argument("id")
     status.add_argument("--wait", action="store_true", help="wait until it is final")
 
@@ -322,7 +336,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 print(_record_line(answer))
             else:
                 print(answer.get("message", answer), file=sys.stderr)
-            return 0 if found else EXIT_ERROR
+            return record_exit_code(answer) if found else EXIT_ERROR
         answer = client.list(args.cursor)
         if args.json:
             print(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))

@@ -64,8 +64,8 @@ fn the_socket_clients_end_quietly_with_their_own_codes() {
     let table: &[(&[&str], i32)] = &[
         (&["list"], 0),
         (&["list", "--json"], 0),
-        (&["status", &refused], 0),
-        (&["status", &refused, "--json"], 0),
+        (&["status", &refused], 3),
+        (&["status", &refused, "--json"], 3),
         (&["ask", "--kind", "no_such_kind", "--json"], 3),
         (
             &[
