@@ -19,6 +19,44 @@ const EXIT_ERROR: u8 = 1;
 /// Exit code: a usage error.
 const EXIT_USAGE: u8 = 2;
 
+/// The exit codes of a record's final states, shared by `ask` and `status` (SPEC §2).
+macro_rules! final_exit_codes {
+    () => {
+        "  3  refused before any card (the reason code is printed)\n\
+         \x20 4  declined by the owner\n\
+         \x20 5  expired: the owner did not answer in time\n\
+         \x20 6  the action ran and failed\n\
+         \x20 7  outcome unknown: it may or may not have run; it is never run again\n"
+    };
+}
+
+const ASK_EXIT_CODES: &str = concat!(
+    "Exit codes:\n",
+    "  0  executed (the result, if any, is on stdout)\n",
+    "  1  could not talk to consentd, or an internal error\n",
+    "  2  usage error\n",
+    final_exit_codes!(),
+    "  8  pending (only with --no-wait; the record's id is on stdout)"
+);
+
+const MANDATE_EXIT_CODES: &str = "Exit codes:
+  0  granted: the mandate is open (its id is on stdout)
+  1  could not talk to consentd, or an internal error
+  2  usage error
+  3  refused before any card (the reason code is printed; mandate_terms for the terms)
+  4  declined by the owner
+  5  expired: the owner did not answer in time
+  8  pending (only with --no-wait; the request's id is on stdout)";
+
+const STATUS_EXIT_CODES: &str = concat!(
+    "Exit codes, as ask's for the record's state:\n",
+    "  0  executed, or a granted mandate\n",
+    "  1  could not talk to consentd, or no such record of yours\n",
+    "  2  usage error\n",
+    final_exit_codes!(),
+    "  8  still open: pending, card shown, granted but not yet run, or running"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "consentd",
@@ -34,15 +72,20 @@ pub struct Cli {
 enum Command {
     /// Run the daemon
     Serve {
+        /// The config file (TOML); `check-config` checks it first
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
     },
     /// Ask for one action and wait for its outcome
+    #[command(after_help = ASK_EXIT_CODES)]
     Ask(AskArgs),
     /// Ask for a standing permission and wait for the owner's answer
+    #[command(after_help = MANDATE_EXIT_CODES)]
     Mandate(MandateArgs),
-    /// Show one record
+    /// Show one of your records; exits with ask's code for its state
+    #[command(after_help = STATUS_EXIT_CODES)]
     Status {
+        /// The record's id (r_…), as ask printed it
         id: String,
         /// Wait until the record reaches a final state
         #[arg(long)]
@@ -52,7 +95,8 @@ enum Command {
     },
     /// List your records, newest first
     List {
-        #[arg(long)]
+        /// Start after this point: the cursor the previous page printed
+        #[arg(long, value_name = "C")]
         cursor: Option<String>,
         #[command(flatten)]
         common: CommonArgs,
@@ -62,11 +106,13 @@ enum Command {
     Journal(JournalCommand),
     /// Print a one-time pairing code, its t.me link and a QR code
     Pair {
+        /// The running daemon's config file
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
     },
     /// Validate a config file and its categories
     CheckConfig {
+        /// The config file (TOML)
         #[arg(value_name = "FILE")]
         file: PathBuf,
     },
@@ -86,6 +132,7 @@ enum Command {
 enum JournalCommand {
     /// Check the hash chain (and an anchor from the evening summary)
     Verify {
+        /// The journal (decisions.jsonl)
         #[arg(value_name = "FILE")]
         file: PathBuf,
         /// N:HEX, with 12 to 64 hex digits of line N's hash
@@ -94,6 +141,7 @@ enum JournalCommand {
     },
     /// Print the anchor N:H12 of the last line
     Head {
+        /// The journal (decisions.jsonl)
         #[arg(value_name = "FILE")]
         file: PathBuf,
     },
@@ -111,25 +159,31 @@ struct CommonArgs {
 
 #[derive(Debug, Args)]
 struct AskArgs {
-    #[arg(long)]
+    /// The kind of action: a category of the owner's config (a refusal lists them)
+    #[arg(long, value_name = "K")]
     kind: String,
-    #[arg(long)]
+    /// Where it goes (an account, an address), if the category takes one
+    #[arg(long, value_name = "T")]
     target: Option<String>,
     /// Read the text from a file (UTF-8, byte for byte: a final newline is refused)
     #[arg(long, value_name = "F", conflicts_with = "text")]
     text_file: Option<PathBuf>,
+    /// The text the owner approves, exactly as it will be used
     #[arg(long, value_name = "S")]
     text: Option<String>,
-    /// An extra field the card shows, NAME=VALUE
+    /// An extra field the card shows, NAME=VALUE (repeat for more)
     #[arg(long = "field", value_name = "NAME=VALUE")]
     fields: Vec<String>,
+    /// What it costs in US dollars, at most 2 decimals (0.04), if the category asks for it
     #[arg(long, value_name = "D")]
     cost_usd: Option<String>,
-    /// A file to attach (up to the category's number)
+    /// A file to attach (repeat, up to the category's number)
     #[arg(long = "attach", value_name = "PATH")]
     attachments: Vec<PathBuf>,
+    /// Your name for this action: asked again with it, the same action joins its record
     #[arg(long, value_name = "KEY")]
     idempotency_key: Option<String>,
+    /// Show the card with sound even in the owner's quiet hours
     #[arg(long)]
     urgent: bool,
     /// Return at once with the record's id (exit 8 while it is pending)
@@ -141,7 +195,8 @@ struct AskArgs {
 
 #[derive(Debug, Args)]
 struct MandateArgs {
-    #[arg(long)]
+    /// The kind of action it covers: a category of the owner's config
+    #[arg(long, value_name = "K")]
     kind: String,
     /// A target the mandate covers, named exactly (repeat for more)
     #[arg(long = "target", value_name = "T", required = true)]
@@ -504,4 +559,61 @@ fn record_line(record: &Value) -> String {
     )
     .trim_end()
     .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    use super::*;
+
+    /// Every subcommand, nested ones included, with its path (`journal verify`).
+    fn subcommands(command: &clap::Command, path: &str, out: &mut Vec<(String, clap::Command)>) {
+        for sub in command.get_subcommands() {
+            let name = format!("{path} {}", sub.get_name()).trim().to_owned();
+            out.push((name.clone(), sub.clone()));
+            subcommands(sub, &name, out);
+        }
+    }
+
+    #[test]
+    fn every_subcommand_and_every_argument_is_described() {
+        let mut all = Vec::new();
+        subcommands(&Cli::command(), "", &mut all);
+        assert!(all.len() >= 11, "{}", all.len());
+        for (name, command) in &all {
+            assert!(command.get_about().is_some(), "{name} has no description");
+            for arg in command.get_arguments() {
+                let id = arg.get_id().as_str();
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+                assert!(!help.trim().is_empty(), "{name} {id} has no description");
+            }
+        }
+    }
+
+    #[test]
+    fn ask_mandate_and_status_list_their_exit_codes() {
+        for (text, codes) in [
+            (ASK_EXIT_CODES, &[0, 1, 2, 3, 4, 5, 6, 7, 8][..]),
+            (STATUS_EXIT_CODES, &[0, 1, 2, 3, 4, 5, 6, 7, 8][..]),
+            (MANDATE_EXIT_CODES, &[0, 1, 2, 3, 4, 5, 8][..]),
+        ] {
+            let listed: Vec<u8> = text
+                .lines()
+                .skip(1)
+                .map(|line| {
+                    line.trim_start()
+                        .split(' ')
+                        .next()
+                        .unwrap()
+                        .parse()
+                        .unwrap()
+                })
+                .collect();
+            assert_eq!(listed, codes, "{text}");
+        }
+    }
 }

@@ -15,12 +15,11 @@ pub const DEFAULT_SOCKET: &str = "/run/consentd/consent.sock";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("cannot connect to consentd at {path}: {source}")]
-    Connect {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("lost the connection to consentd: {0}")]
+    /// No daemon answered: the whole message, with what to check ([`no_daemon`]).
+    #[error("{0}")]
+    Connect(String),
+    /// The OS error is the source, so a chain printed with `{:#}` says it once.
+    #[error("lost the connection to consentd")]
     Io(#[from] std::io::Error),
     #[error("consentd sent a line that is not JSON: {0}")]
     BadLine(String),
@@ -28,24 +27,76 @@ pub enum ClientError {
     NoAnswer,
 }
 
-/// The socket path: `--socket`, else `$CONSENTD_SOCKET`, else the default.
-pub fn socket_path(flag: Option<PathBuf>) -> PathBuf {
-    flag.or_else(|| std::env::var_os("CONSENTD_SOCKET").map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET))
+/// The socket a client talks to, and where its path came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Socket {
+    pub path: PathBuf,
+    /// `--socket`, `$CONSENTD_SOCKET` or the default: said when nothing answers there.
+    pub from: SocketFrom,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SocketFrom {
+    Flag,
+    Env,
+    Default,
+}
+
+impl SocketFrom {
+    fn said(self) -> &'static str {
+        match self {
+            SocketFrom::Flag => "from --socket",
+            SocketFrom::Env => "from $CONSENTD_SOCKET",
+            SocketFrom::Default => "the default; neither --socket nor $CONSENTD_SOCKET is set",
+        }
+    }
+}
+
+/// The socket: `--socket`, else `$CONSENTD_SOCKET` (unless empty), else the default.
+pub fn socket_path(flag: Option<PathBuf>) -> Socket {
+    let env = std::env::var_os("CONSENTD_SOCKET").filter(|path| !path.is_empty());
+    let (path, from) = match (flag, env) {
+        (Some(path), _) => (path, SocketFrom::Flag),
+        (None, Some(path)) => (PathBuf::from(path), SocketFrom::Env),
+        (None, None) => (PathBuf::from(DEFAULT_SOCKET), SocketFrom::Default),
+    };
+    Socket { path, from }
+}
+
+/// What failed when no daemon answered on `socket`, and what to check, in one line: the OS's
+/// own words only when there is no better one.
+pub fn no_daemon(socket: &Socket, error: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    let path = socket.path.display();
+    let from = socket.from.said();
+    let check = "check that `consentd serve` is running and that $CONSENTD_SOCKET (or --socket) \
+                 names the socket its config sets in paths.socket";
+    match error.kind() {
+        ErrorKind::NotFound => {
+            format!("cannot connect to consentd: there is no socket at {path} ({from}); {check}")
+        }
+        ErrorKind::ConnectionRefused => format!(
+            "cannot connect to consentd: nothing is listening on {path} ({from}), a socket left \
+             by a daemon that is not running; {check}"
+        ),
+        ErrorKind::PermissionDenied => format!(
+            "cannot connect to consentd: this user may not open {path} ({from}); it must be in \
+             the socket's group (`ls -l {path}` shows it: consent-agents in the packaged setup), \
+             and log in again after being added"
+        ),
+        _ => format!("cannot connect to consentd at {path} ({from}): {error}"),
+    }
 }
 
 /// Sends one request and returns the final (last) answer line, calling `on_line` for each line.
 pub async fn request(
-    socket: &Path,
+    socket: &Socket,
     request: &Value,
     mut on_line: impl FnMut(&Value),
 ) -> Result<Value, ClientError> {
-    let stream = UnixStream::connect(socket)
+    let stream = UnixStream::connect(&socket.path)
         .await
-        .map_err(|source| ClientError::Connect {
-            path: socket.display().to_string(),
-            source,
-        })?;
+        .map_err(|error| ClientError::Connect(no_daemon(socket, &error)))?;
     let (reader, mut writer) = stream.into_split();
     let mut frame = serde_json::to_vec(request).map_err(|e| ClientError::BadLine(e.to_string()))?;
     frame.push(b'\n');
@@ -176,7 +227,7 @@ impl Default for Progress {
 }
 
 /// Sends `request`, showing progress on stderr every second until the final line.
-pub async fn request_with_progress(socket: &Path, frame: &Value) -> Result<Value, ClientError> {
+pub async fn request_with_progress(socket: &Socket, frame: &Value) -> Result<Value, ClientError> {
     let progress = std::sync::Arc::new(std::sync::Mutex::new(Progress::new()));
     let ticker = {
         let progress = progress.clone();
@@ -271,6 +322,39 @@ mod tests {
         for (record, code) in table {
             assert_eq!(exit_code_for_record(&record), code, "{record}");
         }
+    }
+
+    #[test]
+    fn no_daemon_says_what_failed_and_what_to_check_once() {
+        use std::io::{Error, ErrorKind};
+        let socket = Socket {
+            path: PathBuf::from("/run/consentd/consent.sock"),
+            from: SocketFrom::Default,
+        };
+        let table = [
+            (
+                ErrorKind::NotFound,
+                "there is no socket at /run/consentd/consent.sock",
+            ),
+            (ErrorKind::ConnectionRefused, "nothing is listening on"),
+            (ErrorKind::PermissionDenied, "the socket's group"),
+        ];
+        for (kind, what) in table {
+            let message = no_daemon(&socket, &Error::from(kind));
+            assert!(
+                message.starts_with("cannot connect to consentd"),
+                "{message}"
+            );
+            assert!(message.contains(what), "{kind:?}: {message}");
+            assert!(
+                message.contains("neither --socket nor $CONSENTD_SOCKET"),
+                "{message}"
+            );
+            assert!(!message.contains("os error"), "{kind:?}: {message}");
+        }
+        let refused = no_daemon(&socket, &Error::from(ErrorKind::ConnectionRefused));
+        assert!(refused.contains("`consentd serve` is running"), "{refused}");
+        assert!(refused.contains("paths.socket"), "{refused}");
     }
 
     #[test]

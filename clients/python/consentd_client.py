@@ -111,6 +111,22 @@ def record_exit_code(record: Line) -> int:
     return exit_code(record)
 
 
+def _no_daemon(path: str, error: OSError) -> str:
+    """What failed when no daemon answered on ``path``, and what to check, in one line."""
+    check = ("check that `consentd serve` is running and that $CONSENTD_SOCKET (or --socket) "
+             "names the socket its config sets in paths.socket")
+    if isinstance(error, FileNotFoundError):
+        return f"cannot connect to consentd: there is no socket at {path}; {check}"
+    if isinstance(error, ConnectionRefusedError):
+        return (f"cannot connect to consentd: nothing is listening on {path}, a socket left by a "
+                f"daemon that is not running; {check}")
+    if isinstance(error, PermissionError):
+        return (f"cannot connect to consentd: this user may not open {path}; it must be in the "
+                f"socket's group (`ls -l {path}` shows it: consent-agents in the packaged setup), "
+                "and log in again after being added")
+    return f"cannot connect to consentd at {path}: {error.strerror or error}"
+
+
 class Client:
     """One daemon's socket. Each call opens its own connection, so a Client may be shared."""
 
@@ -129,7 +145,7 @@ class Client:
             sock.settimeout(self.timeout)
             sock.connect(self.path)
         except OSError as error:
-            raise ConsentdError(f"cannot connect to consentd at {self.path}: {error}") from error
+            raise ConsentdError(_no_daemon(self.path, error)) from error
         last: Optional[Line] = None
         with sock:
             try:

@@ -45,7 +45,8 @@ fn a_refusal_says_what_and_where() {
         (
             json!({"v":1,"op":"ask","kind":"nope"}),
             "unknown_kind",
-            "no category \"nope\"",
+            // The configured kinds only, those that are off included.
+            "no category \"nope\" is configured; the kinds are: publish_x, send_letter, wipe_drafts",
         ),
         (
             json!({"v":1,"op":"ask","kind":"wipe_drafts"}),
