@@ -13,6 +13,7 @@ use crate::client;
 use crate::config::{self, ConfigError};
 use crate::journal;
 use crate::output::{errln, outln};
+use crate::preflight;
 
 /// Exit code: could not talk to the daemon, or an internal error.
 const EXIT_ERROR: u8 = 1;
@@ -56,6 +57,15 @@ const STATUS_EXIT_CODES: &str = concat!(
     final_exit_codes!(),
     "  8  still open: pending, card shown, granted but not yet run, or running"
 );
+
+const CHECK_CONFIG_AFTER: &str = "\
+Besides the file's own rules it checks what `serve` checks on this machine, as whoever runs it:
+the bot token (telegram.token_file, else $CONSENTD_BOT_TOKEN in this environment), that run_as
+has root, and for each category that is on its command, run_as user and env_file. For a category
+that is off these are notes. Run it as the daemon's user, with the daemon's environment, to check
+what the daemon will find.
+
+Exit codes: 0 ok (notes may follow), 1 a problem (each printed as KEY: MESSAGE), 2 usage error";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -110,11 +120,15 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
     },
-    /// Validate a config file and its categories
+    /// Validate a config file and its categories, and that this machine can serve it
+    #[command(after_help = CHECK_CONFIG_AFTER)]
     CheckConfig {
         /// The config file (TOML)
         #[arg(value_name = "FILE")]
         file: PathBuf,
+        /// Check only the file's own rules, not this machine: for a config written for another
+        #[arg(long)]
+        file_only: bool,
     },
     /// Try consentd with no bot: the daemon against a local Telegram emulator, with the
     /// owner's chat as a web page on 127.0.0.1
@@ -252,7 +266,7 @@ pub fn main() -> ExitCode {
             init_logging("warn");
             report(crate::sandbox::run(port, state_dir).map(|()| 0))
         }
-        Command::CheckConfig { file } => check_config(&file),
+        Command::CheckConfig { file, file_only } => check_config(&file, file_only),
         Command::Pair { config } => report(with_runtime(async move {
             let pairing = crate::pair::pair(&config).await?;
             outln!("{}", pairing.qr);
@@ -321,16 +335,45 @@ fn with_runtime<T>(
         .block_on(future)
 }
 
-fn check_config(file: &Path) -> ExitCode {
-    match config::load(file) {
+fn check_config(file: &Path, file_only: bool) -> ExitCode {
+    let mut notes = Vec::new();
+    let loaded = if file_only {
+        config::load(file)
+    } else {
+        config::load_checked(file, &mut |telegram, categories| {
+            let findings = preflight::check(telegram, categories);
+            notes = findings.notes;
+            findings.problems
+        })
+    };
+    // Whom the machine was checked as: another user (the daemon's) may find other answers.
+    let checked = if file_only {
+        "the file alone: the token, commands, run_as users and env_files were not checked"
+            .to_owned()
+    } else {
+        format!(
+            "the token, commands, run_as users and env_files as {} finds them, with this \
+             environment; the daemon's user may find otherwise",
+            preflight::whoami()
+        )
+    };
+    match loaded {
         Ok(config) => {
             outln!("{}", config.summary());
+            for note in &notes {
+                outln!("note: {note}");
+            }
+            outln!("checked: {checked}");
             ExitCode::SUCCESS
         }
         Err(ConfigError::Invalid { problems, .. }) => {
             for problem in &problems {
                 outln!("{problem}");
             }
+            for note in &notes {
+                outln!("note: {note}");
+            }
+            outln!("checked: {checked}");
             errln!(
                 "{}: {} problem{}",
                 file.display(),

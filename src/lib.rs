@@ -7,7 +7,8 @@
 //!
 //! The parts, from the edge inwards (docs/ARCHITECTURE.md has the map and the invariants):
 //! - [`cli`]: the `consentd` command line; `output`, its lines, which a closed pipe does not crash.
-//! - [`config`]: the TOML config, parsed and then validated with every problem named by its key.
+//! - [`config`]: the TOML config, parsed and then validated with every problem named by its key;
+//!   `preflight`, the same config against this machine (token, commands, users).
 //! - [`server`]: the Unix socket: peer credentials, framing, caps, timeouts, shutdown.
 //! - [`protocol`]: the socket's JSON requests and responses, parsed strictly.
 //! - [`refusal`]: the refusal gate — everything refused before a card, with its reason code;
@@ -46,6 +47,7 @@ pub(crate) mod media;
 pub(crate) mod output;
 pub mod pair;
 pub mod pairing;
+pub(crate) mod preflight;
 pub mod press;
 pub mod protocol;
 pub mod refusal;
