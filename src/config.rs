@@ -426,7 +426,8 @@ pub(crate) fn load_checked(path: &Path, more: MoreChecks<'_>) -> Result<Config, 
 }
 
 /// Checks of a config beyond the file's own rules, over its token source and its categories.
-pub(crate) type MoreChecks<'a> = &'a mut dyn FnMut(&Telegram, &BTreeMap<String, Category>) -> Vec<Problem>;
+pub(crate) type MoreChecks<'a> =
+    &'a mut dyn FnMut(&Telegram, &BTreeMap<String, Category>) -> Vec<Problem>;
 
 fn no_more_checks(_: &Telegram, _: &BTreeMap<String, Category>) -> Vec<Problem> {
     Vec::new()

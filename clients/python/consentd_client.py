@@ -243,17 +243,29 @@ class Client:
 # --- the command line ---------------------------------------------------------------------
 
 
+def _out(text: Any) -> None:
+    """A line on stdout. A reader that has gone (``| head -3``) is not an error: the command ends
+    with its own exit code, as ``consentd`` does."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Python would fail again flushing stdout at exit: send what is left nowhere.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
 def _report(answer: Line, as_json: bool) -> int:
     """Prints a final answer the way ``consentd ask`` does; returns the exit code."""
     status = answer.get("status")
     if as_json:
-        print(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))
+        _out(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))
     elif status == "executed":
         if answer.get("result") is not None:
-            print(answer["result"])
+            _out(answer["result"])
         print(f"executed {answer.get('id')}", file=sys.stderr)
     elif status in ("pending", "card_shown", "running"):
-        print(answer.get("id"))
+        _out(answer.get("id"))
         print(f"{status}: see `consentd status {answer.get('id')}`", file=sys.stderr)
     elif status == "refused":
         print(f"refused ({answer.get('reason')}): {answer.get('message', '')}", file=sys.stderr)
@@ -347,18 +359,18 @@ def main(argv: Optional[List[str]] = None) -> int:
             answer = client.status(args.id, wait=args.wait)
             found = "id" in answer
             if args.json:
-                print(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))
+                _out(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))
             elif found:
-                print(_record_line(answer))
+                _out(_record_line(answer))
             else:
                 print(answer.get("message", answer), file=sys.stderr)
             return record_exit_code(answer) if found else EXIT_ERROR
         answer = client.list(args.cursor)
         if args.json:
-            print(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))
+            _out(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))
         else:
             for record in answer.get("records", []):
-                print(_record_line(record))
+                _out(_record_line(record))
             if answer.get("next_cursor"):
                 print(f"more: --cursor {answer['next_cursor']}", file=sys.stderr)
         return 0 if "records" in answer else EXIT_ERROR

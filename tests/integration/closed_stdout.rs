@@ -115,6 +115,29 @@ fn the_socket_clients_end_quietly_with_their_own_codes() {
 }
 
 #[test]
+fn the_python_client_ends_quietly_too() {
+    let daemon = Daemon::start();
+    for n in 0..30 {
+        daemon.request(&json!({"v":1,"op":"ask","kind":format!("no_such_{n}")}));
+    }
+    let client = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/clients/python/consentd_client.py"
+    );
+    for args in [&["list"][..], &["list", "--json"]] {
+        let output = with_stdout_closed(
+            Command::new("python3")
+                .arg(client)
+                .args(args)
+                .env("CONSENTD_SOCKET", &daemon.socket),
+        );
+        let said = stderr(&output);
+        assert!(!said.contains("Traceback"), "{args:?}: {said}");
+        assert_quiet(&output, &format!("consentd_client.py {args:?}"), 0);
+    }
+}
+
+#[test]
 fn pair_ends_quietly() {
     let daemon = Daemon::builder().no_owner().start();
     let config = daemon.config.to_str().unwrap();
