@@ -144,7 +144,8 @@ fi
 bin=${CONSENTD_BIN:-target/debug/consentd}
 if [[ -x $bin ]]; then
     for config in config.toml docker/config.toml; do
-        if out=$("$bin" check-config "$config" 2>&1); then pass "$config: $out"; else fail "$config: $out"; fi
+        # Written for the image or an installed system, not this machine: the file's rules only.
+        if out=$("$bin" check-config --file-only "$config" 2>&1); then pass "$config: $out"; else fail "$config: $out"; fi
     done
     if ! grep -qF 'token_file = "/run/secrets/bot-token"' docker/config.toml; then
         fail "docker/config.toml must take the token from /run/secrets/bot-token"

@@ -12,11 +12,60 @@ use serde_json::{json, Map, Value};
 use crate::client;
 use crate::config::{self, ConfigError};
 use crate::journal;
+use crate::output::{errln, outln};
+use crate::preflight;
 
 /// Exit code: could not talk to the daemon, or an internal error.
 const EXIT_ERROR: u8 = 1;
 /// Exit code: a usage error.
 const EXIT_USAGE: u8 = 2;
+
+/// The exit codes of a record's final states, shared by `ask` and `status` (SPEC §2).
+macro_rules! final_exit_codes {
+    () => {
+        "  3  refused before any card (the reason code is printed)\n\
+         \x20 4  declined by the owner\n\
+         \x20 5  expired: the owner did not answer in time\n\
+         \x20 6  the action ran and failed\n\
+         \x20 7  outcome unknown: it may or may not have run; it is never run again\n"
+    };
+}
+
+const ASK_EXIT_CODES: &str = concat!(
+    "Exit codes:\n",
+    "  0  executed (the result, if any, is on stdout)\n",
+    "  1  could not talk to consentd, or an internal error\n",
+    "  2  usage error\n",
+    final_exit_codes!(),
+    "  8  pending (only with --no-wait; the record's id is on stdout)"
+);
+
+const MANDATE_EXIT_CODES: &str = "Exit codes:
+  0  granted: the mandate is open (its id is on stdout)
+  1  could not talk to consentd, or an internal error
+  2  usage error
+  3  refused before any card (the reason code is printed; mandate_terms for the terms)
+  4  declined by the owner
+  5  expired: the owner did not answer in time
+  8  pending (only with --no-wait; the request's id is on stdout)";
+
+const STATUS_EXIT_CODES: &str = concat!(
+    "Exit codes, as ask's for the record's state:\n",
+    "  0  executed, or a granted mandate\n",
+    "  1  could not talk to consentd, or no such record of yours\n",
+    "  2  usage error\n",
+    final_exit_codes!(),
+    "  8  still open: pending, card shown, granted but not yet run, or running"
+);
+
+const CHECK_CONFIG_AFTER: &str = "\
+Besides the file's own rules it checks what `serve` checks on this machine, as whoever runs it:
+the bot token (telegram.token_file, else $CONSENTD_BOT_TOKEN in this environment), that run_as
+has root, and for each category that is on its command, run_as user and env_file. For a category
+that is off these are notes. Run it as the daemon's user, with the daemon's environment, to check
+what the daemon will find.
+
+Exit codes: 0 ok (notes may follow), 1 a problem (each printed as KEY: MESSAGE), 2 usage error";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -33,15 +82,20 @@ pub struct Cli {
 enum Command {
     /// Run the daemon
     Serve {
+        /// The config file (TOML); `check-config` checks it first
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
     },
     /// Ask for one action and wait for its outcome
+    #[command(after_help = ASK_EXIT_CODES)]
     Ask(AskArgs),
     /// Ask for a standing permission and wait for the owner's answer
+    #[command(after_help = MANDATE_EXIT_CODES)]
     Mandate(MandateArgs),
-    /// Show one record
+    /// Show one of your records; exits with ask's code for its state
+    #[command(after_help = STATUS_EXIT_CODES)]
     Status {
+        /// The record's id (r_…), as ask printed it
         id: String,
         /// Wait until the record reaches a final state
         #[arg(long)]
@@ -51,7 +105,8 @@ enum Command {
     },
     /// List your records, newest first
     List {
-        #[arg(long)]
+        /// Start after this point: the cursor the previous page printed
+        #[arg(long, value_name = "C")]
         cursor: Option<String>,
         #[command(flatten)]
         common: CommonArgs,
@@ -61,13 +116,19 @@ enum Command {
     Journal(JournalCommand),
     /// Print a one-time pairing code, its t.me link and a QR code
     Pair {
+        /// The running daemon's config file
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
     },
-    /// Validate a config file and its categories
+    /// Validate a config file and its categories, and that this machine can serve it
+    #[command(after_help = CHECK_CONFIG_AFTER)]
     CheckConfig {
+        /// The config file (TOML)
         #[arg(value_name = "FILE")]
         file: PathBuf,
+        /// Check only the file's own rules, not this machine: for a config written for another
+        #[arg(long)]
+        file_only: bool,
     },
     /// Try consentd with no bot: the daemon against a local Telegram emulator, with the
     /// owner's chat as a web page on 127.0.0.1
@@ -85,6 +146,7 @@ enum Command {
 enum JournalCommand {
     /// Check the hash chain (and an anchor from the evening summary)
     Verify {
+        /// The journal (decisions.jsonl)
         #[arg(value_name = "FILE")]
         file: PathBuf,
         /// N:HEX, with 12 to 64 hex digits of line N's hash
@@ -93,6 +155,7 @@ enum JournalCommand {
     },
     /// Print the anchor N:H12 of the last line
     Head {
+        /// The journal (decisions.jsonl)
         #[arg(value_name = "FILE")]
         file: PathBuf,
     },
@@ -110,25 +173,31 @@ struct CommonArgs {
 
 #[derive(Debug, Args)]
 struct AskArgs {
-    #[arg(long)]
+    /// The kind of action: a category of the owner's config (a refusal lists them)
+    #[arg(long, value_name = "K")]
     kind: String,
-    #[arg(long)]
+    /// Where it goes (an account, an address), if the category takes one
+    #[arg(long, value_name = "T")]
     target: Option<String>,
     /// Read the text from a file (UTF-8, byte for byte: a final newline is refused)
     #[arg(long, value_name = "F", conflicts_with = "text")]
     text_file: Option<PathBuf>,
+    /// The text the owner approves, exactly as it will be used
     #[arg(long, value_name = "S")]
     text: Option<String>,
-    /// An extra field the card shows, NAME=VALUE
+    /// An extra field the card shows, NAME=VALUE (repeat for more)
     #[arg(long = "field", value_name = "NAME=VALUE")]
     fields: Vec<String>,
+    /// What it costs in US dollars, at most 2 decimals (0.04), if the category asks for it
     #[arg(long, value_name = "D")]
     cost_usd: Option<String>,
-    /// A file to attach (up to the category's number)
+    /// A file to attach (repeat, up to the category's number)
     #[arg(long = "attach", value_name = "PATH")]
     attachments: Vec<PathBuf>,
+    /// Your name for this action: asked again with it, the same action joins its record
     #[arg(long, value_name = "KEY")]
     idempotency_key: Option<String>,
+    /// Show the card with sound even in the owner's quiet hours
     #[arg(long)]
     urgent: bool,
     /// Return at once with the record's id (exit 8 while it is pending)
@@ -140,7 +209,8 @@ struct AskArgs {
 
 #[derive(Debug, Args)]
 struct MandateArgs {
-    #[arg(long)]
+    /// The kind of action it covers: a category of the owner's config
+    #[arg(long, value_name = "K")]
     kind: String,
     /// A target the mandate covers, named exactly (repeat for more)
     #[arg(long = "target", value_name = "T", required = true)]
@@ -196,13 +266,13 @@ pub fn main() -> ExitCode {
             init_logging("warn");
             report(crate::sandbox::run(port, state_dir).map(|()| 0))
         }
-        Command::CheckConfig { file } => check_config(&file),
+        Command::CheckConfig { file, file_only } => check_config(&file, file_only),
         Command::Pair { config } => report(with_runtime(async move {
             let pairing = crate::pair::pair(&config).await?;
-            println!("{}", pairing.qr);
-            println!("code: {}", pairing.code);
-            println!("link: {}", pairing.link);
-            println!(
+            outln!("{}", pairing.qr);
+            outln!("code: {}", pairing.code);
+            outln!("link: {}", pairing.link);
+            outln!(
                 "Send /start {} to the bot from your own Telegram account (or open the link) before {} UTC. The code works once.",
                 pairing.code,
                 pairing.expires_at.format("%H:%M")
@@ -216,7 +286,7 @@ pub fn main() -> ExitCode {
         Command::Ask(args) => match ask_request(&args) {
             Ok(request) => report(with_runtime(ask(args.common, request))),
             Err(error) => {
-                eprintln!("consentd ask: {error:#}");
+                errln!("consentd ask: {error:#}");
                 ExitCode::from(EXIT_USAGE)
             }
         },
@@ -249,7 +319,7 @@ fn report(result: anyhow::Result<u8>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
-            eprintln!("consentd: {error:#}");
+            errln!("consentd: {error:#}");
             ExitCode::from(EXIT_ERROR)
         }
     }
@@ -265,17 +335,46 @@ fn with_runtime<T>(
         .block_on(future)
 }
 
-fn check_config(file: &Path) -> ExitCode {
-    match config::load(file) {
+fn check_config(file: &Path, file_only: bool) -> ExitCode {
+    let mut notes = Vec::new();
+    let loaded = if file_only {
+        config::load(file)
+    } else {
+        config::load_checked(file, &mut |telegram, categories| {
+            let findings = preflight::check(telegram, categories);
+            notes = findings.notes;
+            findings.problems
+        })
+    };
+    // Whom the machine was checked as: another user (the daemon's) may find other answers.
+    let checked = if file_only {
+        "the file alone: the token, commands, run_as users and env_files were not checked"
+            .to_owned()
+    } else {
+        format!(
+            "the token, commands, run_as users and env_files as {} finds them, with this \
+             environment; the daemon's user may find otherwise",
+            preflight::whoami()
+        )
+    };
+    match loaded {
         Ok(config) => {
-            println!("{}", config.summary());
+            outln!("{}", config.summary());
+            for note in &notes {
+                outln!("note: {note}");
+            }
+            outln!("checked: {checked}");
             ExitCode::SUCCESS
         }
         Err(ConfigError::Invalid { problems, .. }) => {
             for problem in &problems {
-                println!("{problem}");
+                outln!("{problem}");
             }
-            eprintln!(
+            for note in &notes {
+                outln!("note: {note}");
+            }
+            outln!("checked: {checked}");
+            errln!(
                 "{}: {} problem{}",
                 file.display(),
                 problems.len(),
@@ -284,7 +383,7 @@ fn check_config(file: &Path) -> ExitCode {
             ExitCode::from(EXIT_ERROR)
         }
         Err(error) => {
-            eprintln!("consentd: {error}");
+            errln!("consentd: {error}");
             ExitCode::from(EXIT_ERROR)
         }
     }
@@ -294,21 +393,21 @@ fn journal_verify(file: &Path, anchor: Option<&str>) -> ExitCode {
     let anchor = match anchor.map(str::parse::<journal::Anchor>).transpose() {
         Ok(anchor) => anchor,
         Err(error) => {
-            eprintln!("consentd journal verify: --anchor: {error}");
+            errln!("consentd journal verify: --anchor: {error}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
     match journal::verify_file(file, anchor.as_ref()) {
         Ok(Ok(verified)) => {
-            println!("{}", verified.summary());
+            outln!("{}", verified.summary());
             ExitCode::SUCCESS
         }
         Ok(Err(problem)) => {
-            println!("{problem}");
+            outln!("{problem}");
             ExitCode::from(EXIT_ERROR)
         }
         Err(error) => {
-            eprintln!("consentd journal verify: {}: {error}", file.display());
+            errln!("consentd journal verify: {}: {error}", file.display());
             ExitCode::from(EXIT_ERROR)
         }
     }
@@ -317,15 +416,15 @@ fn journal_verify(file: &Path, anchor: Option<&str>) -> ExitCode {
 fn journal_head(file: &Path) -> ExitCode {
     match journal::head(file) {
         Ok(Ok(head)) => {
-            println!("{}", head.anchor());
+            outln!("{}", head.anchor());
             ExitCode::SUCCESS
         }
         Ok(Err(problem)) => {
-            println!("{problem}");
+            outln!("{problem}");
             ExitCode::from(EXIT_ERROR)
         }
         Err(error) => {
-            eprintln!("consentd journal head: {}: {error}", file.display());
+            errln!("consentd journal head: {}: {error}", file.display());
             ExitCode::from(EXIT_ERROR)
         }
     }
@@ -408,36 +507,36 @@ async fn ask(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
     let id = text_of(&answer, "id");
     let code = client::exit_code_for(status);
     if common.json {
-        println!("{answer}");
+        outln!("{answer}");
         return Ok(code);
     }
     match status {
         "executed" => {
             if let Some(result) = answer.get("result").and_then(Value::as_str) {
-                println!("{result}");
+                outln!("{result}");
             }
-            eprintln!("executed {id}");
+            errln!("executed {id}");
         }
-        "refused" => eprintln!(
+        "refused" => errln!(
             "refused ({}): {}",
             text_of(&answer, "reason"),
             text_of(&answer, "message")
         ),
         "granted" => {
-            println!("{id}");
-            eprintln!("granted by the owner: the mandate {id} is open");
+            outln!("{id}");
+            errln!("granted by the owner: the mandate {id} is open");
         }
-        "declined" => eprintln!("declined by the owner ({id})"),
-        "expired" => eprintln!("expired: the owner did not answer in time ({id})"),
-        "failed" => eprintln!("the action ran and failed ({id})"),
-        "outcome_unknown" => eprintln!(
+        "declined" => errln!("declined by the owner ({id})"),
+        "expired" => errln!("expired: the owner did not answer in time ({id})"),
+        "failed" => errln!("the action ran and failed ({id})"),
+        "outcome_unknown" => errln!(
             "outcome unknown: the action may or may not have run; it will not be run again ({id})"
         ),
         "pending" | "card_shown" | "running" => {
-            println!("{id}");
-            eprintln!("{status}: see `consentd status {id}`");
+            outln!("{id}");
+            errln!("{status}: see `consentd status {id}`");
         }
-        _ => eprintln!("consentd answered: {answer}"),
+        _ => errln!("consentd answered: {answer}"),
     }
     Ok(code)
 }
@@ -447,13 +546,19 @@ async fn status(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
     let answer = client::request(&socket, &request, |_| {}).await?;
     let found = answer.get("id").is_some();
     if common.json {
-        println!("{answer}");
+        outln!("{answer}");
     } else if found {
-        println!("{}", record_line(&answer));
+        outln!("{}", record_line(&answer));
     } else {
-        eprintln!("{}", text_of(&answer, "message"));
+        errln!("{}", text_of(&answer, "message"));
     }
-    Ok(if found { 0 } else { EXIT_ERROR })
+    // The record's state decides, as it would for `ask`: a script doing
+    // `consentd status "$id" --wait && publish` must not take a No for a yes.
+    Ok(if found {
+        client::exit_code_for_record(&answer)
+    } else {
+        EXIT_ERROR
+    })
 }
 
 async fn list(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
@@ -461,21 +566,21 @@ async fn list(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
     let answer = client::request(&socket, &request, |_| {}).await?;
     let Some(records) = answer.get("records").and_then(Value::as_array) else {
         if common.json {
-            println!("{answer}");
+            outln!("{answer}");
         } else {
-            eprintln!("{}", text_of(&answer, "message"));
+            errln!("{}", text_of(&answer, "message"));
         }
         return Ok(EXIT_ERROR);
     };
     if common.json {
-        println!("{answer}");
+        outln!("{answer}");
         return Ok(0);
     }
     for record in records {
-        println!("{}", record_line(record));
+        outln!("{}", record_line(record));
     }
     if let Some(cursor) = answer.get("next_cursor").and_then(Value::as_str) {
-        eprintln!("more: consentd list --cursor {cursor}");
+        errln!("more: consentd list --cursor {cursor}");
     }
     Ok(0)
 }
@@ -497,4 +602,61 @@ fn record_line(record: &Value) -> String {
     )
     .trim_end()
     .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    use super::*;
+
+    /// Every subcommand, nested ones included, with its path (`journal verify`).
+    fn subcommands(command: &clap::Command, path: &str, out: &mut Vec<(String, clap::Command)>) {
+        for sub in command.get_subcommands() {
+            let name = format!("{path} {}", sub.get_name()).trim().to_owned();
+            out.push((name.clone(), sub.clone()));
+            subcommands(sub, &name, out);
+        }
+    }
+
+    #[test]
+    fn every_subcommand_and_every_argument_is_described() {
+        let mut all = Vec::new();
+        subcommands(&Cli::command(), "", &mut all);
+        assert!(all.len() >= 11, "{}", all.len());
+        for (name, command) in &all {
+            assert!(command.get_about().is_some(), "{name} has no description");
+            for arg in command.get_arguments() {
+                let id = arg.get_id().as_str();
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+                assert!(!help.trim().is_empty(), "{name} {id} has no description");
+            }
+        }
+    }
+
+    #[test]
+    fn ask_mandate_and_status_list_their_exit_codes() {
+        for (text, codes) in [
+            (ASK_EXIT_CODES, &[0, 1, 2, 3, 4, 5, 6, 7, 8][..]),
+            (STATUS_EXIT_CODES, &[0, 1, 2, 3, 4, 5, 6, 7, 8][..]),
+            (MANDATE_EXIT_CODES, &[0, 1, 2, 3, 4, 5, 8][..]),
+        ] {
+            let listed: Vec<u8> = text
+                .lines()
+                .skip(1)
+                .map(|line| {
+                    line.trim_start()
+                        .split(' ')
+                        .next()
+                        .unwrap()
+                        .parse()
+                        .unwrap()
+                })
+                .collect();
+            assert_eq!(listed, codes, "{text}");
+        }
+    }
 }

@@ -8,17 +8,18 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
+use crate::output::{errln, Stream};
+
 /// The socket used when neither `--socket` nor `$CONSENTD_SOCKET` names one (the config's default).
 pub const DEFAULT_SOCKET: &str = "/run/consentd/consent.sock";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("cannot connect to consentd at {path}: {source}")]
-    Connect {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("lost the connection to consentd: {0}")]
+    /// No daemon answered: the whole message, with what to check ([`no_daemon`]).
+    #[error("{0}")]
+    Connect(String),
+    /// The OS error is the source, so a chain printed with `{:#}` says it once.
+    #[error("lost the connection to consentd")]
     Io(#[from] std::io::Error),
     #[error("consentd sent a line that is not JSON: {0}")]
     BadLine(String),
@@ -26,24 +27,76 @@ pub enum ClientError {
     NoAnswer,
 }
 
-/// The socket path: `--socket`, else `$CONSENTD_SOCKET`, else the default.
-pub fn socket_path(flag: Option<PathBuf>) -> PathBuf {
-    flag.or_else(|| std::env::var_os("CONSENTD_SOCKET").map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET))
+/// The socket a client talks to, and where its path came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Socket {
+    pub path: PathBuf,
+    /// `--socket`, `$CONSENTD_SOCKET` or the default: said when nothing answers there.
+    pub from: SocketFrom,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SocketFrom {
+    Flag,
+    Env,
+    Default,
+}
+
+impl SocketFrom {
+    fn said(self) -> &'static str {
+        match self {
+            SocketFrom::Flag => "from --socket",
+            SocketFrom::Env => "from $CONSENTD_SOCKET",
+            SocketFrom::Default => "the default; neither --socket nor $CONSENTD_SOCKET is set",
+        }
+    }
+}
+
+/// The socket: `--socket`, else `$CONSENTD_SOCKET` (unless empty), else the default.
+pub fn socket_path(flag: Option<PathBuf>) -> Socket {
+    let env = std::env::var_os("CONSENTD_SOCKET").filter(|path| !path.is_empty());
+    let (path, from) = match (flag, env) {
+        (Some(path), _) => (path, SocketFrom::Flag),
+        (None, Some(path)) => (PathBuf::from(path), SocketFrom::Env),
+        (None, None) => (PathBuf::from(DEFAULT_SOCKET), SocketFrom::Default),
+    };
+    Socket { path, from }
+}
+
+/// What failed when no daemon answered on `socket`, and what to check, in one line: the OS's
+/// own words only when there is no better one.
+pub fn no_daemon(socket: &Socket, error: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    let path = socket.path.display();
+    let from = socket.from.said();
+    let check = "check that `consentd serve` is running and that $CONSENTD_SOCKET (or --socket) \
+                 names the socket its config sets in paths.socket";
+    match error.kind() {
+        ErrorKind::NotFound => {
+            format!("cannot connect to consentd: there is no socket at {path} ({from}); {check}")
+        }
+        ErrorKind::ConnectionRefused => format!(
+            "cannot connect to consentd: nothing is listening on {path} ({from}), a socket left \
+             by a daemon that is not running; {check}"
+        ),
+        ErrorKind::PermissionDenied => format!(
+            "cannot connect to consentd: this user may not open {path} ({from}); it must be in \
+             the socket's group (`ls -l {path}` shows it: consent-agents in the packaged setup), \
+             and log in again after being added"
+        ),
+        _ => format!("cannot connect to consentd at {path} ({from}): {error}"),
+    }
 }
 
 /// Sends one request and returns the final (last) answer line, calling `on_line` for each line.
 pub async fn request(
-    socket: &Path,
+    socket: &Socket,
     request: &Value,
     mut on_line: impl FnMut(&Value),
 ) -> Result<Value, ClientError> {
-    let stream = UnixStream::connect(socket)
+    let stream = UnixStream::connect(&socket.path)
         .await
-        .map_err(|source| ClientError::Connect {
-            path: socket.display().to_string(),
-            source,
-        })?;
+        .map_err(|error| ClientError::Connect(no_daemon(socket, &error)))?;
     let (reader, mut writer) = stream.into_split();
     let mut frame = serde_json::to_vec(request).map_err(|e| ClientError::BadLine(e.to_string()))?;
     frame.push(b'\n');
@@ -76,6 +129,9 @@ pub async fn request(
     }
 }
 
+/// Exit code: the record is still open (pending, with `--no-wait` or a `status` without `--wait`).
+const EXIT_OPEN: u8 = 8;
+
 /// The exit code for an ask's final status (SPEC §2).
 pub fn exit_code_for(status: &str) -> u8 {
     match status {
@@ -85,8 +141,19 @@ pub fn exit_code_for(status: &str) -> u8 {
         "expired" => 5,
         "failed" => 6,
         "outcome_unknown" => 7,
-        "pending" | "card_shown" | "running" => 8,
+        "pending" | "card_shown" | "running" => EXIT_OPEN,
         _ => 1,
+    }
+}
+
+/// The exit code for a record as `status` shows it: the ask's code for its state once the record
+/// is final, 8 while it is still open (pending, card shown, granted but not yet run, running).
+/// A daemon that does not say `final` is taken at its status's word.
+pub fn exit_code_for_record(record: &Value) -> u8 {
+    let status = record.get("status").and_then(Value::as_str).unwrap_or("");
+    match record.get("final").and_then(Value::as_bool) {
+        Some(false) => EXIT_OPEN,
+        _ => exit_code_for(status),
     }
 }
 
@@ -123,28 +190,32 @@ impl Progress {
 
     /// Redraws the line (on a terminal) or prints it once (otherwise).
     pub fn tick(&mut self) {
-        if self.id.is_none() || crate::client::exit_code_for(&self.status) != 8 {
+        if self.id.is_none() || crate::client::exit_code_for(&self.status) != EXIT_OPEN {
             return;
         }
         let id = self.id.as_deref().unwrap_or("?");
         let elapsed = self.started.elapsed().as_secs();
         if self.terminal {
-            eprint!(
-                "\r\x1b[2Kwaiting for the owner's answer on {id} ({}) {}:{:02}",
-                self.status,
-                elapsed / 60,
-                elapsed % 60
+            crate::output::write(
+                Stream::Stderr,
+                format_args!(
+                    "\r\x1b[2Kwaiting for the owner's answer on {id} ({}) {}:{:02}",
+                    self.status,
+                    elapsed / 60,
+                    elapsed % 60
+                ),
+                "",
             );
             self.shown = true;
         } else if !self.shown {
-            eprintln!("waiting for the owner's answer on {id} ({})", self.status);
+            errln!("waiting for the owner's answer on {id} ({})", self.status);
             self.shown = true;
         }
     }
 
     pub fn finish(&mut self) {
         if self.terminal && self.shown {
-            eprintln!();
+            errln!();
         }
     }
 }
@@ -156,7 +227,7 @@ impl Default for Progress {
 }
 
 /// Sends `request`, showing progress on stderr every second until the final line.
-pub async fn request_with_progress(socket: &Path, frame: &Value) -> Result<Value, ClientError> {
+pub async fn request_with_progress(socket: &Socket, frame: &Value) -> Result<Value, ClientError> {
     let progress = std::sync::Arc::new(std::sync::Mutex::new(Progress::new()));
     let ticker = {
         let progress = progress.clone();
@@ -207,6 +278,8 @@ pub fn guess_media_type(path: &Path) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -225,6 +298,63 @@ mod tests {
         for (status, code) in table {
             assert_eq!(exit_code_for(status), code, "{status}");
         }
+    }
+
+    #[test]
+    fn a_record_exits_by_its_state_once_final_and_8_while_open() {
+        let table = [
+            (json!({"status": "executed", "final": true}), 0),
+            (json!({"status": "granted", "final": true}), 0),
+            (json!({"status": "refused", "final": true}), 3),
+            (json!({"status": "declined", "final": true}), 4),
+            (json!({"status": "expired", "final": true}), 5),
+            (json!({"status": "failed", "final": true}), 6),
+            (json!({"status": "outcome_unknown", "final": true}), 7),
+            (json!({"status": "pending", "final": false}), 8),
+            (json!({"status": "card_shown", "final": false}), 8),
+            // An action the owner said yes to, about to run: not a yes to act on.
+            (json!({"status": "granted", "final": false}), 8),
+            (json!({"status": "running", "final": false}), 8),
+            // A daemon from before `final`.
+            (json!({"status": "declined"}), 4),
+            (json!({"status": "card_shown"}), 8),
+        ];
+        for (record, code) in table {
+            assert_eq!(exit_code_for_record(&record), code, "{record}");
+        }
+    }
+
+    #[test]
+    fn no_daemon_says_what_failed_and_what_to_check_once() {
+        use std::io::{Error, ErrorKind};
+        let socket = Socket {
+            path: PathBuf::from("/run/consentd/consent.sock"),
+            from: SocketFrom::Default,
+        };
+        let table = [
+            (
+                ErrorKind::NotFound,
+                "there is no socket at /run/consentd/consent.sock",
+            ),
+            (ErrorKind::ConnectionRefused, "nothing is listening on"),
+            (ErrorKind::PermissionDenied, "the socket's group"),
+        ];
+        for (kind, what) in table {
+            let message = no_daemon(&socket, &Error::from(kind));
+            assert!(
+                message.starts_with("cannot connect to consentd"),
+                "{message}"
+            );
+            assert!(message.contains(what), "{kind:?}: {message}");
+            assert!(
+                message.contains("neither --socket nor $CONSENTD_SOCKET"),
+                "{message}"
+            );
+            assert!(!message.contains("os error"), "{kind:?}: {message}");
+        }
+        let refused = no_daemon(&socket, &Error::from(ErrorKind::ConnectionRefused));
+        assert!(refused.contains("`consentd serve` is running"), "{refused}");
+        assert!(refused.contains("paths.socket"), "{refused}");
     }
 
     #[test]

@@ -405,6 +405,35 @@ fn render_problems(problems: &[Problem]) -> String {
 /// Parses and validates config text. `origin` names the source in the error
 /// (usually the file path).
 pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
+    parse_checked(text, origin, &mut no_more_checks)
+}
+
+/// Reads, parses and validates the config file at `path`.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    load_checked(path, &mut no_more_checks)
+}
+
+/// [`load`], with `more` run over the parts of the config a check of the machine needs (the
+/// token's source, the well-formed categories) even when other keys are wrong: its problems
+/// join the file's, so one run names them all (`serve` and `check-config` pass
+/// `preflight::check`).
+pub(crate) fn load_checked(path: &Path, more: MoreChecks<'_>) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+        path: path.to_owned(),
+        source: Arc::new(e),
+    })?;
+    parse_checked(&text, &path.display().to_string(), more)
+}
+
+/// Checks of a config beyond the file's own rules, over its token source and its categories.
+pub(crate) type MoreChecks<'a> =
+    &'a mut dyn FnMut(&Telegram, &BTreeMap<String, Category>) -> Vec<Problem>;
+
+fn no_more_checks(_: &Telegram, _: &BTreeMap<String, Category>) -> Vec<Problem> {
+    Vec::new()
+}
+
+fn parse_checked(text: &str, origin: &str, more: MoreChecks<'_>) -> Result<Config, ConfigError> {
     let invalid = |problems| ConfigError::Invalid {
         origin: origin.to_owned(),
         problems,
@@ -412,16 +441,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
     let table = text
         .parse::<Table>()
         .map_err(|e| invalid(vec![syntax_problem(text, &e)]))?;
-    validate(&table).map_err(invalid)
-}
-
-/// Reads, parses and validates the config file at `path`.
-pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
-        path: path.to_owned(),
-        source: Arc::new(e),
-    })?;
-    parse(&text, &path.display().to_string())
+    validate(&table, more).map_err(invalid)
 }
 
 impl Config {
@@ -636,7 +656,7 @@ fn key_at_line(text: &str, line: usize) -> Option<String> {
 // Stage two: the walk
 // ---------------------------------------------------------------------------
 
-fn validate(root: &Table) -> Result<Config, Vec<Problem>> {
+fn validate(root: &Table, more: MoreChecks<'_>) -> Result<Config, Vec<Problem>> {
     let mut w = Walker::default();
     let empty = Table::new();
     w.unknown_keys(root, "", TOP_KEYS);
@@ -661,6 +681,7 @@ fn validate(root: &Table) -> Result<Config, Vec<Problem>> {
     let limits = limits(&mut w, s_limits);
     let gate = gate(&mut w, s_gate);
     let categories = categories(&mut w, s_categories, limits.max_attachments);
+    w.problems.extend(more(&telegram, &categories));
 
     match paths {
         Some(paths) if w.problems.is_empty() => Ok(Config {
@@ -1611,7 +1632,7 @@ command = ["/usr/lib/consentd/publish-x"]
     }
 
     fn problems_of(parts: &[&str]) -> Vec<Problem> {
-        match validate(&table_of(parts)) {
+        match validate(&table_of(parts), &mut no_more_checks) {
             Ok(c) => panic!("expected problems, got a valid config: {c:?}"),
             Err(p) => p,
         }
@@ -1640,13 +1661,13 @@ command = ["/usr/lib/consentd/publish-x"]
     }
 
     fn check_ok(snippet: &str) -> Config {
-        validate(&table_of(&[BASE, snippet]))
+        validate(&table_of(&[BASE, snippet]), &mut no_more_checks)
             .unwrap_or_else(|p| panic!("expected valid, got:\n{}", render_problems(&p)))
     }
 
     fn category_ok(overrides: &str) -> Category {
         let snippet = format!("[categories.publish_x]\n{overrides}");
-        let config = validate(&table_of(&[BASE, CATEGORY, &snippet]))
+        let config = validate(&table_of(&[BASE, CATEGORY, &snippet]), &mut no_more_checks)
             .unwrap_or_else(|p| panic!("expected valid, got:\n{}", render_problems(&p)));
         config.categories["publish_x"].clone()
     }

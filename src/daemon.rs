@@ -12,34 +12,23 @@ use crate::config::{self, Config};
 use crate::consent::{self, Consent};
 use crate::intake::Intake;
 use crate::locale::Locales;
+use crate::preflight;
 use crate::server::{self, BoundSocket, IntakeLimits};
 use crate::store::{self, Store};
 use crate::telegram::Telegram;
 
-/// The environment variable that may carry the bot token instead of `telegram.token_file`.
-pub const TOKEN_ENV: &str = "CONSENTD_BOT_TOKEN";
-
-/// The bot token: the config's `token_file`, else `$CONSENTD_BOT_TOKEN`. Never logged.
-pub fn bot_token(config: &Config) -> anyhow::Result<String> {
-    let token = match &config.telegram.token_file {
-        Some(path) => std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read telegram.token_file {}", path.display()))?,
-        None => std::env::var(TOKEN_ENV).map_err(|_| {
-            anyhow::anyhow!("no bot token: set telegram.token_file in the config or {TOKEN_ENV}")
-        })?,
-    };
-    let token = token.trim().to_owned();
-    anyhow::ensure!(
-        !token.is_empty() && !token.contains(char::is_whitespace),
-        "the bot token is empty or has spaces in it"
-    );
-    Ok(token)
-}
-
-/// Runs the daemon with the config at `config_path` until a signal stops it.
+/// Runs the daemon with the config at `config_path` until a signal stops it. Refuses to start,
+/// naming every key at fault, on a config whose file is wrong or which this machine cannot
+/// serve (`preflight`: the token, a category's command or user).
 pub fn serve(config_path: &Path) -> anyhow::Result<()> {
-    let config = config::load(config_path)?;
-    let token = bot_token(&config)?;
+    let config = config::load_checked(config_path, &mut |telegram, categories| {
+        let findings = preflight::check(telegram, categories);
+        for note in &findings.notes {
+            tracing::warn!("{note}");
+        }
+        findings.problems
+    })?;
+    let token = preflight::bot_token(&config.telegram).map_err(|p| anyhow::anyhow!("{p}"))?;
     serve_with(config, &token, |_| std::future::ready(Ok(())))
 }
 
@@ -51,8 +40,6 @@ where
     F: FnOnce(CancellationToken) -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<()>> + Send + 'static,
 {
-    let any_run_as = config.categories.values().any(|c| c.run_as.is_some());
-    crate::executor::check_run_as_possible(any_run_as).map_err(anyhow::Error::msg)?;
     raise_descriptor_limit();
     // Everything the daemon creates is its own unless a mode says otherwise (the journal 0640,
     // the socket 0660): the agent must not read the database, the key or the attachments.

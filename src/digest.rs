@@ -194,8 +194,7 @@ command = ["/bin/true"]
         let Ok(Request::Ask(ask)) = parse_request(frame.as_bytes()) else {
             panic!("not an ask: {frame}")
         };
-        let category = config.categories.get(&ask.kind);
-        check_ask(&ask, category, true, &config.limits)
+        check_ask(&ask, &config.categories, true, &config.limits)
             .unwrap_or_else(|refusal| panic!("{refusal:?}: {frame}"))
             .digest()
             .to_hex()

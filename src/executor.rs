@@ -167,18 +167,6 @@ enum NotStarted {
     Spawn { command: String, error: io::Error },
 }
 
-/// Checked by the daemon at start: `run_as` set anywhere but the daemon is not root → error.
-pub fn check_run_as_possible(any_run_as: bool) -> Result<(), String> {
-    let euid = nix::unistd::geteuid();
-    if !any_run_as || euid.is_root() {
-        Ok(())
-    } else {
-        Err(format!(
-            "a category sets run_as, but consentd runs as uid {euid}: switching users needs root"
-        ))
-    }
-}
-
 /// Runs `spec.command` once and reports what happened. Never panics on the command's
 /// behaviour; every failure before the command started is [`RunOutcome::NotStarted`].
 ///
@@ -1667,13 +1655,6 @@ mod tests {
         let reason = not_started(run(&spec).await);
         assert!(reason.contains("not searchable"), "{reason}");
         assert!(s.work_root_is_empty());
-    }
-
-    #[test]
-    fn check_run_as_possible_needs_root() {
-        assert_eq!(check_run_as_possible(false), Ok(()));
-        let root = nix::unistd::geteuid().is_root();
-        assert_eq!(check_run_as_possible(true).is_ok(), root);
     }
 
     #[test]

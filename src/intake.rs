@@ -88,7 +88,8 @@ impl Intake {
         let now = self.clock.now();
         let category = self.config.categories.get(&ask.kind);
         let enabled = self.category_enabled(&ask.kind);
-        let action = match refusal::check_ask(&ask, category, enabled, &self.config.limits) {
+        let categories = &self.config.categories;
+        let action = match refusal::check_ask(&ask, categories, enabled, &self.config.limits) {
             Ok(action) => action,
             Err(refusal) => return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await,
         };
@@ -116,9 +117,9 @@ impl Intake {
     /// A mandate request: the gate, then the store (which queues its card).
     async fn mandate(&self, peer_uid: u32, ask: protocol::MandateAsk) -> Result<Reply, StoreError> {
         let now = self.clock.now();
-        let category = self.config.categories.get(&ask.kind);
+        let categories = &self.config.categories;
         let enabled = self.category_enabled(&ask.kind);
-        let request = match refusal::check_mandate(&ask, category, enabled, &self.config.limits) {
+        let request = match refusal::check_mandate(&ask, categories, enabled, &self.config.limits) {
             Ok(request) => request,
             Err(refusal) => return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await,
         };
@@ -401,6 +402,7 @@ pub fn summary(record: &Record) -> RecordSummary {
         id: record.id.clone(),
         kind: record.kind.clone(),
         status: record.state.as_str().to_owned(),
+        is_final: record.is_final(),
         reason: record.reason.clone(),
         message: record.message.clone(),
         result: record.result.clone(),

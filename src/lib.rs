@@ -6,8 +6,9 @@
 //! Every step goes into a hash-chained journal.
 //!
 //! The parts, from the edge inwards (docs/ARCHITECTURE.md has the map and the invariants):
-//! - [`cli`]: the `consentd` command line.
-//! - [`config`]: the TOML config, parsed and then validated with every problem named by its key.
+//! - [`cli`]: the `consentd` command line; `output`, its lines, which a closed pipe does not crash.
+//! - [`config`]: the TOML config, parsed and then validated with every problem named by its key;
+//!   `preflight`, the same config against this machine (token, commands, users).
 //! - [`server`]: the Unix socket: peer credentials, framing, caps, timeouts, shutdown.
 //! - [`protocol`]: the socket's JSON requests and responses, parsed strictly.
 //! - [`refusal`]: the refusal gate — everything refused before a card, with its reason code;
@@ -45,8 +46,10 @@ pub mod locale;
 pub mod lookalike;
 pub mod mandate;
 pub(crate) mod media;
+pub(crate) mod output;
 pub mod pair;
 pub mod pairing;
+pub(crate) mod preflight;
 pub mod press;
 pub mod protocol;
 pub mod refusal;

@@ -38,7 +38,8 @@ pub async fn pair(config_path: &Path) -> anyhow::Result<Pairing> {
         "{} does not exist yet: start `consentd serve` once before pairing",
         db_path.display()
     );
-    let token = crate::daemon::bot_token(&config)?;
+    let token =
+        crate::preflight::bot_token(&config.telegram).map_err(|p| anyhow::anyhow!("{p}"))?;
     let telegram = Telegram::new(&token, &config.telegram.api_url).map_err(anyhow::Error::msg)?;
     let username = telegram
         .username()

@@ -373,6 +373,10 @@ pub struct RecordSummary {
     pub id: String,
     pub kind: Option<String>,
     pub status: String,
+    /// The record will not change again. `status` alone cannot say so: `granted` is final for
+    /// a mandate and a passing state for an action (which runs next).
+    #[serde(rename = "final")]
+    pub is_final: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

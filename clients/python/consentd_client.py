@@ -13,7 +13,9 @@ As a library::
 
 As a command, with the exit codes of ``consentd ask`` (0 executed or granted, 1 could not talk
 to consentd, 2 usage, 3 refused, 4 declined, 5 expired, 6 failed, 7 outcome unknown,
-8 pending)::
+8 pending). ``status`` exits with the same code for the record's state (8 while it is still
+open; 1 when there is no such record), so ``status ID --wait && publish`` never takes a No for a
+yes::
 
     consentd_client.py ask --kind publish_x --target @mila_news --text-file post.txt
     consentd_client.py mandate --kind publish_x --target @mila_news --days 7 \\
@@ -56,6 +58,7 @@ EXIT_CODES = {
 }
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_OPEN = 8
 
 Money = Union[str, Decimal]
 Line = Dict[str, Any]
@@ -98,6 +101,32 @@ def exit_code(answer: Line) -> int:
     return EXIT_CODES.get(str(answer.get("status")), EXIT_ERROR)
 
 
+def record_exit_code(record: Line) -> int:
+    """The exit code ``consentd status`` gives a record: the ask's code for its state once the
+    record is final, 8 while it is open. ``final`` says which, since ``granted`` is final for a
+    mandate but only a step for an action (it runs next); a daemon without it is taken at its
+    status's word."""
+    if record.get("final") is False:
+        return EXIT_OPEN
+    return exit_code(record)
+
+
+def _no_daemon(path: str, error: OSError) -> str:
+    """What failed when no daemon answered on ``path``, and what to check, in one line."""
+    check = ("check that `consentd serve` is running and that $CONSENTD_SOCKET (or --socket) "
+             "names the socket its config sets in paths.socket")
+    if isinstance(error, FileNotFoundError):
+        return f"cannot connect to consentd: there is no socket at {path}; {check}"
+    if isinstance(error, ConnectionRefusedError):
+        return (f"cannot connect to consentd: nothing is listening on {path}, a socket left by a "
+                f"daemon that is not running; {check}")
+    if isinstance(error, PermissionError):
+        return (f"cannot connect to consentd: this user may not open {path}; it must be in the "
+                f"socket's group (`ls -l {path}` shows it: consent-agents in the packaged setup), "
+                "and log in again after being added")
+    return f"cannot connect to consentd at {path}: {error.strerror or error}"
+
+
 class Client:
     """One daemon's socket. Each call opens its own connection, so a Client may be shared."""
 
@@ -116,7 +145,7 @@ class Client:
             sock.settimeout(self.timeout)
             sock.connect(self.path)
         except OSError as error:
-            raise ConsentdError(f"cannot connect to consentd at {self.path}: {error}") from error
+            raise ConsentdError(_no_daemon(self.path, error)) from error
         last: Optional[Line] = None
         with sock:
             try:
@@ -214,17 +243,29 @@ class Client:
 # --- the command line ---------------------------------------------------------------------
 
 
+def _out(text: Any) -> None:
+    """A line on stdout. A reader that has gone (``| head -3``) is not an error: the command ends
+    with its own exit code, as ``consentd`` does."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Python would fail again flushing stdout at exit: send what is left nowhere.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
 def _report(answer: Line, as_json: bool) -> int:
     """Prints a final answer the way ``consentd ask`` does; returns the exit code."""
     status = answer.get("status")
     if as_json:
-        print(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))
+        _out(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))
     elif status == "executed":
         if answer.get("result") is not None:
-            print(answer["result"])
+            _out(answer["result"])
         print(f"executed {answer.get('id')}", file=sys.stderr)
     elif status in ("pending", "card_shown", "running"):
-        print(answer.get("id"))
+        _out(answer.get("id"))
         print(f"{status}: see `consentd status {answer.get('id')}`", file=sys.stderr)
     elif status == "refused":
         print(f"refused ({answer.get('reason')}): {answer.get('message', '')}", file=sys.stderr)
@@ -276,7 +317,8 @@ def _parser() -> argparse.ArgumentParser:
     mandate.add_argument("--reason")
     mandate.add_argument("--no-wait", action="store_true")
 
-    status = ops.add_parser("status", parents=[common], help="one of your records")
+    status = ops.add_parser("status", parents=[common], help="one of your records; exits as ask "
+                            "would for its state (8 while it is open)")
     status.add_argument("id")
     status.add_argument("--wait", action="store_true", help="wait until it is final")
 
@@ -317,18 +359,18 @@ def main(argv: Optional[List[str]] = None) -> int:
             answer = client.status(args.id, wait=args.wait)
             found = "id" in answer
             if args.json:
-                print(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))
+                _out(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))
             elif found:
-                print(_record_line(answer))
+                _out(_record_line(answer))
             else:
                 print(answer.get("message", answer), file=sys.stderr)
-            return 0 if found else EXIT_ERROR
+            return record_exit_code(answer) if found else EXIT_ERROR
         answer = client.list(args.cursor)
         if args.json:
-            print(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))
+            _out(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))
         else:
             for record in answer.get("records", []):
-                print(_record_line(record))
+                _out(_record_line(record))
             if answer.get("next_cursor"):
                 print(f"more: --cursor {answer['next_cursor']}", file=sys.stderr)
         return 0 if "records" in answer else EXIT_ERROR

@@ -10,7 +10,7 @@
 
 use std::sync::OnceLock;
 
-use consentd::config::{self, Category, Config};
+use consentd::config::{self, Config};
 use consentd::protocol::{self, Request, Response};
 use consentd::refusal::{self, visible};
 use libfuzzer_sys::fuzz_target;
@@ -61,10 +61,9 @@ fn tags_only_in_flags(value: &str) -> bool {
     true
 }
 
-/// The category of `kind` and whether it is on, as the daemon looks them up before the gate.
-fn category<'a>(config: &'a Config, kind: &str) -> (Option<&'a Category>, bool) {
-    let category = config.categories.get(kind);
-    (category, category.is_some_and(|c| c.enabled))
+/// Whether the category of `kind` is on, as the daemon starts with its switch.
+fn switched_on(config: &Config, kind: &str) -> bool {
+    config.categories.get(kind).is_some_and(|c| c.enabled)
 }
 
 fuzz_target!(|frame: &[u8]| {
@@ -77,8 +76,8 @@ fuzz_target!(|frame: &[u8]| {
             rejection.refusal
         }
         Ok(Request::Ask(ask)) => {
-            let (category, enabled) = category(config, &ask.kind);
-            match refusal::check_ask(&ask, category, enabled, limits) {
+            let enabled = switched_on(config, &ask.kind);
+            match refusal::check_ask(&ask, &config.categories, enabled, limits) {
                 Err(refusal) => refusal,
                 Ok(action) => {
                     assert_eq!(action.kind, ask.kind);
@@ -113,8 +112,8 @@ fuzz_target!(|frame: &[u8]| {
             }
         }
         Ok(Request::Mandate(ask)) => {
-            let (category, enabled) = category(config, &ask.kind);
-            match refusal::check_mandate(&ask, category, enabled, limits) {
+            let enabled = switched_on(config, &ask.kind);
+            match refusal::check_mandate(&ask, &config.categories, enabled, limits) {
                 Err(refusal) => refusal,
                 Ok(terms) => {
                     assert_eq!(terms.kind, ask.kind);

@@ -1,6 +1,6 @@
 //! The refusal gate (SPEC §5): everything refused before a card is drawn.
 //!
-//! A pure function of the ask, its category and the limits. It answers either an [`Action`] the
+//! A pure function of the ask, the configured categories, its category's switch and the limits. It answers either an [`Action`] the
 //! owner can see in full, or a [`Refusal`] with its stable reason code and an English message that
 //! says exactly what and where. The Unicode half lives in [`visible`], with the spacing rules in
 //! `layout` and the registered variation sequences in `sequences`.
@@ -8,6 +8,8 @@
 mod layout;
 mod sequences;
 pub mod visible;
+
+use std::collections::BTreeMap;
 
 use base64::Engine as _;
 
@@ -128,11 +130,11 @@ pub const MAX_MANDATE_TARGETS: usize = 20;
 /// owner can see, then the terms against the ceilings (`mandate_terms`, naming the term).
 pub fn check_mandate(
     ask: &MandateAsk,
-    category: Option<&Category>,
+    categories: &BTreeMap<String, Category>,
     enabled: bool,
     limits: &Limits,
 ) -> Result<MandateRequest, Refusal> {
-    let category = usable_category(&ask.kind, category, enabled)?;
+    let category = usable_category(&ask.kind, categories, enabled)?;
     if ask.targets.len() > MAX_MANDATE_TARGETS {
         return Err(Refusal::new(
             Reason::TooLarge,
@@ -189,16 +191,23 @@ pub fn check_mandate(
     Ok(request)
 }
 
-/// The category of `kind`, if it exists and the owner has it on.
+/// The category of `kind`, if it exists and the owner has it on. An unknown kind's refusal lists
+/// the kinds that are configured, so an agent that guessed a name learns the real ones at once.
 fn usable_category<'a>(
     kind: &str,
-    category: Option<&'a Category>,
+    categories: &'a BTreeMap<String, Category>,
     enabled: bool,
 ) -> Result<&'a Category, Refusal> {
-    let Some(category) = category.filter(|_| config::is_valid_kind(kind)) else {
+    let Some(category) = categories.get(kind).filter(|_| config::is_valid_kind(kind)) else {
+        let kinds = if categories.is_empty() {
+            "the config has no categories".to_owned()
+        } else {
+            let names: Vec<&str> = categories.keys().map(String::as_str).collect();
+            format!("the kinds are: {}", names.join(", "))
+        };
         return Err(Refusal::new(
             Reason::UnknownKind,
-            format!("no category {} is configured", quote(kind)),
+            format!("no category {} is configured; {kinds}", quote(kind)),
         ));
     };
     if !enabled {
@@ -213,15 +222,15 @@ fn usable_category<'a>(
     Ok(category)
 }
 
-/// Checks an ask against its category and the limits. `category` is `None` for an unknown kind;
-/// `enabled` is the category's switch as the owner last set it.
+/// Checks an ask against its category (one of `categories`, the configured ones) and the
+/// limits; `enabled` is the ask's category's switch as the owner last set it.
 pub fn check_ask(
     ask: &AskRequest,
-    category: Option<&Category>,
+    categories: &BTreeMap<String, Category>,
     enabled: bool,
     limits: &Limits,
 ) -> Result<Action, Refusal> {
-    let category = usable_category(&ask.kind, category, enabled)?;
+    let category = usable_category(&ask.kind, categories, enabled)?;
     let kind = &category.name;
 
     check_presence("target", ask.target.as_deref(), category.target, kind)?;

@@ -103,7 +103,7 @@ fn good() -> AskRequest {
 
 fn check(ask: &AskRequest) -> Result<Action, Refusal> {
     let config = config();
-    check_ask(ask, config.categories.get(&ask.kind), true, &config.limits)
+    check_ask(ask, &config.categories, true, &config.limits)
 }
 
 #[test]
@@ -400,15 +400,39 @@ fn presence_rules_of_other_categories() {
 }
 
 #[test]
+fn an_unknown_kind_is_told_the_configured_kinds() {
+    let config = config();
+    let ask = AskRequest {
+        kind: "publish_y".into(),
+        ..good()
+    };
+    let refusal = check_ask(&ask, &config.categories, true, &config.limits).unwrap_err();
+    assert_eq!(refusal.reason, Reason::UnknownKind);
+    assert_eq!(
+        refusal.message,
+        "no category \"publish_y\" is configured; the kinds are: bare, fixed, post_off, post_ok, \
+         publish_x, untargeted, wipe"
+    );
+    let mandate = MandateAsk {
+        kind: "publish_y".into(),
+        ..good_mandate()
+    };
+    let refusal = check_mandate(&mandate, &config.categories, true, &config.limits).unwrap_err();
+    assert_eq!(refusal.reason, Reason::UnknownKind);
+    assert!(refusal.message.ends_with("publish_x, untargeted, wipe"));
+
+    let none = std::collections::BTreeMap::new();
+    let refusal = check_ask(&ask, &none, true, &config.limits).unwrap_err();
+    assert_eq!(
+        refusal.message,
+        "no category \"publish_y\" is configured; the config has no categories"
+    );
+}
+
+#[test]
 fn a_category_that_is_off_refuses() {
     let config = config();
-    let refusal = check_ask(
-        &good(),
-        config.categories.get("publish_x"),
-        false,
-        &config.limits,
-    )
-    .unwrap_err();
+    let refusal = check_ask(&good(), &config.categories, false, &config.limits).unwrap_err();
     assert_eq!(refusal.reason, Reason::CategoryOff);
     assert!(
         refusal.message.contains("publish_x is off"),
@@ -459,12 +483,7 @@ fn good_mandate() -> MandateAsk {
 fn check_mandate_ask(ask: &MandateAsk) -> Result<MandateRequest, Refusal> {
     let config = config();
     let enabled = config.categories.get(&ask.kind).is_some_and(|c| c.enabled);
-    check_mandate(
-        ask,
-        config.categories.get(&ask.kind),
-        enabled,
-        &config.limits,
-    )
+    check_mandate(ask, &config.categories, enabled, &config.limits)
 }
 
 #[test]
@@ -716,7 +735,7 @@ fn smuggled_message(field: &str, position: usize) -> String {
 fn check_roomy(ask: &AskRequest) -> Result<Action, Refusal> {
     let mut config = config();
     config.limits.max_text_chars = 20_000;
-    check_ask(ask, config.categories.get(&ask.kind), true, &config.limits)
+    check_ask(ask, &config.categories, true, &config.limits)
 }
 
 #[test]

@@ -17,6 +17,7 @@ use anyhow::Context as _;
 use tokio_util::sync::CancellationToken;
 
 use crate::emulator::{self, Emulator, UserSpec};
+use crate::output::{errln, Stream};
 
 /// The page's port when `--port` is not given; taken when free, else any free port.
 pub const DEFAULT_PORT: u16 = 8340;
@@ -77,7 +78,7 @@ pub fn run(port: Option<u16>, state_dir: Option<PathBuf>) -> anyhow::Result<()> 
     let result = run_in(&Layout::new(&dir), port, fresh);
     if fresh {
         if let Err(error) = std::fs::remove_dir_all(&dir) {
-            eprintln!("consentd sandbox: cannot remove {}: {error}", dir.display());
+            errln!("consentd sandbox: cannot remove {}: {error}", dir.display());
         }
     }
     result
@@ -212,9 +213,8 @@ impl Banner {
             self.page,
             self.ask_line(),
         );
-        let mut out = std::io::stdout().lock();
         // A closed stdout must not stop the sandbox; the page still works.
-        let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+        crate::output::write(Stream::Stdout, format_args!("{text}"), "");
     }
 }
 

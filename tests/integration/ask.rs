@@ -45,7 +45,8 @@ fn a_refusal_says_what_and_where() {
         (
             json!({"v":1,"op":"ask","kind":"nope"}),
             "unknown_kind",
-            "no category \"nope\"",
+            // The configured kinds only, those that are off included.
+            "no category \"nope\" is configured; the kinds are: publish_x, send_letter, wipe_drafts",
         ),
         (
             json!({"v":1,"op":"ask","kind":"wipe_drafts"}),
@@ -180,7 +181,7 @@ fn the_ask_client_follows_the_exit_codes() {
     );
 
     let status = daemon.cli(&["status", &id, "--json"]);
-    assert_eq!(status.status.code(), Some(0));
+    assert_eq!(status.status.code(), Some(8), "the record is still open");
     let record: Value = serde_json::from_str(stdout(&status).trim()).unwrap();
     // Its card may already be in the owner's chat.
     assert!(

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::fixture::{stderr, stdout, Daemon, BIN};
+use nix::sys::signal::Signal;
+
+use crate::fixture::{good_ask, stderr, stdout, Daemon, BIN};
 
 const PYTHON_CLIENT: &str = "clients/python/consentd_client.py";
 const SHELL_CLIENT: &str = "clients/sh/consentd-ask.sh";
@@ -325,4 +327,180 @@ fn the_hook_routes_outside_actions_through_consentd_and_blocks_direct_ones() {
         "{}",
         stderr(&letter)
     );
+}
+
+/// Asks for `publish_x` without waiting; the record's id.
+fn ask_no_wait(daemon: &Daemon, text: &str) -> String {
+    let answer = daemon.request(&good_ask(text));
+    answer["id"].as_str().unwrap().to_owned()
+}
+
+/// A record in each state `status` can find but `running`, made on `daemon` (which is restarted once, for the
+/// outcome nobody knows): the state, the record's id, and the exit code `ask` gives that state.
+fn records_in_every_state(mut daemon: Daemon) -> (Daemon, Vec<(&'static str, String, i32)>) {
+    let hold = daemon.dir.path().join("hold");
+    let running = daemon.dir.path().join("running");
+    // A run the daemon is killed during: its record is found `running` at the restart.
+    std::fs::write(&hold, "").unwrap();
+    let _ = std::fs::remove_file(&running);
+    let unknown = ask_no_wait(&daemon, "the daemon dies during this run");
+    daemon.press_yes(&daemon.card_of(&unknown));
+    daemon.wait_for("the command to start", |_| running.exists());
+    daemon.stop_with(Signal::SIGKILL);
+    std::fs::remove_file(&hold).unwrap();
+    let daemon = daemon.restart();
+    daemon.wait_state(&unknown, "outcome_unknown");
+
+    let executed = ask_no_wait(&daemon, "this one runs");
+    daemon.press_yes(&daemon.card_of(&executed));
+    daemon.wait_state(&executed, "executed");
+
+    let declined = ask_no_wait(&daemon, "this one is declined");
+    daemon.press_no(&daemon.card_of(&declined));
+    daemon.wait_state(&declined, "declined");
+
+    let refused = daemon.request(&json!({"v":1,"op":"ask","kind":"no_such_kind"}));
+    let refused = refused["id"].as_str().unwrap().to_owned();
+
+    let script = daemon.dir.path().join("action.sh");
+    let works = std::fs::read(&script).unwrap();
+    std::fs::write(&script, "/bin/cat >/dev/null\necho broken >&2\nexit 3\n").unwrap();
+    let failed = ask_no_wait(&daemon, "this one fails");
+    daemon.press_yes(&daemon.card_of(&failed));
+    daemon.wait_state(&failed, "failed");
+    std::fs::write(&script, works).unwrap();
+
+    // Before any other card is open: moving the clock on expires every open card.
+    let expired = ask_no_wait(&daemon, "this card is left to expire");
+    daemon.card_of(&expired);
+    daemon.advance_clock(16 * 60);
+    daemon.wait_state(&expired, "expired");
+
+    let granted = daemon.request(&json!({"v":1,"op":"mandate","kind":"publish_x",
+        "targets":["@elsewhere"],"days":1,"usd_per_day":"1.00","actions_per_day":1,"wait":false}));
+    let granted = granted["id"].as_str().unwrap().to_owned();
+    daemon.press_yes(&daemon.card_of(&granted));
+    daemon.wait_state(&granted, "granted");
+
+    let card_shown = ask_no_wait(&daemon, "this card waits");
+    daemon.card_of(&card_shown);
+    daemon.wait_state(&card_shown, "card_shown");
+
+    let records = vec![
+        ("card_shown", card_shown, 8),
+        ("executed", executed, 0),
+        ("granted (a mandate)", granted, 0),
+        ("refused", refused, 3),
+        ("declined", declined, 4),
+        ("expired", expired, 5),
+        ("failed", failed, 6),
+        ("outcome_unknown", unknown, 7),
+    ];
+    (daemon, records)
+}
+
+/// Checks `status` on a record whose command is running, then lets the command end.
+fn assert_status_exits_while_running(daemon: &Daemon) {
+    let hold = daemon.dir.path().join("hold");
+    let running = daemon.dir.path().join("running");
+    std::fs::write(&hold, "").unwrap();
+    let _ = std::fs::remove_file(&running);
+    let id = ask_no_wait(daemon, "this one is running");
+    daemon.press_yes(&daemon.card_of(&id));
+    daemon.wait_for("the command to start", |_| running.exists());
+    daemon.wait_state(&id, "running");
+    // At once: the category's timeout (30 s) would kill the command and end the record.
+    assert_status_exits(daemon, "running", &id, 8);
+    std::fs::remove_file(&hold).unwrap();
+    daemon.wait_state(&id, "executed");
+}
+
+/// A record still `pending`: its card is held back by quiet hours with no cards allowed at night
+/// (the fixture's clock is at noon).
+fn a_pending_record() -> (Daemon, String) {
+    let daemon = Daemon::builder()
+        .gate("quiet_hours = \"11:00-13:00\"\nnight_card_limit = 0")
+        .start();
+    let id = ask_no_wait(&daemon, "this card waits for the morning");
+    daemon.settle();
+    daemon.wait_state(&id, "pending");
+    (daemon, id)
+}
+
+/// `consentd status` and the Python client's `status` on a record: the code for its state.
+fn assert_status_exits(daemon: &Daemon, state: &str, id: &str, code: i32) {
+    let mut runs: Vec<(&str, Vec<&str>)> = vec![
+        ("consentd status", vec!["status", id]),
+        ("consentd status --json", vec!["status", id, "--json"]),
+    ];
+    if code != 8 {
+        // A final record answers at once with --wait too.
+        runs.push(("consentd status --wait", vec!["status", id, "--wait"]));
+    }
+    for (what, args) in &runs {
+        let output = daemon.cli(args);
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "{what} on {state}: {}",
+            stderr(&output)
+        );
+    }
+    let mut runs: Vec<(&str, Vec<&str>)> = vec![
+        ("consentd_client.py status", vec!["status", id]),
+        (
+            "consentd_client.py status --json",
+            vec!["status", id, "--json"],
+        ),
+    ];
+    if code != 8 {
+        runs.push((
+            "consentd_client.py status --wait",
+            vec!["status", id, "--wait"],
+        ));
+    }
+    for (what, args) in &runs {
+        let output = python(daemon, args);
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "{what} on {state}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+#[test]
+fn status_exits_as_ask_would_for_every_state_in_both_clients() {
+    let daemon = Daemon::start();
+    assert_status_exits_while_running(&daemon);
+    let (daemon, records) = records_in_every_state(daemon);
+    for (state, id, code) in &records {
+        assert_status_exits(&daemon, state, id, *code);
+    }
+    let (daemon, pending) = a_pending_record();
+    assert_status_exits(&daemon, "pending", &pending, 8);
+}
+
+#[test]
+fn status_wait_on_a_card_the_owner_declines_exits_4() {
+    let daemon = Daemon::start();
+    let id = ask_no_wait(&daemon, "wait for my answer");
+    daemon.card_of(&id);
+    let client = repo_file(PYTHON_CLIENT);
+    let rust = daemon.cli_spawn(&["status", &id, "--wait"]);
+    let python = spawn(
+        &daemon,
+        "python3",
+        &[client.to_str().unwrap(), "status", &id, "--wait"],
+        b"",
+    );
+    // Both are waiting on the record before the owner answers.
+    std::thread::sleep(Duration::from_millis(300));
+    daemon.press_no(&daemon.card_of(&id));
+    let rust = finish(rust, "consentd status --wait");
+    assert_eq!(rust.status.code(), Some(4), "{}", stderr(&rust));
+    assert!(stdout(&rust).contains("declined"), "{}", stdout(&rust));
+    let python = finish(python, "consentd_client.py status --wait");
+    assert_eq!(python.status.code(), Some(4), "{}", stderr(&python));
 }

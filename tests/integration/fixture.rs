@@ -461,12 +461,21 @@ impl Daemon {
 
     /// Presses the card's first button (Yes) as the owner, in the owner's private chat.
     pub fn press_yes(&self, card: &ChatMessage) {
-        let yes = card.buttons()[0].callback_data.clone().unwrap();
+        self.press_nth(card, 0);
+    }
+
+    /// Presses the card's second button (No) as the owner, in the owner's private chat.
+    pub fn press_no(&self, card: &ChatMessage) {
+        self.press_nth(card, 1);
+    }
+
+    fn press_nth(&self, card: &ChatMessage, index: usize) {
+        let data = card.buttons()[index].callback_data.clone().unwrap();
         self.bot.push_press(
             &UserSpec::new(OWNER, "Mila"),
             ChatSpec::private(OWNER),
             card.message_id,
-            &yes,
+            &data,
         );
     }
 

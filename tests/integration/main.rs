@@ -4,7 +4,9 @@
 mod ask;
 mod attachments;
 mod binding;
+mod cli_help;
 mod clients;
+mod closed_stdout;
 mod config_cli;
 mod consent;
 mod crash;
