@@ -20,6 +20,7 @@ mod locales;
 mod lookalike;
 mod mandates;
 mod owner;
+mod review_unicode;
 mod runs;
 mod sandbox;
 mod socket;
