@@ -75,7 +75,10 @@ fn review_blank_hieroglyphs_stand_in_for_refused_spaces_and_blank_lines() {
     let daemon = Daemon::builder().max_pending(100).start();
     let blank_line = format!("\n{FULL_BLANK}");
     let cases: Vec<(&str, Value)> = vec![
-        ("a text that is only blanks", good_ask(&FULL_BLANK.to_string().repeat(3))),
+        (
+            "a text that is only blanks",
+            good_ask(&FULL_BLANK.to_string().repeat(3)),
+        ),
         (
             "forty blank-looking lines push a paragraph out of view",
             good_ask(&format!(
@@ -131,6 +134,8 @@ const DOUBLE_DOTTED_I: &str = "@mi\u{307}la_news";
 /// "@mila_news" with U+4E28 CJK UNIFIED IDEOGRAPH-4E28 (a vertical stroke) for the l: Latin
 /// with Han is "highly restrictive", and the confusables map ㅣ to it but not it to l.
 const HAN_STROKE_L: &str = "@mi\u{4E28}a_news";
+/// "@mila_news" with U+0331 COMBINING MACRON BELOW on the underscore, drawn over it.
+const UNDERSCORE_MACRON: &str = "@mila_\u{331}news";
 
 fn approve_and_run(daemon: &Daemon, target: &str) {
     let (id, status) = ask(daemon, &ask_to(target, "first", "0.04"));
@@ -144,7 +149,12 @@ fn review_look_alikes_of_a_known_target_that_draw_no_warning() {
     let daemon = Daemon::builder().max_pending(100).start();
     approve_and_run(&daemon, "@mila_news");
     let mut unmarked = Vec::new();
-    for target in [DOTTED_DOTLESS_I, DOUBLE_DOTTED_I, HAN_STROKE_L] {
+    for target in [
+        DOTTED_DOTLESS_I,
+        DOUBLE_DOTTED_I,
+        HAN_STROKE_L,
+        UNDERSCORE_MACRON,
+    ] {
         let (id, status) = ask(&daemon, &ask_to(target, "second", "0.04"));
         assert_eq!(status, "pending", "{target:?}: {id}");
         let card = daemon.card_of(&id);
@@ -173,7 +183,13 @@ fn review_a_mandate_naming_a_target_and_its_dotted_i_look_alike_is_not_refused()
         // The card shows "@mila_news" twice; granted, the look-alike posts with no card.
         let id = answer["id"].as_str().unwrap();
         let card = daemon.card_of(id);
-        press(&daemon, &owner(), ChatSpec::private(OWNER), &card, &button(&card, 0));
+        press(
+            &daemon,
+            &owner(),
+            ChatSpec::private(OWNER),
+            &card,
+            &button(&card, 0),
+        );
         daemon.wait_state(id, "granted");
         let (covered, status) = ask(&daemon, &ask_to(DOTTED_DOTLESS_I, "covered", "0.04"));
         panic!(
@@ -195,11 +211,16 @@ fn review_a_recipient_in_a_field_is_never_checked_for_look_alikes() {
     assert_eq!(answer["status"], "pending", "{answer}");
     let card = daemon.card_of(answer["id"].as_str().unwrap());
     let text = card.text.unwrap_or_default();
-    assert!(text.contains('⚠'), "a Cyrillic а in the recipient, unmarked:\n{text}");
+    assert!(
+        text.contains('⚠'),
+        "a Cyrillic а in the recipient, unmarked:\n{text}"
+    );
 }
 
 fn today_at(h: u32, m: u32) -> DateTime<Utc> {
-    noon_today() - Duration::hours(12) + Duration::hours(i64::from(h)) + Duration::minutes(i64::from(m))
+    noon_today() - Duration::hours(12)
+        + Duration::hours(i64::from(h))
+        + Duration::minutes(i64::from(m))
 }
 
 #[test]
@@ -223,4 +244,39 @@ fn review_a_card_held_for_the_morning_ignores_a_target_approved_in_the_night() {
         text.contains("Looks like @mila_news"),
         "drawn after @mila_news was approved, yet unmarked:\n{text}"
     );
+}
+
+#[test]
+fn review_joiners_that_join_nothing_pass_as_if_a_script_needed_them() {
+    // RFC 5892's CONTEXTJ looks only at the scalar before a joiner (a virama of any script) or
+    // at joining types across scripts; where nothing on the far side can join, the joiner draws
+    // nothing and only makes two strings that look the same differ.
+    let daemon = Daemon::builder().max_pending(100).start();
+    let cases = [
+        (
+            "ZWJ after a Devanagari virama, then a Latin letter",
+            "क्\u{200D}a",
+        ),
+        (
+            "ZWNJ after a virama on a Latin letter, between Latin letters",
+            "a\u{94D}\u{200C}b",
+        ),
+        (
+            "ZWJ after a Khmer coeng (an invisible stacker) on a Latin letter",
+            "ab\u{17D2}\u{200D}c",
+        ),
+        (
+            "ZWNJ between an Arabic and a Syriac letter, which never join",
+            "ب\u{200C}ܐ",
+        ),
+        ("ZWNJ at the end, after a final virama", "नमस्\u{200C}"),
+    ];
+    let mut accepted = Vec::new();
+    for (label, text) in cases {
+        let answer = daemon.request(&good_ask(text));
+        if answer["status"] != "refused" {
+            accepted.push(format!("{label}: {answer}"));
+        }
+    }
+    assert!(accepted.is_empty(), "accepted:\n{}", accepted.join("\n"));
 }
