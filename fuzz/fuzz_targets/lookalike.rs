@@ -55,8 +55,7 @@ fn accepted(target: &str, text: &str, padding: usize) -> Option<consentd::action
         return None;
     };
     let config = config();
-    let category = config.categories.get(&ask.kind);
-    refusal::check_ask(&ask, category, true, &config.limits).ok()
+    refusal::check_ask(&ask, &config.categories, true, &config.limits).ok()
 }
 
 /// Known targets are targets the gate once accepted.
