@@ -474,14 +474,7 @@ async fn send_before_card(
         pace.take().await;
         let message_id = out
             .telegram
-            .send_file(
-                row.chat_id,
-                &attachment.name,
-                &attachment.media_type,
-                bytes,
-                caption,
-                silent,
-            )
+            .send_file(row.chat_id, &attachment.name, bytes, caption, silent)
             .await?;
         remember(store, record_id, role, message_id).await?;
     }

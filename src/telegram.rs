@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use teloxide::payloads::{
     AnswerCallbackQuerySetters, EditMessageTextSetters, GetUpdatesSetters, SendDocumentSetters,
-    SendMessageSetters, SendPhotoSetters, SetMyCommandsSetters,
+    SendMessageSetters, SetMyCommandsSetters,
 };
 use teloxide::prelude::Requester;
 use teloxide::types::{
@@ -26,8 +26,6 @@ use crate::styled::{Style, Styled};
 pub const POLL_TIMEOUT_SECS: u32 = 10;
 /// The longest a 429's `retry_after` is honoured; beyond it we retry sooner rather than stall.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
-/// Photos up to this size are sent as photos; larger ones and other types as documents.
-pub const MAX_PHOTO_BYTES: usize = 10 * 1024 * 1024;
 
 /// Why a request did not go through.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -459,35 +457,26 @@ impl Telegram {
         })
     }
 
-    /// Sends an attachment: a photo for PNG and JPEG up to 10 MiB, otherwise a document.
+    /// Sends an attachment as a document: Telegram keeps a document's bytes exactly as sent,
+    /// while it re-encodes a photo (scaled down, transparency flattened), and the owner must be
+    /// able to see the very bytes that run.
     pub async fn send_file(
         &self,
         chat: i64,
         name: &str,
-        media_type: &str,
         bytes: Vec<u8>,
         caption: &Styled,
         silent: bool,
     ) -> Result<i64, SendError> {
-        let as_photo =
-            matches!(media_type, "image/png" | "image/jpeg") && bytes.len() <= MAX_PHOTO_BYTES;
         let file = InputFile::memory(bytes).file_name(name.to_owned());
-        let message = if as_photo {
-            self.bot
-                .send_photo(ChatId(chat), file)
-                .caption(&caption.text)
-                .caption_entities(entities(caption))
-                .disable_notification(silent)
-                .await
-        } else {
-            self.bot
-                .send_document(ChatId(chat), file)
-                .caption(&caption.text)
-                .caption_entities(entities(caption))
-                .disable_notification(silent)
-                .await
-        }
-        .map_err(classify)?;
+        let message = self
+            .bot
+            .send_document(ChatId(chat), file)
+            .caption(&caption.text)
+            .caption_entities(entities(caption))
+            .disable_notification(silent)
+            .await
+            .map_err(classify)?;
         Ok(i64::from(message.id.0))
     }
 
