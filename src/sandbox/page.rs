@@ -248,7 +248,7 @@ async fn send(
     Ok(Json(json!({ "update_id": update_id })))
 }
 
-/// A file's bytes. Only PNG and JPEG are shown inline (the daemon sends only those as photos);
+/// A file's bytes. Only PNG and JPEG are shown inline (the page previews those attachments);
 /// anything else is a download, so an uploaded HTML or SVG file never runs as the page. The
 /// CSP `sandbox` keeps even an opened image from running anything.
 async fn file(

@@ -144,7 +144,7 @@ test('an ask shows its card in the page, and Yes there runs it', async () => {
     assert.equal(await card.locator('.edited').count(), 1, 'the card is marked edited');
     assert.equal(await card.locator('b').count(), 0, 'markup in the text stays text');
     assert.match(await card.innerText(), /Result: https:\/\/example\.org\/sandbox\/posts\/r_/);
-    // The attachment came as a photo just before the card, and the browser could draw it.
+    // The attachment came as a document just before the card, previewed: the browser drew it.
     const photo = page.locator('.row.in .photo img');
     await photo.waitFor();
     const drawn = await photo.evaluate((img) => img.complete && img.naturalWidth);
