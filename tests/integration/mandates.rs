@@ -703,3 +703,79 @@ fn a_covered_ask_whose_daemon_dies_after_the_claim_is_never_run_again() {
     let receipt = receipt_of(&daemon, &id);
     assert!(receipt.text.unwrap().contains("Outcome: outcome unknown"));
 }
+
+/// The `mandate_use` journal line of each covered ask: its count and money that day.
+fn uses(daemon: &Daemon) -> std::collections::BTreeMap<String, (i64, String)> {
+    daemon
+        .journal_events()
+        .into_iter()
+        .filter(|e| e["ev"] == "mandate_use")
+        .map(|e| {
+            let id = e["id"].as_str().unwrap().to_owned();
+            let usd = e["usd_today"].as_str().unwrap().to_owned();
+            (id, (e["actions_today"].as_i64().unwrap(), usd))
+        })
+        .collect()
+}
+
+/// The line of `text` that starts with `prefix`.
+fn line_of<'a>(text: &'a str, prefix: &str) -> &'a str {
+    text.lines()
+        .find(|line| line.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line starting {prefix:?} in:\n{text}"))
+}
+
+#[test]
+fn receipts_of_asks_covered_at_once_each_show_the_day_as_of_their_own_action() {
+    for (lang, today, of) in [("en", "Today:", "of"), ("ru", "Сегодня:", "из")] {
+        let daemon = Daemon::start();
+        if lang == "ru" {
+            crate::owner::say(&daemon, "/lang ru", "Язык: русский.");
+        }
+        grant(&daemon, &["@mila_news"], 7, "5.00", 10);
+        // The runs wait until all three are claimed: no receipt is drawn before the day holds
+        // every one of them, as when three asks arrive together.
+        let hold = daemon.dir.path().join("hold");
+        std::fs::write(&hold, "").unwrap();
+        let costs = ["0.10", "0.20", "0.40"];
+        let requests = costs
+            .iter()
+            .enumerate()
+            .map(|(i, cost)| ask_to("@mila_news", &format!("covered {i}"), cost))
+            .collect();
+        let answers = race(&daemon, requests);
+        for answer in &answers {
+            assert_eq!(answer["status"], "running", "{lang}: {answer}");
+        }
+        std::fs::remove_file(&hold).unwrap();
+        let uses = uses(&daemon);
+        let mut counts = Vec::new();
+        let mut by_count = std::collections::BTreeMap::new();
+        for (answer, cost) in answers.iter().zip(costs) {
+            let id = answer["id"].as_str().unwrap();
+            daemon.wait_state(id, "executed");
+            let (actions, usd) = uses[id].clone();
+            let receipt = daemon.card_of(id).text.unwrap();
+            let line = line_of(&receipt, today);
+            assert!(
+                line.starts_with(&format!("{today} {actions} {of} 10 ")),
+                "{lang}: the receipt of {id} shows another count than its own {actions}: {line}"
+            );
+            // The money as the locale writes it: a point or a comma before the cents.
+            assert!(
+                line.contains(&usd) || line.contains(&usd.replace('.', ",")),
+                "{lang}: the receipt of {id} shows other money than its own ${usd}: {line}"
+            );
+            counts.push(actions);
+            by_count.insert(actions, (usd, cost));
+        }
+        counts.sort_unstable();
+        assert_eq!(counts, [1, 2, 3], "{lang}: each count once");
+        // Each one's money is the day's before it and its own cost.
+        let mut total = rust_decimal::Decimal::ZERO;
+        for (usd, cost) in by_count.values() {
+            total += cost.parse::<rust_decimal::Decimal>().unwrap();
+            assert_eq!(usd, &format!("{total:.2}"), "{lang}: {by_count:?}");
+        }
+    }
+}
