@@ -728,13 +728,13 @@ impl Db {
                         "UPDATE mandates SET opened_at = ?2 WHERE id = ?1",
                         params![id, timestamp(now)],
                     )?;
+                    let opened = Event::new("mandate_open")
+                        .with("id", id)
+                        .with("kind", kind.as_str())
+                        .with("digest", record.digest.clone().unwrap_or_default())
+                        .with("ends_at", terms.ends_at.map(timestamp).unwrap_or_default());
                     effects.push(
-                        Event::new("mandate_open")
-                            .with("id", id)
-                            .with("kind", kind.as_str())
-                            .with("digest", record.digest.clone().unwrap_or_default())
-                            .with("ends_at", terms.ends_at.map(timestamp).unwrap_or_default())
-                            .with("usd_per_day", format_usd(terms.usd_per_day))
+                        super::mandates::with_money_term(opened, terms.usd_per_day)
                             .with("actions_per_day", terms.actions_per_day)
                             .with("by", by),
                     );

@@ -731,7 +731,7 @@ fn open_mandate(db: &mut Db, kind: &str, actions_per_day: u32, at: DateTime<Utc>
         kind: kind.to_owned(),
         targets: vec!["@someone".to_owned()],
         days: 7,
-        usd_per_day: rust_decimal::Decimal::new(1000, 2),
+        usd_per_day: Some(rust_decimal::Decimal::new(1000, 2)),
         actions_per_day,
         reason: None,
     };
