@@ -123,6 +123,7 @@ pub mod msg {
     pub const SUMMARY_COUNTS: &str = "summary-counts";
     pub const SUMMARY_RUNS: &str = "summary-runs";
     pub const SUMMARY_MANDATE: &str = "summary-mandate";
+    pub const SUMMARY_MANDATE_ACTIONS: &str = "summary-mandate-actions";
     pub const SUMMARY_ANCHOR: &str = "summary-anchor";
     pub const PENDING_COUNT: &str = "pending-count";
     pub const PENDING_ITEM: &str = "pending-item";
@@ -131,9 +132,12 @@ pub mod msg {
     pub const MANDATE_TITLE: &str = "mandate-title";
     pub const MANDATE_UNTIL: &str = "mandate-until";
     pub const MANDATE_LIMITS: &str = "mandate-limits";
+    pub const MANDATE_LIMITS_ACTIONS: &str = "mandate-limits-actions";
+    pub const MANDATE_ANY_USE: &str = "mandate-any-use";
     pub const MANDATE_REASON: &str = "mandate-reason";
     pub const MANDATE_EXPLAIN: &str = "mandate-explain";
     pub const MANDATE_USAGE: &str = "mandate-usage";
+    pub const MANDATE_USAGE_ACTIONS: &str = "mandate-usage-actions";
     pub const RECEIPT_TITLE: &str = "receipt-title";
     pub const MANDATES_COUNT: &str = "mandates-count";
     pub const MANDATE_STOPPED: &str = "mandate-stopped";
@@ -225,6 +229,7 @@ pub mod msg {
         SUMMARY_COUNTS,
         SUMMARY_RUNS,
         SUMMARY_MANDATE,
+        SUMMARY_MANDATE_ACTIONS,
         SUMMARY_ANCHOR,
         PENDING_COUNT,
         PENDING_ITEM,
@@ -232,9 +237,12 @@ pub mod msg {
         MANDATE_TITLE,
         MANDATE_UNTIL,
         MANDATE_LIMITS,
+        MANDATE_LIMITS_ACTIONS,
+        MANDATE_ANY_USE,
         MANDATE_REASON,
         MANDATE_EXPLAIN,
         MANDATE_USAGE,
+        MANDATE_USAGE_ACTIONS,
         RECEIPT_TITLE,
         MANDATES_COUNT,
         MANDATE_STOPPED,

@@ -212,15 +212,17 @@ struct MandateArgs {
     /// The kind of action it covers: a category of the owner's config
     #[arg(long, value_name = "K")]
     kind: String,
-    /// A target the mandate covers, named exactly (repeat for more)
-    #[arg(long = "target", value_name = "T", required = true)]
+    /// A target the mandate covers, named exactly (repeat for more). Required for a kind with a
+    /// target; left out for a kind with none, whose mandate then covers it for any use
+    #[arg(long = "target", value_name = "T")]
     targets: Vec<String>,
     /// How many days it lasts (at most 7)
     #[arg(long, value_name = "N")]
     days: u64,
-    /// The most it may spend a day, in US dollars (at most 10.00)
+    /// The most it may spend a day, in US dollars (at most 10.00). Required for a kind that
+    /// costs money; left out (or 0.00) for a kind that never does
     #[arg(long, value_name = "D")]
-    usd_per_day: String,
+    usd_per_day: Option<String>,
     /// The most actions it may run a day
     #[arg(long, value_name = "N")]
     actions_per_day: u64,
@@ -242,10 +244,12 @@ impl MandateArgs {
             "kind": self.kind,
             "targets": self.targets,
             "days": self.days,
-            "usd_per_day": self.usd_per_day,
             "actions_per_day": self.actions_per_day,
             "wait": !self.no_wait,
         });
+        if let Some(usd) = &self.usd_per_day {
+            request["usd_per_day"] = json!(usd);
+        }
         if let Some(reason) = &self.reason {
             request["reason"] = json!(reason);
         }

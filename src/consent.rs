@@ -421,9 +421,10 @@ impl Consent {
         }
         let tz = self.config.owner.timezone;
         // The day the ask was claimed in, so a run that crosses midnight counts where it was
-        // taken.
+        // taken. Its use as of its own claim is kept with it; only an ask claimed before the
+        // store kept that is shown against the whole day.
         let day = parse_time(&record.created_at).unwrap_or(now);
-        let (row, usage) = match self
+        let (row, day_usage) = match self
             .store
             .call(move |db| db.mandate_usage(&mandate_id, day, tz))
             .await
@@ -445,6 +446,7 @@ impl Consent {
         let label = self.label(record, lang);
         // The receipt shows the action's target, not the mandate's terms.
         let view = self.mandate_view(&row, &label, &[]);
+        let usage = record.mandate_use.clone().unwrap_or(day_usage);
         let usage = UsageView {
             actions: usage.actions,
             usd: usage.usd,

@@ -56,9 +56,12 @@ impl Ceilings {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MandateRequest {
     pub kind: String,
+    /// Empty for a kind with no target: the mandate then covers that kind for any use.
     pub targets: Vec<String>,
     pub days: u32,
-    pub usd_per_day: Decimal,
+    /// `None` for a kind that never costs money: no money term. A money term is never zero
+    /// once the terms are checked (zero is read as none for such a kind, refused for others).
+    pub usd_per_day: Option<Decimal>,
     pub actions_per_day: u32,
     pub reason: Option<String>,
 }
@@ -68,6 +71,10 @@ impl MandateRequest {
     /// `{"v":1,"op":"mandate","kind","targets","days","usd_per_day","actions_per_day","reason"}`
     /// with the amount at two decimals. A Grant or Decline is signed for exactly these terms,
     /// and a declined request is remembered by it.
+    ///
+    /// A mandate with no targets has `"targets":[]`, and one with no money term (absent or
+    /// zero, which mean the same) `"usd_per_day":null`. Neither could be granted before, so
+    /// every request that could has the digest it always had.
     pub fn digest(&self) -> crate::digest::Sha256Hash {
         #[derive(serde::Serialize)]
         struct Canonical<'a> {
@@ -76,7 +83,7 @@ impl MandateRequest {
             kind: &'a str,
             targets: &'a [String],
             days: u32,
-            usd_per_day: String,
+            usd_per_day: Option<String>,
             actions_per_day: u32,
             reason: Option<&'a str>,
         }
@@ -86,7 +93,7 @@ impl MandateRequest {
             kind: &self.kind,
             targets: &self.targets,
             days: self.days,
-            usd_per_day: crate::action::format_usd(self.usd_per_day),
+            usd_per_day: money_term(self.usd_per_day).map(crate::action::format_usd),
             actions_per_day: self.actions_per_day,
             reason: self.reason.as_deref(),
         };
@@ -96,12 +103,21 @@ impl MandateRequest {
     }
 }
 
+/// A money term as it binds: an amount of zero is no money term.
+pub(crate) fn money_term(usd_per_day: Option<Decimal>) -> Option<Decimal> {
+    usd_per_day.filter(|usd| !usd.is_zero())
+}
+
 /// What the category allows (from the config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KindRules {
     pub exists: bool,
     pub mandate_ok: bool,
     pub destructive: bool,
+    /// Its asks carry a target (`target` is required or optional), so its mandates name them.
+    pub targeted: bool,
+    /// Its asks can cost money (`cost` is not "none"), so its mandates bound the day's money.
+    pub costs: bool,
 }
 
 /// Why requested terms were refused. `term` is one of `"kind"`, `"targets"`,
@@ -121,14 +137,17 @@ fn refuse(term: &'static str, message: String) -> Result<(), TermsRefusal> {
 /// Characters that would let one target stand for many (glob and SQL LIKE).
 const WILDCARDS: [char; 3] = ['*', '?', '%'];
 
-/// Checks the terms (SPEC §7): days `1..=max_days`, `usd_per_day` with
-/// `0 < d <= max` and at most 2 decimals, `actions_per_day` `1..=max`, named
-/// targets only (non-empty list, no empty or whitespace-only target, no
-/// wildcard characters `*`, `?`, `%`, no duplicates — compared exactly), kind
-/// exists, is `mandate_ok` and is never destructive.
+/// Checks the terms (SPEC §7): days `1..=max_days`, `actions_per_day` `1..=max`; kind exists,
+/// is `mandate_ok` and is never destructive; targets and money as the kind has them:
 ///
-/// Reports the first failing term in the order kind, targets, days,
-/// usd_per_day, actions_per_day.
+/// - a kind with a target names its targets (non-empty list, no empty or whitespace-only
+///   target, no wildcard characters `*`, `?`, `%`, no duplicates — compared exactly); a kind
+///   with no target names none, and its mandate covers that kind for any use;
+/// - a kind that can cost has `usd_per_day` with `0 < d <= max` and at most 2 decimals; a kind
+///   that never costs has none (absent or zero).
+///
+/// Reports the first failing term in the order kind, targets, days, usd_per_day,
+/// actions_per_day.
 ///
 /// "At most 2 decimals" is judged on the value, not on how it was written:
 /// `1.50` and `1.500` are the same amount and both pass; `0.015` does not.
@@ -155,26 +174,7 @@ pub fn check_terms(
         return refuse("kind", format!("kind: {kind:?} does not allow mandates"));
     }
 
-    if request.targets.is_empty() {
-        return refuse(
-            "targets",
-            "targets: at least one named target is required".to_string(),
-        );
-    }
-    for (i, target) in request.targets.iter().enumerate() {
-        if target.trim().is_empty() {
-            return refuse("targets", format!("targets: target {} is empty", i + 1));
-        }
-        if let Some(c) = target.chars().find(|c| WILDCARDS.contains(c)) {
-            return refuse(
-                "targets",
-                format!("targets: {target:?} contains the wildcard character {c:?}"),
-            );
-        }
-        if request.targets[..i].contains(target) {
-            return refuse("targets", format!("targets: {target:?} is named twice"));
-        }
-    }
+    check_targets(request, rules.targeted)?;
 
     let days = request.days;
     if days == 0 {
@@ -187,28 +187,7 @@ pub fn check_terms(
         );
     }
 
-    let usd = request.usd_per_day;
-    if usd <= Decimal::ZERO {
-        return refuse(
-            "usd_per_day",
-            format!("usd_per_day: {usd} must be more than 0"),
-        );
-    }
-    if usd.round_dp(2) != usd {
-        return refuse(
-            "usd_per_day",
-            format!("usd_per_day: {usd} has more than 2 decimal places"),
-        );
-    }
-    if usd > ceilings.max_usd_per_day {
-        return refuse(
-            "usd_per_day",
-            format!(
-                "usd_per_day: {usd} is over the ceiling of {:.2}",
-                ceilings.max_usd_per_day
-            ),
-        );
-    }
+    check_money(request, rules.costs, ceilings.max_usd_per_day)?;
 
     let actions = request.actions_per_day;
     if actions == 0 {
@@ -230,14 +209,103 @@ pub fn check_terms(
     Ok(())
 }
 
+/// Named targets for a kind with a target; none for a kind without one, whose asks carry no
+/// target a name could match.
+fn check_targets(request: &MandateRequest, targeted: bool) -> Result<(), TermsRefusal> {
+    let kind = &request.kind;
+    if !targeted {
+        if request.targets.is_empty() {
+            return Ok(());
+        }
+        return refuse(
+            "targets",
+            format!("targets: {kind:?} takes no target, so its mandate names none"),
+        );
+    }
+    if request.targets.is_empty() {
+        return refuse(
+            "targets",
+            format!("targets: at least one named target is required, as {kind:?} takes a target"),
+        );
+    }
+    for (i, target) in request.targets.iter().enumerate() {
+        if target.trim().is_empty() {
+            return refuse("targets", format!("targets: target {} is empty", i + 1));
+        }
+        if let Some(c) = target.chars().find(|c| WILDCARDS.contains(c)) {
+            return refuse(
+                "targets",
+                format!("targets: {target:?} contains the wildcard character {c:?}"),
+            );
+        }
+        if request.targets[..i].contains(target) {
+            return refuse("targets", format!("targets: {target:?} is named twice"));
+        }
+    }
+    Ok(())
+}
+
+/// A positive amount within the ceiling for a kind that can cost; none (absent or zero) for a
+/// kind that never costs, whose card and receipts then show no money at all.
+fn check_money(
+    request: &MandateRequest,
+    costs: bool,
+    max_usd_per_day: Decimal,
+) -> Result<(), TermsRefusal> {
+    let kind = &request.kind;
+    let usd = match (request.usd_per_day, costs) {
+        (None, false) => return Ok(()),
+        (Some(usd), false) if usd.is_zero() => return Ok(()),
+        (Some(usd), false) => {
+            return refuse(
+                "usd_per_day",
+                format!(
+                    "usd_per_day: {usd} is given, but {kind:?} never costs money; \
+                     leave usd_per_day out or give \"0.00\""
+                ),
+            )
+        }
+        (None, true) => {
+            return refuse(
+                "usd_per_day",
+                format!(
+                "usd_per_day: missing, and {kind:?} costs money, so a positive amount is required"
+            ),
+            )
+        }
+        (Some(usd), true) => usd,
+    };
+    if usd <= Decimal::ZERO {
+        return refuse(
+            "usd_per_day",
+            format!("usd_per_day: {usd} must be more than 0"),
+        );
+    }
+    if usd.round_dp(2) != usd {
+        return refuse(
+            "usd_per_day",
+            format!("usd_per_day: {usd} has more than 2 decimal places"),
+        );
+    }
+    if usd > max_usd_per_day {
+        return refuse(
+            "usd_per_day",
+            format!("usd_per_day: {usd} is over the ceiling of {max_usd_per_day:.2}"),
+        );
+    }
+    Ok(())
+}
+
 /// An open mandate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mandate {
     pub kind: String,
+    /// Empty: a kind with no target, covered for any use (only asks with no target).
     pub targets: Vec<String>,
     pub opened_at: DateTime<Utc>,
     pub ends_at: DateTime<Utc>,
-    pub usd_per_day: Decimal,
+    /// `None`: no money term, so only asks that cost nothing are covered.
+    pub usd_per_day: Option<Decimal>,
     pub actions_per_day: u32,
     pub stopped: bool,
 }
@@ -326,7 +394,7 @@ pub enum Coverage {
 pub enum Term {
     /// Another kind than the mandate's.
     Kind,
-    /// No target, or not one of the mandate's targets.
+    /// Not one of the mandate's targets (or none where it names some, one where it names none).
     Target,
     /// `now >= ends_at`.
     Ended,
@@ -364,8 +432,10 @@ impl fmt::Display for Term {
 ///
 /// A target must match one of the mandate's targets exactly (case and
 /// whitespace matter: `"@Mila"` ≠ `"@mila"`, `"@mila "` ≠ `"@mila"`); an
-/// action with no target is never covered. A negative cost is never covered
-/// (it would hand back budget), and neither is a sum too large to represent.
+/// action with no target is covered only by a mandate that names none, which
+/// covers no action with a target. A negative cost is never covered (it would
+/// hand back budget), and neither is a sum too large to represent; a mandate
+/// with no money term covers only actions that cost nothing.
 pub fn coverage(
     mandate: &Mandate,
     usage: &Usage,
@@ -381,9 +451,12 @@ pub fn coverage(
     if action.kind != mandate.kind {
         return Coverage::Outside(Term::Kind);
     }
-    match action.target {
-        Some(target) if mandate.targets.iter().any(|t| t == target) => {}
-        _ => return Coverage::Outside(Term::Target),
+    let target_named = match action.target {
+        Some(target) => mandate.targets.iter().any(|t| t == target),
+        None => mandate.targets.is_empty(),
+    };
+    if !target_named {
+        return Coverage::Outside(Term::Target);
     }
     // `used + 1 > per day`, written so it cannot overflow.
     if usage.actions >= mandate.actions_per_day {
@@ -392,8 +465,10 @@ pub fn coverage(
     if action.cost_usd < Decimal::ZERO {
         return Coverage::Outside(Term::Money);
     }
+    // No money term is a day's money of nothing: only a free action fits.
+    let limit = money_term(mandate.usd_per_day).unwrap_or(Decimal::ZERO);
     match usage.usd.checked_add(action.cost_usd) {
-        Some(total) if total <= mandate.usd_per_day => Coverage::Covered,
+        Some(total) if total <= limit => Coverage::Covered,
         _ => Coverage::Outside(Term::Money),
     }
 }
@@ -415,6 +490,8 @@ mod tests {
         exists: true,
         mandate_ok: true,
         destructive: false,
+        targeted: true,
+        costs: true,
     };
 
     fn request() -> MandateRequest {
@@ -422,7 +499,7 @@ mod tests {
             kind: "publish_x".to_string(),
             targets: vec!["@mila".to_string(), "@oleg".to_string()],
             days: 3,
-            usd_per_day: usd("2.50"),
+            usd_per_day: Some(usd("2.50")),
             actions_per_day: 10,
             reason: Some("daily digest replies".to_string()),
         }
@@ -513,13 +590,13 @@ mod tests {
             // usd_per_day
             (
                 "usd 10.00 at ceiling",
-                |r| r.usd_per_day = usd("10.00"),
+                |r| r.usd_per_day = Some(usd("10.00")),
                 &spec,
                 None,
             ),
             (
                 "usd 10.01 over ceiling",
-                |r| r.usd_per_day = usd("10.01"),
+                |r| r.usd_per_day = Some(usd("10.01")),
                 &spec,
                 Some((
                     "usd_per_day",
@@ -528,31 +605,31 @@ mod tests {
             ),
             (
                 "usd 0 refused",
-                |r| r.usd_per_day = usd("0"),
+                |r| r.usd_per_day = Some(usd("0")),
                 &spec,
                 Some(("usd_per_day", "usd_per_day: 0 must be more than 0")),
             ),
             (
                 "usd 0.00 refused",
-                |r| r.usd_per_day = usd("0.00"),
+                |r| r.usd_per_day = Some(usd("0.00")),
                 &spec,
                 Some(("usd_per_day", "usd_per_day: 0.00 must be more than 0")),
             ),
             (
                 "usd negative refused",
-                |r| r.usd_per_day = usd("-1.00"),
+                |r| r.usd_per_day = Some(usd("-1.00")),
                 &spec,
                 Some(("usd_per_day", "usd_per_day: -1.00 must be more than 0")),
             ),
             (
                 "usd 0.01 smallest ok",
-                |r| r.usd_per_day = usd("0.01"),
+                |r| r.usd_per_day = Some(usd("0.01")),
                 &spec,
                 None,
             ),
             (
                 "usd 3 decimals refused",
-                |r| r.usd_per_day = usd("0.015"),
+                |r| r.usd_per_day = Some(usd("0.015")),
                 &spec,
                 Some((
                     "usd_per_day",
@@ -561,19 +638,19 @@ mod tests {
             ),
             (
                 "usd trailing zero third decimal is the same amount",
-                |r| r.usd_per_day = usd("1.500"),
+                |r| r.usd_per_day = Some(usd("1.500")),
                 &spec,
                 None,
             ),
             (
                 "usd at lowered ceiling",
-                |r| r.usd_per_day = usd("5"),
+                |r| r.usd_per_day = Some(usd("5")),
                 &lowered,
                 None,
             ),
             (
                 "usd over lowered ceiling",
-                |r| r.usd_per_day = usd("5.01"),
+                |r| r.usd_per_day = Some(usd("5.01")),
                 &lowered,
                 Some((
                     "usd_per_day",
@@ -619,7 +696,10 @@ mod tests {
                 "empty target list",
                 |r| r.targets.clear(),
                 &spec,
-                Some(("targets", "targets: at least one named target is required")),
+                Some((
+                    "targets",
+                    "targets: at least one named target is required, as \"publish_x\" takes a target",
+                )),
             ),
             (
                 "empty string target",
@@ -689,13 +769,16 @@ mod tests {
                     r.days = 9
                 },
                 &spec,
-                Some(("targets", "targets: at least one named target is required")),
+                Some((
+                    "targets",
+                    "targets: at least one named target is required, as \"publish_x\" takes a target",
+                )),
             ),
             (
                 "days reported before usd",
                 |r| {
                     r.days = 9;
-                    r.usd_per_day = usd("11")
+                    r.usd_per_day = Some(usd("11"))
                 },
                 &spec,
                 Some(("days", "days: 9 is over the ceiling of 7")),
@@ -703,7 +786,7 @@ mod tests {
             (
                 "usd reported before actions",
                 |r| {
-                    r.usd_per_day = usd("11");
+                    r.usd_per_day = Some(usd("11"));
                     r.actions_per_day = 0
                 },
                 &spec,
@@ -730,6 +813,7 @@ mod tests {
                     exists: false,
                     mandate_ok: true,
                     destructive: false,
+                    ..OK_RULES
                 },
                 Some(("kind", "kind: \"publish_x\" is not a known category")),
             ),
@@ -739,6 +823,7 @@ mod tests {
                     exists: true,
                     mandate_ok: false,
                     destructive: false,
+                    ..OK_RULES
                 },
                 Some(("kind", "kind: \"publish_x\" does not allow mandates")),
             ),
@@ -748,6 +833,7 @@ mod tests {
                     exists: true,
                     mandate_ok: true,
                     destructive: true,
+                    ..OK_RULES
                 },
                 Some((
                     "kind",
@@ -760,6 +846,7 @@ mod tests {
                     exists: true,
                     mandate_ok: false,
                     destructive: true,
+                    ..OK_RULES
                 },
                 Some((
                     "kind",
@@ -779,6 +866,7 @@ mod tests {
             exists: false,
             mandate_ok: false,
             destructive: false,
+            ..OK_RULES
         };
         assert_terms(
             "kind reported before everything",
@@ -804,7 +892,7 @@ mod tests {
             ),
             (
                 "usd clamped to 10.00",
-                |r| r.usd_per_day = usd("10.01"),
+                |r| r.usd_per_day = Some(usd("10.01")),
                 Some((
                     "usd_per_day",
                     "usd_per_day: 10.01 is over the ceiling of 10.00",
@@ -980,7 +1068,7 @@ mod tests {
             targets: targets(&["@mila", "@oleg"]),
             opened_at: utc("2026-03-01T10:00:00Z"),
             ends_at: utc("2026-03-04T10:00:00Z"),
-            usd_per_day: usd("5.00"),
+            usd_per_day: Some(usd("5.00")),
             actions_per_day: 10,
             stopped: false,
         }
@@ -1223,5 +1311,317 @@ mod tests {
             assert_eq!(term.as_str(), name, "as_str {name}");
             assert_eq!(term.to_string(), name, "Display {name}");
         }
+    }
+
+    /// A generation: no target, a cost in each ask.
+    const UNTARGETED: KindRules = KindRules {
+        targeted: false,
+        ..OK_RULES
+    };
+    /// A note to a named person that never costs.
+    const FREE: KindRules = KindRules {
+        costs: false,
+        ..OK_RULES
+    };
+
+    /// (label, edit, the kind's rules, expected result)
+    type KindCase = (&'static str, Edit, KindRules, Expect);
+
+    fn assert_kind_cases(cases: Vec<KindCase>) {
+        for (label, edit, rules, want) in cases {
+            let mut req = request();
+            edit(&mut req);
+            assert_terms(label, &req, &rules, &Ceilings::spec(), want);
+        }
+    }
+
+    /// Named targets for a kind with a target, none for a kind without one.
+    #[test]
+    fn check_terms_targets_follow_the_kind() {
+        let cases: Vec<KindCase> = vec![
+            ("no target kind, none named", |r| r.targets.clear(), UNTARGETED, None),
+            (
+                "no target kind, one named",
+                |r| r.targets = targets(&["@mila"]),
+                UNTARGETED,
+                Some((
+                    "targets",
+                    "targets: \"publish_x\" takes no target, so its mandate names none",
+                )),
+            ),
+            (
+                "target kind, none named",
+                |r| r.targets.clear(),
+                OK_RULES,
+                Some((
+                    "targets",
+                    "targets: at least one named target is required, as \"publish_x\" takes a target",
+                )),
+            ),
+            (
+                "neither target nor money",
+                |r| {
+                    r.targets.clear();
+                    r.usd_per_day = None
+                },
+                KindRules {
+                    targeted: false,
+                    costs: false,
+                    ..OK_RULES
+                },
+                None,
+            ),
+            (
+                "no target kind still bounded by days",
+                |r| {
+                    r.targets.clear();
+                    r.days = 8
+                },
+                UNTARGETED,
+                Some(("days", "days: 8 is over the ceiling of 7")),
+            ),
+            (
+                "targets reported before money",
+                |r| r.usd_per_day = None,
+                UNTARGETED,
+                Some((
+                    "targets",
+                    "targets: \"publish_x\" takes no target, so its mandate names none",
+                )),
+            ),
+        ];
+        assert_kind_cases(cases);
+    }
+
+    /// A positive money term for a kind that costs, none (absent or zero) for one that never does.
+    #[test]
+    fn check_terms_money_follows_the_kind() {
+        let cases: Vec<KindCase> = vec![
+            ("free kind, no money term", |r| r.usd_per_day = None, FREE, None),
+            (
+                "free kind, zero is no money term",
+                |r| r.usd_per_day = Some(usd("0.00")),
+                FREE,
+                None,
+            ),
+            (
+                "free kind, money given",
+                |r| r.usd_per_day = Some(usd("1.00")),
+                FREE,
+                Some((
+                    "usd_per_day",
+                    "usd_per_day: 1.00 is given, but \"publish_x\" never costs money; \
+                     leave usd_per_day out or give \"0.00\"",
+                )),
+            ),
+            (
+                "costing kind, no money term",
+                |r| r.usd_per_day = None,
+                OK_RULES,
+                Some((
+                    "usd_per_day",
+                    "usd_per_day: missing, and \"publish_x\" costs money, so a positive amount is required",
+                )),
+            ),
+            (
+                "costing kind, zero",
+                |r| r.usd_per_day = Some(usd("0.00")),
+                OK_RULES,
+                Some(("usd_per_day", "usd_per_day: 0.00 must be more than 0")),
+            ),
+            (
+                "free kind still bounded by actions",
+                |r| {
+                    r.usd_per_day = None;
+                    r.actions_per_day = 101
+                },
+                FREE,
+                Some((
+                    "actions_per_day",
+                    "actions_per_day: 101 is over the ceiling of 100",
+                )),
+            ),
+        ];
+        assert_kind_cases(cases);
+    }
+
+    #[test]
+    fn digests_of_requests_that_could_always_be_granted_never_change() {
+        let mut request = MandateRequest {
+            kind: "publish_x".to_string(),
+            targets: targets(&["@mila_news", "@mila_shop"]),
+            days: 7,
+            usd_per_day: Some(usd("5.00")),
+            actions_per_day: 10,
+            reason: Some("Daily news".to_string()),
+        };
+        // sha256 of {"actions_per_day":10,"days":7,"kind":"publish_x","op":"mandate",
+        // "reason":"Daily news","targets":["@mila_news","@mila_shop"],"usd_per_day":"5.00","v":1}
+        assert_eq!(
+            request.digest().to_hex(),
+            "92ea07b9f3e2192587fc01754df3bf8fa7c40aec2d3a12235cae0fa56bc2ba76"
+        );
+        request.reason = None;
+        assert_eq!(
+            request.digest().to_hex(),
+            "23de8c7b5efa3d82c19eaa8582b250f74d3bf2e75b7b1dce2cc04fb390e52d1b"
+        );
+    }
+
+    #[test]
+    fn no_targets_and_no_money_have_their_own_digests() {
+        let mut request = request();
+        request.targets.clear();
+        request.usd_per_day = None;
+        // sha256 of {"actions_per_day":10,"days":3,"kind":"publish_x","op":"mandate",
+        // "reason":"daily digest replies","targets":[],"usd_per_day":null,"v":1}
+        assert_eq!(
+            request.digest().to_hex(),
+            "62424e0ee518776aad33165e9dfdc35633989822d45fab9395c75f23aa0a9215"
+        );
+        let absent = request.digest();
+        request.usd_per_day = Some(usd("0.00"));
+        assert_eq!(request.digest(), absent, "zero and absent are one request");
+        request.usd_per_day = Some(usd("0.01"));
+        assert_ne!(request.digest(), absent);
+    }
+
+    /// (label, today's count and money, the action's kind, target and cost, expected)
+    type UseCase = (
+        &'static str,
+        (u32, &'static str),
+        (&'static str, Option<&'static str>, &'static str),
+        Coverage,
+    );
+
+    /// Each case against `mandate` at `now`.
+    fn assert_uses(mandate: &Mandate, now: DateTime<Utc>, cases: &[UseCase]) {
+        for &(label, (actions, money), (kind, target, cost), want) in cases {
+            let usage = Usage {
+                actions,
+                usd: usd(money),
+            };
+            let action = CoveredAction {
+                kind,
+                target,
+                cost_usd: usd(cost),
+            };
+            assert_eq!(coverage(mandate, &usage, &action, now), want, "{label}");
+        }
+    }
+
+    #[test]
+    fn coverage_of_a_mandate_for_any_use() {
+        let any_use = Mandate {
+            kind: "generate_image".to_string(),
+            targets: Vec::new(),
+            ..mandate()
+        };
+        let image = "generate_image";
+        let outside = Coverage::Outside;
+        let cases: &[UseCase] = &[
+            (
+                "an ask with no target",
+                (0, "0"),
+                (image, None, "0.40"),
+                Coverage::Covered,
+            ),
+            (
+                "an ask with a target",
+                (0, "0"),
+                (image, Some("@mila"), "0.40"),
+                outside(Term::Target),
+            ),
+            (
+                "another kind",
+                (0, "0"),
+                ("publish_x", None, "0.40"),
+                outside(Term::Kind),
+            ),
+            (
+                "the last action",
+                (9, "1"),
+                (image, None, "0.40"),
+                Coverage::Covered,
+            ),
+            (
+                "over the count",
+                (10, "1"),
+                (image, None, "0.40"),
+                outside(Term::Actions),
+            ),
+            (
+                "money to the cent",
+                (3, "4.60"),
+                (image, None, "0.40"),
+                Coverage::Covered,
+            ),
+            (
+                "over the money",
+                (3, "4.61"),
+                (image, None, "0.40"),
+                outside(Term::Money),
+            ),
+        ];
+        assert_uses(&any_use, utc("2026-03-02T12:00:00Z"), cases);
+        let ended: &[UseCase] = &[(
+            "after the term",
+            (0, "0"),
+            (image, None, "0.40"),
+            outside(Term::Ended),
+        )];
+        assert_uses(&any_use, utc("2026-03-04T10:00:00Z"), ended);
+        // A mandate that names targets never covers an ask with none.
+        let named: &[UseCase] = &[(
+            "no target",
+            (0, "0"),
+            ("publish_x", None, "0"),
+            outside(Term::Target),
+        )];
+        assert_uses(&mandate(), utc("2026-03-02T12:00:00Z"), named);
+    }
+
+    #[test]
+    fn coverage_of_a_mandate_with_no_money_term() {
+        let now = utc("2026-03-02T12:00:00Z");
+        let mila = Some("@mila");
+        let outside = Coverage::Outside;
+        let cases: &[UseCase] = &[
+            (
+                "a free ask",
+                (9, "0"),
+                ("publish_x", mila, "0"),
+                Coverage::Covered,
+            ),
+            (
+                "an ask that costs",
+                (0, "0"),
+                ("publish_x", mila, "0.01"),
+                outside(Term::Money),
+            ),
+            (
+                "still bounded by the count",
+                (10, "0"),
+                ("publish_x", mila, "0"),
+                outside(Term::Actions),
+            ),
+            (
+                "another target",
+                (0, "0"),
+                ("publish_x", Some("@oleg2"), "0"),
+                outside(Term::Target),
+            ),
+        ];
+        let free = Mandate {
+            usd_per_day: None,
+            ..mandate()
+        };
+        assert_uses(&free, now, cases);
+        // A zero money term binds as none.
+        let zero = Mandate {
+            usd_per_day: Some(usd("0.00")),
+            ..mandate()
+        };
+        assert_uses(&zero, now, cases);
     }
 }

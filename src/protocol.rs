@@ -69,9 +69,11 @@ pub struct AskRequest {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct MandateAsk {
     pub kind: String,
+    /// Empty when `targets` was absent (or empty): right for a kind with no target.
     pub targets: Vec<String>,
     pub days: u64,
-    pub usd_per_day: String,
+    /// Absent for a kind that never costs money.
+    pub usd_per_day: Option<String>,
     pub actions_per_day: u64,
     pub reason: Option<String>,
     pub wait: bool,
@@ -240,14 +242,15 @@ fn parse_mandate(object: &Map<String, Value>) -> Result<MandateAsk, Refusal> {
                 _ => Err(bad(format!("targets[{index}] must be a string"))),
             })
             .collect::<Result<_, _>>()?,
+        // A kind with no target names none; the terms check says which kinds must.
+        None | Some(Value::Null) => Vec::new(),
         Some(_) => return Err(bad("key \"targets\" must be an array of strings")),
-        None => return Err(bad("missing key \"targets\"")),
     };
     Ok(MandateAsk {
         kind: required_string(object, "kind")?,
         targets,
         days: required_count(object, "days")?,
-        usd_per_day: required_string(object, "usd_per_day")?,
+        usd_per_day: optional_string(object, "usd_per_day")?,
         actions_per_day: required_count(object, "actions_per_day")?,
         reason: optional_string(object, "reason")?,
         wait: optional_bool(object, "wait")?.unwrap_or(true),
@@ -530,12 +533,38 @@ mod tests {
                 kind: "publish_x".into(),
                 targets: vec!["@mila_news".into()],
                 days: 7,
-                usd_per_day: "5.00".into(),
+                usd_per_day: Some("5.00".into()),
                 actions_per_day: 10,
                 reason: Some("news".into()),
                 wait: false,
             }
         );
+    }
+
+    #[test]
+    fn a_mandate_request_may_name_no_targets_and_no_money() {
+        for frame in [
+            r#"{"v":1,"op":"mandate","kind":"generate_image","days":7,"actions_per_day":10}"#,
+            r#"{"v":1,"op":"mandate","kind":"generate_image","targets":[],"days":7,"actions_per_day":10}"#,
+            r#"{"v":1,"op":"mandate","kind":"generate_image","targets":null,"usd_per_day":null,"days":7,"actions_per_day":10}"#,
+        ] {
+            let Ok(Request::Mandate(ask)) = parse_request(frame.as_bytes()) else {
+                panic!("{frame}: a mandate request");
+            };
+            assert_eq!(
+                ask,
+                MandateAsk {
+                    kind: "generate_image".into(),
+                    targets: Vec::new(),
+                    days: 7,
+                    usd_per_day: None,
+                    actions_per_day: 10,
+                    reason: None,
+                    wait: true,
+                },
+                "{frame}"
+            );
+        }
     }
 
     #[test]
@@ -548,9 +577,9 @@ mod tests {
                 "\"colour\"",
             ),
             (
-                r#","days":7,"usd_per_day":"5.00","actions_per_day":10"#,
+                r#","targets":["@a"],"usd_per_day":"5.00","actions_per_day":10"#,
                 Reason::BadRequest,
-                "missing key \"targets\"",
+                "missing key \"days\"",
             ),
             (
                 r#","targets":"@a","days":7,"usd_per_day":"5.00","actions_per_day":10"#,

@@ -20,6 +20,8 @@ yes::
     consentd_client.py ask --kind publish_x --target @mila_news --text-file post.txt
     consentd_client.py mandate --kind publish_x --target @mila_news --days 7 \\
         --usd-per-day 5.00 --actions-per-day 10 --reason "the daily digest"
+    consentd_client.py mandate --kind generate_image --days 7 --usd-per-day 2.00 \\
+        --actions-per-day 20    # a kind with no target: no --target
     consentd_client.py status r_... [--wait]
     consentd_client.py list [--cursor C]
 
@@ -204,16 +206,25 @@ class Client:
         frame["wait"] = wait
         return self.request(frame, on_line)
 
-    def mandate(self, kind: str, targets: List[str], days: int, usd_per_day: Money,
-                actions_per_day: int, *, reason: Optional[str] = None, wait: bool = True,
+    def mandate(self, kind: str, targets: Optional[Iterable[str]], days: int,
+                usd_per_day: Optional[Money], actions_per_day: int, *,
+                reason: Optional[str] = None, wait: bool = True,
                 on_line: Optional[Callable[[Line], None]] = None) -> Line:
         """Asks for a standing permission: asks of ``kind`` to one of ``targets`` within the
         day's money and count then run without a card, until the term ends or the owner
-        stops it. Final: granted, declined, expired or refused (``mandate_terms``)."""
-        frame: Line = {
-            "v": 1, "op": "mandate", "kind": kind, "targets": list(targets), "days": days,
-            "usd_per_day": money(usd_per_day), "actions_per_day": actions_per_day,
-        }
+        stops it. Final: granted, declined, expired or refused (``mandate_terms``).
+
+        A kind with no target takes no ``targets`` (``None`` or empty): its mandate covers that
+        kind for any use. A kind that never costs takes no ``usd_per_day`` (``None``, or "0.00"):
+        its mandate has no money term. A kind with a target, or one that costs, needs them."""
+        frame: Line = {"v": 1, "op": "mandate", "kind": kind}
+        targets = list(targets or [])
+        if targets:
+            frame["targets"] = targets
+        frame["days"] = days
+        if usd_per_day is not None:
+            frame["usd_per_day"] = money(usd_per_day)
+        frame["actions_per_day"] = actions_per_day
         if reason is not None:
             frame["reason"] = reason
         frame["wait"] = wait
@@ -310,9 +321,13 @@ def _parser() -> argparse.ArgumentParser:
 
     mandate = ops.add_parser("mandate", parents=[common], help="ask for a standing permission")
     mandate.add_argument("--kind", required=True)
-    mandate.add_argument("--target", action="append", required=True, dest="targets")
+    mandate.add_argument("--target", action="append", default=[], dest="targets",
+                         help="a target it covers (repeat for more); required for a kind with a "
+                              "target, left out for a kind with none (it then covers any use)")
     mandate.add_argument("--days", type=int, required=True)
-    mandate.add_argument("--usd-per-day", required=True)
+    mandate.add_argument("--usd-per-day",
+                         help="the most it may spend a day; required for a kind that costs, left "
+                              "out (or 0.00) for a kind that never does")
     mandate.add_argument("--actions-per-day", type=int, required=True)
     mandate.add_argument("--reason")
     mandate.add_argument("--no-wait", action="store_true")

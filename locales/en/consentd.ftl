@@ -133,12 +133,21 @@ mandate-limits = At most ${ $usd } and { $actions } { $actions ->
         [one] action
        *[other] actions
     } a day
+mandate-limits-actions = At most { $actions } { $actions ->
+        [one] action
+       *[other] actions
+    } a day
+mandate-any-use = Any use: every “{ $label }” action (this kind has no target)
 mandate-reason = Reason: { $reason }
 mandate-explain = Inside these terms, actions run without a card; you get a receipt with Stop for each.
 mandate-usage = Today: { $actions } of { $max } { $max ->
         [one] action
        *[other] actions
     }, ${ $usd } of ${ $usd_max }
+mandate-usage-actions = Today: { $actions } of { $max } { $max ->
+        [one] action
+       *[other] actions
+    }
 receipt-title = Done without a card, under standing permission { $id }:
 mandates-count = { $count ->
         [0] No standing permissions are open.
@@ -185,4 +194,8 @@ summary-mandate = { $id } · { $label }: { $actions } { $actions ->
         [one] action
        *[other] actions
     }, ${ $usd }
+summary-mandate-actions = { $id } · { $label }: { $actions } { $actions ->
+        [one] action
+       *[other] actions
+    }
 summary-anchor = Journal anchor: { $anchor }

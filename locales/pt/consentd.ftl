@@ -132,12 +132,21 @@ mandate-limits = No máximo ${ $usd } e { $actions } { $actions ->
         [one] ação
        *[other] ações
     } por dia
+mandate-limits-actions = No máximo { $actions } { $actions ->
+        [one] ação
+       *[other] ações
+    } por dia
+mandate-any-use = Qualquer uso: toda ação “{ $label }” (este tipo não tem destino)
 mandate-reason = Motivo: { $reason }
 mandate-explain = Dentro destes termos, as ações rodam sem cartão; você recebe um recibo com Parar para cada uma.
 mandate-usage = Hoje: { $actions } de { $max } { $max ->
         [one] ação
        *[other] ações
     }, ${ $usd } de ${ $usd_max }
+mandate-usage-actions = Hoje: { $actions } de { $max } { $max ->
+        [one] ação
+       *[other] ações
+    }
 receipt-title = Feito sem cartão, pela permissão permanente { $id }:
 mandates-count = { $count ->
         [0] Nenhuma permissão permanente está aberta.
@@ -184,4 +193,8 @@ summary-mandate = { $id } · { $label }: { $actions } { $actions ->
         [one] ação
        *[other] ações
     }, ${ $usd }
+summary-mandate-actions = { $id } · { $label }: { $actions } { $actions ->
+        [one] ação
+       *[other] ações
+    }
 summary-anchor = Âncora do diário: { $anchor }

@@ -136,6 +136,12 @@ mandate-limits = Не больше ${ $usd } и { $actions } { $actions ->
         [few] действий
        *[many] действий
     } в день
+mandate-limits-actions = Не больше { $actions } { $actions ->
+        [one] действия
+        [few] действий
+       *[many] действий
+    } в день
+mandate-any-use = Любое применение: все действия «{ $label }» (у этого вида нет цели)
 mandate-reason = Причина: { $reason }
 mandate-explain = В этих рамках действия выполняются без карточки; о каждом придёт квитанция с кнопкой «Остановить».
 mandate-usage = Сегодня: { $actions } из { $max } { $max ->
@@ -143,6 +149,11 @@ mandate-usage = Сегодня: { $actions } из { $max } { $max ->
         [few] действий
        *[many] действий
     }, ${ $usd } из ${ $usd_max }
+mandate-usage-actions = Сегодня: { $actions } из { $max } { $max ->
+        [one] действия
+        [few] действий
+       *[many] действий
+    }
 receipt-title = Выполнено без карточки, по постоянному разрешению { $id }:
 mandates-count = { $count ->
         [0] Открытых постоянных разрешений нет.
@@ -192,4 +203,9 @@ summary-mandate = { $id } · { $label }: { $actions } { $actions ->
         [few] действия
        *[many] действий
     }, ${ $usd }
+summary-mandate-actions = { $id } · { $label }: { $actions } { $actions ->
+        [one] действие
+        [few] действия
+       *[many] действий
+    }
 summary-anchor = Якорь журнала: { $anchor }

@@ -24,12 +24,14 @@ pub struct MandateView<'a> {
     pub label: &'a str,
     /// "external" | "spend" (never "destructive": no mandate covers those).
     pub class: &'a str,
+    /// Empty for a kind with no target: the card says it covers that kind for any use.
     pub targets: &'a [String],
     /// Each target's look-alike warnings, in the order of `targets` (empty: none drawn).
     pub target_warnings: &'a [Vec<Warning>],
     /// The end of its term, fixed when it was asked, so the card shows exactly what a Grant opens.
     pub ends_at: DateTime<Utc>,
-    pub usd_per_day: Decimal,
+    /// `None`: no money term (a kind that never costs), so no money line anywhere.
+    pub usd_per_day: Option<Decimal>,
     pub actions_per_day: u32,
     pub reason: Option<&'a str>,
     /// The owner's zone.
@@ -43,8 +45,9 @@ pub struct UsageView {
     pub usd: Decimal,
 }
 
-/// The terms, one line each: title, targets, until, the day's limits, the reason, the record.
-/// The targets and the reason, which the agent chose, are set apart as values.
+/// The terms, one line each: title, targets (or, for a kind with no target, that it covers any
+/// use), until, the day's limits (money only where there is a money term), the reason, the
+/// record. The targets and the reason, which the agent chose, are set apart as values.
 fn terms_lines(
     view: &MandateView,
     locales: &Locales,
@@ -71,14 +74,23 @@ fn terms_lines(
             .map_or(&[][..], Vec::as_slice);
         lines.extend(super::warning_lines(warnings, locales, lang));
     }
+    if view.targets.is_empty() {
+        lines.push(plain(msg::MANDATE_ANY_USE, &[("label", view.label.into())]));
+    }
     lines.push(plain(msg::MANDATE_UNTIL, &[("when", (&until).into())]));
-    lines.push(plain(
-        msg::MANDATE_LIMITS,
-        &[
-            ("usd", format_usd(view.usd_per_day).as_str().into()),
-            ("actions", view.actions_per_day.into()),
-        ],
-    ));
+    lines.push(match view.usd_per_day {
+        Some(usd) => plain(
+            msg::MANDATE_LIMITS,
+            &[
+                ("usd", format_usd(usd).as_str().into()),
+                ("actions", view.actions_per_day.into()),
+            ],
+        ),
+        None => plain(
+            msg::MANDATE_LIMITS_ACTIONS,
+            &[("actions", view.actions_per_day.into())],
+        ),
+    });
     if let Some(reason) = view.reason {
         lines.push(locales.styled(lang, msg::MANDATE_REASON, &[], &[("reason", reason)]));
     }
@@ -139,13 +151,23 @@ pub fn render_mandate_outcome(
     Styled::join(&lines, "\n")
 }
 
-/// "Today: 4 of 10 actions, $2.40 of $5.00".
+/// "Today: 4 of 10 actions, $2.40 of $5.00"; with no money term, "Today: 4 of 10 actions".
 pub fn usage_line(
     view: &MandateView,
     usage: UsageView,
     locales: &Locales,
     lang: Language,
 ) -> String {
+    let Some(usd_max) = view.usd_per_day else {
+        return locales.t(
+            lang,
+            msg::MANDATE_USAGE_ACTIONS,
+            &[
+                ("actions", usage.actions.into()),
+                ("max", view.actions_per_day.into()),
+            ],
+        );
+    };
     locales.t(
         lang,
         msg::MANDATE_USAGE,
@@ -153,7 +175,7 @@ pub fn usage_line(
             ("actions", usage.actions.into()),
             ("max", view.actions_per_day.into()),
             ("usd", format_usd(usage.usd).as_str().into()),
-            ("usd_max", format_usd(view.usd_per_day).as_str().into()),
+            ("usd_max", format_usd(usd_max).as_str().into()),
         ],
     )
 }
@@ -251,7 +273,7 @@ pub(super) mod tests {
             targets,
             target_warnings: &[],
             ends_at: Utc.with_ymd_and_hms(2026, 3, 10, 11, 20, 0).unwrap(),
-            usd_per_day: Decimal::new(500, 2),
+            usd_per_day: Some(Decimal::new(500, 2)),
             actions_per_day: 10,
             reason: Some("Daily news posts while I am away"),
             tz: chrono_tz::Europe::Moscow,
@@ -304,6 +326,40 @@ pub(super) mod tests {
         }
     }
 
+    /// A post to `@mila_news` as a receipt shows what ran.
+    fn posted<'a>(
+        fields: &'a BTreeMap<String, String>,
+        attachments: &'a [AttachmentView<'a>],
+        cost_usd: Option<&'a str>,
+        lang: Language,
+    ) -> CardView<'a> {
+        CardView {
+            record_id: RECORD,
+            kind: "publish_x",
+            label: label(lang),
+            class: "external",
+            target: Some("@mila_news"),
+            target_warnings: &[],
+            fields,
+            cost_usd,
+            attachments,
+            text: Some("Morning news: the bridge reopens today."),
+            text_sha256_hex: Some("aa"),
+            expires_at: now(),
+            tz: chrono_tz::Europe::Moscow,
+            urgent: false,
+        }
+    }
+
+    fn executed() -> Outcome<'static> {
+        Outcome {
+            state: "executed",
+            decided_by: None,
+            result: Some("https://x.com/mila_news/status/3"),
+            reason: None,
+        }
+    }
+
     #[test]
     fn snapshot_receipt() {
         let locales = locales();
@@ -311,28 +367,8 @@ pub(super) mod tests {
         let fields = BTreeMap::new();
         let attachments: [AttachmentView; 0] = [];
         for lang in Language::ALL {
-            let action = CardView {
-                record_id: RECORD,
-                kind: "publish_x",
-                label: label(lang),
-                class: "external",
-                target: Some("@mila_news"),
-                target_warnings: &[],
-                fields: &fields,
-                cost_usd: Some("0.40"),
-                attachments: &attachments,
-                text: Some("Morning news: the bridge reopens today."),
-                text_sha256_hex: Some("aa"),
-                expires_at: now(),
-                tz: chrono_tz::Europe::Moscow,
-                urgent: false,
-            };
-            let outcome = Outcome {
-                state: "executed",
-                decided_by: None,
-                result: Some("https://x.com/mila_news/status/3"),
-                reason: None,
-            };
+            let action = posted(&fields, &attachments, Some("0.40"), lang);
+            let outcome = executed();
             let usage = UsageView {
                 actions: 4,
                 usd: Decimal::new(240, 2),
@@ -384,6 +420,73 @@ pub(super) mod tests {
             let all = shown.join("\n====\n");
             assert_clean(&all);
             snapshot(format!("mandates_list_{lang}"), all);
+        }
+    }
+
+    fn image_label(lang: Language) -> &'static str {
+        match lang {
+            Language::En => "Generate an image",
+            Language::Ru => "Сгенерировать картинку",
+            Language::Pt => "Gerar uma imagem",
+        }
+    }
+
+    #[test]
+    fn snapshot_mandate_card_for_any_use() {
+        let locales = locales();
+        for lang in Language::ALL {
+            let view = MandateView {
+                label: image_label(lang),
+                class: "spend",
+                targets: &[],
+                reason: Some("Illustrations for the blog"),
+                ..view(&[], lang)
+            };
+            let expires = now() + chrono::Duration::minutes(15);
+            let rendered = render_mandate_card(&view, expires, &locales, lang, now());
+            let any_use = locales.t(
+                lang,
+                msg::MANDATE_ANY_USE,
+                &[("label", image_label(lang).into())],
+            );
+            assert!(
+                rendered.card.text.contains(&any_use),
+                "{}",
+                rendered.card.text
+            );
+            let target_line = locales.styled(lang, msg::CARD_TARGET, &[], &[("target", "")]);
+            assert!(!rendered.card.text.contains(target_line.text.trim_end()));
+            assert!(rendered.card.text.contains("5.00"));
+            assert_clean(&rendered.card.text);
+            snapshot(format!("mandate_card_any_use_{lang}"), show(&rendered));
+        }
+    }
+
+    #[test]
+    fn snapshot_receipt_with_no_money() {
+        let locales = locales();
+        let targets = targets();
+        let fields = BTreeMap::new();
+        let attachments: [AttachmentView; 0] = [];
+        for lang in Language::ALL {
+            let action = posted(&fields, &attachments, None, lang);
+            let outcome = executed();
+            let usage = UsageView {
+                actions: 2,
+                usd: Decimal::ZERO,
+            };
+            let free = MandateView {
+                usd_per_day: None,
+                ..view(&targets, lang)
+            };
+            let rendered = render_receipt(&action, &free, usage, &outcome, &locales, lang, now());
+            let (listed, _) = mandate_summary(&free, usage, &locales, lang, now());
+            for text in [&rendered.card.text, &listed.text] {
+                assert!(!text.contains('$'), "no money line: {text}");
+                assert_clean(text);
+            }
+            let shown = format!("{}\n====\n{}", show(&rendered), listed.marked());
+            snapshot(format!("receipt_no_money_{lang}"), shown);
         }
     }
 

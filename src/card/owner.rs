@@ -135,7 +135,8 @@ pub struct MandateDay<'a> {
     pub id: &'a str,
     pub label: &'a str,
     pub actions: u32,
-    pub usd: Decimal,
+    /// `None` for a mandate with no money term: its line shows no money.
+    pub usd: Option<Decimal>,
 }
 
 /// The evening summary: the day's counts, each mandate's use, and the journal's anchor `N:H12`.
@@ -171,16 +172,21 @@ pub fn summary(
         ),
     ];
     for mandate in mandates {
-        lines.push(locales.t(
-            lang,
-            msg::SUMMARY_MANDATE,
-            &[
-                ("id", mandate.id.into()),
-                ("label", mandate.label.into()),
-                ("actions", mandate.actions.into()),
-                ("usd", format_usd(mandate.usd).as_str().into()),
-            ],
-        ));
+        let usd = mandate.usd.map(format_usd);
+        let mut args = vec![
+            ("id", mandate.id.into()),
+            ("label", mandate.label.into()),
+            ("actions", mandate.actions.into()),
+        ];
+        // A mandate with no money term has no money to count.
+        let id = match &usd {
+            Some(usd) => {
+                args.push(("usd", usd.as_str().into()));
+                msg::SUMMARY_MANDATE
+            }
+            None => msg::SUMMARY_MANDATE_ACTIONS,
+        };
+        lines.push(locales.t(lang, id, &args));
     }
     lines.push(locales.t(lang, msg::SUMMARY_ANCHOR, &[("anchor", anchor.into())]));
     lines.join("\n")
@@ -248,13 +254,13 @@ mod tests {
                     id: "r_fedcba9876543210fedc",
                     label: label(lang),
                     actions: 1,
-                    usd: Decimal::new(40, 2),
+                    usd: Some(Decimal::new(40, 2)),
                 },
                 MandateDay {
                     id: "r_0123456789abcdef0123",
                     label: label(lang),
                     actions: 22,
-                    usd: Decimal::new(1000, 2),
+                    usd: Some(Decimal::new(1000, 2)),
                 },
             ];
             let date = NaiveDate::from_ymd_opt(2026, 11, 29).unwrap();
@@ -270,6 +276,31 @@ mod tests {
             assert!(text.contains("2026-11-29"));
             assert_clean(&text);
             snapshot(format!("summary_{lang}"), text);
+        }
+    }
+
+    #[test]
+    fn snapshot_evening_summary_of_a_mandate_with_no_money_term() {
+        let locales = locales();
+        for lang in Language::ALL {
+            let mandates = [MandateDay {
+                id: "r_fedcba9876543210fedc",
+                label: label(lang),
+                actions: 3,
+                usd: None,
+            }];
+            let date = NaiveDate::from_ymd_opt(2026, 11, 29).unwrap();
+            let text = summary(
+                &locales,
+                lang,
+                date,
+                &DayCounts::default(),
+                &mandates,
+                "1234:0123456789ab",
+            );
+            assert!(!text.contains('$'), "{text}");
+            assert_clean(&text);
+            snapshot(format!("summary_no_money_{lang}"), text);
         }
     }
 }

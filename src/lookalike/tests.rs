@@ -324,7 +324,7 @@ fn a_mandate_never_covers_a_look_alike_of_its_target() {
         targets: vec!["@mila_news".to_owned()],
         opened_at: now - chrono::Duration::hours(1),
         ends_at: now + chrono::Duration::days(1),
-        usd_per_day: rust_decimal::Decimal::new(500, 2),
+        usd_per_day: Some(rust_decimal::Decimal::new(500, 2)),
         actions_per_day: 10,
         stopped: false,
     };

@@ -127,7 +127,9 @@ impl From<visible::Refusal> for Refusal {
 pub const MAX_MANDATE_TARGETS: usize = 20;
 
 /// Checks a mandate request (SPEC §7): a known kind whose category is on, targets and a reason the
-/// owner can see, then the terms against the ceilings (`mandate_terms`, naming the term).
+/// owner can see, then the terms against the ceilings and the kind — named targets only where it
+/// has a target, a money term only where it can cost (`mandate_terms`, naming the term). A money
+/// term of zero for a kind that never costs comes back as none: it is the same request.
 pub fn check_mandate(
     ask: &MandateAsk,
     categories: &BTreeMap<String, Category>,
@@ -153,9 +155,13 @@ pub fn check_mandate(
     if let Some(reason) = &ask.reason {
         visible::check_value(reason, FieldRef::Field("reason"), false)?;
     }
-    let usd_per_day = config::parse_money(&ask.usd_per_day)
+    let usd_per_day = ask
+        .usd_per_day
+        .as_deref()
+        .map(config::parse_money)
+        .transpose()
         .map_err(|error| Refusal::new(Reason::BadRequest, format!("usd_per_day: {error}")))?;
-    let request = MandateRequest {
+    let mut request = MandateRequest {
         kind: category.name.clone(),
         targets: ask.targets.clone(),
         // Beyond u32 is beyond every ceiling: saturating keeps the ceiling's own message.
@@ -168,6 +174,8 @@ pub fn check_mandate(
         exists: true,
         mandate_ok: category.mandate_ok,
         destructive: category.class == config::Class::Destructive,
+        targeted: category.target != Presence::None,
+        costs: category.cost != Cost::None,
     };
     let ceilings = Ceilings {
         max_days: limits.mandate_max_days,
@@ -179,15 +187,8 @@ pub fn check_mandate(
     if let Some(message) = crate::lookalike::mandate_targets_refusal(&request.targets) {
         return Err(Refusal::new(Reason::MandateTerms, message));
     }
-    if category.target == Presence::None {
-        return Err(Refusal::new(
-            Reason::MandateTerms,
-            format!(
-                "kind: {} takes no target, so a mandate's named targets could never cover it",
-                category.name
-            ),
-        ));
-    }
+    // "0.00" for a kind that never costs is the same request as no amount at all.
+    request.usd_per_day = mandate::money_term(request.usd_per_day);
     Ok(request)
 }
 

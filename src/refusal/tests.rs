@@ -45,6 +45,7 @@ enabled = true
 mandate_ok = true
 target = "required"
 text = "required"
+cost = "request"
 command = ["/bin/true"]
 
 [categories.untargeted]
@@ -74,6 +75,7 @@ command = ["/bin/true"]
 label = { en = "Ping" }
 class = "external"
 enabled = true
+mandate_ok = true
 target = "optional"
 text = "optional"
 command = ["/bin/true"]
@@ -473,7 +475,7 @@ fn good_mandate() -> MandateAsk {
         kind: "post_ok".into(),
         targets: vec!["@mila_news".into(), "@mila_shop".into()],
         days: 5,
-        usd_per_day: "6.00".into(),
+        usd_per_day: Some("6.00".into()),
         actions_per_day: 20,
         reason: Some("Daily news while I am away".into()),
         wait: true,
@@ -492,7 +494,34 @@ fn a_good_mandate_request_becomes_its_terms() {
     assert_eq!(request.kind, "post_ok");
     assert_eq!(request.targets, ["@mila_news", "@mila_shop"]);
     assert_eq!((request.days, request.actions_per_day), (5, 20));
-    assert_eq!(request.usd_per_day, rust_decimal::Decimal::new(600, 2));
+    assert_eq!(
+        request.usd_per_day,
+        Some(rust_decimal::Decimal::new(600, 2))
+    );
+}
+
+#[test]
+fn a_kind_with_no_target_or_no_cost_takes_a_mandate_without_them() {
+    // A paid generation: no targets, bounded by the day's money and count.
+    let mut any_use = good_mandate();
+    any_use.kind = "untargeted".into();
+    any_use.targets.clear();
+    let request = check_mandate_ask(&any_use).expect("no targets for a kind with none");
+    assert!(request.targets.is_empty());
+    assert_eq!(
+        request.usd_per_day,
+        Some(rust_decimal::Decimal::new(600, 2))
+    );
+    // A kind that never costs: no money term, whether left out or given as zero.
+    let mut free = good_mandate();
+    free.kind = "bare".into();
+    free.usd_per_day = None;
+    let absent = check_mandate_ask(&free).expect("no money for a kind that never costs");
+    assert_eq!(absent.usd_per_day, None);
+    free.usd_per_day = Some("0.00".into());
+    let zero = check_mandate_ask(&free).expect("zero is no money term");
+    assert_eq!(zero, absent);
+    assert_eq!(zero.digest(), absent.digest());
 }
 
 #[test]
@@ -518,10 +547,23 @@ fn each_mandate_rule_refuses_with_its_reason_and_names_the_term() {
             "does not allow mandates",
         ),
         (
-            "kind without a target",
+            "targets for a kind without a target",
             |a| a.kind = "untargeted".into(),
             Reason::MandateTerms,
-            "takes no target",
+            "targets: \"untargeted\" takes no target, so its mandate names none",
+        ),
+        (
+            "money for a kind that never costs",
+            |a| a.kind = "bare".into(),
+            Reason::MandateTerms,
+            "usd_per_day: 6.00 is given, but \"bare\" never costs money; \
+             leave usd_per_day out or give \"0.00\"",
+        ),
+        (
+            "no money for a kind that costs",
+            |a| a.usd_per_day = None,
+            Reason::MandateTerms,
+            "usd_per_day: missing, and \"post_ok\" costs money, so a positive amount is required",
         ),
         (
             "destructive kind",
@@ -533,7 +575,7 @@ fn each_mandate_rule_refuses_with_its_reason_and_names_the_term() {
             "no targets",
             |a| a.targets.clear(),
             Reason::MandateTerms,
-            "targets: at least one",
+            "targets: at least one named target is required, as \"post_ok\" takes a target",
         ),
         (
             "empty target",
@@ -585,31 +627,31 @@ fn each_mandate_rule_refuses_with_its_reason_and_names_the_term() {
         ),
         (
             "money over the ceiling",
-            |a| a.usd_per_day = "6.01".into(),
+            |a| a.usd_per_day = Some("6.01".into()),
             Reason::MandateTerms,
             "usd_per_day: 6.01 is over the ceiling of 6.00",
         ),
         (
             "zero money",
-            |a| a.usd_per_day = "0.00".into(),
+            |a| a.usd_per_day = Some("0.00".into()),
             Reason::MandateTerms,
             "must be more than 0",
         ),
         (
             "three decimals",
-            |a| a.usd_per_day = "1.005".into(),
+            |a| a.usd_per_day = Some("1.005".into()),
             Reason::BadRequest,
             "more than 2 decimal places",
         ),
         (
             "not an amount",
-            |a| a.usd_per_day = "five".into(),
+            |a| a.usd_per_day = Some("five".into()),
             Reason::BadRequest,
             "usd_per_day",
         ),
         (
             "negative amount",
-            |a| a.usd_per_day = "-1.00".into(),
+            |a| a.usd_per_day = Some("-1.00".into()),
             Reason::BadRequest,
             "negative",
         ),
@@ -685,7 +727,7 @@ fn the_mandate_digest_covers_every_term_and_only_the_terms() {
     let digest = base.digest();
     // The same terms written another way are the same request.
     let mut same = good_mandate();
-    same.usd_per_day = "6".into();
+    same.usd_per_day = Some("6".into());
     same.wait = false;
     assert_eq!(check_mandate_ask(&same).unwrap().digest(), digest);
     type Change = fn(&mut MandateAsk);
@@ -694,7 +736,9 @@ fn the_mandate_digest_covers_every_term_and_only_the_terms() {
         ("a target", |a| a.targets[1] = "@mila_shop2".into()),
         ("the target order", |a| a.targets.reverse()),
         ("days", |a| a.days = 4),
-        ("money", |a| a.usd_per_day = "5.99".into()),
+        ("money", |a| a.usd_per_day = Some("5.99".into())),
+        ("no money", |a| a.usd_per_day = None),
+        ("no targets", |a| a.targets.clear()),
         ("actions", |a| a.actions_per_day = 19),
         ("the reason", |a| a.reason = Some("Another reason".into())),
         ("no reason", |a| a.reason = None),
@@ -706,7 +750,10 @@ fn the_mandate_digest_covers_every_term_and_only_the_terms() {
             kind: ask.kind.clone(),
             targets: ask.targets.clone(),
             days: ask.days as u32,
-            usd_per_day: config::parse_money(&ask.usd_per_day).unwrap(),
+            usd_per_day: ask
+                .usd_per_day
+                .as_deref()
+                .map(|usd| config::parse_money(usd).unwrap()),
             actions_per_day: ask.actions_per_day as u32,
             reason: ask.reason.clone(),
         };

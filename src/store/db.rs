@@ -32,6 +32,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (3, include_str!("migrations/0003_mandates.sql")),
     (4, include_str!("migrations/0004_gate.sql")),
     (5, include_str!("migrations/0005_binding.sql")),
+    (6, include_str!("migrations/0006_mandate_use.sql")),
 ];
 
 /// A journal event waiting for its line: the event name and its own members, in order.
@@ -164,6 +165,10 @@ pub struct Record {
     pub subject: Subject,
     /// For an action: the mandate that answered it instead of a card.
     pub mandate_id: Option<String>,
+    /// For an action a mandate answered: the mandate's day as of this action, itself included,
+    /// taken in its claim's transaction — what its receipt shows, however many asks the
+    /// mandate answered while it ran. `None` for one claimed before the store kept it.
+    pub mandate_use: Option<crate::mandate::Usage>,
     /// For a mandate request: its terms and where the mandate stands.
     pub mandate: Option<MandateRow>,
 }
@@ -723,13 +728,13 @@ impl Db {
                         "UPDATE mandates SET opened_at = ?2 WHERE id = ?1",
                         params![id, timestamp(now)],
                     )?;
+                    let opened = Event::new("mandate_open")
+                        .with("id", id)
+                        .with("kind", kind.as_str())
+                        .with("digest", record.digest.clone().unwrap_or_default())
+                        .with("ends_at", terms.ends_at.map(timestamp).unwrap_or_default());
                     effects.push(
-                        Event::new("mandate_open")
-                            .with("id", id)
-                            .with("kind", kind.as_str())
-                            .with("digest", record.digest.clone().unwrap_or_default())
-                            .with("ends_at", terms.ends_at.map(timestamp).unwrap_or_default())
-                            .with("usd_per_day", format_usd(terms.usd_per_day))
+                        super::mandates::with_money_term(opened, terms.usd_per_day)
                             .with("actions_per_day", terms.actions_per_day)
                             .with("by", by),
                     );
@@ -942,9 +947,17 @@ fn covered_in(
     now: DateTime<Utc>,
 ) -> Result<AskOutcome, StoreError> {
     insert_pending(tx, id, ask, now)?;
+    let cost = ask.action.cost_usd.unwrap_or_default();
+    // The day as of this action, kept with it: its receipt, drawn when the run ends, shows
+    // this and not the day as later asks have made it.
+    let today = crate::mandate::Usage {
+        actions: before.actions + 1,
+        usd: before.usd + cost,
+    };
     tx.execute_cached(
-        "UPDATE records SET mandate_id = ?2 WHERE id = ?1",
-        params![id, mandate.id],
+        "UPDATE records SET mandate_id = ?2, mandate_actions_today = ?3, mandate_usd_today = ?4
+         WHERE id = ?1",
+        params![id, mandate.id, today.actions, format_usd(today.usd)],
     )?;
     let granted = StateChange {
         decided_at: Some(now),
@@ -952,7 +965,6 @@ fn covered_in(
     };
     transition_in(tx, id, RecordState::Pending, RecordState::Granted, &granted)?;
     let used = claim_in(tx, id, &ask.digest)?;
-    let cost = ask.action.cost_usd.unwrap_or_default();
     let mut asked = Event::new("asked")
         .with("id", id)
         .with("kind", ask.action.kind.as_str())
@@ -966,8 +978,8 @@ fn covered_in(
         Event::new("mandate_use")
             .with("id", id)
             .with("mandate", mandate.id.as_str())
-            .with("actions_today", before.actions + 1)
-            .with("usd_today", format_usd(before.usd + cost)),
+            .with("actions_today", today.actions)
+            .with("usd_today", format_usd(today.usd)),
     );
     events.push(used);
     let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
@@ -1140,7 +1152,7 @@ pub(super) const OPEN_BY_DIGEST: &str =
 const RECORD_COLUMNS: &str = "seq, id, peer_uid, kind, target, text, fields, cost_usd, digest, \
     idempotency_key, urgent, state, reason, message, result, created_at, shown_at, expires_at, \
     decided_at, decided_by, finished_at, subject, mandate_id, decided_by_name, shown_boot, \
-    shown_since_boot_ms";
+    shown_since_boot_ms, mandate_actions_today, mandate_usd_today";
 
 /// The query [`record_where`] runs: the latest record meeting `condition`.
 pub(super) fn record_where_sql(condition: &str) -> String {
@@ -1213,6 +1225,18 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
         mandate_id: row.get(22)?,
         decided_by_name: row.get(23)?,
         mandate: None,
+        mandate_use: match (
+            row.get::<_, Option<u32>>(26)?,
+            row.get::<_, Option<String>>(27)?,
+        ) {
+            (Some(actions), Some(usd)) => Some(crate::mandate::Usage {
+                actions,
+                usd: usd
+                    .parse()
+                    .map_err(|_| invalid(27, format!("amount {usd}")))?,
+            }),
+            _ => None,
+        },
     })
 }
 

@@ -205,7 +205,7 @@ mod tests {
                 kind: "publish_x".to_owned(),
                 targets: targets.iter().map(|t| (*t).to_owned()).collect(),
                 days: 7,
-                usd_per_day: rust_decimal::Decimal::new(100, 2),
+                usd_per_day: Some(rust_decimal::Decimal::new(100, 2)),
                 actions_per_day: 5,
                 reason: None,
             };

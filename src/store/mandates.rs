@@ -35,9 +35,11 @@ pub struct MandateRow {
     /// That record's digest: the terms the owner granted, which its Stop buttons are signed for.
     pub digest: String,
     pub kind: String,
+    /// Empty for a kind with no target: any use of it.
     pub targets: Vec<String>,
     pub days: u32,
-    pub usd_per_day: Decimal,
+    /// `None`: no money term (a kind that never costs).
+    pub usd_per_day: Option<Decimal>,
     pub actions_per_day: u32,
     pub reason: Option<String>,
     pub opened_at: Option<DateTime<Utc>>,
@@ -70,6 +72,21 @@ impl MandateRow {
     }
 }
 
+/// How the `usd_per_day` column holds "no money term": the column is NOT NULL, and a money term
+/// is never zero (the terms check refuses it), so zero cannot mean anything else.
+const NO_MONEY_TERM: &str = "0.00";
+
+/// The `usd_per_day` column's text for a money term.
+pub(crate) fn money_column(usd_per_day: Option<Decimal>) -> String {
+    mandate::money_term(usd_per_day).map_or_else(|| NO_MONEY_TERM.to_owned(), format_usd)
+}
+
+/// A money term read back from the `usd_per_day` column.
+pub(crate) fn money_from_column(text: &str) -> Option<Option<Decimal>> {
+    let usd: Decimal = text.parse().ok()?;
+    Some(mandate::money_term(Some(usd)))
+}
+
 fn parse_time(text: Option<String>) -> Option<DateTime<Utc>> {
     text.and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
         .map(|t| t.with_timezone(&Utc))
@@ -90,9 +107,7 @@ fn mandate_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<MandateRow> {
         kind: row.get(1)?,
         targets: serde_json::from_str(&targets).map_err(|e| invalid(2, e.to_string()))?,
         days: row.get(3)?,
-        usd_per_day: usd
-            .parse()
-            .map_err(|_| invalid(4, format!("amount {usd}")))?,
+        usd_per_day: money_from_column(&usd).ok_or_else(|| invalid(4, format!("amount {usd}")))?,
         actions_per_day: row.get(5)?,
         reason: row.get(6)?,
         opened_at: parse_time(row.get(7)?),
@@ -231,7 +246,7 @@ impl Db {
                     request.kind,
                     targets,
                     request.days,
-                    format_usd(request.usd_per_day),
+                    money_column(request.usd_per_day),
                     request.actions_per_day,
                     request.reason,
                     timestamp(mandate::ends_at(now, request.days))
@@ -250,15 +265,16 @@ impl Db {
                 effects.queued = true;
             }
             // Amounts and counts, never the targets or the reason: the journal holds no text.
+            // No money term has no amount to journal.
+            let asked = Event::new("mandate_asked")
+                .with("id", id.as_str())
+                .with("kind", request.kind.as_str())
+                .with("digest", ask.digest.as_str())
+                .with("uid", ask.peer_uid)
+                .with("targets", request.targets.len())
+                .with("days", request.days);
             effects.push(
-                Event::new("mandate_asked")
-                    .with("id", id.as_str())
-                    .with("kind", request.kind.as_str())
-                    .with("digest", ask.digest.as_str())
-                    .with("uid", ask.peer_uid)
-                    .with("targets", request.targets.len())
-                    .with("days", request.days)
-                    .with("usd_per_day", format_usd(request.usd_per_day))
+                with_money_term(asked, request.usd_per_day)
                     .with("actions_per_day", request.actions_per_day),
             );
             let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
@@ -385,6 +401,14 @@ impl Db {
         };
         let usage = usage_on_day(&self.conn, id, now, tz)?;
         Ok(Some((row, usage)))
+    }
+}
+
+/// A journal line with the mandate's `usd_per_day`, when it has a money term.
+pub(crate) fn with_money_term(event: Event, usd_per_day: Option<Decimal>) -> Event {
+    match mandate::money_term(usd_per_day) {
+        Some(usd) => event.with("usd_per_day", format_usd(usd)),
+        None => event,
     }
 }
 

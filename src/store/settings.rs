@@ -20,7 +20,8 @@ pub struct MandateSpend {
     pub id: String,
     pub kind: String,
     pub actions: u32,
-    pub usd: Decimal,
+    /// `None` for a mandate with no money term: the summary shows no money for it.
+    pub usd: Option<Decimal>,
 }
 
 impl Db {
@@ -207,7 +208,7 @@ impl Db {
         end: DateTime<Utc>,
     ) -> Result<Vec<MandateSpend>, StoreError> {
         let mut statement = self.conn.prepare_cached(
-            "SELECT r.mandate_id, m.kind, r.cost_usd FROM records r JOIN mandates m
+            "SELECT r.mandate_id, m.kind, r.cost_usd, m.usd_per_day FROM records r JOIN mandates m
                  ON m.id = r.mandate_id
              WHERE r.created_at >= ?1 AND r.created_at < ?2
              ORDER BY m.opened_at, m.id",
@@ -217,11 +218,15 @@ impl Db {
                 row.get::<_, String>(0)?,
                 row.get::<_, String>(1)?,
                 row.get::<_, Option<String>>(2)?,
+                row.get::<_, String>(3)?,
             ))
         })?;
         let mut spend: Vec<MandateSpend> = Vec::new();
         for row in rows {
-            let (id, kind, cost) = row?;
+            let (id, kind, cost, term) = row?;
+            let money_term = super::mandates::money_from_column(&term)
+                .ok_or_else(|| StoreError::Encode(format!("stored amount {term}")))?
+                .is_some();
             let cost: Decimal = match cost {
                 Some(cost) => cost
                     .parse()
@@ -231,13 +236,13 @@ impl Db {
             match spend.iter_mut().find(|s| s.id == id) {
                 Some(entry) => {
                     entry.actions += 1;
-                    entry.usd += cost;
+                    entry.usd = entry.usd.map(|usd| usd + cost);
                 }
                 None => spend.push(MandateSpend {
                     id,
                     kind,
                     actions: 1,
-                    usd: cost,
+                    usd: money_term.then_some(cost),
                 }),
             }
         }

@@ -621,7 +621,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
     let mode: String = db
         .connection()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -647,7 +647,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
             error,
             StoreError::TooNew {
                 found: 99,
-                latest: 5
+                latest: 6
             }
         ),
         "{error}"
@@ -731,7 +731,7 @@ fn open_mandate(db: &mut Db, kind: &str, actions_per_day: u32, at: DateTime<Utc>
         kind: kind.to_owned(),
         targets: vec!["@someone".to_owned()],
         days: 7,
-        usd_per_day: rust_decimal::Decimal::new(1000, 2),
+        usd_per_day: Some(rust_decimal::Decimal::new(1000, 2)),
         actions_per_day,
         reason: None,
     };
@@ -816,6 +816,41 @@ fn a_covered_ask_is_claimed_in_the_transaction_that_counts_it() {
         .unwrap_err();
     assert!(error.to_string().contains("never run"), "{error}");
     fixture.journal_verifies();
+}
+
+#[test]
+fn each_covered_ask_keeps_its_mandates_day_as_of_its_own_claim() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    open_mandate(&mut db, "publish_x", 10, t0());
+    let mut ids = Vec::new();
+    for (text, cost) in [("one", 10), ("two", 20), ("three", 30)] {
+        let mut ask = new_ask("publish_x", text, None);
+        ask.action.cost_usd = Some(rust_decimal::Decimal::new(cost, 2));
+        ask.digest = ask.action.digest().to_hex();
+        let AskOutcome::Covered(record) = db.ask(&ask, policy(), t0()).unwrap() else {
+            panic!("{text} is covered");
+        };
+        ids.push(record.id);
+    }
+    // Read back after all three were claimed: each still has its own day, not the day's end.
+    for (id, (actions, usd)) in ids.iter().zip([(1, 10), (2, 30), (3, 60)]) {
+        let record = db.record(id).unwrap().unwrap();
+        assert_eq!(
+            record.mandate_use,
+            Some(crate::mandate::Usage {
+                actions,
+                usd: rust_decimal::Decimal::new(usd, 2),
+            }),
+            "{id}"
+        );
+    }
+    // An ask a mandate did not answer has none.
+    let carded = created(
+        db.ask(&new_ask("send_letter", "x", None), policy(), t0())
+            .unwrap(),
+    );
+    assert_eq!(carded.mandate_use, None);
 }
 
 #[test]

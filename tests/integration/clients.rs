@@ -175,6 +175,68 @@ fn the_python_client_is_refused_granted_and_reads_its_records_back() {
 }
 
 #[test]
+fn the_python_client_asks_for_mandates_with_no_target_or_no_money() {
+    let daemon = Daemon::builder().mandate_kinds().start();
+    // (kind, the arguments for its terms, what the journal's `mandate_asked` counts)
+    let cases: [(&str, &[&str], u64, Option<&str>); 3] = [
+        ("ping_home", &[], 0, None),
+        (
+            "generate_image",
+            &["--usd-per-day", "2.00"],
+            0,
+            Some("2.00"),
+        ),
+        (
+            "send_note",
+            &["--target", "@mila", "--usd-per-day", "0.00"],
+            1,
+            None,
+        ),
+    ];
+    for (kind, terms, targets, usd) in cases {
+        let mut args = vec![
+            "mandate",
+            "--kind",
+            kind,
+            "--days",
+            "1",
+            "--actions-per-day",
+            "2",
+        ];
+        args.extend(terms);
+        args.extend(["--no-wait", "--json"]);
+        let asked = python(&daemon, &args);
+        assert_eq!(asked.status.code(), Some(8), "{kind}: {}", stderr(&asked));
+        let id = last_json(&asked)["id"].as_str().unwrap().to_owned();
+        let line = daemon
+            .journal_events()
+            .into_iter()
+            .find(|e| e["ev"] == "mandate_asked" && e["id"] == id.as_str())
+            .unwrap();
+        assert_eq!(line["targets"], targets, "{kind}: {line}");
+        assert_eq!(line["usd_per_day"].as_str(), usd, "{kind}: {line}");
+    }
+    let refused = python(
+        &daemon,
+        &[
+            "mandate",
+            "--kind",
+            "send_note",
+            "--days",
+            "1",
+            "--actions-per-day",
+            "2",
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("at least one named target is required"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+#[test]
 fn the_shell_client_asks_with_its_stdin_as_the_exact_text() {
     let daemon = Daemon::start();
     let client = repo_file(SHELL_CLIENT);

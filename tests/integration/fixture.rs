@@ -35,7 +35,41 @@ pub struct DaemonBuilder {
     gate: String,
     /// Extra environment for the daemon's first start (a preloaded library, a crash point).
     env: Vec<(String, String)>,
+    /// Whether the config has the kinds of [`MANDATE_KINDS`].
+    mandate_kinds: bool,
 }
+
+/// Three kinds that take mandates without a target or without money (SPEC §7), for the tests
+/// that need them; off by default, as other tests count and list the fixture's kinds.
+/// `generate_image` has no target and a cost in each ask; `send_note` has a target and never
+/// costs; `ping_home` has neither. Each runs the fixture's action script.
+const MANDATE_KINDS: &str = r#"
+[categories.generate_image]
+label = { en = "Generate an image", ru = "Сгенерировать картинку", pt = "Gerar uma imagem" }
+class = "spend"
+enabled = true
+mandate_ok = true
+target = "none"
+text = "required"
+cost = "request"
+command = ["/bin/sh", "{dir}/action.sh"]
+
+[categories.send_note]
+label = { en = "Send a note" }
+class = "external"
+enabled = true
+mandate_ok = true
+target = "required"
+text = "required"
+command = ["/bin/sh", "{dir}/action.sh"]
+
+[categories.ping_home]
+label = { en = "Ping home" }
+class = "external"
+enabled = true
+mandate_ok = true
+command = ["/bin/sh", "{dir}/action.sh"]
+"#;
 
 impl Default for DaemonBuilder {
     fn default() -> Self {
@@ -48,6 +82,7 @@ impl Default for DaemonBuilder {
             card_ttl: "15m".to_owned(),
             gate: "quiet_hours = \"off\"".to_owned(),
             env: Vec::new(),
+            mandate_kinds: false,
         }
     }
 }
@@ -88,6 +123,12 @@ impl DaemonBuilder {
         self
     }
 
+    /// Adds the kinds of [`MANDATE_KINDS`]: no target, no cost, or neither.
+    pub fn mandate_kinds(mut self) -> Self {
+        self.mandate_kinds = true;
+        self
+    }
+
     pub fn no_owner(mut self) -> Self {
         self.owner = None;
         self
@@ -103,6 +144,11 @@ impl DaemonBuilder {
             .owner
             .map(|id| format!("telegram_id = {id}"))
             .unwrap_or_default();
+        let extra = if self.mandate_kinds {
+            MANDATE_KINDS.replace("{dir}", &dir.display().to_string())
+        } else {
+            String::new()
+        };
         format!(
             r#"
 [owner]
@@ -154,7 +200,7 @@ label = {{ en = "Delete drafts" }}
 class = "destructive"
 enabled = false
 command = ["/bin/true"]
-"#,
+{extra}"#,
             dir = dir.display(),
             uids = self.allowed_uids,
             max_request_bytes = self.max_request_bytes,

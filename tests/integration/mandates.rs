@@ -703,3 +703,263 @@ fn a_covered_ask_whose_daemon_dies_after_the_claim_is_never_run_again() {
     let receipt = receipt_of(&daemon, &id);
     assert!(receipt.text.unwrap().contains("Outcome: outcome unknown"));
 }
+
+/// The `mandate_use` journal line of each covered ask: its count and money that day.
+fn uses(daemon: &Daemon) -> std::collections::BTreeMap<String, (i64, String)> {
+    daemon
+        .journal_events()
+        .into_iter()
+        .filter(|e| e["ev"] == "mandate_use")
+        .map(|e| {
+            let id = e["id"].as_str().unwrap().to_owned();
+            let usd = e["usd_today"].as_str().unwrap().to_owned();
+            (id, (e["actions_today"].as_i64().unwrap(), usd))
+        })
+        .collect()
+}
+
+/// The line of `text` that starts with `prefix`.
+fn line_of<'a>(text: &'a str, prefix: &str) -> &'a str {
+    text.lines()
+        .find(|line| line.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line starting {prefix:?} in:\n{text}"))
+}
+
+#[test]
+fn receipts_of_asks_covered_at_once_each_show_the_day_as_of_their_own_action() {
+    for (lang, today, of) in [("en", "Today:", "of"), ("ru", "Сегодня:", "из")] {
+        let daemon = Daemon::start();
+        if lang == "ru" {
+            crate::owner::say(&daemon, "/lang ru", "Язык: русский.");
+        }
+        grant(&daemon, &["@mila_news"], 7, "5.00", 10);
+        // The runs wait until all three are claimed: no receipt is drawn before the day holds
+        // every one of them, as when three asks arrive together.
+        let hold = daemon.dir.path().join("hold");
+        std::fs::write(&hold, "").unwrap();
+        let costs = ["0.10", "0.20", "0.40"];
+        let requests = costs
+            .iter()
+            .enumerate()
+            .map(|(i, cost)| ask_to("@mila_news", &format!("covered {i}"), cost))
+            .collect();
+        let answers = race(&daemon, requests);
+        for answer in &answers {
+            assert_eq!(answer["status"], "running", "{lang}: {answer}");
+        }
+        std::fs::remove_file(&hold).unwrap();
+        let uses = uses(&daemon);
+        let mut counts = Vec::new();
+        let mut by_count = std::collections::BTreeMap::new();
+        for (answer, cost) in answers.iter().zip(costs) {
+            let id = answer["id"].as_str().unwrap();
+            daemon.wait_state(id, "executed");
+            let (actions, usd) = uses[id].clone();
+            let receipt = daemon.card_of(id).text.unwrap();
+            let line = line_of(&receipt, today);
+            assert!(
+                line.starts_with(&format!("{today} {actions} {of} 10 ")),
+                "{lang}: the receipt of {id} shows another count than its own {actions}: {line}"
+            );
+            // The money as the locale writes it: a point or a comma before the cents.
+            assert!(
+                line.contains(&usd) || line.contains(&usd.replace('.', ",")),
+                "{lang}: the receipt of {id} shows other money than its own ${usd}: {line}"
+            );
+            counts.push(actions);
+            by_count.insert(actions, (usd, cost));
+        }
+        counts.sort_unstable();
+        assert_eq!(counts, [1, 2, 3], "{lang}: each count once");
+        // Each one's money is the day's before it and its own cost.
+        let mut total = rust_decimal::Decimal::ZERO;
+        for (usd, cost) in by_count.values() {
+            total += cost.parse::<rust_decimal::Decimal>().unwrap();
+            assert_eq!(usd, &format!("{total:.2}"), "{lang}: {by_count:?}");
+        }
+    }
+}
+
+/// A mandate request for `kind` with the terms given (no `targets` or `usd_per_day` where
+/// `None`), not waiting.
+fn mandate_for(kind: &str, targets: Option<&[&str]>, usd: Option<&str>, actions: u32) -> Value {
+    let mut request = json!({"v":1,"op":"mandate","kind":kind,"days":1,
+        "actions_per_day":actions,"reason":"While I am away","wait":false});
+    if let Some(targets) = targets {
+        request["targets"] = json!(targets);
+    }
+    if let Some(usd) = usd {
+        request["usd_per_day"] = json!(usd);
+    }
+    request
+}
+
+/// Grants the mandate request `id` from its card, which must show `shown` and not `absent`.
+fn grant_card(daemon: &Daemon, id: &str, shown: &[&str], absent: &[&str]) {
+    let card = daemon.card_of(id);
+    let text = card.text.clone().unwrap();
+    for line in shown {
+        assert!(text.contains(line), "the card lacks {line:?}:\n{text}");
+    }
+    for line in absent {
+        assert!(!text.contains(line), "the card shows {line:?}:\n{text}");
+    }
+    daemon.tap(&card, 0);
+    daemon.wait_state(id, "granted");
+}
+
+fn refused_with(daemon: &Daemon, request: &Value, message: &str) {
+    let answer = daemon.request(request);
+    assert_eq!(answer["status"], "refused", "{answer}");
+    assert_eq!(answer["reason"], "mandate_terms", "{answer}");
+    assert_eq!(answer["message"], message, "{answer}");
+}
+
+#[test]
+fn a_paid_kind_with_no_target_takes_a_mandate_for_any_use_bounded_by_money_and_count() {
+    let daemon = Daemon::builder().mandate_kinds().start();
+    refused_with(
+        &daemon,
+        &mandate_for("generate_image", Some(&["@mila"]), Some("1.00"), 3),
+        "targets: \"generate_image\" takes no target, so its mandate names none",
+    );
+    refused_with(
+        &daemon,
+        &mandate_for("generate_image", None, None, 3),
+        "usd_per_day: missing, and \"generate_image\" costs money, so a positive amount is required",
+    );
+    refused_with(
+        &daemon,
+        &mandate_for("publish_x", Some(&[]), Some("1.00"), 3),
+        "targets: at least one named target is required, as \"publish_x\" takes a target",
+    );
+    let answer = daemon.request(&mandate_for("generate_image", Some(&[]), Some("1.00"), 3));
+    assert_eq!(answer["status"], "pending", "{answer}");
+    let mandate = answer["id"].as_str().unwrap().to_owned();
+    grant_card(
+        &daemon,
+        &mandate,
+        &[
+            "Standing permission: Generate an image (spend)",
+            "Any use: every “Generate an image” action (this kind has no target)",
+            "At most $1.00 and 3 actions a day",
+        ],
+        &["Target:"],
+    );
+    let image = |text: &str, cost: &str| json!({"v":1,"op":"ask","kind":"generate_image","text":text,"cost_usd":cost,"wait":false});
+    for (text, cost, today) in [
+        ("a cat", "0.40", "Today: 1 of 3 actions, $0.40 of $1.00"),
+        ("a dog", "0.40", "Today: 2 of 3 actions, $0.80 of $1.00"),
+    ] {
+        let (id, status) = ask(&daemon, &image(text, cost));
+        assert_eq!(status, "running", "{text} runs without a card");
+        daemon.wait_state(&id, "executed");
+        let receipt = receipt_of(&daemon, &id).text.unwrap();
+        for shown in [format!("standing permission {mandate}"), today.to_owned()] {
+            assert!(receipt.contains(&shown), "{receipt}");
+        }
+    }
+    // Over the day's money: the usual card. A cheaper one still fits, and uses the last action.
+    let (over, status) = ask(&daemon, &image("a horse", "0.40"));
+    assert_eq!(status, "pending", "over the day's money");
+    daemon.card_of(&over);
+    let (last, status) = ask(&daemon, &image("a bird", "0.20"));
+    assert_eq!(status, "running");
+    daemon.wait_state(&last, "executed");
+    let receipt = receipt_of(&daemon, &last).text.unwrap();
+    assert!(
+        receipt.contains("Today: 3 of 3 actions, $1.00 of $1.00"),
+        "{receipt}"
+    );
+    let (id, status) = ask(&daemon, &image("a fish", "0.00"));
+    assert_eq!(status, "pending", "{id}: over the day's count");
+    assert_eq!(daemon.runs(), 3);
+}
+
+#[test]
+fn a_kind_that_never_costs_takes_a_mandate_with_no_money_term() {
+    let daemon = Daemon::builder().mandate_kinds().start();
+    refused_with(
+        &daemon,
+        &mandate_for("send_note", Some(&["@mila"]), Some("1.00"), 2),
+        "usd_per_day: 1.00 is given, but \"send_note\" never costs money; \
+         leave usd_per_day out or give \"0.00\"",
+    );
+    let zero = daemon.request(&mandate_for("send_note", Some(&["@mila"]), Some("0.00"), 2));
+    assert_eq!(zero["status"], "pending", "{zero}");
+    // "0.00" and no amount are one request: the second joins the first's card.
+    let absent = daemon.request(&mandate_for("send_note", Some(&["@mila"]), None, 2));
+    assert_eq!(absent["id"], zero["id"], "{absent}");
+    let mandate = zero["id"].as_str().unwrap().to_owned();
+    grant_card(
+        &daemon,
+        &mandate,
+        &["Target: @mila", "At most 2 actions a day"],
+        &["$"],
+    );
+    for ev in ["mandate_asked", "mandate_open"] {
+        let line = daemon.wait_for_event(ev);
+        assert!(line.get("usd_per_day").is_none(), "{line}");
+    }
+    let note = |target: &str| json!({"v":1,"op":"ask","kind":"send_note","target":target,"text":"Back at six","wait":false});
+    let (id, status) = ask(&daemon, &note("@mila"));
+    assert_eq!(status, "running");
+    daemon.wait_state(&id, "executed");
+    let receipt = receipt_of(&daemon, &id).text.unwrap();
+    assert!(receipt.contains("Today: 1 of 2 actions"), "{receipt}");
+    assert!(!receipt.contains('$'), "no money line: {receipt}");
+    let (id, status) = ask(&daemon, &note("@oleg"));
+    assert_eq!(status, "pending", "{id}: another target gets a card");
+}
+
+#[test]
+fn the_command_line_asks_for_a_mandate_with_no_target_and_no_money() {
+    let daemon = Daemon::builder().mandate_kinds().start();
+    let client = daemon.cli_spawn(&[
+        "mandate",
+        "--kind",
+        "ping_home",
+        "--days",
+        "1",
+        "--actions-per-day",
+        "2",
+    ]);
+    let asked = daemon.wait_for_event("mandate_asked");
+    assert_eq!(asked["targets"], 0, "{asked}");
+    assert!(asked.get("usd_per_day").is_none(), "{asked}");
+    let id = asked["id"].as_str().unwrap().to_owned();
+    grant_card(
+        &daemon,
+        &id,
+        &[
+            "Any use: every “Ping home” action (this kind has no target)",
+            "At most 2 actions a day",
+        ],
+        &["Target:", "$"],
+    );
+    let output = client.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output).trim(), id);
+    let ran = daemon.cli(&["ask", "--kind", "ping_home"]);
+    assert_eq!(ran.status.code(), Some(0), "{}", stderr(&ran));
+    let covered = uses(&daemon).into_keys().next().unwrap();
+    let receipt = receipt_of(&daemon, &covered).text.unwrap();
+    assert!(receipt.contains("Today: 1 of 2 actions"), "{receipt}");
+    assert!(!receipt.contains('$'), "{receipt}");
+    // A kind with a target still names one, and a kind that costs still bounds the money.
+    let cases: [(&[&str], &str); 2] = [
+        (
+            &["--kind", "publish_x", "--usd-per-day", "1.00"],
+            "at least one named target is required",
+        ),
+        (&["--kind", "generate_image"], "usd_per_day: missing"),
+    ];
+    for (args, message) in cases {
+        let mut all = vec!["mandate"];
+        all.extend(args);
+        all.extend(["--days", "1", "--actions-per-day", "1"]);
+        let output = daemon.cli(&all);
+        assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+        assert!(stderr(&output).contains(message), "{}", stderr(&output));
+    }
+}

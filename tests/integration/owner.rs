@@ -25,7 +25,7 @@ fn today_at(h: u32, m: u32) -> DateTime<Utc> {
 }
 
 /// Sends `text` as the owner and waits for a message from the bot whose text has `expected`.
-fn say(daemon: &Daemon, text: &str, expected: &str) -> ChatMessage {
+pub(crate) fn say(daemon: &Daemon, text: &str, expected: &str) -> ChatMessage {
     let before = daemon.bot.messages(OWNER).len();
     daemon
         .bot
