@@ -145,6 +145,7 @@ fuzz_target!(|data: &[u8]| {
             target: Some(target),
             target_warnings: &mixed,
             fields,
+            field_labels: &consentd::card::NO_FIELD_LABELS,
             cost_usd: cost.as_deref(),
             attachments: &attachments,
             text: action.text.as_deref(),
@@ -164,6 +165,7 @@ fuzz_target!(|data: &[u8]| {
             decided_by: Some("Mila".to_owned()),
             result: None,
             reason: None,
+            reply_by: None,
         };
         let edited = card::render_outcome(&drawn, locales(), lang, &outcome).text;
         for warning in &warnings {
