@@ -143,6 +143,26 @@ pub mod msg {
     pub const MANDATE_STOPPED: &str = "mandate-stopped";
     pub const MANDATE_ENDED: &str = "mandate-ended";
 
+    // The owner's chat: a No's reason, what a setting is now, a stray text, stale buttons.
+    pub const CARD_REPLY_INVITE: &str = "card-reply-invite";
+    pub const DECLINE_REASON_SENT: &str = "decline-reason-sent";
+    pub const DECLINE_REASON_LATE: &str = "decline-reason-late";
+    pub const DECLINE_REASON_ALREADY: &str = "decline-reason-already";
+    pub const DECLINE_REASON_HIDDEN: &str = "decline-reason-hidden";
+    pub const DECLINE_REASON_NOT_NFC: &str = "decline-reason-not-nfc";
+    pub const TEXT_NOT_AN_ANSWER: &str = "text-not-an-answer";
+    pub const HELP_POINTER: &str = "help-pointer";
+    pub const QUIET_CURRENT: &str = "quiet-current";
+    pub const QUIET_CURRENT_OFF: &str = "quiet-current-off";
+    pub const NIGHTCARDS_CURRENT: &str = "nightcards-current";
+    pub const STALE_CARD_ANSWERED: &str = "stale-card-answered";
+    pub const STALE_CARD_EXPIRED: &str = "stale-card-expired";
+    pub const STALE_MANDATE_STOPPED: &str = "stale-mandate-stopped";
+    pub const STALE_MANDATE_ENDED: &str = "stale-mandate-ended";
+    pub const STALE_RESUMED: &str = "stale-resumed";
+    pub const STALE_SILENCED_AGAIN: &str = "stale-silenced-again";
+    pub const STALE_CATEGORY: &str = "stale-category";
+
     pub const ALL: &[&str] = &[
         RESUMED,
         CLASS_EXTERNAL,
@@ -247,6 +267,24 @@ pub mod msg {
         MANDATES_COUNT,
         MANDATE_STOPPED,
         MANDATE_ENDED,
+        CARD_REPLY_INVITE,
+        DECLINE_REASON_SENT,
+        DECLINE_REASON_LATE,
+        DECLINE_REASON_ALREADY,
+        DECLINE_REASON_HIDDEN,
+        DECLINE_REASON_NOT_NFC,
+        TEXT_NOT_AN_ANSWER,
+        HELP_POINTER,
+        QUIET_CURRENT,
+        QUIET_CURRENT_OFF,
+        NIGHTCARDS_CURRENT,
+        STALE_CARD_ANSWERED,
+        STALE_CARD_EXPIRED,
+        STALE_MANDATE_STOPPED,
+        STALE_MANDATE_ENDED,
+        STALE_RESUMED,
+        STALE_SILENCED_AGAIN,
+        STALE_CATEGORY,
     ];
 }
 
@@ -322,6 +360,9 @@ pub struct CardView<'a> {
     /// The target's look-alike warnings ([`crate::lookalike`]), each a line under it.
     pub target_warnings: &'a [Warning],
     pub fields: &'a BTreeMap<String, String>,
+    /// What the card calls each field (the category's `field_labels` in the owner's language);
+    /// a field not in it is shown under its own name.
+    pub field_labels: &'a BTreeMap<String, String>,
     /// Dollars with two decimals, as "0.40".
     pub cost_usd: Option<&'a str>,
     pub attachments: &'a [AttachmentView<'a>],
@@ -333,6 +374,9 @@ pub struct CardView<'a> {
     pub tz: Tz,
     pub urgent: bool,
 }
+
+/// No field labels: every field is shown under its own name.
+pub static NO_FIELD_LABELS: BTreeMap<String, String> = BTreeMap::new();
 
 /// What a button does when pressed: the press action the transport signs into its data.
 pub use crate::press::PressAction as ButtonAction;
@@ -365,6 +409,9 @@ pub struct Outcome<'a> {
     pub decided_by: Option<String>,
     pub result: Option<&'a str>,
     pub reason: Option<&'a str>,
+    /// On a declined card: until when (the owner's local time, as [`local_time`] writes it) a
+    /// reply to the card reaches the session as the reason for the No.
+    pub reply_by: Option<String>,
 }
 
 /// A card that cannot be one message even with its text moved to parts: the target and fields
@@ -499,7 +546,18 @@ fn outcome_footer(outcome: &Outcome, locales: &Locales, lang: Language) -> Vec<S
             &[("reason", &clamp(&reason, REASON_ROOM))],
         ));
     }
+    footer.extend(reply_invite(outcome, locales, lang));
     footer
+}
+
+/// The line that invites the owner to reply to a declined card with what to do instead.
+fn reply_invite(outcome: &Outcome, locales: &Locales, lang: Language) -> Option<Styled> {
+    let when = outcome.reply_by.as_deref()?;
+    Some(Styled::plain(locales.t(
+        lang,
+        msg::CARD_REPLY_INVITE,
+        &[("when", when.into())],
+    )))
 }
 
 /// "Outcome: done", with who decided when a press did.
@@ -623,7 +681,8 @@ impl Body {
 }
 
 /// The card's fixed lines. Every value the agent chose (the target, each field's value, each
-/// attachment's name and media type) is set apart as a value; the words around it are ours.
+/// attachment's name and media type) is set apart as a value; the words around it are ours,
+/// a field's label among them (the config's, else the field's name).
 fn content_lines(view: &CardView, locales: &Locales, lang: Language) -> Vec<Styled> {
     let class = match class_message(view.class) {
         Some(id) => locales.t(lang, id, &[]),
@@ -639,10 +698,11 @@ fn content_lines(view: &CardView, locales: &Locales, lang: Language) -> Vec<Styl
         lines.extend(warning_lines(view.target_warnings, locales, lang));
     }
     for (name, value) in view.fields {
+        let label = view.field_labels.get(name).unwrap_or(name);
         lines.push(locales.styled(
             lang,
             msg::CARD_FIELD,
-            &[("name", name.into())],
+            &[("name", label.as_str().into())],
             &[("value", value)],
         ));
     }
@@ -1109,6 +1169,7 @@ mod tests {
             target: Some("@mila_news"),
             target_warnings: &[],
             fields,
+            field_labels: &NO_FIELD_LABELS,
             cost_usd: Some("0.40"),
             attachments,
             text: Some(text),
@@ -1248,12 +1309,14 @@ mod tests {
                 decided_by: Some("Mila Petrova".to_owned()),
                 result: Some("https://x.com/mila_news/status/2"),
                 reason: None,
+                reply_by: None,
             };
             let expired = Outcome {
                 state: "expired",
                 decided_by: None,
                 result: None,
                 reason: None,
+                reply_by: None,
             };
             for (name, outcome) in [("executed", executed), ("expired", expired)] {
                 let text = render_outcome(&v, &locales, lang, &outcome);
@@ -1261,6 +1324,50 @@ mod tests {
                 assert_clean(&text.text);
                 snapshot(format!("card_outcome_{name}_{lang}"), text.marked());
             }
+        }
+    }
+
+    /// A declined card invites a reply with the reason; its fields go by their labels, each
+    /// value still set apart (a field without a label keeps its name).
+    #[test]
+    fn snapshot_declined_card_with_field_labels() {
+        let locales = locales();
+        let (fields, attachments) = (fields(), attachments());
+        for lang in Language::ALL {
+            let labels = BTreeMap::from([(
+                "reply_to".to_owned(),
+                match lang {
+                    Language::En => "Reply to",
+                    Language::Ru => "В ответ на",
+                    Language::Pt => "Em resposta a",
+                }
+                .to_owned(),
+            )]);
+            let v = CardView {
+                field_labels: &labels,
+                ..view(&fields, &attachments, "Hello from the agent.", label(lang))
+            };
+            let card = render_card(&v, &locales, lang, now()).card;
+            assert!(!card.text.contains("reply_to:"), "{}", card.text);
+            assert!(card.text.contains("lang: "), "{}", card.text);
+            let declined = Outcome {
+                state: "declined",
+                decided_by: Some("Mila Petrova".to_owned()),
+                result: None,
+                reason: None,
+                reply_by: Some(local_time(
+                    &locales,
+                    lang,
+                    now() + chrono::Duration::seconds(60),
+                    chrono_tz::Europe::Moscow,
+                    now(),
+                )),
+            };
+            let text = render_outcome(&v, &locales, lang, &declined);
+            assert!(text.text.contains("14:21"), "{}", text.text);
+            assert!(split::message_fits(&text.text));
+            assert_clean(&text.text);
+            snapshot(format!("card_declined_{lang}"), text.marked());
         }
     }
 
@@ -1385,6 +1492,7 @@ mod tests {
             target: None,
             target_warnings: &[],
             fields: &fields,
+            field_labels: &NO_FIELD_LABELS,
             cost_usd: None,
             attachments: &[],
             text: None,
@@ -1409,6 +1517,7 @@ mod tests {
             decided_by: None,
             result: None,
             reason: Some("the command was removed"),
+            reply_by: None,
         };
         assert_eq!(
             render_outcome(&v, &locales, Language::En, &outcome).text,
@@ -1488,6 +1597,7 @@ mod tests {
                     decided_by: Some(name.clone()),
                     result: Some(&result),
                     reason: Some(&reason),
+                    reply_by: None,
                 };
                 let edited = render_outcome(&v, &locales, lang, &outcome).text;
                 assert!(edited.ends_with(&text), "{lang} {state}: the text stays");
@@ -1512,6 +1622,7 @@ mod tests {
             decided_by: Some("Mila".to_owned()),
             result: None,
             reason: None,
+            reply_by: None,
         };
         let edited = render_outcome(&v, &locales, Language::En, &outcome).text;
         let summary = "The text is in the 3 messages above, SHA-256 9f86d081884c.";

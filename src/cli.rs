@@ -530,7 +530,11 @@ async fn ask(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
             outln!("{id}");
             errln!("granted by the owner: the mandate {id} is open");
         }
-        "declined" => errln!("declined by the owner ({id})"),
+        "declined" => match answer.get("message").and_then(Value::as_str) {
+            // The owner's reason for the No, in their words: what to do differently.
+            Some(reason) => errln!("declined by the owner ({id}): {reason}"),
+            None => errln!("declined by the owner ({id})"),
+        },
         "expired" => errln!("expired: the owner did not answer in time ({id})"),
         "failed" => errln!("the action ran and failed ({id})"),
         "outcome_unknown" => errln!(

@@ -1,6 +1,7 @@
 //! The owner's chat commands (SPEC §11), parsed as a pure function of the message text. What a
 //! command does is the consent loop's business; here each one is read, and a bad argument is told
-//! apart from an unknown command so the owner gets that command's one-line usage.
+//! apart from an unknown command so the owner gets that command's one-line usage. A setting's
+//! command with nothing after it asks what the setting is now.
 
 use chrono::NaiveTime;
 
@@ -30,8 +31,12 @@ pub enum Command {
     Categories,
     /// `/quiet 23:00-08:00` or `/quiet off` (`None`).
     Quiet(Option<(NaiveTime, NaiveTime)>),
+    /// `/quiet` alone: the quiet hours now.
+    QuietNow,
     /// `/nightcards N`.
     NightCards(u32),
+    /// `/nightcards` alone: tonight's limit now.
+    NightCardsNow,
     /// `/summary HH:MM`.
     Summary(NaiveTime),
     Lang(Language),
@@ -39,7 +44,8 @@ pub enum Command {
     Help,
     /// A known command with a bad argument: the owner gets its usage line.
     Usage(Usage),
-    /// Not a command (or one this bot does not know): the owner gets the help.
+    /// Not a command (or one this bot does not know): the owner gets one line pointing to
+    /// `/help`.
     Unknown,
 }
 
@@ -85,6 +91,8 @@ pub fn parse(text: &str, max_night_cards: u32) -> Command {
         "/categories" => no_argument(Command::Categories),
         "/anchor" => no_argument(Command::Anchor),
         "/help" => no_argument(Command::Help),
+        "/quiet" if argument.is_empty() => Command::QuietNow,
+        "/nightcards" if argument.is_empty() => Command::NightCardsNow,
         "/quiet" => match one.map(config::parse_quiet_hours) {
             Some(Ok(quiet)) => Command::Quiet(quiet),
             _ => Command::Usage(Usage::Quiet),
@@ -139,7 +147,9 @@ mod tests {
                 Command::Quiet(Some((hm(13, 0), hm(14, 30)))),
             ),
             ("/quiet off", Command::Quiet(None)),
-            ("/quiet", Command::Usage(Usage::Quiet)),
+            ("/quiet", Command::QuietNow),
+            ("/quiet@consent_bot", Command::QuietNow),
+            ("/quiet off later", Command::Usage(Usage::Quiet)),
             ("/quiet 23:00", Command::Usage(Usage::Quiet)),
             ("/quiet 25:00-08:00", Command::Usage(Usage::Quiet)),
             ("/quiet 08:00-08:00", Command::Usage(Usage::Quiet)),
@@ -150,7 +160,8 @@ mod tests {
             ("/nightcards -1", night(2)),
             ("/nightcards 01", night(2)),
             ("/nightcards two", night(2)),
-            ("/nightcards", night(2)),
+            ("/nightcards", Command::NightCardsNow),
+            ("/nightcards 1 2", night(2)),
             ("/summary 21:00", Command::Summary(hm(21, 0))),
             ("/summary 07:30", Command::Summary(hm(7, 30))),
             ("/summary 7:30", Command::Usage(Usage::Summary)),

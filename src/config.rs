@@ -32,6 +32,9 @@ const JOURNAL_FILE_NAME: &str = "decisions.jsonl";
 const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 const MAX_COMMAND_TIMEOUT: Duration = Duration::from_secs(3600);
 const NIGHT_CARD_LIMIT_MAX: i64 = 100;
+/// The longest a declined card waits for the owner's reason (`limits.decline_reason_wait`): the
+/// session's final line waits that long, and an agent blocked ten minutes on a No is long enough.
+const DECLINE_REASON_WAIT_MAX: Duration = Duration::from_secs(10 * 60);
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * 1024;
@@ -77,6 +80,7 @@ const LIMITS_KEYS: &[&str] = &[
     "max_attachments",
     "max_attachment_bytes",
     "max_request_bytes",
+    "decline_reason_wait",
 ];
 const GATE_KEYS: &[&str] = &["quiet_hours", "night_card_limit", "summary_at", "receipts"];
 const CATEGORY_KEYS: &[&str] = &[
@@ -93,6 +97,7 @@ const CATEGORY_KEYS: &[&str] = &[
     "run_as",
     "env_file",
     "timeout",
+    "field_labels",
 ];
 const LABEL_KEYS: &[&str] = &["en", "ru", "pt"];
 
@@ -216,6 +221,9 @@ pub struct Limits {
     pub max_attachments: usize,
     pub max_attachment_bytes: u64,
     pub max_request_bytes: u64,
+    /// How long a No waits for the owner's reply with a reason before the session's final
+    /// `declined` line goes without one; zero turns the wait (and the invitation) off.
+    pub decline_reason_wait: Duration,
 }
 
 impl Default for Limits {
@@ -234,6 +242,7 @@ impl Default for Limits {
             max_attachments: 4,
             max_attachment_bytes: 20 * MIB,
             max_request_bytes: 32 * MIB,
+            decline_reason_wait: Duration::from_secs(60),
         }
     }
 }
@@ -286,6 +295,9 @@ pub struct Category {
     pub target: Presence,
     pub text: Presence,
     pub fields: Vec<String>,
+    /// Each field's label per language (`field_labels`), where the config gives one; a field
+    /// without one is shown under its name.
+    pub field_labels: BTreeMap<String, BTreeMap<Language, String>>,
     pub attachments: usize,
     pub cost: Cost,
     pub command: Vec<String>,
@@ -302,6 +314,23 @@ impl Category {
             .get(&lang)
             .or_else(|| self.label.get(&Language::En))
             .map_or(self.name.as_str(), String::as_str)
+    }
+
+    /// What a card calls `field` in `lang`: its label there, else its English label, else the
+    /// field's own name.
+    pub fn field_label<'a>(&'a self, field: &'a str, lang: Language) -> &'a str {
+        self.field_labels
+            .get(field)
+            .and_then(|labels| labels.get(&lang).or_else(|| labels.get(&Language::En)))
+            .map_or(field, String::as_str)
+    }
+
+    /// Every field's label in `lang` ([`Category::field_label`]), by field name.
+    pub fn field_labels_in(&self, lang: Language) -> BTreeMap<String, String> {
+        self.fields
+            .iter()
+            .map(|field| (field.clone(), self.field_label(field, lang).to_owned()))
+            .collect()
     }
 }
 
@@ -1139,6 +1168,8 @@ fn limits(w: &mut Walker, t: &Table) -> Limits {
         bytes,
     );
 
+    let decline_reason_wait = decline_reason_wait(w, t, p, d.decline_reason_wait);
+
     Limits {
         card_ttl,
         decline_memory,
@@ -1151,6 +1182,40 @@ fn limits(w: &mut Walker, t: &Table) -> Limits {
         max_attachments,
         max_attachment_bytes,
         max_request_bytes,
+        decline_reason_wait,
+    }
+}
+
+/// `limits.decline_reason_wait`: a duration up to its ceiling, or zero (`"0"`, `"0s"`, `"0m"`,
+/// `"0h"`) for no wait at all — the strict duration syntax has no zero, and here zero is the
+/// way to turn the feature off.
+fn decline_reason_wait(w: &mut Walker, t: &Table, p: &str, default: Duration) -> Duration {
+    let key = "decline_reason_wait";
+    let Some(raw) = w.string(
+        t,
+        p,
+        key,
+        "a string with a unit, like \"60s\", or \"0s\" for none",
+    ) else {
+        return default;
+    };
+    if matches!(raw, "0" | "0s" | "0m" | "0h") {
+        return Duration::ZERO;
+    }
+    match parse_duration(raw) {
+        Ok(wait) if wait > DECLINE_REASON_WAIT_MAX => {
+            let ceiling = fmt_duration(DECLINE_REASON_WAIT_MAX);
+            w.report(
+                join(p, key),
+                format!("{raw} is over the ceiling of {ceiling}"),
+            );
+            default
+        }
+        Ok(wait) => wait,
+        Err(message) => {
+            w.report(join(p, key), format!("{message}, or \"0s\" for no wait"));
+            default
+        }
     }
 }
 
@@ -1303,6 +1368,7 @@ fn category(
     let text = w.choice(t, p, "text", &presence).unwrap_or(Presence::None);
 
     let fields = category_fields(w, p, t);
+    let field_labels = category_field_labels(w, p, t, &fields);
 
     let mut attachments = 0;
     if let Some(n) = w.integer(t, p, "attachments", "an integer") {
@@ -1322,32 +1388,9 @@ fn category(
     let cost = category_cost(w, p, t);
     let command = category_command(w, p, t);
 
-    let mut run_as = None;
-    if let Some(user) = w.string(t, p, "run_as", "a string with a user name") {
-        if is_valid_user_name(user) {
-            run_as = Some(user.to_owned());
-        } else {
-            w.report(
-                join(p, "run_as"),
-                format!("{user:?} is not a valid user name; use [a-z_][a-z0-9_-]{{0,31}}"),
-            );
-        }
-    }
-
+    let run_as = category_run_as(w, p, t);
     let env_file = w.abs_path(t, p, "env_file");
-
-    let mut timeout = DEFAULT_COMMAND_TIMEOUT;
-    if let Some((d, raw)) = w.duration(t, p, "timeout") {
-        if d > MAX_COMMAND_TIMEOUT {
-            let max = fmt_duration(MAX_COMMAND_TIMEOUT);
-            w.report(
-                join(p, "timeout"),
-                format!("{raw} is over the maximum of {max}"),
-            );
-        } else {
-            timeout = d;
-        }
-    }
+    let timeout = category_timeout(w, p, t);
 
     Some(Category {
         name: name.to_owned(),
@@ -1358,6 +1401,7 @@ fn category(
         target,
         text,
         fields,
+        field_labels,
         attachments,
         cost,
         command: command?,
@@ -1365,6 +1409,33 @@ fn category(
         env_file,
         timeout,
     })
+}
+
+fn category_run_as(w: &mut Walker, p: &str, t: &Table) -> Option<String> {
+    let user = w.string(t, p, "run_as", "a string with a user name")?;
+    if is_valid_user_name(user) {
+        return Some(user.to_owned());
+    }
+    w.report(
+        join(p, "run_as"),
+        format!("{user:?} is not a valid user name; use [a-z_][a-z0-9_-]{{0,31}}"),
+    );
+    None
+}
+
+fn category_timeout(w: &mut Walker, p: &str, t: &Table) -> Duration {
+    let Some((d, raw)) = w.duration(t, p, "timeout") else {
+        return DEFAULT_COMMAND_TIMEOUT;
+    };
+    if d > MAX_COMMAND_TIMEOUT {
+        let max = fmt_duration(MAX_COMMAND_TIMEOUT);
+        w.report(
+            join(p, "timeout"),
+            format!("{raw} is over the maximum of {max}"),
+        );
+        return DEFAULT_COMMAND_TIMEOUT;
+    }
+    d
 }
 
 fn category_label(w: &mut Walker, p: &str, t: &Table) -> Option<BTreeMap<Language, String>> {
@@ -1379,17 +1450,23 @@ fn category_label(w: &mut Walker, p: &str, t: &Table) -> Option<BTreeMap<Languag
         }
         return None;
     };
-    w.unknown_keys(table, &key, LABEL_KEYS);
+    label_table(w, &key, table)
+}
+
+/// A table of one-line labels by language, `{ en = "…", ru = "…", pt = "…" }`, under `key`; an
+/// English one is required, as the others fall back to it.
+fn label_table(w: &mut Walker, key: &str, table: &Table) -> Option<BTreeMap<Language, String>> {
+    w.unknown_keys(table, key, LABEL_KEYS);
     let mut labels = BTreeMap::new();
     for lang in Language::ALL {
-        let Some(s) = w.string(table, &key, lang.as_str(), "a string") else {
+        let Some(s) = w.string(table, key, lang.as_str(), "a string") else {
             continue;
         };
         if s.trim().is_empty() {
-            w.report(join(&key, lang.as_str()), "must not be empty");
+            w.report(join(key, lang.as_str()), "must not be empty");
         } else if s.contains(['\n', '\r']) {
-            // Labels are card titles and button captions: one line.
-            w.report(join(&key, lang.as_str()), "must be a single line");
+            // Labels are card titles, field names and button captions: one line.
+            w.report(join(key, lang.as_str()), "must be a single line");
         } else {
             labels.insert(lang, s.to_owned());
         }
@@ -1399,6 +1476,46 @@ fn category_label(w: &mut Walker, p: &str, t: &Table) -> Option<BTreeMap<Languag
         return None;
     }
     Some(labels)
+}
+
+/// `field_labels`: a table keyed by the category's own field names, each a label table like
+/// the category's `label`. Optional, so a config that only lists `fields` stays valid; a key
+/// that is not one of `fields` is a problem named by its key.
+fn category_field_labels(
+    w: &mut Walker,
+    p: &str,
+    t: &Table,
+    fields: &[String],
+) -> BTreeMap<String, BTreeMap<Language, String>> {
+    let key = join(p, "field_labels");
+    let expected = "a table like { reply_to = { en = \"Reply to\" } }";
+    let mut out = BTreeMap::new();
+    let Some(table) = w.table(t, p, "field_labels", expected) else {
+        return out;
+    };
+    for (field, value) in table {
+        let path = join(&key, field);
+        if !fields.contains(field) {
+            let listed = if fields.is_empty() {
+                "the category lists no fields".to_owned()
+            } else {
+                format!("the category's fields are {}", fields.join(", "))
+            };
+            w.report(
+                &path,
+                format!("{field:?} is not one of this category's fields; {listed}"),
+            );
+            continue;
+        }
+        let Value::Table(labels) = value else {
+            w.wrong_type(path, "a table like { en = \"Reply to\" }", value);
+            continue;
+        };
+        if let Some(labels) = label_table(w, &path, labels) {
+            out.insert(field.clone(), labels);
+        }
+    }
+    out
 }
 
 fn category_fields(w: &mut Walker, p: &str, t: &Table) -> Vec<String> {
@@ -1699,6 +1816,7 @@ command = ["/usr/lib/consentd/publish-x"]
         assert_eq!(cat.cost, Cost::Request);
         assert_eq!(cat.fields, ["reply_to"]);
         assert_eq!(cat.label(Language::Ru), "Пост в X");
+        assert_eq!(cat.field_label("reply_to", Language::En), "Reply to");
         assert_eq!(config.paths.state_dir, Path::new("/var/lib/consentd"));
         assert_eq!(config.paths.socket, Path::new("/run/consentd/consent.sock"));
         let zernio = &config.categories["publish_zernio"];
@@ -1747,6 +1865,7 @@ command = ["/usr/lib/consentd/publish-x"]
         assert_eq!(l.max_attachments, 4);
         assert_eq!(l.max_attachment_bytes, 20_971_520);
         assert_eq!(l.max_request_bytes, 33_554_432);
+        assert_eq!(l.decline_reason_wait, secs(60));
         assert_eq!(c.gate.quiet_hours, Some((hm(23, 0), hm(8, 0))));
         assert_eq!(c.gate.night_card_limit, 2);
         assert_eq!(c.gate.summary_at, hm(21, 0));
@@ -1763,6 +1882,7 @@ command = ["/usr/lib/consentd/publish-x"]
         assert_eq!(cat.target, Presence::None);
         assert_eq!(cat.text, Presence::None);
         assert!(cat.fields.is_empty());
+        assert!(cat.field_labels.is_empty());
         assert_eq!(cat.attachments, 0);
         assert_eq!(cat.cost, Cost::None);
         assert_eq!(cat.run_as, None);
@@ -2544,6 +2664,40 @@ command = ["rm"]
         );
     }
 
+    #[test]
+    fn limits_decline_reason_wait_ceiling_zero_and_syntax() {
+        let key = "limits.decline_reason_wait";
+        check_problem(
+            "[limits]\ndecline_reason_wait = \"11m\"\n",
+            key,
+            "11m is over the ceiling of 10m",
+        );
+        check_problem(
+            "[limits]\ndecline_reason_wait = \"601s\"\n",
+            key,
+            "601s is over the ceiling of 10m",
+        );
+        check_problem(
+            "[limits]\ndecline_reason_wait = \"60\"\n",
+            key,
+            "needs a unit (s, m or h), like \"60m\", or \"0s\" for no wait",
+        );
+        check_problem(
+            "[limits]\ndecline_reason_wait = 60\n",
+            key,
+            "expected a string with a unit, like \"60s\", or \"0s\" for none",
+        );
+        check_problem("[limits]\ndecline_reason_wait = \"00s\"\n", key, "is zero");
+        for zero in ["0", "0s", "0m", "0h"] {
+            let snippet = format!("[limits]\ndecline_reason_wait = \"{zero}\"\n");
+            assert_eq!(check_ok(&snippet).limits.decline_reason_wait, secs(0));
+        }
+        let lowered = check_ok("[limits]\ndecline_reason_wait = \"90s\"\n");
+        assert_eq!(lowered.limits.decline_reason_wait, secs(90));
+        let ceiling = check_ok("[limits]\ndecline_reason_wait = \"10m\"\n");
+        assert_eq!(ceiling.limits.decline_reason_wait, secs(600));
+    }
+
     // --- gate ---
 
     #[test]
@@ -2858,6 +3012,71 @@ command = ["rm"]
         assert_eq!(
             (cat.target, cat.text),
             (Presence::Optional, Presence::Required)
+        );
+    }
+
+    #[test]
+    fn category_field_labels_are_optional_and_per_language() {
+        let cat = category_ok("fields = [\"reply_to\", \"lang\"]\n");
+        assert_eq!(cat.field_label("reply_to", Language::Ru), "reply_to");
+        let cat = category_ok(
+            "fields = [\"reply_to\", \"lang\"]\n\
+             [categories.publish_x.field_labels]\n\
+             reply_to = { en = \"Reply to\", ru = \"Ответ на\", pt = \"Resposta a\" }\n\
+             lang = { en = \"Language\" }\n",
+        );
+        assert_eq!(cat.field_label("reply_to", Language::En), "Reply to");
+        assert_eq!(cat.field_label("reply_to", Language::Ru), "Ответ на");
+        assert_eq!(cat.field_label("reply_to", Language::Pt), "Resposta a");
+        // English when the language has none; the name when the field has none.
+        assert_eq!(cat.field_label("lang", Language::Pt), "Language");
+        assert_eq!(cat.field_label("other", Language::En), "other");
+        assert_eq!(
+            cat.field_labels_in(Language::Ru),
+            BTreeMap::from([
+                ("lang".to_owned(), "Language".to_owned()),
+                ("reply_to".to_owned(), "Ответ на".to_owned()),
+            ])
+        );
+    }
+
+    #[test]
+    fn category_field_labels_rules() {
+        let fields = "fields = [\"reply_to\"]\n[categories.publish_x.field_labels]\n";
+        check_category_problem(
+            &format!("{fields}reply = {{ en = \"Reply\" }}\n"),
+            "categories.publish_x.field_labels.reply",
+            "\"reply\" is not one of this category's fields; the category's fields are reply_to",
+        );
+        check_category_problem(
+            "[categories.publish_x.field_labels]\nreply_to = { en = \"Reply\" }\n",
+            "categories.publish_x.field_labels.reply_to",
+            "the category lists no fields",
+        );
+        check_category_problem(
+            &format!("{fields}reply_to = {{ ru = \"Ответ\" }}\n"),
+            "categories.publish_x.field_labels.reply_to",
+            "an \"en\" label is required",
+        );
+        check_category_problem(
+            &format!("{fields}reply_to = {{ en = \"Reply\", de = \"Antwort\" }}\n"),
+            "categories.publish_x.field_labels.reply_to.de",
+            "unknown key",
+        );
+        check_category_problem(
+            &format!("{fields}reply_to = {{ en = \"Reply\\nto\" }}\n"),
+            "categories.publish_x.field_labels.reply_to.en",
+            "must be a single line",
+        );
+        check_category_problem(
+            &format!("{fields}reply_to = \"Reply to\"\n"),
+            "categories.publish_x.field_labels.reply_to",
+            "expected a table",
+        );
+        check_category_problem(
+            "fields = [\"reply_to\"]\nfield_labels = [\"Reply to\"]\n",
+            "categories.publish_x.field_labels",
+            "expected a table",
         );
     }
 

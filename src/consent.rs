@@ -5,6 +5,11 @@
 //! the end of a run. Deciding is done by pure functions — [`crate::press::verify`],
 //! [`crate::pairing::decide`], the card renderers — and this module does the IO around them.
 
+mod reply;
+mod stale;
+
+pub(crate) use reply::reason_deadline;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -67,6 +72,8 @@ struct Subject {
     digest: String,
     open: bool,
     window: Option<Window>,
+    /// Why it is not open, in words the owner's press can be answered with.
+    stale: Option<card::owner::Stale>,
 }
 
 /// Everything a press is judged on.
@@ -78,12 +85,23 @@ struct PressFacts {
     message: MessageFacts,
 }
 
+/// A text message in a private chat, as the loop reads it.
+#[derive(Debug)]
+struct Said {
+    chat: ChatRef,
+    text: String,
+    /// The message it replies to, if any.
+    reply_to: Option<i64>,
+}
+
 /// Who pressed, and the update's next offset and time, for what the press changes.
 #[derive(Debug)]
 struct Decision {
     from: Person,
     next: i64,
     now: DateTime<Utc>,
+    /// The pressed message (chat, message id), when Telegram said which.
+    message: Option<(i64, i64)>,
 }
 
 /// The owner, once known: from the config, or paired.
@@ -390,16 +408,14 @@ impl Consent {
     async fn ending(&self, record: &Record, finish: &Finish, now: DateTime<Utc>) -> Ending {
         let Some(mandate_id) = record.mandate_id.clone() else {
             // The edit keeps saying who decided (SPEC §6), now with how the run ended.
-            let edit = self
-                .outcome_text_with(
-                    record,
-                    finish.state,
-                    record.decided_by_name.as_deref(),
-                    finish.result.as_deref(),
-                    finish.message.as_deref(),
-                    now,
-                )
-                .await;
+            let outcome = Outcome {
+                state: finish.state.as_str(),
+                decided_by: record.decided_by_name.clone(),
+                result: finish.result.as_deref(),
+                reason: finish.message.as_deref(),
+                reply_by: None,
+            };
+            let edit = self.outcome_text_with(record, outcome, now).await;
             return Ending {
                 record_id: record.id.clone(),
                 edit: Some(edit),
@@ -442,6 +458,7 @@ impl Consent {
             decided_by: None,
             result: finish.result.as_deref(),
             reason: finish.message.as_deref(),
+            reply_by: None,
         };
         let label = self.label(record, lang);
         // The receipt shows the action's target, not the mandate's terms.
@@ -506,12 +523,18 @@ impl Consent {
                 chat,
                 text,
                 forwarded,
+                reply_to,
                 ..
             } => {
                 if !chat.private || forwarded {
                     return self.store.call(move |db| db.skip_update(next, now)).await;
                 }
-                self.text(from, chat, text, next, now).await
+                let said = Said {
+                    chat,
+                    text,
+                    reply_to,
+                };
+                self.text(from, said, next, now).await
             }
             Incoming::Press { press, .. } => self.press(press, next, runs, events).await,
         }
@@ -520,14 +543,18 @@ impl Consent {
     async fn text(
         &self,
         from: Person,
-        chat: ChatRef,
-        text: String,
+        said: Said,
         next: i64,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let command = commands::parse(&text, self.config.gate.night_card_limit);
+        let chat = said.chat;
+        let command = commands::parse(&said.text, self.config.gate.night_card_limit);
         match (self.owner(), command) {
             (None, Command::Start(code)) => self.pair(from, chat, code, next, now).await,
+            // Not a command, in reply to a message: perhaps the reason for a No.
+            (Some(owner), Command::Unknown) if from.id == owner.id && said.reply_to.is_some() => {
+                self.owner_reply(owner, said, next, now).await
+            }
             (Some(owner), command) if from.id == owner.id => {
                 self.command(owner, chat, command, next, now).await
             }
@@ -572,63 +599,17 @@ impl Consent {
                 vec![text_body(card::owner::anchor(locales, lang, head))]
             }
             Command::Usage(usage) => vec![text_body(card::owner::usage(locales, lang, usage))],
-            Command::Quiet(quiet) => {
-                let value = match quiet {
-                    Some((from, to)) => format!("{}-{}", from.format("%H:%M"), to.format("%H:%M")),
-                    None => "off".to_owned(),
-                };
-                let reply = card::owner::quiet_set(locales, lang, quiet);
-                // The gate the sender reads changes before the store releases held cards: a
-                // card held under the old hours after that release is released by the sender
-                // itself (see `sender::card_delivery`).
-                self.write_gate().quiet_hours = quiet;
-                self.set(owner, "quiet_hours", value, reply, next, now)
-                    .await?;
-                return Ok(());
+            Command::QuietNow | Command::NightCardsNow => {
+                vec![text_body(self.setting_now(command, lang))]
             }
-            Command::NightCards(count) => {
-                let reply = card::owner::nightcards_set(locales, lang, count);
-                // Before the store's release of held cards, as for the quiet hours.
-                self.write_gate().night_card_limit = count;
-                self.set(
-                    owner,
-                    "night_card_limit",
-                    count.to_string(),
-                    reply,
-                    next,
-                    now,
-                )
-                .await?;
-                return Ok(());
+            Command::Quiet(_) | Command::NightCards(_) | Command::Summary(_) | Command::Lang(_) => {
+                return self.change_setting(owner, command, next, now).await;
             }
-            Command::Summary(at) => {
-                let reply = card::owner::summary_set(locales, lang, at);
-                let value = at.format("%H:%M").to_string();
-                self.set(owner, "summary_at", value, reply, next, now)
-                    .await?;
-                self.write_gate().summary_at = at;
-                return Ok(());
-            }
-            Command::Lang(chosen) => {
-                let reply = card::owner::lang_set(locales, chosen);
-                self.set(
-                    owner,
-                    "language",
-                    chosen.as_str().to_owned(),
-                    reply,
-                    next,
-                    now,
-                )
-                .await?;
-                let mut cell = self.owner.write().unwrap_or_else(|p| p.into_inner());
-                if let Some(owner) = cell.as_mut() {
-                    owner.language = chosen;
-                }
-                return Ok(());
-            }
-            Command::Start(_) | Command::Help | Command::Unknown => {
+            Command::Start(_) | Command::Help => {
                 vec![text_body(card::help_text(locales, lang))]
             }
+            // One line, not the whole help: a stray message is more often a slip than a question.
+            Command::Unknown => vec![text_body(card::owner::help_pointer(locales, lang))],
         };
         self.store
             .call(move |db| {
@@ -648,6 +629,77 @@ impl Consent {
                 })
             })
             .await
+    }
+
+    /// What `/quiet` or `/nightcards` alone answers: the setting as the gate has it now (the
+    /// config's, or the owner's own over it).
+    fn setting_now(&self, command: Command, lang: Language) -> String {
+        let gate = self.gate.read().unwrap_or_else(|p| p.into_inner()).clone();
+        match command {
+            Command::NightCardsNow => card::owner::nightcards_current(
+                &self.locales,
+                lang,
+                gate.night_card_limit,
+                self.config.gate.night_card_limit,
+            ),
+            _ => card::owner::quiet_current(&self.locales, lang, gate.quiet_hours),
+        }
+    }
+
+    /// `/quiet`, `/nightcards`, `/summary` or `/lang` with its value: stored, journaled, replied
+    /// to, and in force at once.
+    async fn change_setting(
+        &self,
+        owner: Owner,
+        command: Command,
+        next: i64,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let lang = owner.language;
+        let locales = &self.locales;
+        match command {
+            Command::Quiet(quiet) => {
+                let value = match quiet {
+                    Some((from, to)) => format!("{}-{}", from.format("%H:%M"), to.format("%H:%M")),
+                    None => "off".to_owned(),
+                };
+                let reply = card::owner::quiet_set(locales, lang, quiet);
+                // The gate the sender reads changes before the store releases held cards: a
+                // card held under the old hours after that release is released by the sender
+                // itself (see `sender::card_delivery`).
+                self.write_gate().quiet_hours = quiet;
+                self.set(owner, "quiet_hours", value, reply, next, now)
+                    .await
+            }
+            Command::NightCards(count) => {
+                let reply = card::owner::nightcards_set(locales, lang, count);
+                // Before the store's release of held cards, as for the quiet hours.
+                self.write_gate().night_card_limit = count;
+                let value = count.to_string();
+                self.set(owner, "night_card_limit", value, reply, next, now)
+                    .await
+            }
+            Command::Summary(at) => {
+                let reply = card::owner::summary_set(locales, lang, at);
+                let value = at.format("%H:%M").to_string();
+                self.set(owner, "summary_at", value, reply, next, now)
+                    .await?;
+                self.write_gate().summary_at = at;
+                Ok(())
+            }
+            Command::Lang(chosen) => {
+                let reply = card::owner::lang_set(locales, chosen);
+                let value = chosen.as_str().to_owned();
+                self.set(owner, "language", value, reply, next, now).await?;
+                let mut cell = self.owner.write().unwrap_or_else(|p| p.into_inner());
+                if let Some(owner) = cell.as_mut() {
+                    owner.language = chosen;
+                }
+                Ok(())
+            }
+            // Not a setting (the caller sends only settings here): only the offset moves.
+            _ => self.store.call(move |db| db.skip_update(next, now)).await,
+        }
     }
 
     /// Stores one of the owner's settings (journaled `settings`) with its reply.
@@ -680,30 +732,39 @@ impl Consent {
             &self.locales,
             lang,
         ))];
-        for (kind, category) in &self.config.categories {
-            let (text, button) = card::owner::category_item(
-                &self.locales,
-                lang,
-                category.label(lang),
-                category.class.as_str(),
-                self.category_enabled(kind),
-            );
-            let buttons = self.signed(vec![button], kind, CATEGORY_DIGEST);
-            replies.push(Body::new(Styled::plain(text), buttons));
+        for kind in self.config.categories.keys() {
+            replies.push(self.category_line(kind, self.category_enabled(kind), lang));
         }
         replies
     }
 
+    /// One kind's line in `/categories`: its label, class and switch (`on`), and the signed
+    /// button that flips it.
+    fn category_line(&self, kind: &str, on: bool, lang: Language) -> Body {
+        let category = self.config.categories.get(kind);
+        let (text, button) = card::owner::category_item(
+            &self.locales,
+            lang,
+            category.map_or(kind, |c| c.label(lang)),
+            category.map_or("external", |c| c.class.as_str()),
+            on,
+        );
+        Body::new(
+            Styled::plain(text),
+            self.signed(vec![button], kind, CATEGORY_DIGEST),
+        )
+    }
+
     /// The owner's On or Off: the switch is stored and journaled, the shared switches change,
-    /// and the owner is told.
+    /// and the owner is told; the pressed `/categories` line is drawn again with its new state
+    /// and the button that flips it back.
     async fn switch_category(
         &self,
         kind: String,
         on: bool,
-        by: i64,
-        next: i64,
-        now: DateTime<Utc>,
+        decision: &Decision,
     ) -> Result<(), StoreError> {
+        let (by, next, now) = (decision.from.id, decision.next, decision.now);
         let lang = self.language();
         let label = self
             .config
@@ -711,11 +772,18 @@ impl Consent {
             .get(&kind)
             .map_or(kind.clone(), |c| c.label(lang).to_owned());
         let reply = card::owner::category_switched(&self.locales, lang, &label, on);
+        let redrawn = decision
+            .message
+            .map(|message| (message, self.category_line(&kind, on, lang)));
         let stored = kind.clone();
         let changed = self.category_enabled(&kind) != on;
         self.store
             .call(move |db| {
                 db.switch_category(&stored, on, changed, by, next, now, |tx, effects| {
+                    if let Some(((chat, message_id), body)) = redrawn {
+                        outbox::queue_message_edit(tx, chat, message_id, &body, effects.now)?;
+                        effects.queued = true;
+                    }
                     say(tx, effects, by, reply, Sound::Silent)
                 })
             })
@@ -930,15 +998,9 @@ impl Consent {
         };
         let subject = match (&callback, &record) {
             (None, _) => None,
-            (Some(callback), _) if is_switch(callback.action) => self
-                .config
-                .categories
-                .contains_key(&callback.subject)
-                .then(|| Subject {
-                    digest: CATEGORY_DIGEST.to_owned(),
-                    open: true,
-                    window: None,
-                }),
+            (Some(callback), _) if is_switch(callback.action) => {
+                self.switch_subject(&callback.subject, callback.action)
+            }
             (Some(_), None) => None,
             (Some(callback), Some(record)) => {
                 Some(self.record_subject(callback.action, record, &now).await?)
@@ -960,7 +1022,7 @@ impl Consent {
         record: &Record,
         now: &Now,
     ) -> Result<Subject, StoreError> {
-        let (open, window) = match action {
+        let (open, window, stale) = match action {
             // Resume names the record whose no started the silence: it is open while that
             // silence lasts, and a later silence (started by another record) is not its own.
             PressAction::Resume => {
@@ -970,25 +1032,31 @@ impl Consent {
                     .store
                     .call(move |db| db.silence_of(&kind, wall))
                     .await?;
-                let open = match silence {
-                    Some(Some(by)) => by == record.id,
+                let open = match &silence {
+                    Some(Some(by)) => *by == record.id,
                     // A silence from before silences were named: any Resume of its kind.
                     Some(None) => true,
                     None => false,
                 };
-                (open, None)
+                (open, None, stale::resume(silence.is_some()))
             }
             // Stop names the mandate: open while granted, not stopped and in its term.
             PressAction::Stop => (
                 record.mandate.as_ref().is_some_and(|m| m.is_open(now.wall)),
                 None,
+                stale::stop(record.mandate.as_ref()),
             ),
-            _ => (record.state == RecordState::CardShown, record.window()),
+            _ => (
+                record.state == RecordState::CardShown,
+                record.window(),
+                stale::card(record.state),
+            ),
         };
         Ok(Subject {
             digest: record.digest.clone().unwrap_or_default(),
             open,
             window,
+            stale: stale.filter(|_| !open),
         })
     }
 
@@ -1053,19 +1121,14 @@ impl Consent {
         let data = press.data.clone().unwrap_or_default();
         let verdict = press::verify(&data, &self.key, &context);
         // Answered first: Telegram gives a query only seconds.
-        let answer = match &verdict {
-            Verdict::Accept { .. } => None,
-            Verdict::Reject(_) => Some(card::not_accepted(
-                &self.locales,
-                self.language_for(&press.from),
-            )),
-        };
+        let answer = self.press_answer(&verdict, &facts, &press.from);
         self.answer(press.query_id.clone(), answer);
         let subject = facts.callback.map(|c| c.subject);
         let decision = Decision {
             from: press.from,
             next,
             now: now.wall,
+            message: chat_message(press.chat, press.message_id),
         };
         if verdict.is_accept() && facts.message == MessageFacts::Drawn(AsDrawn::Changed) {
             // Only a press that takes something back counts on an altered message; the owner
@@ -1093,8 +1156,7 @@ impl Consent {
     ) -> Result<(), StoreError> {
         if is_switch(action) {
             let on = action == PressAction::CategoryOn;
-            let Decision { from, next, now } = decision;
-            return self.switch_category(subject, on, from.id, next, now).await;
+            return self.switch_category(subject, on, &decision).await;
         }
         let Some(record) = record else {
             return self
@@ -1130,7 +1192,9 @@ impl Consent {
         runs: &TaskTracker,
         events: &mpsc::Sender<Event>,
     ) -> Result<(), StoreError> {
-        let Decision { from, next, now } = &decision;
+        let Decision {
+            from, next, now, ..
+        } = &decision;
         let (next, now) = (*next, *now);
         let owner_id = self.owner().map_or(from.id, |o| o.id);
         let edit = self
@@ -1165,13 +1229,13 @@ impl Consent {
     /// The owner's No (or Decline): declined in one compare-and-set; at the streak's limit the
     /// kind is silenced and the owner gets the notice with Resume.
     async fn declined(&self, record: Record, decision: Decision) -> Result<(), StoreError> {
-        let Decision { from, next, now } = &decision;
+        let Decision {
+            from, next, now, ..
+        } = &decision;
         let (next, now) = (*next, *now);
         let owner_id = self.owner().map_or(from.id, |o| o.id);
         let lang = self.language();
-        let edit = self
-            .outcome_text(&record, RecordState::Declined, Some(&from.name), now)
-            .await;
+        let edit = self.declined_text(&record, &from.name, now).await;
         let notice = self.silenced_notice(&record, lang, now);
         let (decider, by, id) = (from.name.clone(), from.id, record.id.clone());
         let streak_limit = self.config.limits.decline_streak;
@@ -1210,7 +1274,9 @@ impl Consent {
 
     /// The owner's Resume: the silence this record started ends (a later one stays).
     async fn resumed(&self, record: Record, decision: Decision) -> Result<(), StoreError> {
-        let Decision { from, next, now } = decision;
+        let Decision {
+            from, next, now, ..
+        } = decision;
         let owner_id = self.owner().map_or(from.id, |o| o.id);
         let lang = self.language();
         let kind = record.kind.clone().unwrap_or_default();
@@ -1231,7 +1297,9 @@ impl Consent {
 
     /// The owner's Stop on a mandate.
     async fn stopped(&self, record: Record, decision: Decision) -> Result<(), StoreError> {
-        let Decision { from, next, now } = decision;
+        let Decision {
+            from, next, now, ..
+        } = decision;
         let owner_id = self.owner().map_or(from.id, |o| o.id);
         let lang = self.language();
         let label = self.label(&record, lang);
@@ -1301,7 +1369,9 @@ impl Consent {
         decision: &Decision,
         subject: Option<String>,
     ) -> Result<(), StoreError> {
-        let Decision { from, next, now } = decision;
+        let Decision {
+            from, next, now, ..
+        } = decision;
         let (next, now) = (*next, *now);
         tracing::warn!(
             presser = from.id,
@@ -1382,16 +1452,14 @@ impl Consent {
     async fn claim_notices(&self, record: &Record, now: DateTime<Utc>) -> ClaimNotices {
         let lang = self.language();
         let decided_by = record.decided_by_name.as_deref();
-        let refused_edit = self
-            .outcome_text_with(
-                record,
-                RecordState::Refused,
-                None,
-                None,
-                Some("category_off"),
-                now,
-            )
-            .await;
+        let refused = Outcome {
+            state: RecordState::Refused.as_str(),
+            decided_by: None,
+            result: None,
+            reason: Some("category_off"),
+            reply_by: None,
+        };
+        let refused_edit = self.outcome_text_with(record, refused, now).await;
         let expired_edit = self
             .outcome_text(record, RecordState::Expired, decided_by, now)
             .await;
@@ -1719,15 +1787,14 @@ impl Consent {
         decided_by: Option<&str>,
         now: DateTime<Utc>,
     ) -> Styled {
-        self.outcome_text_with(
-            record,
-            state,
-            decided_by,
-            record.result.as_deref(),
-            record.reason.as_deref(),
-            now,
-        )
-        .await
+        let outcome = Outcome {
+            state: state.as_str(),
+            decided_by: decided_by.map(str::to_owned),
+            result: record.result.as_deref(),
+            reason: record.reason.as_deref(),
+            reply_by: None,
+        };
+        self.outcome_text_with(record, outcome, now).await
     }
 
     /// The targets a record's card was drawn against (`Db::known_targets_for`), so its edits
@@ -1744,13 +1811,12 @@ impl Consent {
         }
     }
 
+    /// The card's edit once `record` has `outcome`: the action's card, or the mandate card (which
+    /// shows no result).
     async fn outcome_text_with(
         &self,
         record: &Record,
-        state: RecordState,
-        decided_by: Option<&str>,
-        result: Option<&str>,
-        reason: Option<&str>,
+        outcome: Outcome<'_>,
         now: DateTime<Utc>,
     ) -> Styled {
         let lang = self.language();
@@ -1760,10 +1826,8 @@ impl Consent {
             let warnings = lookalike::warnings_each(&row.targets, &known);
             let view = self.mandate_view(row, &label, &warnings);
             let outcome = Outcome {
-                state: state.as_str(),
-                decided_by: decided_by.map(str::to_owned),
                 result: None,
-                reason,
+                ..outcome
             };
             return card::mandate::render_mandate_outcome(
                 &view,
@@ -1779,17 +1843,7 @@ impl Consent {
             .and_then(parse_time)
             .unwrap_or(now);
         with_view(self, record, &known, lang, expires, |view| {
-            card::render_outcome(
-                view,
-                &self.locales,
-                lang,
-                &Outcome {
-                    state: state.as_str(),
-                    decided_by: decided_by.map(str::to_owned),
-                    result,
-                    reason,
-                },
-            )
+            card::render_outcome(view, &self.locales, lang, &outcome)
         })
     }
 
@@ -1811,6 +1865,11 @@ impl Consent {
             self.signed(buttons, &record.id, digest),
         )
     }
+}
+
+/// The pressed message as (chat, message id), when Telegram said both.
+fn chat_message(chat: Option<ChatRef>, message_id: Option<i64>) -> Option<(i64, i64)> {
+    Some((chat?.id, message_id?))
 }
 
 fn parse_time(text: &str) -> Option<DateTime<Utc>> {
@@ -1919,6 +1978,9 @@ fn with_view<T>(
     let category = consent.config.categories.get(kind);
     let label = category.map_or(kind, |c| c.label(lang));
     let class = category.map_or("external", |c| c.class.as_str());
+    let field_labels = category
+        .map(|c| c.field_labels_in(lang))
+        .unwrap_or_default();
     let attachments: Vec<AttachmentView<'_>> = record
         .attachments
         .iter()
@@ -1941,6 +2003,7 @@ fn with_view<T>(
         target: record.target.as_deref(),
         target_warnings: &target_warnings,
         fields: &record.fields,
+        field_labels: &field_labels,
         cost_usd: record.cost_usd.as_deref(),
         attachments: &attachments,
         text: record.text.as_deref(),

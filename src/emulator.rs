@@ -715,6 +715,18 @@ impl EmuState {
         if let Some(origin) = &m.forward_origin {
             o.insert("forward_origin".into(), origin.clone());
         }
+        // As Telegram does: the message replied to, whole, without its own `reply_to_message`.
+        let replied = m
+            .reply_to_message_id
+            .and_then(|id| self.find(m.chat_id, id))
+            .filter(|replied| !replied.deleted);
+        if let Some(replied) = replied {
+            let replied = ChatMessage {
+                reply_to_message_id: None,
+                ..replied.clone()
+            };
+            o.insert("reply_to_message".into(), self.render(config, &replied));
+        }
         if let Some(text) = &m.text {
             o.insert("text".into(), json!(text));
             // Telegram marks a leading /command in what users write; command parsers rely on it.
@@ -1041,8 +1053,27 @@ impl Emulator {
     /// A `message` update for a text the user writes; the message is stored in the chat (with
     /// the next message id) so the bot can reply to it. Push it with [`Emulator::push_update`].
     pub fn message_update(&self, from: &UserSpec, chat: ChatSpec, text: &str) -> Value {
-        let message = self.incoming(from, chat, text, None);
+        let message = self.incoming(from, chat, text, None, None);
         json!({ "message": message })
+    }
+
+    /// A `message` update for a text the user writes in reply to message `reply_to` of the same
+    /// chat (it carries `reply_to_message`, as Telegram's does).
+    pub fn reply_update(
+        &self,
+        from: &UserSpec,
+        chat: ChatSpec,
+        text: &str,
+        reply_to: i64,
+    ) -> Value {
+        let message = self.incoming(from, chat, text, None, Some(reply_to));
+        json!({ "message": message })
+    }
+
+    /// Pushes a user's text in reply to message `reply_to`; returns the update id.
+    pub fn push_reply(&self, from: &UserSpec, chat: ChatSpec, text: &str, reply_to: i64) -> i64 {
+        let update = self.reply_update(from, chat, text, reply_to);
+        self.push_update(update)
     }
 
     /// A `message` update for a text the user forwards from `original_sender` (it carries
@@ -1059,7 +1090,7 @@ impl Emulator {
             "date": unix_now() - 60,
             "sender_user": original_sender.to_json(),
         });
-        let message = self.incoming(from, chat, text, Some(origin));
+        let message = self.incoming(from, chat, text, Some(origin), None);
         json!({ "message": message })
     }
 
@@ -1069,12 +1100,14 @@ impl Emulator {
         chat: ChatSpec,
         text: &str,
         origin: Option<Value>,
+        reply_to: Option<i64>,
     ) -> Value {
         let mut state = self.state();
         state.users.insert(from.id, from.clone());
         let mut message = ChatMessage::blank(chat.id(), from.id, false, ContentKind::Text);
         message.text = Some(text.to_owned());
         message.forward_origin = origin;
+        message.reply_to_message_id = reply_to;
         let message = state.add_message(message);
         let rendered = state.render(&self.inner.config, &message);
         drop(state);

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
@@ -25,6 +26,10 @@ use crate::store::{
 
 /// Records in one `list` page.
 pub const LIST_PAGE: usize = 100;
+
+/// How often a final line held back for a No's reason looks at the clock again, besides waking
+/// when the record changes: the wait ends by the daemon's clock, which a test may move.
+const REASON_RECHECK: Duration = Duration::from_millis(500);
 
 /// The first answer to a request: final, or a first line and a record to wait on.
 #[derive(Debug, Clone, PartialEq)]
@@ -174,7 +179,7 @@ impl Intake {
             | AskOutcome::Joined(record)
             | AskOutcome::Existing(record) => record,
         };
-        if record.is_final() || !wait {
+        if self.settled(&record) || !wait {
             return Reply::Final(outcome_line(&record));
         }
         Reply::Wait {
@@ -206,6 +211,7 @@ impl Intake {
             .and_then(lookalike::mixed_scripts)
             .into_iter()
             .collect();
+        let field_labels = category.field_labels_in(lang);
         let view = CardView {
             record_id: "r_00000000000000000000",
             kind: &action.kind,
@@ -214,6 +220,7 @@ impl Intake {
             target: action.target.as_deref(),
             target_warnings: &warnings,
             fields: &action.fields,
+            field_labels: &field_labels,
             cost_usd: cost.as_deref(),
             attachments: &attachments,
             text: action.text.as_deref(),
@@ -306,7 +313,7 @@ impl Intake {
             return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
         };
         let line = summary_line(&record);
-        if record.is_final() || !wait {
+        if self.settled(&record) || !wait {
             return Ok(Reply::Final(line));
         }
         Ok(Reply::Wait {
@@ -343,7 +350,7 @@ impl Intake {
         })))
     }
 
-    /// Waits until record `id` reaches a final state and returns its final line.
+    /// Waits until record `id` is settled ([`Intake::settled`]) and returns its final line.
     pub async fn wait_final(&self, id: &str, summary: bool) -> Result<String, StoreError> {
         let mut changes = self.store.subscribe();
         loop {
@@ -353,15 +360,26 @@ impl Intake {
                 .call(move |db| db.record(&lookup))
                 .await?
                 .ok_or(StoreError::Missing)?;
-            if record.is_final() {
+            if self.settled(&record) {
                 return Ok(if summary {
                     summary_line(&record)
                 } else {
                     outcome_line(&record)
                 });
             }
+            // Held back for a reason: the clock is read again now and then, as well.
+            let recheck = self
+                .reason_wait_left(&record)
+                .map(|left| tokio::time::Instant::now() + left.min(REASON_RECHECK));
             loop {
-                match changes.recv().await {
+                let change = match recheck {
+                    Some(at) => match tokio::time::timeout_at(at, changes.recv()).await {
+                        Ok(change) => change,
+                        Err(_) => break,
+                    },
+                    None => changes.recv().await,
+                };
+                match change {
                     Ok(change) if change.id == id => break,
                     Ok(_) => continue,
                     // Missed some changes: read the record again rather than guess.
@@ -370,6 +388,26 @@ impl Intake {
                 }
             }
         }
+    }
+
+    /// Whether a record's answer to the session is complete: it is final, and not a No whose
+    /// reason may still come (the owner's reply within `decline_reason_wait`).
+    fn settled(&self, record: &Record) -> bool {
+        record.is_final() && self.reason_wait_left(record).is_none()
+    }
+
+    /// How much longer a declined record's final line waits for the owner's reason, by the
+    /// daemon's clock; `None` when it waits no more (a reason came, the wait is over or off).
+    fn reason_wait_left(&self, record: &Record) -> Option<Duration> {
+        if record.state != RecordState::Declined || record.decline_reason.is_some() {
+            return None;
+        }
+        let decided_at = DateTime::parse_from_rfc3339(record.decided_at.as_deref()?).ok()?;
+        let deadline = crate::consent::reason_deadline(
+            decided_at.with_timezone(&Utc),
+            self.config.limits.decline_reason_wait,
+        )?;
+        (deadline - self.clock.now()).to_std().ok()
     }
 }
 
@@ -388,13 +426,21 @@ pub fn outcome_line(record: &Record) -> String {
         id: Some(record.id.clone()),
         status: record.state.as_str().to_owned(),
         reason: record.reason.clone(),
-        message: record.message.clone(),
+        message: message_of(record),
         result: record
             .result
             .clone()
             .filter(|_| record.state == RecordState::Executed && record.subject == Subject::Action),
     }
     .to_line()
+}
+
+/// A record's `message`: what its state carries, or for a No the owner's reason.
+fn message_of(record: &Record) -> Option<String> {
+    record
+        .message
+        .clone()
+        .or_else(|| record.decline_reason.clone())
 }
 
 pub fn summary(record: &Record) -> RecordSummary {
@@ -404,7 +450,7 @@ pub fn summary(record: &Record) -> RecordSummary {
         status: record.state.as_str().to_owned(),
         is_final: record.is_final(),
         reason: record.reason.clone(),
-        message: record.message.clone(),
+        message: message_of(record),
         result: record.result.clone(),
         created_at: record.created_at.clone(),
         decided_at: record.decided_at.clone(),

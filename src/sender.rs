@@ -285,16 +285,22 @@ async fn send_row(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowErr
     Ok(())
 }
 
-/// Edits a record's card. An edit that takes its buttons away leaves nothing to press on it.
+/// Edits a record's card, or the row's own message. An edit that takes its buttons away leaves
+/// nothing to press on it; one without text takes only the buttons away.
 async fn send_edit(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowError> {
     let (store, seq, chat) = (out.store, row.seq, row.chat_id);
-    let record_id = row.record_id.clone().unwrap_or_default();
-    let lookup = record_id.clone();
-    let message_id = store
-        .call(move |db| db.record_message_id(&lookup, "card"))
-        .await?;
+    let message_id = match row.message_id {
+        Some(message_id) => Some(message_id),
+        None => {
+            let lookup = row.record_id.clone().unwrap_or_default();
+            store
+                .call(move |db| db.record_message_id(&lookup, "card"))
+                .await?
+        }
+    };
     let Some(message_id) = message_id else {
         // The card was never shown: there is nothing to edit.
+        let record_id = row.record_id.unwrap_or_default();
         let reason = format!("record {record_id} has no card to edit");
         store
             .call(move |db| db.outbox_dropped(seq, &reason))
@@ -302,6 +308,14 @@ async fn send_edit(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
         return Ok(());
     };
     pace.take().await;
+    if row.body.text.is_none() {
+        out.telegram.remove_buttons(chat, message_id).await?;
+        store
+            .call(move |db| db.message_undrawn(chat, message_id))
+            .await?;
+        store.call(move |db| db.outbox_sent(seq)).await?;
+        return Ok(());
+    }
     let text = row.body.styled();
     let buttons = row.body.buttons;
     let _drawing = out.drawing.lock().await;

@@ -210,6 +210,8 @@ pub enum Incoming {
         text: String,
         /// Forwarded from elsewhere: never a command.
         forwarded: bool,
+        /// The id of the message (in the same chat) this one replies to, if it is a reply.
+        reply_to: Option<i64>,
     },
     /// A button press.
     Press { update_id: i64, press: Press },
@@ -253,6 +255,9 @@ fn convert(update: teloxide::types::Update) -> Incoming {
                 },
                 text: text.to_owned(),
                 forwarded: message.forward_origin().is_some(),
+                reply_to: message
+                    .reply_to_message()
+                    .map(|replied| i64::from(replied.id.0)),
             },
             _ => Incoming::Other {
                 update_id,
@@ -505,6 +510,18 @@ impl Telegram {
                 message_id,
                 shows: None,
             }),
+            Err(error) => Err(classify(error)),
+        }
+    }
+
+    /// Takes every button away from a message, leaving its text as it is. A message that has
+    /// none already is done, not an error.
+    pub async fn remove_buttons(&self, chat: i64, message_id: i64) -> Result<(), SendError> {
+        let request = self
+            .bot
+            .edit_message_reply_markup(ChatId(chat), MessageId(message_id as i32));
+        match request.await {
+            Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(()),
             Err(error) => Err(classify(error)),
         }
     }

@@ -187,7 +187,8 @@ class Client:
             urgent: bool = False, wait: bool = True,
             on_line: Optional[Callable[[Line], None]] = None) -> Line:
         """Asks for one action. With ``wait`` the answer is final (executed, declined, expired,
-        refused, failed, outcome_unknown); without it, ``pending`` with the record's id."""
+        refused, failed, outcome_unknown); without it, ``pending`` with the record's id. A
+        ``declined`` answer may carry the owner's reason as its ``message``."""
         frame: Line = {"v": 1, "op": "ask", "kind": kind}
         if target is not None:
             frame["target"] = target
@@ -280,6 +281,9 @@ def _report(answer: Line, as_json: bool) -> int:
         print(f"{status}: see `consentd status {answer.get('id')}`", file=sys.stderr)
     elif status == "refused":
         print(f"refused ({answer.get('reason')}): {answer.get('message', '')}", file=sys.stderr)
+    elif status == "declined" and answer.get("message"):
+        # The owner's reason for the No, in their words: what to do differently.
+        print(f"declined ({answer.get('id')}): {answer['message']}", file=sys.stderr)
     else:
         print(f"{status} ({answer.get('id')})", file=sys.stderr)
     return exit_code(answer)

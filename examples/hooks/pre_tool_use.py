@@ -99,6 +99,10 @@ def route_through_consentd(route: Dict[str, Any], tool_input: Dict[str, Any]) ->
     elif status == "refused":
         message = (f"consentd refused it ({answer.get('reason')}): {answer.get('message', '')}. "
                    "Fix the request or leave it.")
+    elif status == "declined" and answer.get("message"):
+        # The owner's reply to the declined card: what they want done instead.
+        message = (f"The owner did not approve it (declined, record {record}) and said: "
+                   f"{answer['message']}\nDo not retry it as it was; follow what they said.")
     elif status in ("declined", "expired"):
         message = (f"The owner did not approve it ({status}, record {record}). "
                    "Do not retry it, and do not do it another way.")

@@ -144,6 +144,7 @@ fuzz_target!(|data: &[u8]| {
             target: Some(target),
             target_warnings: &mixed,
             fields,
+            field_labels: &consentd::card::NO_FIELD_LABELS,
             cost_usd: cost.as_deref(),
             attachments: &attachments,
             text: action.text.as_deref(),
@@ -163,6 +164,7 @@ fuzz_target!(|data: &[u8]| {
             decided_by: Some("Mila".to_owned()),
             result: None,
             reason: None,
+            reply_by: None,
         };
         let edited = card::render_outcome(&drawn, locales(), lang, &outcome).text;
         for warning in &warnings {

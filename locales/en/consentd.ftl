@@ -199,3 +199,32 @@ summary-mandate-actions = { $id } · { $label }: { $actions } { $actions ->
        *[other] actions
     }
 summary-anchor = Journal anchor: { $anchor }
+
+## The owner's chat: a No's reason, the settings as they are, a stray message, stale buttons.
+## A toast ($label …) is at most 200 characters.
+
+card-reply-invite = Reply to this message by { $when } to tell the agent why, or what to do instead.
+decline-reason-sent = Sent to the agent with your No.
+decline-reason-late = Too late for this card: the agent has already been told no, without a reason.
+decline-reason-already = The agent already has your reason for this no.
+decline-reason-hidden = Not sent: your reply holds { $char } at character { $position }, which does not show on screen. Please write it again without it.
+decline-reason-not-nfc = Not sent: from character { $position } your reply is not in Unicode's usual composed form (NFC). Please type it rather than paste it.
+text-not-an-answer = A message never answers a card: press Yes or No on it.
+help-pointer = I only understand commands and buttons. Send /help for the list.
+quiet-current = Quiet hours: { $from }–{ $to }. To change them: /quiet 23:00-08:00 or /quiet off
+quiet-current-off = Quiet hours are off. To set them: /quiet 23:00-08:00
+nightcards-current = { $count ->
+        [0] No card comes during quiet hours.
+        [one] At most { $count } card comes during quiet hours.
+       *[other] At most { $count } cards come during quiet hours.
+    } To change it: /nightcards N, with N from 0 to { $max }
+stale-card-answered = This card was already answered.
+stale-card-expired = This card's time is up.
+stale-mandate-stopped = This standing permission was already stopped.
+stale-mandate-ended = This standing permission has already ended.
+stale-resumed = These cards were already resumed.
+stale-silenced-again = These cards were silenced again later: press Resume on the newest notice.
+stale-category = “{ $label }” is already { $on ->
+        [yes] on
+       *[no] off
+    }.

@@ -198,3 +198,32 @@ summary-mandate-actions = { $id } · { $label }: { $actions } { $actions ->
        *[other] ações
     }
 summary-anchor = Âncora do diário: { $anchor }
+
+## O chat do dono: o motivo de um não, as configurações atuais, uma mensagem avulsa, botões
+## vencidos. Um aviso rápido ($label …) tem no máximo 200 caracteres.
+
+card-reply-invite = Responda a esta mensagem até { $when } para dizer ao agente por quê, ou o que fazer no lugar.
+decline-reason-sent = Enviado ao agente junto com o seu Não.
+decline-reason-late = Tarde demais para este cartão: o agente já recebeu o não, sem motivo.
+decline-reason-already = O agente já recebeu o seu motivo para este não.
+decline-reason-hidden = Não enviado: sua resposta tem { $char } no caractere { $position }, que não aparece na tela. Escreva de novo sem ele.
+decline-reason-not-nfc = Não enviado: a partir do caractere { $position } sua resposta não está na forma composta usual do Unicode (NFC). Digite o texto em vez de colá-lo.
+text-not-an-answer = Uma mensagem nunca responde a um cartão: toque em Sim ou Não nele.
+help-pointer = Eu só entendo comandos e botões. Envie /help para ver a lista.
+quiet-current = Horas de silêncio: { $from }–{ $to }. Para mudar: /quiet 23:00-08:00 ou /quiet off
+quiet-current-off = As horas de silêncio estão desligadas. Para definir: /quiet 23:00-08:00
+nightcards-current = { $count ->
+        [0] Nenhum cartão chega durante as horas de silêncio.
+        [one] No máximo { $count } cartão chega durante as horas de silêncio.
+       *[other] No máximo { $count } cartões chegam durante as horas de silêncio.
+    } Para mudar: /nightcards N, com N de 0 a { $max }
+stale-card-answered = Este cartão já foi respondido.
+stale-card-expired = O prazo deste cartão acabou.
+stale-mandate-stopped = Esta permissão já foi parada.
+stale-mandate-ended = Esta permissão já terminou.
+stale-resumed = Estes cartões já voltaram a chegar.
+stale-silenced-again = Estes cartões foram pausados de novo desde então: use o Retomar do aviso mais recente.
+stale-category = “{ $label }” já está { $on ->
+        [yes] ligado
+       *[no] desligado
+    }.

@@ -37,6 +37,7 @@ fn view<'a>(
         target: Some(target),
         target_warnings: warnings,
         fields,
+        field_labels: &NO_FIELD_LABELS,
         cost_usd: None,
         attachments: &[],
         text: Some(text),
@@ -110,6 +111,7 @@ fn snapshot_card_with_both_warnings_and_its_outcome() {
             decided_by: Some("Mila".to_owned()),
             result: None,
             reason: None,
+            reply_by: None,
         };
         let edited_styled = render_outcome(&v, &locales, lang, &outcome);
         let edited = edited_styled.text.clone();
@@ -215,6 +217,7 @@ fn a_warning_counts_in_the_room_for_the_text() {
             decided_by: None,
             result: None,
             reason: None,
+            reply_by: None,
         };
         let edited = render_outcome(&marked, &locales, lang, &outcome).text;
         assert!(edited.contains(&line) && !edited.contains(&fits), "{lang}");
@@ -377,6 +380,7 @@ fn the_receipt_shows_the_action_target_with_its_warnings() {
         decided_by: None,
         result: Some("https://x.com/1"),
         reason: None,
+        reply_by: None,
     };
     let usage = UsageView {
         actions: 1,

@@ -148,6 +148,7 @@ pub fn render_mandate_outcome(
 ) -> Styled {
     let mut lines = terms_lines(view, locales, lang, now);
     lines.push(super::outcome_line(outcome, locales, lang));
+    lines.extend(super::reply_invite(outcome, locales, lang));
     Styled::join(&lines, "\n")
 }
 
@@ -317,6 +318,7 @@ pub(super) mod tests {
                 decided_by: Some("Mila Petrova".to_owned()),
                 result: None,
                 reason: None,
+                reply_by: None,
             };
             let text =
                 render_mandate_outcome(&view(&targets, lang), &outcome, &locales, lang, now());
@@ -341,6 +343,7 @@ pub(super) mod tests {
             target: Some("@mila_news"),
             target_warnings: &[],
             fields,
+            field_labels: &crate::card::NO_FIELD_LABELS,
             cost_usd,
             attachments,
             text: Some("Morning news: the bridge reopens today."),
@@ -357,6 +360,7 @@ pub(super) mod tests {
             decided_by: None,
             result: Some("https://x.com/mila_news/status/3"),
             reason: None,
+            reply_by: None,
         }
     }
 

@@ -31,16 +31,134 @@ pub fn quiet_set(
     lang: Language,
     quiet: Option<(NaiveTime, NaiveTime)>,
 ) -> String {
+    quiet_line(locales, lang, quiet, (msg::QUIET_SET, msg::QUIET_OFF))
+}
+
+/// The reply to `/quiet` with nothing after it: the quiet hours now, and how to change them.
+pub fn quiet_current(
+    locales: &Locales,
+    lang: Language,
+    quiet: Option<(NaiveTime, NaiveTime)>,
+) -> String {
+    let ids = (msg::QUIET_CURRENT, msg::QUIET_CURRENT_OFF);
+    quiet_line(locales, lang, quiet, ids)
+}
+
+/// The quiet hours in the message `ids.0`, or `ids.1` when there are none.
+fn quiet_line(
+    locales: &Locales,
+    lang: Language,
+    quiet: Option<(NaiveTime, NaiveTime)>,
+    (hours, off): (&str, &str),
+) -> String {
     match quiet {
         Some((from, to)) => locales.t(
             lang,
-            msg::QUIET_SET,
+            hours,
             &[
                 ("from", hhmm(from).as_str().into()),
                 ("to", hhmm(to).as_str().into()),
             ],
         ),
-        None => locales.t(lang, msg::QUIET_OFF, &[]),
+        None => locales.t(lang, off, &[]),
+    }
+}
+
+/// The reply to `/nightcards` with nothing after it: tonight's limit now, and the most it may be
+/// set to.
+pub fn nightcards_current(locales: &Locales, lang: Language, count: u32, max: u32) -> String {
+    locales.t(
+        lang,
+        msg::NIGHTCARDS_CURRENT,
+        &[("count", count.into()), ("max", max.into())],
+    )
+}
+
+/// The one line for a message that is no command (or a command this bot does not know): where
+/// the commands are, not all of them.
+pub fn help_pointer(locales: &Locales, lang: Language) -> String {
+    locales.t(lang, msg::HELP_POINTER, &[])
+}
+
+/// Why a button the owner pressed no longer does anything: the thing it was drawn for has moved
+/// on. Told in the press's answer (a toast) instead of a bare "not accepted".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stale {
+    /// A Yes, No, Grant or Decline on a card already answered.
+    CardAnswered,
+    /// The same on a card whose time ran out.
+    CardExpired,
+    /// A Stop on a mandate already stopped.
+    MandateStopped,
+    /// A Stop on a mandate whose term has ended.
+    MandateEnded,
+    /// A Resume whose silence is over (lifted, or past its day).
+    Resumed,
+    /// A Resume whose silence was followed by a newer one, which has its own notice.
+    SilencedAgain,
+    /// An On or Off for a kind already in that state.
+    CategoryAlready { on: bool },
+}
+
+/// The press's answer for a stale button (at most [`super::CALLBACK_TEXT_LIMIT`] characters);
+/// `label` names the kind, for a category switch.
+pub fn stale_toast(locales: &Locales, lang: Language, stale: Stale, label: &str) -> String {
+    let text = match stale {
+        Stale::CardAnswered => locales.t(lang, msg::STALE_CARD_ANSWERED, &[]),
+        Stale::CardExpired => locales.t(lang, msg::STALE_CARD_EXPIRED, &[]),
+        Stale::MandateStopped => locales.t(lang, msg::STALE_MANDATE_STOPPED, &[]),
+        Stale::MandateEnded => locales.t(lang, msg::STALE_MANDATE_ENDED, &[]),
+        Stale::Resumed => locales.t(lang, msg::STALE_RESUMED, &[]),
+        Stale::SilencedAgain => locales.t(lang, msg::STALE_SILENCED_AGAIN, &[]),
+        Stale::CategoryAlready { on } => locales.t(
+            lang,
+            msg::STALE_CATEGORY,
+            &[
+                ("label", label.into()),
+                ("on", if on { "yes" } else { "no" }.into()),
+            ],
+        ),
+    };
+    super::clamp(&text, super::CALLBACK_TEXT_LIMIT).into_owned()
+}
+
+/// What the owner is told of a reply to one of the bot's cards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReasonReply {
+    /// The reason reached the session with the No.
+    Sent,
+    /// The reply came after `decline_reason_wait`: the session has its No without a reason.
+    Late,
+    /// A reason was already given for this No.
+    Already,
+    /// The reply holds a scalar that does not show (`U+XXXX NAME`), at a 1-based position.
+    Hidden { char: String, position: usize },
+    /// The reply is not NFC from a 1-based position.
+    NotNfc { position: usize },
+    /// A reply to a card still open: a text never answers one.
+    NotAnAnswer,
+}
+
+/// The line for a [`ReasonReply`].
+pub fn reason_reply(locales: &Locales, lang: Language, reply: &ReasonReply) -> String {
+    match reply {
+        ReasonReply::Sent => locales.t(lang, msg::DECLINE_REASON_SENT, &[]),
+        ReasonReply::Late => locales.t(lang, msg::DECLINE_REASON_LATE, &[]),
+        ReasonReply::Already => locales.t(lang, msg::DECLINE_REASON_ALREADY, &[]),
+        ReasonReply::Hidden { char, position } => locales.t(
+            lang,
+            msg::DECLINE_REASON_HIDDEN,
+            &[
+                ("char", char.as_str().into()),
+                ("position", (*position).into()),
+            ],
+        ),
+        ReasonReply::NotNfc { position } => locales.t(
+            lang,
+            msg::DECLINE_REASON_NOT_NFC,
+            &[("position", (*position).into())],
+        ),
+        ReasonReply::NotAnAnswer => locales.t(lang, msg::TEXT_NOT_AN_ANSWER, &[]),
     }
 }
 
@@ -233,6 +351,60 @@ mod tests {
             .join("\n====\n");
             assert_clean(&shown);
             snapshot(format!("owner_replies_{lang}"), shown);
+        }
+    }
+
+    /// What the owner is told in the chat besides cards: a setting as it is now, the pointer to
+    /// /help, each stale button's toast, and what became of a reply to a card.
+    #[test]
+    fn snapshot_chat_replies() {
+        let locales = locales();
+        let night = Some((
+            NaiveTime::from_hms_opt(23, 0, 0).unwrap(),
+            NaiveTime::from_hms_opt(8, 0, 0).unwrap(),
+        ));
+        let stale = [
+            Stale::CardAnswered,
+            Stale::CardExpired,
+            Stale::MandateStopped,
+            Stale::MandateEnded,
+            Stale::Resumed,
+            Stale::SilencedAgain,
+            Stale::CategoryAlready { on: true },
+            Stale::CategoryAlready { on: false },
+        ];
+        let replies = [
+            ReasonReply::Sent,
+            ReasonReply::Late,
+            ReasonReply::Already,
+            ReasonReply::Hidden {
+                char: "U+200B ZERO WIDTH SPACE".to_owned(),
+                position: 7,
+            },
+            ReasonReply::NotNfc { position: 3 },
+            ReasonReply::NotAnAnswer,
+        ];
+        for lang in Language::ALL {
+            let mut shown = vec![
+                quiet_current(&locales, lang, night),
+                quiet_current(&locales, lang, None),
+                nightcards_current(&locales, lang, 0, 2),
+                nightcards_current(&locales, lang, 1, 2),
+                nightcards_current(&locales, lang, 2, 5),
+                nightcards_current(&locales, lang, 5, 5),
+                help_pointer(&locales, lang),
+            ];
+            for stale in stale {
+                let toast = stale_toast(&locales, lang, stale, label(lang));
+                assert!(toast.chars().count() <= super::super::CALLBACK_TEXT_LIMIT);
+                shown.push(toast);
+            }
+            for reply in &replies {
+                shown.push(reason_reply(&locales, lang, reply));
+            }
+            let shown = shown.join("\n====\n");
+            assert_clean(&shown);
+            snapshot(format!("chat_replies_{lang}"), shown);
         }
     }
 

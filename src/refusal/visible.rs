@@ -160,6 +160,16 @@ pub(crate) fn check_unshown_value(value: &str, field: FieldRef<'_>) -> Result<()
     check_nfc(value, field)
 }
 
+/// Refuses the owner's own words on their way to the session (a No's reason, written in the
+/// chat): the scalar rules with U+000A allowed, and NFC. What the session reads must be what the
+/// owner saw, so a pasted text with hidden characters (tag text, a zero-width space) is sent
+/// back; the spacing rules are not applied, as they are about what the owner reads of what
+/// others wrote, and Telegram trims a message's ends itself.
+pub(crate) fn check_owner_words(value: &str) -> Result<(), Refusal> {
+    check_scalars(value, FieldRef::Text, true)?;
+    check_nfc(value, FieldRef::Text)
+}
+
 fn check_scalars(value: &str, field: FieldRef<'_>, allow_newline: bool) -> Result<(), Refusal> {
     let Some(found) = first_invisible(value, allow_newline) else {
         return Ok(());
@@ -1493,6 +1503,37 @@ mod tests {
                 .unwrap_err()
                 .reason_code(),
             "not_nfc"
+        );
+    }
+
+    #[test]
+    fn the_owners_words_keep_their_layout_but_not_hidden_scalars() {
+        // Lines, a trailing line feed, doubled spaces and a flag are the owner's own.
+        for fine in [
+            "Use the\n\nnew logo  please\n",
+            " ok ",
+            "🏴\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F} yes",
+        ] {
+            assert_eq!(check_owner_words(fine), Ok(()), "{fine:?}");
+        }
+        assert_eq!(
+            check_owner_words("no\u{200B} way").unwrap_err().message(),
+            "U+200B ZERO WIDTH SPACE in text at char 3"
+        );
+        assert!(matches!(
+            check_owner_words("no\u{E0041}"),
+            Err(Refusal::HiddenTags { position: 3, .. })
+        ));
+        assert_eq!(
+            check_owner_words("a\r\nb").unwrap_err().message(),
+            "U+000D <control> in text at char 2"
+        );
+        assert_eq!(
+            check_owner_words("cafe\u{301}"),
+            Err(Refusal::NotNfc {
+                field: "text".to_owned(),
+                position: 4
+            })
         );
     }
 

@@ -289,6 +289,10 @@ socket = {socket}
 [client]
 allowed_uids = [{uid}]
 
+[limits]
+# The page cannot reply to a card, so a No does not wait for a reason.
+decline_reason_wait = "0s"
+
 [gate]
 quiet_hours = "off"
 receipts = "each"

@@ -9,13 +9,14 @@ use super::cached::Cached;
 use super::db::{
     claim_in, record_where, timestamp, transition_in, Db, Effects, Event, Record, StateChange,
 };
-use super::drawn::{drawn_in, Drawn};
+use super::drawn::{drawn_in, unbutton_in, Drawn};
 use super::outbox::{self, Body, Sound, What};
 use super::state::RecordState;
 use super::StoreError;
 use crate::clock::Monotonic;
 use crate::deadline::{Late, Now, Window};
 use crate::pairing::{self, PairVerdict, PairingState};
+use crate::press::PressAction;
 
 /// The paired owner, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -550,6 +551,8 @@ impl Db {
                 let (chat, body) = reply;
                 outbox::queue_in(tx, chat, What::Message, None, &body, Sound::Silent, now)?;
                 effects.queued = true;
+                // Used: the notice keeps no button that could only be refused.
+                unbutton_in(tx, effects, PressAction::Resume, silenced_by)?;
             }
             Ok(changed > 0)
         })

@@ -33,6 +33,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (4, include_str!("migrations/0004_gate.sql")),
     (5, include_str!("migrations/0005_binding.sql")),
     (6, include_str!("migrations/0006_mandate_use.sql")),
+    (7, include_str!("migrations/0007_decline_reason.sql")),
 ];
 
 /// A journal event waiting for its line: the event name and its own members, in order.
@@ -171,6 +172,8 @@ pub struct Record {
     pub mandate_use: Option<crate::mandate::Usage>,
     /// For a mandate request: its terms and where the mandate stands.
     pub mandate: Option<MandateRow>,
+    /// For a declined record: the owner's reply to its card, the No's reason.
+    pub decline_reason: Option<String>,
 }
 
 impl Record {
@@ -715,11 +718,7 @@ impl Db {
             let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
             effects.changed.push((id.to_owned(), RecordState::Granted));
             let kind = record.kind.clone().unwrap_or_default();
-            tx.execute_cached(
-                "UPDATE kind_streaks SET streak = 0, silenced_until = NULL, silenced_by = NULL
-                 WHERE kind = ?1",
-                [&kind],
-            )?;
+            lift_silence_in(tx, effects, &kind)?;
             let record = match &record.mandate {
                 Some(terms) => {
                     // The end was fixed when it was asked: the card showed it, and a Grant
@@ -1077,6 +1076,32 @@ fn insert_pending(
     Ok(())
 }
 
+/// A yes ends the kind's streak of no's, and with it a silence: the silence's notice loses its
+/// Resume, which could only be refused now.
+fn lift_silence_in(
+    tx: &Transaction<'_>,
+    effects: &mut Effects,
+    kind: &str,
+) -> Result<(), StoreError> {
+    let silenced_by: Option<String> = tx
+        .query_row_cached(
+            "SELECT silenced_by FROM kind_streaks WHERE kind = ?1 AND silenced_until > ?2",
+            params![kind, timestamp(effects.now)],
+            |row| row.get(0),
+        )
+        .optional()?
+        .flatten();
+    tx.execute_cached(
+        "UPDATE kind_streaks SET streak = 0, silenced_until = NULL, silenced_by = NULL
+         WHERE kind = ?1",
+        [kind],
+    )?;
+    if let Some(silenced_by) = silenced_by {
+        super::drawn::unbutton_in(tx, effects, crate::press::PressAction::Resume, &silenced_by)?;
+    }
+    Ok(())
+}
+
 /// Keeps the display name of whoever decided `id`, for the card's later edits.
 pub(crate) fn note_decider_name(
     tx: &Transaction<'_>,
@@ -1152,7 +1177,7 @@ pub(super) const OPEN_BY_DIGEST: &str =
 const RECORD_COLUMNS: &str = "seq, id, peer_uid, kind, target, text, fields, cost_usd, digest, \
     idempotency_key, urgent, state, reason, message, result, created_at, shown_at, expires_at, \
     decided_at, decided_by, finished_at, subject, mandate_id, decided_by_name, shown_boot, \
-    shown_since_boot_ms, mandate_actions_today, mandate_usd_today";
+    shown_since_boot_ms, mandate_actions_today, mandate_usd_today, decline_reason";
 
 /// The query [`record_where`] runs: the latest record meeting `condition`.
 pub(super) fn record_where_sql(condition: &str) -> String {
@@ -1237,6 +1262,7 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
             }),
             _ => None,
         },
+        decline_reason: row.get(28)?,
     })
 }
 

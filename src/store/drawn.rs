@@ -8,8 +8,10 @@ use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Transaction};
 
 use super::cached::Cached;
-use super::db::{timestamp, Db};
+use super::db::{timestamp, Db, Effects};
+use super::outbox::{self, Body};
 use super::StoreError;
+use crate::press::{self, PressAction};
 
 /// A message with buttons, as drawn.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +41,46 @@ pub fn drawn_in(
         params![chat_id, message_id, drawn.shows, buttons, timestamp(now)],
     )?;
     Ok(())
+}
+
+/// Queues, in the transaction that ends `subject`'s `action` (a mandate's Stop, a silence's
+/// Resume), an edit that takes the buttons away from every message carrying that button, so
+/// the owner is not left with a button that can only be refused. Each such message carries
+/// that one button. The sender forgets a message once its buttons are gone; until then a press
+/// on it is judged as before (and refused as no longer open). Returns how many were queued.
+pub(crate) fn unbutton_in(
+    tx: &Transaction<'_>,
+    effects: &mut Effects,
+    action: PressAction,
+    subject: &str,
+) -> Result<usize, StoreError> {
+    // A cheap filter first (`_` in a record id matches any one character, which the check
+    // below settles); then each button's data is read as a press would read it.
+    let pattern = format!("%.{}.{subject}.%", action.letter());
+    let found: Vec<(i64, i64, String)> = {
+        let mut statement = tx.prepare_cached(
+            "SELECT chat_id, message_id, buttons FROM drawn_messages WHERE buttons LIKE ?1
+             ORDER BY drawn_at, message_id",
+        )?;
+        let rows =
+            statement.query_map([pattern], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    let mut queued = 0;
+    for (chat_id, message_id, buttons) in found {
+        let buttons: Vec<String> =
+            serde_json::from_str(&buttons).map_err(|e| StoreError::Encode(e.to_string()))?;
+        let carries = buttons.iter().any(|data| {
+            press::parse_callback(data)
+                .is_ok_and(|callback| callback.action == action && callback.subject == subject)
+        });
+        if carries {
+            outbox::queue_message_edit(tx, chat_id, message_id, &Body::default(), effects.now)?;
+            queued += 1;
+        }
+    }
+    effects.queued |= queued > 0;
+    Ok(queued)
 }
 
 impl Db {

@@ -14,9 +14,11 @@ use super::db::{
     new_record_id, pending_refusal, record_where, refuse_in, stateful_refusal, timestamp,
     AskOutcome, AskPolicy, Db, Effects, Event, Record,
 };
+use super::drawn::unbutton_in;
 use super::StoreError;
 use crate::action::{format_usd, Action};
 use crate::mandate::{self, Coverage, CoveredAction, Mandate, MandateRequest, Usage};
+use crate::press::PressAction;
 
 /// A mandate request that passed the refusal gate.
 #[derive(Debug, Clone)]
@@ -315,6 +317,8 @@ impl Db {
                     .with("kind", row.kind.as_str())
                     .with("by", by),
             );
+            // Its Stop buttons (receipts, `/mandates`, summaries) could only be refused now.
+            unbutton_in(tx, effects, PressAction::Stop, id)?;
             reply(tx, effects, &row)?;
             Ok(true)
         })
@@ -359,6 +363,7 @@ impl Db {
                         .with("kind", row.kind.as_str())
                         .with("reason", "term"),
                 );
+                unbutton_in(tx, effects, PressAction::Stop, &row.id)?;
                 notice(tx, effects, row)?;
             }
             Ok(due.len())

@@ -12,6 +12,7 @@ pub mod drawn;
 mod known;
 pub mod mandates;
 pub mod outbox;
+mod reply;
 pub mod settings;
 pub mod state;
 

@@ -17,7 +17,8 @@ pub enum What {
     Card,
     /// Send a message.
     Message,
-    /// Edit a record's card to the given text (and buttons, if any).
+    /// Edit a record's card (or the row's own message) to the given text and buttons; an edit
+    /// without text only takes the message's buttons away.
     Edit,
 }
 
@@ -115,6 +116,8 @@ pub struct Row {
     pub chat_id: i64,
     pub what: What,
     pub record_id: Option<String>,
+    /// For an edit of a message that is no record's card: that message.
+    pub message_id: Option<i64>,
     pub body: Body,
     pub sound: Sound,
     pub attempts: i64,
@@ -147,13 +150,31 @@ pub fn queue_in(
     Ok(())
 }
 
+/// Queues an edit of message `message_id` in `chat` (silent, like every edit): `body` is what it
+/// shows next, or, without text, the same text with no buttons.
+pub fn queue_message_edit(
+    tx: &Transaction<'_>,
+    chat_id: i64,
+    message_id: i64,
+    body: &Body,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let body = serde_json::to_string(body).map_err(|e| StoreError::Encode(e.to_string()))?;
+    tx.execute_cached(
+        "INSERT INTO outbox (chat_id, what, message_id, body, silent, sound, created_at)
+         VALUES (?1, 'edit', ?2, ?3, 1, 'silent', ?4)",
+        params![chat_id, message_id, body, timestamp(now)],
+    )?;
+    Ok(())
+}
+
 impl Db {
     /// The oldest queued row that is not held past `now`.
     pub fn next_outbox(&self, now: DateTime<Utc>) -> Result<Option<Row>, StoreError> {
         let row = self
             .conn
             .query_row_cached(
-                "SELECT seq, chat_id, what, record_id, body, sound, attempts FROM outbox
+                "SELECT seq, chat_id, what, record_id, body, sound, attempts, message_id FROM outbox
                  WHERE state = 'queued' AND (hold_until IS NULL OR hold_until <= ?1)
                  ORDER BY seq LIMIT 1",
                 [timestamp(now)],
@@ -166,11 +187,12 @@ impl Db {
                         row.get::<_, String>(4)?,
                         row.get::<_, String>(5)?,
                         row.get::<_, i64>(6)?,
+                        row.get::<_, Option<i64>>(7)?,
                     ))
                 },
             )
             .optional()?;
-        let Some((seq, chat_id, what, record_id, body, sound, attempts)) = row else {
+        let Some((seq, chat_id, what, record_id, body, sound, attempts, message_id)) = row else {
             return Ok(None);
         };
         Ok(Some(Row {
@@ -178,6 +200,7 @@ impl Db {
             chat_id,
             what: What::parse(&what).ok_or_else(|| StoreError::Encode(format!("outbox {what}")))?,
             record_id,
+            message_id,
             body: serde_json::from_str(&body).map_err(|e| StoreError::Encode(e.to_string()))?,
             sound: Sound::parse(&sound),
             attempts,

@@ -621,7 +621,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 6);
+    assert_eq!(version, 7);
     let mode: String = db
         .connection()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -647,7 +647,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
             error,
             StoreError::TooNew {
                 found: 99,
-                latest: 6
+                latest: 7
             }
         ),
         "{error}"
@@ -1095,4 +1095,84 @@ fn a_resume_lifts_only_the_silence_its_record_started() {
         .resume_kind("publish_x", &first, 42, 3, at, reply())
         .unwrap());
     fixture.journal_verifies();
+}
+
+#[test]
+fn a_nos_reason_is_kept_once_on_a_declined_record_and_journaled_by_its_hash() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let record = created(
+        db.ask(&new_ask("k", "post it", None), policy(), t0())
+            .unwrap(),
+    );
+    show_card(&mut db, &record.id);
+    db.record_message(&record.id, "card", 555).unwrap();
+    assert_eq!(db.record_of_card(555).unwrap().unwrap().id, record.id);
+    assert!(db.record_of_card(556).unwrap().is_none());
+    let reply = || (42, super::outbox::Body::default());
+    let reason = "Use the new logo";
+    // Only a declined record takes a reason.
+    assert!(!db
+        .note_decline_reason(&record.id, reason, 42, 10, t0(), reply())
+        .unwrap());
+    db.decline(&record.id, 42, 3, None, |_, _, _, _| Ok(()), t0())
+        .unwrap();
+    assert!(db
+        .note_decline_reason(&record.id, reason, 42, 11, t0(), reply())
+        .unwrap());
+    assert!(!db
+        .note_decline_reason(&record.id, "another", 42, 12, t0(), reply())
+        .unwrap());
+    let stored = db.record(&record.id).unwrap().unwrap();
+    assert_eq!(stored.decline_reason.as_deref(), Some(reason));
+    assert_eq!(stored.state, RecordState::Declined);
+    assert_eq!(db.next_offset().unwrap(), 12, "each reply moved the offset");
+    let events = fixture.journal_events();
+    assert_eq!(events.iter().filter(|e| *e == "decline_reason").count(), 1);
+    let journal = std::fs::read_to_string(&fixture.journal_path).unwrap();
+    assert!(
+        !journal.contains("logo"),
+        "the reason's text is not journaled"
+    );
+    let hash = crate::digest::Sha256Hash::of(reason.as_bytes()).to_hex();
+    assert!(journal.contains(&hash), "its hash is");
+    fixture.journal_verifies();
+}
+
+#[test]
+fn a_button_that_ended_is_taken_off_every_message_that_carries_it() {
+    use crate::press::PressAction;
+    use crate::store::drawn::{unbutton_in, Drawn};
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let (ended, other) = ("r_0123456789abcdef0123", "r_0123456789abcdef0124");
+    let data =
+        |action: char, subject: &str| format!("1.abcd.{action}.{subject}.{}", "A".repeat(22));
+    let drawn = |buttons: Vec<String>| Drawn {
+        shows: "0".repeat(64),
+        buttons,
+    };
+    for (message_id, buttons) in [
+        (1, vec![data('s', ended)]),
+        (2, vec![data('s', other)]),
+        (3, vec![data('r', ended)]),
+        (4, vec![data('s', ended)]),
+    ] {
+        db.message_drawn(7, message_id, &drawn(buttons), t0())
+            .unwrap();
+    }
+    let queued = db
+        .write_effects(t0(), None, |tx, effects| {
+            unbutton_in(tx, effects, PressAction::Stop, ended)
+        })
+        .unwrap();
+    assert_eq!(queued, 2);
+    let mut edited = Vec::new();
+    while let Some(row) = db.next_outbox(t0()).unwrap() {
+        assert_eq!(row.body.text, None, "only the buttons go");
+        assert_eq!(row.chat_id, 7);
+        edited.push(row.message_id.unwrap());
+        db.outbox_sent(row.seq).unwrap();
+    }
+    assert_eq!(edited, [1, 4]);
 }

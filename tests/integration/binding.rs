@@ -364,20 +364,31 @@ fn an_old_resume_does_not_lift_a_later_silence() {
         resume_notices(&daemon).len() == 1
     });
     let first = resume_notices(&daemon).remove(0);
+    let first_resume = first.buttons()[0].callback_data.clone().unwrap();
     daemon.tap(&first, 0);
     daemon.settle();
     assert_eq!(daemon.request(&good_ask("asks again"))["status"], "pending");
+    // Used, the Resume is taken off its notice.
+    daemon.wait_for("the used Resume taken away", |_| {
+        resume_notices(&daemon).is_empty()
+    });
 
     decline("second no");
     daemon.wait_for("the second silence notice", |_| {
-        resume_notices(&daemon).len() == 2
+        resume_notices(&daemon).len() == 1
     });
-    let second = resume_notices(&daemon).remove(1);
+    let second = resume_notices(&daemon).remove(0);
     let before = daemon.journal_events().len();
-    // The first notice's Resume, pressed again on its own unaltered message.
-    daemon.tap(&first, 0);
+    // The first notice's Resume, pressed again (as a modified client could send it) on its own
+    // message, which no longer carries it.
+    daemon.bot.push_press(
+        &owner(),
+        ChatSpec::private(OWNER),
+        first.message_id,
+        &first_resume,
+    );
     daemon.settle();
-    assert_eq!(rejections_after(&daemon, before), ["not_open"]);
+    assert_eq!(rejections_after(&daemon, before), ["wrong_message"]);
     let still = daemon.request(&good_ask("still silenced"));
     assert_eq!(still["reason"], "kind_silenced", "{still}");
     // The second notice's own Resume lifts it.

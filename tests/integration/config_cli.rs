@@ -35,9 +35,11 @@ state_dir = "relative/state"
 
 [limits]
 card_ttl = "20m"
+decline_reason_wait = "20m"
 
 [categories.wipe]
 label = { en = "Wipe" }
+field_labels.subject = { en = "Subject" }
 class = "destructive"
 mandate_ok = true
 command = ["wipe"]
@@ -55,8 +57,10 @@ fn a_bad_config_names_every_key() {
         "owner.tiemzone:",
         "paths.state_dir:",
         "limits.card_ttl:",
+        "limits.decline_reason_wait:",
         "categories.wipe.mandate_ok:",
         "categories.wipe.command:",
+        "categories.wipe.field_labels.subject:",
     ] {
         assert!(
             printed
@@ -66,6 +70,10 @@ fn a_bad_config_names_every_key() {
         );
     }
     assert!(printed.contains("15m"), "the ceiling is named: {printed}");
+    assert!(
+        printed.contains("20m is over the ceiling of 10m"),
+        "decline_reason_wait's ceiling is named: {printed}"
+    );
 
     let serve = consentd(&["serve", "--config", path.to_str().unwrap()]);
     assert_eq!(serve.status.code(), Some(1));

@@ -22,7 +22,7 @@ fn stranger() -> UserSpec {
 }
 
 /// Sends a waiting ask; returns its id and a thread that yields the final answer.
-fn ask_waiting(daemon: &Daemon, request: Value) -> (String, JoinHandle<Value>) {
+pub(crate) fn ask_waiting(daemon: &Daemon, request: Value) -> (String, JoinHandle<Value>) {
     let mut stream = UnixStream::connect(&daemon.socket).unwrap();
     let mut frame = serde_json::to_vec(&request).unwrap();
     frame.push(b'\n');
@@ -46,7 +46,7 @@ fn ask_waiting(daemon: &Daemon, request: Value) -> (String, JoinHandle<Value>) {
     (id, rest)
 }
 
-fn waiting(text: &str) -> Value {
+pub(crate) fn waiting(text: &str) -> Value {
     let mut ask = good_ask(text);
     ask["wait"] = json!(true);
     ask

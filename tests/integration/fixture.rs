@@ -31,6 +31,7 @@ pub struct DaemonBuilder {
     owner: Option<i64>,
     decline_streak: u32,
     card_ttl: String,
+    decline_reason_wait: String,
     /// The `[gate]` table's lines.
     gate: String,
     /// Extra environment for the daemon's first start (a preloaded library, a crash point).
@@ -80,6 +81,8 @@ impl Default for DaemonBuilder {
             owner: Some(OWNER),
             decline_streak: 3,
             card_ttl: "15m".to_owned(),
+            // Off unless a test waits for a reason: a declined ask's final line comes at once.
+            decline_reason_wait: "0s".to_owned(),
             gate: "quiet_hours = \"off\"".to_owned(),
             env: Vec::new(),
             mandate_kinds: false,
@@ -129,6 +132,12 @@ impl DaemonBuilder {
         self
     }
 
+    /// Sets `limits.decline_reason_wait` (the fixture's default is "0s": no wait).
+    pub fn decline_reason_wait(mut self, wait: &str) -> Self {
+        self.decline_reason_wait = wait.to_owned();
+        self
+    }
+
     pub fn no_owner(mut self) -> Self {
         self.owner = None;
         self
@@ -171,6 +180,7 @@ max_request_bytes = {max_request_bytes}
 max_pending = {max_pending}
 decline_streak = {decline_streak}
 card_ttl = "{card_ttl}"
+decline_reason_wait = "{decline_reason_wait}"
 
 [gate]
 {gate}
@@ -193,6 +203,7 @@ label = {{ en = "Send a letter" }}
 class = "external"
 enabled = true
 fields = ["to", "cc", "bcc", "subject"]
+field_labels.subject = {{ en = "Subject", ru = "Тема", pt = "Assunto" }}
 command = ["/bin/true"]
 
 [categories.wipe_drafts]
@@ -207,6 +218,7 @@ command = ["/bin/true"]
             max_pending = self.max_pending,
             decline_streak = self.decline_streak,
             card_ttl = self.card_ttl,
+            decline_reason_wait = self.decline_reason_wait,
             gate = self.gate,
         )
     }

@@ -4,6 +4,7 @@
 mod ask;
 mod attachments;
 mod binding;
+mod chat;
 mod cli_help;
 mod clients;
 mod closed_stdout;

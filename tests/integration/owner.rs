@@ -30,20 +30,10 @@ pub(crate) fn say(daemon: &Daemon, text: &str, expected: &str) -> ChatMessage {
     daemon
         .bot
         .push_text(&owner(), ChatSpec::private(OWNER), text);
-    let find = |messages: Vec<ChatMessage>| {
-        messages
-            .into_iter()
-            .skip(before)
-            .find(|m| m.outgoing && m.text.as_deref().is_some_and(|t| t.contains(expected)))
-    };
-    daemon.wait_for(
-        &format!("the reply to {text:?} saying {expected:?}"),
-        |bot| find(bot.messages(OWNER)).is_some(),
-    );
-    find(daemon.bot.messages(OWNER)).unwrap()
+    crate::chat::bot_says(daemon, before, expected)
 }
 
-fn events(daemon: &Daemon, ev: &str) -> Vec<Value> {
+pub(crate) fn events(daemon: &Daemon, ev: &str) -> Vec<Value> {
     daemon
         .journal_events()
         .into_iter()
@@ -257,9 +247,14 @@ fn each_command_with_good_and_bad_arguments_from_the_owner() {
         ("/pending now", "This command takes nothing after it."),
         ("/mandates", "No standing permissions are open."),
         ("/quiet 22:00-07:00", "Quiet hours: 22:00–07:00."),
+        ("/quiet", "Quiet hours: 22:00–07:00. To change them"),
         ("/quiet 22:00", "Usage: /quiet 23:00-08:00 or /quiet off"),
         ("/quiet off", "Quiet hours are off."),
         ("/nightcards 1", "At most 1 card comes during quiet hours"),
+        (
+            "/nightcards",
+            "At most 1 card comes during quiet hours. To change it",
+        ),
         ("/nightcards 3", "Usage: /nightcards N, with N from 0 to 2"),
         (
             "/nightcards many",
@@ -270,7 +265,10 @@ fn each_command_with_good_and_bad_arguments_from_the_owner() {
         ("/lang de", "Usage: /lang en, /lang ru or /lang pt"),
         ("/anchor", "Journal anchor: "),
         ("/categories", "Kinds of action:"),
-        ("hello", "Commands:"),
+        (
+            "hello",
+            "I only understand commands and buttons. Send /help for the list.",
+        ),
     ];
     for (text, expected) in cases {
         say(&daemon, text, expected);

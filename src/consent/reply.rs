@@ -1,0 +1,249 @@
+//! A No can carry a reason. The No itself answers the card at once (only a press answers); the
+//! declined card's edit then invites a reply, and the owner's reply to that card's message,
+//! within `limits.decline_reason_wait` of the No, reaches the session as the `message` of its
+//! final `declined` line (the intake holds that line back for as long) and stays on the record
+//! for `status`. The reply must show all it holds (no hidden scalars, NFC); it is journaled by
+//! its hash alone and never logged.
+
+use chrono::{DateTime, Utc};
+
+use super::{say, text_body, Consent, Owner, Said};
+use crate::card::owner::{self, ReasonReply};
+use crate::card::{self, Outcome};
+use crate::refusal::visible::{self, Refusal};
+use crate::store::outbox::Sound;
+use crate::store::{Record, RecordState, StoreError};
+use crate::styled::Styled;
+
+/// What a reply to a card comes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Judged {
+    /// The No's reason: kept, and sent to the session.
+    Reason,
+    /// Not kept; the owner is told why.
+    Say(ReasonReply),
+    /// Not about a card that can take a reason: read as any stray message.
+    Stray,
+}
+
+/// Until when a No decided at `decided_at` takes its reason; `None` when the wait is off.
+pub(crate) fn reason_deadline(
+    decided_at: DateTime<Utc>,
+    wait: std::time::Duration,
+) -> Option<DateTime<Utc>> {
+    let wait = chrono::Duration::from_std(wait).ok()?;
+    (wait > chrono::Duration::zero()).then(|| decided_at + wait)
+}
+
+/// The reply `text` to the card of `record` (if the message replied to is a card), judged at
+/// `now` with the config's wait. Pure: every fact comes in.
+pub(super) fn judge(
+    record: Option<&Record>,
+    text: &str,
+    wait: std::time::Duration,
+    now: DateTime<Utc>,
+) -> Judged {
+    let Some(record) = record else {
+        return Judged::Stray;
+    };
+    match record.state {
+        RecordState::Pending | RecordState::CardShown => {
+            return Judged::Say(ReasonReply::NotAnAnswer)
+        }
+        RecordState::Declined => {}
+        _ => return Judged::Stray,
+    }
+    let decided_at = record.decided_at.as_deref().and_then(super::parse_time);
+    let Some(deadline) = decided_at.and_then(|at| reason_deadline(at, wait)) else {
+        return Judged::Stray;
+    };
+    if record.decline_reason.is_some() {
+        return Judged::Say(ReasonReply::Already);
+    }
+    if now >= deadline {
+        return Judged::Say(ReasonReply::Late);
+    }
+    match visible::check_owner_words(text) {
+        Ok(()) => Judged::Reason,
+        Err(Refusal::NotNfc { position, .. }) => Judged::Say(ReasonReply::NotNfc { position }),
+        Err(
+            Refusal::Invisible {
+                code_point,
+                name,
+                position,
+                ..
+            }
+            | Refusal::HiddenTags {
+                code_point,
+                name,
+                position,
+                ..
+            },
+        ) => Judged::Say(ReasonReply::Hidden {
+            char: format!("U+{:04X} {name}", u32::from(code_point)),
+            position,
+        }),
+        // The owner's words get no spacing rules; kept for completeness of the match.
+        Err(Refusal::Spacing { .. }) => Judged::Reason,
+    }
+}
+
+impl Consent {
+    /// The declined card's edit: the outcome and who decided, and — while the wait is on — the
+    /// line that invites a reply with the reason, until when in the owner's time.
+    pub(super) async fn declined_text(
+        &self,
+        record: &Record,
+        decided_by: &str,
+        now: DateTime<Utc>,
+    ) -> Styled {
+        let lang = self.language();
+        let reply_by = reason_deadline(now, self.config.limits.decline_reason_wait).map(|until| {
+            card::local_time(&self.locales, lang, until, self.config.owner.timezone, now)
+        });
+        let outcome = Outcome {
+            state: RecordState::Declined.as_str(),
+            decided_by: Some(decided_by.to_owned()),
+            result: record.result.as_deref(),
+            reason: record.reason.as_deref(),
+            reply_by,
+        };
+        self.outcome_text_with(record, outcome, now).await
+    }
+
+    /// The owner's message that is no command, in reply to another message: the reason for a
+    /// No when it answers a declined card in time; otherwise what it comes to is told in one
+    /// line.
+    pub(super) async fn owner_reply(
+        &self,
+        owner: Owner,
+        said: Said,
+        next: i64,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let record = match said.reply_to {
+            Some(message_id) => {
+                self.store
+                    .call(move |db| db.record_of_card(message_id))
+                    .await?
+            }
+            None => None,
+        };
+        let wait = self.config.limits.decline_reason_wait;
+        let lang = owner.language;
+        let chat = said.chat.id;
+        let line = match judge(record.as_ref(), &said.text, wait, now) {
+            Judged::Reason => {
+                let id = record.map(|r| r.id).unwrap_or_default();
+                let reply = text_body(owner::reason_reply(&self.locales, lang, &ReasonReply::Sent));
+                let reason = said.text;
+                let kept = self
+                    .store
+                    .call(move |db| {
+                        db.note_decline_reason(&id, &reason, owner.id, next, now, (chat, reply))
+                    })
+                    .await?;
+                if !kept {
+                    tracing::warn!("a No's reason found its record changed; not kept");
+                }
+                return Ok(());
+            }
+            Judged::Say(reply) => owner::reason_reply(&self.locales, lang, &reply),
+            Judged::Stray => owner::help_pointer(&self.locales, lang),
+        };
+        self.store
+            .call(move |db| {
+                db.write_effects(now, Some(next), |tx, effects| {
+                    say(tx, effects, chat, line, Sound::Silent)
+                })
+            })
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use std::time::Duration;
+
+    fn at(seconds: i64) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 3, 3, 12, 0, 0).unwrap() + chrono::Duration::seconds(seconds)
+    }
+
+    fn record(state: RecordState, reason: Option<&str>) -> Record {
+        Record {
+            seq: 1,
+            id: "r_0123456789abcdef0123".into(),
+            peer_uid: 1000,
+            kind: Some("publish_x".into()),
+            target: None,
+            text: None,
+            fields: Default::default(),
+            cost_usd: None,
+            attachments: Vec::new(),
+            digest: None,
+            idempotency_key: None,
+            urgent: false,
+            state,
+            reason: None,
+            message: None,
+            result: None,
+            created_at: crate::store::db::timestamp(at(-100)),
+            shown_at: None,
+            expires_at: None,
+            decided_at: Some(crate::store::db::timestamp(at(0))),
+            decided_by: Some(42),
+            decided_by_name: None,
+            finished_at: None,
+            shown_monotonic: None,
+            subject: crate::store::Subject::Action,
+            mandate_id: None,
+            mandate: None,
+            mandate_use: None,
+            decline_reason: reason.map(str::to_owned),
+        }
+    }
+
+    /// The reply `text` to `record`'s card, `seconds` after a No at `at(0)`, with `wait`.
+    fn check(record: Option<Record>, text: &str, wait: Duration, seconds: i64, expected: Judged) {
+        let judged = judge(record.as_ref(), text, wait, at(seconds));
+        assert_eq!(judged, expected, "{text:?} after {seconds}s");
+    }
+
+    #[test]
+    fn a_reply_is_a_reason_only_to_a_declined_card_in_time_and_visible() {
+        let minute = Duration::from_secs(60);
+        let declined = || Some(record(RecordState::Declined, None));
+        let say = Judged::Say;
+        check(declined(), "Use the new logo", minute, 30, Judged::Reason);
+        check(
+            declined(),
+            "No.\n\nTry  tomorrow\n",
+            minute,
+            1,
+            Judged::Reason,
+        );
+        check(declined(), "late", minute, 60, say(ReasonReply::Late));
+        check(declined(), "why", Duration::ZERO, 1, Judged::Stray);
+        let given = Some(record(RecordState::Declined, Some("first")));
+        check(given, "second", minute, 1, say(ReasonReply::Already));
+        check(None, "hello", minute, 1, Judged::Stray);
+        let open = Some(record(RecordState::CardShown, None));
+        check(open, "yes", minute, 1, say(ReasonReply::NotAnAnswer));
+        let done = Some(record(RecordState::Executed, None));
+        check(done, "ok", minute, 1, Judged::Stray);
+        let hidden = |char: &str, position| {
+            say(ReasonReply::Hidden {
+                char: char.to_owned(),
+                position,
+            })
+        };
+        let space = hidden("U+200B ZERO WIDTH SPACE", 3);
+        check(declined(), "no\u{200B}pe", minute, 1, space);
+        let tag = hidden("U+E0041 TAG LATIN CAPITAL LETTER A", 3);
+        check(declined(), "ok\u{E0041}", minute, 1, tag);
+        let nfc = say(ReasonReply::NotNfc { position: 4 });
+        check(declined(), "cafe\u{301}", minute, 1, nfc);
+    }
+}

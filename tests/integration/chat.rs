@@ -1,0 +1,427 @@
+//! The owner's chat (issue 14, item 9): a No that carries the owner's reason to the session, the
+//! settings as they are, one line for a stray message, stale buttons told apart and taken away,
+//! and the category's labels for the fields on a card.
+
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use consentd::emulator::{ChatMessage, ChatSpec, Scripted, UserSpec};
+use serde_json::{json, Value};
+
+use crate::consent::{ask_waiting, waiting};
+use crate::fixture::{good_ask, Daemon, OWNER};
+use crate::mandates::{ask, ask_to, button, grant, receipt_of};
+use crate::owner::{events, say};
+
+fn owner() -> UserSpec {
+    UserSpec::new(OWNER, "Mila")
+}
+
+fn stranger() -> UserSpec {
+    UserSpec::new(777, "Eve")
+}
+
+fn private() -> ChatSpec {
+    ChatSpec::private(OWNER)
+}
+
+/// The final line a waiting session got, once it came within `within`; `None` while it waits.
+fn final_within(answer: &JoinHandle<Value>, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while !answer.is_finished() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// Waits for a message from the bot after the first `before` messages whose text has `expected`.
+pub(crate) fn bot_says(daemon: &Daemon, before: usize, expected: &str) -> ChatMessage {
+    let find = |messages: Vec<ChatMessage>| {
+        messages
+            .into_iter()
+            .skip(before)
+            .find(|m| m.outgoing && m.text.as_deref().is_some_and(|t| t.contains(expected)))
+    };
+    daemon.wait_for(&format!("a message saying {expected:?}"), |bot| {
+        find(bot.messages(OWNER)).is_some()
+    });
+    find(daemon.bot.messages(OWNER)).unwrap()
+}
+
+/// The owner writes `text` in reply to `message`; returns how many messages the chat held before.
+fn reply(daemon: &Daemon, from: &UserSpec, text: &str, message: &ChatMessage) -> usize {
+    let before = daemon.bot.messages(OWNER).len();
+    daemon
+        .bot
+        .push_reply(from, private(), text, message.message_id);
+    before
+}
+
+/// The owner writes `text`; returns how many messages the chat held before.
+fn write(daemon: &Daemon, text: &str) -> usize {
+    let before = daemon.bot.messages(OWNER).len();
+    daemon.bot.push_text(&owner(), private(), text);
+    before
+}
+
+/// Presses No on record `id`'s card and waits for the card's edit to say it was declined.
+fn decline(daemon: &Daemon, id: &str) -> ChatMessage {
+    let card = daemon.card_of(id);
+    daemon.press_no(&card);
+    daemon.wait_state(id, "declined");
+    daemon.wait_for("the declined card's edit", |bot| {
+        bot.message(OWNER, card.message_id)
+            .is_some_and(|m| m.buttons().is_empty())
+    });
+    daemon.bot.message(OWNER, card.message_id).unwrap()
+}
+
+/// A good ask, not waited on; its record's id.
+fn ask_id(daemon: &Daemon, text: &str) -> String {
+    daemon.request(&good_ask(text))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn status(daemon: &Daemon, id: &str) -> Value {
+    daemon.request(&json!({"v":1,"op":"status","id":id}))
+}
+
+fn sha256_hex(text: &str) -> String {
+    consentd::digest::Sha256Hash::of(text.as_bytes()).to_hex()
+}
+
+#[test]
+fn a_reply_to_a_declined_card_in_time_reaches_the_session_and_stays_on_the_record() {
+    let daemon = Daemon::builder().decline_reason_wait("60s").start();
+    let (id, answer) = ask_waiting(&daemon, waiting("Post the old logo"));
+    let card = decline(&daemon, &id);
+    let edited = card.text.clone().unwrap();
+    assert!(
+        edited.contains("Reply to this message by"),
+        "the declined card invites a reply:\n{edited}"
+    );
+    // The No answered at once; the final line waits for the reason.
+    assert!(!final_within(&answer, Duration::from_millis(500)));
+    assert_eq!(status(&daemon, &id)["status"], "declined");
+
+    // A hidden character is sent back, and nothing is kept.
+    let before = reply(&daemon, &owner(), "Use\u{200B} the new one", &card);
+    bot_says(&daemon, before, "U+200B ZERO WIDTH SPACE at character 4");
+    assert!(!final_within(&answer, Duration::from_millis(300)));
+
+    let reason = "Use the new logo instead, and post after 18:00";
+    let before = reply(&daemon, &owner(), reason, &card);
+    bot_says(&daemon, before, "Sent to the agent with your No.");
+    assert!(final_within(&answer, Duration::from_secs(10)));
+    let last = answer.join().unwrap();
+    assert_eq!(last["status"], "declined", "{last}");
+    assert_eq!(last["message"], reason, "{last}");
+    let record = status(&daemon, &id);
+    assert_eq!(record["message"], reason, "{record}");
+    assert_eq!(record["final"], true, "{record}");
+
+    // Journaled by its hash alone; never in the journal or the log in clear.
+    let kept = events(&daemon, "decline_reason");
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0]["id"], id.as_str());
+    assert_eq!(kept[0]["sha256"], sha256_hex(reason));
+    assert_eq!(kept[0]["by"], OWNER);
+    let journal = std::fs::read_to_string(&daemon.journal).unwrap();
+    assert!(!journal.contains("new logo"));
+    assert!(!daemon.log().contains("new logo"));
+
+    // One reason per No.
+    let before = reply(&daemon, &owner(), "And another thing", &card);
+    bot_says(&daemon, before, "The agent already has your reason");
+    assert_eq!(status(&daemon, &id)["message"], reason);
+    assert_eq!(events(&daemon, "decline_reason").len(), 1);
+}
+
+#[test]
+fn a_reply_late_to_another_message_or_from_someone_else_is_not_attached() {
+    let daemon = Daemon::builder().decline_reason_wait("60s").start();
+    let (id, answer) = ask_waiting(&daemon, waiting("Post it"));
+    let card = decline(&daemon, &id);
+
+    // A reply to a message that is no card is a stray message.
+    let before = write(&daemon, "a note to myself");
+    let note = daemon
+        .bot
+        .messages(OWNER)
+        .into_iter()
+        .skip(before)
+        .find(|m| !m.outgoing)
+        .unwrap();
+    bot_says(&daemon, before, "Send /help for the list.");
+    let before = reply(&daemon, &owner(), "not for the card", &note);
+    bot_says(&daemon, before, "Send /help for the list.");
+
+    // Someone else's reply to the card gets the stranger's line at most, and changes nothing.
+    reply(&daemon, &stranger(), "from a stranger", &card);
+    daemon.settle();
+    assert!(status(&daemon, &id).get("message").is_none());
+    assert!(!final_within(&answer, Duration::from_millis(300)));
+
+    // After the wait the session has its No without a reason, and a reply is too late.
+    daemon.advance_clock(61);
+    assert!(final_within(&answer, Duration::from_secs(10)));
+    let last = answer.join().unwrap();
+    assert_eq!(last["status"], "declined", "{last}");
+    assert!(last.get("message").is_none(), "{last}");
+    let before = reply(&daemon, &owner(), "too late now", &card);
+    bot_says(&daemon, before, "Too late for this card");
+    assert!(status(&daemon, &id).get("message").is_none());
+    assert!(events(&daemon, "decline_reason").is_empty());
+}
+
+#[test]
+fn with_the_wait_off_the_declined_line_comes_at_once_and_the_card_invites_nothing() {
+    let daemon = Daemon::builder().decline_reason_wait("0s").start();
+    let (id, answer) = ask_waiting(&daemon, waiting("Post it now"));
+    let card = decline(&daemon, &id);
+    assert!(final_within(&answer, Duration::from_secs(10)));
+    assert_eq!(answer.join().unwrap()["status"], "declined");
+    assert!(!card
+        .text
+        .as_deref()
+        .unwrap()
+        .contains("Reply to this message"));
+    let before = reply(&daemon, &owner(), "why not", &card);
+    bot_says(&daemon, before, "Send /help for the list.");
+    assert!(events(&daemon, "decline_reason").is_empty());
+}
+
+#[test]
+fn a_reply_to_an_open_card_never_answers_it() {
+    let daemon = Daemon::builder().decline_reason_wait("60s").start();
+    let id = ask_id(&daemon, "still open");
+    let card = daemon.card_of(&id);
+    let before = reply(&daemon, &owner(), "yes", &card);
+    bot_says(&daemon, before, "A message never answers a card");
+    assert_eq!(status(&daemon, &id)["status"], "card_shown");
+    assert_eq!(daemon.runs(), 0);
+}
+
+#[test]
+fn quiet_and_nightcards_alone_show_the_setting_and_a_stray_message_gets_one_line() {
+    let daemon = Daemon::builder()
+        .gate("quiet_hours = \"23:00-08:00\"\nnight_card_limit = 2")
+        .start();
+    let cases = [
+        ("/quiet", "Quiet hours: 23:00–08:00. To change them"),
+        (
+            "/nightcards",
+            "At most 2 cards come during quiet hours. To change it: /nightcards N, with N from 0 to 2",
+        ),
+        ("/quiet off", "Quiet hours are off."),
+        ("/quiet", "Quiet hours are off. To set them"),
+        ("/nightcards 0", "No card comes during quiet hours"),
+        ("/nightcards", "No card comes during quiet hours. To change it"),
+    ];
+    for (text, expected) in cases {
+        say(&daemon, text, expected);
+    }
+    for stray in ["/stop", "hello there"] {
+        let line = say(&daemon, stray, "Send /help for the list.");
+        assert!(
+            !line.text.unwrap().contains("/pending"),
+            "one line, not the help"
+        );
+    }
+    // Showing a setting changes nothing.
+    let keys: Vec<Value> = events(&daemon, "settings")
+        .into_iter()
+        .map(|e| e["key"].clone())
+        .collect();
+    assert_eq!(keys, [json!("quiet_hours"), json!("night_card_limit")]);
+}
+
+/// The answers to presses after the first `before`.
+fn toasts_after(daemon: &Daemon, before: usize) -> Vec<Option<String>> {
+    daemon
+        .bot
+        .callback_answers()
+        .into_iter()
+        .skip(before)
+        .map(|a| a.text)
+        .collect()
+}
+
+fn wait_toast(daemon: &Daemon, before: usize, expected: &str) {
+    daemon.wait_for(&format!("the toast {expected:?}"), |bot| {
+        bot.callback_answers()
+            .iter()
+            .skip(before)
+            .any(|a| a.text.as_deref() == Some(expected))
+    });
+}
+
+#[test]
+fn a_stopped_mandates_stop_says_so_and_its_buttons_go() {
+    let daemon = Daemon::start();
+    let mandate = grant(&daemon, &["@mila_news"], 3, "2.00", 4);
+    let (id, _) = ask(&daemon, &ask_to("@mila_news", "covered", "0.50"));
+    daemon.wait_state(&id, "executed");
+    let receipt = receipt_of(&daemon, &id);
+    let listed = say(&daemon, "/mandates", &mandate);
+    let stop = button(&listed, 0);
+    assert_eq!(button(&receipt, 0), stop, "one Stop, drawn twice");
+
+    // The edits that take the Stops away are slow: a press on one still shown is stale.
+    daemon.bot.script(
+        "editMessageReplyMarkup",
+        Scripted::Delay(Duration::from_secs(3)),
+    );
+    daemon.tap(&listed, 0);
+    daemon.wait_for_event("mandate_stop");
+    let answers = daemon.bot.callback_answers().len();
+    daemon.tap(&receipt, 0);
+    wait_toast(
+        &daemon,
+        answers,
+        "This standing permission was already stopped.",
+    );
+    let rejected = daemon.wait_for_event("press_rejected");
+    assert_eq!(rejected["reason"], "not_open");
+    assert_eq!(events(&daemon, "mandate_stop").len(), 1);
+
+    for message in [&listed, &receipt] {
+        daemon.wait_for("the Stop taken away", |bot| {
+            bot.message(OWNER, message.message_id)
+                .is_some_and(|m| m.buttons().is_empty())
+        });
+        let now = daemon.bot.message(OWNER, message.message_id).unwrap();
+        assert_eq!(now.text, message.text, "only the button goes");
+    }
+    // A forged press with the old data finds no button drawn there.
+    let answers = daemon.bot.callback_answers().len();
+    daemon
+        .bot
+        .push_press(&owner(), private(), receipt.message_id, &stop);
+    daemon.settle();
+    assert_eq!(
+        toasts_after(&daemon, answers),
+        [Some("Not accepted.".to_owned())]
+    );
+}
+
+#[test]
+fn a_mandate_whose_term_ends_loses_its_stop() {
+    let daemon = Daemon::start();
+    let mandate = grant(&daemon, &["@mila_news"], 1, "2.00", 4);
+    let listed = say(&daemon, "/mandates", &mandate);
+    daemon.advance_clock(2 * 24 * 3600);
+    daemon.wait_for_event("mandate_end");
+    daemon.wait_for("the Stop taken away", |bot| {
+        bot.message(OWNER, listed.message_id)
+            .is_some_and(|m| m.buttons().is_empty())
+    });
+}
+
+/// The owner's messages with a Resume button.
+fn resume_notices(daemon: &Daemon) -> Vec<ChatMessage> {
+    daemon
+        .owner_chat()
+        .into_iter()
+        .filter(|m| m.buttons().iter().any(|b| b.text == "Resume"))
+        .collect()
+}
+
+#[test]
+fn a_used_resume_says_so_and_goes_and_a_yes_takes_it_away_too() {
+    let daemon = Daemon::builder().decline_streak(1).start();
+    let first = ask_id(&daemon, "first");
+    decline(&daemon, &first);
+    daemon.wait_for("the silence notice", |_| resume_notices(&daemon).len() == 1);
+    let notice = resume_notices(&daemon).remove(0);
+    let resume = button(&notice, 0);
+    daemon.bot.script(
+        "editMessageReplyMarkup",
+        Scripted::Delay(Duration::from_secs(3)),
+    );
+    daemon.tap(&notice, 0);
+    daemon.wait_for_event("resumed");
+    let answers = daemon.bot.callback_answers().len();
+    daemon
+        .bot
+        .push_press(&owner(), private(), notice.message_id, &resume);
+    wait_toast(&daemon, answers, "These cards were already resumed.");
+    daemon.wait_for("the Resume taken away", |_| {
+        resume_notices(&daemon).is_empty()
+    });
+
+    // A silence lifted by a yes to a card of the kind: its Resume goes too.
+    let open = ask_id(&daemon, "asked before the silence");
+    let open_card = daemon.card_of(&open);
+    let second = ask_id(&daemon, "second");
+    decline(&daemon, &second);
+    daemon.wait_for("the second notice", |_| resume_notices(&daemon).len() == 1);
+    daemon.press_yes(&open_card);
+    daemon.wait_state(&open, "executed");
+    daemon.wait_for("the Resume taken away", |_| {
+        resume_notices(&daemon).is_empty()
+    });
+}
+
+#[test]
+fn an_answered_card_and_a_switch_already_set_say_so_to_the_owner_only() {
+    let daemon = Daemon::start();
+    let id = ask_id(&daemon, "answer me once");
+    let card = daemon.card_of(&id);
+    // The card's edit is slow: its Yes is still there after the No.
+    daemon
+        .bot
+        .script("editMessageText", Scripted::Delay(Duration::from_secs(3)));
+    daemon.press_no(&card);
+    daemon.wait_state(&id, "declined");
+    let answers = daemon.bot.callback_answers().len();
+    daemon.press_yes(&card);
+    wait_toast(&daemon, answers, "This card was already answered.");
+    // Someone else pressing it hears nothing more.
+    let answers = daemon.bot.callback_answers().len();
+    let yes = button(&card, 0);
+    daemon
+        .bot
+        .push_press(&stranger(), private(), card.message_id, &yes);
+    wait_toast(&daemon, answers, "Not accepted.");
+    assert_eq!(daemon.runs(), 0);
+    assert_eq!(status(&daemon, &id)["status"], "declined");
+
+    // Two /categories lists: Off on one redraws it; Off on the other is already done.
+    let first = say(&daemon, "/categories", "Post to X (external): on");
+    let second = say(&daemon, "/categories", "Post to X (external): on");
+    daemon.tap(&first, 0);
+    daemon.wait_for("the first list redrawn", |bot| {
+        bot.message(OWNER, first.message_id).is_some_and(|m| {
+            m.text.as_deref() == Some("Post to X (external): off")
+                && m.buttons().first().is_some_and(|b| b.text == "On")
+        })
+    });
+    let answers = daemon.bot.callback_answers().len();
+    daemon.tap(&second, 0);
+    wait_toast(&daemon, answers, "“Post to X” is already off.");
+    assert_eq!(events(&daemon, "category_off").len(), 1);
+    // The redrawn line's On works.
+    let redrawn = daemon.bot.message(OWNER, first.message_id).unwrap();
+    daemon.tap(&redrawn, 0);
+    daemon.wait_for_event("category_on");
+    assert_eq!(daemon.request(&good_ask("on again"))["status"], "pending");
+}
+
+#[test]
+fn a_card_names_its_fields_by_the_categorys_labels() {
+    let daemon = Daemon::start();
+    let fields = json!({"to": "ana@example.org", "subject": "Lunch"});
+    let answer = daemon
+        .request(&json!({"v":1,"op":"ask","kind":"send_letter","fields":fields,"wait":false}));
+    let id = answer["id"].as_str().unwrap().to_owned();
+    let text = daemon.card_of(&id).text.unwrap();
+    assert!(text.contains("Subject: Lunch"), "{text}");
+    assert!(text.contains("to: ana@example.org"), "{text}");
+    assert!(!text.contains("subject:"), "{text}");
+}
