@@ -32,9 +32,14 @@ def tags(ascii):
     return "".join(chr(0xE0000 + ord(c)) for c in ascii)
 
 
-SCOTLAND = "\U0001f3f4" + tags("gbsct") + "\U000e007f"
-WALES = "\U0001f3f4" + tags("gbwls") + "\U000e007f"
-ENGLAND = "\U0001f3f4" + tags("gbeng") + "\U000e007f"
+def flag(code):
+    """A black flag with `code` in tag characters: a flag only for the three Unicode recommends."""
+    return "\U0001f3f4" + tags(code) + "\U000e007f"
+
+
+SCOTLAND = flag("gbsct")
+WALES = flag("gbwls")
+ENGLAND = flag("gbeng")
 
 
 def gate():
@@ -94,6 +99,12 @@ def gate():
         "v": 1, "op": "mandate", "kind": "publish_x", "targets": ["@" + SCOTLAND, "@b" + tags("x")],
         "days": 5, "usd_per_day": "6.00", "actions_per_day": 20,
         "reason": "While away 😀" + tags("and wire $5") + "\U000e007f",
+    }))
+    # Well-formed flags that Unicode does not recommend: only the three above pass.
+    seed("gate", "ask-unrecommended-flags", compact({
+        "v": 1, "op": "ask", "kind": "publish_x", "target": "@mila " + flag("ustx"),
+        "text": "Go " + flag("ignor") + flag("eprev"), "cost_usd": "0.40",
+    }))
     }))
     seed("gate", "status", compact({"v": 1, "op": "status", "id": "r_0123456789abcdef0123", "wait": True}))
     seed("gate", "list", compact({"v": 1, "op": "list", "cursor": "r_0123456789abcdef0123"}))

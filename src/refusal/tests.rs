@@ -824,6 +824,94 @@ fn flags_joiners_and_variation_sequences_pass_in_every_value() {
     check_mandate_ask(&mandate).expect("visible targets and reason");
 }
 
+/// A flag-shaped tag run with `code`, which draws as a plain black flag unless Unicode
+/// recommends it.
+fn flag(code: &str) -> String {
+    format!("🏴{}\u{E007F}", tags(code))
+}
+
+/// What the refusal of a [`flag`] Unicode does not recommend says.
+fn unrecommended(field: &str, position: usize, first_tag: &str, code: &str) -> String {
+    format!(
+        "{first_tag} in {field} at char {position}: tag characters after U+1F3F4 spell \"{code}\", \
+         which is not one of the recommended flags (gbeng, gbsct, gbwls: England, Scotland, Wales)"
+    )
+}
+
+type Edit = fn(&mut AskRequest);
+type Change = fn(&mut MandateAsk);
+
+/// Each ask, `good()` changed by its edit, is refused `invisible_character` with its message.
+#[track_caller]
+fn assert_invisible(cases: &[(&str, Edit, String)]) {
+    for (label, edit, message) in cases {
+        let mut ask = good();
+        edit(&mut ask);
+        let refusal = check(&ask).expect_err(label);
+        assert_eq!(refusal.reason, Reason::InvisibleCharacter, "{label}");
+        assert_eq!(&refusal.message, message, "{label}");
+    }
+}
+
+/// Each mandate request, `good_mandate()` changed, is refused `invisible_character` with its
+/// message.
+#[track_caller]
+fn assert_invisible_in_mandate(cases: &[(&str, Change, String)]) {
+    for (label, change, message) in cases {
+        let mut ask = good_mandate();
+        change(&mut ask);
+        let refusal = check_mandate_ask(&ask).expect_err(label);
+        assert_eq!(refusal.reason, Reason::InvisibleCharacter, "{label}");
+        assert_eq!(&refusal.message, message, "{label}");
+    }
+}
+
+#[test]
+fn flags_unicode_does_not_recommend_are_refused_in_every_value() {
+    assert_invisible(&[
+        (
+            "in the text",
+            |a| a.text = Some(format!("Go {}", flag("ustx"))),
+            unrecommended("text", 5, "U+E0075 TAG LATIN SMALL LETTER U", "ustx"),
+        ),
+        (
+            "in the target",
+            |a| a.target = Some(format!("@mila_news {}", flag("evil1"))),
+            unrecommended("target", 13, "U+E0065 TAG LATIN SMALL LETTER E", "evil1"),
+        ),
+        (
+            "in an attachment name",
+            |a| a.attachments[0].name = format!("{}.png", flag("fr75")),
+            unrecommended(
+                "field attachments[0].name",
+                2,
+                "U+E0066 TAG LATIN SMALL LETTER F",
+                "fr75",
+            ),
+        ),
+        (
+            "in the idempotency key",
+            |a| a.idempotency_key = Some(format!("k-1{}", flag("ab1"))),
+            unrecommended(
+                "field idempotency_key",
+                5,
+                "U+E0061 TAG LATIN SMALL LETTER A",
+                "ab1",
+            ),
+        ),
+    ]);
+    assert_invisible_in_mandate(&[(
+        "in a mandate target",
+        |a| a.targets[1] = format!("@mila_shop{}", flag("evil1")),
+        unrecommended(
+            "field targets[1]",
+            12,
+            "U+E0065 TAG LATIN SMALL LETTER E",
+            "evil1",
+        ),
+    )]);
+}
+
 #[test]
 fn padded_values_and_blank_lines_are_refused_saying_where() {
     type Edit = fn(&mut AskRequest);

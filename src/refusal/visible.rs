@@ -8,10 +8,12 @@
 //! blank lines hide something ([`layout`](super::layout)), or when it is not
 //! in NFC. A scalar that does not show is excused only where it visibly
 //! changes its neighbours:
-//! - the joiners and presentation selectors that build an emoji, and a flag's
-//!   tag sequence (U+1F3F4, a lower-case subdivision code in tag characters,
-//!   U+E007F); any other tag character is refused with the text it spells,
-//!   since tags are the classic way to hide ASCII from a reader;
+//! - the joiners and presentation selectors that build an emoji, and the tag
+//!   sequence of a flag Unicode recommends (U+1F3F4, then England's,
+//!   Scotland's or Wales's code in tag characters, then U+E007F); any other
+//!   tag character is refused with the text it spells, since tags are the
+//!   classic way to hide ASCII from a reader, and every other flag-shaped run
+//!   draws as a plain black flag;
 //! - ZWNJ and ZWJ where RFC 5892's CONTEXTJ rules allow them (after a virama;
 //!   ZWNJ between joining letters), which Persian and the Indic scripts need;
 //! - a variation selector that forms a registered variation sequence with the
@@ -249,8 +251,8 @@ struct TagRun {
     spelled: String,
     /// Whether a CANCEL TAG closes the run.
     closed: bool,
-    /// Whether the spec characters form a subdivision code.
-    subdivision: bool,
+    /// Whether the spec characters spell a recommended flag's code.
+    recommended: bool,
 }
 
 impl TagRun {
@@ -264,9 +266,9 @@ impl TagRun {
             None => format!("at the start of {field}"),
         };
         let why = match self.after {
-            Some(WAVING_BLACK_FLAG) if !self.subdivision => {
-                ", which is not a subdivision code (two lower-case letters, then one to three \
-                 lower-case letters or digits)"
+            Some(WAVING_BLACK_FLAG) if !self.recommended => {
+                ", which is not one of the recommended flags (gbeng, gbsct, gbwls: England, \
+                 Scotland, Wales)"
             }
             Some(WAVING_BLACK_FLAG) if !self.closed => ", with no CANCEL TAG to close them",
             _ => "",
@@ -346,8 +348,8 @@ fn judge_tag_run(scalars: &[char], start: usize) -> Result<usize, TagRun> {
     let spec = &scalars[start..start + spec_len];
     let closed = scalars.get(start + spec_len) == Some(&CANCEL_TAG);
     let after = start.checked_sub(1).map(|p| scalars[p]);
-    let subdivision = is_subdivision_code(spec);
-    if after == Some(WAVING_BLACK_FLAG) && closed && subdivision {
+    let recommended = is_recommended_flag(spec);
+    if after == Some(WAVING_BLACK_FLAG) && closed && recommended {
         return Ok(start + spec_len + 1);
     }
     let spelled = spec
@@ -359,7 +361,7 @@ fn judge_tag_run(scalars: &[char], start: usize) -> Result<usize, TagRun> {
         after,
         spelled,
         closed,
-        subdivision,
+        recommended,
     })
 }
 
@@ -367,15 +369,23 @@ fn judge_tag_run(scalars: &[char], start: usize) -> Result<usize, TagRun> {
 /// text is cut" holds the two together).
 const SPELLED_CHARS: usize = 64;
 
-/// A Unicode subdivision code in tag characters, as emoji flags spell it:
-/// two lower-case letters (the region), then one to three lower-case letters
-/// or digits.
-fn is_subdivision_code(spec: &[char]) -> bool {
-    let letter = |c: &char| ('\u{E0061}'..='\u{E007A}').contains(c);
-    let letter_or_digit = |c: &char| letter(c) || ('\u{E0030}'..='\u{E0039}').contains(c);
-    (3..=5).contains(&spec.len())
-        && spec[..2].iter().all(letter)
-        && spec[2..].iter().all(letter_or_digit)
+/// The subdivision codes of the flags Unicode recommends for general
+/// interchange (RGI_Emoji_Tag_Sequence; emoji-test.txt's "subdivision-flag"
+/// subgroup, the same three since Emoji 5.0): England, Scotland, Wales. Any
+/// other code, however well formed, draws as a plain black flag, its tags
+/// unseen.
+const RECOMMENDED_FLAGS: [&str; 3] = ["gbeng", "gbsct", "gbwls"];
+
+/// Whether the tag spec characters `spec` (without the CANCEL TAG) spell the
+/// code of a recommended flag.
+pub(crate) fn is_recommended_flag(spec: &[char]) -> bool {
+    RECOMMENDED_FLAGS.iter().any(|code| {
+        code.len() == spec.len()
+            && code
+                .bytes()
+                .zip(spec)
+                .all(|(ascii, &tag)| u32::from(tag) == 0xE0000 + u32::from(ascii))
+    })
 }
 
 /// Whether the joiner or variation selector at `i` visibly changes what its
@@ -893,12 +903,12 @@ mod tests {
         );
         check(
             "unclosed tag run",
-            "🏴\u{E0067}\u{E0062}\u{E0073}",
+            "🏴\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}",
             T,
             false,
             Err(
                 "U+E0067 TAG LATIN SMALL LETTER G in text at char 2: tag characters after \
-                 U+1F3F4 spell \"gbs\", with no CANCEL TAG to close them",
+                 U+1F3F4 spell \"gbsct\", with no CANCEL TAG to close them",
             ),
         );
         check(
@@ -1096,18 +1106,101 @@ mod tests {
     const ENGLAND: &str = "🏴\u{E0067}\u{E0062}\u{E0065}\u{E006E}\u{E0067}\u{E007F}";
 
     #[test]
-    fn tags_only_in_subdivision_flags() {
+    fn tags_only_in_recommended_flags() {
         check("Scotland", SCOTLAND, T, false, Ok(()));
         check("Wales", WALES, TARGET, false, Ok(()));
         check("England", ENGLAND, REPLY_TO, false, Ok(()));
         let three = format!("{SCOTLAND}{WALES} {ENGLAND}");
         check("three flags in a row", &three, T, false, Ok(()));
-        let texas = format!("🏴{}\u{E007F}", tags("ustx"));
-        check("any subdivision code passes", &texas, T, false, Ok(()));
-        let digits = format!("🏴{}\u{E007F}", tags("fr75"));
-        check("digits after the region", &digits, T, false, Ok(()));
         let in_text = format!("Go {SCOTLAND}!\nSee you");
         check("a flag inside a text", &in_text, T, true, Ok(()));
+    }
+
+    /// What the refusal of a flag-shaped run that Unicode does not recommend says, for its
+    /// first tag `first_tag` at `position` in `field`.
+    fn not_recommended(first_tag: &str, field: &str, position: usize, code: &str) -> String {
+        format!(
+            "U+{first_tag} in {field} at char {position}: tag characters after U+1F3F4 spell \
+             \"{code}\", which is not one of the recommended flags (gbeng, gbsct, gbwls: \
+             England, Scotland, Wales)"
+        )
+    }
+
+    /// Well-formed subdivision flags that Unicode does not recommend draw as a plain black flag,
+    /// and chained, their tags spell what the command gets and the owner never sees.
+    #[test]
+    fn flags_unicode_does_not_recommend_are_refused_with_what_they_spell() {
+        let flag = |code: &str| format!("🏴{}\u{E007F}", tags(code));
+        let cases: &[(&str, String, FieldRef<'_>, String)] = &[
+            (
+                "a subdivision with a vendor's flag",
+                flag("ustx"),
+                T,
+                not_recommended("E0075 TAG LATIN SMALL LETTER U", "text", 2, "ustx"),
+            ),
+            (
+                "digits after the region",
+                flag("fr75"),
+                TARGET,
+                not_recommended("E0066 TAG LATIN SMALL LETTER F", "target", 2, "fr75"),
+            ),
+            (
+                "a chain of flag-shaped runs after a recommended flag",
+                format!("Great launch {SCOTLAND}{}{}", flag("ignor"), flag("eprev")),
+                T,
+                not_recommended("E0069 TAG LATIN SMALL LETTER I", "text", 22, "ignor"),
+            ),
+            (
+                "one letter off Scotland",
+                format!("@news {}", flag("gbsco")),
+                REPLY_TO,
+                not_recommended(
+                    "E0067 TAG LATIN SMALL LETTER G",
+                    "field reply_to",
+                    8,
+                    "gbsco",
+                ),
+            ),
+            (
+                "an unclosed run that is no recommended code",
+                format!("🏴{}", tags("gbs")),
+                T,
+                not_recommended("E0067 TAG LATIN SMALL LETTER G", "text", 2, "gbs"),
+            ),
+            (
+                "a recommended code with a letter more",
+                flag("gbengx"),
+                T,
+                not_recommended("E0067 TAG LATIN SMALL LETTER G", "text", 2, "gbengx"),
+            ),
+            (
+                "upper-case Scotland",
+                flag("GBSCT"),
+                T,
+                not_recommended("E0047 TAG LATIN CAPITAL LETTER G", "text", 2, "GBSCT"),
+            ),
+            (
+                "too short for a subdivision",
+                flag("gb"),
+                T,
+                not_recommended("E0067 TAG LATIN SMALL LETTER G", "text", 2, "gb"),
+            ),
+            (
+                "a tag space inside",
+                flag("gb sc"),
+                T,
+                not_recommended("E0067 TAG LATIN SMALL LETTER G", "text", 2, "gb sc"),
+            ),
+            (
+                "a digit in the region",
+                flag("g1sct"),
+                T,
+                not_recommended("E0067 TAG LATIN SMALL LETTER G", "text", 2, "g1sct"),
+            ),
+        ];
+        for (label, input, field, expected) in cases {
+            check(label, input, *field, false, Err(expected));
+        }
     }
 
     #[test]
@@ -1194,50 +1287,6 @@ mod tests {
                  U+000A spell \"x\"",
             ),
         );
-    }
-
-    #[test]
-    fn flag_lookalikes_are_refused_as_not_subdivision_codes() {
-        let cases: &[(&str, String, &str)] = &[
-            (
-                "upper-case subdivision",
-                format!("🏴{}\u{E007F}", tags("GBSCT")),
-                "U+E0047 TAG LATIN CAPITAL LETTER G in text at char 2: tag characters after \
-                 U+1F3F4 spell \"GBSCT\", which is not a subdivision code (two lower-case \
-                 letters, then one to three lower-case letters or digits)",
-            ),
-            (
-                "too long for a subdivision",
-                format!("🏴{}\u{E007F}", tags("gbsctx")),
-                "U+E0067 TAG LATIN SMALL LETTER G in text at char 2: tag characters after \
-                 U+1F3F4 spell \"gbsctx\", which is not a subdivision code (two lower-case \
-                 letters, then one to three lower-case letters or digits)",
-            ),
-            (
-                "too short for a subdivision",
-                format!("🏴{}\u{E007F}", tags("gb")),
-                "U+E0067 TAG LATIN SMALL LETTER G in text at char 2: tag characters after \
-                 U+1F3F4 spell \"gb\", which is not a subdivision code (two lower-case letters, \
-                 then one to three lower-case letters or digits)",
-            ),
-            (
-                "a tag space inside",
-                format!("🏴{}\u{E007F}", tags("gb sc")),
-                "U+E0067 TAG LATIN SMALL LETTER G in text at char 2: tag characters after \
-                 U+1F3F4 spell \"gb sc\", which is not a subdivision code (two lower-case \
-                 letters, then one to three lower-case letters or digits)",
-            ),
-            (
-                "a digit in the region",
-                format!("🏴{}\u{E007F}", tags("g1sct")),
-                "U+E0067 TAG LATIN SMALL LETTER G in text at char 2: tag characters after \
-                 U+1F3F4 spell \"g1sct\", which is not a subdivision code (two lower-case \
-                 letters, then one to three lower-case letters or digits)",
-            ),
-        ];
-        for (label, input, expected) in cases {
-            check(label, input, T, false, Err(expected));
-        }
     }
 
     #[test]
@@ -1930,31 +1979,36 @@ mod tests {
             }
         }
 
-        /// Tags pass only as a subdivision flag: U+1F3F4, two lower-case tag
-        /// letters, one to three lower-case tag letters or digits, U+E007F
-        /// (the rule restated on the decoded ASCII). Anything else is refused
-        /// at its first tag, with what the run spells.
+        /// Tags pass only in a flag Unicode recommends: U+1F3F4, the tag
+        /// letters of "gbeng", "gbsct" or "gbwls", U+E007F (the rule restated
+        /// on the decoded ASCII). Anything else, a well-formed subdivision
+        /// code among them, is refused at its first tag, with what the run
+        /// spells.
         #[test]
-        fn tags_pass_only_as_a_subdivision_flag(
+        fn tags_pass_only_in_a_recommended_flag(
             before in prop::sample::select(vec!["", "🏴", "😀", "a", "🏴\u{FE0F}", "\n"]),
-            spec in prop::collection::vec(
-                prop_oneof![
-                    prop::sample::select(b"gbsctwlen0123xyz".to_vec()),
-                    0x20u8..=0x7E,
-                ],
-                0..8,
-            ),
+            ascii in prop_oneof![
+                prop::sample::select(vec![
+                    "gbeng", "gbsct", "gbwls", "gbsc", "gbsctx", "ustx", "fr75", "gbwl5",
+                    "GBENG", "gb", "gbscT",
+                ])
+                .prop_map(str::to_owned),
+                prop::collection::vec(
+                    prop_oneof![
+                        prop::sample::select(b"gbsctwlen0123xyz".to_vec()),
+                        0x20u8..=0x7E,
+                    ],
+                    0..8,
+                )
+                .prop_map(|bytes| bytes.into_iter().map(char::from).collect()),
+            ],
             closed in any::<bool>(),
             after in prop::sample::select(vec!["", "!", "😀"]),
         ) {
-            let ascii: String = spec.iter().map(|&b| char::from(b)).collect();
             let cancel = if closed { "\u{E007F}" } else { "" };
             let value = format!("{before}{}{cancel}{after}", tags(&ascii));
-            let code = ascii.as_bytes();
-            let subdivision = (3..=5).contains(&code.len())
-                && code[..2].iter().all(u8::is_ascii_lowercase)
-                && code[2..].iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
-            let flag = before == "🏴" && closed && subdivision;
+            let recommended = ["gbeng", "gbsct", "gbwls"].contains(&ascii.as_str());
+            let flag = before == "🏴" && closed && recommended;
             match check_value(&value, FieldRef::Text, true) {
                 Ok(()) => prop_assert!(flag || (ascii.is_empty() && !closed), "{:?}", value),
                 Err(Refusal::HiddenTags { position, hidden, .. }) => {

@@ -43,25 +43,61 @@ fn smuggling_flags() -> String {
         .collect()
 }
 
+/// Refused `invisible_character` with exactly `message`.
+#[track_caller]
+fn assert_refused(label: &str, answer: &Value, message: &str) {
+    assert_eq!(answer["status"], "refused", "{label}: {answer}");
+    assert_eq!(answer["reason"], "invisible_character", "{label}: {answer}");
+    assert_eq!(answer["message"], message, "{label}: {answer}");
+}
+
+/// Why a flag-shaped run after U+1F3F4 is refused.
+const NOT_RECOMMENDED: &str =
+    "which is not one of the recommended flags (gbeng, gbsct, gbwls: England, Scotland, Wales)";
+
 #[test]
-fn review_flag_shaped_tag_runs_carry_hidden_text_to_the_command() {
-    let daemon = Daemon::start();
+fn flag_shaped_tag_runs_never_carry_hidden_text_to_the_command() {
+    let daemon = Daemon::builder().max_pending(100).start();
     let text = format!("Great launch today {}", smuggling_flags());
     let mut request = good_ask(&text);
     request["target"] = json!(format!("@mila_news{}", flag("evil1")));
     let answer = daemon.request(&request);
+    assert_refused(
+        "chained flags in the text",
+        &answer,
+        &format!(
+            "U+E0069 TAG LATIN SMALL LETTER I in text at char 21: tag characters after U+1F3F4 \
+             spell \"ignor\", {NOT_RECOMMENDED}"
+        ),
+    );
+    let mut target_only = good_ask(&format!("Go {}!", flag("gbsct")));
+    target_only["target"] = json!(format!("@mila_news{}", flag("evil1")));
+    assert_refused(
+        "a flag-shaped run in the target",
+        &daemon.request(&target_only),
+        &format!(
+            "U+E0065 TAG LATIN SMALL LETTER E in target at char 12: tag characters after U+1F3F4 \
+             spell \"evil1\", {NOT_RECOMMENDED}"
+        ),
+    );
+    // The three recommended flags still pass, and nothing else of the Tags block reaches the
+    // command.
+    let recommended = format!("{} {} {}", flag("gbeng"), flag("gbsct"), flag("gbwls"));
+    let mut flags = good_ask(&format!("UK tour {recommended}"));
+    flags["target"] = json!(format!("@mila_news {}", flag("gbwls")));
+    let answer = daemon.request(&flags);
+    assert_eq!(answer["status"], "pending", "{answer}");
     let id = answer["id"].as_str().unwrap().to_owned();
-    if answer["status"] == "pending" {
-        // The owner sees a row of black flags and says yes; the command gets the tags.
-        let card = daemon.card_of(&id);
-        daemon.press_yes(&card);
-        daemon.wait_state(&id, "executed");
-    }
+    let card = daemon.card_of(&id);
+    daemon.press_yes(&card);
+    daemon.wait_state(&id, "executed");
     let stdin = std::fs::read_to_string(daemon.dir.path().join("stdin.log")).unwrap_or_default();
+    let ran: Value = serde_json::from_str(stdin.trim_end()).expect("one run, as JSON");
+    assert_eq!(ran["text"], format!("UK tour {recommended}"), "{stdin}");
     let hidden = hidden_in(&stdin);
     assert!(
         hidden.is_empty(),
-        "answer {answer}; the command received tag text the card never showed: {hidden:?}"
+        "the command received tag text the card never showed: {hidden:?}"
     );
 }
 
