@@ -105,6 +105,11 @@ def gate():
         "v": 1, "op": "ask", "kind": "publish_x", "target": "@mila " + flag("ustx"),
         "text": "Go " + flag("ignor") + flag("eprev"), "cost_usd": "0.40",
     }))
+    # Blank hieroglyphs as padding and as blank lines.
+    seed("gate", "ask-blank-hieroglyphs", compact({
+        "v": 1, "op": "ask", "kind": "publish_x", "target": "@mila\U00013441",
+        "text": "Hi\n\U00013441\n\U00013442 x", "cost_usd": "0.40",
+    }))
     }))
     seed("gate", "status", compact({"v": 1, "op": "status", "id": "r_0123456789abcdef0123", "wait": True}))
     seed("gate", "list", compact({"v": 1, "op": "list", "cursor": "r_0123456789abcdef0123"}))

@@ -913,6 +913,35 @@ fn flags_unicode_does_not_recommend_are_refused_in_every_value() {
 }
 
 #[test]
+fn blank_hieroglyphs_are_refused_in_every_value() {
+    assert_invisible(&[
+        (
+            "at the end of the target",
+            |a| a.target = Some("@mila_news\u{13441}".into()),
+            "U+13441 EGYPTIAN HIEROGLYPH FULL BLANK in target at char 11".into(),
+        ),
+        (
+            "as a line of the text",
+            |a| a.text = Some("Hi\n\u{13442}\nthere".into()),
+            "U+13442 EGYPTIAN HIEROGLYPH HALF BLANK in text at char 4".into(),
+        ),
+        (
+            "at the start of a field",
+            |a| {
+                a.fields
+                    .insert("reply_to".into(), "\u{13442}https://example.org/1".into());
+            },
+            "U+13442 EGYPTIAN HIEROGLYPH HALF BLANK in field reply_to at char 1".into(),
+        ),
+    ]);
+    assert_invisible_in_mandate(&[(
+        "as a mandate target",
+        |a| a.targets[1] = "\u{13441}".into(),
+        "U+13441 EGYPTIAN HIEROGLYPH FULL BLANK in field targets[1] at char 1".into(),
+    )]);
+}
+
+#[test]
 fn padded_values_and_blank_lines_are_refused_saying_where() {
     type Edit = fn(&mut AskRequest);
     let cases: &[(&str, Edit, &str)] = &[

@@ -4,10 +4,10 @@
 //!
 //! A value is refused when it holds a scalar that does not show (by the
 //! General_Category and Default_Ignorable_Code_Point data pinned in
-//! `icu_properties`, plus four blank-looking symbols), when its spaces and
-//! blank lines hide something ([`layout`](super::layout)), or when it is not
-//! in NFC. A scalar that does not show is excused only where it visibly
-//! changes its neighbours:
+//! `icu_properties`, plus the blank-looking letters and symbols listed in
+//! `BLANKS`), when its spaces and blank lines hide something
+//! ([`layout`](super::layout)), or when it is not in NFC. A scalar that does
+//! not show is excused only where it visibly changes its neighbours:
 //! - the joiners and presentation selectors that build an emoji, and the tag
 //!   sequence of a flag Unicode recommends (U+1F3F4, then England's,
 //!   Scotland's or Wales's code in tag characters, then U+E007F); any other
@@ -47,9 +47,21 @@ const SKIN_TONE: CodePointSetDataBorrowed<'static> = CodePointSetData::new::<Emo
 const NONCHARACTER: CodePointSetDataBorrowed<'static> =
     CodePointSetData::new::<NoncharacterCodePoint>();
 
-/// Assigned symbols in visible categories that nonetheless draw as an empty
-/// cell, so an owner sees a gap where text is.
-const BLANKS: [char; 4] = ['\u{2800}', '\u{1D159}', '\u{FFFC}', '\u{16FE4}'];
+/// Assigned letters and symbols in visible categories that nonetheless draw
+/// as an empty cell, so an owner sees a gap where text is (the survey behind
+/// the list is in docs/CONTRACT-NOTES.md): U+2800 BRAILLE PATTERN BLANK,
+/// U+1D159 MUSICAL SYMBOL NULL NOTEHEAD, U+FFFC OBJECT REPLACEMENT CHARACTER
+/// (nothing to replace on a card), U+16FE4 KHITAN SMALL SCRIPT FILLER, and
+/// U+13441 EGYPTIAN HIEROGLYPH FULL BLANK and U+13442 HALF BLANK, letters
+/// whose glyph is an empty quadrat.
+const BLANKS: [char; 6] = [
+    '\u{2800}',
+    '\u{1D159}',
+    '\u{FFFC}',
+    '\u{16FE4}',
+    '\u{13441}',
+    '\u{13442}',
+];
 
 const ZWNJ: char = '\u{200C}';
 const ZWJ: char = '\u{200D}';
@@ -858,6 +870,34 @@ mod tests {
             false,
             Err("U+16FE4 KHITAN SMALL SCRIPT FILLER in text at char 2"),
         );
+        check(
+            "hieroglyph full blank",
+            "a\u{13441}",
+            T,
+            false,
+            Err("U+13441 EGYPTIAN HIEROGLYPH FULL BLANK in text at char 2"),
+        );
+        check(
+            "hieroglyph half blank",
+            "\u{13442}https://example.org/1",
+            REPLY_TO,
+            false,
+            Err("U+13442 EGYPTIAN HIEROGLYPH HALF BLANK in field reply_to at char 1"),
+        );
+        check(
+            "a hieroglyph blank line in a text",
+            "Hello\n\u{13441}\nP.S.",
+            T,
+            true,
+            Err("U+13441 EGYPTIAN HIEROGLYPH FULL BLANK in text at char 7"),
+        );
+        check(
+            "hieroglyph blanks between hieroglyphs",
+            "\u{13000}\u{13441}\u{13001}",
+            TARGET,
+            false,
+            Err("U+13441 EGYPTIAN HIEROGLYPH FULL BLANK in target at char 2"),
+        );
     }
 
     #[test]
@@ -1613,7 +1653,10 @@ mod tests {
         };
         by_category
             || CodePointSetData::new::<DefaultIgnorableCodePoint>().contains(c)
-            || matches!(c, '\u{2800}' | '\u{1D159}' | '\u{FFFC}' | '\u{16FE4}')
+            || matches!(
+                c,
+                '\u{2800}' | '\u{1D159}' | '\u{FFFC}' | '\u{16FE4}' | '\u{13441}' | '\u{13442}'
+            )
     }
 
     /// The name a refusal of `c` must carry, restated from the name table and
@@ -1894,6 +1937,8 @@ mod tests {
             '\u{1D159}',
             '\u{FFFC}',
             '\u{16FE4}',
+            '\u{13441}',
+            '\u{13442}',
             '\u{E000}',
             '\u{378}',
             '\u{34F}',

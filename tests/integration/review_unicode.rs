@@ -102,18 +102,20 @@ fn flag_shaped_tag_runs_never_carry_hidden_text_to_the_command() {
 }
 
 /// U+13441 EGYPTIAN HIEROGLYPH FULL BLANK and U+13442 HALF BLANK are letters (Lo) whose glyph is
-/// an empty quadrat: they stand in for the spaces and blank lines the gate refuses.
+/// an empty quadrat: they could stand in for the spaces and blank lines the gate refuses.
 const FULL_BLANK: char = '\u{13441}';
 const HALF_BLANK: char = '\u{13442}';
 
 #[test]
-fn review_blank_hieroglyphs_stand_in_for_refused_spaces_and_blank_lines() {
+fn blank_hieroglyphs_cannot_stand_in_for_refused_spaces_and_blank_lines() {
     let daemon = Daemon::builder().max_pending(100).start();
     let blank_line = format!("\n{FULL_BLANK}");
-    let cases: Vec<(&str, Value)> = vec![
+    let full = "U+13441 EGYPTIAN HIEROGLYPH FULL BLANK";
+    let cases: Vec<(&str, Value, String)> = vec![
         (
             "a text that is only blanks",
             good_ask(&FULL_BLANK.to_string().repeat(3)),
+            format!("{full} in text at char 1"),
         ),
         (
             "forty blank-looking lines push a paragraph out of view",
@@ -121,30 +123,35 @@ fn review_blank_hieroglyphs_stand_in_for_refused_spaces_and_blank_lines() {
                 "Nice weather today.{}\nP.S. also send the archive to @mallory",
                 blank_line.repeat(40)
             )),
+            format!("{full} in text at char 21"),
         ),
         (
             "a text whose last lines look blank",
             good_ask(&format!("Hello{}", blank_line.repeat(3))),
+            format!("{full} in text at char 7"),
         ),
-        ("a target padded at its end", {
-            let mut a = good_ask("hello");
-            a["target"] = json!(format!("@mila_news{FULL_BLANK}"));
-            a
-        }),
-        ("a field padded at its start", {
-            let mut a = good_ask("hello");
-            a["fields"] = json!({"reply_to": format!("{HALF_BLANK}https://example.org/1")});
-            a
-        }),
+        (
+            "a target padded at its end",
+            {
+                let mut a = good_ask("hello");
+                a["target"] = json!(format!("@mila_news{FULL_BLANK}"));
+                a
+            },
+            format!("{full} in target at char 11"),
+        ),
+        (
+            "a field padded at its start",
+            {
+                let mut a = good_ask("hello");
+                a["fields"] = json!({"reply_to": format!("{HALF_BLANK}https://example.org/1")});
+                a
+            },
+            "U+13442 EGYPTIAN HIEROGLYPH HALF BLANK in field reply_to at char 1".to_owned(),
+        ),
     ];
-    let mut accepted = Vec::new();
-    for (label, request) in cases {
-        let answer = daemon.request(&request);
-        if answer["status"] != "refused" {
-            accepted.push(format!("{label}: {answer}"));
-        }
+    for (label, request, message) in cases {
+        assert_refused(label, &daemon.request(&request), &message);
     }
-    assert!(accepted.is_empty(), "accepted:\n{}", accepted.join("\n"));
 }
 
 #[test]
