@@ -110,6 +110,12 @@ def gate():
         "v": 1, "op": "ask", "kind": "publish_x", "target": "@mila\U00013441",
         "text": "Hi\n\U00013441\n\U00013442 x", "cost_usd": "0.40",
     }))
+    # Marks stacked on one character, and an acute twice; words that stack a few pass.
+    seed("gate", "ask-stacked-marks", compact({
+        "v": 1, "op": "ask", "kind": "publish_x", "target": "@mila" + "\u0329" * 3 + "\u030d" * 3,
+        "text": "x\u0300\u0301\u0302\u0303\u0304\u0306 caf\u00e9\u0301", "cost_usd": "0.40",
+        "fields": {"reply_to": "Vi\u1ec7t \u05e9\u05b8\u05bc\u05c1\u05a3"},
+    }))
     }))
     seed("gate", "status", compact({"v": 1, "op": "status", "id": "r_0123456789abcdef0123", "wait": True}))
     seed("gate", "list", compact({"v": 1, "op": "list", "cursor": "r_0123456789abcdef0123"}))

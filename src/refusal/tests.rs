@@ -809,6 +809,9 @@ fn flags_joiners_and_variation_sequences_pass_in_every_value() {
     let scotland = "🏴\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}";
     let mut ask = good();
     ask.text = Some(format!("Go {scotland}!\nمی\u{200C}خواهم ශ\u{DCA}\u{200D}රී"));
+    check(&ask).expect("a flag and joiners in the text");
+    ask.text = Some("Nguy\u{1EC5}n \u{5E9}\u{5B8}\u{5BC}\u{5C1}\u{5A3}".into());
+    check(&ask).expect("Vietnamese and pointed Hebrew in the text");
     ask.target = Some(format!("@\u{845B}\u{E0100}飾 {scotland}"));
     ask.fields.insert(
         "reply_to".into(),
@@ -939,6 +942,46 @@ fn blank_hieroglyphs_are_refused_in_every_value() {
         |a| a.targets[1] = "\u{13441}".into(),
         "U+13441 EGYPTIAN HIEROGLYPH FULL BLANK in field targets[1] at char 1".into(),
     )]);
+}
+
+#[test]
+fn stacked_and_repeated_marks_are_refused_in_every_shown_value() {
+    assert_invisible(&[
+        (
+            "six marks on a field's letter",
+            |a| {
+                a.fields.insert(
+                    "reply_to".into(),
+                    format!("x{}", "\u{301}\u{302}".repeat(3)),
+                );
+            },
+            "field reply_to has 6 combining marks on one character at char 1; at most 4 are \
+             allowed"
+                .into(),
+        ),
+        (
+            "seven marks on a text's letter",
+            |a| a.text = Some("Hi\nx\u{300}\u{301}\u{302}\u{303}\u{304}\u{306}\u{30A}".into()),
+            "text has 7 combining marks on one character at char 4; at most 6 are allowed".into(),
+        ),
+        (
+            "the same mark twice in an attachment name",
+            |a| a.attachments[0].name = "cafe\u{301}\u{301}.png".into(),
+            "field attachments[0].name has U+0301 COMBINING ACUTE ACCENT twice in a row on one \
+             character at char 4"
+                .into(),
+        ),
+    ]);
+    assert_invisible_in_mandate(&[(
+        "in a mandate's reason",
+        |a| a.reason = Some("Daily x\u{300}\u{301}\u{302}\u{303}\u{304}".into()),
+        "field reason has 5 combining marks on one character at char 7; at most 4 are allowed"
+            .into(),
+    )]);
+    // The key is never drawn: marks on it stack over nothing.
+    let mut ask = good();
+    ask.idempotency_key = Some("x\u{301}\u{301}".into());
+    check(&ask).expect("an unshown key's marks are its own business");
 }
 
 #[test]

@@ -5,7 +5,8 @@
 //! A value is refused when it holds a scalar that does not show (by the
 //! General_Category and Default_Ignorable_Code_Point data pinned in
 //! `icu_properties`, plus the blank-looking letters and symbols listed in
-//! `BLANKS`), when its spaces and blank lines hide something
+//! `BLANKS`), when it stacks combining marks on one character
+//! ([`marks`](super::marks)), when its spaces and blank lines hide something
 //! ([`layout`](super::layout)), or when it is not in NFC. A scalar that does
 //! not show is excused only where it visibly changes its neighbours:
 //! - the joiners and presentation selectors that build an emoji, and the tag
@@ -30,7 +31,7 @@ use icu_properties::{
 };
 use unicode_normalization::{is_nfc, is_nfc_quick, IsNormalized, UnicodeNormalization};
 
-use super::{layout, sequences};
+use super::{layout, marks, sequences};
 use crate::protocol::quote;
 
 const GENERAL_CATEGORY: CodePointMapDataBorrowed<'static, GeneralCategory> =
@@ -115,6 +116,33 @@ pub enum Refusal {
         position: usize,
         hidden: String,
     },
+    /// More nonspacing or enclosing marks on one character than the value
+    /// may stack: they draw over the card's lines around it. `position` is
+    /// the character's (where its marks start, when the value starts with
+    /// marks).
+    #[error(
+        "{field} has {count} combining marks on one character at char {position}; at most \
+         {max} are allowed"
+    )]
+    StackedMarks {
+        field: String,
+        count: usize,
+        position: usize,
+        max: usize,
+    },
+    /// The same nonspacing or enclosing mark twice in a row on one character
+    /// (in canonical order), which draws as one: named like
+    /// [`Refusal::Invisible`], at the character's position.
+    #[error(
+        "{field} has U+{:04X} {name} twice in a row on one character at char {position}",
+        u32::from(*.code_point)
+    )]
+    RepeatedMark {
+        code_point: char,
+        name: String,
+        field: String,
+        position: usize,
+    },
     /// Spaces or blank lines that hide where the value starts or ends
     /// (`problem` finishes the sentence that starts with the field).
     #[error("{field} {problem}")]
@@ -128,9 +156,11 @@ impl Refusal {
     /// Stable machine-readable reason.
     pub fn reason_code(&self) -> &'static str {
         match self {
-            Refusal::Invisible { .. } | Refusal::HiddenTags { .. } | Refusal::Spacing { .. } => {
-                "invisible_character"
-            }
+            Refusal::Invisible { .. }
+            | Refusal::HiddenTags { .. }
+            | Refusal::StackedMarks { .. }
+            | Refusal::RepeatedMark { .. }
+            | Refusal::Spacing { .. } => "invisible_character",
             Refusal::NotNfc { .. } => "not_nfc",
         }
     }
@@ -144,14 +174,18 @@ impl Refusal {
 /// Refuses `value` if an owner could not see all of it, or if it is not NFC.
 ///
 /// Invisible characters are reported first, because a hidden character is
-/// the most serious finding; then spacing, which decides where the value
+/// the most serious finding; then marks stacked on one character, which draw
+/// over what is around them; then spacing, which decides where the value
 /// visibly starts and ends; then normalization, which says nothing about
 /// whether the text can be seen. `allow_newline` admits U+000A and makes the
-/// value a text of lines (no blank lines at its ends, at most two in a row);
-/// without it the value is one line (no space at its ends, none doubled).
-/// Every other line or paragraph break stays refused.
+/// value a text of lines (no blank lines at its ends, at most two in a row,
+/// up to `marks::MAX_IN_TEXT` marks on a character); without it the value
+/// is one line (no space at its ends, none doubled, up to
+/// `marks::MAX_IN_LINE` marks on a character). Every other line or
+/// paragraph break stays refused.
 pub fn check_value(value: &str, field: FieldRef<'_>, allow_newline: bool) -> Result<(), Refusal> {
     check_scalars(value, field, allow_newline)?;
+    check_marks(value, field, allow_newline)?;
     let spacing = if allow_newline {
         layout::text_problem(value)
     } else {
@@ -197,6 +231,30 @@ fn check_scalars(value: &str, field: FieldRef<'_>, allow_newline: bool) -> Resul
             name,
             field,
             position,
+        },
+    })
+}
+
+fn check_marks(value: &str, field: FieldRef<'_>, allow_newline: bool) -> Result<(), Refusal> {
+    let max = if allow_newline {
+        marks::MAX_IN_TEXT
+    } else {
+        marks::MAX_IN_LINE
+    };
+    let field = field.to_string();
+    Err(match marks::first_problem(value, max) {
+        None => return Ok(()),
+        Some(marks::Problem::TooMany { count, index }) => Refusal::StackedMarks {
+            field,
+            count,
+            position: index + 1,
+            max,
+        },
+        Some(marks::Problem::Repeated { mark, index }) => Refusal::RepeatedMark {
+            code_point: mark,
+            name: display_name(mark),
+            field,
+            position: index + 1,
         },
     })
 }
@@ -1637,6 +1695,173 @@ mod tests {
         );
     }
 
+    #[test]
+    fn marks_stacked_on_one_character() {
+        let review = format!(
+            "@mila_newsx{}{}",
+            "\u{329}".repeat(120),
+            "\u{30D}".repeat(120)
+        );
+        check(
+            "240 marks on a target's last letter",
+            &review,
+            TARGET,
+            false,
+            Err(
+                "target has 240 combining marks on one character at char 11; at most 4 are allowed",
+            ),
+        );
+        check(
+            "five in a field",
+            "ok x\u{300}\u{301}\u{302}\u{303}\u{304}",
+            REPLY_TO,
+            false,
+            Err(
+                "field reply_to has 5 combining marks on one character at char 4; at most 4 are \
+                 allowed",
+            ),
+        );
+        check(
+            "four in a target",
+            "x\u{300}\u{301}\u{302}\u{303}",
+            TARGET,
+            false,
+            Ok(()),
+        );
+        check(
+            "a one-line text keeps the one-line cap",
+            "x\u{300}\u{301}\u{302}\u{303}\u{304}",
+            T,
+            false,
+            Err("text has 5 combining marks on one character at char 1; at most 4 are allowed"),
+        );
+        check(
+            "six in a text",
+            "Hi\nx\u{300}\u{301}\u{302}\u{303}\u{304}\u{306}",
+            T,
+            true,
+            Ok(()),
+        );
+        check(
+            "seven in a text",
+            "Hi\nx\u{300}\u{301}\u{302}\u{303}\u{304}\u{306}\u{30A}",
+            T,
+            true,
+            Err("text has 7 combining marks on one character at char 4; at most 6 are allowed"),
+        );
+        check(
+            "marks stacked on a space",
+            "a \u{300}\u{301}\u{302}\u{303}\u{304} b",
+            TARGET,
+            false,
+            Err("target has 5 combining marks on one character at char 2; at most 4 are allowed"),
+        );
+    }
+
+    #[test]
+    fn words_that_stack_marks_pass_in_one_line_values() {
+        let words = [
+            (
+                "Vietnamese",
+                "Nguy\u{1EC5}n Th\u{1ECB} Ng\u{1ECD}c \u{1EE2}",
+            ),
+            ("Thai", "\u{E1C}\u{E39}\u{E49}\u{E43}\u{E2B}\u{E0D}\u{E48}"),
+            (
+                "Devanagari",
+                "\u{939}\u{93F}\u{928}\u{94D}\u{926}\u{940} \u{915}\u{93C}\u{93F}",
+            ),
+            (
+                "pointed Hebrew",
+                "\u{5D9}\u{5B4}\u{5E9}\u{5B8}\u{5BC}\u{5C2}\u{5A3}\u{5D0}",
+            ),
+            (
+                "Tibetan",
+                "\u{F67}\u{F71}\u{F74}\u{F83} \u{F66}\u{F92}\u{FB2}\u{F74}",
+            ),
+            (
+                "Arabic with vowels",
+                "\u{628}\u{650}\u{633}\u{652}\u{645}\u{650}",
+            ),
+            ("polytonic Greek", "\u{1F85}\u{3B4}\u{3B7}\u{3C2}"),
+        ];
+        for (label, word) in words {
+            check(label, word, TARGET, false, Ok(()));
+        }
+    }
+
+    #[test]
+    fn the_same_mark_twice_on_one_character() {
+        check(
+            "an acute on a precomposed e acute",
+            "caf\u{E9}\u{301}",
+            TARGET,
+            false,
+            Err(
+                "target has U+0301 COMBINING ACUTE ACCENT twice in a row on one character at \
+                 char 4",
+            ),
+        );
+        check(
+            "a dot below twice in a text",
+            "Hi\nx\u{323}\u{323}",
+            T,
+            true,
+            Err("text has U+0323 COMBINING DOT BELOW twice in a row on one character at char 4"),
+        );
+        check(
+            "made adjacent by canonical order",
+            "\u{E1}\u{316}\u{301}",
+            REPLY_TO,
+            false,
+            Err(
+                "field reply_to has U+0301 COMBINING ACUTE ACCENT twice in a row on one \
+                 character at char 1",
+            ),
+        );
+        check(
+            "the same mark on two letters",
+            "x\u{301}x\u{301}",
+            T,
+            false,
+            Ok(()),
+        );
+    }
+
+    #[test]
+    fn marks_come_after_hidden_scalars_and_before_spacing_and_nfc() {
+        check(
+            "a hidden scalar comes first",
+            "x\u{300}\u{301}\u{302}\u{303}\u{304}\u{200B}",
+            T,
+            false,
+            Err("U+200B ZERO WIDTH SPACE in text at char 7"),
+        );
+        check(
+            "marks come before spacing",
+            "x\u{301}\u{301} ",
+            TARGET,
+            false,
+            Err(
+                "target has U+0301 COMBINING ACUTE ACCENT twice in a row on one character at \
+                 char 1",
+            ),
+        );
+        check(
+            "marks come before NFC",
+            "e\u{301}\u{301}",
+            T,
+            false,
+            Err("text has U+0301 COMBINING ACUTE ACCENT twice in a row on one character at char 1"),
+        );
+        let stacked = check_value("x\u{301}\u{302}\u{303}\u{304}\u{306}", T, false).unwrap_err();
+        assert_eq!(stacked.reason_code(), "invisible_character");
+        let repeated = check_value("x\u{301}\u{301}", T, false).unwrap_err();
+        assert_eq!(repeated.reason_code(), "invisible_character");
+        // The idempotency key is never drawn.
+        let key = FieldRef::Field("idempotency_key");
+        assert_eq!(check_unshown_value("x\u{301}\u{301}", key), Ok(()));
+    }
+
     /// The policy restated from the raw properties, independent of the
     /// module's fast paths.
     fn policy_refuses(c: char, allow_newline: bool) -> bool {
@@ -1805,6 +2030,8 @@ mod tests {
         let flags = [SCOTLAND, WALES, ENGLAND].concat().repeat(950);
         let family = "👨\u{200D}👩\u{200D}👧".repeat(4_000);
         let persian = ["می\u{200C}خواهم"; 2_500].join(" ");
+        // No text may stack this many marks, but the joiner's scan looks past them before the
+        // marks are counted, so the value is refused only for its marks.
         let marks = "\u{64E}".repeat(9_999);
         let joined_over_marks = format!("ب{marks}\u{200C}{marks}ب");
         let refused_over_marks = format!("ب{marks}\u{200C}{marks}a");
@@ -1814,9 +2041,15 @@ mod tests {
             check_value(&long_tag_run, T, false).unwrap_err().message(),
             expected
         );
-        for valid in [&flags, &family, &persian, &joined_over_marks, &ideographic] {
+        for valid in [&flags, &family, &persian, &ideographic] {
             assert_eq!(check_value(valid, T, false), Ok(()));
         }
+        assert_eq!(
+            check_value(&joined_over_marks, T, false)
+                .unwrap_err()
+                .message(),
+            "text has 19998 combining marks on one character at char 1; at most 4 are allowed"
+        );
         assert_eq!(
             check_value(&refused_over_marks, T, false)
                 .unwrap_err()

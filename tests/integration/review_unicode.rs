@@ -155,7 +155,7 @@ fn blank_hieroglyphs_cannot_stand_in_for_refused_spaces_and_blank_lines() {
 }
 
 #[test]
-fn review_stacked_combining_marks_are_accepted_without_limit() {
+fn stacked_combining_marks_are_refused_beyond_the_limit() {
     // 300 marks above and below one letter draw over the card's lines around the value (the
     // title above a target, the warning line and cost below it).
     let daemon = Daemon::start();
@@ -166,8 +166,26 @@ fn review_stacked_combining_marks_are_accepted_without_limit() {
         "\u{329}".repeat(120),
         "\u{30D}".repeat(120)
     ));
-    let answer = daemon.request(&request);
-    assert_eq!(answer["status"], "refused", "{answer}");
+    assert_refused(
+        "240 marks on the target's last letter",
+        &daemon.request(&request),
+        "target has 240 combining marks on one character at char 11; at most 4 are allowed",
+    );
+    // The same mark twice in a row draws as one.
+    let mut repeated = good_ask("hello");
+    repeated["target"] = json!("@caf\u{E9}\u{301}");
+    assert_refused(
+        "an acute on an e acute",
+        &daemon.request(&repeated),
+        "target has U+0301 COMBINING ACUTE ACCENT twice in a row on one character at char 5",
+    );
+    // Real words that stack marks pass: Vietnamese, pointed Hebrew with an accent, Tibetan.
+    let words = good_ask(
+        "Nguy\u{1EC5}n \u{5D9}\u{5B4}\u{5E9}\u{5B8}\u{5BC}\u{5C2}\u{5A3}\u{5D0} \
+         \u{F67}\u{F71}\u{F74}\u{F83}",
+    );
+    let answer = daemon.request(&words);
+    assert_eq!(answer["status"], "pending", "{answer}");
 }
 
 /// "@mila_news" with a dotless ı (U+0131) and a COMBINING DOT ABOVE: drawn as "i".
