@@ -116,6 +116,11 @@ def gate():
         "text": "x\u0300\u0301\u0302\u0303\u0304\u0306 caf\u00e9\u0301", "cost_usd": "0.40",
         "fields": {"reply_to": "Vi\u1ec7t \u05e9\u05b8\u05bc\u05c1\u05a3"},
     }))
+    # Joiners that join nothing; a Malayalam chillu passes.
+    seed("gate", "ask-idle-joiners", compact({
+        "v": 1, "op": "ask", "kind": "publish_x", "target": "\u0928\u092e\u0938\u094d\u200c",
+        "text": "\u0915\u094d\u200da a\u094d\u200cb \u0628\u200c\u0710 \u0d28\u0d4d\u200d",
+        "fields": {"lang": "ab\u17d2\u200dc"}, "cost_usd": "0.40",
     }))
     seed("gate", "status", compact({"v": 1, "op": "status", "id": "r_0123456789abcdef0123", "wait": True}))
     seed("gate", "list", compact({"v": 1, "op": "list", "cursor": "r_0123456789abcdef0123"}))

@@ -810,6 +810,8 @@ fn flags_joiners_and_variation_sequences_pass_in_every_value() {
     let mut ask = good();
     ask.text = Some(format!("Go {scotland}!\nمی\u{200C}خواهم ශ\u{DCA}\u{200D}රී"));
     check(&ask).expect("a flag and joiners in the text");
+    ask.text = Some("উদ\u{9CD}\u{200C}যাপন അവന\u{D4D}\u{200D} വന്നു".into());
+    check(&ask).expect("Bengali and a Malayalam chillu in the text");
     ask.text = Some("Nguy\u{1EC5}n \u{5E9}\u{5B8}\u{5BC}\u{5C1}\u{5A3}".into());
     check(&ask).expect("Vietnamese and pointed Hebrew in the text");
     ask.target = Some(format!("@\u{845B}\u{E0100}飾 {scotland}"));
@@ -982,6 +984,35 @@ fn stacked_and_repeated_marks_are_refused_in_every_shown_value() {
     let mut ask = good();
     ask.idempotency_key = Some("x\u{301}\u{301}".into());
     check(&ask).expect("an unshown key's marks are its own business");
+}
+
+#[test]
+fn joiners_that_join_nothing_are_refused_in_every_value() {
+    assert_invisible(&[
+        (
+            "after a virama, then a Latin letter",
+            |a| a.text = Some("क\u{94D}\u{200D}a".into()),
+            "U+200D ZERO WIDTH JOINER in text at char 3".into(),
+        ),
+        (
+            "at the end of the target",
+            |a| a.target = Some("नमस\u{94D}\u{200C}".into()),
+            "U+200C ZERO WIDTH NON-JOINER in target at char 5".into(),
+        ),
+        (
+            "between an Arabic and a Syriac letter in a field",
+            |a| {
+                a.fields
+                    .insert("reply_to".into(), "ب\u{200C}\u{710}".into());
+            },
+            "U+200C ZERO WIDTH NON-JOINER in field reply_to at char 2".into(),
+        ),
+    ]);
+    assert_invisible_in_mandate(&[(
+        "on a Latin letter in a mandate's reason",
+        |a| a.reason = Some("Daily a\u{94D}\u{200C}b".into()),
+        "U+200C ZERO WIDTH NON-JOINER in field reason at char 9".into(),
+    )]);
 }
 
 #[test]

@@ -16,7 +16,8 @@
 //!   classic way to hide ASCII from a reader, and every other flag-shaped run
 //!   draws as a plain black flag;
 //! - ZWNJ and ZWJ where RFC 5892's CONTEXTJ rules allow them (after a virama;
-//!   ZWNJ between joining letters), which Persian and the Indic scripts need;
+//!   ZWNJ between joining letters), which Persian and the Indic scripts need,
+//!   tightened so that the joiner sits inside a word of one script;
 //! - a variation selector that forms a registered variation sequence with the
 //!   character before it ([`sequences`](super::sequences)).
 
@@ -24,8 +25,9 @@ use std::fmt;
 
 use icu_properties::props::{
     CanonicalCombiningClass, DefaultIgnorableCodePoint, EmojiModifier, ExtendedPictographic,
-    GeneralCategory, JoiningType, NoncharacterCodePoint,
+    GeneralCategory, JoiningType, NoncharacterCodePoint, Script,
 };
+use icu_properties::script::ScriptWithExtensions;
 use icu_properties::{
     CodePointMapData, CodePointMapDataBorrowed, CodePointSetData, CodePointSetDataBorrowed,
 };
@@ -463,10 +465,9 @@ pub(crate) fn is_recommended_flag(spec: &[char]) -> bool {
 fn is_excused(scalars: &[char], i: usize) -> bool {
     let c = scalars[i];
     let previous = i.checked_sub(1).map(|p| scalars[p]);
-    let after_virama = previous.is_some_and(is_virama);
     match c {
-        ZWJ => after_virama || joins_pictographs(scalars, i),
-        ZWNJ => after_virama || separates_joining_letters(scalars, i),
+        ZWJ => joins_after_virama(scalars, i) || joins_pictographs(scalars, i),
+        ZWNJ => joins_after_virama(scalars, i) || separates_joining_letters(scalars, i),
         _ if sequences::is_variation_selector(c) => {
             presents_emoji(scalars, i) || previous.is_some_and(|p| sequences::is_registered(p, c))
         }
@@ -474,27 +475,95 @@ fn is_excused(scalars: &[char], i: usize) -> bool {
     }
 }
 
+/// RFC 5892 A.1 and A.2's first rule, a joiner right after a virama,
+/// tightened so that the joiner sits inside a word of the virama's script,
+/// where it picks a conjunct, a half form or an explicit virama: the virama
+/// follows a letter of its script (a nukta may come between), and a letter
+/// of its script follows the joiner. Elsewhere the joiner draws nothing
+/// ("क्\u{200D}a", "a\u{94D}\u{200C}b", "नमस्\u{200C}"). The one joiner that
+/// needs no letter after it is a ZWJ that makes a Malayalam chillu
+/// ("ന്\u{200D}", the older spelling of "ൻ"): it changes the letter before
+/// it, and ends a word more often than not.
+fn joins_after_virama(scalars: &[char], i: usize) -> bool {
+    let Some(virama) = i
+        .checked_sub(1)
+        .map(|p| scalars[p])
+        .filter(|&v| is_virama(v))
+    else {
+        return false;
+    };
+    let letter = scalars[..i - 1].iter().rev().find(|&&c| !is_nukta(c));
+    let Some(&letter) = letter.filter(|&&l| is_letter(l) && share_script(l, virama)) else {
+        return false;
+    };
+    if scalars[i] == ZWJ && makes_chillu(letter, virama) {
+        return true;
+    }
+    scalars
+        .get(i + 1)
+        .is_some_and(|&next| is_letter(next) && share_script(next, virama))
+}
+
 fn is_virama(c: char) -> bool {
     COMBINING_CLASS.get(c) == CanonicalCombiningClass::Virama
 }
 
+fn is_nukta(c: char) -> bool {
+    COMBINING_CLASS.get(c) == CanonicalCombiningClass::Nukta
+}
+
+fn is_letter(c: char) -> bool {
+    matches!(
+        GENERAL_CATEGORY.get(c),
+        GeneralCategory::UppercaseLetter
+            | GeneralCategory::LowercaseLetter
+            | GeneralCategory::TitlecaseLetter
+            | GeneralCategory::ModifierLetter
+            | GeneralCategory::OtherLetter
+    )
+}
+
+/// Whether `a` and `b` are written in one script, by Script_Extensions
+/// (Common and Inherited name no script here).
+fn share_script(a: char, b: char) -> bool {
+    let scripts = ScriptWithExtensions::new();
+    scripts
+        .get_script_extensions_val(a)
+        .iter()
+        .any(|s| s != Script::Common && s != Script::Inherited && scripts.has_script(b, s))
+}
+
+/// The Malayalam consonants that have a chillu form: those of the atomic
+/// chillus U+0D7A..0D7F (ṇ, n, rr, l, ll, k) and U+0D54..0D56 (m, y, lll).
+const CHILLU_CONSONANTS: [char; 9] = [
+    '\u{0D23}', '\u{0D28}', '\u{0D30}', '\u{0D32}', '\u{0D33}', '\u{0D15}', '\u{0D2E}', '\u{0D2F}',
+    '\u{0D34}',
+];
+
+fn makes_chillu(letter: char, virama: char) -> bool {
+    virama == '\u{0D4D}' && CHILLU_CONSONANTS.contains(&letter)
+}
+
 /// RFC 5892 A.1's second rule: `(L|D) T* ZWNJ T* (R|D)` by Joining_Type,
-/// where ZWNJ keeps two joining letters (Persian "می‌خواهم") apart.
+/// where ZWNJ keeps two joining letters (Persian "می‌خواهم") apart; tightened
+/// so that the two are letters of one script, since letters of two scripts
+/// never join ("ب\u{200C}ܐ": Arabic, then Syriac).
 fn separates_joining_letters(scalars: &[char], i: usize) -> bool {
     let not_transparent = |c: &&char| JOINING_TYPE.get(**c) != JoiningType::Transparent;
-    let before = scalars[..i].iter().rev().find(not_transparent);
-    let after = scalars[i + 1..].iter().find(not_transparent);
-    before.is_some_and(|&c| {
-        matches!(
-            JOINING_TYPE.get(c),
-            JoiningType::LeftJoining | JoiningType::DualJoining
-        )
-    }) && after.is_some_and(|&c| {
-        matches!(
-            JOINING_TYPE.get(c),
-            JoiningType::RightJoining | JoiningType::DualJoining
-        )
-    })
+    let before = scalars[..i].iter().rev().find(not_transparent).copied();
+    let after = scalars[i + 1..].iter().find(not_transparent).copied();
+    let (Some(before), Some(after)) = (before, after) else {
+        return false;
+    };
+    matches!(
+        JOINING_TYPE.get(before),
+        JoiningType::LeftJoining | JoiningType::DualJoining
+    ) && matches!(
+        JOINING_TYPE.get(after),
+        JoiningType::RightJoining | JoiningType::DualJoining
+    ) && is_letter(before)
+        && is_letter(after)
+        && share_script(before, after)
 }
 
 /// A ZWJ between two pictographs, as in "👨‍👩‍👧".
@@ -1402,6 +1471,19 @@ mod tests {
             ("Devanagari ZWNJ after virama", "क\u{94D}\u{200C}ष"),
             ("Sinhala Sri", "ශ\u{DCA}\u{200D}රී"),
             ("Sinhala yansaya", "ශ\u{DCA}\u{200D}ය"),
+            ("Bengali explicit hasanta", "উদ\u{9CD}\u{200C}যাপন"),
+            ("Bengali ZWJ after hasanta", "ক\u{9CD}\u{200D}ষ"),
+            ("a nukta before the virama", "ज\u{93C}\u{94D}\u{200D}ञ"),
+            ("Malayalam chillu before a space", "അവന\u{D4D}\u{200D} വന്നു"),
+            ("Malayalam chillu l", "അവള\u{D4D}\u{200D}."),
+            (
+                "Malayalam chillu before a Latin letter",
+                "ന\u{D4D}\u{200D}a",
+            ),
+            (
+                "Persian ZWNJ before a vowel-marked letter",
+                "می\u{200C}\u{64E}خواهم",
+            ),
         ];
         for (label, input) in accepted {
             check(label, input, T, false, Ok(()));
@@ -1457,11 +1539,11 @@ mod tests {
             Err("U+200D ZERO WIDTH JOINER in text at char 2"),
         );
         check(
-            "two joiners after one virama",
+            "two joiners after one virama: the first joins no letter",
             "क\u{94D}\u{200D}\u{200D}ष",
             T,
             false,
-            Err("U+200D ZERO WIDTH JOINER in text at char 4"),
+            Err("U+200D ZERO WIDTH JOINER in text at char 3"),
         );
         check(
             "two ZWNJ between Persian letters",
@@ -1469,6 +1551,116 @@ mod tests {
             T,
             false,
             Err("U+200C ZERO WIDTH NON-JOINER in text at char 2"),
+        );
+    }
+
+    /// CONTEXTJ looks only at the scalar before a joiner, or at joining types across scripts;
+    /// where nothing on the far side can join, the joiner draws nothing.
+    #[test]
+    fn joiners_that_join_nothing_are_refused() {
+        check(
+            "ZWJ after a Devanagari virama, then a Latin letter",
+            "क\u{94D}\u{200D}a",
+            T,
+            false,
+            Err("U+200D ZERO WIDTH JOINER in text at char 3"),
+        );
+        check(
+            "ZWNJ after a virama on a Latin letter",
+            "a\u{94D}\u{200C}b",
+            T,
+            false,
+            Err("U+200C ZERO WIDTH NON-JOINER in text at char 3"),
+        );
+        check(
+            "ZWJ after a Khmer coeng on a Latin letter",
+            "ab\u{17D2}\u{200D}c",
+            TARGET,
+            false,
+            Err("U+200D ZERO WIDTH JOINER in target at char 4"),
+        );
+        check(
+            "ZWNJ between an Arabic and a Syriac letter",
+            "ب\u{200C}\u{710}",
+            T,
+            false,
+            Err("U+200C ZERO WIDTH NON-JOINER in text at char 2"),
+        );
+        check(
+            "ZWNJ at the end, after a final virama",
+            "नमस\u{94D}\u{200C}",
+            T,
+            false,
+            Err("U+200C ZERO WIDTH NON-JOINER in text at char 5"),
+        );
+        check(
+            "ZWJ at the end after a Devanagari virama",
+            "क\u{94D}\u{200D}",
+            REPLY_TO,
+            false,
+            Err("U+200D ZERO WIDTH JOINER in field reply_to at char 3"),
+        );
+        check(
+            "ZWNJ after a virama, then a space",
+            "क\u{94D}\u{200C} ष",
+            T,
+            false,
+            Err("U+200C ZERO WIDTH NON-JOINER in text at char 3"),
+        );
+        check(
+            "ZWJ after a virama, then a digit",
+            "क\u{94D}\u{200D}\u{967}",
+            T,
+            false,
+            Err("U+200D ZERO WIDTH JOINER in text at char 3"),
+        );
+        check(
+            "ZWJ after a Devanagari virama, then a Bengali letter",
+            "क\u{94D}\u{200D}\u{995}",
+            T,
+            false,
+            Err("U+200D ZERO WIDTH JOINER in text at char 3"),
+        );
+        check(
+            "a Devanagari virama on a Bengali letter",
+            "\u{995}\u{94D}\u{200D}क",
+            T,
+            false,
+            Err("U+200D ZERO WIDTH JOINER in text at char 3"),
+        );
+        check(
+            "a virama at the start of the value",
+            "\u{94D}\u{200D}क",
+            T,
+            false,
+            Err("U+200D ZERO WIDTH JOINER in text at char 2"),
+        );
+    }
+
+    /// Only the ZWJ of a Malayalam chillu may end a word, and only after a consonant that has a
+    /// chillu; a ZWNJ between joining letters needs one of its script after it.
+    #[test]
+    fn joiners_ending_a_word_are_refused_unless_they_make_a_chillu() {
+        check(
+            "a chillu joiner after a Malayalam consonant that has no chillu",
+            "ഗ\u{D4D}\u{200D}",
+            T,
+            false,
+            Err("U+200D ZERO WIDTH JOINER in text at char 3"),
+        );
+        check(
+            "a chillu is made by ZWJ, not ZWNJ",
+            "അവന\u{D4D}\u{200C}",
+            T,
+            false,
+            Err("U+200C ZERO WIDTH NON-JOINER in text at char 5"),
+        );
+        check(
+            "ZWNJ between Arabic letters and a Latin one",
+            "ب\u{64E}\u{200C}a",
+            T,
+            false,
+            Err("U+200C ZERO WIDTH NON-JOINER in text at char 3"),
         );
     }
 
@@ -2035,6 +2227,8 @@ mod tests {
         let marks = "\u{64E}".repeat(9_999);
         let joined_over_marks = format!("ب{marks}\u{200C}{marks}ب");
         let refused_over_marks = format!("ب{marks}\u{200C}{marks}a");
+        let nuktas = "\u{93C}".repeat(9_999);
+        let virama_over_nuktas = format!("क{nuktas}\u{94D}\u{200D}a");
         let ideographic = "\u{845B}\u{E0100}".repeat(10_000);
         let started = Instant::now();
         assert_eq!(
@@ -2049,6 +2243,12 @@ mod tests {
                 .unwrap_err()
                 .message(),
             "text has 19998 combining marks on one character at char 1; at most 4 are allowed"
+        );
+        assert_eq!(
+            check_value(&virama_over_nuktas, T, false)
+                .unwrap_err()
+                .message(),
+            "U+200D ZERO WIDTH JOINER in text at char 10002"
         );
         assert_eq!(
             check_value(&refused_over_marks, T, false)
