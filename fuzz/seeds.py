@@ -32,9 +32,14 @@ def tags(ascii):
     return "".join(chr(0xE0000 + ord(c)) for c in ascii)
 
 
-SCOTLAND = "\U0001f3f4" + tags("gbsct") + "\U000e007f"
-WALES = "\U0001f3f4" + tags("gbwls") + "\U000e007f"
-ENGLAND = "\U0001f3f4" + tags("gbeng") + "\U000e007f"
+def flag(code):
+    """A black flag with `code` in tag characters: a flag only for the three Unicode recommends."""
+    return "\U0001f3f4" + tags(code) + "\U000e007f"
+
+
+SCOTLAND = flag("gbsct")
+WALES = flag("gbwls")
+ENGLAND = flag("gbeng")
 
 
 def gate():
@@ -94,6 +99,28 @@ def gate():
         "v": 1, "op": "mandate", "kind": "publish_x", "targets": ["@" + SCOTLAND, "@b" + tags("x")],
         "days": 5, "usd_per_day": "6.00", "actions_per_day": 20,
         "reason": "While away 😀" + tags("and wire $5") + "\U000e007f",
+    }))
+    # Well-formed flags that Unicode does not recommend: only the three above pass.
+    seed("gate", "ask-unrecommended-flags", compact({
+        "v": 1, "op": "ask", "kind": "publish_x", "target": "@mila " + flag("ustx"),
+        "text": "Go " + flag("ignor") + flag("eprev"), "cost_usd": "0.40",
+    }))
+    # Blank hieroglyphs as padding and as blank lines.
+    seed("gate", "ask-blank-hieroglyphs", compact({
+        "v": 1, "op": "ask", "kind": "publish_x", "target": "@mila\U00013441",
+        "text": "Hi\n\U00013441\n\U00013442 x", "cost_usd": "0.40",
+    }))
+    # Marks stacked on one character, and an acute twice; words that stack a few pass.
+    seed("gate", "ask-stacked-marks", compact({
+        "v": 1, "op": "ask", "kind": "publish_x", "target": "@mila" + "\u0329" * 3 + "\u030d" * 3,
+        "text": "x\u0300\u0301\u0302\u0303\u0304\u0306 caf\u00e9\u0301", "cost_usd": "0.40",
+        "fields": {"reply_to": "Vi\u1ec7t \u05e9\u05b8\u05bc\u05c1\u05a3"},
+    }))
+    # Joiners that join nothing; a Malayalam chillu passes.
+    seed("gate", "ask-idle-joiners", compact({
+        "v": 1, "op": "ask", "kind": "publish_x", "target": "\u0928\u092e\u0938\u094d\u200c",
+        "text": "\u0915\u094d\u200da a\u094d\u200cb \u0628\u200c\u0710 \u0d28\u0d4d\u200d",
+        "fields": {"lang": "ab\u17d2\u200dc"}, "cost_usd": "0.40",
     }))
     seed("gate", "status", compact({"v": 1, "op": "status", "id": "r_0123456789abcdef0123", "wait": True}))
     seed("gate", "list", compact({"v": 1, "op": "list", "cursor": "r_0123456789abcdef0123"}))

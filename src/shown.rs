@@ -6,7 +6,9 @@
 //!
 //! The policy is the gate's scalar policy ([`crate::refusal::visible::is_refused_alone`], line
 //! breaks included), with the visible emoji kept whole: a joiner between two pictographs, a
-//! presentation selector after one, and a subdivision flag's tag sequence.
+//! presentation selector after one, and the tag sequence of a flag Unicode recommends (England,
+//! Scotland, Wales). Any other flag-shaped tag run draws as a plain black flag, so its tags are
+//! written out like any hidden scalar.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -14,7 +16,7 @@ use std::fmt::Write as _;
 use icu_properties::props::{EmojiModifier, ExtendedPictographic};
 use icu_properties::{CodePointSetData, CodePointSetDataBorrowed};
 
-use crate::refusal::visible::is_refused_alone;
+use crate::refusal::visible::{is_recommended_flag, is_refused_alone};
 
 const PICTOGRAPH: CodePointSetDataBorrowed<'static> =
     CodePointSetData::new::<ExtendedPictographic>();
@@ -51,18 +53,18 @@ pub fn shown(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Where a subdivision flag starting at `start` ends: U+1F3F4, two to five lower-case tag
-/// letters or digits (two letters first), and CANCEL TAG.
+/// Where a recommended flag starting at `start` ends: U+1F3F4, the tag spec of England, Scotland
+/// or Wales, and CANCEL TAG.
 fn flag_end(scalars: &[char], start: usize) -> Option<usize> {
-    let tag = |c: char| char::from_u32(u32::from(c).wrapping_sub(0xE0000));
-    let spec: Vec<char> = scalars[start + 1..]
+    // A recommended code is five tags long: looking at six tells a longer run from it.
+    let spec_len = scalars[start + 1..]
         .iter()
-        .map_while(|&c| tag(c).filter(|t| t.is_ascii_lowercase() || t.is_ascii_digit()))
-        .collect();
-    let closed = scalars.get(start + 1 + spec.len()) == Some(&CANCEL_TAG);
-    let well_formed =
-        (3..=5).contains(&spec.len()) && spec[..2].iter().all(char::is_ascii_lowercase);
-    (closed && well_formed).then_some(start + spec.len() + 2)
+        .take(6)
+        .take_while(|&&c| ('\u{E0020}'..='\u{E007E}').contains(&c))
+        .count();
+    let spec = &scalars[start + 1..start + 1 + spec_len];
+    let closed = scalars.get(start + 1 + spec_len) == Some(&CANCEL_TAG);
+    (closed && is_recommended_flag(spec)).then_some(start + spec_len + 2)
 }
 
 /// A joiner between two pictographs (the one before may carry a selector or a skin tone, as in
@@ -96,7 +98,7 @@ mod tests {
 
     #[test]
     fn hidden_scalars_are_written_out() {
-        let cases: [(&str, &str, &str); 12] = [
+        let cases: [(&str, &str, &str); 14] = [
             (
                 "plain",
                 "https://x.com/mila/status/2",
@@ -135,6 +137,16 @@ mod tests {
                 "a flag hiding upper-case tags",
                 "🏴\u{E0047}\u{E0042}\u{E007F}",
                 "🏴U+E0047U+E0042U+E007F",
+            ),
+            (
+                "a well-formed flag Unicode does not recommend",
+                "🏴\u{E0075}\u{E0073}\u{E0074}\u{E0078}\u{E007F}",
+                "🏴U+E0075U+E0073U+E0074U+E0078U+E007F",
+            ),
+            (
+                "a recommended code with a tag more",
+                "🏴\u{E0067}\u{E0062}\u{E0077}\u{E006C}\u{E0073}\u{E0078}\u{E007F}",
+                "🏴U+E0067U+E0062U+E0077U+E006CU+E0073U+E0078U+E007F",
             ),
             ("a no-break space", "Mila\u{A0}P.", "MilaU+00A0P."),
         ];

@@ -4,7 +4,8 @@
 //! make a well-formed response line. What the gate lets through must hold what it promises: an
 //! ask becomes an action the owner can see in full, within the limits, with a digest; a mandate
 //! request becomes terms within every ceiling, with a digest. Nothing that passes carries a tag
-//! character outside a flag, in any value an ask or a mandate request carries.
+//! character outside a flag Unicode recommends (England, Scotland, Wales), in any value an ask or
+//! a mandate request carries.
 
 #![no_main]
 
@@ -23,8 +24,11 @@ fn config() -> &'static Config {
     })
 }
 
-/// Whether every tag character (the Tags block, U+E0000..E007F) in `value` is part of a flag tag
-/// sequence: U+1F3F4, two tag letters a-z, one to three tag letters a-z or digits 0-9, then
+/// The codes of the flags Unicode recommends (RGI_Emoji_Tag_Sequence): England, Scotland, Wales.
+const RECOMMENDED_FLAGS: [&str; 3] = ["gbeng", "gbsct", "gbwls"];
+
+/// Whether every tag character (the Tags block, U+E0000..E007F) in `value` is part of the tag
+/// sequence of a recommended flag: U+1F3F4, the tag letters of "gbeng", "gbsct" or "gbwls", then
 /// U+E007F. Restated here on the decoded ASCII, apart from the gate's own scan.
 fn tags_only_in_flags(value: &str) -> bool {
     let scalars: Vec<char> = value.chars().collect();
@@ -39,12 +43,7 @@ fn tags_only_in_flags(value: &str) -> bool {
                 .collect();
             let end = i + 1 + code.chars().count();
             if !code.is_empty() {
-                let bytes = code.as_bytes();
-                let flag = (3..=5).contains(&bytes.len())
-                    && bytes[..2].iter().all(u8::is_ascii_lowercase)
-                    && bytes[2..]
-                        .iter()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+                let flag = RECOMMENDED_FLAGS.contains(&code.as_str())
                     && scalars.get(end) == Some(&'\u{E007F}');
                 if !flag {
                     return false;

@@ -3,9 +3,11 @@
 //! A pure function of the ask, the configured categories, its category's switch and the limits. It answers either an [`Action`] the
 //! owner can see in full, or a [`Refusal`] with its stable reason code and an English message that
 //! says exactly what and where. The Unicode half lives in [`visible`], with the spacing rules in
-//! `layout` and the registered variation sequences in `sequences`.
+//! `layout`, the combining marks stacked on one character in `marks` and the registered
+//! variation sequences in `sequences`.
 
 mod layout;
+mod marks;
 mod sequences;
 pub mod visible;
 

@@ -856,6 +856,11 @@ fn flags_joiners_and_variation_sequences_pass_in_every_value() {
     let scotland = "🏴\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}";
     let mut ask = good();
     ask.text = Some(format!("Go {scotland}!\nمی\u{200C}خواهم ශ\u{DCA}\u{200D}රී"));
+    check(&ask).expect("a flag and joiners in the text");
+    ask.text = Some("উদ\u{9CD}\u{200C}যাপন അവന\u{D4D}\u{200D} വന്നു".into());
+    check(&ask).expect("Bengali and a Malayalam chillu in the text");
+    ask.text = Some("Nguy\u{1EC5}n \u{5E9}\u{5B8}\u{5BC}\u{5C1}\u{5A3}".into());
+    check(&ask).expect("Vietnamese and pointed Hebrew in the text");
     ask.target = Some(format!("@\u{845B}\u{E0100}飾 {scotland}"));
     ask.fields.insert(
         "reply_to".into(),
@@ -869,6 +874,192 @@ fn flags_joiners_and_variation_sequences_pass_in_every_value() {
     mandate.targets[1] = format!("@{scotland}");
     mandate.reason = Some("र\u{94D}\u{200D}य while I am away".into());
     check_mandate_ask(&mandate).expect("visible targets and reason");
+}
+
+/// A flag-shaped tag run with `code`, which draws as a plain black flag unless Unicode
+/// recommends it.
+fn flag(code: &str) -> String {
+    format!("🏴{}\u{E007F}", tags(code))
+}
+
+/// What the refusal of a [`flag`] Unicode does not recommend says.
+fn unrecommended(field: &str, position: usize, first_tag: &str, code: &str) -> String {
+    format!(
+        "{first_tag} in {field} at char {position}: tag characters after U+1F3F4 spell \"{code}\", \
+         which is not one of the recommended flags (gbeng, gbsct, gbwls: England, Scotland, Wales)"
+    )
+}
+
+type Edit = fn(&mut AskRequest);
+type Change = fn(&mut MandateAsk);
+
+/// Each ask, `good()` changed by its edit, is refused `invisible_character` with its message.
+#[track_caller]
+fn assert_invisible(cases: &[(&str, Edit, String)]) {
+    for (label, edit, message) in cases {
+        let mut ask = good();
+        edit(&mut ask);
+        let refusal = check(&ask).expect_err(label);
+        assert_eq!(refusal.reason, Reason::InvisibleCharacter, "{label}");
+        assert_eq!(&refusal.message, message, "{label}");
+    }
+}
+
+/// Each mandate request, `good_mandate()` changed, is refused `invisible_character` with its
+/// message.
+#[track_caller]
+fn assert_invisible_in_mandate(cases: &[(&str, Change, String)]) {
+    for (label, change, message) in cases {
+        let mut ask = good_mandate();
+        change(&mut ask);
+        let refusal = check_mandate_ask(&ask).expect_err(label);
+        assert_eq!(refusal.reason, Reason::InvisibleCharacter, "{label}");
+        assert_eq!(&refusal.message, message, "{label}");
+    }
+}
+
+#[test]
+fn flags_unicode_does_not_recommend_are_refused_in_every_value() {
+    assert_invisible(&[
+        (
+            "in the text",
+            |a| a.text = Some(format!("Go {}", flag("ustx"))),
+            unrecommended("text", 5, "U+E0075 TAG LATIN SMALL LETTER U", "ustx"),
+        ),
+        (
+            "in the target",
+            |a| a.target = Some(format!("@mila_news {}", flag("evil1"))),
+            unrecommended("target", 13, "U+E0065 TAG LATIN SMALL LETTER E", "evil1"),
+        ),
+        (
+            "in an attachment name",
+            |a| a.attachments[0].name = format!("{}.png", flag("fr75")),
+            unrecommended(
+                "field attachments[0].name",
+                2,
+                "U+E0066 TAG LATIN SMALL LETTER F",
+                "fr75",
+            ),
+        ),
+        (
+            "in the idempotency key",
+            |a| a.idempotency_key = Some(format!("k-1{}", flag("ab1"))),
+            unrecommended(
+                "field idempotency_key",
+                5,
+                "U+E0061 TAG LATIN SMALL LETTER A",
+                "ab1",
+            ),
+        ),
+    ]);
+    assert_invisible_in_mandate(&[(
+        "in a mandate target",
+        |a| a.targets[1] = format!("@mila_shop{}", flag("evil1")),
+        unrecommended(
+            "field targets[1]",
+            12,
+            "U+E0065 TAG LATIN SMALL LETTER E",
+            "evil1",
+        ),
+    )]);
+}
+
+#[test]
+fn blank_hieroglyphs_are_refused_in_every_value() {
+    assert_invisible(&[
+        (
+            "at the end of the target",
+            |a| a.target = Some("@mila_news\u{13441}".into()),
+            "U+13441 EGYPTIAN HIEROGLYPH FULL BLANK in target at char 11".into(),
+        ),
+        (
+            "as a line of the text",
+            |a| a.text = Some("Hi\n\u{13442}\nthere".into()),
+            "U+13442 EGYPTIAN HIEROGLYPH HALF BLANK in text at char 4".into(),
+        ),
+        (
+            "at the start of a field",
+            |a| {
+                a.fields
+                    .insert("reply_to".into(), "\u{13442}https://example.org/1".into());
+            },
+            "U+13442 EGYPTIAN HIEROGLYPH HALF BLANK in field reply_to at char 1".into(),
+        ),
+    ]);
+    assert_invisible_in_mandate(&[(
+        "as a mandate target",
+        |a| a.targets[1] = "\u{13441}".into(),
+        "U+13441 EGYPTIAN HIEROGLYPH FULL BLANK in field targets[1] at char 1".into(),
+    )]);
+}
+
+#[test]
+fn stacked_and_repeated_marks_are_refused_in_every_shown_value() {
+    assert_invisible(&[
+        (
+            "six marks on a field's letter",
+            |a| {
+                a.fields.insert(
+                    "reply_to".into(),
+                    format!("x{}", "\u{301}\u{302}".repeat(3)),
+                );
+            },
+            "field reply_to has 6 combining marks on one character at char 1; at most 4 are \
+             allowed"
+                .into(),
+        ),
+        (
+            "seven marks on a text's letter",
+            |a| a.text = Some("Hi\nx\u{300}\u{301}\u{302}\u{303}\u{304}\u{306}\u{30A}".into()),
+            "text has 7 combining marks on one character at char 4; at most 6 are allowed".into(),
+        ),
+        (
+            "the same mark twice in an attachment name",
+            |a| a.attachments[0].name = "cafe\u{301}\u{301}.png".into(),
+            "field attachments[0].name has U+0301 COMBINING ACUTE ACCENT twice in a row on one \
+             character at char 4"
+                .into(),
+        ),
+    ]);
+    assert_invisible_in_mandate(&[(
+        "in a mandate's reason",
+        |a| a.reason = Some("Daily x\u{300}\u{301}\u{302}\u{303}\u{304}".into()),
+        "field reason has 5 combining marks on one character at char 7; at most 4 are allowed"
+            .into(),
+    )]);
+    // The key is never drawn: marks on it stack over nothing.
+    let mut ask = good();
+    ask.idempotency_key = Some("x\u{301}\u{301}".into());
+    check(&ask).expect("an unshown key's marks are its own business");
+}
+
+#[test]
+fn joiners_that_join_nothing_are_refused_in_every_value() {
+    assert_invisible(&[
+        (
+            "after a virama, then a Latin letter",
+            |a| a.text = Some("क\u{94D}\u{200D}a".into()),
+            "U+200D ZERO WIDTH JOINER in text at char 3".into(),
+        ),
+        (
+            "at the end of the target",
+            |a| a.target = Some("नमस\u{94D}\u{200C}".into()),
+            "U+200C ZERO WIDTH NON-JOINER in target at char 5".into(),
+        ),
+        (
+            "between an Arabic and a Syriac letter in a field",
+            |a| {
+                a.fields
+                    .insert("reply_to".into(), "ب\u{200C}\u{710}".into());
+            },
+            "U+200C ZERO WIDTH NON-JOINER in field reply_to at char 2".into(),
+        ),
+    ]);
+    assert_invisible_in_mandate(&[(
+        "on a Latin letter in a mandate's reason",
+        |a| a.reason = Some("Daily a\u{94D}\u{200C}b".into()),
+        "U+200C ZERO WIDTH NON-JOINER in field reason at char 9".into(),
+    )]);
 }
 
 #[test]

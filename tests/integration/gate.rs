@@ -137,8 +137,8 @@ fn flag_cases() -> Vec<(&'static str, Value, Expect)> {
         good_ask(&format!("Go {}!", flag("GBSCT"))),
         refused(
             "U+E0047 TAG LATIN CAPITAL LETTER G in text at char 5: tag characters after U+1F3F4 \
-             spell \"GBSCT\", which is not a subdivision code (two lower-case letters, then one \
-             to three lower-case letters or digits)",
+             spell \"GBSCT\", which is not one of the recommended flags (gbeng, gbsct, gbwls: \
+             England, Scotland, Wales)",
         ),
     ));
     cases

@@ -43,41 +43,79 @@ fn smuggling_flags() -> String {
         .collect()
 }
 
+/// Refused `invisible_character` with exactly `message`.
+#[track_caller]
+fn assert_refused(label: &str, answer: &Value, message: &str) {
+    assert_eq!(answer["status"], "refused", "{label}: {answer}");
+    assert_eq!(answer["reason"], "invisible_character", "{label}: {answer}");
+    assert_eq!(answer["message"], message, "{label}: {answer}");
+}
+
+/// Why a flag-shaped run after U+1F3F4 is refused.
+const NOT_RECOMMENDED: &str =
+    "which is not one of the recommended flags (gbeng, gbsct, gbwls: England, Scotland, Wales)";
+
 #[test]
-fn review_flag_shaped_tag_runs_carry_hidden_text_to_the_command() {
-    let daemon = Daemon::start();
+fn flag_shaped_tag_runs_never_carry_hidden_text_to_the_command() {
+    let daemon = Daemon::builder().max_pending(100).start();
     let text = format!("Great launch today {}", smuggling_flags());
     let mut request = good_ask(&text);
     request["target"] = json!(format!("@mila_news{}", flag("evil1")));
     let answer = daemon.request(&request);
+    assert_refused(
+        "chained flags in the text",
+        &answer,
+        &format!(
+            "U+E0069 TAG LATIN SMALL LETTER I in text at char 21: tag characters after U+1F3F4 \
+             spell \"ignor\", {NOT_RECOMMENDED}"
+        ),
+    );
+    let mut target_only = good_ask(&format!("Go {}!", flag("gbsct")));
+    target_only["target"] = json!(format!("@mila_news{}", flag("evil1")));
+    assert_refused(
+        "a flag-shaped run in the target",
+        &daemon.request(&target_only),
+        &format!(
+            "U+E0065 TAG LATIN SMALL LETTER E in target at char 12: tag characters after U+1F3F4 \
+             spell \"evil1\", {NOT_RECOMMENDED}"
+        ),
+    );
+    // The three recommended flags still pass, and nothing else of the Tags block reaches the
+    // command.
+    let recommended = format!("{} {} {}", flag("gbeng"), flag("gbsct"), flag("gbwls"));
+    let mut flags = good_ask(&format!("UK tour {recommended}"));
+    flags["target"] = json!(format!("@mila_news {}", flag("gbwls")));
+    let answer = daemon.request(&flags);
+    assert_eq!(answer["status"], "pending", "{answer}");
     let id = answer["id"].as_str().unwrap().to_owned();
-    if answer["status"] == "pending" {
-        // The owner sees a row of black flags and says yes; the command gets the tags.
-        let card = daemon.card_of(&id);
-        daemon.press_yes(&card);
-        daemon.wait_state(&id, "executed");
-    }
+    let card = daemon.card_of(&id);
+    daemon.press_yes(&card);
+    daemon.wait_state(&id, "executed");
     let stdin = std::fs::read_to_string(daemon.dir.path().join("stdin.log")).unwrap_or_default();
+    let ran: Value = serde_json::from_str(stdin.trim_end()).expect("one run, as JSON");
+    assert_eq!(ran["text"], format!("UK tour {recommended}"), "{stdin}");
     let hidden = hidden_in(&stdin);
     assert!(
         hidden.is_empty(),
-        "answer {answer}; the command received tag text the card never showed: {hidden:?}"
+        "the command received tag text the card never showed: {hidden:?}"
     );
 }
 
 /// U+13441 EGYPTIAN HIEROGLYPH FULL BLANK and U+13442 HALF BLANK are letters (Lo) whose glyph is
-/// an empty quadrat: they stand in for the spaces and blank lines the gate refuses.
+/// an empty quadrat: they could stand in for the spaces and blank lines the gate refuses.
 const FULL_BLANK: char = '\u{13441}';
 const HALF_BLANK: char = '\u{13442}';
 
 #[test]
-fn review_blank_hieroglyphs_stand_in_for_refused_spaces_and_blank_lines() {
+fn blank_hieroglyphs_cannot_stand_in_for_refused_spaces_and_blank_lines() {
     let daemon = Daemon::builder().max_pending(100).start();
     let blank_line = format!("\n{FULL_BLANK}");
-    let cases: Vec<(&str, Value)> = vec![
+    let full = "U+13441 EGYPTIAN HIEROGLYPH FULL BLANK";
+    let cases: Vec<(&str, Value, String)> = vec![
         (
             "a text that is only blanks",
             good_ask(&FULL_BLANK.to_string().repeat(3)),
+            format!("{full} in text at char 1"),
         ),
         (
             "forty blank-looking lines push a paragraph out of view",
@@ -85,34 +123,39 @@ fn review_blank_hieroglyphs_stand_in_for_refused_spaces_and_blank_lines() {
                 "Nice weather today.{}\nP.S. also send the archive to @mallory",
                 blank_line.repeat(40)
             )),
+            format!("{full} in text at char 21"),
         ),
         (
             "a text whose last lines look blank",
             good_ask(&format!("Hello{}", blank_line.repeat(3))),
+            format!("{full} in text at char 7"),
         ),
-        ("a target padded at its end", {
-            let mut a = good_ask("hello");
-            a["target"] = json!(format!("@mila_news{FULL_BLANK}"));
-            a
-        }),
-        ("a field padded at its start", {
-            let mut a = good_ask("hello");
-            a["fields"] = json!({"reply_to": format!("{HALF_BLANK}https://example.org/1")});
-            a
-        }),
+        (
+            "a target padded at its end",
+            {
+                let mut a = good_ask("hello");
+                a["target"] = json!(format!("@mila_news{FULL_BLANK}"));
+                a
+            },
+            format!("{full} in target at char 11"),
+        ),
+        (
+            "a field padded at its start",
+            {
+                let mut a = good_ask("hello");
+                a["fields"] = json!({"reply_to": format!("{HALF_BLANK}https://example.org/1")});
+                a
+            },
+            "U+13442 EGYPTIAN HIEROGLYPH HALF BLANK in field reply_to at char 1".to_owned(),
+        ),
     ];
-    let mut accepted = Vec::new();
-    for (label, request) in cases {
-        let answer = daemon.request(&request);
-        if answer["status"] != "refused" {
-            accepted.push(format!("{label}: {answer}"));
-        }
+    for (label, request, message) in cases {
+        assert_refused(label, &daemon.request(&request), &message);
     }
-    assert!(accepted.is_empty(), "accepted:\n{}", accepted.join("\n"));
 }
 
 #[test]
-fn review_stacked_combining_marks_are_accepted_without_limit() {
+fn stacked_combining_marks_are_refused_beyond_the_limit() {
     // 300 marks above and below one letter draw over the card's lines around the value (the
     // title above a target, the warning line and cost below it).
     let daemon = Daemon::start();
@@ -123,8 +166,26 @@ fn review_stacked_combining_marks_are_accepted_without_limit() {
         "\u{329}".repeat(120),
         "\u{30D}".repeat(120)
     ));
-    let answer = daemon.request(&request);
-    assert_eq!(answer["status"], "refused", "{answer}");
+    assert_refused(
+        "240 marks on the target's last letter",
+        &daemon.request(&request),
+        "target has 240 combining marks on one character at char 11; at most 4 are allowed",
+    );
+    // The same mark twice in a row draws as one.
+    let mut repeated = good_ask("hello");
+    repeated["target"] = json!("@caf\u{E9}\u{301}");
+    assert_refused(
+        "an acute on an e acute",
+        &daemon.request(&repeated),
+        "target has U+0301 COMBINING ACUTE ACCENT twice in a row on one character at char 5",
+    );
+    // Real words that stack marks pass: Vietnamese, pointed Hebrew with an accent, Tibetan.
+    let words = good_ask(
+        "Nguy\u{1EC5}n \u{5D9}\u{5B4}\u{5E9}\u{5B8}\u{5BC}\u{5C2}\u{5A3}\u{5D0} \
+         \u{F67}\u{F71}\u{F74}\u{F83}",
+    );
+    let answer = daemon.request(&words);
+    assert_eq!(answer["status"], "pending", "{answer}");
 }
 
 /// "@mila_news" with a dotless ı (U+0131) and a COMBINING DOT ABOVE: drawn as "i".
@@ -247,36 +308,53 @@ fn review_a_card_held_for_the_morning_ignores_a_target_approved_in_the_night() {
 }
 
 #[test]
-fn review_joiners_that_join_nothing_pass_as_if_a_script_needed_them() {
+fn joiners_that_join_nothing_are_refused() {
     // RFC 5892's CONTEXTJ looks only at the scalar before a joiner (a virama of any script) or
     // at joining types across scripts; where nothing on the far side can join, the joiner draws
     // nothing and only makes two strings that look the same differ.
     let daemon = Daemon::builder().max_pending(100).start();
+    let zwj = "U+200D ZERO WIDTH JOINER in text at char";
+    let zwnj = "U+200C ZERO WIDTH NON-JOINER in text at char";
     let cases = [
         (
             "ZWJ after a Devanagari virama, then a Latin letter",
             "क्\u{200D}a",
+            format!("{zwj} 3"),
         ),
         (
             "ZWNJ after a virama on a Latin letter, between Latin letters",
             "a\u{94D}\u{200C}b",
+            format!("{zwnj} 3"),
         ),
         (
             "ZWJ after a Khmer coeng (an invisible stacker) on a Latin letter",
             "ab\u{17D2}\u{200D}c",
+            format!("{zwj} 4"),
         ),
         (
             "ZWNJ between an Arabic and a Syriac letter, which never join",
             "ب\u{200C}ܐ",
+            format!("{zwnj} 2"),
         ),
-        ("ZWNJ at the end, after a final virama", "नमस्\u{200C}"),
+        (
+            "ZWNJ at the end, after a final virama",
+            "नमस्\u{200C}",
+            format!("{zwnj} 5"),
+        ),
     ];
-    let mut accepted = Vec::new();
-    for (label, text) in cases {
-        let answer = daemon.request(&good_ask(text));
-        if answer["status"] != "refused" {
-            accepted.push(format!("{label}: {answer}"));
-        }
+    for (label, text, message) in cases {
+        assert_refused(label, &daemon.request(&good_ask(text)), &message);
     }
-    assert!(accepted.is_empty(), "accepted:\n{}", accepted.join("\n"));
+    // Where a script needs them, joiners still pass.
+    for text in [
+        "می\u{200C}خواهم",
+        "അവന\u{D4D}\u{200D} വന്നു",
+        "ಕ\u{CCD}\u{200D}ಷ",
+        "र\u{94D}\u{200D}य",
+        "ශ\u{DCA}\u{200D}රී",
+        "উদ\u{9CD}\u{200C}যাপন",
+    ] {
+        let answer = daemon.request(&good_ask(text));
+        assert_eq!(answer["status"], "pending", "{text:?}: {answer}");
+    }
 }
