@@ -83,8 +83,11 @@ pub(super) fn judge(
             char: format!("U+{:04X} {name}", u32::from(code_point)),
             position,
         }),
-        // The owner's words get no spacing rules; kept for completeness of the match.
-        Err(Refusal::Spacing { .. }) => Judged::Reason,
+        // The owner's words get no spacing or mark rules (they are the owner's own, sent to the
+        // agent, not shown to them as someone else's); kept for completeness of the match.
+        Err(
+            Refusal::Spacing { .. } | Refusal::StackedMarks { .. } | Refusal::RepeatedMark { .. },
+        ) => Judged::Reason,
     }
 }
 
