@@ -123,7 +123,9 @@ impl Intake {
             Ok(request) => request,
             Err(refusal) => return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await,
         };
-        // Its card is drawn against the targets known now, when it is stored (`known_targets_for`).
+        // Checked against the targets known now. Its card is drawn against those known when it
+        // is shown (`known_targets_for`), which may be more for a card held until morning: one
+        // that no longer fits then is not sent, and the request ends expired (`Drawer::draw`).
         let known = self.store.call(move |db| db.known_targets(now)).await?;
         if let Err(refusal) = self.mandate_card_fits(&request, &known, now) {
             return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await;

@@ -2,11 +2,12 @@
 //! see what runs, and look-alike targets that escape the warning. Each test states what the
 //! contract wants; a failing one is a finding.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::Duration;
 use consentd::emulator::ChatSpec;
 use serde_json::{json, Value};
 
-use crate::fixture::{good_ask, noon_today, Daemon, OWNER};
+use crate::fixture::{good_ask, today_at, Daemon, OWNER};
+use crate::lookalike::{decline_and_read_the_edit, lines_under_target};
 use crate::mandates::{ask, ask_to, button, mandate_request, owner, press};
 
 /// The tag characters that spell `ascii`.
@@ -217,14 +218,8 @@ fn review_a_recipient_in_a_field_is_never_checked_for_look_alikes() {
     );
 }
 
-fn today_at(h: u32, m: u32) -> DateTime<Utc> {
-    noon_today() - Duration::hours(12)
-        + Duration::hours(i64::from(h))
-        + Duration::minutes(i64::from(m))
-}
-
 #[test]
-fn review_a_card_held_for_the_morning_ignores_a_target_approved_in_the_night() {
+fn a_card_held_for_the_morning_is_drawn_against_a_target_approved_in_the_night() {
     let daemon = Daemon::builder()
         .gate("quiet_hours = \"23:00-08:00\"\nnight_card_limit = 1")
         .start();
@@ -239,11 +234,17 @@ fn review_a_card_held_for_the_morning_ignores_a_target_approved_in_the_night() {
     // Morning: the owner approved @mila_news hours before this card is drawn.
     daemon.set_clock(today_at(8, 30) + Duration::days(1));
     let card = daemon.card_of(&look_alike);
-    let text = card.text.unwrap_or_default();
+    let text = card.text.clone().unwrap_or_default();
     assert!(
         text.contains("Looks like @mila_news"),
         "drawn after @mila_news was approved, yet unmarked:\n{text}"
     );
+    // Its edit is drawn against the same targets: those known when it was shown.
+    let edited = decline_and_read_the_edit(&daemon, &look_alike, &card)
+        .text
+        .unwrap_or_default();
+    assert!(edited.contains("Outcome: declined"), "{edited}");
+    assert_eq!(lines_under_target(&edited), lines_under_target(&text));
 }
 
 #[test]
