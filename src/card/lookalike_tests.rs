@@ -179,6 +179,89 @@ fn the_exact_english_lines() {
     assert_eq!(en("@mila_news", &known()), Vec::<String>::new());
 }
 
+/// The English lines under `target`, against [`known`].
+fn english(target: &str) -> Vec<String> {
+    let locales = locales();
+    lookalike::warnings(target, &known())
+        .iter()
+        .map(|w| warning_line(w, &locales, Language::En).text)
+        .collect()
+}
+
+#[test]
+fn a_dotless_i_with_a_dot_above_draws_both_lines() {
+    assert_eq!(
+        english("@m\u{131}\u{307}la_news"),
+        [
+            "⚠ Mixed or unusual letters in this target. Scripts: Latin. Not ASCII: U+0131 LATIN \
+             SMALL LETTER DOTLESS I, U+0307 COMBINING DOT ABOVE",
+            "⚠ Looks like @mila_news, a target you approved, but differs: character 3 is U+0131 \
+             LATIN SMALL LETTER DOTLESS I here, U+0069 LATIN SMALL LETTER I there",
+        ]
+    );
+}
+
+#[test]
+fn an_i_with_a_second_dot_draws_both_lines() {
+    assert_eq!(
+        english("@mi\u{307}la_news"),
+        [
+            "⚠ Mixed or unusual letters in this target. Scripts: Latin. Not ASCII: U+0307 \
+             COMBINING DOT ABOVE",
+            "⚠ Looks like @mila_news, a target you approved, but differs: character 4 is U+0307 \
+             COMBINING DOT ABOVE here, U+006C LATIN SMALL LETTER L there",
+        ]
+    );
+}
+
+#[test]
+fn a_macron_below_an_underscore_draws_both_lines() {
+    assert_eq!(
+        english("@mila_\u{331}news"),
+        [
+            "⚠ Mixed or unusual letters in this target. Scripts: Latin. Not ASCII: U+0331 \
+             COMBINING MACRON BELOW",
+            "⚠ Looks like @mila_news, a target you approved, but differs: character 7 is U+0331 \
+             COMBINING MACRON BELOW here, U+006E LATIN SMALL LETTER N there",
+        ]
+    );
+}
+
+#[test]
+fn a_han_stroke_in_a_latin_handle_draws_the_mixed_line() {
+    assert_eq!(
+        english("@mi\u{4E28}a_news"),
+        ["⚠ Mixed or unusual letters in this target. Scripts: Latin, Han. Not ASCII: U+4E28 CJK \
+          UNIFIED IDEOGRAPH-4E28"]
+    );
+}
+
+#[test]
+fn a_prolonged_sound_mark_in_a_latin_handle_draws_the_mixed_line() {
+    assert_eq!(
+        english("@mila\u{30FC}news"),
+        [
+            "⚠ Mixed or unusual letters in this target. Scripts: Latin, Hiragana, Katakana. Not \
+          ASCII: U+30FC KATAKANA-HIRAGANA PROLONGED SOUND MARK"
+        ]
+    );
+}
+
+#[test]
+fn snapshot_card_with_a_dotted_dotless_i() {
+    let locales = locales();
+    let fields = BTreeMap::new();
+    let target = "@m\u{131}\u{307}la_news";
+    let warnings = lookalike::warnings(target, &known());
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    for lang in Language::ALL {
+        let v = view(target, &warnings, &fields, "Hello.", lang);
+        let rendered = render_card(&v, &locales, lang, now());
+        assert_clean(&rendered.card.text);
+        snapshot(format!("card_lookalike_marks_{lang}"), show(&rendered));
+    }
+}
+
 #[test]
 fn a_warning_counts_in_the_room_for_the_text() {
     let locales = locales();

@@ -146,33 +146,46 @@ fn approve_and_run(daemon: &Daemon, target: &str) {
 }
 
 #[test]
-fn review_look_alikes_of_a_known_target_that_draw_no_warning() {
+fn look_alikes_of_a_known_target_draw_a_warning() {
     let daemon = Daemon::builder().max_pending(100).start();
     approve_and_run(&daemon, "@mila_news");
     let mut unmarked = Vec::new();
-    for target in [
-        DOTTED_DOTLESS_I,
-        DOUBLE_DOTTED_I,
-        HAN_STROKE_L,
-        UNDERSCORE_MACRON,
+    // The mixed line (hidden marks, or Latin beside Han), then the look-alike line where the
+    // skeleton without marks is @mila_news's.
+    for (target, looks_like) in [
+        (DOTTED_DOTLESS_I, Some(3)),
+        (DOUBLE_DOTTED_I, Some(4)),
+        (HAN_STROKE_L, None),
+        (UNDERSCORE_MACRON, Some(7)),
     ] {
         let (id, status) = ask(&daemon, &ask_to(target, "second", "0.04"));
         assert_eq!(status, "pending", "{target:?}: {id}");
         let card = daemon.card_of(&id);
         let text = card.text.unwrap_or_default();
-        if !text.contains('⚠') {
+        let lines = lines_under_target(&text);
+        let mixed = lines
+            .first()
+            .is_some_and(|l| l.starts_with("⚠ Mixed or unusual letters in this target."));
+        let like = looks_like.map(|at| {
+            format!("⚠ Looks like @mila_news, a target you approved, but differs: character {at} ")
+        });
+        let like_ok = match &like {
+            Some(like) => lines.len() == 2 && lines[1].starts_with(like.as_str()),
+            None => lines.len() == 1,
+        };
+        if !mixed || !like_ok {
             unmarked.push(format!("{target:?}:\n{text}"));
         }
     }
     assert!(
         unmarked.is_empty(),
-        "cards with no warning line:\n{}",
+        "cards without their warning lines:\n{}",
         unmarked.join("\n---\n")
     );
 }
 
 #[test]
-fn review_a_mandate_naming_a_target_and_its_dotted_i_look_alike_is_not_refused() {
+fn a_mandate_naming_a_target_and_its_dotted_i_look_alike_is_refused() {
     let daemon = Daemon::start();
     let answer = daemon.request(&mandate_request(
         &["@mila_news", DOTTED_DOTLESS_I],
@@ -201,6 +214,13 @@ fn review_a_mandate_naming_a_target_and_its_dotted_i_look_alike_is_not_refused()
     }
     assert_eq!(answer["status"], "refused", "{answer}");
     assert_eq!(answer["reason"], "mandate_terms", "{answer}");
+    assert_eq!(
+        answer["message"],
+        "targets[0] \"@mila_news\" and targets[1] \"@m\u{131}\\u{307}la_news\" look alike (one \
+         UTS #39 skeleton without their nonspacing marks) but differ at char 3: U+0069 LATIN \
+         SMALL LETTER I in the first, U+0131 LATIN SMALL LETTER DOTLESS I in the second",
+        "{answer}"
+    );
 }
 
 #[test]
