@@ -1908,8 +1908,8 @@ fn queue_card_edit(
     )
 }
 
-/// Builds the card's view of a record, its target compared with `known`, and hands it to
-/// `render`.
+/// Builds the card's view of a record, its target and one-word field values compared with
+/// `known`, and hands it to `render`.
 fn with_view<T>(
     consent: &Consent,
     record: &Record,
@@ -1936,6 +1936,7 @@ fn with_view<T>(
         .as_deref()
         .map(|target| lookalike::warnings(target, known))
         .unwrap_or_default();
+    let field_warnings = lookalike::field_warnings(record.fields.values(), known);
     let view = CardView {
         record_id: &record.id,
         kind,
@@ -1944,6 +1945,7 @@ fn with_view<T>(
         target: record.target.as_deref(),
         target_warnings: &target_warnings,
         fields: &record.fields,
+        field_warnings: &field_warnings,
         cost_usd: record.cost_usd.as_deref(),
         attachments: &attachments,
         text: record.text.as_deref(),

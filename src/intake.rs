@@ -188,8 +188,9 @@ impl Intake {
 
     /// A card must be one message even with its text moved to numbered parts: its target and
     /// fields alone may not fill it. Checked in the owner's language before anything is stored,
-    /// with the target's mixed-script warning; room for a look-alike one is kept by
-    /// [`card::try_render_card`] (the known targets are read only when the card is sent).
+    /// with the mixed-script warnings of the target and of the one-word field values; room for
+    /// their look-alike lines is kept by [`card::try_render_card`] (the known targets are read
+    /// only when the card is shown).
     fn card_fits(&self, action: &Action, urgent: bool, now: DateTime<Utc>) -> Result<(), Refusal> {
         let lang = self.language();
         let Some(category) = self.config.categories.get(&action.kind) else {
@@ -208,6 +209,10 @@ impl Intake {
             .and_then(lookalike::mixed_scripts)
             .into_iter()
             .collect();
+        // The one-word field values' mixed-script lines, exactly; their look-alike lines are
+        // kept room for, like the target's.
+        let field_warnings =
+            lookalike::field_warnings(action.fields.values(), &KnownTargets::default());
         let view = CardView {
             record_id: "r_00000000000000000000",
             kind: &action.kind,
@@ -216,6 +221,7 @@ impl Intake {
             target: action.target.as_deref(),
             target_warnings: &warnings,
             fields: &action.fields,
+            field_warnings: &field_warnings,
             cost_usd: cost.as_deref(),
             attachments: &attachments,
             text: action.text.as_deref(),

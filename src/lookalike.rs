@@ -1,7 +1,8 @@
 //! Look-alike targets (UTS #39, SPEC §6): a target whose letters mix scripts or carry marks a
 //! reader cannot see, or whose confusable skeleton (with or without its nonspacing marks) is that
 //! of a target the owner approved while the two strings differ. The card marks each with a
-//! warning line; a mandate request naming two look-alike targets is refused.
+//! warning line, and so it does a field's value that is one word (an address, a URL, a handle); a
+//! mandate request naming two look-alike targets is refused.
 //!
 //! Pure: the targets the owner approved come in as a value ([`KnownTargets`], gathered by the
 //! store) and the warnings go out as values ([`Warning`]), which [`crate::card`] draws in the
@@ -29,6 +30,12 @@ const DEFAULT_IGNORABLE: CodePointSetDataBorrowed<'static> =
 /// The dotless i and j, plain and mathematical: a dot above one of them draws an i or a j.
 const DOTLESS: [char; 4] = ['\u{131}', '\u{237}', '\u{1D6A4}', '\u{1D6A5}'];
 
+/// A field's value is compared with the known targets whose length is within a factor of two,
+/// and 16 characters, of its own ([`comparable`]): one string more than twice as long as the
+/// other could pass for it only through invisible characters and marks. The bound is what lets
+/// the card keep room for a look-alike line under every one-word field without doubling it.
+const COMPARABLE_SLACK: usize = 16;
+
 /// How long a target the owner approved stays known, in days.
 pub const KNOWN_DAYS: i64 = 30;
 
@@ -50,6 +57,7 @@ struct Known {
     skeleton: String,
     /// The skeleton of the target without its nonspacing marks ([`bare_skeleton`]).
     bare: String,
+    chars: usize,
 }
 
 impl Known {
@@ -57,6 +65,7 @@ impl Known {
         Known {
             skeleton: skeleton(&target),
             bare: bare_skeleton(&target),
+            chars: target.chars().count(),
             target,
         }
     }
@@ -280,6 +289,58 @@ fn looks_like_among<'a>(
     })
 }
 
+/// Whether a field's value is one the card checks as it checks a target: one word, with no
+/// white space in it (an address, a URL, a handle, a number). A value with a space is free
+/// text and is shown without warnings.
+pub fn is_identifier_like(value: &str) -> bool {
+    !value.is_empty() && !value.chars().any(char::is_whitespace)
+}
+
+/// Whether a field's value of `value_chars` characters is compared with a known target of
+/// `known_chars`: neither is more than twice as long as the other and 16 characters more.
+pub fn comparable(value_chars: usize, known_chars: usize) -> bool {
+    known_chars <= 2 * value_chars + COMPARABLE_SLACK
+        && value_chars <= 2 * known_chars + COMPARABLE_SLACK
+}
+
+/// The longest known target, in characters, that a field's `value` can be compared with (at
+/// most [`MAX_TARGET_CHARS`]); `None` when the value is too long to be compared with any.
+pub fn comparable_chars(value: &str) -> Option<usize> {
+    let chars = value.chars().count();
+    let longest = (2 * chars + COMPARABLE_SLACK).min(MAX_TARGET_CHARS);
+    // A shorter known target is even further from a value too long for this one.
+    comparable(chars, longest).then_some(longest)
+}
+
+/// A field value's warnings, as a target's: none for free text (a value with white space);
+/// for one word, mixed scripts, then the first known target of a [`comparable`] length it
+/// looks like.
+pub fn value_warnings(value: &str, known: &KnownTargets) -> Vec<Warning> {
+    if !is_identifier_like(value) {
+        return Vec::new();
+    }
+    let chars = value.chars().count();
+    let comparable = known
+        .known
+        .iter()
+        .filter(|known| comparable(chars, known.chars));
+    mixed_scripts(value)
+        .into_iter()
+        .chain(looks_like_among(value, comparable))
+        .collect()
+}
+
+/// The warnings of each value of `fields`, in their order (a card's lines under its fields).
+pub fn field_warnings<'a>(
+    fields: impl IntoIterator<Item = &'a String>,
+    known: &KnownTargets,
+) -> Vec<Vec<Warning>> {
+    fields
+        .into_iter()
+        .map(|value| value_warnings(value, known))
+        .collect()
+}
+
 /// How two targets look alike.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Alike {
@@ -389,6 +450,21 @@ pub(crate) fn widest_looks_like() -> Warning {
             theirs: Some(LONGEST_DESCRIBED),
         },
     }
+}
+
+/// The widest look-alike warning a field's `value` could draw: a known target of
+/// [`comparable_chars`] characters of two UTF-16 units each, and the longest descriptions;
+/// `None` for a value too long to be compared with any known target.
+pub(crate) fn widest_value_looks_like(value: &str) -> Option<Warning> {
+    let chars = comparable_chars(value)?;
+    Some(Warning::LooksLike {
+        known: "\u{1F600}".repeat(chars),
+        difference: Difference {
+            position: chars + 1,
+            ours: Some(LONGEST_DESCRIBED),
+            theirs: Some(LONGEST_DESCRIBED),
+        },
+    })
 }
 
 /// UTS #39's skeleton: NFD, confusables mapped to their prototypes, NFD again.

@@ -44,9 +44,9 @@ pub struct DrawnCard {
 
 /// Draws a record's card; implemented by the consent loop, which knows the locale and the key.
 pub trait Drawer: Send + Sync + std::fmt::Debug {
-    /// The card for `record`, answerable until `expires_at`, its targets compared with `known`;
-    /// an error for a mandate card that its warnings no longer let fit one message (an ask's
-    /// card always fits: the intake kept room for its target's).
+    /// The card for `record`, answerable until `expires_at`, its targets (and one-word field
+    /// values) compared with `known`; an error for a mandate card that its warnings no longer
+    /// let fit one message (an ask's card always fits: the intake kept room for them).
     fn draw(
         &self,
         record: &Record,

@@ -319,6 +319,7 @@ pub(super) mod tests {
                 target: Some("@mila_news"),
                 target_warnings: &[],
                 fields: &fields,
+                field_warnings: &[],
                 cost_usd: Some("0.40"),
                 attachments: &attachments,
                 text: Some("Morning news: the bridge reopens today."),

@@ -479,6 +479,91 @@ fn mandate_targets_that_look_alike_without_their_marks_are_named() {
 }
 
 #[test]
+fn a_one_word_field_value_is_checked_like_a_target() {
+    let mail = KnownTargets::new(["mila@example.com"]);
+    assert_eq!(
+        value_warnings("mila@ex\u{430}mple.com", &mail),
+        [
+            mixed(&[Latin, Cyrillic], &['\u{430}']),
+            like("mila@example.com", 8, '\u{430}', 'a'),
+        ]
+    );
+    assert_eq!(
+        value_warnings("https://x.com/@rnila_news", &KnownTargets::default()),
+        []
+    );
+    assert_eq!(
+        value_warnings("@rnila_news", &known()),
+        [like("@mila_news", 2, 'r', 'm')]
+    );
+    assert_eq!(
+        value_warnings("Inv\u{43E}ice", &KnownTargets::default()),
+        [mixed(&[Latin, Cyrillic], &['\u{43E}'])]
+    );
+}
+
+#[test]
+fn free_text_in_a_field_is_not_checked() {
+    let known = KnownTargets::new(["mila@example.com"]);
+    assert_eq!(value_warnings("to mila@ex\u{430}mple.com", &known), []);
+    assert_eq!(
+        value_warnings("\u{421}\u{447}\u{451}\u{442} for Mila", &known),
+        []
+    );
+    assert_eq!(value_warnings("", &known), []);
+}
+
+#[test]
+fn which_values_are_one_word() {
+    assert!(is_identifier_like("mila@example.com"));
+    assert!(is_identifier_like("https://example.org/a?b=c#d"));
+    assert!(is_identifier_like("+15550100"));
+    assert!(!is_identifier_like(""));
+    assert!(!is_identifier_like("Re: launch"));
+    assert!(
+        !is_identifier_like("a\u{A0}b"),
+        "a no-break space is a space"
+    );
+    assert!(!is_identifier_like("a\nb"));
+}
+
+#[test]
+fn a_field_value_is_compared_with_known_targets_up_to_twice_its_length_and_16() {
+    // "@mila_news" is 10 characters: known targets of up to 36 are compared with it.
+    assert_eq!(comparable_chars("@mila_news"), Some(36));
+    assert_eq!(comparable_chars(&"x".repeat(120)), Some(MAX_TARGET_CHARS));
+    // 528 characters are twice the longest target and 16: the longest value still compared.
+    assert_eq!(comparable_chars(&"x".repeat(528)), Some(MAX_TARGET_CHARS));
+    assert_eq!(comparable_chars(&"x".repeat(529)), None);
+    assert!(comparable(10, 36) && !comparable(10, 37));
+    assert!(comparable(36, 10) && !comparable(37, 10));
+    // The same letters with dots below (nonspacing marks) making them longer.
+    let with_marks = |marks: usize| format!("@mila_news{}", "\u{323}".repeat(marks));
+    let within = with_marks(26);
+    let beyond = with_marks(27);
+    assert_eq!(within.chars().count(), 36);
+    let like_within = KnownTargets::new([within.as_str()]);
+    assert!(matches!(
+        value_warnings("@mila_news", &like_within).as_slice(),
+        [Warning::LooksLike { known, .. }] if *known == within
+    ));
+    assert_eq!(
+        value_warnings("@mila_news", &KnownTargets::new([beyond.as_str()])),
+        []
+    );
+    // A target is compared with every known target, whatever its length.
+    assert!(looks_like("@mila_news", &KnownTargets::new([beyond.as_str()])).is_some());
+    // Nor is a value more than twice as long as a known target, and 16, compared with it.
+    let long_value = format!("@mila_news{}", "\u{323}".repeat(27));
+    assert!(looks_like(&long_value, &known()).is_some());
+    // (The dot below 27 times on one letter is unusual: only that warning is drawn.)
+    assert_eq!(
+        value_warnings(&long_value, &known()),
+        [mixed(&[Latin], &['\u{323}'])]
+    );
+}
+
+#[test]
 fn describe_names_the_code_point() {
     assert_eq!(describe('i'), "U+0069 LATIN SMALL LETTER I");
     assert_eq!(describe('\u{1D426}'), "U+1D426 MATHEMATICAL BOLD SMALL M");

@@ -224,7 +224,7 @@ fn a_mandate_naming_a_target_and_its_dotted_i_look_alike_is_refused() {
 }
 
 #[test]
-fn review_a_recipient_in_a_field_is_never_checked_for_look_alikes() {
+fn a_recipient_in_a_field_is_checked_for_look_alikes() {
     // send_letter has no target: whom it goes to is its `to` field.
     let daemon = Daemon::start();
     let answer = daemon.request(&json!({"v":1,"op":"ask","kind":"send_letter",
@@ -233,9 +233,14 @@ fn review_a_recipient_in_a_field_is_never_checked_for_look_alikes() {
     let card = daemon.card_of(answer["id"].as_str().unwrap());
     let text = card.text.unwrap_or_default();
     assert!(
-        text.contains('⚠'),
+        text.contains(
+            "\nto: mila@ex\u{430}mple.com\n⚠ Mixed or unusual letters in this value. Scripts: \
+             Latin, Cyrillic. Not ASCII: U+0430 CYRILLIC SMALL LETTER A\n"
+        ),
         "a Cyrillic а in the recipient, unmarked:\n{text}"
     );
+    // The one-word subject is checked too, and is plain Latin; free text never is.
+    assert_eq!(text.matches('⚠').count(), 1, "{text}");
 }
 
 #[test]
