@@ -62,6 +62,7 @@ pub mod msg {
     pub const CARD_RESULT: &str = "card-result";
     pub const CARD_REASON: &str = "card-reason";
     pub const CARD_WARNING_SCRIPTS: &str = "card-warning-scripts";
+    pub const CARD_WARNING_FIELD_SCRIPTS: &str = "card-warning-field-scripts";
     pub const CARD_WARNING_LOOKALIKE: &str = "card-warning-lookalike";
     pub const CARD_WARNING_END: &str = "card-warning-end";
 
@@ -193,6 +194,7 @@ pub mod msg {
         CARD_RESULT,
         CARD_REASON,
         CARD_WARNING_SCRIPTS,
+        CARD_WARNING_FIELD_SCRIPTS,
         CARD_WARNING_LOOKALIKE,
         CARD_WARNING_END,
         SIZE_BYTES,
@@ -363,6 +365,9 @@ pub struct CardView<'a> {
     /// What the card calls each field (the category's `field_labels` in the owner's language);
     /// a field not in it is shown under its own name.
     pub field_labels: &'a BTreeMap<String, String>,
+    /// Each field value's look-alike warnings ([`lookalike::value_warnings`]), in the order of
+    /// `fields`, each a line under its field (empty: none drawn).
+    pub field_warnings: &'a [Vec<Warning>],
     /// Dollars with two decimals, as "0.40".
     pub cost_usd: Option<&'a str>,
     pub attachments: &'a [AttachmentView<'a>],
@@ -440,27 +445,48 @@ pub fn render_card(
 
 /// The card for `view`, or why it cannot be one message.
 ///
-/// A target without a look-alike warning yet is measured with the widest one it could get: the
-/// known targets are read when the card is sent, after this check, and a warning is never cut.
+/// A target without a look-alike warning yet is measured with the widest one it could get, and
+/// so is each one-word field value ([`lookalike::widest_value_looks_like`]): the known targets
+/// are read when the card is shown, after this check, and a warning is never cut.
 pub fn try_render_card(
     view: &CardView,
     locales: &Locales,
     lang: Language,
     now: DateTime<Utc>,
 ) -> Result<Rendered, CardError> {
-    let looks_like = |w: &Warning| matches!(w, Warning::LooksLike { .. });
-    if view.target.is_some() && !view.target_warnings.iter().any(looks_like) {
-        let mut widest = view.target_warnings.to_vec();
-        widest.push(lookalike::widest_looks_like());
-        let measured = CardView {
-            target_warnings: &widest,
-            ..view.clone()
-        };
-        fits_beside_footer(&Body::new(&measured, locales, lang).without_footer().text)?;
-    }
+    let (target_warnings, field_warnings) = with_room_for_look_alikes(view);
+    let measured = CardView {
+        target_warnings: &target_warnings,
+        field_warnings: &field_warnings,
+        ..view.clone()
+    };
+    fits_beside_footer(&Body::new(&measured, locales, lang).without_footer().text)?;
     let body = Body::new(view, locales, lang);
     fits_beside_footer(&body.without_footer().text)?;
     Ok(draw_card(view, body, locales, lang, now))
+}
+
+/// `view`'s warnings with the widest look-alike line added where one could still come: under
+/// the target, and under each one-word field value, that have none yet.
+fn with_room_for_look_alikes(view: &CardView) -> (Vec<Warning>, Vec<Vec<Warning>>) {
+    let looks_like = |w: &Warning| matches!(w, Warning::LooksLike { .. });
+    let mut target = view.target_warnings.to_vec();
+    if view.target.is_some() && !target.iter().any(looks_like) {
+        target.push(lookalike::widest_looks_like());
+    }
+    let fields = view
+        .fields
+        .values()
+        .enumerate()
+        .map(|(index, value)| {
+            let mut warnings = view.field_warnings.get(index).cloned().unwrap_or_default();
+            if lookalike::is_identifier_like(value) && !warnings.iter().any(looks_like) {
+                warnings.extend(lookalike::widest_value_looks_like(value));
+            }
+            warnings
+        })
+        .collect();
+    (target, fields)
 }
 
 /// Whether a card's fixed lines leave the room its changing lines need in one message.
@@ -697,7 +723,7 @@ fn content_lines(view: &CardView, locales: &Locales, lang: Language) -> Vec<Styl
         lines.push(locales.styled(lang, msg::CARD_TARGET, &[], &[("target", target)]));
         lines.extend(warning_lines(view.target_warnings, locales, lang));
     }
-    for (name, value) in view.fields {
+    for (index, (name, value)) in view.fields.iter().enumerate() {
         let label = view.field_labels.get(name).unwrap_or(name);
         lines.push(locales.styled(
             lang,
@@ -705,6 +731,15 @@ fn content_lines(view: &CardView, locales: &Locales, lang: Language) -> Vec<Styl
             &[("name", label.as_str().into())],
             &[("value", value)],
         ));
+        let warnings = view
+            .field_warnings
+            .get(index)
+            .map_or(&[][..], Vec::as_slice);
+        lines.extend(
+            warnings
+                .iter()
+                .map(|warning| field_warning_line(warning, locales, lang)),
+        );
     }
     if let Some(usd) = view.cost_usd {
         lines.push(Styled::plain(locales.t(
@@ -738,10 +773,19 @@ fn content_lines(view: &CardView, locales: &Locales, lang: Language) -> Vec<Styl
 
 /// A look-alike warning as its line under the target (SPEC §6): the scripts and every non-ASCII
 /// code point, or the known target it looks like and where the two first differ. Script and
-/// code point names are Unicode's own, in every language.
-/// One warning line under a target. The target it looks like (a string an agent once chose) is
-/// set apart as a value; the names of scripts and code points are Unicode's.
+/// code point names are Unicode's own, in every language. The target it looks like (a string an
+/// agent once chose) is set apart as a value.
 pub fn warning_line(warning: &Warning, locales: &Locales, lang: Language) -> Styled {
+    line_of(warning, msg::CARD_WARNING_SCRIPTS, locales, lang)
+}
+
+/// A look-alike warning as its line under a field's value: as under a target, the mixed-script
+/// line saying "value" for "target".
+pub fn field_warning_line(warning: &Warning, locales: &Locales, lang: Language) -> Styled {
+    line_of(warning, msg::CARD_WARNING_FIELD_SCRIPTS, locales, lang)
+}
+
+fn line_of(warning: &Warning, scripts_id: &str, locales: &Locales, lang: Language) -> Styled {
     match warning {
         Warning::MixedScripts {
             scripts,
@@ -755,7 +799,7 @@ pub fn warning_line(warning: &Warning, locales: &Locales, lang: Language) -> Sty
                 .collect();
             Styled::plain(locales.t(
                 lang,
-                msg::CARD_WARNING_SCRIPTS,
+                scripts_id,
                 &[
                     ("scripts", scripts.join(", ").as_str().into()),
                     ("chars", chars.join(", ").as_str().into()),
@@ -1170,6 +1214,7 @@ mod tests {
             target_warnings: &[],
             fields,
             field_labels: &NO_FIELD_LABELS,
+            field_warnings: &[],
             cost_usd: Some("0.40"),
             attachments,
             text: Some(text),
@@ -1493,6 +1538,7 @@ mod tests {
             target_warnings: &[],
             fields: &fields,
             field_labels: &NO_FIELD_LABELS,
+            field_warnings: &[],
             cost_usd: None,
             attachments: &[],
             text: None,

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::card::mandate::{MandateView, UsageView};
-use crate::card::{self, AttachmentView, CardView, Outcome};
+use crate::card::{self, AttachmentView, CardError, CardView, Outcome};
 use crate::clock::Clock;
 use crate::commands::{self, Command};
 use crate::config::{Category, Config, Gate};
@@ -468,7 +468,7 @@ impl Consent {
             actions: usage.actions,
             usd: usage.usd,
         };
-        let known = self.known_for(&record.id).await;
+        let known = self.known_for(&record.id, now).await;
         let rendered = with_view(self, record, &known, lang, now, |action| {
             card::mandate::render_receipt(action, &view, usage, &outcome, &self.locales, lang, now)
         });
@@ -1758,7 +1758,7 @@ impl Consent {
                 .get(&row.kind)
                 .cloned()
                 .unwrap_or_else(|| row.kind.clone());
-            let known = self.known_for(&row.id).await;
+            let known = self.known_for(&row.id, now).await;
             let warnings = lookalike::warnings_each(&row.targets, &known);
             let view = self.mandate_view(&row, &label, &warnings);
             let usage = UsageView {
@@ -1797,12 +1797,17 @@ impl Consent {
         self.outcome_text_with(record, outcome, now).await
     }
 
-    /// The targets a record's card was drawn against (`Db::known_targets_for`), so its edits
-    /// and receipt show the card's warnings. Never fails: what the owner is told must not stand
-    /// in the way of recording an outcome, so without them only the mixed-script warnings show.
-    async fn known_for(&self, record_id: &str) -> KnownTargets {
+    /// The targets a record's card was drawn against (`Db::known_targets_for`: as of its
+    /// `shown_at`), so its edits show the card's warnings; for an ask a mandate answered, those
+    /// known when it was asked. Never fails: what the owner is told must not stand in the way of
+    /// recording an outcome, so without them only the mixed-script warnings show.
+    async fn known_for(&self, record_id: &str, now: DateTime<Utc>) -> KnownTargets {
         let id = record_id.to_owned();
-        match self.store.call(move |db| db.known_targets_for(&id)).await {
+        match self
+            .store
+            .call(move |db| db.known_targets_for(&id, now))
+            .await
+        {
             Ok(known) => known,
             Err(error) => {
                 tracing::warn!(%error, id = %record_id, "cannot read the known targets");
@@ -1820,7 +1825,7 @@ impl Consent {
         now: DateTime<Utc>,
     ) -> Styled {
         let lang = self.language();
-        let known = self.known_for(&record.id).await;
+        let known = self.known_for(&record.id, now).await;
         if let Some(row) = &record.mandate {
             let label = self.label(record, lang);
             let warnings = lookalike::warnings_each(&row.targets, &known);
@@ -1964,8 +1969,8 @@ fn queue_card_edit(
     )
 }
 
-/// Builds the card's view of a record, its target compared with `known`, and hands it to
-/// `render`.
+/// Builds the card's view of a record, its target and one-word field values compared with
+/// `known`, and hands it to `render`.
 fn with_view<T>(
     consent: &Consent,
     record: &Record,
@@ -1995,6 +2000,7 @@ fn with_view<T>(
         .as_deref()
         .map(|target| lookalike::warnings(target, known))
         .unwrap_or_default();
+    let field_warnings = lookalike::field_warnings(record.fields.values(), known);
     let view = CardView {
         record_id: &record.id,
         kind,
@@ -2004,6 +2010,7 @@ fn with_view<T>(
         target_warnings: &target_warnings,
         fields: &record.fields,
         field_labels: &field_labels,
+        field_warnings: &field_warnings,
         cost_usd: record.cost_usd.as_deref(),
         attachments: &attachments,
         text: record.text.as_deref(),
@@ -2022,23 +2029,30 @@ impl Drawer for Consent {
         known: &KnownTargets,
         now: DateTime<Utc>,
         expires_at: DateTime<Utc>,
-    ) -> DrawnCard {
+    ) -> Result<DrawnCard, CardError> {
         let lang = self.language();
         let digest = record.digest.as_deref().unwrap_or("");
         if let Some(row) = &record.mandate {
             let label = self.label(record, lang);
             let warnings = lookalike::warnings_each(&row.targets, known);
             let view = self.mandate_view(row, &label, &warnings);
-            let rendered =
-                card::mandate::render_mandate_card(&view, expires_at, &self.locales, lang, now);
-            return DrawnCard {
+            // Checked, not only drawn: its targets may look like more known targets now than
+            // when the intake measured it (a request held until morning).
+            let rendered = card::mandate::try_render_mandate_card(
+                &view,
+                expires_at,
+                &self.locales,
+                lang,
+                now,
+            )?;
+            return Ok(DrawnCard {
                 parts: Vec::new(),
                 captions: Vec::new(),
                 text: rendered.card,
                 buttons: self.signed(rendered.buttons, &record.id, digest),
-            };
+            });
         }
-        with_view(self, record, known, lang, expires_at, |view| {
+        Ok(with_view(self, record, known, lang, expires_at, |view| {
             let rendered = card::render_card(view, &self.locales, lang, now);
             let captions = view
                 .attachments
@@ -2051,7 +2065,7 @@ impl Drawer for Consent {
                 text: rendered.card,
                 buttons: self.signed(rendered.buttons, &record.id, digest),
             }
-        })
+        }))
     }
 
     fn gate(&self) -> (Gate, chrono_tz::Tz) {

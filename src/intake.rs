@@ -128,7 +128,9 @@ impl Intake {
             Ok(request) => request,
             Err(refusal) => return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await,
         };
-        // Its card is drawn against the targets known now, when it is stored (`known_targets_for`).
+        // Checked against the targets known now. Its card is drawn against those known when it
+        // is shown (`known_targets_for`), which may be more for a card held until morning: one
+        // that no longer fits then is not sent, and the request ends expired (`Drawer::draw`).
         let known = self.store.call(move |db| db.known_targets(now)).await?;
         if let Err(refusal) = self.mandate_card_fits(&request, &known, now) {
             return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await;
@@ -191,8 +193,9 @@ impl Intake {
 
     /// A card must be one message even with its text moved to numbered parts: its target and
     /// fields alone may not fill it. Checked in the owner's language before anything is stored,
-    /// with the target's mixed-script warning; room for a look-alike one is kept by
-    /// [`card::try_render_card`] (the known targets are read only when the card is sent).
+    /// with the mixed-script warnings of the target and of the one-word field values; room for
+    /// their look-alike lines is kept by [`card::try_render_card`] (the known targets are read
+    /// only when the card is shown).
     fn card_fits(&self, action: &Action, urgent: bool, now: DateTime<Utc>) -> Result<(), Refusal> {
         let lang = self.language();
         let Some(category) = self.config.categories.get(&action.kind) else {
@@ -212,6 +215,10 @@ impl Intake {
             .into_iter()
             .collect();
         let field_labels = category.field_labels_in(lang);
+        // The one-word field values' mixed-script lines, exactly; their look-alike lines are
+        // kept room for, like the target's.
+        let field_warnings =
+            lookalike::field_warnings(action.fields.values(), &KnownTargets::default());
         let view = CardView {
             record_id: "r_00000000000000000000",
             kind: &action.kind,
@@ -221,6 +228,7 @@ impl Intake {
             target_warnings: &warnings,
             fields: &action.fields,
             field_labels: &field_labels,
+            field_warnings: &field_warnings,
             cost_usd: cost.as_deref(),
             attachments: &attachments,
             text: action.text.as_deref(),

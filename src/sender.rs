@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::card::CardError;
 use crate::clock::Clock;
 use crate::digest::AttachmentFacts;
 use crate::gate::{self, Class, Delivery};
@@ -43,14 +44,16 @@ pub struct DrawnCard {
 
 /// Draws a record's card; implemented by the consent loop, which knows the locale and the key.
 pub trait Drawer: Send + Sync + std::fmt::Debug {
-    /// The card for `record`, answerable until `expires_at`, its targets compared with `known`.
+    /// The card for `record`, answerable until `expires_at`, its targets (and one-word field
+    /// values) compared with `known`; an error for a mandate card that its warnings no longer
+    /// let fit one message (an ask's card always fits: the intake kept room for them).
     fn draw(
         &self,
         record: &Record,
         known: &KnownTargets,
         now: DateTime<Utc>,
         expires_at: DateTime<Utc>,
-    ) -> DrawnCard;
+    ) -> Result<DrawnCard, CardError>;
     /// How long a shown card may be answered.
     fn ttl(&self) -> chrono::Duration;
     /// The gate's settings as the owner last set them, and the owner's zone.
@@ -402,13 +405,9 @@ async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
     let Some(silent) = card_delivery(out, &record, seq).await? else {
         return Ok(());
     };
+    // Drawn against the targets known as the card is shown: now, for its parts and attachments.
     let now = out.clock.now();
-    // Read once, so the parts and the card are drawn alike.
-    let lookup = record_id.clone();
-    let known = store.call(move |db| db.known_targets_for(&lookup)).await?;
-    let drawn = out
-        .drawer
-        .draw(&record, &known, now, now + out.drawer.ttl());
+    let drawn = draw(out, &record, now, now + out.drawer.ttl()).await?;
     send_before_card(out, pace, &row, &record, &drawn, silent).await?;
     // Opened now, after the parts and attachments: the ttl runs from when the card is shown,
     // and the card must be open before it can be pressed. A retry keeps the first deadline.
@@ -433,7 +432,11 @@ async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
             expires_at
         }
     };
-    let card = out.drawer.draw(&record, &known, now, expires_at);
+    // Drawn again against the targets known at its `shown_at`, as its edits will be. A target
+    // approved in the seconds since the first drawing can move the text into parts: those are
+    // sent now, before the card (what was sent already is skipped).
+    let card = draw(out, &record, now, expires_at).await?;
+    send_before_card(out, pace, &row, &record, &card, silent).await?;
     let _drawing = out.drawing.lock().await;
     let sent = out
         .telegram
@@ -453,6 +456,30 @@ async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
         })
         .await?;
     Ok(())
+}
+
+/// A record's card as of `now`, against the targets known for it then
+/// (`Db::known_targets_for`). A card that cannot be one message is a permanent failure: it is
+/// dropped as undeliverable and its record ends expired.
+async fn draw(
+    out: &Out<'_>,
+    record: &Record,
+    now: DateTime<Utc>,
+    expires_at: DateTime<Utc>,
+) -> Result<DrawnCard, RowError> {
+    let lookup = record.id.clone();
+    let known = out
+        .store
+        .call(move |db| db.known_targets_for(&lookup, now))
+        .await?;
+    out.drawer
+        .draw(record, &known, now, expires_at)
+        .map_err(|error| {
+            RowError::Send(SendError::Permanent(format!(
+                "it would not fit one message with the look-alike warnings it has now: \
+                 {error}"
+            )))
+        })
 }
 
 /// The text's parts and the attachments, each remembered once sent so a retry skips it.

@@ -1,14 +1,16 @@
-//! Fuzz target: an accepted ask's card names every look-alike warning of its target.
+//! Fuzz target: an accepted ask's card names every look-alike warning of its target and of its
+//! one-word field values.
 //!
 //! The input is a padding byte, then lines: the ask's target, its text, and the known targets.
-//! The padding byte sizes the ask's two fields, so that its card comes near the end of its room.
-//! The ask goes through the request parser and the refusal gate like any frame; what the gate
+//! The padding byte sizes the ask's two fields, so that its card comes near the end of its room;
+//! when it is odd, the first field's value is the target line instead (a recipient, say). The
+//! ask goes through the request parser and the refusal gate like any frame; what the gate
 //! accepts is drawn as its card against the known targets, in every language. Each warning
-//! `lookalike::warnings` returns must be on the card as its own line, and on the card's edit; a
-//! card the intake's room check accepted (with only the mixed-script warning known then) must
-//! still fit one message with every warning; and the warnings must say true things about the
-//! target: each non-ASCII code point named, a look-alike that is a different known target, that
-//! looks alike both ways, and differs where it says.
+//! `lookalike::warnings` and `lookalike::value_warnings` return must be on the card as its own
+//! line, and on the card's edit; a card the intake's room check accepted (with only the
+//! mixed-script warnings known then) must still fit one message with every warning; and the
+//! warnings must say true things about the value: each non-ASCII code point named, a look-alike
+//! that is a different known target, that looks alike both ways, and differs where it says.
 
 #![no_main]
 
@@ -40,10 +42,13 @@ fn locales() -> &'static Locales {
 }
 
 /// The ask the input describes, as the gate accepts it, or `None`. `padding` characters go in
-/// each of its two fields (none when 0: an empty field is refused), at most 1,020 each.
+/// each of its two fields (none when 0: an empty field is refused), at most 1,020 each; when
+/// `padding` is odd, the first field holds the target instead.
 fn accepted(target: &str, text: &str, padding: usize) -> Option<consentd::action::Action> {
     let fields = if padding == 0 {
         serde_json::json!({})
+    } else if padding % 2 == 1 {
+        serde_json::json!({"reply_to": target, "lang": "z".repeat(padding)})
     } else {
         serde_json::json!({"reply_to": "y".repeat(padding), "lang": "z".repeat(padding)})
     };
@@ -123,6 +128,14 @@ fuzz_target!(|data: &[u8]| {
     let warnings = lookalike::warnings(target, &known);
     check_claims(target, &known, &warnings);
     let mixed: Vec<Warning> = lookalike::mixed_scripts(target).into_iter().collect();
+    let field_warnings = lookalike::field_warnings(action.fields.values(), &known);
+    for (value, warnings) in action.fields.values().zip(&field_warnings) {
+        check_claims(value, &known, warnings);
+        if !lookalike::is_identifier_like(value) {
+            assert!(warnings.is_empty(), "free text {value:?} is not marked");
+        }
+    }
+    let field_mixed = lookalike::field_warnings(action.fields.values(), &KnownTargets::default());
 
     let config = config();
     let category = &config.categories["publish_x"];
@@ -145,6 +158,7 @@ fuzz_target!(|data: &[u8]| {
             target_warnings: &mixed,
             fields,
             field_labels: &consentd::card::NO_FIELD_LABELS,
+            field_warnings: &field_mixed,
             cost_usd: cost.as_deref(),
             attachments: &attachments,
             text: action.text.as_deref(),
@@ -156,6 +170,7 @@ fuzz_target!(|data: &[u8]| {
         let at_intake = card::try_render_card(&view, locales(), lang, now).is_ok();
         let drawn = CardView {
             target_warnings: &warnings,
+            field_warnings: &field_warnings,
             ..view
         };
         let card = card::render_card(&drawn, locales(), lang, now).card.text;
@@ -167,8 +182,17 @@ fuzz_target!(|data: &[u8]| {
             reply_by: None,
         };
         let edited = card::render_outcome(&drawn, locales(), lang, &outcome).text;
-        for warning in &warnings {
-            let line = card::warning_line(warning, locales(), lang).text;
+        let lines = warnings
+            .iter()
+            .map(|warning| card::warning_line(warning, locales(), lang))
+            .chain(
+                field_warnings
+                    .iter()
+                    .flatten()
+                    .map(|warning| card::field_warning_line(warning, locales(), lang)),
+            );
+        for line in lines {
+            let line = line.text;
             assert!(!line.contains('\n'), "one line: {line:?}");
             let own_line = format!("\n{line}\n");
             assert!(card.contains(&own_line), "{lang}: {line:?} not in {card:?}");

@@ -36,10 +36,11 @@ card-outcome-by = Outcome: { $state }. Decided by { $name }.
 card-result = Result: { $result }
 card-reason = Reason: { $reason }
 
-## A target that may not be what it seems (UTS #39). Script and code point names are Unicode's
-## own, in every language; $position counts characters from 1.
+## A target, or a one-word field value, that may not be what it seems (UTS #39). Script and code
+## point names are Unicode's own, in every language; $position counts characters from 1.
 
 card-warning-scripts = ⚠ Mixed or unusual letters in this target. Scripts: { $scripts }. Not ASCII: { $chars }
+card-warning-field-scripts = ⚠ Mixed or unusual letters in this value. Scripts: { $scripts }. Not ASCII: { $chars }
 card-warning-lookalike = ⚠ Looks like { $known }, a target you approved, but differs: character { $position } is { $ours } here, { $theirs } there
 card-warning-end = the end
 

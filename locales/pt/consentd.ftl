@@ -35,10 +35,12 @@ card-outcome-by = Desfecho: { $state }. Decidido por { $name }.
 card-result = Resultado: { $result }
 card-reason = Motivo: { $reason }
 
-## Um destino que pode não ser o que parece (UTS #39). Os nomes de escritas e de caracteres são
-## os do Unicode, em todos os idiomas; $position conta caracteres a partir de 1.
+## Um destino, ou o valor de um campo de uma só palavra, que pode não ser o que parece (UTS #39).
+## Os nomes de escritas e de caracteres são os do Unicode, em todos os idiomas; $position conta
+## caracteres a partir de 1.
 
 card-warning-scripts = ⚠ Letras misturadas ou incomuns neste destino. Escritas: { $scripts }. Fora do ASCII: { $chars }
+card-warning-field-scripts = ⚠ Letras misturadas ou incomuns neste valor. Escritas: { $scripts }. Fora do ASCII: { $chars }
 card-warning-lookalike = ⚠ Parece { $known }, um destino que você aprovou, mas difere: o caractere { $position } é { $ours } aqui, { $theirs } lá
 card-warning-end = o fim
 

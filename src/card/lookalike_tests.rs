@@ -38,6 +38,7 @@ fn view<'a>(
         target_warnings: warnings,
         fields,
         field_labels: &NO_FIELD_LABELS,
+        field_warnings: &[],
         cost_usd: None,
         attachments: &[],
         text: Some(text),
@@ -181,6 +182,89 @@ fn the_exact_english_lines() {
     assert_eq!(en("@mila_news", &known()), Vec::<String>::new());
 }
 
+/// The English lines under `target`, against [`known`].
+fn english(target: &str) -> Vec<String> {
+    let locales = locales();
+    lookalike::warnings(target, &known())
+        .iter()
+        .map(|w| warning_line(w, &locales, Language::En).text)
+        .collect()
+}
+
+#[test]
+fn a_dotless_i_with_a_dot_above_draws_both_lines() {
+    assert_eq!(
+        english("@m\u{131}\u{307}la_news"),
+        [
+            "⚠ Mixed or unusual letters in this target. Scripts: Latin. Not ASCII: U+0131 LATIN \
+             SMALL LETTER DOTLESS I, U+0307 COMBINING DOT ABOVE",
+            "⚠ Looks like @mila_news, a target you approved, but differs: character 3 is U+0131 \
+             LATIN SMALL LETTER DOTLESS I here, U+0069 LATIN SMALL LETTER I there",
+        ]
+    );
+}
+
+#[test]
+fn an_i_with_a_second_dot_draws_both_lines() {
+    assert_eq!(
+        english("@mi\u{307}la_news"),
+        [
+            "⚠ Mixed or unusual letters in this target. Scripts: Latin. Not ASCII: U+0307 \
+             COMBINING DOT ABOVE",
+            "⚠ Looks like @mila_news, a target you approved, but differs: character 4 is U+0307 \
+             COMBINING DOT ABOVE here, U+006C LATIN SMALL LETTER L there",
+        ]
+    );
+}
+
+#[test]
+fn a_macron_below_an_underscore_draws_both_lines() {
+    assert_eq!(
+        english("@mila_\u{331}news"),
+        [
+            "⚠ Mixed or unusual letters in this target. Scripts: Latin. Not ASCII: U+0331 \
+             COMBINING MACRON BELOW",
+            "⚠ Looks like @mila_news, a target you approved, but differs: character 7 is U+0331 \
+             COMBINING MACRON BELOW here, U+006E LATIN SMALL LETTER N there",
+        ]
+    );
+}
+
+#[test]
+fn a_han_stroke_in_a_latin_handle_draws_the_mixed_line() {
+    assert_eq!(
+        english("@mi\u{4E28}a_news"),
+        ["⚠ Mixed or unusual letters in this target. Scripts: Latin, Han. Not ASCII: U+4E28 CJK \
+          UNIFIED IDEOGRAPH-4E28"]
+    );
+}
+
+#[test]
+fn a_prolonged_sound_mark_in_a_latin_handle_draws_the_mixed_line() {
+    assert_eq!(
+        english("@mila\u{30FC}news"),
+        [
+            "⚠ Mixed or unusual letters in this target. Scripts: Latin, Hiragana, Katakana. Not \
+          ASCII: U+30FC KATAKANA-HIRAGANA PROLONGED SOUND MARK"
+        ]
+    );
+}
+
+#[test]
+fn snapshot_card_with_a_dotted_dotless_i() {
+    let locales = locales();
+    let fields = BTreeMap::new();
+    let target = "@m\u{131}\u{307}la_news";
+    let warnings = lookalike::warnings(target, &known());
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    for lang in Language::ALL {
+        let v = view(target, &warnings, &fields, "Hello.", lang);
+        let rendered = render_card(&v, &locales, lang, now());
+        assert_clean(&rendered.card.text);
+        snapshot(format!("card_lookalike_marks_{lang}"), show(&rendered));
+    }
+}
+
 #[test]
 fn a_warning_counts_in_the_room_for_the_text() {
     let locales = locales();
@@ -224,7 +308,7 @@ fn a_warning_counts_in_the_room_for_the_text() {
     }
 }
 
-/// A view whose fields fill the card's fixed room up to `room_left` code points.
+/// A view whose one field (free text) fills the card's fixed room up to `room_left` code points.
 fn filled<'a>(
     target: &'a str,
     warnings: &'a [Warning],
@@ -246,7 +330,8 @@ fn filled<'a>(
     )
     .0;
     let fill = MESSAGE_LIMIT - FOOTER_ROOM - base - room_left;
-    fields.insert("f".to_owned(), "y".repeat(fill));
+    // Free text (a space in it), so the field needs no room for warnings of its own.
+    fields.insert("f".to_owned(), format!("y {}", "y".repeat(fill - 2)));
     CardView {
         text: None,
         text_sha256_hex: None,
@@ -312,6 +397,195 @@ fn a_card_the_intake_accepted_fits_with_any_look_alike_line() {
     // And it was the boundary: one character more is refused.
     let over = filled(&target, &mixed, &mut fields, room_left - 1, &locales);
     assert!(try_render_card(&over, &locales, Language::En, now()).is_err());
+}
+
+/// A letter's card (no target): `to` and `subject`, each value's warnings against `known`.
+fn letter<'a>(
+    fields: &'a BTreeMap<String, String>,
+    field_warnings: &'a [Vec<Warning>],
+    lang: Language,
+) -> CardView<'a> {
+    CardView {
+        kind: "send_letter",
+        label: "Send a letter",
+        target: None,
+        target_warnings: &[],
+        field_warnings,
+        text: None,
+        text_sha256_hex: None,
+        ..view("", &[], fields, "", lang)
+    }
+}
+
+/// "mila@exаmple.com" (Cyrillic а) and its known original.
+const LETTER_TO: &str = "mila@ex\u{430}mple.com";
+
+fn letter_fields(to: &str, subject: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("subject".to_owned(), subject.to_owned()),
+        ("to".to_owned(), to.to_owned()),
+    ])
+}
+
+#[test]
+fn snapshot_card_with_a_recipient_like_a_known_one() {
+    let locales = locales();
+    let known = KnownTargets::new(["mila@example.com"]);
+    let fields = letter_fields(LETTER_TO, "Invoice");
+    let warnings = lookalike::field_warnings(fields.values(), &known);
+    assert_eq!(warnings[0], [], "the subject: one Latin word");
+    assert_eq!(warnings[1].len(), 2, "{warnings:?}");
+    for lang in Language::ALL {
+        let v = letter(&fields, &warnings, lang);
+        let rendered = render_card(&v, &locales, lang, now());
+        let card = &rendered.card.text;
+        let lines: Vec<&str> = card.lines().collect();
+        let to = lines.iter().position(|l| *l == format!("to: {LETTER_TO}"));
+        let to = to.unwrap_or_else(|| panic!("{lang}: {card}"));
+        // Right under the field, mixed scripts first, as under a target.
+        assert_eq!(
+            lines[to + 1],
+            field_warning_line(&warnings[1][0], &locales, lang).text
+        );
+        assert_eq!(
+            lines[to + 2],
+            field_warning_line(&warnings[1][1], &locales, lang).text
+        );
+        // The edit keeps them.
+        let outcome = Outcome {
+            state: "declined",
+            decided_by: Some("Mila".to_owned()),
+            result: None,
+            reason: None,
+            reply_by: None,
+        };
+        let edited = render_outcome(&v, &locales, lang, &outcome).text;
+        assert!(edited.contains(lines[to + 1]) && edited.contains(lines[to + 2]));
+        assert_clean(card);
+        snapshot(format!("card_lookalike_field_{lang}"), show(&rendered));
+    }
+}
+
+#[test]
+fn the_exact_english_lines_under_a_field() {
+    let locales = locales();
+    let known = KnownTargets::new(["mila@example.com"]);
+    let lines: Vec<String> = lookalike::value_warnings(LETTER_TO, &known)
+        .iter()
+        .map(|w| field_warning_line(w, &locales, Language::En).text)
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "⚠ Mixed or unusual letters in this value. Scripts: Latin, Cyrillic. Not ASCII: \
+             U+0430 CYRILLIC SMALL LETTER A",
+            "⚠ Looks like mila@example.com, a target you approved, but differs: character 8 is \
+             U+0430 CYRILLIC SMALL LETTER A here, U+0061 LATIN SMALL LETTER A there",
+        ]
+    );
+    // The known target is a value (a code span), as under a target.
+    let like = &lookalike::value_warnings(LETTER_TO, &known)[1];
+    let styled = field_warning_line(like, &locales, Language::En);
+    assert!(
+        styled.marked().contains("⟨mila@example.com⟩"),
+        "{}",
+        styled.marked()
+    );
+}
+
+#[test]
+fn free_text_in_a_field_draws_no_warning() {
+    let locales = locales();
+    let known = KnownTargets::new(["mila@example.com"]);
+    let fields = letter_fields(&format!("Mila <{LETTER_TO}>"), "Invoice for March");
+    let warnings = lookalike::field_warnings(fields.values(), &known);
+    assert_eq!(warnings, [Vec::new(), Vec::new()]);
+    let card = render_card(
+        &letter(&fields, &warnings, Language::En),
+        &locales,
+        Language::En,
+        now(),
+    );
+    assert!(!card.card.text.contains('⚠'), "{}", card.card.text);
+}
+
+#[test]
+fn the_intake_check_keeps_room_for_a_look_alike_line_under_each_one_word_field() {
+    let locales = locales();
+    let lang = Language::En;
+    let to = "mila@example.org";
+    let widest = lookalike::widest_value_looks_like(to).expect("short enough to compare");
+    let line = field_warning_line(&widest, &locales, lang).text;
+    let units = split::measure(&line).1;
+    // A known target of up to 2 × 16 + 16 characters, each two UTF-16 units.
+    assert!(units >= 2 * 48 + 2 * 96, "{units}");
+    // A letter whose subject (free text) fills its room but for `room_left` code points.
+    let fits_with = |to: &str, room_left: usize| {
+        let probe = letter_fields(to, "a b");
+        let base = split::measure(
+            &Body::new(&letter(&probe, &[], lang), &locales, lang)
+                .without_footer()
+                .text,
+        )
+        .0;
+        let fill = MESSAGE_LIMIT - FOOTER_ROOM - base - room_left + 3;
+        let fields = letter_fields(to, &format!("a {}", "b".repeat(fill - 2)));
+        try_render_card(&letter(&fields, &[], lang), &locales, lang, now()).is_ok()
+    };
+    // Room for the line and its line feed.
+    assert!(fits_with(to, units + 1));
+    assert!(!fits_with(to, units));
+    // A recipient with a space in it is free text: no room is kept for it.
+    assert!(fits_with("Mila at example.org", 0));
+}
+
+#[test]
+fn a_card_the_intake_accepted_fits_with_any_look_alike_line_under_a_field() {
+    let locales = locales();
+    let lang = Language::En;
+    // A one-word value of 51 mathematical bold letters, and the longest known target it is
+    // compared with (2 × 51 + 16 = 118 characters, each two UTF-16 units): the same letters but
+    // the last, then astral nonspacing marks, which its skeleton without marks drops.
+    let value: String = "\u{1D426}".repeat(50) + "\u{1D425}";
+    let known_target: String = "\u{1D426}".repeat(50) + "\u{1D408}" + &"\u{1D167}".repeat(67);
+    assert_eq!(
+        lookalike::comparable_chars(&value),
+        Some(known_target.chars().count())
+    );
+    let known = KnownTargets::new([known_target.as_str()]);
+    let drawn_warnings = lookalike::value_warnings(&value, &known);
+    assert!(
+        matches!(drawn_warnings.last(), Some(Warning::LooksLike { known, .. }) if *known == known_target),
+        "{drawn_warnings:?}"
+    );
+    let at_intake_warnings = lookalike::value_warnings(&value, &KnownTargets::default());
+    let fields_with = |room_left: usize| -> BTreeMap<String, String> {
+        let probe = letter_fields(&value, "a b");
+        let probe_warnings = [Vec::new(), at_intake_warnings.clone()];
+        let base = Body::new(&letter(&probe, &probe_warnings, lang), &locales, lang)
+            .without_footer()
+            .text;
+        let fill = MESSAGE_LIMIT - FOOTER_ROOM - split::measure(&base).0 - room_left + 3;
+        letter_fields(&value, &format!("a {}", "b".repeat(fill - 2)))
+    };
+    let intake = [Vec::new(), at_intake_warnings.clone()];
+    let accepted = |room_left: usize| {
+        let fields = fields_with(room_left);
+        try_render_card(&letter(&fields, &intake, lang), &locales, lang, now()).is_ok()
+    };
+    // The fullest card the intake accepts, found from the full end down.
+    let room_left = (0..MESSAGE_LIMIT)
+        .find(|&r| accepted(r))
+        .expect("some card fits");
+    assert!(!accepted(room_left - 1), "the boundary");
+    let fields = fields_with(room_left);
+    let drawn = [Vec::new(), drawn_warnings];
+    let view = letter(&fields, &drawn, lang);
+    let fixed = Body::new(&view, &locales, lang).without_footer().text;
+    assert!(fits_beside_footer(&fixed).is_ok(), "{room_left}");
+    assert!(split::message_fits(
+        &render_card(&view, &locales, lang, now()).card.text
+    ));
 }
 
 fn mandate_view<'a>(

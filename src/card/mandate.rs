@@ -344,6 +344,7 @@ pub(super) mod tests {
             target_warnings: &[],
             fields,
             field_labels: &crate::card::NO_FIELD_LABELS,
+            field_warnings: &[],
             cost_usd,
             attachments,
             text: Some("Morning news: the bridge reopens today."),

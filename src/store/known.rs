@@ -4,13 +4,15 @@
 //!
 //! The set is read *as of* an instant, from facts that never change once written (when a
 //! mandate opened, ended or was stopped; when an ask was decided), so a card, its later edit and
-//! a receipt drawn against the same instant show the same warnings.
+//! a receipt drawn against the same instant show the same warnings. A card's instant is when it
+//! is shown ([`Db::known_targets_for`]): a card held until morning is drawn against the targets
+//! approved in the night.
 
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
 use super::db::{timestamp, Db};
-use super::StoreError;
+use super::{RecordState, StoreError};
 use crate::lookalike::{KnownTargets, KNOWN_DAYS};
 
 /// A card is pressed within its ttl of being shown (at most 15 minutes), so an ask decided after
@@ -59,19 +61,37 @@ impl Db {
         Ok(KnownTargets::new(targets))
     }
 
-    /// The targets a record's card is drawn against: those known when it was asked. The card,
-    /// its edits and a receipt are all drawn against that one instant, so they agree.
-    pub fn known_targets_for(&self, record_id: &str) -> Result<KnownTargets, StoreError> {
-        let created_at: Option<String> = self
+    /// The targets a record's card is drawn against, as of the instant it is shown:
+    /// - a card already shown: its `shown_at`, fixed once written, so the card, its parts, its
+    ///   edits and a mandate's lines in `/mandates` all agree;
+    /// - a card not shown yet (pending): `now`, the instant the sender shows it (it reads them
+    ///   again once the card is open, which is then its `shown_at`);
+    /// - a record that never had a card (an ask a mandate answered, whose receipt this draws; an
+    ///   ask that ended before its card went out): when it was asked, its `created_at`.
+    pub fn known_targets_for(
+        &self,
+        record_id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<KnownTargets, StoreError> {
+        let row: Option<(String, Option<String>, String)> = self
             .conn
-            .prepare_cached("SELECT created_at FROM records WHERE id = ?1")?
-            .query_row([record_id], |row| row.get(0))
+            .prepare_cached("SELECT created_at, shown_at, state FROM records WHERE id = ?1")?
+            .query_row([record_id], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            })
             .optional()?;
-        let at = created_at
-            .as_deref()
-            .and_then(|text| DateTime::parse_from_rfc3339(text).ok())
-            .ok_or(StoreError::Missing)?;
-        self.known_targets(at.with_timezone(&Utc))
+        let (created_at, shown_at, state) = row.ok_or(StoreError::Missing)?;
+        let parse = |text: &str| {
+            DateTime::parse_from_rfc3339(text)
+                .map(|at| at.with_timezone(&Utc))
+                .map_err(|error| StoreError::Encode(format!("record {record_id}: {error}")))
+        };
+        let at = match (shown_at, RecordState::parse(&state)) {
+            (Some(shown_at), _) => parse(&shown_at)?,
+            (None, Some(RecordState::Pending)) => now,
+            (None, _) => parse(&created_at)?,
+        };
+        self.known_targets(at)
     }
 }
 
@@ -95,6 +115,14 @@ mod tests {
 
     fn days(n: i64) -> chrono::Duration {
         chrono::Duration::days(n)
+    }
+
+    /// The policy of a kind mandates may cover.
+    fn covering() -> AskPolicy {
+        AskPolicy {
+            mandates_cover: true,
+            ..policy()
+        }
     }
 
     fn policy() -> AskPolicy {
@@ -126,25 +154,41 @@ mod tests {
             Fixture { _dir: dir, db }
         }
 
-        /// An ask to `target` at `at`, its card shown at once.
-        fn shown(&mut self, target: &str, at: DateTime<Utc>) -> String {
-            let action = Action {
+        fn action(target: &str, at: DateTime<Utc>) -> Action {
+            Action {
                 kind: "publish_x".to_owned(),
                 target: Some(target.to_owned()),
                 text: Some(format!("to {target} at {at}")),
                 fields: BTreeMap::new(),
                 cost_usd: None,
                 attachments: Vec::new(),
-            };
-            let ask = NewAsk {
+            }
+        }
+
+        fn new_ask(action: Action) -> NewAsk {
+            NewAsk {
                 peer_uid: 1000,
                 digest: action.digest().to_hex(),
                 action,
                 idempotency_key: None,
                 urgent: false,
-            };
-            let outcome = self.db.ask(&ask, policy(), at).unwrap();
-            self.show(outcome, at)
+            }
+        }
+
+        /// An ask to `target` at `at`, its card not shown yet; its id.
+        fn asked(&mut self, target: &str, at: DateTime<Utc>) -> String {
+            let ask = Self::new_ask(Self::action(target, at));
+            match self.db.ask(&ask, policy(), at).unwrap() {
+                AskOutcome::Created(record) => record.id,
+                other => panic!("{other:?}"),
+            }
+        }
+
+        /// An ask to `target` at `at`, its card shown at once.
+        fn shown(&mut self, target: &str, at: DateTime<Utc>) -> String {
+            let id = self.asked(target, at);
+            self.show(&id, at);
+            id
         }
 
         fn monotonic() -> crate::clock::Monotonic {
@@ -154,22 +198,17 @@ mod tests {
             }
         }
 
-        /// A new record's card, shown at `at`; its id.
-        fn show(&mut self, outcome: AskOutcome, at: DateTime<Utc>) -> String {
-            let id = match outcome {
-                AskOutcome::Created(record) => record.id,
-                other => panic!("{other:?}"),
-            };
+        /// A pending record's card, shown at `at`.
+        fn show(&mut self, id: &str, at: DateTime<Utc>) {
             assert!(self
                 .db
                 .card_showing(
-                    &id,
+                    id,
                     at + chrono::Duration::minutes(15),
                     at,
                     &Self::monotonic()
                 )
                 .unwrap());
-            id
         }
 
         /// An ask the owner said yes to at `at`, then claimed, then ended in `end` (`None`: still
@@ -214,8 +253,11 @@ mod tests {
                 digest: request.digest().to_hex(),
                 request,
             };
-            let outcome = self.db.ask_mandate(&new, policy(), at).unwrap();
-            let id = self.show(outcome, at);
+            let id = match self.db.ask_mandate(&new, policy(), at).unwrap() {
+                AskOutcome::Created(record) => record.id,
+                other => panic!("{other:?}"),
+            };
+            self.show(&id, at);
             if grant {
                 self.db.grant(&id, 42, None, |_, _, _| Ok(()), at).unwrap();
             }
@@ -280,23 +322,55 @@ mod tests {
         );
     }
 
+    fn known_for(f: &Fixture, id: &str, now: DateTime<Utc>) -> Vec<String> {
+        let known = f.db.known_targets_for(id, now).unwrap();
+        known.iter().map(str::to_owned).collect()
+    }
+
+    fn hours(n: i64) -> chrono::Duration {
+        chrono::Duration::hours(n)
+    }
+
     #[test]
-    fn a_records_card_is_drawn_against_what_was_known_when_it_was_asked() {
+    fn a_card_held_for_the_morning_is_drawn_against_what_is_known_when_it_is_shown() {
         let mut f = Fixture::new();
         f.approved("@mila_news", t0() - days(1), Some(RecordState::Executed));
-        let before = f.shown("@rnila_news", t0());
-        f.approved("@mila_shop", t0() + days(1), Some(RecordState::Executed));
-        let after = f.shown("@rnila_shop", t0() + days(2));
-        let known = |id: &str| -> Vec<String> {
-            let known = f.db.known_targets_for(id).unwrap();
-            known.iter().map(str::to_owned).collect()
-        };
-        assert_eq!(known(&before), ["@mila_news"]);
-        assert_eq!(known(&after), ["@mila_news", "@mila_shop"]);
+        // Asked at night, its card held; @mila_shop is approved two hours later.
+        let held = f.asked("@rnila_shop", t0());
+        f.approved("@mila_shop", t0() + hours(2), Some(RecordState::Executed));
+        // Not shown yet: as of the instant the sender shows it.
+        assert_eq!(known_for(&f, &held, t0() + hours(1)), ["@mila_news"]);
+        assert_eq!(
+            known_for(&f, &held, t0() + hours(10)),
+            ["@mila_news", "@mila_shop"]
+        );
+        // Shown in the morning: from then on as of its `shown_at`, whenever it is read again
+        // (its edits), and a target approved after it was shown changes nothing.
+        f.show(&held, t0() + hours(10));
+        f.approved("@mila_blog", t0() + hours(11), Some(RecordState::Executed));
+        for now in [t0() + hours(12), t0() + days(40)] {
+            assert_eq!(known_for(&f, &held, now), ["@mila_news", "@mila_shop"]);
+        }
         assert!(matches!(
-            f.db.known_targets_for("r_missing"),
+            f.db.known_targets_for("r_missing", t0()),
             Err(super::StoreError::Missing)
         ));
+    }
+
+    #[test]
+    fn an_ask_a_mandate_answered_is_drawn_against_what_was_known_when_it_was_asked() {
+        let mut f = Fixture::new();
+        f.mandate(&["@covered"], t0() - days(1), true);
+        let action = Fixture::action("@covered", t0());
+        let outcome =
+            f.db.ask(&Fixture::new_ask(action), covering(), t0())
+                .unwrap();
+        let AskOutcome::Covered(record) = outcome else {
+            panic!("{outcome:?}")
+        };
+        f.approved("@mila_blog", t0() + hours(1), Some(RecordState::Executed));
+        // Its receipt, drawn whenever the run ends: no card, so as of `created_at`.
+        assert_eq!(known_for(&f, &record.id, t0() + hours(2)), ["@covered"]);
     }
 
     #[test]

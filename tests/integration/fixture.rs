@@ -675,6 +675,13 @@ pub fn noon_today() -> chrono::DateTime<chrono::Utc> {
         .and_utc()
 }
 
+/// Today at `h`:`m` UTC.
+pub fn today_at(h: u32, m: u32) -> chrono::DateTime<chrono::Utc> {
+    noon_today() - chrono::Duration::hours(12)
+        + chrono::Duration::hours(i64::from(h))
+        + chrono::Duration::minutes(i64::from(m))
+}
+
 /// The test clock's offset, in seconds, that makes the daemon's time `at` now.
 pub fn offset_to(at: chrono::DateTime<chrono::Utc>) -> i64 {
     (at - chrono::Utc::now()).num_seconds()

@@ -1,11 +1,13 @@
 //! Look-alike targets end to end (SPEC §6, §7; UTS #39): the warning lines on the card as the
 //! owner's chat shows it, a mandate that does not cover a look-alike of its target, a target
-//! approved earlier becoming known, and a mandate naming two look-alikes refused before any card.
+//! approved earlier becoming known, a mandate naming two look-alikes refused before any card, and
+//! a mandate card held for the morning that its new warnings no longer let fit.
 
+use chrono::Duration;
 use consentd::emulator::{ChatMessage, ChatSpec};
-use serde_json::json;
+use serde_json::{json, Value};
 
-use crate::fixture::{Daemon, OWNER};
+use crate::fixture::{today_at, Daemon, OWNER};
 use crate::mandates::{ask, ask_to, button, grant, mandate_request, owner, press, receipt_of};
 
 /// "@mіla_news" with a Cyrillic і (U+0456).
@@ -26,12 +28,38 @@ fn text(message: &ChatMessage) -> &str {
 }
 
 /// The card's lines right under its `Target:` line.
-fn lines_under_target(card: &str) -> Vec<&str> {
+pub(crate) fn lines_under_target(card: &str) -> Vec<&str> {
     card.lines()
         .skip_while(|line| !line.starts_with("Target: "))
         .skip(1)
         .take_while(|line| line.starts_with('⚠'))
         .collect()
+}
+
+/// Presses No on the card of record `id` and returns the card as its edit left it.
+pub(crate) fn decline_and_read_the_edit(
+    daemon: &Daemon,
+    id: &str,
+    card: &ChatMessage,
+) -> ChatMessage {
+    press(
+        daemon,
+        &owner(),
+        ChatSpec::private(OWNER),
+        card,
+        &button(card, 1),
+    );
+    daemon.wait_state(id, "declined");
+    daemon.wait_for("the card's edit", |bot| {
+        bot.messages(OWNER)
+            .iter()
+            .any(|m| m.message_id == card.message_id && !m.history.is_empty())
+    });
+    daemon
+        .owner_chat()
+        .into_iter()
+        .find(|m| m.message_id == card.message_id)
+        .unwrap()
 }
 
 /// Asks for `target`, waits for its card and presses Yes; returns once it ran.
@@ -82,24 +110,7 @@ fn a_target_approved_and_run_is_known_to_later_cards_and_their_edits() {
     let card = daemon.card_of(&id);
     assert_eq!(lines_under_target(text(&card)), [LIKE_MILA_NEWS_RN]);
     // Declined: the edit shows the outcome and keeps the warning the card had.
-    press(
-        &daemon,
-        &owner(),
-        ChatSpec::private(OWNER),
-        &card,
-        &button(&card, 1),
-    );
-    daemon.wait_state(&id, "declined");
-    daemon.wait_for("the card's edit", |bot| {
-        bot.messages(OWNER)
-            .iter()
-            .any(|m| m.message_id == card.message_id && !m.history.is_empty())
-    });
-    let edited = daemon
-        .owner_chat()
-        .into_iter()
-        .find(|m| m.message_id == card.message_id)
-        .unwrap();
+    let edited = decline_and_read_the_edit(&daemon, &id, &card);
     assert!(
         text(&edited).contains("Outcome: declined"),
         "{}",
@@ -176,4 +187,65 @@ fn a_mandate_card_marks_its_targets_and_a_receipt_keeps_the_warning() {
     assert_eq!(status, "running");
     let receipt = receipt_of(&daemon, &covered);
     assert_eq!(lines_under_target(text(&receipt)), [LIKE_MILA_NEWS_RN]);
+}
+
+/// A mandate request for ten targets of 200 characters and a reason of `reason` characters.
+fn full_mandate(targets: &[String], reason: usize) -> Value {
+    json!({"v":1,"op":"mandate","kind":"publish_x","targets":targets,"days":7,
+        "usd_per_day":"5.00","actions_per_day":10,"reason":"r".repeat(reason),"wait":false})
+}
+
+#[test]
+fn a_mandate_card_its_night_warnings_no_longer_let_fit_is_not_sent() {
+    let daemon = Daemon::builder()
+        .gate("quiet_hours = \"23:00-08:00\"\nnight_card_limit = 1")
+        .start();
+    daemon.set_clock(today_at(23, 30));
+    let padding = "x".repeat(189);
+    let known = format!("@mila_news{padding}");
+    // Ten long targets, the first a look-alike of `known` (rn for m); none approved yet.
+    let mut targets = vec![format!("@rnila_news{padding}")];
+    targets.extend(
+        ["b", "c", "e", "f", "g", "h", "j", "k", "p"].map(|c| format!("@{c}_{}", "y".repeat(197))),
+    );
+    // The night's one card goes to an ask for `known`.
+    let (real, _) = ask(&daemon, &ask_to(&known, "real", "0.04"));
+    let real_card = daemon.card_of(&real);
+    // The intake measures the mandate card: with the longest reason it does not fit, and says by
+    // how much; a reason that leaves 40 units to spare fits, with no warning known yet.
+    let answer = daemon.request(&full_mandate(&targets, 1024));
+    assert_eq!(answer["reason"], "too_large", "{answer}");
+    let message = answer["message"].as_str().unwrap();
+    let number = |after: &str| -> usize {
+        let rest = &message[message.find(after).unwrap() + after.len()..];
+        rest.split(' ').next().unwrap().parse().unwrap()
+    };
+    let (needs, room) = (number("points and "), number("at most "));
+    let answer = daemon.request(&full_mandate(&targets, 1024 - (needs - room) - 40));
+    assert_eq!(answer["status"], "pending", "{answer}");
+    let mandate = answer["id"].as_str().unwrap().to_owned();
+    // Held for the morning. In the night the owner approves `known`.
+    daemon.press_yes(&real_card);
+    daemon.wait_state(&real, "executed");
+    // Morning: drawn now, its first target gets a look-alike line that does not fit. It is not
+    // sent, and the request ends.
+    daemon.set_clock(today_at(8, 30) + Duration::days(1));
+    let status = daemon.wait_state(&mandate, "expired");
+    let said = status["message"].as_str().unwrap_or_default();
+    assert!(
+        said.starts_with(
+            "the card could not be delivered to the owner: it would not fit one message with \
+             the look-alike warnings it has now: the card needs "
+        ),
+        "{status}"
+    );
+    let chat: Vec<String> = daemon
+        .owner_chat()
+        .into_iter()
+        .filter_map(|m| m.text)
+        .collect();
+    assert!(
+        !chat.iter().any(|text| text.contains(&mandate)),
+        "no card: {chat:?}"
+    );
 }

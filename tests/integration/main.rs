@@ -21,7 +21,7 @@ mod locales;
 mod lookalike;
 mod mandates;
 mod owner;
-mod review_unicode;
+mod unicode;
 mod runs;
 mod sandbox;
 mod socket;

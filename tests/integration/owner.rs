@@ -7,7 +7,7 @@ use consentd::emulator::{ChatMessage, ChatSpec, UserSpec};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
-use crate::fixture::{consentd, good_ask, noon_today, stdout, Daemon, OWNER};
+use crate::fixture::{consentd, good_ask, stdout, today_at, Daemon, OWNER};
 
 fn owner() -> UserSpec {
     UserSpec::new(OWNER, "Mila")
@@ -18,12 +18,6 @@ fn stranger() -> UserSpec {
 }
 
 /// Today (the test's UTC date) at `h:m`.
-fn today_at(h: u32, m: u32) -> DateTime<Utc> {
-    noon_today() - Duration::hours(12)
-        + Duration::hours(i64::from(h))
-        + Duration::minutes(i64::from(m))
-}
-
 /// Sends `text` as the owner and waits for a message from the bot whose text has `expected`.
 pub(crate) fn say(daemon: &Daemon, text: &str, expected: &str) -> ChatMessage {
     let before = daemon.bot.messages(OWNER).len();

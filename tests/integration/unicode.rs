@@ -1,12 +1,14 @@
-//! Review tests (issue 13, items 1, 3, 4, 11): strings that pass the gate while the owner does not
-//! see what runs, and look-alike targets that escape the warning. Each test states what the
-//! contract wants; a failing one is a finding.
+//! Strings that would let the owner see something other than what runs — text hidden in
+//! flag-shaped tag runs, blank letters for refused spaces, stacked marks, joiners that join
+//! nothing — refused through the real daemon; and look-alike targets the plain skeleton misses,
+//! recipients in fields, and a held card, all marked.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::Duration;
 use consentd::emulator::ChatSpec;
 use serde_json::{json, Value};
 
-use crate::fixture::{good_ask, noon_today, Daemon, OWNER};
+use crate::fixture::{good_ask, today_at, Daemon, OWNER};
+use crate::lookalike::{decline_and_read_the_edit, lines_under_target};
 use crate::mandates::{ask, ask_to, button, mandate_request, owner, press};
 
 /// The tag characters that spell `ascii`.
@@ -206,33 +208,46 @@ fn approve_and_run(daemon: &Daemon, target: &str) {
 }
 
 #[test]
-fn review_look_alikes_of_a_known_target_that_draw_no_warning() {
+fn look_alikes_of_a_known_target_draw_a_warning() {
     let daemon = Daemon::builder().max_pending(100).start();
     approve_and_run(&daemon, "@mila_news");
     let mut unmarked = Vec::new();
-    for target in [
-        DOTTED_DOTLESS_I,
-        DOUBLE_DOTTED_I,
-        HAN_STROKE_L,
-        UNDERSCORE_MACRON,
+    // The mixed line (hidden marks, or Latin beside Han), then the look-alike line where the
+    // skeleton without marks is @mila_news's.
+    for (target, looks_like) in [
+        (DOTTED_DOTLESS_I, Some(3)),
+        (DOUBLE_DOTTED_I, Some(4)),
+        (HAN_STROKE_L, None),
+        (UNDERSCORE_MACRON, Some(7)),
     ] {
         let (id, status) = ask(&daemon, &ask_to(target, "second", "0.04"));
         assert_eq!(status, "pending", "{target:?}: {id}");
         let card = daemon.card_of(&id);
         let text = card.text.unwrap_or_default();
-        if !text.contains('⚠') {
+        let lines = lines_under_target(&text);
+        let mixed = lines
+            .first()
+            .is_some_and(|l| l.starts_with("⚠ Mixed or unusual letters in this target."));
+        let like = looks_like.map(|at| {
+            format!("⚠ Looks like @mila_news, a target you approved, but differs: character {at} ")
+        });
+        let like_ok = match &like {
+            Some(like) => lines.len() == 2 && lines[1].starts_with(like.as_str()),
+            None => lines.len() == 1,
+        };
+        if !mixed || !like_ok {
             unmarked.push(format!("{target:?}:\n{text}"));
         }
     }
     assert!(
         unmarked.is_empty(),
-        "cards with no warning line:\n{}",
+        "cards without their warning lines:\n{}",
         unmarked.join("\n---\n")
     );
 }
 
 #[test]
-fn review_a_mandate_naming_a_target_and_its_dotted_i_look_alike_is_not_refused() {
+fn a_mandate_naming_a_target_and_its_dotted_i_look_alike_is_refused() {
     let daemon = Daemon::start();
     let answer = daemon.request(&mandate_request(
         &["@mila_news", DOTTED_DOTLESS_I],
@@ -261,10 +276,17 @@ fn review_a_mandate_naming_a_target_and_its_dotted_i_look_alike_is_not_refused()
     }
     assert_eq!(answer["status"], "refused", "{answer}");
     assert_eq!(answer["reason"], "mandate_terms", "{answer}");
+    assert_eq!(
+        answer["message"],
+        "targets[0] \"@mila_news\" and targets[1] \"@m\u{131}\\u{307}la_news\" look alike (one \
+         UTS #39 skeleton without their nonspacing marks) but differ at char 3: U+0069 LATIN \
+         SMALL LETTER I in the first, U+0131 LATIN SMALL LETTER DOTLESS I in the second",
+        "{answer}"
+    );
 }
 
 #[test]
-fn review_a_recipient_in_a_field_is_never_checked_for_look_alikes() {
+fn a_recipient_in_a_field_is_checked_for_look_alikes() {
     // send_letter has no target: whom it goes to is its `to` field.
     let daemon = Daemon::start();
     let answer = daemon.request(&json!({"v":1,"op":"ask","kind":"send_letter",
@@ -273,19 +295,18 @@ fn review_a_recipient_in_a_field_is_never_checked_for_look_alikes() {
     let card = daemon.card_of(answer["id"].as_str().unwrap());
     let text = card.text.unwrap_or_default();
     assert!(
-        text.contains('⚠'),
+        text.contains(
+            "\nto: mila@ex\u{430}mple.com\n⚠ Mixed or unusual letters in this value. Scripts: \
+             Latin, Cyrillic. Not ASCII: U+0430 CYRILLIC SMALL LETTER A\n"
+        ),
         "a Cyrillic а in the recipient, unmarked:\n{text}"
     );
-}
-
-fn today_at(h: u32, m: u32) -> DateTime<Utc> {
-    noon_today() - Duration::hours(12)
-        + Duration::hours(i64::from(h))
-        + Duration::minutes(i64::from(m))
+    // The one-word subject is checked too, and is plain Latin; free text never is.
+    assert_eq!(text.matches('⚠').count(), 1, "{text}");
 }
 
 #[test]
-fn review_a_card_held_for_the_morning_ignores_a_target_approved_in_the_night() {
+fn a_card_held_for_the_morning_is_drawn_against_a_target_approved_in_the_night() {
     let daemon = Daemon::builder()
         .gate("quiet_hours = \"23:00-08:00\"\nnight_card_limit = 1")
         .start();
@@ -300,11 +321,17 @@ fn review_a_card_held_for_the_morning_ignores_a_target_approved_in_the_night() {
     // Morning: the owner approved @mila_news hours before this card is drawn.
     daemon.set_clock(today_at(8, 30) + Duration::days(1));
     let card = daemon.card_of(&look_alike);
-    let text = card.text.unwrap_or_default();
+    let text = card.text.clone().unwrap_or_default();
     assert!(
         text.contains("Looks like @mila_news"),
         "drawn after @mila_news was approved, yet unmarked:\n{text}"
     );
+    // Its edit is drawn against the same targets: those known when it was shown.
+    let edited = decline_and_read_the_edit(&daemon, &look_alike, &card)
+        .text
+        .unwrap_or_default();
+    assert!(edited.contains("Outcome: declined"), "{edited}");
+    assert_eq!(lines_under_target(&edited), lines_under_target(&text));
 }
 
 #[test]
