@@ -625,14 +625,8 @@ impl Body {
 /// The card's fixed lines. Every value the agent chose (the target, each field's value, each
 /// attachment's name and media type) is set apart as a value; the words around it are ours.
 fn content_lines(view: &CardView, locales: &Locales, lang: Language) -> Vec<Styled> {
-    let class = match class_message(view.class) {
-        Some(id) => locales.t(lang, id, &[]),
-        None => view.class.to_owned(),
-    };
-    let mut lines = vec![Styled::plain(locales.t(
-        lang,
-        msg::CARD_TITLE,
-        &[("label", view.label.into()), ("class", (&class).into())],
+    let mut lines = vec![Styled::plain(title_line(
+        locales, lang, view.label, view.class,
     ))];
     if let Some(target) = view.target {
         lines.push(locales.styled(lang, msg::CARD_TARGET, &[], &[("target", target)]));
@@ -674,6 +668,19 @@ fn content_lines(view: &CardView, locales: &Locales, lang: Language) -> Vec<Styl
         &[("id", view.record_id.into())],
     )));
     lines
+}
+
+/// A card's title line: the category's label and its class in `lang` ("Post to X (external)").
+pub fn title_line(locales: &Locales, lang: Language, label: &str, class: &str) -> String {
+    let class = match class_message(class) {
+        Some(id) => locales.t(lang, id, &[]),
+        None => class.to_owned(),
+    };
+    locales.t(
+        lang,
+        msg::CARD_TITLE,
+        &[("label", label.into()), ("class", (&class).into())],
+    )
 }
 
 /// A look-alike warning as its line under the target (SPEC §6): the scripts and every non-ASCII

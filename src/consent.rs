@@ -611,6 +611,17 @@ impl Consent {
             }
             Command::Lang(chosen) => {
                 let reply = card::owner::lang_set(locales, chosen);
+                // The cell before the store: the reply is queued there, and whatever shows the
+                // owner's language beside the daemon (the sandbox's page) must already have the
+                // new one when the reply reaches the chat.
+                if let Some(known) = self
+                    .owner
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .as_mut()
+                {
+                    known.language = chosen;
+                }
                 self.set(
                     owner,
                     "language",
@@ -620,10 +631,6 @@ impl Consent {
                     now,
                 )
                 .await?;
-                let mut cell = self.owner.write().unwrap_or_else(|p| p.into_inner());
-                if let Some(owner) = cell.as_mut() {
-                    owner.language = chosen;
-                }
                 return Ok(());
             }
             Command::Start(_) | Command::Help | Command::Unknown => {
