@@ -710,14 +710,8 @@ impl Body {
 /// attachment's name and media type) is set apart as a value; the words around it are ours,
 /// a field's label among them (the config's, else the field's name).
 fn content_lines(view: &CardView, locales: &Locales, lang: Language) -> Vec<Styled> {
-    let class = match class_message(view.class) {
-        Some(id) => locales.t(lang, id, &[]),
-        None => view.class.to_owned(),
-    };
-    let mut lines = vec![Styled::plain(locales.t(
-        lang,
-        msg::CARD_TITLE,
-        &[("label", view.label.into()), ("class", (&class).into())],
+    let mut lines = vec![Styled::plain(title_line(
+        locales, lang, view.label, view.class,
     ))];
     if let Some(target) = view.target {
         lines.push(locales.styled(lang, msg::CARD_TARGET, &[], &[("target", target)]));
@@ -741,11 +735,11 @@ fn content_lines(view: &CardView, locales: &Locales, lang: Language) -> Vec<Styl
                 .map(|warning| field_warning_line(warning, locales, lang)),
         );
     }
-    if let Some(usd) = view.cost_usd {
+    if let Some(cost) = view.cost_usd {
         lines.push(Styled::plain(locales.t(
             lang,
             msg::CARD_COST,
-            &[("usd", usd.into())],
+            &[("usd", usd_digits(lang, cost).as_str().into())],
         )));
     }
     for attachment in view.attachments {
@@ -769,6 +763,19 @@ fn content_lines(view: &CardView, locales: &Locales, lang: Language) -> Vec<Styl
         &[("id", view.record_id.into())],
     )));
     lines
+}
+
+/// A card's title line: the category's label and its class in `lang` ("Post to X (external)").
+pub fn title_line(locales: &Locales, lang: Language, label: &str, class: &str) -> String {
+    let class = match class_message(class) {
+        Some(id) => locales.t(lang, id, &[]),
+        None => class.to_owned(),
+    };
+    locales.t(
+        lang,
+        msg::CARD_TITLE,
+        &[("label", label.into()), ("class", (&class).into())],
+    )
 }
 
 /// A look-alike warning as its line under the target (SPEC §6): the scripts and every non-ASCII
@@ -874,14 +881,14 @@ fn clamp(s: &str, room: usize) -> Cow<'_, str> {
     }
 }
 
-/// The caption of an attachment sent before its card: `name · media type · size · sha256 <12
+/// The caption of an attachment sent before its card: `name · media type · size · SHA-256 <12
 /// hex>`, the name and type (the agent's) set apart as values.
 pub fn attachment_caption(locales: &Locales, lang: Language, a: &AttachmentView) -> Styled {
     let mut caption = Styled::value(a.name);
     caption.push_str(" · ");
     caption.push(&Styled::value(a.media_type));
     caption.push_str(&format!(
-        " · {} · sha256 {}",
+        " · {} · SHA-256 {}",
         human_size(locales, lang, a.bytes),
         sha_prefix(a.sha256_hex)
     ));
@@ -955,6 +962,42 @@ pub fn human_size(locales: &Locales, lang: Language, bytes: u64) -> String {
         units[index],
         &[("whole", whole.into()), ("tenth", tenth.into())],
     )
+}
+
+/// An amount of dollars as `lang` writes its digits: two decimals, the decimal mark and the
+/// thousands grouping of the language ("1,234.50", "1\u{a0}234,50", "1.234,50"). The currency
+/// sign and where it goes are the locale file's own (its `-usd` term), so this is only the
+/// number. Exact: the decimal's own digits are regrouped, never converted.
+pub fn usd(lang: Language, amount: rust_decimal::Decimal) -> String {
+    usd_digits(lang, &crate::action::format_usd(amount))
+}
+
+/// [`usd`] for an amount already written with a point and two decimals ("0.40"), as a record
+/// keeps it. Anything else is shown as it is.
+pub fn usd_digits(lang: Language, amount: &str) -> String {
+    // CLDR's symbols for en, ru and pt: ru groups with a no-break space, so a number is never
+    // broken across lines.
+    let (group, decimal) = match lang {
+        Language::En => (",", "."),
+        Language::Ru => ("\u{a0}", ","),
+        Language::Pt => (".", ","),
+    };
+    let (whole, cents) = amount.split_once('.').unwrap_or((amount, ""));
+    if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) {
+        return amount.to_owned();
+    }
+    let mut out = String::with_capacity(amount.len() + whole.len() / 3 * group.len());
+    for (i, digit) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            out.push_str(group);
+        }
+        out.push(digit);
+    }
+    if !cents.is_empty() {
+        out.push_str(decimal);
+        out.push_str(cents);
+    }
+    out
 }
 
 /// The notice that cards of a kind are silenced after `count` no's in a row, until `until`,
@@ -1488,8 +1531,8 @@ mod tests {
         let now = Utc.with_ymd_and_hms(2026, 3, 3, 20, 50, 0).unwrap();
         let expected = [
             (Language::En, "Answer by 00:05 on 4 March"),
-            (Language::Ru, "Ответьте до 00:05, 4 марта"),
-            (Language::Pt, "Responda até 00:05 de 4 de março"),
+            (Language::Ru, "Ответьте до 4 марта, 00:05"),
+            (Language::Pt, "Responda até 4 de março, às 00:05"),
         ];
         for (lang, line) in expected {
             let mut v = view(&fields, &attachments, "hi", label(lang));
@@ -1721,6 +1764,36 @@ mod tests {
     }
 
     #[test]
+    fn money_is_written_as_each_language_writes_it() {
+        let usd = |lang, s: &str| super::usd(lang, s.parse().unwrap());
+        assert_eq!(usd(Language::En, "0.4"), "0.40");
+        assert_eq!(usd(Language::Ru, "0.40"), "0,40");
+        assert_eq!(usd(Language::Pt, "10"), "10,00");
+        assert_eq!(usd(Language::En, "1234.5"), "1,234.50");
+        assert_eq!(usd(Language::Ru, "1234.50"), "1\u{a0}234,50");
+        assert_eq!(usd(Language::Pt, "1234567.89"), "1.234.567,89");
+        assert_eq!(usd(Language::En, "123456.00"), "123,456.00");
+        // The largest amount a decimal holds keeps every digit.
+        assert_eq!(
+            usd(Language::En, "79228162514264337593543950335"),
+            "79,228,162,514,264,337,593,543,950,335.00"
+        );
+        assert_eq!(usd_digits(Language::Pt, "not money"), "not money");
+        let (locales, fields) = (locales(), BTreeMap::new());
+        let cost = |lang| {
+            let v = CardView {
+                cost_usd: Some("1234.50"),
+                ..view(&fields, &[], "text", "Post")
+            };
+            let card = render_card(&v, &locales, lang, now()).card.text;
+            card.lines().nth(3).unwrap().to_owned()
+        };
+        assert_eq!(cost(Language::En), "Cost: $1,234.50");
+        assert_eq!(cost(Language::Ru), "Стоимость: 1\u{a0}234,50\u{a0}$");
+        assert_eq!(cost(Language::Pt), "Custo: US$\u{a0}1.234,50");
+    }
+
+    #[test]
     fn notices() {
         let locales = locales();
         let moscow = chrono_tz::Europe::Moscow;
@@ -1815,7 +1888,7 @@ mod tests {
         );
         assert_eq!(
             list(Language::Ru, 0),
-            vec!["Нет ожидающих запросов.".to_owned()]
+            vec!["Ожидающих запросов нет.".to_owned()]
         );
         assert_eq!(
             list(Language::Pt, 0),

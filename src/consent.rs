@@ -690,12 +690,18 @@ impl Consent {
             Command::Lang(chosen) => {
                 let reply = card::owner::lang_set(locales, chosen);
                 let value = chosen.as_str().to_owned();
-                self.set(owner, "language", value, reply, next, now).await?;
-                let mut cell = self.owner.write().unwrap_or_else(|p| p.into_inner());
-                if let Some(owner) = cell.as_mut() {
-                    owner.language = chosen;
+                // The cell before the store: the reply is queued there, and whatever shows the
+                // owner's language beside the daemon (the sandbox's page) must already have the
+                // new one when the reply reaches the chat.
+                if let Some(known) = self
+                    .owner
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .as_mut()
+                {
+                    known.language = chosen;
                 }
-                Ok(())
+                self.set(owner, "language", value, reply, next, now).await
             }
             // Not a setting (the caller sends only settings here): only the offset moves.
             _ => self.store.call(move |db| db.skip_update(next, now)).await,

@@ -32,12 +32,22 @@ pub fn serve(config_path: &Path) -> anyhow::Result<()> {
     serve_with(config, &token, |_| std::future::ready(Ok(())))
 }
 
+/// What the daemon shares with the work running beside it.
+#[derive(Debug, Clone)]
+pub struct Beside {
+    /// Cancelled when the daemon stops; the work must end then.
+    pub shutdown: CancellationToken,
+    /// The owner as the daemon knows them: `None` until it has read its store (or while no one
+    /// is paired); their language follows `/lang` as soon as the daemon takes it.
+    pub owner: consent::OwnerCell,
+}
+
 /// `serve` on a loaded config and token, with `beside` running on the daemon's runtime next to
 /// it (the sandbox's Bot API emulator and chat page). `beside` gets the daemon's shutdown
-/// token and must end once it is cancelled; its error stops the daemon and is returned.
+/// token, which it must end on, and its owner; its error stops the daemon and is returned.
 pub fn serve_with<F, Fut>(config: Config, token: &str, beside: F) -> anyhow::Result<()>
 where
-    F: FnOnce(CancellationToken) -> Fut,
+    F: FnOnce(Beside) -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<()>> + Send + 'static,
 {
     raise_descriptor_limit();
@@ -55,7 +65,11 @@ where
     let result = runtime.block_on(async {
         let shutdown = CancellationToken::new();
         tokio::spawn(stop_on_signal(shutdown.clone()));
-        let beside = beside(shutdown.clone());
+        let owner = consent::OwnerCell::default();
+        let beside = beside(Beside {
+            shutdown: shutdown.clone(),
+            owner: owner.clone(),
+        });
         let beside = tokio::spawn({
             let shutdown = shutdown.clone();
             async move {
@@ -66,12 +80,13 @@ where
                 result
             }
         });
-        let result = run(
+        let result = run_sharing(
             config,
             token,
             &socket,
             crate::clock::from_env(),
             shutdown.clone(),
+            owner,
         )
         .await;
         // The daemon may also end by itself (a failed start, a 409): what runs beside it ends too.
@@ -111,6 +126,19 @@ pub async fn run(
     clock: Arc<dyn Clock>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
+    let owner = consent::OwnerCell::default();
+    run_sharing(config, token, socket, clock, shutdown, owner).await
+}
+
+/// [`run`], keeping the owner in `owner`, which the caller may read while the daemon runs.
+async fn run_sharing(
+    config: Config,
+    token: &str,
+    socket: &BoundSocket,
+    clock: Arc<dyn Clock>,
+    shutdown: CancellationToken,
+    owner: consent::OwnerCell,
+) -> anyhow::Result<()> {
     let telegram = Telegram::new(token, &config.telegram.api_url).map_err(anyhow::Error::msg)?;
     let key_path = config.paths.state_dir.join("press.key");
     let key = tokio::task::spawn_blocking(move || crate::press::load_or_create_key(&key_path))
@@ -125,39 +153,12 @@ pub async fn run(
             tokio::net::UnixListener::from_std(listener)
         })
         .context("cannot use the bound socket")?;
-    let state_dir = config.paths.state_dir.clone();
-    let journal = config.paths.journal.clone();
-    let now = clock.now();
-    let (store, store_thread, report) =
-        tokio::task::spawn_blocking(move || Store::open(&state_dir, &journal, now))
-            .await
-            .context("the store's opening panicked")??;
-    if report.torn_tail_cut_bytes > 0 {
-        tracing::warn!(
-            bytes = report.torn_tail_cut_bytes,
-            "cut a torn last line from the journal (a crash mid-write); noted in `started`"
-        );
-    }
-    if report.lines_recovered > 0 {
-        tracing::info!(
-            lines = report.lines_recovered,
-            "appended journal lines a crash had held back"
-        );
-    }
+    let (store, store_thread) = open_store(&config, clock.now()).await?;
     let switches = Arc::new(RwLock::new(store.call(|db| db.category_switches()).await?));
     let stored_owner = store.call(|db| db.owner()).await?;
     let owner_settings = store.call(|db| db.owner_settings()).await?;
-    let mut owner_now = consent::load_owner(&config, stored_owner);
-    // The owner's own `/lang` wins over the config and their Telegram language.
-    if let (Some(owner), Some(chosen)) = (
-        owner_now.as_mut(),
-        owner_settings
-            .get("language")
-            .and_then(|code| crate::locale::Language::from_code(code)),
-    ) {
-        owner.language = chosen;
-    }
-    let owner = Arc::new(RwLock::new(owner_now));
+    *owner.write().unwrap_or_else(|p| p.into_inner()) =
+        owner_at_start(&config, stored_owner, &owner_settings);
     let gate = Arc::new(RwLock::new(crate::gate::with_owner_settings(
         &config.gate,
         &owner_settings,
@@ -217,6 +218,49 @@ pub async fn run(
         .context("the store's thread panicked")?;
     tracing::info!("consentd stopped");
     loop_result
+}
+
+/// Opens the store and the journal, saying what a crash had left to repair.
+async fn open_store(
+    config: &Config,
+    now: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<(Store, store::StoreThread)> {
+    let state_dir = config.paths.state_dir.clone();
+    let journal = config.paths.journal.clone();
+    let (store, store_thread, report) =
+        tokio::task::spawn_blocking(move || Store::open(&state_dir, &journal, now))
+            .await
+            .context("the store's opening panicked")??;
+    if report.torn_tail_cut_bytes > 0 {
+        tracing::warn!(
+            bytes = report.torn_tail_cut_bytes,
+            "cut a torn last line from the journal (a crash mid-write); noted in `started`"
+        );
+    }
+    if report.lines_recovered > 0 {
+        tracing::info!(
+            lines = report.lines_recovered,
+            "appended journal lines a crash had held back"
+        );
+    }
+    Ok((store, store_thread))
+}
+
+/// The owner at start: the config's or the paired one, in the language the owner chose with
+/// `/lang`, which wins over the config and their Telegram language.
+fn owner_at_start(
+    config: &Config,
+    stored: Option<store::consent::OwnerRow>,
+    settings: &std::collections::BTreeMap<String, String>,
+) -> Option<consent::Owner> {
+    let mut owner = consent::load_owner(config, stored)?;
+    if let Some(chosen) = settings
+        .get("language")
+        .and_then(|code| crate::locale::Language::from_code(code))
+    {
+        owner.language = chosen;
+    }
+    Some(owner)
 }
 
 async fn stop_on_signal(shutdown: CancellationToken) {

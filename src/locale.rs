@@ -221,94 +221,233 @@ mod tests {
         Locales::new().expect("the locale files load")
     }
 
-    /// Each message id in `source` with the set of variables it uses anywhere (selectors,
-    /// variants, nested placeables, call arguments).
-    fn messages(source: &str) -> BTreeMap<String, BTreeSet<String>> {
+    /// What one message or term of a locale file holds, for the tests.
+    #[derive(Debug, Default, PartialEq)]
+    struct Entry {
+        /// Every variable it uses anywhere: selectors, variants, nested placeables, arguments.
+        vars: BTreeSet<String>,
+        /// Each select expression over a variable: the variable and the variants' keys.
+        selects: Vec<(String, BTreeSet<String>)>,
+    }
+
+    /// Each message id in `source` (and each term, as `-name`) with what it holds.
+    fn entries(source: &str) -> BTreeMap<String, Entry> {
         let resource = fluent_syntax::parser::parse(source).expect("the locale file parses");
         let mut out = BTreeMap::new();
         for entry in &resource.body {
-            match entry {
-                ast::Entry::Message(message) => {
-                    let mut vars = BTreeSet::new();
-                    if let Some(value) = &message.value {
-                        pattern_vars(value, &mut vars);
-                    }
-                    for attribute in &message.attributes {
-                        pattern_vars(&attribute.value, &mut vars);
-                    }
-                    let previous = out.insert(message.id.name.to_owned(), vars);
-                    assert!(previous.is_none(), "{} defined twice", message.id.name);
-                }
+            let (id, value, attributes) = match entry {
+                ast::Entry::Message(m) => (m.id.name.to_owned(), m.value.as_ref(), &m.attributes),
+                ast::Entry::Term(t) => (format!("-{}", t.id.name), Some(&t.value), &t.attributes),
                 ast::Entry::Junk { content } => panic!("junk in a locale file: {content}"),
-                _ => {}
+                _ => continue,
+            };
+            let mut held = Entry::default();
+            for pattern in value.into_iter().chain(attributes.iter().map(|a| &a.value)) {
+                pattern_vars(pattern, &mut held);
             }
+            let previous = out.insert(id.clone(), held);
+            assert!(previous.is_none(), "{id} defined twice");
         }
         out
     }
 
-    fn pattern_vars(pattern: &ast::Pattern<&str>, vars: &mut BTreeSet<String>) {
+    /// The messages of `source` (no terms) with the set of variables each one uses.
+    fn messages(source: &str) -> BTreeMap<String, BTreeSet<String>> {
+        entries(source)
+            .into_iter()
+            .filter(|(id, _)| !id.starts_with('-'))
+            .map(|(id, entry)| (id, entry.vars))
+            .collect()
+    }
+
+    fn pattern_vars(pattern: &ast::Pattern<&str>, held: &mut Entry) {
         for element in &pattern.elements {
             if let ast::PatternElement::Placeable { expression } = element {
-                expression_vars(expression, vars);
+                expression_vars(expression, held);
             }
         }
     }
 
-    fn expression_vars(expression: &ast::Expression<&str>, vars: &mut BTreeSet<String>) {
+    fn expression_vars(expression: &ast::Expression<&str>, held: &mut Entry) {
         match expression {
             ast::Expression::Select { selector, variants } => {
-                inline_vars(selector, vars);
+                if let ast::InlineExpression::VariableReference { id } = selector {
+                    let keys = variants
+                        .iter()
+                        .map(|variant| match &variant.key {
+                            ast::VariantKey::Identifier { name } => (*name).to_owned(),
+                            ast::VariantKey::NumberLiteral { value } => (*value).to_owned(),
+                        })
+                        .collect();
+                    held.selects.push((id.name.to_owned(), keys));
+                }
+                inline_vars(selector, held);
                 for variant in variants {
-                    pattern_vars(&variant.value, vars);
+                    pattern_vars(&variant.value, held);
                 }
             }
-            ast::Expression::Inline(inline) => inline_vars(inline, vars),
+            ast::Expression::Inline(inline) => inline_vars(inline, held),
         }
     }
 
-    fn inline_vars(inline: &ast::InlineExpression<&str>, vars: &mut BTreeSet<String>) {
+    fn inline_vars(inline: &ast::InlineExpression<&str>, held: &mut Entry) {
         match inline {
             ast::InlineExpression::VariableReference { id } => {
-                vars.insert(id.name.to_owned());
+                held.vars.insert(id.name.to_owned());
             }
-            ast::InlineExpression::Placeable { expression } => expression_vars(expression, vars),
-            ast::InlineExpression::FunctionReference { arguments, .. } => {
-                call_vars(arguments, vars)
-            }
-            ast::InlineExpression::TermReference {
+            ast::InlineExpression::Placeable { expression } => expression_vars(expression, held),
+            ast::InlineExpression::FunctionReference { arguments, .. }
+            | ast::InlineExpression::TermReference {
                 arguments: Some(arguments),
                 ..
-            } => call_vars(arguments, vars),
+            } => call_vars(arguments, held),
             _ => {}
         }
     }
 
-    fn call_vars(arguments: &ast::CallArguments<&str>, vars: &mut BTreeSet<String>) {
+    fn call_vars(arguments: &ast::CallArguments<&str>, held: &mut Entry) {
         for positional in &arguments.positional {
-            inline_vars(positional, vars);
+            inline_vars(positional, held);
         }
         for named in &arguments.named {
-            inline_vars(&named.value, vars);
+            inline_vars(&named.value, held);
         }
     }
 
     #[test]
     fn every_locale_has_the_same_messages_with_the_same_variables() {
-        let en = messages(Language::En.source());
+        let en = entries(Language::En.source());
         assert!(en.len() > 20);
         for lang in [Language::Ru, Language::Pt] {
-            let other = messages(lang.source());
+            let other = entries(lang.source());
             let en_ids: BTreeSet<_> = en.keys().collect();
             let ids: BTreeSet<_> = other.keys().collect();
             assert_eq!(
                 en_ids.symmetric_difference(&ids).collect::<Vec<_>>(),
                 Vec::<&&String>::new(),
-                "{lang} and en differ in message ids"
+                "{lang} and en differ in message (or term) ids"
             );
-            for (id, vars) in &en {
-                assert_eq!(&other[id], vars, "{lang} {id} uses other variables than en");
+            for (id, entry) in &en {
+                assert_eq!(
+                    other[id].vars, entry.vars,
+                    "{lang} {id} uses other variables than en"
+                );
             }
         }
+    }
+
+    /// The plural category Fluent gives `n` in `lang`, asked of Fluent itself.
+    fn plural_category(lang: Language, n: i64) -> String {
+        let probe = "probe = { $n ->\n [zero] zero\n [one] one\n [two] two\n [few] few\n \
+                     [many] many\n *[other] other\n }\n";
+        let mut sources = Language::ALL.map(|l| (l, "probe = x\n"));
+        sources[lang.index()].1 = probe;
+        let locales = Locales::from_sources(sources).unwrap();
+        locales.t(lang, "probe", &[("n", n.into())])
+    }
+
+    #[test]
+    fn every_plural_has_a_variant_for_each_form_its_language_uses() {
+        const CATEGORIES: [&str; 6] = ["zero", "one", "two", "few", "many", "other"];
+        // The probe answers as NOTES.md's CLDR facts say.
+        assert_eq!(plural_category(Language::En, 0), "other");
+        assert_eq!(plural_category(Language::Ru, 22), "few");
+        assert_eq!(plural_category(Language::Ru, 11), "many");
+        assert_eq!(plural_category(Language::Pt, 0), "one");
+        for lang in Language::ALL {
+            let forms: Vec<(i64, String)> =
+                (0..=200).map(|n| (n, plural_category(lang, n))).collect();
+            let used: BTreeSet<&str> = forms.iter().map(|(_, form)| form.as_str()).collect();
+            for (id, entry) in entries(lang.source()) {
+                for (var, keys) in &entry.selects {
+                    // "other" alone is also any select's catch-all ($why's).
+                    if !keys
+                        .iter()
+                        .any(|key| CATEGORIES[..5].contains(&key.as_str()))
+                    {
+                        continue; // Not a plural: [yes]/[no], a reason code, a month.
+                    }
+                    for (n, form) in &forms {
+                        assert!(
+                            keys.contains(form) || keys.contains(&n.to_string()),
+                            "{lang} {id}: ${var} = {n} is \"{form}\", which has no variant"
+                        );
+                    }
+                    // A category the language never gives a whole number is dead text
+                    // ([few] in pt); "other" is the usual catch-all and may stay.
+                    for key in keys.iter().filter(|k| CATEGORIES.contains(&k.as_str())) {
+                        assert!(
+                            used.contains(key.as_str()) || key == "other",
+                            "{lang} {id}: [{key}] never applies to a count in {lang}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_amount_of_dollars_is_written_as_its_language_writes_money() {
+        // The code writes the number (`card::usd`); each locale puts the sign where its
+        // language does, with a no-break space where there is a space.
+        let locales = locales();
+        for lang in Language::ALL {
+            let money = |number: &str| match lang {
+                Language::En => format!("${number}"),
+                Language::Ru => format!("{number}\u{a0}$"),
+                Language::Pt => format!("US$\u{a0}{number}"),
+            };
+            for (id, vars) in messages(lang.source()) {
+                // Each amount its own number, so that each one's sign is checked.
+                let numbers: Vec<String> =
+                    (1..=vars.len()).map(|i| format!("{i}{i},{i}{i}")).collect();
+                let args: Vec<(&str, FluentArg)> = vars
+                    .iter()
+                    .zip(&numbers)
+                    .map(|(var, number)| match var.starts_with("usd") {
+                        true => (var.as_str(), FluentArg::Str(number)),
+                        false => (var.as_str(), FluentArg::Num(1)),
+                    })
+                    .collect();
+                let text = locales.t(lang, &id, &args);
+                let mut amounts = 0;
+                for (var, number) in vars.iter().zip(&numbers) {
+                    if var.starts_with("usd") {
+                        amounts += 1;
+                        assert!(
+                            text.contains(&money(number)),
+                            "{lang} {id}: ${var} in {text:?}"
+                        );
+                    }
+                }
+                assert_eq!(text.matches('$').count(), amounts, "{lang} {id}: {text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn standing_permissions_are_named_for_a_term_not_for_ever() {
+        // They last at most 7 days (SPEC §7): "permanent" in ru or pt promised the owner more.
+        let locales = locales();
+        for (lang, never) in [(Language::Ru, "постоянн"), (Language::Pt, "permanente")] {
+            for (id, vars) in messages(lang.source()) {
+                let args: Vec<(&str, FluentArg)> = vars
+                    .iter()
+                    .map(|v| (v.as_str(), FluentArg::Num(1)))
+                    .collect();
+                let text = locales.t(lang, &id, &args).to_lowercase();
+                assert!(!text.contains(never), "{lang} {id}: {text}");
+            }
+        }
+        let title = |lang| {
+            locales.t(
+                lang,
+                "mandate-title",
+                &[("label", "X".into()), ("class", "c".into())],
+            )
+        };
+        assert_eq!(title(Language::Ru), "Временное разрешение: X (c)");
+        assert_eq!(title(Language::Pt), "Permissão temporária: X (c)");
     }
 
     #[test]

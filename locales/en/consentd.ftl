@@ -16,6 +16,9 @@ state-executed = done
 state-failed = failed
 state-outcome_unknown = outcome unknown: it may or may not have run
 
+## Money: $usd and $usd_max come as the language writes the number (its decimal mark and
+## grouping: "1,234.50"); each locale puts the currency sign where its language does: "$1,234.50".
+
 ## The card. Values ($label, $target, $value, $text …) are shown exactly as asked.
 
 card-urgent = URGENT
@@ -126,7 +129,7 @@ pending-count = { $count ->
 pending-item = { $id } · { $label } · answer by { $until }
 pending-item-waiting = { $id } · { $label } · not shown yet
 
-## Mandates: standing permissions. $usd and $usd_max are dollars with two decimals.
+## Mandates: standing permissions. $usd and $usd_max are dollars with two decimals (see Money).
 
 mandate-title = Standing permission: { $label } ({ $class })
 mandate-until = Until: { $when }

@@ -1,7 +1,8 @@
-# O que o dono lê no chat, em português.
+# O que o dono lê no chat, em português do Brasil. Tratamos o dono por "você"; nos botões,
+# "tocar". Plurais pelo CLDR: "one" vale para 0 e 1.
 
 class-external = externo
-class-spend = gasto
+class-spend = com custo
 class-destructive = destrutivo
 
 state-pending = aguardando sua resposta
@@ -11,23 +12,27 @@ state-declined = recusado
 state-expired = expirado: ninguém respondeu a tempo
 state-refused = recusado pelo consentd
 state-running = em execução
-state-executed = feito
+state-executed = concluído
 state-failed = falhou
 state-outcome_unknown = resultado desconhecido: pode ter sido executado ou não
 
-## O cartão. Os valores ($label, $target, $value …) aparecem exatamente como pedidos.
+## Dinheiro: $usd e $usd_max já vêm escritos à brasileira (vírgula antes dos centavos, ponto
+## nos milhares: "1.234,50"); o símbolo vem antes, com espaço não separável: "US$ 1.234,50".
+## "US$", não "$", para não confundir com o real (R$).
+
+## O cartão. Os valores ($label, $target, $value …) aparecem exatamente como foram pedidos.
 
 card-urgent = URGENTE
 card-title = { $label } ({ $class })
 card-target = Destino: { $target }
 card-field = { $name }: { $value }
-card-cost = Custo: ${ $usd }
+card-cost = Custo: US${ "\u00A0" }{ $usd }
 card-attachment = Anexo: { $name }, { $media_type }, { $size }, SHA-256 { $sha }
 card-record = Pedido: { $id }
 card-deadline = Responda até { $when }
 card-text = Texto:
 card-text-parts = O texto está { $parts ->
-        [one] na { $parts } mensagem
+        [one] na mensagem
        *[other] nas { $parts } mensagens
     } acima, SHA-256 { $sha }.
 card-outcome = Desfecho: { $state }
@@ -39,9 +44,9 @@ card-reason = Motivo: { $reason }
 ## Os nomes de escritas e de caracteres são os do Unicode, em todos os idiomas; $position conta
 ## caracteres a partir de 1.
 
-card-warning-scripts = ⚠ Letras misturadas ou incomuns neste destino. Escritas: { $scripts }. Fora do ASCII: { $chars }
-card-warning-field-scripts = ⚠ Letras misturadas ou incomuns neste valor. Escritas: { $scripts }. Fora do ASCII: { $chars }
-card-warning-lookalike = ⚠ Parece { $known }, um destino que você aprovou, mas difere: o caractere { $position } é { $ours } aqui, { $theirs } lá
+card-warning-scripts = ⚠ Letras misturadas ou incomuns neste destino. Sistemas de escrita: { $scripts }. Caracteres fora do ASCII: { $chars }
+card-warning-field-scripts = ⚠ Letras misturadas ou incomuns neste valor. Sistemas de escrita: { $scripts }. Caracteres fora do ASCII: { $chars }
+card-warning-lookalike = ⚠ Parece { $known }, um destino que você já aprovou, mas é diferente: o { $position }º caractere aqui é { $ours } e lá é { $theirs }
 card-warning-end = o fim
 
 ## Tamanhos: $whole e $tenth são as duas partes de um mesmo número decimal.
@@ -57,7 +62,7 @@ size-gib = { $whole },{ $tenth } GiB
 ## Horários no fuso do dono: $hm é "14:35"; a data aparece quando não é hoje.
 
 when-today = { $hm }
-when-date = { $hm } de { $day } de { $month ->
+when-date = { $day } de { $month ->
         [1] janeiro
         [2] fevereiro
         [3] março
@@ -70,7 +75,7 @@ when-date = { $hm } de { $day } de { $month ->
         [10] outubro
         [11] novembro
        *[12] dezembro
-    }
+    }, às { $hm }
 
 ## Botões
 
@@ -85,33 +90,33 @@ button-off = Desligar
 
 ## Avisos
 
-silenced = Sem mais cartões “{ $label }” até { $until }: você recusou { $count ->
+silenced = Os cartões de “{ $label }” estão pausados até { $until }: você recusou { $count ->
         [one] uma vez
        *[other] { $count } vezes seguidas
     }. Toque em Retomar para voltar a recebê-los agora.
-press-rejected = Um toque em botão não foi aceito, e nada foi feito. Quem tocou: { $who }. Por quê: { $why ->
+press-rejected = Um toque em um botão não foi aceito e nada foi feito. Quem tocou: { $who }. Motivo: { $why ->
         [not_owner] não foi você
         [wrong_chat] veio de fora deste chat
         [bad_signature] a assinatura do botão não confere
-        [not_open] o cartão já foi respondido ou fechado
-        [expired] o prazo do cartão acabou
+        [not_open] o cartão já tinha sido respondido ou fechado
+        [expired] o prazo do cartão tinha acabado
         [card_altered] a mensagem do cartão foi alterada depois de enviada: alguém com o token do bot pode estar editando as mensagens dele
        *[other] { $why }
     }.
-altered = Uma mensagem com seus botões foi alterada depois que o consentd a enviou: alguém com o token do bot pode estar editando as mensagens dele. Seu toque contou só porque desfaz algo (Não, Parar ou Desligar); nada foi executado.
-expired-at-claim = Seu sim para “{ $label }” ({ $id }) chegou a tempo, mas o consentd parou antes de executá-lo, e quando voltou o prazo do cartão já tinha acabado. Nada foi executado; se ainda for preciso, o pedido terá de ser feito de novo.
-outcome-unknown = O consentd reiniciou enquanto “{ $label }” ({ $id }) estava em execução. Pode ter sido executado ou não, e não será executado de novo sozinho: verifique o que aconteceu.
-resumed = Os cartões “{ $label }” podem voltar a chegar.
-not-owner = Desculpe, este bot responde apenas ao seu dono.
+altered = Uma mensagem com seus botões foi alterada depois que o consentd a enviou: alguém com o token do bot pode estar editando as mensagens dele. Seu toque valeu só porque desfaz algo (Não, Parar ou Desligar); nada foi executado.
+expired-at-claim = Seu Sim para “{ $label }” ({ $id }) chegou a tempo, mas o consentd parou antes de executar a ação e, quando voltou, o prazo do cartão já tinha acabado. Nada foi executado; se ainda for preciso, o pedido terá de ser feito de novo.
+outcome-unknown = O consentd reiniciou enquanto “{ $label }” ({ $id }) estava em execução. A ação pode ter sido executada ou não, e não será executada de novo automaticamente: verifique o que aconteceu.
+resumed = Os cartões de “{ $label }” voltam a chegar.
+not-owner = Desculpe, este bot só responde ao próprio dono.
 not-accepted = Não aceito.
-paired = Pareado: este chat agora recebe os cartões do consentd. Envie /help para ver os comandos.
-pairing-wrong-code = Esse código de pareamento não está certo. Rode “consentd pair” na máquina para obter outro.
+paired = Pareamento feito: este chat agora recebe os cartões do consentd. Envie /help para ver os comandos.
+pairing-wrong-code = Código de pareamento incorreto. Execute “consentd pair” na máquina do consentd para obter outro.
 pairing-locked = Códigos errados demais: o pareamento está bloqueado até { $until }.
 help-title = Comandos:
 command-pending = os pedidos aguardando sua resposta
-command-mandates = as permissões permanentes abertas, cada uma com Parar
+command-mandates = as permissões temporárias em vigor, cada uma com Parar
 command-categories = os tipos de ação, cada um com Ligar ou Desligar
-command-quiet = horas de silêncio, como /quiet 23:00-08:00 ou /quiet off
+command-quiet = horário de silêncio, como /quiet 23:00-08:00 ou /quiet off
 command-nightcards = quantos cartões podem chegar à noite, como /nightcards 2
 command-summary = quando chega o resumo da noite, como /summary 21:00
 command-lang = o idioma: /lang en, /lang ru ou /lang pt
@@ -126,11 +131,12 @@ pending-count = { $count ->
 pending-item = { $id } · { $label } · responder até { $until }
 pending-item-waiting = { $id } · { $label } · ainda não mostrado
 
-## Mandatos: permissões permanentes. $usd e $usd_max são dólares com duas casas decimais.
+## Mandatos: permissões temporárias (valem por poucos dias; por isso não "permanentes").
+## $usd e $usd_max são valores em dólares (veja "Dinheiro").
 
-mandate-title = Permissão permanente: { $label } ({ $class })
-mandate-until = Até: { $when }
-mandate-limits = No máximo ${ $usd } e { $actions } { $actions ->
+mandate-title = Permissão temporária: { $label } ({ $class })
+mandate-until = Vale até: { $when }
+mandate-limits = No máximo US${ "\u00A0" }{ $usd } e { $actions } { $actions ->
         [one] ação
        *[other] ações
     } por dia
@@ -138,25 +144,25 @@ mandate-limits-actions = No máximo { $actions } { $actions ->
         [one] ação
        *[other] ações
     } por dia
-mandate-any-use = Qualquer uso: toda ação “{ $label }” (este tipo não tem destino)
+mandate-any-use = Qualquer uso: todas as ações de “{ $label }” (este tipo não tem destino)
 mandate-reason = Motivo: { $reason }
-mandate-explain = Dentro destes termos, as ações rodam sem cartão; você recebe um recibo com Parar para cada uma.
+mandate-explain = Dentro destes limites, as ações são executadas sem cartão; para cada uma você recebe um recibo com Parar.
 mandate-usage = Hoje: { $actions } de { $max } { $max ->
         [one] ação
        *[other] ações
-    }, ${ $usd } de ${ $usd_max }
+    }, US${ "\u00A0" }{ $usd } de US${ "\u00A0" }{ $usd_max }
 mandate-usage-actions = Hoje: { $actions } de { $max } { $max ->
         [one] ação
        *[other] ações
     }
-receipt-title = Feito sem cartão, pela permissão permanente { $id }:
+receipt-title = Executado sem cartão, pela permissão temporária { $id }:
 mandates-count = { $count ->
-        [0] Nenhuma permissão permanente está aberta.
-        [one] { $count } permissão permanente está aberta:
-       *[other] { $count } permissões permanentes estão abertas:
+        [0] Nenhuma permissão temporária em vigor.
+        [one] { $count } permissão temporária em vigor:
+       *[other] { $count } permissões temporárias em vigor:
     }
-mandate-stopped = Parado: as ações “{ $label }” precisam do seu Sim de novo.
-mandate-ended = A permissão permanente { $id } para “{ $label }” terminou.
+mandate-stopped = Permissão parada: as ações de “{ $label }” voltam a precisar do seu Sim.
+mandate-ended = A permissão temporária { $id } para “{ $label }” terminou.
 
 ## As configurações e os comandos do dono.
 
@@ -164,13 +170,13 @@ usage-quiet = Uso: /quiet 23:00-08:00 ou /quiet off
 usage-nightcards = Uso: /nightcards N, com N de 0 a { $max }
 usage-summary = Uso: /summary HH:MM, como /summary 21:00
 usage-lang = Uso: /lang en, /lang ru ou /lang pt
-usage-no-argument = Este comando não leva nada depois dele. Envie /help para a lista.
-quiet-set = Horas de silêncio: { $from }–{ $to }.
-quiet-off = As horas de silêncio estão desligadas.
+usage-no-argument = Este comando não recebe argumentos. Envie /help para ver a lista.
+quiet-set = Horário de silêncio: { $from }–{ $to }.
+quiet-off = O horário de silêncio está desligado.
 nightcards-set = { $count ->
-        [0] Nenhum cartão chega durante as horas de silêncio; todos esperam até de manhã.
-        [one] No máximo { $count } cartão chega durante as horas de silêncio; os outros esperam até de manhã.
-       *[other] No máximo { $count } cartões chegam durante as horas de silêncio; os outros esperam até de manhã.
+        [0] Nenhum cartão chega durante o horário de silêncio; todos esperam até de manhã.
+        [one] No máximo { $count } cartão chega durante o horário de silêncio; os outros esperam até de manhã.
+       *[other] No máximo { $count } cartões chegam durante o horário de silêncio; os outros esperam até de manhã.
     }
 summary-set = O resumo da noite chega às { $hm }.
 lang-set = Idioma: português.
@@ -190,11 +196,11 @@ category-switched = “{ $label }” agora está { $on ->
 
 summary-title = Resumo de { $date }
 summary-counts = Pedidos: { $asked }. Aprovados: { $granted }. Recusados: { $declined }. Expirados: { $expired }.
-summary-runs = Feitos: { $executed }. Falharam: { $failed }. Recusados antes do cartão: { $refused }.
+summary-runs = Concluídos: { $executed }. Falharam: { $failed }. Recusados antes do cartão: { $refused }.
 summary-mandate = { $id } · { $label }: { $actions } { $actions ->
         [one] ação
        *[other] ações
-    }, ${ $usd }
+    }, US${ "\u00A0" }{ $usd }
 summary-mandate-actions = { $id } · { $label }: { $actions } { $actions ->
         [one] ação
        *[other] ações

@@ -7,10 +7,9 @@ use chrono_tz::Tz;
 use rust_decimal::Decimal;
 
 use super::{
-    button, class_message, local_time, msg, Body, ButtonAction, CardError, CardView, Outcome,
+    button, class_message, local_time, msg, usd, Body, ButtonAction, CardError, CardView, Outcome,
     Rendered,
 };
-use crate::action::format_usd;
 use crate::locale::{Language, Locales};
 use crate::lookalike::Warning;
 use crate::styled::Styled;
@@ -82,7 +81,7 @@ fn terms_lines(
         Some(usd) => plain(
             msg::MANDATE_LIMITS,
             &[
-                ("usd", format_usd(usd).as_str().into()),
+                ("usd", super::usd(lang, usd).as_str().into()),
                 ("actions", view.actions_per_day.into()),
             ],
         ),
@@ -175,8 +174,8 @@ pub fn usage_line(
         &[
             ("actions", usage.actions.into()),
             ("max", view.actions_per_day.into()),
-            ("usd", format_usd(usage.usd).as_str().into()),
-            ("usd_max", format_usd(usd_max).as_str().into()),
+            ("usd", usd(lang, usage.usd).as_str().into()),
+            ("usd_max", usd(lang, usd_max).as_str().into()),
         ],
     )
 }
@@ -302,7 +301,10 @@ pub(super) mod tests {
                 rendered.card.text.contains("@mila_news")
                     && rendered.card.text.contains("@mila_shop")
             );
-            assert!(rendered.card.text.contains("5.00"));
+            assert!(rendered
+                .card
+                .text
+                .contains(&crate::card::usd_digits(lang, "5.00")));
             assert_clean(&rendered.card.text);
             snapshot(format!("mandate_card_{lang}"), show(&rendered));
         }
@@ -395,7 +397,9 @@ pub(super) mod tests {
                     .collect::<Vec<_>>(),
                 [ButtonAction::Stop]
             );
-            assert!(rendered.card.text.contains("2.40") && rendered.card.text.contains("5.00"));
+            let money = |amount| crate::card::usd_digits(lang, amount);
+            assert!(rendered.card.text.contains(&money("2.40")));
+            assert!(rendered.card.text.contains(&money("5.00")));
             assert!(rendered.card.text.contains(MANDATE));
             assert_clean(&rendered.card.text);
             snapshot(format!("receipt_{lang}"), show(&rendered));
@@ -461,7 +465,10 @@ pub(super) mod tests {
             );
             let target_line = locales.styled(lang, msg::CARD_TARGET, &[], &[("target", "")]);
             assert!(!rendered.card.text.contains(target_line.text.trim_end()));
-            assert!(rendered.card.text.contains("5.00"));
+            assert!(rendered
+                .card
+                .text
+                .contains(&crate::card::usd_digits(lang, "5.00")));
             assert_clean(&rendered.card.text);
             snapshot(format!("mandate_card_any_use_{lang}"), show(&rendered));
         }

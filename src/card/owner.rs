@@ -6,7 +6,6 @@ use chrono::{NaiveDate, NaiveTime};
 use rust_decimal::Decimal;
 
 use super::{button, class_message, msg, Button, ButtonAction};
-use crate::action::format_usd;
 use crate::commands::Usage;
 use crate::locale::{Language, Locales};
 
@@ -290,7 +289,7 @@ pub fn summary(
         ),
     ];
     for mandate in mandates {
-        let usd = mandate.usd.map(format_usd);
+        let usd = mandate.usd.map(|amount| super::usd(lang, amount));
         let mut args = vec![
             ("id", mandate.id.into()),
             ("label", mandate.label.into()),

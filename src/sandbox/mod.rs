@@ -8,15 +8,17 @@
 
 mod page;
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use tokio_util::sync::CancellationToken;
 
 use crate::emulator::{self, Emulator, UserSpec};
+use crate::locale::{Language, Locales};
 use crate::output::{errln, Stream};
 
 /// The page's port when `--port` is not given; taken when free, else any free port.
@@ -95,6 +97,8 @@ fn run_in(layout: &Layout, port: Option<u16>, fresh: bool) -> anyhow::Result<()>
     let text = config_text(layout, &api_url, nix::unistd::getuid().as_raw())?;
     write_private(&layout.config, &text)?;
     let config = crate::config::load(&layout.config)?;
+    let language = config.owner.language.unwrap_or(Language::En);
+    let titles = card_titles(&config)?;
     let exe = std::env::current_exe().context("cannot find the path of this executable")?;
     let banner = Banner {
         layout: layout.clone(),
@@ -102,9 +106,37 @@ fn run_in(layout: &Layout, port: Option<u16>, fresh: bool) -> anyhow::Result<()>
         exe,
         fresh,
     };
-    crate::daemon::serve_with(config, TOKEN, move |shutdown| {
-        beside(bot_listener, page_listener, banner, shutdown)
+    crate::daemon::serve_with(config, TOKEN, move |daemon| {
+        let chat = Chat {
+            language,
+            titles: Arc::new(titles),
+        };
+        beside(bot_listener, page_listener, banner, chat, daemon)
     })
+}
+
+/// What the page knows of the chat besides the emulator.
+struct Chat {
+    /// The owner's language until the daemon has read its store.
+    language: Language,
+    titles: Arc<BTreeMap<String, &'static str>>,
+}
+
+/// Every category's card title in every language, alone and under the URGENT line, with its
+/// class.
+fn card_titles(config: &crate::config::Config) -> anyhow::Result<BTreeMap<String, &'static str>> {
+    let locales = Locales::new().context("the built-in locales do not load")?;
+    let mut titles = BTreeMap::new();
+    for category in config.categories.values() {
+        for lang in Language::ALL {
+            let class = category.class.as_str();
+            let title = crate::card::title_line(&locales, lang, category.label(lang), class);
+            let urgent = locales.t(lang, crate::card::msg::CARD_URGENT, &[]);
+            titles.insert(format!("{urgent}\n{title}"), class);
+            titles.insert(title, class);
+        }
+    }
+    Ok(titles)
 }
 
 /// The page's listener: `--port` as given, else [`DEFAULT_PORT`] if free, else any free port.
@@ -124,8 +156,10 @@ async fn beside(
     bot_listener: TcpListener,
     page_listener: TcpListener,
     banner: Banner,
-    shutdown: CancellationToken,
+    chat: Chat,
+    daemon: crate::daemon::Beside,
 ) -> anyhow::Result<()> {
+    let shutdown = daemon.shutdown;
     let mut bot = emulator::Config::new(TOKEN);
     bot.bot_first_name = "consentd".to_owned();
     bot.bot_username = "consentd_sandbox_bot".to_owned();
@@ -140,6 +174,9 @@ async fn beside(
         port: banner.page.port(),
         try_line: banner.ask_line(),
         shutdown: shutdown.clone(),
+        daemon_owner: daemon.owner,
+        language: chat.language,
+        titles: chat.titles,
     };
     let mut server = tokio::spawn(page::serve(page, page_listener));
     // Ready once the daemon has polled: an update pushed after that gets an id above the
@@ -383,6 +420,17 @@ mod tests {
             String::from_utf8(output.stdout).unwrap(),
             "https://example.org/sandbox/posts/r_abc\n"
         );
+    }
+
+    #[test]
+    fn every_card_title_is_known_with_its_class_in_every_language() {
+        let layout = Layout::new(Path::new("/tmp/x"));
+        let text = config_text(&layout, "http://127.0.0.1:1", 0).unwrap();
+        let titles = card_titles(&crate::config::parse(&text, "sandbox").unwrap()).unwrap();
+        assert_eq!(titles.len(), 3 * 3 * 2);
+        assert_eq!(titles["Delete a post (destructive)"], "destructive");
+        assert_eq!(titles["СРОЧНО\nУдалить пост (необратимое)"], "destructive");
+        assert_eq!(titles["Gerar uma imagem (com custo)"], "spend");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //!   a real `callback_query` update, from the owner, in the owner's private chat.
 //! - `POST /api/send` `{"text"}` — the owner writes to the bot (`/pending`, `/help`, …).
 //! - `GET /api/file/{file_id}` — a photo's or document's bytes.
+//! - `GET /favicon.svg` — the page's icon, embedded like the page.
 //!
 //! Anything on the machine can reach a loopback port, a web page in the owner's browser among
 //! them. So every request must name this page's own host (a DNS-rebinding page names its own),
@@ -30,12 +31,19 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::consent::OwnerCell;
 use crate::emulator::{
     Button, CallbackAnswer, ChatMessage, ChatSpec, ContentKind, Emulator, UserSpec,
 };
+use crate::locale::Language;
 
 /// The page, with `__NONCE__` where each response's CSP nonce goes.
 const PAGE: &str = include_str!("page.html");
+/// The page's icon: a white check on the avatar's blue.
+const FAVICON: &str = include_str!("favicon.svg");
 /// How long `GET /api/chat?after=` waits for a change before answering anyway.
 const LONG_POLL: Duration = Duration::from_secs(25);
 /// The longest message a Telegram client lets one write (UTF-16 code units).
@@ -54,6 +62,13 @@ pub struct Page {
     pub try_line: String,
     /// Ends long polls at once when the sandbox stops.
     pub shutdown: CancellationToken,
+    /// The owner as the daemon knows them, for the language they read the chat in.
+    pub daemon_owner: OwnerCell,
+    /// Their language until the daemon has read its store (the config's).
+    pub language: Language,
+    /// Each category's card title in every language (alone, and under the URGENT line), with
+    /// its class: how the page knows a destructive card from its first lines.
+    pub titles: Arc<BTreeMap<String, &'static str>>,
 }
 
 impl Page {
@@ -63,6 +78,12 @@ impl Page {
 
     fn host_allowed(&self, host: &str) -> bool {
         host == format!("127.0.0.1:{}", self.port) || host == format!("localhost:{}", self.port)
+    }
+
+    /// The language the owner reads the chat in: the page's own words follow it.
+    fn language(&self) -> Language {
+        let owner = *self.daemon_owner.read().unwrap_or_else(|p| p.into_inner());
+        owner.map_or(self.language, |owner| owner.language)
     }
 
     fn origin_allowed(&self, origin: &str) -> bool {
@@ -117,6 +138,7 @@ pub fn router(page: Page) -> Router {
         .route("/api/press", post(press))
         .route("/api/send", post(send))
         .route("/api/file/{file_id}", get(file))
+        .route("/favicon.svg", get(favicon))
         .layer(axum::middleware::from_fn_with_state(page.clone(), guard))
         .with_state(page)
 }
@@ -165,6 +187,24 @@ async fn index() -> Response {
     response
 }
 
+/// The icon as its own file rather than a `data:` URL in the page, so the page's CSP keeps
+/// images to `'self'`; it runs nothing even when opened alone.
+async fn favicon() -> Response {
+    let mut response = FAVICON.into_response();
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (header::CONTENT_TYPE, "image/svg+xml"),
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; sandbox",
+        ),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    no_store(headers);
+    response
+}
+
 fn no_store(headers: &mut HeaderMap) {
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(
@@ -199,8 +239,9 @@ async fn chat(State(page): State<Page>, Query(query): Query<ChatQuery>) -> Respo
             username: page.emulator.bot_username(),
         },
         owner: page.owner.first_name.clone(),
+        language: page.language().as_str(),
         try_line: page.try_line.clone(),
-        messages: messages_view(&page.emulator.messages(page.owner.id)),
+        messages: messages_view(&page.emulator.messages(page.owner.id), &page.titles),
         answers: answers_view(&page.emulator.callback_answers()),
     };
     let mut response = Json(view).into_response();
@@ -309,6 +350,8 @@ pub struct ChatView {
     pub version: u64,
     pub bot: BotView,
     pub owner: String,
+    /// The owner's language (`en`, `ru`, `pt`), which the page's own words follow.
+    pub language: &'static str,
     pub try_line: String,
     pub messages: Vec<MessageView>,
     pub answers: Vec<AnswerView>,
@@ -341,12 +384,50 @@ pub struct MessageView {
     pub silent: bool,
     /// Has or had buttons: a card, also after its outcome edit took them away.
     pub card: bool,
+    /// A card that had buttons and has none now: answered, expired or otherwise ended.
+    pub settled: bool,
+    /// The lines a settled card's edits added (its outcome), as a UTF-16 `offset` and
+    /// `length` in `text`, like an entity's.
+    pub outcome: Option<Span>,
+    /// A card's category class (`external`, `spend`, `destructive`), known by its title line.
+    pub class: Option<&'static str>,
     pub edited: bool,
     /// The texts (or captions) the message had before its edits, oldest first.
     pub earlier: Vec<String>,
     /// The inline keyboard, row by row; a press sends a button's `callback_data`.
-    pub buttons: Vec<Vec<Button>>,
+    pub buttons: Vec<Vec<ButtonView>>,
     pub file: Option<FileView>,
+}
+
+/// A stretch of a message's text in UTF-16 code units, as Telegram counts entities.
+#[derive(Debug, Serialize, PartialEq, Eq, Clone, Copy)]
+pub struct Span {
+    pub offset: usize,
+    pub length: usize,
+}
+
+/// One inline button: what it says, its data, and what a press on it does (`yes`, `no`,
+/// `grant`, … as its data names it; `None` for data that is not consentd's).
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct ButtonView {
+    pub text: String,
+    pub callback_data: Option<String>,
+    pub action: Option<&'static str>,
+}
+
+impl From<Button> for ButtonView {
+    fn from(button: Button) -> Self {
+        let action = button
+            .callback_data
+            .as_deref()
+            .and_then(|data| crate::press::parse_callback(data).ok())
+            .map(|callback| callback.action.as_str());
+        ButtonView {
+            text: button.text,
+            callback_data: button.callback_data,
+            action,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, PartialEq, Eq)]
@@ -364,42 +445,99 @@ pub struct AnswerView {
     pub text: Option<String>,
 }
 
-/// The messages the owner sees, oldest first; deleted ones are gone, as in Telegram.
-pub fn messages_view(messages: &[ChatMessage]) -> Vec<MessageView> {
+/// The messages the owner sees, oldest first; deleted ones are gone, as in Telegram. `titles`
+/// are the cards' title lines with their classes.
+pub fn messages_view(
+    messages: &[ChatMessage],
+    titles: &BTreeMap<String, &'static str>,
+) -> Vec<MessageView> {
     messages
         .iter()
         .filter(|m| !m.deleted)
-        .map(|m| MessageView {
-            id: m.message_id,
-            from_bot: m.outgoing,
-            kind: match m.kind {
-                ContentKind::Text => "text",
-                ContentKind::Photo => "photo",
-                ContentKind::Document => "document",
-            },
-            date: m.date,
-            text: m.text.clone(),
-            entities: m.entities.clone(),
-            caption: m.caption.clone(),
-            part: m.text.as_deref().and_then(part_header),
-            silent: m.disable_notification,
-            card: m.reply_markup.is_some() || m.history.iter().any(|r| r.reply_markup.is_some()),
-            edited: m.edit_date.is_some(),
-            earlier: m
-                .history
-                .iter()
-                .filter_map(|r| r.text.clone().or_else(|| r.caption.clone()))
-                .collect(),
-            buttons: m.button_rows(),
-            file: m.file.as_ref().map(|f| FileView {
-                id: f.file_id.clone(),
-                name: f.name.clone(),
-                media_type: f.media_type.clone(),
-                bytes: f.bytes,
-                sha256: f.sha256.clone(),
-            }),
-        })
+        .map(|m| message_view(m, titles))
         .collect()
+}
+
+fn message_view(m: &ChatMessage, titles: &BTreeMap<String, &'static str>) -> MessageView {
+    let card = m.reply_markup.is_some() || m.history.iter().any(|r| r.reply_markup.is_some());
+    let settled = card && m.reply_markup.is_none();
+    let first = m.history.first().and_then(|r| r.text.as_deref());
+    MessageView {
+        id: m.message_id,
+        from_bot: m.outgoing,
+        kind: match m.kind {
+            ContentKind::Text => "text",
+            ContentKind::Photo => "photo",
+            ContentKind::Document => "document",
+        },
+        date: m.date,
+        text: m.text.clone(),
+        entities: m.entities.clone(),
+        caption: m.caption.clone(),
+        part: m.text.as_deref().and_then(part_header),
+        silent: m.disable_notification,
+        card,
+        settled,
+        outcome: match (settled, first, m.text.as_deref()) {
+            (true, Some(first), Some(now)) => added_lines(first, now),
+            _ => None,
+        },
+        class: card
+            .then(|| m.text.as_deref().and_then(|text| card_class(text, titles)))
+            .flatten(),
+        edited: m.edit_date.is_some(),
+        earlier: m
+            .history
+            .iter()
+            .filter_map(|r| r.text.clone().or_else(|| r.caption.clone()))
+            .collect(),
+        buttons: m
+            .button_rows()
+            .into_iter()
+            .map(|row| row.into_iter().map(ButtonView::from).collect())
+            .collect(),
+        file: m.file.as_ref().map(|f| FileView {
+            id: f.file_id.clone(),
+            name: f.name.clone(),
+            media_type: f.media_type.clone(),
+            bytes: f.bytes,
+            sha256: f.sha256.clone(),
+        }),
+    }
+}
+
+/// The first run of whole lines in `now` that `first` did not have, as a span of `now`: what
+/// an outcome edit put in place of the deadline. `None` when the edit only took lines away.
+fn added_lines(first: &str, now: &str) -> Option<Span> {
+    let before: std::collections::BTreeSet<&str> = first.lines().collect();
+    let (mut offset, mut start, mut end) = (0, None, None);
+    for line in now.split('\n') {
+        let units = line.encode_utf16().count();
+        match (before.contains(line), start) {
+            (false, None) => (start, end) = (Some(offset), Some(offset + units)),
+            (false, Some(_)) => end = Some(offset + units),
+            (true, Some(_)) => break,
+            (true, None) => {}
+        }
+        offset += units + 1;
+    }
+    let offset = start?;
+    Some(Span {
+        offset,
+        length: end? - offset,
+    })
+}
+
+/// The class of the card that opens with a category's title (`titles` also holds each one
+/// under its URGENT line).
+fn card_class(text: &str, titles: &BTreeMap<String, &'static str>) -> Option<&'static str> {
+    let mut lines = text.splitn(3, '\n');
+    let first = lines.next()?;
+    let class = titles.get(first).or_else(|| {
+        let second = lines.next()?;
+        titles.get(&format!("{first}\n{second}"))
+    });
+    class.copied()
 }
 
 /// `(i, N)` of a text that starts with the part header `[i/N]` and a newline (SPEC §6).
@@ -433,6 +571,8 @@ fn answers_view(answers: &[CallbackAnswer]) -> Vec<AnswerView> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
+    use std::collections::BTreeSet;
 
     #[test]
     fn part_headers_are_read_only_when_well_formed() {
@@ -450,6 +590,226 @@ mod tests {
         assert_eq!(percent_encode("cover.png"), "cover.png");
         assert_eq!(percent_encode("a b\"\r\n.pdf"), "a%20b%22%0D%0A.pdf");
         assert_eq!(percent_encode("отчёт"), "%D0%BE%D1%82%D1%87%D1%91%D1%82");
+    }
+
+    /// A message as the emulator keeps it: `revisions` oldest first, the last one current, each
+    /// a text and whether it carried a keyboard of `buttons`.
+    fn message(revisions: &[(&str, bool)], buttons: &[(&str, &str)]) -> ChatMessage {
+        let markup = |on: bool| {
+            on.then(|| {
+                let row: Vec<Value> = buttons
+                    .iter()
+                    .map(|(text, data)| json!({"text": text, "callback_data": data}))
+                    .collect();
+                json!({ "inline_keyboard": [row] })
+            })
+        };
+        let (last, earlier) = revisions.split_last().unwrap();
+        ChatMessage {
+            chat_id: 1,
+            message_id: 7,
+            from_id: 2,
+            outgoing: true,
+            kind: ContentKind::Text,
+            date: 0,
+            text: Some(last.0.to_owned()),
+            caption: None,
+            parse_mode: None,
+            entities: None,
+            reply_markup: markup(last.1),
+            disable_notification: false,
+            protect_content: false,
+            reply_to_message_id: None,
+            file: None,
+            forward_origin: None,
+            edit_date: (!earlier.is_empty()).then_some(1),
+            history: earlier
+                .iter()
+                .map(|(text, keyboard)| crate::emulator::Revision {
+                    text: Some((*text).to_owned()),
+                    entities: None,
+                    caption: None,
+                    reply_markup: markup(*keyboard),
+                    replaced_at: 1,
+                    replaced_by: "editmessagetext".to_owned(),
+                })
+                .collect(),
+            deleted: false,
+        }
+    }
+
+    fn titles() -> BTreeMap<String, &'static str> {
+        BTreeMap::from([
+            ("Delete a post (destructive)".to_owned(), "destructive"),
+            (
+                "СРОЧНО\nУдалить пост (необратимое)".to_owned(),
+                "destructive",
+            ),
+            ("Post to X (external)".to_owned(), "external"),
+        ])
+    }
+
+    #[test]
+    fn a_settled_card_is_marked_with_the_lines_its_edit_added() {
+        let open = "Post to X (external)\nTarget: @x\nRecord: r_1\nAnswer by 14:35\n\nText:\nHi";
+        let done = "Post to X (external)\nTarget: @x\nRecord: r_1\nOutcome: done. Decided by \
+                    Ann.\nResult: ok\n\nText:\nHi";
+        let key = crate::press::PressKey::from_bytes([7; 32]);
+        let yes = key.sign(
+            crate::press::PressAction::Yes,
+            "r_0123456789abcdef0123",
+            "d",
+            1,
+        );
+        let views = messages_view(
+            &[
+                message(&[(open, true)], &[("Yes", &yes), ("No", "not consentd's")]),
+                message(&[(open, true), (done, false)], &[]),
+            ],
+            &titles(),
+        );
+        let (waiting, settled) = (&views[0], &views[1]);
+        assert!(waiting.card && !waiting.settled && waiting.outcome.is_none());
+        assert_eq!(waiting.class, Some("external"));
+        assert_eq!(waiting.buttons[0][0].action, Some("yes"));
+        assert_eq!(waiting.buttons[0][1].action, None);
+        assert!(settled.card && settled.settled);
+        let span = settled.outcome.unwrap();
+        let units: Vec<u16> = done.encode_utf16().collect();
+        let marked = String::from_utf16(&units[span.offset..span.offset + span.length]).unwrap();
+        assert_eq!(marked, "Outcome: done. Decided by Ann.\nResult: ok");
+        // A message that never had buttons is no card, and settles nothing.
+        let note = &messages_view(&[message(&[("Paired.", false)], &[])], &titles())[0];
+        assert!(!note.card && !note.settled && note.class.is_none());
+    }
+
+    #[test]
+    fn added_lines_count_utf16_units_and_take_the_first_run() {
+        let span = |first, now| added_lines(first, now).map(|s| (s.offset, s.length));
+        assert_eq!(span("a\nb", "a\nb"), None);
+        assert_eq!(span("a\nb\nc", "a\nc"), None, "only taken away");
+        assert_eq!(span("Цель 😀\nb", "Цель 😀\nИтог: ✓\nb"), Some((8, 7)));
+        assert_eq!(span("a\nx\nb", "a\n1\n2\nb\n3"), Some((2, 3)));
+    }
+
+    #[test]
+    fn a_destructive_card_is_known_by_its_title_in_any_language() {
+        let class = |text| card_class(text, &titles());
+        assert_eq!(
+            class("Delete a post (destructive)\nTarget: x"),
+            Some("destructive")
+        );
+        assert_eq!(
+            class("СРОЧНО\nУдалить пост (необратимое)\nЦель: x"),
+            Some("destructive")
+        );
+        assert_eq!(
+            class("Удалить пост (необратимое)"),
+            None,
+            "not without its URGENT line"
+        );
+        assert_eq!(
+            class("Target: x\nDelete a post (destructive)"),
+            None,
+            "only a title line"
+        );
+        assert_eq!(class("Something else"), None);
+    }
+
+    #[tokio::test]
+    async fn the_chat_view_says_the_owners_language_as_the_daemon_has_it() {
+        let emulator = Emulator::start("1:t").await.unwrap();
+        let daemon_owner = OwnerCell::default();
+        let page = Page {
+            emulator: emulator.clone(),
+            owner: UserSpec::new(5, "Ann"),
+            port: 1,
+            try_line: String::new(),
+            shutdown: CancellationToken::new(),
+            daemon_owner: daemon_owner.clone(),
+            language: Language::Pt,
+            titles: Arc::default(),
+        };
+        let language = || async {
+            let response = chat(State(page.clone()), Query(ChatQuery { after: None })).await;
+            let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+                .await
+                .unwrap();
+            serde_json::from_slice::<Value>(&body).unwrap()["language"].clone()
+        };
+        // Before the daemon has read its store: the config's.
+        assert_eq!(language().await, "pt");
+        let owner = crate::consent::Owner {
+            id: 5,
+            language: Language::Ru,
+        };
+        *daemon_owner.write().unwrap() = Some(owner);
+        assert_eq!(language().await, "ru");
+        emulator.shutdown();
+    }
+
+    #[tokio::test]
+    async fn the_favicon_is_an_inert_svg() {
+        let response = favicon().await;
+        let headers = response.headers();
+        assert_eq!(headers[header::CONTENT_TYPE], "image/svg+xml");
+        assert_eq!(
+            headers[header::CONTENT_SECURITY_POLICY],
+            "default-src 'none'; sandbox"
+        );
+        assert!(FAVICON.starts_with("<svg") && !FAVICON.contains("<script"));
+        assert!(PAGE.contains(r#"<link rel="icon" type="image/svg+xml" href="/favicon.svg">"#));
+    }
+
+    /// The page's own words: `{"en": {key: text}, "ru": …, "pt": …}`.
+    fn words() -> BTreeMap<String, BTreeMap<String, String>> {
+        let start = PAGE
+            .find(r#"<script type="application/json" id="words">"#)
+            .unwrap();
+        let json = &PAGE[start..];
+        let json = &json[json.find('>').unwrap() + 1..json.find("</script>").unwrap()];
+        serde_json::from_str(json).expect("the page's words are JSON")
+    }
+
+    #[test]
+    fn the_pages_words_are_there_in_every_language_with_the_same_placeholders() {
+        let words = words();
+        assert_eq!(
+            words.keys().map(String::as_str).collect::<Vec<_>>(),
+            Language::ALL
+                .map(Language::as_str)
+                .iter()
+                .copied()
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>()
+        );
+        let placeholders = |text: &str| -> BTreeSet<String> {
+            text.split('{')
+                .skip(1)
+                .filter_map(|rest| rest.split_once('}').map(|(name, _)| name.to_owned()))
+                .collect()
+        };
+        let en = &words["en"];
+        for (lang, table) in &words {
+            assert_eq!(
+                table.keys().collect::<Vec<_>>(),
+                en.keys().collect::<Vec<_>>(),
+                "{lang} has other words than en"
+            );
+            for (key, text) in table {
+                assert!(!text.trim().is_empty(), "{lang} {key} is empty");
+                assert_eq!(placeholders(text), placeholders(&en[key]), "{lang} {key}");
+            }
+        }
+        // Every word the script asks for is in the table.
+        for call in PAGE.split("say('").skip(1) {
+            let key = &call[..call.find('\'').unwrap()];
+            assert!(
+                en.contains_key(key),
+                "the page says {key}, which has no words"
+            );
+        }
     }
 
     #[test]

@@ -222,6 +222,7 @@ fn a_press_on_the_page_is_a_callback_the_daemon_accepts() {
 
     let chat = sandbox.get_json("/api/chat");
     assert_eq!(chat["messages"], json!([]));
+    assert_eq!(chat["language"], "en");
     assert!(
         chat["try_line"]
             .as_str()
@@ -251,8 +252,12 @@ fn a_press_on_the_page_is_a_callback_the_daemon_accepts() {
     assert_eq!(card["from_bot"], true);
     assert_eq!(card["card"], true);
     assert_eq!(card["silent"], false, "no quiet hours in the sandbox");
+    assert_eq!(card["settled"], false);
+    assert_eq!(card["class"], "external");
     let yes = &card["buttons"][0][0];
     assert_eq!(yes["text"], "Yes");
+    assert_eq!(yes["action"], "yes");
+    assert_eq!(card["buttons"][0][1]["action"], "no");
 
     // Only data the card carries can be pressed, as in Telegram.
     let (status, _) = sandbox.post(
@@ -281,6 +286,17 @@ fn a_press_on_the_page_is_a_callback_the_daemon_accepts() {
     let card = messages.iter().find(|m| text_of(m).contains(&id)).unwrap();
     assert_eq!(card["edited"], true);
     assert_eq!(card["card"], true);
+    assert_eq!(card["settled"], true);
+    // The outcome's lines, as UTF-16 units of the text (all ASCII here).
+    let (offset, length) = (
+        card["outcome"]["offset"].as_u64().unwrap() as usize,
+        card["outcome"]["length"].as_u64().unwrap() as usize,
+    );
+    assert!(
+        text_of(card)[offset..offset + length]
+            .starts_with("Outcome: done. Decided by Owner.\nResult: "),
+        "{card}"
+    );
     assert!(!card["earlier"].as_array().unwrap().is_empty());
     let answers = sandbox.get_json("/api/chat")["answers"].clone();
     assert!(
@@ -304,11 +320,16 @@ fn a_press_on_the_page_is_a_callback_the_daemon_accepts() {
 fn the_owner_writes_from_the_page_also_after_a_restart_on_the_same_state() {
     let dir = tempfile::tempdir().unwrap();
     let state_dir = dir.path().to_str().unwrap();
-    for (round, command, reply) in [
-        (1, "/pending", "No asks are waiting."),
-        (2, "/help", "Commands:"),
+    // The page's words follow the owner's language, which the daemon keeps across restarts.
+    for (round, command, reply, before, after) in [
+        (1, "/pending", "No asks are waiting.", "en", "en"),
+        (2, "/help", "Commands:", "en", "en"),
+        (3, "/lang pt", "Idioma: português.", "en", "pt"),
+        (4, "/help", "Comandos:", "pt", "pt"),
     ] {
         let mut sandbox = Sandbox::start(&["--state-dir", state_dir]);
+        let language = |sandbox: &Sandbox| sandbox.get_json("/api/chat")["language"].clone();
+        assert_eq!(language(&sandbox), before, "round {round}");
         let (status, sent) = sandbox.post("/api/send", &json!({"text": command}));
         assert_eq!(status, 200, "round {round}: {sent}");
         // The restarted emulator gives ids above the offset the daemon stored, so the daemon
@@ -326,6 +347,7 @@ fn the_owner_writes_from_the_page_also_after_a_restart_on_the_same_state() {
                 })
             },
         );
+        assert_eq!(language(&sandbox), after, "round {round}");
         assert!(sandbox.stop(Signal::SIGTERM).success());
     }
 }
