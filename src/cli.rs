@@ -1,5 +1,5 @@
-//! The `consentd` command line (SPEC §2). Parses arguments, runs a subcommand, maps its result to
-//! the exit code the contract names.
+//! The `consentd` command line. Parses arguments, runs a subcommand, maps its result to the exit
+//! code docs/PROTOCOL.md ("The command line") names.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -20,7 +20,7 @@ const EXIT_ERROR: u8 = 1;
 /// Exit code: a usage error.
 const EXIT_USAGE: u8 = 2;
 
-/// The exit codes of a record's final states, shared by `ask` and `status` (SPEC §2).
+/// The exit codes of a record's final states, shared by `ask` and `status` (docs/PROTOCOL.md).
 macro_rules! final_exit_codes {
     () => {
         "  3  refused before any card (the reason code is printed)\n\

@@ -132,7 +132,7 @@ pub async fn request(
 /// Exit code: the record is still open (pending, with `--no-wait` or a `status` without `--wait`).
 const EXIT_OPEN: u8 = 8;
 
-/// The exit code for an ask's final status (SPEC §2).
+/// The exit code for an ask's final status (docs/PROTOCOL.md, "The command line").
 pub fn exit_code_for(status: &str) -> u8 {
     match status {
         "executed" | "granted" => 0,

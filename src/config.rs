@@ -1,4 +1,4 @@
-//! The consentd configuration file (SPEC §3): reading it, checking it, and
+//! The consentd configuration file (docs/CONFIG.md): reading it, checking it, and
 //! turning it into typed values the rest of the daemon can trust.
 //!
 //! This module owns every rule the config must satisfy: which keys exist, their
@@ -1813,7 +1813,7 @@ command = ["/usr/lib/consentd/publish-x"]
         assert!(!cat.enabled);
         assert!(cat.mandate_ok);
         assert_eq!(cat.class, Class::External);
-        assert_eq!(cat.cost, Cost::Request);
+        assert_eq!(cat.cost, Cost::None);
         assert_eq!(cat.fields, ["reply_to"]);
         assert_eq!(cat.label(Language::Ru), "Пост в X");
         assert_eq!(cat.field_label("reply_to", Language::En), "Reply to");
@@ -3304,3 +3304,6 @@ command = ["rm"]
         );
     }
 }
+
+#[cfg(test)]
+mod doc_tests;

@@ -1,4 +1,5 @@
-//! The digest of an action (SPEC §6): SHA-256 over the RFC 8785 canonical JSON of its envelope.
+//! The digest of an action (docs/PROTOCOL.md, "Digests"): SHA-256 over the RFC 8785 canonical
+//! JSON of its envelope.
 //!
 //! A yes is for exactly one digest, so everything the owner sees and everything that runs must be
 //! inside it: kind, target, text, fields, cost and each attachment's name, type, size and hash.
@@ -75,6 +76,36 @@ impl Envelope<'_> {
     }
 }
 
+/// The canonical JSON and the hex digest of an envelope written out as JSON, as the test
+/// vectors and docs/PROTOCOL.md write it: the route from the written form through [`Envelope`].
+#[cfg(test)]
+pub(crate) fn of_json(envelope: &serde_json::Value) -> (String, String) {
+    let text = |key: &str| envelope[key].as_str();
+    let fields: BTreeMap<String, String> =
+        serde_json::from_value(envelope["fields"].clone()).expect("fields: strings");
+    let attachments: Vec<AttachmentFacts> = envelope["attachments"]
+        .as_array()
+        .expect("attachments: an array")
+        .iter()
+        .map(|a| AttachmentFacts {
+            name: a["name"].as_str().unwrap_or_default().to_owned(),
+            media_type: a["media_type"].as_str().unwrap_or_default().to_owned(),
+            bytes: a["bytes"].as_u64().unwrap_or_default(),
+            sha256: a["sha256"].as_str().unwrap_or_default().to_owned(),
+        })
+        .collect();
+    let ours = Envelope {
+        v: 1,
+        kind: text("kind").expect("a kind"),
+        target: text("target"),
+        text: text("text"),
+        fields: &fields,
+        cost_usd: text("cost_usd"),
+        attachments: &attachments,
+    };
+    (ours.canonical_json(), ours.digest().to_hex())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,39 +118,9 @@ mod tests {
         assert!(vectors.len() >= 7);
         for vector in vectors {
             let name = vector["name"].as_str().unwrap();
-            let envelope = &vector["envelope"];
-            let fields: BTreeMap<String, String> =
-                serde_json::from_value(envelope["fields"].clone()).unwrap();
-            let attachments: Vec<AttachmentFacts> = envelope["attachments"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|a| AttachmentFacts {
-                    name: a["name"].as_str().unwrap().to_owned(),
-                    media_type: a["media_type"].as_str().unwrap().to_owned(),
-                    bytes: a["bytes"].as_u64().unwrap(),
-                    sha256: a["sha256"].as_str().unwrap().to_owned(),
-                })
-                .collect();
-            let ours = Envelope {
-                v: 1,
-                kind: envelope["kind"].as_str().unwrap(),
-                target: envelope["target"].as_str(),
-                text: envelope["text"].as_str(),
-                fields: &fields,
-                cost_usd: envelope["cost_usd"].as_str(),
-                attachments: &attachments,
-            };
-            assert_eq!(
-                ours.canonical_json(),
-                vector["canonical"].as_str().unwrap(),
-                "{name}"
-            );
-            assert_eq!(
-                ours.digest().to_hex(),
-                vector["sha256"].as_str().unwrap(),
-                "{name}"
-            );
+            let (canonical, digest) = of_json(&vector["envelope"]);
+            assert_eq!(canonical, vector["canonical"].as_str().unwrap(), "{name}");
+            assert_eq!(digest, vector["sha256"].as_str().unwrap(), "{name}");
         }
     }
 

@@ -1,4 +1,5 @@
-//! The socket protocol (SPEC §4): one JSON request per connection, answered by JSON lines.
+//! The socket protocol (docs/PROTOCOL.md): one JSON request per connection, answered by JSON
+//! lines.
 //!
 //! Parsing here is structural only — shapes, types, the envelope's keys. Whether an ask fits its
 //! category, its sizes and the Unicode policy is the refusal gate's business ([`crate::refusal`]).
@@ -40,6 +41,11 @@ pub const MANDATE_KEYS: &[&str] = &[
     "reason",
     "wait",
 ];
+
+/// The keys a status request may carry.
+const STATUS_KEYS: &[&str] = &["v", "op", "id", "wait"];
+/// The keys a list request may carry.
+const LIST_KEYS: &[&str] = &["v", "op", "cursor"];
 
 /// A parsed request.
 #[derive(Debug, Clone, PartialEq)]
@@ -157,13 +163,13 @@ fn parse_fields(object: &Map<String, Value>) -> Result<Request, Refusal> {
     match op {
         "ask" => parse_ask(object).map(Request::Ask),
         "status" => {
-            only_keys(object, &["v", "op", "id", "wait"], "a status request")?;
+            only_keys(object, STATUS_KEYS, "a status request")?;
             let id = required_string(object, "id")?;
             let wait = optional_bool(object, "wait")?.unwrap_or(false);
             Ok(Request::Status { id, wait })
         }
         "list" => {
-            only_keys(object, &["v", "op", "cursor"], "a list request")?;
+            only_keys(object, LIST_KEYS, "a list request")?;
             let cursor = optional_string(object, "cursor")?;
             Ok(Request::List { cursor })
         }
@@ -672,3 +678,6 @@ mod tests {
         assert_eq!(line, "{\"v\":1,\"id\":\"r_1\",\"status\":\"pending\"}\n");
     }
 }
+
+#[cfg(test)]
+mod doc_tests;

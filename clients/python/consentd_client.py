@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""A client for consentd's socket (the protocol in docs/AGENT-AUTHOR.md), standard library only.
+"""A client for consentd's socket (the protocol in docs/PROTOCOL.md), standard library only.
 
 As a library::
 
     from consentd_client import Client, attachment
 
     client = Client()  # $CONSENTD_SOCKET, else /run/consentd/consent.sock
-    answer = client.ask("publish_x", target="@mila_news", text="Hello", cost_usd="0.04",
+    answer = client.ask("publish_x", target="@mila_news", text="Hello",
                         attachments=[attachment("cover.png")])
     if answer["status"] == "executed":
         print(answer["result"])
@@ -19,7 +19,7 @@ yes::
 
     consentd_client.py ask --kind publish_x --target @mila_news --text-file post.txt
     consentd_client.py mandate --kind publish_x --target @mila_news --days 7 \\
-        --usd-per-day 5.00 --actions-per-day 10 --reason "the daily digest"
+        --actions-per-day 10 --reason "the daily digest"    # a kind that never costs
     consentd_client.py mandate --kind generate_image --days 7 --usd-per-day 2.00 \\
         --actions-per-day 20    # a kind with no target: no --target
     consentd_client.py status r_... [--wait]

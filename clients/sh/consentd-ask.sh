@@ -1,7 +1,7 @@
 #!/bin/sh
 # consentd-ask.sh: ask consentd for one action from a shell script, with the text on stdin.
 #
-#   printf '%s' "$post" | consentd-ask.sh --kind publish_x --target @mila_news --cost-usd 0.04
+#   printf '%s' "$post" | consentd-ask.sh --kind publish_x --target @mila_news
 #
 # Any `consentd ask` option may be given (--field, --attach, --urgent, --no-wait, --json, ...).
 # Prints what `consentd ask` prints (the action's result on stdout when it ran) and exits with

@@ -3,7 +3,7 @@
 //!
 //! The daemon runs through the same [`crate::daemon::serve_with`] as `consentd serve`, on a
 //! config this module writes (a preset owner, English, UTC, no quiet hours, sample categories
-//! whose commands only echo) and a fixed token that is no secret. Its Telegram is
+//! whose commands only echo, fail or hang) and a fixed token that is no secret. Its Telegram is
 //! [`crate::emulator::Emulator`], the one the tests use; [`page`] serves the chat.
 
 mod page;
@@ -244,6 +244,10 @@ impl Banner {
              Open the page, then ask from another terminal:\n\
              \n  {}\n\n\
              Other kinds: generate_image (--text, --cost-usd 0.04), delete_post (--target).\n\
+             To see the other ways a run can end, ask for these and press Yes:\n\
+             \x20 always_fails (--text): its command fails; ask exits 6 (failed)\n\
+             \x20 always_hangs (--text): its command runs past its {HANG_TIMEOUT} timeout and is \
+             killed; ask exits 7 (outcome_unknown)\n\
              Stop with Ctrl-C.\n",
             self.layout.dir.display(),
             self.layout.socket.display(),
@@ -290,13 +294,11 @@ fn path_string(path: &Path) -> anyhow::Result<String> {
     Ok(toml_string(text))
 }
 
-/// A command that reads the action's JSON from stdin and echoes one result line naming the
-/// record: `/bin/sh -c SCRIPT NAME`, an argv, with the shell's own builtins only (the command's
-/// environment is empty, so there is no PATH).
-fn echo_command(name: &str, result: &str) -> String {
-    let script = format!(
-        "IFS= read -r action; id=${{action#*\\\"id\\\":\\\"}}; id=${{id%%\\\"*}}; echo \"{result}\""
-    );
+/// A command that reads the action's JSON from stdin and then runs `then`: `/bin/sh -c SCRIPT
+/// NAME`, an argv (the executor runs no shell of its own). The command's environment is empty, so
+/// there is no PATH: the script uses the shell's builtins, and names any program by its path.
+fn sh_command(name: &str, then: &str) -> String {
+    let script = format!("IFS= read -r action; {then}");
     format!(
         "[\"/bin/sh\", \"-c\", {}, {}]",
         toml_string(&script),
@@ -304,8 +306,40 @@ fn echo_command(name: &str, result: &str) -> String {
     )
 }
 
-/// The sandbox's config: the owner preset, English, UTC, no quiet hours, and three sample
-/// categories, all on, whose commands only echo.
+/// A command that echoes one result line naming the record.
+fn echo_command(name: &str, result: &str) -> String {
+    sh_command(
+        name,
+        &format!("id=${{action#*\\\"id\\\":\\\"}}; id=${{id%%\\\"*}}; echo \"{result}\""),
+    )
+}
+
+/// A command that fails: a line on stderr (kept for the operator, never shown to the session)
+/// and exit status 3, so the record ends `failed` and `ask` exits 6.
+fn failing_command() -> String {
+    sh_command(
+        "sandbox-always-fails",
+        "echo 'the service said no (a failure on purpose, in the sandbox)' >&2; exit 3",
+    )
+}
+
+/// A command that never finishes: killed at its category's timeout, so the record ends
+/// `outcome_unknown` and `ask` exits 7. It waits in /bin/sleep; on a system without one the
+/// shell spins instead, which the timeout ends just the same.
+fn hanging_command() -> String {
+    sh_command(
+        "sandbox-always-hangs",
+        "[ -x /bin/sleep ] && exec /bin/sleep 3600; while :; do :; done",
+    )
+}
+
+/// How long the hanging category's command runs before it is killed: short, so that trying it
+/// (and its test) costs a few seconds.
+pub const HANG_TIMEOUT: &str = "3s";
+
+/// The sandbox's config: the owner preset, English, UTC, no quiet hours, and five sample
+/// categories, all on: three whose commands only echo, one whose command fails and one whose
+/// command hangs past its timeout.
 pub fn config_text(layout: &Layout, api_url: &str, uid: u32) -> anyhow::Result<String> {
     Ok(format!(
         r#"# Written by `consentd sandbox` at each start; edits are overwritten.
@@ -363,6 +397,23 @@ enabled = true
 target = "required"
 command = {delete}
 timeout = "10s"
+
+# For trying the outcomes a run can have besides success: press Yes and see exit 6, then 7.
+[categories.always_fails]
+label = {{ en = "Always fails (sandbox)", ru = "Всегда завершается ошибкой (песочница)", pt = "Sempre falha (sandbox)" }}
+class = "external"
+enabled = true
+text = "required"
+command = {fails}
+timeout = "10s"
+
+[categories.always_hangs]
+label = {{ en = "Always hangs (sandbox)", ru = "Всегда зависает (песочница)", pt = "Sempre trava (sandbox)" }}
+class = "external"
+enabled = true
+text = "required"
+command = {hangs}
+timeout = "{HANG_TIMEOUT}"
 "#,
         api_url = toml_string(api_url),
         state_dir = path_string(&layout.state_dir)?,
@@ -374,6 +425,8 @@ timeout = "10s"
             "https://example.org/sandbox/images/$id.png (nothing was paid)"
         ),
         delete = echo_command("sandbox-delete-post", "deleted in the sandbox only ($id)"),
+        fails = failing_command(),
+        hangs = hanging_command(),
     ))
 }
 
@@ -391,30 +444,52 @@ mod tests {
         assert_eq!(config.paths.socket, layout.socket);
         assert_eq!(config.telegram.api_url, "http://127.0.0.1:1234");
         assert_eq!(config.client.allowed_uids, vec![1000]);
-        assert_eq!(config.categories.len(), 3);
+        let kinds: Vec<&str> = config.categories.keys().map(String::as_str).collect();
+        assert_eq!(
+            kinds,
+            [
+                "always_fails",
+                "always_hangs",
+                "delete_post",
+                "generate_image",
+                "publish_x"
+            ]
+        );
         assert!(config.categories.values().all(|c| c.enabled));
+        // Trying the hang costs its timeout in real time: a few seconds, no more.
+        assert_eq!(
+            config.categories["always_hangs"].timeout,
+            Duration::from_secs(3)
+        );
     }
 
-    #[test]
-    fn the_echo_commands_print_a_line_naming_the_record() {
+    /// Runs a sandbox category's command as the executor does: its argv, an empty environment,
+    /// the action's JSON on stdin.
+    fn run(kind: &str, action: &[u8]) -> std::process::Output {
         let layout = Layout::new(Path::new("/tmp/x"));
         let text = config_text(&layout, "http://127.0.0.1:1", 0).unwrap();
         let config = crate::config::parse(&text, "sandbox").unwrap();
-        let command = &config.categories["publish_x"].command;
-        let output = std::process::Command::new(&command[0])
+        let command = &config.categories[kind].command;
+        std::process::Command::new(&command[0])
             .args(&command[1..])
             .env_clear()
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .and_then(|mut child| {
-                let stdin = child.stdin.take();
-                stdin.unwrap().write_all(
-                    br#"{"id":"r_abc","kind":"publish_x","text":"say \"id\":\"no\""}"#,
-                )?;
+                child.stdin.take().unwrap().write_all(action)?;
                 child.wait_with_output()
             })
-            .unwrap();
+            .unwrap()
+    }
+
+    #[test]
+    fn the_echo_commands_print_a_line_naming_the_record() {
+        let output = run(
+            "publish_x",
+            br#"{"id":"r_abc","kind":"publish_x","text":"say \"id\":\"no\""}"#,
+        );
         assert!(output.status.success());
         assert_eq!(
             String::from_utf8(output.stdout).unwrap(),
@@ -427,10 +502,20 @@ mod tests {
         let layout = Layout::new(Path::new("/tmp/x"));
         let text = config_text(&layout, "http://127.0.0.1:1", 0).unwrap();
         let titles = card_titles(&crate::config::parse(&text, "sandbox").unwrap()).unwrap();
-        assert_eq!(titles.len(), 3 * 3 * 2);
+        assert_eq!(titles.len(), 5 * 3 * 2);
         assert_eq!(titles["Delete a post (destructive)"], "destructive");
         assert_eq!(titles["СРОЧНО\nУдалить пост (необратимое)"], "destructive");
         assert_eq!(titles["Gerar uma imagem (com custo)"], "spend");
+    }
+
+    #[test]
+    fn the_failing_command_fails_with_no_result() {
+        let output = run("always_fails", br#"{"id":"r_abc","kind":"always_fails"}"#);
+        assert_eq!(output.status.code(), Some(3));
+        assert!(output.stdout.is_empty());
+        assert!(String::from_utf8(output.stderr)
+            .unwrap()
+            .contains("on purpose"));
     }
 
     #[test]

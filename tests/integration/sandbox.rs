@@ -1,6 +1,7 @@
 //! `consentd sandbox` without a browser: the config it writes, its chat page's JSON API (a press
-//! there is a real callback the daemon accepts, a text there a real message), the page's
-//! refusals, a restart on a kept state dir, and a clean stop on SIGTERM and SIGINT.
+//! there is a real callback the daemon accepts, a text there a real message), the sample kinds
+//! whose runs fail and hang (`ask` exits 6 and 7), the page's refusals, a restart on a kept state
+//! dir, and a clean stop on SIGTERM and SIGINT.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -215,7 +216,7 @@ fn a_press_on_the_page_is_a_callback_the_daemon_accepts() {
     ]);
     assert_eq!(check.status.code(), Some(0), "{}", stdout(&check));
     assert!(
-        stdout(&check).starts_with("ok: 3 categories (3 on)"),
+        stdout(&check).starts_with("ok: 5 categories (5 on)"),
         "{}",
         stdout(&check)
     );
@@ -314,6 +315,83 @@ fn a_press_on_the_page_is_a_callback_the_daemon_accepts() {
         dir.path().join("state/decisions.jsonl").exists(),
         "--state-dir is kept"
     );
+}
+
+#[test]
+fn the_kinds_that_fail_and_hang_end_ask_with_6_and_7() {
+    let sandbox = Sandbox::start(&[]);
+    for (kind, code, status, message, outcome) in [
+        (
+            "always_fails",
+            6,
+            "failed",
+            "exit status 3",
+            "Outcome: failed",
+        ),
+        (
+            "always_hangs",
+            7,
+            "outcome_unknown",
+            "the command did not finish in time and was killed",
+            "Outcome: outcome unknown",
+        ),
+    ] {
+        let text = format!("Trying {kind}");
+        let ask = Command::new(BIN)
+            .args(["ask", "--kind", kind, "--text", &text, "--json"])
+            .env("CONSENTD_SOCKET", &sandbox.socket)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let messages = sandbox.wait_chat(&format!("the card of {kind}"), |messages| {
+            messages
+                .iter()
+                .any(|m| text_of(m).contains(&text) && has_buttons(m))
+        });
+        let card = messages
+            .iter()
+            .find(|m| text_of(m).contains(&text) && has_buttons(m))
+            .unwrap();
+        let (pressed, answer) = sandbox.post(
+            "/api/press",
+            &json!({"message_id": card["id"], "data": card["buttons"][0][0]["callback_data"]}),
+        );
+        assert_eq!(pressed, 200, "{kind}: {answer}");
+        // The hang ends at its category's timeout (3s): the only real time this test waits for.
+        let output = ask.wait_with_output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "{kind}: {}",
+            stderr(&output)
+        );
+        let last = stdout(&output)
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .to_owned();
+        let answer: Value = serde_json::from_str(&last).unwrap();
+        assert_eq!(answer["status"], status, "{kind}: {answer}");
+        assert_eq!(answer["message"], message, "{kind}: {answer}");
+        assert!(answer.get("result").is_none(), "{kind}: {answer}");
+        let id = answer["id"].as_str().unwrap().to_owned();
+        sandbox.wait_chat(
+            &format!("the card of {kind} with its outcome"),
+            |messages| {
+                messages.iter().any(|m| {
+                    text_of(m).contains(&id) && text_of(m).contains(outcome) && !has_buttons(m)
+                })
+            },
+        );
+        let status_of = sandbox.cli(&["status", &id]);
+        assert_eq!(
+            status_of.status.code(),
+            Some(code),
+            "{kind}: status exits as ask did"
+        );
+    }
 }
 
 #[test]
