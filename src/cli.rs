@@ -509,7 +509,7 @@ async fn ask(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
     let answer = client::request_with_progress(&socket, &request).await?;
     let status = text_of(&answer, "status");
     let id = text_of(&answer, "id");
-    let code = client::exit_code_for(status);
+    let code = client::exit_code_for_answer(text_of(&request, "op"), status);
     if common.json {
         outln!("{answer}");
         return Ok(code);
@@ -526,9 +526,13 @@ async fn ask(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
             text_of(&answer, "reason"),
             text_of(&answer, "message")
         ),
-        "granted" => {
+        "granted" if code == 0 => {
             outln!("{id}");
             errln!("granted by the owner: the mandate {id} is open");
+        }
+        "granted" => {
+            outln!("{id}");
+            errln!("granted by the owner; it runs now: see `consentd status {id}`");
         }
         "declined" => match answer.get("message").and_then(Value::as_str) {
             // The owner's reason for the No, in their words: what to do differently.
@@ -536,9 +540,17 @@ async fn ask(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
             None => errln!("declined by the owner ({id})"),
         },
         "expired" => errln!("expired: the owner did not answer in time ({id})"),
-        "failed" => errln!("the action ran and failed ({id})"),
+        "failed" => match answer.get("message").and_then(Value::as_str) {
+            Some(why) => errln!("the action ran and failed ({id}): {why}"),
+            None => errln!("the action ran and failed ({id})"),
+        },
         "outcome_unknown" => errln!(
-            "outcome unknown: the action may or may not have run; it will not be run again ({id})"
+            "outcome unknown: the action may or may not have run; it will not be run again ({id}){}",
+            answer
+                .get("message")
+                .and_then(Value::as_str)
+                .map(|why| format!(": {why}"))
+                .unwrap_or_default()
         ),
         "pending" | "card_shown" | "running" => {
             outln!("{id}");

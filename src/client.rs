@@ -146,6 +146,15 @@ pub fn exit_code_for(status: &str) -> u8 {
     }
 }
 
+/// The exit code for the answer to a request of `op`: an action `granted` is not yet run (the
+/// claim is a moment away), so it is still open; a mandate's `granted` is its end.
+pub fn exit_code_for_answer(op: &str, status: &str) -> u8 {
+    match (op, status) {
+        ("ask", "granted") => EXIT_OPEN,
+        _ => exit_code_for(status),
+    }
+}
+
 /// The exit code for a record as `status` shows it: the ask's code for its state once the record
 /// is final, 8 while it is still open (pending, card shown, granted but not yet run, running).
 /// A daemon that does not say `final` is taken at its status's word.
@@ -297,6 +306,17 @@ mod tests {
         ];
         for (status, code) in table {
             assert_eq!(exit_code_for(status), code, "{status}");
+            let as_answer = if status == "granted" { EXIT_OPEN } else { code };
+            assert_eq!(
+                exit_code_for_answer("ask", status),
+                as_answer,
+                "ask {status}"
+            );
+            assert_eq!(
+                exit_code_for_answer("mandate", status),
+                code,
+                "mandate {status}"
+            );
         }
     }
 
