@@ -18,7 +18,7 @@ use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
-use consentd::emulator::Emulator;
+use consentd_emulator::Emulator;
 
 use support::{percentile, Daemon, OWNER, PUBLISH_X, TOKEN};
 

@@ -11,7 +11,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use consentd::emulator::{ChatSpec, Emulator, UserSpec};
+use consentd_emulator::{ChatSpec, Emulator, UserSpec};
 use serde_json::json;
 use support::{percentile, Daemon, OWNER, PUBLISH_X, TOKEN};
 

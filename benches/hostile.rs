@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use consentd::emulator::Emulator;
+use consentd_emulator::Emulator;
 use support::{percentile, Daemon, PUBLISH_X, TOKEN};
 
 const IDLE: usize = 1000;

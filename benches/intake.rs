@@ -57,7 +57,7 @@ fn load(socket: &Path, frame: &'static [u8], seconds: f64) -> f64 {
 fn main() {
     let seconds: f64 = support::argument().unwrap_or(5.0);
     // The daemon needs a Bot API to talk to; refusals never reach it.
-    let (bot, _bot_thread) = consentd::emulator::Emulator::start_in_thread(TOKEN).unwrap();
+    let (bot, _bot_thread) = consentd_emulator::Emulator::start_in_thread(TOKEN).unwrap();
     let daemon = Daemon::start(&bot, "", PUBLISH_X);
     let socket = daemon.socket.clone();
     std::thread::sleep(Duration::from_millis(500));

@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
-use consentd::emulator::Emulator;
+use consentd_emulator::Emulator;
 use support::{percentile, Daemon, OWNER, PUBLISH_X, TOKEN};
 
 const CLIENTS: usize = 16;

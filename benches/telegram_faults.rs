@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use consentd::emulator::{
+use consentd_emulator::{
     poisoned, retry_gaps, Call, ChatSpec, Emulator, Outcome, Scripted, UserSpec,
 };
 use serde_json::{json, Value};

@@ -46,20 +46,21 @@ if [[ $froms -ge 2 ]]; then pass "Dockerfile: $froms stages"; else fail "Dockerf
 if grep -qiE '^FROM [^ ]+ AS build$' <<<"$first_stage" &&
     grep -qE '^RUN .*cargo build' <<<"$first_stage" &&
     grep -E '^RUN .*cargo build' <<<"$first_stage" | grep -q -- '--locked' &&
-    grep -E '^RUN .*cargo build' <<<"$first_stage" | grep -q -- '--release'; then
-    pass "Dockerfile: the build stage runs cargo build --locked --release"
+    grep -E '^RUN .*cargo build' <<<"$first_stage" | grep -q -- '--profile dist' &&
+    ! grep -E '^RUN .*cargo build' <<<"$first_stage" | grep -q -- 'test-hooks'; then
+    pass "Dockerfile: the build stage runs cargo build --locked --profile dist, without test hooks"
 else
-    fail "Dockerfile: the first stage must be 'AS build' and run cargo build --locked --release"
+    fail "Dockerfile: the first stage must be 'AS build' and run cargo build --locked --profile dist, without test-hooks"
 fi
 if grep -qiE '^FROM debian:[^ ]*-slim( |$)' <<<"$last_stage"; then
     pass "Dockerfile: the runtime stage is Debian slim"
 else
     fail "Dockerfile: the runtime stage must be FROM debian:*-slim"
 fi
-if grep -qE '^COPY --from=build .*/target/release/consentd ' <<<"$last_stage"; then
+if grep -qE '^COPY --from=build .*/target/dist/consentd ' <<<"$last_stage"; then
     pass "Dockerfile: the runtime stage takes only the built binary from the build stage"
 else
-    fail "Dockerfile: the runtime stage must COPY --from=build the release binary"
+    fail "Dockerfile: the runtime stage must COPY --from=build the dist binary"
 fi
 if grep -qE '^RUN .*cargo' <<<"$last_stage"; then
     fail "Dockerfile: the runtime stage runs cargo; the toolchain belongs to the build stage"

@@ -132,6 +132,7 @@ enum Command {
     },
     /// Try consentd with no bot: the daemon against a local Telegram emulator, with the
     /// owner's chat as a web page on 127.0.0.1
+    #[cfg(feature = "sandbox")]
     Sandbox {
         /// The page's port (default 8340, or any free port when that is taken; 0 for any)
         #[arg(long, value_name = "P")]
@@ -265,6 +266,7 @@ pub fn main() -> ExitCode {
             init_logging("info");
             report(crate::daemon::serve(&config).map(|()| 0))
         }
+        #[cfg(feature = "sandbox")]
         Command::Sandbox { port, state_dir } => {
             // The sandbox's terminal is for its own lines; the daemon's log shows only trouble.
             init_logging("warn");

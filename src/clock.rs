@@ -126,19 +126,22 @@ impl Clock for ManualClock {
 }
 
 /// The environment variable naming an offset file for [`OffsetClock`].
+#[cfg(feature = "test-hooks")]
 pub const OFFSET_FILE_ENV: &str = "CONSENTD_TEST_CLOCK_FILE";
 
 /// The system clocks shifted by offsets read from a file on every call, so a test can move a
 /// running daemon's time (a card past its ttl, a press after it, the wall clock stepped back)
 /// without waiting. The file holds the wall clock's offset in seconds and, optionally after a
 /// space, the monotonic clock's (never below zero in effect); a missing or unreadable file means
-/// no shift. Chosen by setting `CONSENTD_TEST_CLOCK_FILE`. Whoever can set the daemon's
-/// environment controls the daemon anyway, so this gives nothing new.
+/// no shift. Chosen by setting `CONSENTD_TEST_CLOCK_FILE`, and only in a build with the
+/// `test-hooks` feature, which tests and benches turn on and a release never has.
+#[cfg(feature = "test-hooks")]
 #[derive(Debug, Clone)]
 pub struct OffsetClock {
     pub path: std::path::PathBuf,
 }
 
+#[cfg(feature = "test-hooks")]
 impl OffsetClock {
     fn offsets(&self) -> (i64, i64) {
         let text = std::fs::read_to_string(&self.path).unwrap_or_default();
@@ -149,6 +152,7 @@ impl OffsetClock {
     }
 }
 
+#[cfg(feature = "test-hooks")]
 impl Clock for OffsetClock {
     fn now(&self) -> DateTime<Utc> {
         Utc::now() + chrono::Duration::seconds(self.offsets().0)
@@ -169,7 +173,9 @@ impl Clock for OffsetClock {
     }
 }
 
-/// The daemon's clock: the system clock, or an [`OffsetClock`] when the environment asks for one.
+/// The daemon's clock: the system clock, or (in a `test-hooks` build) an [`OffsetClock`] when the
+/// environment asks for one.
+#[cfg(feature = "test-hooks")]
 pub fn from_env() -> std::sync::Arc<dyn Clock> {
     match std::env::var_os(OFFSET_FILE_ENV) {
         Some(path) => {
@@ -178,6 +184,12 @@ pub fn from_env() -> std::sync::Arc<dyn Clock> {
         }
         None => std::sync::Arc::new(SystemClock),
     }
+}
+
+/// The daemon's clock: in a build without the `test-hooks` feature, always the system clock.
+#[cfg(not(feature = "test-hooks"))]
+pub fn from_env() -> std::sync::Arc<dyn Clock> {
+    std::sync::Arc::new(SystemClock)
 }
 
 #[cfg(test)]

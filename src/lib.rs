@@ -23,7 +23,8 @@
 //! - [`journal`]: the journal's line format, appending, verification and repair.
 //! - [`client`]: the `ask`, `status` and `list` clients.
 //! - [`daemon`]: `serve`, wiring the parts together.
-//! - [`sandbox`]: `consentd sandbox`, the daemon against [`emulator`] with the chat as a web page.
+//! - `sandbox`: `consentd sandbox` (the default-on `sandbox` feature), the daemon against the
+//!   `consentd-emulator` crate's Bot API emulator with the chat as a web page.
 
 pub mod action;
 pub mod card;
@@ -36,7 +37,6 @@ pub mod consent;
 pub mod daemon;
 pub mod deadline;
 pub mod digest;
-pub mod emulator;
 pub mod executor;
 pub mod failpoint;
 pub mod gate;
@@ -53,6 +53,7 @@ pub(crate) mod preflight;
 pub mod press;
 pub mod protocol;
 pub mod refusal;
+#[cfg(feature = "sandbox")]
 pub mod sandbox;
 pub mod sender;
 pub mod server;

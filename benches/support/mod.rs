@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use consentd::emulator::Emulator;
+use consentd_emulator::Emulator;
 
 pub const TOKEN: &str = "123456:BENCH";
 pub const OWNER: i64 = 42;

@@ -4,7 +4,7 @@
 //! The daemon runs through the same [`crate::daemon::serve_with`] as `consentd serve`, on a
 //! config this module writes (a preset owner, English, UTC, no quiet hours, sample categories
 //! whose commands only echo, fail or hang) and a fixed token that is no secret. Its Telegram is
-//! [`crate::emulator::Emulator`], the one the tests use; [`page`] serves the chat.
+//! [`consentd_emulator::Emulator`], the one the tests use; [`page`] serves the chat.
 
 mod page;
 
@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::emulator::{self, Emulator, UserSpec};
+use consentd_emulator::{self as emulator, Emulator, UserSpec};
 use crate::locale::{Language, Locales};
 use crate::output::{errln, Stream};
 

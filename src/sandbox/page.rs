@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::consent::OwnerCell;
-use crate::emulator::{
+use consentd_emulator::{
     Button, CallbackAnswer, ChatMessage, ChatSpec, ContentKind, Emulator, UserSpec,
 };
 use crate::locale::Language;
@@ -103,7 +103,7 @@ pub enum PageError {
     #[error("{0}")]
     BadRequest(String),
     #[error(transparent)]
-    Press(#[from] crate::emulator::PressError),
+    Press(#[from] consentd_emulator::PressError),
     #[error("no such file")]
     NoFile,
 }
@@ -625,7 +625,7 @@ mod tests {
             edit_date: (!earlier.is_empty()).then_some(1),
             history: earlier
                 .iter()
-                .map(|(text, keyboard)| crate::emulator::Revision {
+                .map(|(text, keyboard)| consentd_emulator::Revision {
                     text: Some((*text).to_owned()),
                     entities: None,
                     caption: None,

@@ -4,7 +4,7 @@
 //! presses that must change nothing, each case its own assertion, against the real daemon and
 //! its Bot API emulator.
 
-use consentd::emulator::{ChatMessage, ChatSpec, UserSpec};
+use consentd_emulator::{ChatMessage, ChatSpec, UserSpec};
 use serde_json::{json, Value};
 
 use crate::fixture::{consentd, good_ask, stdout, Daemon, OWNER};

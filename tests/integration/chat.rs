@@ -5,7 +5,7 @@
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use consentd::emulator::{ChatMessage, ChatSpec, Scripted, UserSpec};
+use consentd_emulator::{ChatMessage, ChatSpec, Scripted, UserSpec};
 use serde_json::{json, Value};
 
 use crate::consent::{ask_waiting, waiting};

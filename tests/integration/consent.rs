@@ -6,7 +6,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use base64::Engine as _;
-use consentd::emulator::{ChatMessage, ChatSpec, UserSpec};
+use consentd_emulator::{ChatMessage, ChatSpec, UserSpec};
 use consentd::press::{PressAction, PressKey};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
@@ -609,7 +609,7 @@ fn a_rate_limited_send_is_retried_after_retry_after() {
     let daemon = Daemon::start();
     daemon.bot.script(
         "sendMessage",
-        consentd::emulator::Scripted::too_many_requests(1),
+        consentd_emulator::Scripted::too_many_requests(1),
     );
     let (id, _answer) = ask_waiting(&daemon, waiting("rate limited"));
     daemon.card_of(&id);
@@ -627,7 +627,7 @@ fn another_instance_polling_the_bot_stops_the_daemon() {
     let mut daemon = Daemon::start();
     daemon
         .bot
-        .script("getUpdates", consentd::emulator::Scripted::conflict());
+        .script("getUpdates", consentd_emulator::Scripted::conflict());
     let status = daemon.wait_exit();
     assert!(!status.success());
     assert!(daemon.log().contains("409"), "{}", daemon.log());
@@ -666,11 +666,11 @@ fn telegram_saying_not_modified_or_too_old_does_not_stop_the_loop() {
     let daemon = Daemon::start();
     daemon.bot.script(
         "editMessageText",
-        consentd::emulator::Scripted::not_modified(),
+        consentd_emulator::Scripted::not_modified(),
     );
     daemon.bot.script(
         "answerCallbackQuery",
-        consentd::emulator::Scripted::query_too_old(),
+        consentd_emulator::Scripted::query_too_old(),
     );
     let (id, answer) = ask_waiting(&daemon, waiting("scripted answers"));
     let card = daemon.card_of(&id);
@@ -757,7 +757,7 @@ fn a_card_telegram_refuses_ends_its_record_instead_of_holding_a_slot() {
     let daemon = Daemon::builder().max_pending(1).start();
     daemon.bot.script(
         "sendMessage",
-        consentd::emulator::Scripted::error(400, "Bad Request: chat not found"),
+        consentd_emulator::Scripted::error(400, "Bad Request: chat not found"),
     );
     let (id, answer) = ask_waiting(&daemon, waiting("never delivered"));
     assert_eq!(answer.join().unwrap()["status"], "expired");

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use consentd::emulator::{ChatSpec, Emulator, UserSpec};
+use consentd_emulator::{ChatSpec, Emulator, UserSpec};
 use consentd::store::state::RecordState;
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};

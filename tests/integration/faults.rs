@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use consentd::emulator::{
+use consentd_emulator::{
     poisoned, retry_gaps, ChatMessage, ChatSpec, Emulator, Outcome, Scripted, UserSpec,
 };
 use serde_json::json;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use consentd::emulator::{ChatMessage, ChatSpec, Emulator, EmulatorThread, UserSpec};
+use consentd_emulator::{ChatMessage, ChatSpec, Emulator, EmulatorThread, UserSpec};
 use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_consentd");

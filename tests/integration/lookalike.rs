@@ -4,7 +4,7 @@
 //! a mandate card held for the morning that its new warnings no longer let fit.
 
 use chrono::Duration;
-use consentd::emulator::{ChatMessage, ChatSpec};
+use consentd_emulator::{ChatMessage, ChatSpec};
 use serde_json::{json, Value};
 
 use crate::fixture::{today_at, Daemon, OWNER};

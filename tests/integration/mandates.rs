@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 
-use consentd::emulator::{ChatMessage, ChatSpec, UserSpec};
+use consentd_emulator::{ChatMessage, ChatSpec, UserSpec};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
@@ -506,7 +506,7 @@ fn the_mandates_command_lists_each_open_mandate_with_a_stop_that_works() {
     daemon
         .bot
         .push_text(&owner(), ChatSpec::private(OWNER), "/mandates");
-    let listed = |bot: &consentd::emulator::Emulator| {
+    let listed = |bot: &consentd_emulator::Emulator| {
         bot.messages(OWNER).into_iter().find(|m| {
             m.outgoing
                 && m.text.as_deref().is_some_and(|t| {

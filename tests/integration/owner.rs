@@ -3,7 +3,7 @@
 //! from anyone else.
 
 use chrono::{DateTime, Duration, Utc};
-use consentd::emulator::{ChatMessage, ChatSpec, UserSpec};
+use consentd_emulator::{ChatMessage, ChatSpec, UserSpec};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 

@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use consentd::emulator::{ChatMessage, ChatSpec, UserSpec};
+use consentd_emulator::{ChatMessage, ChatSpec, UserSpec};
 use serde_json::{json, Value};
 
 use crate::fixture::{good_ask, Daemon, OWNER, TOKEN};
@@ -210,7 +210,7 @@ fn an_off_on_an_altered_message_still_switches_off() {
     let daemon = Daemon::start();
     let before = daemon.bot.messages(OWNER).len();
     daemon.bot.push_text(&owner(), private(), "/categories");
-    let find = |bot: &consentd::emulator::Emulator| {
+    let find = |bot: &consentd_emulator::Emulator| {
         bot.messages(OWNER).into_iter().skip(before).find(|m| {
             m.outgoing
                 && m.text
@@ -263,7 +263,7 @@ fn a_yes_in_time_while_the_sender_is_slow_runs() {
     // A reply to the owner whose send stalls: the sender holds the Drawing lock meanwhile.
     daemon.bot.script(
         "sendMessage",
-        consentd::emulator::Scripted::server_error(502),
+        consentd_emulator::Scripted::server_error(502),
     );
     let sends = daemon.bot.calls_to("sendMessage").len();
     daemon.bot.push_text(&owner(), private(), "/help");

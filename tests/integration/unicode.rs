@@ -4,7 +4,7 @@
 //! recipients in fields, and a held card, all marked.
 
 use chrono::Duration;
-use consentd::emulator::ChatSpec;
+use consentd_emulator::ChatSpec;
 use serde_json::{json, Value};
 
 use crate::fixture::{good_ask, today_at, Daemon, OWNER};

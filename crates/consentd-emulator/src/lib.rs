@@ -1,5 +1,10 @@
 //! A fake Telegram Bot API server on loopback, for tests and for the browser sandbox.
 //!
+//! This crate offers [`Emulator`]: a server to start, updates to push, answers to script, and
+//! the chat it keeps to read back. It promises never to reach the network beyond the loopback
+//! address it binds, and never to know anything of consentd: it speaks only the Bot API, so a
+//! test against it checks consentd's bot code, not a second copy of its assumptions.
+//!
 //! consentd's tests run the real bot code — teloxide requests and consentd's own long-polling
 //! loop — against this server instead of Telegram. It answers `POST` (or `GET`)
 //! `/bot{token}/{method}` the way the Bot API does: the same envelope
