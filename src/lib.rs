@@ -26,40 +26,31 @@
 //! - `sandbox`: `consentd sandbox` (the default-on `sandbox` feature), the daemon against the
 //!   `consentd-emulator` crate's Bot API emulator with the chat as a web page.
 
-pub mod action;
-pub mod card;
 pub mod cli;
 pub mod client;
 pub mod clock;
-pub mod commands;
-pub mod config;
 pub mod consent;
 pub mod daemon;
-pub mod deadline;
-pub mod digest;
 pub mod executor;
 pub mod failpoint;
-pub mod gate;
 pub mod intake;
 pub mod journal;
-pub mod locale;
-pub mod lookalike;
-pub mod mandate;
-pub(crate) mod media;
 pub(crate) mod output;
 pub mod pair;
-pub mod pairing;
 pub(crate) mod preflight;
-pub mod press;
-pub mod protocol;
-pub mod refusal;
 #[cfg(feature = "sandbox")]
 pub mod sandbox;
 pub mod sender;
 pub mod server;
-pub mod shown;
-pub mod split;
 pub mod store;
 pub(crate) mod stored;
-pub mod styled;
 pub mod telegram;
+
+#[cfg(test)]
+mod protocol_doc_tests;
+
+// The rules, from consentd-core, under the names the daemon has always used for them.
+pub use consentd_core::{
+    action, card, commands, config, deadline, digest, gate, locale, lookalike, mandate, pairing,
+    press, protocol, refusal, shown, split, styled,
+};

@@ -17,9 +17,9 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use consentd_emulator::{self as emulator, Emulator, UserSpec};
 use crate::locale::{Language, Locales};
 use crate::output::{errln, Stream};
+use consentd_emulator::{self as emulator, Emulator, UserSpec};
 
 /// The page's port when `--port` is not given; taken when free, else any free port.
 pub const DEFAULT_PORT: u16 = 8340;

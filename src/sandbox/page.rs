@@ -35,10 +35,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::consent::OwnerCell;
+use crate::locale::Language;
 use consentd_emulator::{
     Button, CallbackAnswer, ChatMessage, ChatSpec, ContentKind, Emulator, UserSpec,
 };
-use crate::locale::Language;
 
 /// The page, with `__NONCE__` where each response's CSP nonce goes.
 const PAGE: &str = include_str!("page.html");

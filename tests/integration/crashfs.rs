@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use consentd_emulator::{ChatSpec, Emulator, UserSpec};
 use consentd::store::state::RecordState;
+use consentd_emulator::{ChatSpec, Emulator, UserSpec};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 use sha2::{Digest as _, Sha256};

@@ -680,4 +680,6 @@ mod tests {
 }
 
 #[cfg(test)]
+mod doc_tables;
+#[cfg(test)]
 mod doc_tests;

@@ -215,7 +215,7 @@ pub(crate) fn check_unshown_value(value: &str, field: FieldRef<'_>) -> Result<()
 /// owner saw, so a pasted text with hidden characters (tag text, a zero-width space) is sent
 /// back; the spacing rules are not applied, as they are about what the owner reads of what
 /// others wrote, and Telegram trims a message's ends itself.
-pub(crate) fn check_owner_words(value: &str) -> Result<(), Refusal> {
+pub fn check_owner_words(value: &str) -> Result<(), Refusal> {
     check_scalars(value, FieldRef::Text, true)?;
     check_nfc(value, FieldRef::Text)
 }

@@ -446,7 +446,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 /// token's source, the well-formed categories) even when other keys are wrong: its problems
 /// join the file's, so one run names them all (`serve` and `check-config` pass
 /// `preflight::check`).
-pub(crate) fn load_checked(path: &Path, more: MoreChecks<'_>) -> Result<Config, ConfigError> {
+pub fn load_checked(path: &Path, more: MoreChecks<'_>) -> Result<Config, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
         path: path.to_owned(),
         source: Arc::new(e),
@@ -1808,7 +1808,7 @@ command = ["/usr/lib/consentd/publish-x"]
     #[test]
     fn example_config_parses_and_summarizes() {
         let config =
-            parse(include_str!("../config.toml"), "config.toml").expect("example is valid");
+            parse(include_str!("../../../config.toml"), "config.toml").expect("example is valid");
         let cat = &config.categories["publish_x"];
         assert!(!cat.enabled);
         assert!(cat.mandate_ok);
@@ -1834,7 +1834,7 @@ command = ["/usr/lib/consentd/publish-x"]
     #[test]
     fn example_limits_equal_the_defaults() {
         let config =
-            parse(include_str!("../config.toml"), "config.toml").expect("example is valid");
+            parse(include_str!("../../../config.toml"), "config.toml").expect("example is valid");
         let (a, b) = (config.limits, Limits::default());
         assert_eq!(format!("{a:?}"), format!("{b:?}"));
     }
@@ -3276,7 +3276,7 @@ command = ["rm"]
     fn load_reads_a_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("config.toml");
-        std::fs::write(&path, include_str!("../config.toml")).expect("write");
+        std::fs::write(&path, include_str!("../../../config.toml")).expect("write");
         let config = load(&path).expect("valid");
         assert!(config.categories.contains_key("publish_x"));
 

@@ -5,7 +5,7 @@
 
 use super::*;
 
-const DOC: &str = include_str!("../../docs/CONFIG.md");
+const DOC: &str = include_str!("../../../../docs/CONFIG.md");
 
 /// Each table of the config, as the document heads its section, with the keys the walk knows.
 const TABLES: [(&str, &[&str]); 7] = [

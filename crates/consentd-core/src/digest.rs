@@ -113,7 +113,7 @@ mod tests {
     /// Vectors made by fixtures/digest/make_vectors.py, a route independent of this code.
     #[test]
     fn the_fixed_vectors_match_an_independent_implementation() {
-        let text = include_str!("../fixtures/digest/vectors.json");
+        let text = include_str!("../../../fixtures/digest/vectors.json");
         let vectors: Vec<serde_json::Value> = serde_json::from_str(text).unwrap();
         assert!(vectors.len() >= 7);
         for vector in vectors {

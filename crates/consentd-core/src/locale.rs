@@ -32,9 +32,9 @@ impl Language {
     /// The locale file, compiled in.
     pub fn source(self) -> &'static str {
         match self {
-            Language::En => include_str!("../locales/en/consentd.ftl"),
-            Language::Ru => include_str!("../locales/ru/consentd.ftl"),
-            Language::Pt => include_str!("../locales/pt/consentd.ftl"),
+            Language::En => include_str!("../../../locales/en/consentd.ftl"),
+            Language::Ru => include_str!("../../../locales/ru/consentd.ftl"),
+            Language::Pt => include_str!("../../../locales/pt/consentd.ftl"),
         }
     }
 }

@@ -104,7 +104,7 @@ impl MandateRequest {
 }
 
 /// A money term as it binds: an amount of zero is no money term.
-pub(crate) fn money_term(usd_per_day: Option<Decimal>) -> Option<Decimal> {
+pub fn money_term(usd_per_day: Option<Decimal>) -> Option<Decimal> {
     usd_per_day.filter(|usd| !usd.is_zero())
 }
 

@@ -1,0 +1,41 @@
+//! consentd's rules, with no IO: what a session may ask, what the owner is shown, and what a
+//! press means.
+//!
+//! What this crate offers:
+//! - [`config`]: the config's TOML parsed and validated, every problem named by its key.
+//! - [`protocol`]: the socket's JSON requests and responses, parsed strictly; [`action`] and
+//!   [`digest`], an action's canonical envelope and its SHA-256.
+//! - [`refusal`]: the gate — everything refused before a card, with its reason code;
+//!   [`refusal::visible`] is the Unicode policy; [`lookalike`] marks look-alike targets (UTS #39).
+//! - [`card`]: the cards, receipts and replies in the owner's language ([`locale`]), as text with
+//!   Telegram entities ([`styled`]), long texts in parts ([`split`]), and [`shown`], strings from
+//!   others written so that nothing in them is hidden.
+//! - [`press`]: a button's signed data and the verdict on a press; [`deadline`] and [`clock`],
+//!   time as two clocks so a stepped wall clock cannot stretch a card.
+//! - [`mandate`]: standing permissions' terms and what they cover; [`gate`], the notification
+//!   gate (quiet hours, the night limit); [`commands`], the owner's commands; [`pairing`].
+//!
+//! What it promises never to do: no async runtime, no database, no network. The compiler keeps
+//! that promise — none of tokio, rusqlite, reqwest, axum or teloxide is a dependency (`cargo tree
+//! -p consentd-core -e normal`). The few reads it makes are of files named by its caller: the
+//! config file and the press key.
+
+pub mod action;
+pub mod card;
+pub mod clock;
+pub mod commands;
+pub mod config;
+pub mod deadline;
+pub mod digest;
+pub mod gate;
+pub mod locale;
+pub mod lookalike;
+pub mod mandate;
+pub(crate) mod media;
+pub mod pairing;
+pub mod press;
+pub mod protocol;
+pub mod refusal;
+pub mod shown;
+pub mod split;
+pub mod styled;
