@@ -1568,6 +1568,18 @@ fn category_cost(w: &mut Walker, p: &str, t: &Table) -> Cost {
         "request" => Cost::Request,
         _ if s.starts_with(|c: char| c.is_ascii_digit() || c == '.' || c == '-') => {
             match parse_money(s) {
+                // A kind that costs nothing must say so: a fixed zero would count as money
+                // (a mandate would need a money term, a receipt would say "$0.00 of $X").
+                Ok(d) if d.is_zero() => {
+                    w.report(
+                        join(p, "cost"),
+                        format!(
+                            "{s:?} is a fixed cost of zero; write cost = \"none\" for a kind \
+                             that never costs"
+                        ),
+                    );
+                    Cost::None
+                }
                 Ok(d) => Cost::Fixed(d),
                 Err(msg) => {
                     w.report(join(p, "cost"), msg);
@@ -3155,6 +3167,16 @@ command = ["rm"]
             "\"0.041\" has more than 2 decimal places",
         );
         check_category_problem("cost = \"-1\"\n", key, "negative");
+        for zero in ["0", "0.0", "0.00"] {
+            check_category_problem(
+                &format!("cost = \"{zero}\"\n"),
+                key,
+                &format!(
+                    "\"{zero}\" is a fixed cost of zero; write cost = \"none\" for a kind that \
+                     never costs"
+                ),
+            );
+        }
         check_category_problem(
             "cost = \"free\"\n",
             key,
