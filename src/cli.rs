@@ -346,8 +346,9 @@ fn check_config(file: &Path, file_only: bool) -> ExitCode {
     let loaded = if file_only {
         config::load(file)
     } else {
-        config::load_checked(file, &mut |telegram, categories| {
-            let findings = preflight::check(telegram, categories);
+        // The file alone decides what is on: the owner's switches live in the daemon's store.
+        config::load_checked(file, &mut |telegram, categories, _| {
+            let findings = preflight::check(telegram, categories, &Default::default());
             notes = findings.notes;
             findings.problems
         })

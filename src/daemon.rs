@@ -1,6 +1,7 @@
 //! `consentd serve`: load the config, take the socket, open the store and the journal, and serve
 //! until SIGTERM or SIGINT. `consentd sandbox` runs the same path with work of its own beside it.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, RwLock};
 
@@ -19,17 +20,34 @@ use crate::telegram::Telegram;
 
 /// Runs the daemon with the config at `config_path` until a signal stops it. Refuses to start,
 /// naming every key at fault, on a config whose file is wrong or which this machine cannot
-/// serve (`preflight`: the token, a category's command or user).
+/// serve (`preflight`: the token, a category's command or user). A category is judged on or off
+/// as the owner last switched it in the chat, else as the config says: the switches are read
+/// from the store before anything is created.
 pub fn serve(config_path: &Path) -> anyhow::Result<()> {
-    let config = config::load_checked(config_path, &mut |telegram, categories| {
-        let findings = preflight::check(telegram, categories);
+    let config = config::load_checked(config_path, &mut |telegram, categories, paths| {
+        let (switches, mut problems) = match paths.map(|p| stored_switches(&p.state_dir)) {
+            Some(Err(problem)) => (Default::default(), vec![problem]),
+            Some(Ok(switches)) => (switches, Vec::new()),
+            None => Default::default(),
+        };
+        let findings = preflight::check(telegram, categories, &switches);
         for note in &findings.notes {
             tracing::warn!("{note}");
         }
-        findings.problems
+        problems.extend(findings.problems);
+        problems
     })?;
     let token = preflight::bot_token(&config.telegram).map_err(|p| anyhow::anyhow!("{p}"))?;
     serve_with(config, &token, |_| std::future::ready(Ok(())))
+}
+
+/// The owner's category switches kept in `state_dir`, or why they cannot be read (under the
+/// key `paths.state_dir`).
+fn stored_switches(state_dir: &Path) -> Result<BTreeMap<String, bool>, config::Problem> {
+    store::settings::read_switches(state_dir).map_err(|error| config::Problem {
+        key: "paths.state_dir".to_owned(),
+        message: format!("cannot read the owner's category switches: {error}"),
+    })
 }
 
 /// What the daemon shares with the work running beside it.

@@ -32,7 +32,7 @@ pub async fn pair(config_path: &Path) -> anyhow::Result<Pairing> {
             "the config names the owner (owner.telegram_id = {owner}); there is nothing to pair"
         );
     }
-    let db_path = config.paths.state_dir.join("consentd.db");
+    let db_path = config.paths.state_dir.join(crate::store::DB_FILE);
     anyhow::ensure!(
         db_path.exists(),
         "{} does not exist yet: start `consentd serve` once before pairing",

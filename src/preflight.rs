@@ -8,8 +8,12 @@
 //! - any category with `run_as`: the process is root, which switching users needs;
 //! - each category that is on: `command[0]` is an executable regular file, the `run_as` user
 //!   exists, the `env_file` can be read. For a category that is off these are notes, not
-//!   problems: the owner may turn it on in the chat, and its first approved run would fail, but
-//!   the daemon can start and every other category works.
+//!   problems: the daemon can start and every other category works, and the owner's On for it
+//!   is refused while the problem lasts ([`category_problem`]).
+//!
+//! Whether a category is on is the owner's switch from the chat where they pressed one, else the
+//! config's `enabled`. `serve` passes the switches its store holds; `check-config` reads the
+//! file alone and passes none.
 //!
 //! Run by another user than the daemon's, the answers are that user's: root reads any token file,
 //! and a shell's environment is not the service's. `check-config` says whom it checked as.
@@ -34,8 +38,14 @@ pub(crate) struct Findings {
     pub(crate) notes: Vec<Problem>,
 }
 
-/// Checks the token and the categories against this machine, as this process's user.
-pub(crate) fn check(telegram: &Telegram, categories: &BTreeMap<String, Category>) -> Findings {
+/// Checks the token and the categories against this machine, as this process's user; a
+/// category is on by its switch in `switches` (the owner's, from the chat), else by its
+/// `enabled`.
+pub(crate) fn check(
+    telegram: &Telegram,
+    categories: &BTreeMap<String, Category>,
+    switches: &BTreeMap<String, bool>,
+) -> Findings {
     let mut findings = Findings::default();
     if let Err(problem) = bot_token(telegram) {
         findings.problems.push(problem);
@@ -52,17 +62,9 @@ pub(crate) fn check(telegram: &Telegram, categories: &BTreeMap<String, Category>
                 ),
             });
         }
-        let found = [
-            ("command", command_problem(&category.command)),
-            ("run_as", category.run_as.as_deref().and_then(user_problem)),
-            (
-                "env_file",
-                category.env_file.as_deref().and_then(env_file_problem),
-            ),
-        ];
-        for (leaf, message) in found {
-            let Some(message) = message else { continue };
-            if category.enabled {
+        let on = switches.get(name).copied().unwrap_or(category.enabled);
+        for (leaf, message) in category_problems(category) {
+            if on {
                 findings.problems.push(Problem {
                     key: key(leaf),
                     message,
@@ -71,13 +73,33 @@ pub(crate) fn check(telegram: &Telegram, categories: &BTreeMap<String, Category>
                 findings.notes.push(Problem {
                     key: key(leaf),
                     message: format!(
-                        "{message} (the category is off; its runs fail once it is turned on)"
+                        "{message} (the category is off; it cannot be turned on until this is fixed)"
                     ),
                 });
             }
         }
     }
     findings
+}
+
+/// The first reason a category's runs could not start here, if there is one, with the key's
+/// last part (`command`, `run_as`, `env_file`): the owner's On is refused over it.
+pub(crate) fn category_problem(category: &Category) -> Option<(&'static str, String)> {
+    category_problems(category).next()
+}
+
+/// Why a category's runs could not start here, each with the key's last part.
+fn category_problems(category: &Category) -> impl Iterator<Item = (&'static str, String)> {
+    [
+        ("command", command_problem(&category.command)),
+        ("run_as", category.run_as.as_deref().and_then(user_problem)),
+        (
+            "env_file",
+            category.env_file.as_deref().and_then(env_file_problem),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(leaf, problem)| Some((leaf, problem?)))
 }
 
 /// The bot token: the config's `token_file`, else `$CONSENTD_BOT_TOKEN`. Never logged; a problem
@@ -180,6 +202,11 @@ mod tests {
 
     /// The findings for a config of one category with `lines`, its token in a file.
     fn findings(lines: &str) -> Findings {
+        findings_switched(lines, None)
+    }
+
+    /// [`findings`], with the owner's switch for the category where they set one.
+    fn findings_switched(lines: &str, switch: Option<bool>) -> Findings {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("token"), "123:abc\n").unwrap();
         let text = format!(
@@ -188,7 +215,11 @@ mod tests {
             dir.path().display(),
         );
         let config = config::parse(&text, "test").unwrap_or_else(|e| panic!("{e}"));
-        check(&config.telegram, &config.categories)
+        let switches = switch
+            .map(|on| ("post".to_owned(), on))
+            .into_iter()
+            .collect();
+        check(&config.telegram, &config.categories, &switches)
     }
 
     fn keys(problems: &[Problem]) -> Vec<&str> {
@@ -238,6 +269,36 @@ mod tests {
             assert!(found.problems[0]
                 .message
                 .contains("is not executable by uid"));
+        }
+    }
+
+    #[test]
+    fn the_owners_switch_decides_whether_a_category_is_on() {
+        let key = vec!["categories.post.command"];
+        // (the config's `enabled`, the owner's switch, whether a missing command is a problem)
+        let cases = [
+            (false, None, false),
+            (true, None, true),
+            (false, Some(true), true),
+            (true, Some(false), false),
+            (true, Some(true), true),
+            (false, Some(false), false),
+        ];
+        for (enabled, switch, problem) in cases {
+            let found = findings_switched(
+                &format!("enabled = {enabled}\ncommand = [\"/nonexistent/publish\"]"),
+                switch,
+            );
+            let expected = if problem {
+                (key.clone(), vec![])
+            } else {
+                (vec![], key.clone())
+            };
+            assert_eq!(
+                (keys(&found.problems), keys(&found.notes)),
+                expected,
+                "enabled = {enabled}, switch {switch:?}"
+            );
         }
     }
 

@@ -232,3 +232,4 @@ stale-category = “{ $label }” is already { $on ->
         [yes] on
        *[no] off
     }.
+category-cannot-run = “{ $label }” cannot be turned on: fix { $key } first (consentd check-config says what is wrong).

@@ -235,3 +235,4 @@ stale-category = “{ $label }” já está { $on ->
         [yes] ligado
        *[no] desligado
     }.
+category-cannot-run = “{ $label }” não pode ser ligado: corrija primeiro { $key } (consentd check-config diz o que está errado).

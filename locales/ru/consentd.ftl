@@ -248,3 +248,4 @@ stale-category = «{ $label }» уже { $on ->
         [yes] включено
        *[no] выключено
     }.
+category-cannot-run = «{ $label }» нельзя включить: сначала исправьте { $key } (consentd check-config скажет, что не так).

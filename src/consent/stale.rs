@@ -1,12 +1,14 @@
 //! Stale buttons: a press of the owner's own, on a message as drawn, whose thing has moved on (a
 //! card already answered, a mandate already stopped or ended, a silence already lifted, a
-//! switch already in that state). The press is refused as `not_open` as before; the owner is
-//! told why in its answer rather than a bare "Not accepted.". The buttons of a mandate that
-//! ends and of a Resume that is used are taken away by the store in the same transaction
-//! (`store::drawn::unbutton_in`), so such a press comes only from a message not edited yet.
+//! switch already in that state) or cannot be done (an On for a kind whose command cannot run
+//! here). The press is refused as `not_open` as before; the owner is told why in its answer
+//! rather than a bare "Not accepted.". The buttons of a mandate that ends and of a Resume that
+//! is used are taken away by the store in the same transaction (`store::drawn::unbutton_in`),
+//! so such a press comes only from a message not edited yet.
 
 use super::{Consent, PressFacts, Subject, CATEGORY_DIGEST};
 use crate::card::owner::{self, Stale};
+use crate::preflight;
 use crate::press::{PressAction, Rejection, Verdict};
 use crate::store::{MandateRow, RecordState};
 use crate::telegram::Person;
@@ -44,18 +46,23 @@ pub(super) fn resume(silenced: bool) -> Option<Stale> {
 
 impl Consent {
     /// A category switch as the subject of an On or Off: open while the kind is not already in
-    /// the state the button asks for.
+    /// the state the button asks for and, for an On, while its runs could start here (its
+    /// command, `run_as` user and `env_file`, as `serve` checks them at its start).
     pub(super) fn switch_subject(&self, kind: &str, action: PressAction) -> Option<Subject> {
-        if !self.config.categories.contains_key(kind) {
-            return None;
-        }
+        let category = self.config.categories.get(kind)?;
         let on = action == PressAction::CategoryOn;
-        let open = self.category_enabled(kind) != on;
+        let stale = if self.category_enabled(kind) == on {
+            Some(Stale::CategoryAlready { on })
+        } else if on {
+            preflight::category_problem(category).map(|(leaf, _)| Stale::CategoryCannotRun { leaf })
+        } else {
+            None
+        };
         Some(Subject {
             digest: CATEGORY_DIGEST.to_owned(),
-            open,
+            open: stale.is_none(),
             window: None,
-            stale: (!open).then_some(Stale::CategoryAlready { on }),
+            stale,
         })
     }
 
@@ -79,12 +86,19 @@ impl Consent {
                 // The presser is the owner here: their language, as everything else they read.
                 let lang = self.language();
                 let kind = facts.callback.as_ref().map_or("", |c| c.subject.as_str());
+                if let Stale::CategoryCannotRun { leaf } = stale {
+                    tracing::warn!(
+                        key = format!("categories.{kind}.{leaf}"),
+                        "the owner's On was refused: the category's runs could not start \
+                         (consentd check-config says why)"
+                    );
+                }
                 let label = self
                     .config
                     .categories
                     .get(kind)
                     .map_or(kind, |category| category.label(lang));
-                owner::stale_toast(&self.locales, lang, stale, label)
+                owner::stale_toast(&self.locales, lang, stale, kind, label)
             }
             None => crate::card::not_accepted(&self.locales, self.language_for(from)),
         })

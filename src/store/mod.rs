@@ -33,6 +33,9 @@ pub use db::{
 pub use mandates::{MandateRow, NewMandate};
 pub use state::RecordState;
 
+/// The database's file name in the state directory.
+pub const DB_FILE: &str = "consentd.db";
+
 /// Errors of the store. A refused ask is not an error: see [`AskOutcome::Refused`].
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -128,7 +131,7 @@ impl Store {
             path: attachments_dir.display().to_string(),
             source,
         })?;
-        let (mut db, report) = Db::open(&state_dir.join("consentd.db"), journal_path, now)?;
+        let (mut db, report) = Db::open(&state_dir.join(DB_FILE), journal_path, now)?;
         db.take_changes();
         let (jobs, queue) = mpsc::channel::<Job>();
         let (changes, _) = broadcast::channel(1024);

@@ -3,14 +3,16 @@
 //! the day's counts, and the summary sent once a day with the journal's anchor.
 
 use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use rusqlite::{params, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 
 use super::cached::Cached;
 use super::db::{timestamp, Db, Effects, Event};
-use super::StoreError;
+use super::{StoreError, DB_FILE};
 use crate::card::owner::DayCounts;
 use crate::journal::GENESIS_PREV;
 
@@ -22,6 +24,38 @@ pub struct MandateSpend {
     pub actions: u32,
     /// `None` for a mandate with no money term: the summary shows no money for it.
     pub usd: Option<Decimal>,
+}
+
+/// The owner's category switches as the database in `state_dir` holds them, read without
+/// writing and before the store opens: `serve` judges its categories by them before it starts.
+/// No database yet (a first start), or one not yet given its tables, holds no switches.
+pub fn read_switches(state_dir: &Path) -> Result<BTreeMap<String, bool>, StoreError> {
+    let path = state_dir.join(DB_FILE);
+    // A path that cannot be looked at is opened all the same, for SQLite to say why it fails.
+    if matches!(path.try_exists(), Ok(false)) {
+        return Ok(BTreeMap::new());
+    }
+    let conn = Connection::open_with_flags(
+        &path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|source| StoreError::Open {
+        path: path.display().to_string(),
+        source,
+    })?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    let has_table: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master
+                        WHERE type = 'table' AND name = 'category_switches')",
+        [],
+        |row| row.get(0),
+    )?;
+    if !has_table {
+        return Ok(BTreeMap::new());
+    }
+    let mut statement = conn.prepare("SELECT kind, enabled FROM category_switches")?;
+    let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 impl Db {

@@ -38,6 +38,8 @@ pub struct DaemonBuilder {
     env: Vec<(String, String)>,
     /// Whether the config has the kinds of [`MANDATE_KINDS`].
     mandate_kinds: bool,
+    /// More config at the end (`{dir}` stands for the daemon's temp dir).
+    tail: String,
 }
 
 /// Three kinds that take mandates without a target or without money (SPEC §7), for the tests
@@ -86,6 +88,7 @@ impl Default for DaemonBuilder {
             gate: "quiet_hours = \"off\"".to_owned(),
             env: Vec::new(),
             mandate_kinds: false,
+            tail: String::new(),
         }
     }
 }
@@ -132,6 +135,13 @@ impl DaemonBuilder {
         self
     }
 
+    /// Adds `lines` at the end of the config (another category); `{dir}` in them stands for the
+    /// daemon's temp dir.
+    pub fn config_tail(mut self, lines: &str) -> Self {
+        self.tail.push_str(lines);
+        self
+    }
+
     /// Sets `limits.decline_reason_wait` (the fixture's default is "0s": no wait).
     pub fn decline_reason_wait(mut self, wait: &str) -> Self {
         self.decline_reason_wait = wait.to_owned();
@@ -153,11 +163,13 @@ impl DaemonBuilder {
             .owner
             .map(|id| format!("telegram_id = {id}"))
             .unwrap_or_default();
-        let extra = if self.mandate_kinds {
-            MANDATE_KINDS.replace("{dir}", &dir.display().to_string())
+        let mut extra = if self.mandate_kinds {
+            MANDATE_KINDS.to_owned()
         } else {
             String::new()
         };
+        extra.push_str(&self.tail);
+        let extra = extra.replace("{dir}", &dir.display().to_string());
         format!(
             r#"
 [owner]

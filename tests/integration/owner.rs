@@ -453,3 +453,112 @@ fn a_card_held_for_the_morning_comes_at_once_when_the_owner_turns_quiet_hours_of
     let card = daemon.card_of(&id);
     assert!(!card.disable_notification, "no quiet hours: with sound");
 }
+
+/// The `tidy` kind, on or off in the config; its command is `tidy.sh` in the daemon's dir, which
+/// a test may take away or put back.
+fn tidy_kind(enabled: bool) -> String {
+    format!(
+        "\n[categories.tidy]\nlabel = {{ en = \"Tidy up\" }}\nclass = \"external\"\n\
+         enabled = {enabled}\ncommand = [\"{{dir}}/tidy.sh\"]\n"
+    )
+}
+
+/// Writes the `tidy` kind's command into `dir`.
+fn put_tidy_command(dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("tidy.sh");
+    std::fs::write(&path, "#!/bin/sh\necho tidied\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A daemon with the `tidy` kind, `enabled` in its config, its command in place or not.
+fn start_with_tidy(enabled: bool, command: bool) -> Daemon {
+    let dir = tempfile::tempdir().unwrap();
+    if command {
+        put_tidy_command(dir.path());
+    }
+    Daemon::builder()
+        .config_tail(&tidy_kind(enabled))
+        .try_start_in(dir)
+        .unwrap_or_else(|failure| panic!("{failure}"))
+}
+
+/// The `tidy` line of a new `/categories` list, which says the kind is `state`.
+fn tidy_line(daemon: &Daemon, state: &str) -> ChatMessage {
+    say(
+        daemon,
+        "/categories",
+        &format!("Tidy up (external): {state}"),
+    )
+}
+
+#[test]
+fn serve_refuses_to_start_over_a_kind_the_owner_turned_on_that_cannot_run() {
+    // Off in the config; the owner turns it on; then its command goes away.
+    let mut daemon = start_with_tidy(false, true);
+    daemon.tap(&tidy_line(&daemon, "off"), 0);
+    daemon.wait_for_event("category_on");
+    let command = daemon.dir.path().join("tidy.sh");
+    std::fs::remove_file(&command).unwrap();
+    daemon.stop_with(Signal::SIGTERM);
+    let failure = daemon
+        .try_restart_with(Vec::new())
+        .expect_err("serve started with a kind that is on and cannot run");
+    let refusal = format!(
+        "  categories.tidy.command: {} does not exist",
+        command.display()
+    );
+    assert!(
+        failure.message.lines().any(|line| line == refusal),
+        "{failure}"
+    );
+}
+
+#[test]
+fn serve_starts_over_a_kind_the_owner_turned_off_that_cannot_run() {
+    // On in the config; the owner turns it off; then its command goes away.
+    let mut daemon = start_with_tidy(true, true);
+    daemon.tap(&tidy_line(&daemon, "on"), 0);
+    daemon.wait_for_event("category_off");
+    std::fs::remove_file(daemon.dir.path().join("tidy.sh")).unwrap();
+    daemon.stop_with(Signal::SIGTERM);
+    let daemon = daemon.restart();
+    let log = daemon.log();
+    assert!(
+        log.lines().any(|line| line.contains("WARN")
+            && line.contains("categories.tidy.command: ")
+            && line.contains("the category is off")),
+        "the note is in the log: {log}"
+    );
+}
+
+#[test]
+fn the_owners_on_for_a_kind_that_cannot_run_is_refused_and_says_what_to_fix() {
+    let daemon = start_with_tidy(false, false);
+    let line = tidy_line(&daemon, "off");
+    let answers = daemon.bot.callback_answers().len();
+    daemon.tap(&line, 0);
+    let toast = "“Tidy up” cannot be turned on: fix categories.tidy.command first \
+                 (consentd check-config says what is wrong).";
+    daemon.wait_for("the toast", |bot| {
+        bot.callback_answers()
+            .iter()
+            .skip(answers)
+            .any(|a| a.text.as_deref() == Some(toast))
+    });
+    daemon.settle();
+    let rejected = events(&daemon, "press_rejected");
+    assert_eq!(
+        (
+            rejected.len(),
+            &rejected[0]["reason"],
+            &rejected[0]["subject"]
+        ),
+        (1, &json!("not_open"), &json!("tidy"))
+    );
+    assert!(events(&daemon, "category_on").is_empty());
+    // Once the command is in place, the same button turns it on.
+    put_tidy_command(daemon.dir.path());
+    daemon.tap(&line, 0);
+    assert_eq!(daemon.wait_for_event("category_on")["kind"], "tidy");
+}

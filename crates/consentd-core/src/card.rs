@@ -163,6 +163,7 @@ pub mod msg {
     pub const STALE_RESUMED: &str = "stale-resumed";
     pub const STALE_SILENCED_AGAIN: &str = "stale-silenced-again";
     pub const STALE_CATEGORY: &str = "stale-category";
+    pub const CATEGORY_CANNOT_RUN: &str = "category-cannot-run";
 
     pub const ALL: &[&str] = &[
         RESUMED,
@@ -287,6 +288,7 @@ pub mod msg {
         STALE_RESUMED,
         STALE_SILENCED_AGAIN,
         STALE_CATEGORY,
+        CATEGORY_CANNOT_RUN,
     ];
 }
 

@@ -443,9 +443,9 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 }
 
 /// [`load`], with `more` run over the parts of the config a check of the machine needs (the
-/// token's source, the well-formed categories) even when other keys are wrong: its problems
-/// join the file's, so one run names them all (`serve` and `check-config` pass
-/// `preflight::check`).
+/// token's source, the well-formed categories, the paths when they are well formed) even when
+/// other keys are wrong: its problems join the file's, so one run names them all (`serve` and
+/// `check-config` pass `preflight::check`).
 pub fn load_checked(path: &Path, more: MoreChecks<'_>) -> Result<Config, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
         path: path.to_owned(),
@@ -454,11 +454,12 @@ pub fn load_checked(path: &Path, more: MoreChecks<'_>) -> Result<Config, ConfigE
     parse_checked(&text, &path.display().to_string(), more)
 }
 
-/// Checks of a config beyond the file's own rules, over its token source and its categories.
+/// Checks of a config beyond the file's own rules, over its token source, its categories and
+/// its paths (`None` when they are wrong).
 pub(crate) type MoreChecks<'a> =
-    &'a mut dyn FnMut(&Telegram, &BTreeMap<String, Category>) -> Vec<Problem>;
+    &'a mut dyn FnMut(&Telegram, &BTreeMap<String, Category>, Option<&Paths>) -> Vec<Problem>;
 
-fn no_more_checks(_: &Telegram, _: &BTreeMap<String, Category>) -> Vec<Problem> {
+fn no_more_checks(_: &Telegram, _: &BTreeMap<String, Category>, _: Option<&Paths>) -> Vec<Problem> {
     Vec::new()
 }
 
@@ -710,7 +711,8 @@ fn validate(root: &Table, more: MoreChecks<'_>) -> Result<Config, Vec<Problem>> 
     let limits = limits(&mut w, s_limits);
     let gate = gate(&mut w, s_gate);
     let categories = categories(&mut w, s_categories, limits.max_attachments);
-    w.problems.extend(more(&telegram, &categories));
+    w.problems
+        .extend(more(&telegram, &categories, paths.as_ref()));
 
     match paths {
         Some(paths) if w.problems.is_empty() => Ok(Config {
@@ -1568,6 +1570,18 @@ fn category_cost(w: &mut Walker, p: &str, t: &Table) -> Cost {
         "request" => Cost::Request,
         _ if s.starts_with(|c: char| c.is_ascii_digit() || c == '.' || c == '-') => {
             match parse_money(s) {
+                // A kind that costs nothing must say so: a fixed zero would count as money
+                // (a mandate would need a money term, a receipt would say "$0.00 of $X").
+                Ok(d) if d.is_zero() => {
+                    w.report(
+                        join(p, "cost"),
+                        format!(
+                            "{s:?} is a fixed cost of zero; write cost = \"none\" for a kind \
+                             that never costs"
+                        ),
+                    );
+                    Cost::None
+                }
                 Ok(d) => Cost::Fixed(d),
                 Err(msg) => {
                     w.report(join(p, "cost"), msg);
@@ -3155,6 +3169,16 @@ command = ["rm"]
             "\"0.041\" has more than 2 decimal places",
         );
         check_category_problem("cost = \"-1\"\n", key, "negative");
+        for zero in ["0", "0.0", "0.00"] {
+            check_category_problem(
+                &format!("cost = \"{zero}\"\n"),
+                key,
+                &format!(
+                    "\"{zero}\" is a fixed cost of zero; write cost = \"none\" for a kind that \
+                     never costs"
+                ),
+            );
+        }
         check_category_problem(
             "cost = \"free\"\n",
             key,

@@ -12,10 +12,14 @@
 //! - A declared type is matched without regard to case, and a few common names of a type that
 //!   `infer` calls otherwise (`image/jpg`, `audio/wav`, `audio/mp4`, …) are read as that type
 //!   ([`ALIASES`]).
-//! - A declared type in scope that `infer` does not know (`image/svg+xml`, `image/x-thing`) is
-//!   not checked: there is no signature to hold it to. Types outside the scope (`text/plain`,
-//!   `application/zip`, `application/octet-stream`) are not checked either; the card shows them
-//!   as files.
+//! - `image/svg+xml` has no signature: it is text, so its bytes must be UTF-8 (a byte order mark
+//!   allowed) with no NUL byte, and start, after any white space, with `<?xml`, `<!--`,
+//!   `<!DOCTYPE` or `<svg`. This keeps a binary out; what the text says is not checked.
+//! - Any other declared type in scope that `infer` has no signature for (`image/x-thing`,
+//!   `video/x-foo`) is refused: a type that cannot be checked would let any bytes through under
+//!   a media type's name. The session sends such a file as `application/octet-stream`.
+//! - Types outside the scope (`text/plain`, `application/zip`, `application/octet-stream`) are
+//!   not checked; the card shows them as files.
 //! - A signature is the start of a file, not its whole: a file that begins like a PNG and goes
 //!   on as something else passes. This stops a mislabelled file, not a crafted polyglot.
 //! - `infer`'s signatures decide. A rare variant they miss (an MP3 with neither an ID3 tag nor
@@ -49,21 +53,58 @@ const ALIASES: &[(&str, &[&str])] = &[
     ("audio/m4a", &["audio/m4a", "video/mp4"]),
     // Python's mimetypes (the Python client's guess) names an .m4v video/mp4.
     ("video/mp4", &["video/mp4", "video/x-m4v"]),
+    ("audio/webm", &["video/webm"]),
     ("video/avi", &["video/x-msvideo"]),
     ("video/msvideo", &["video/x-msvideo"]),
 ];
+
+/// The type SVG is declared as: text, held to [`svg_problem`] rather than a signature.
+const SVG: &str = "image/svg+xml";
+
+/// How the starts of an SVG's text may go, after any white space (compared without regard to
+/// case: `<!doctype` is common in the wild).
+const SVG_STARTS: &[&str] = &["<?xml", "<!--", "<!doctype", "<svg"];
+
+/// How a declared (lower-case) type's bytes are held to it.
+#[derive(Debug, PartialEq, Eq)]
+enum Rule<'a> {
+    /// Out of scope: the card shows the file as a file.
+    Unchecked,
+    /// The bytes must carry the signature of one of these `infer` types.
+    Signature(Vec<&'a str>),
+    /// SVG text ([`svg_problem`]).
+    Svg,
+    /// In scope, but nothing to hold the bytes to: refused.
+    Unknown,
+}
 
 /// Checks that `bytes` are the media type `declared` (already a well-formed `type/subtype`) at
 /// `place` (`attachments[0]`). See the module documentation for the scope and its limits.
 pub(crate) fn check(place: &str, declared: &str, bytes: &[u8]) -> Result<(), Refusal> {
     let lower = declared.to_ascii_lowercase();
-    let accepted = accepted_types(&lower);
-    if accepted.is_empty() || accepted.iter().any(|t| infer::is_mime(bytes, t)) {
-        return Ok(());
-    }
-    let found = match infer::get(bytes) {
-        Some(kind) => format!("they look like {}", kind.mime_type()),
-        None => "they match no known signature".to_owned(),
+    let found = match rule(&lower) {
+        Rule::Unchecked => return Ok(()),
+        Rule::Signature(accepted) if accepted.iter().any(|t| infer::is_mime(bytes, t)) => {
+            return Ok(())
+        }
+        Rule::Signature(_) => match infer::get(bytes) {
+            Some(kind) => format!("they look like {}", kind.mime_type()),
+            None => "they match no known signature".to_owned(),
+        },
+        Rule::Svg => match svg_problem(bytes) {
+            None => return Ok(()),
+            Some(problem) => problem.to_owned(),
+        },
+        Rule::Unknown => {
+            return Err(Refusal::new(
+                Reason::BadRequest,
+                format!(
+                    "{place} is declared {declared}, a media type whose bytes consentd cannot \
+                     check; if it is not one of the known image, video or audio types, send it \
+                     as application/octet-stream"
+                ),
+            ))
+        }
     };
     Err(Refusal::new(
         Reason::BadRequest,
@@ -74,26 +115,49 @@ pub(crate) fn check(place: &str, declared: &str, bytes: &[u8]) -> Result<(), Ref
     ))
 }
 
-/// The `infer` types whose signatures a declared (lower-case) type's bytes must carry; empty
-/// when the type is out of scope or `infer` has no signature for it.
-fn accepted_types(declared: &str) -> Vec<&str> {
+/// The rule for a declared (lower-case) type.
+fn rule(declared: &str) -> Rule<'_> {
     let in_scope = declared == "application/pdf"
         || ["image/", "video/", "audio/"]
             .iter()
             .any(|top| declared.starts_with(top));
     if !in_scope {
-        return Vec::new();
+        return Rule::Unchecked;
+    }
+    if declared == SVG {
+        return Rule::Svg;
     }
     match ALIASES.iter().find(|(name, _)| *name == declared) {
-        Some((_, types)) => types.to_vec(),
-        None if infer::is_mime_supported(declared) => vec![declared],
-        None => Vec::new(),
+        Some((_, types)) => Rule::Signature(types.to_vec()),
+        None if infer::is_mime_supported(declared) => Rule::Signature(vec![declared]),
+        None => Rule::Unknown,
     }
 }
 
-/// What a message calls a type: its subtype without `x-`, in capitals (`PNG`, `PDF`, `WAV`).
+/// Why `bytes` are not SVG text, if they are not: UTF-8 (after an optional byte order mark)
+/// with no NUL byte, starting, after any white space, as [`SVG_STARTS`] says.
+fn svg_problem(bytes: &[u8]) -> Option<&'static str> {
+    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Some("they are not UTF-8 text");
+    };
+    if text.contains('\0') {
+        return Some("they hold a NUL byte");
+    }
+    let start = text.trim_start().as_bytes();
+    let starts_well = SVG_STARTS.iter().any(|prefix| {
+        start
+            .get(..prefix.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes()))
+    });
+    (!starts_well).then_some("the text does not start with <svg, <?xml, <!-- or <!DOCTYPE")
+}
+
+/// What a message calls a type: its subtype without `x-` or a `+` suffix, in capitals (`PNG`,
+/// `PDF`, `WAV`, `SVG`).
 fn short_name(declared: &str) -> String {
     let subtype = declared.split_once('/').map_or(declared, |(_, s)| s);
+    let subtype = subtype.split_once('+').map_or(subtype, |(s, _)| s);
     subtype
         .strip_prefix("x-")
         .unwrap_or(subtype)
@@ -109,6 +173,13 @@ mod tests {
         let mut bytes = b"\x7fELF\x02\x01\x01\x00".to_vec();
         bytes.resize(64, 0);
         bytes.extend_from_slice(b"\x02\x00\x3e\x00");
+        bytes
+    }
+
+    /// The start of a WebM file: an EBML header naming its doc type (`infer` reads 257 bytes).
+    fn webm() -> Vec<u8> {
+        let mut bytes = b"\x1a\x45\xdf\xa3\x9f\x42\x86\x81\x01\x42\x82\x84webm".to_vec();
+        bytes.resize(300, 0);
         bytes
     }
 
@@ -181,6 +252,7 @@ mod tests {
 
     #[test]
     fn genuine_files_of_each_type_are_accepted() {
+        let webm = webm();
         let cases: &[(&str, &[u8])] = &[
             ("image/png", PNG),
             ("image/jpeg", JPEG_JFIF),
@@ -201,6 +273,8 @@ mod tests {
             ("audio/wav", WAV),
             ("audio/x-wav", WAV),
             ("audio/ogg", OGG),
+            ("audio/webm", &webm),
+            ("video/webm", &webm),
         ];
         for (declared, bytes) in cases {
             assert_eq!(
@@ -212,17 +286,13 @@ mod tests {
     }
 
     #[test]
-    fn types_without_a_signature_or_out_of_scope_are_not_checked() {
+    fn types_out_of_scope_are_not_checked() {
         let elf = elf();
         for declared in [
             "text/plain",
             "application/x-thing",
             "application/octet-stream",
             "application/zip",
-            "image/svg+xml",
-            "image/x-thing",
-            "video/x-thing",
-            "audio/x-thing",
         ] {
             assert_eq!(
                 check("attachments[0]", declared, &elf),
@@ -233,6 +303,77 @@ mod tests {
                 check("attachments[0]", declared, TEXT),
                 Ok(()),
                 "{declared}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_media_type_infer_has_no_signature_for_is_refused() {
+        let elf = elf();
+        let cases: &[(&str, &[u8])] = &[
+            ("image/x-icon2", &elf),
+            ("image/x-thing", PNG),
+            ("video/x-foo", &elf),
+            ("VIDEO/X-FOO", MP4),
+            ("audio/x-thing", TEXT),
+        ];
+        for (declared, bytes) in cases {
+            assert_eq!(
+                refused(declared, bytes),
+                format!(
+                    "attachments[0] is declared {declared}, a media type whose bytes consentd \
+                     cannot check; if it is not one of the known image, video or audio types, \
+                     send it as application/octet-stream"
+                ),
+            );
+        }
+    }
+
+    #[test]
+    fn an_svg_must_be_svg_text() {
+        const NOT_TEXT: &str = "they are not UTF-8 text";
+        const NUL: &str = "they hold a NUL byte";
+        const START: &str = "the text does not start with <svg, <?xml, <!-- or <!DOCTYPE";
+        let elf = elf();
+        // (bytes, why they are not SVG)
+        let refused_cases: &[(&[u8], &str)] = &[
+            // An ELF's header is ASCII but for the NULs that follow.
+            (&elf, NUL),
+            (PNG, NOT_TEXT),
+            (b"<svg>\xff</svg>", NOT_TEXT),
+            (b"\xfe\xff\x00<\x00s\x00v\x00g", NOT_TEXT),
+            (b"<svg>\0</svg>", NUL),
+            (b"\0<svg/>", NUL),
+            (TEXT, START),
+            (b"", START),
+            (b"  \n", START),
+            (b"\xef\xbb\xbf", START),
+            (b"#!/bin/sh\n<svg/>", START),
+            (b"<html><svg/></html>", START),
+        ];
+        for (bytes, why) in refused_cases {
+            assert_eq!(
+                refused("image/svg+xml", bytes),
+                format!(
+                    "attachments[0] is declared image/svg+xml, but its bytes are not SVG ({why})"
+                ),
+                "{bytes:?}"
+            );
+        }
+        let accepted_cases: &[&[u8]] = &[
+            b"<svg xmlns=\"http://www.w3.org/2000/svg\"/>",
+            b"<?xml version=\"1.0\"?>\n<svg/>",
+            b"<!-- a drawing -->\n<svg/>",
+            b"<!DOCTYPE svg PUBLIC \"-//W3C//DTD SVG 1.1//EN\" \"x\"><svg/>",
+            b"\xef\xbb\xbf<svg/>",
+            b"\xef\xbb\xbf \r\n\t<svg>\xc3\xa9</svg>",
+            b"<SVG/>",
+        ];
+        for bytes in accepted_cases {
+            assert_eq!(
+                check("attachments[0]", "Image/SVG+XML", bytes),
+                Ok(()),
+                "{bytes:?}"
             );
         }
     }

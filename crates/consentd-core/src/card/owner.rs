@@ -97,11 +97,20 @@ pub enum Stale {
     SilencedAgain,
     /// An On or Off for a kind already in that state.
     CategoryAlready { on: bool },
+    /// An On for a kind whose runs could not start: the key `categories.KIND.{leaf}` names
+    /// what to fix (`command`, `run_as`, `env_file`).
+    CategoryCannotRun { leaf: &'static str },
 }
 
 /// The press's answer for a stale button (at most [`super::CALLBACK_TEXT_LIMIT`] characters);
-/// `label` names the kind, for a category switch.
-pub fn stale_toast(locales: &Locales, lang: Language, stale: Stale, label: &str) -> String {
+/// `kind` and `label` name the kind, for a category switch.
+pub fn stale_toast(
+    locales: &Locales,
+    lang: Language,
+    stale: Stale,
+    kind: &str,
+    label: &str,
+) -> String {
     let text = match stale {
         Stale::CardAnswered => locales.t(lang, msg::STALE_CARD_ANSWERED, &[]),
         Stale::CardExpired => locales.t(lang, msg::STALE_CARD_EXPIRED, &[]),
@@ -117,6 +126,14 @@ pub fn stale_toast(locales: &Locales, lang: Language, stale: Stale, label: &str)
                 ("on", if on { "yes" } else { "no" }.into()),
             ],
         ),
+        Stale::CategoryCannotRun { leaf } => {
+            let key = format!("categories.{kind}.{leaf}");
+            locales.t(
+                lang,
+                msg::CATEGORY_CANNOT_RUN,
+                &[("label", label.into()), ("key", (&key).into())],
+            )
+        }
     };
     super::clamp(&text, super::CALLBACK_TEXT_LIMIT).into_owned()
 }
@@ -371,6 +388,7 @@ mod tests {
             Stale::SilencedAgain,
             Stale::CategoryAlready { on: true },
             Stale::CategoryAlready { on: false },
+            Stale::CategoryCannotRun { leaf: "command" },
         ];
         let replies = [
             ReasonReply::Sent,
@@ -394,7 +412,7 @@ mod tests {
                 help_pointer(&locales, lang),
             ];
             for stale in stale {
-                let toast = stale_toast(&locales, lang, stale, label(lang));
+                let toast = stale_toast(&locales, lang, stale, "publish_x", label(lang));
                 assert!(toast.chars().count() <= super::super::CALLBACK_TEXT_LIMIT);
                 shown.push(toast);
             }
