@@ -29,6 +29,7 @@
 pub mod cli;
 pub mod client;
 pub mod clock;
+pub mod config;
 pub mod consent;
 pub mod daemon;
 pub mod executor;
@@ -38,6 +39,7 @@ pub mod journal;
 pub(crate) mod output;
 pub mod pair;
 pub(crate) mod preflight;
+pub mod press;
 #[cfg(feature = "sandbox")]
 pub mod sandbox;
 pub mod sender;
@@ -51,6 +53,6 @@ mod protocol_doc_tests;
 
 // The rules, from consentd-core, under the names the daemon has always used for them.
 pub use consentd_core::{
-    action, card, commands, config, deadline, digest, gate, locale, lookalike, mandate, pairing,
-    press, protocol, refusal, shown, split, styled,
+    action, card, commands, deadline, digest, gate, locale, lookalike, mandate, pairing, protocol,
+    refusal, shown, split, styled,
 };

@@ -432,38 +432,29 @@ fn render_problems(problems: &[Problem]) -> String {
 // ---------------------------------------------------------------------------
 
 /// Parses and validates config text. `origin` names the source in the error
-/// (usually the file path).
+/// (usually the file path; the file itself is read by the daemon, `consentd::config::load`).
 pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
     parse_checked(text, origin, &mut no_more_checks)
 }
 
-/// Reads, parses and validates the config file at `path`.
-pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    load_checked(path, &mut no_more_checks)
-}
-
-/// [`load`], with `more` run over the parts of the config a check of the machine needs (the
-/// token's source, the well-formed categories, the paths when they are well formed) even when
-/// other keys are wrong: its problems join the file's, so one run names them all (`serve` and
-/// `check-config` pass `preflight::check`).
-pub fn load_checked(path: &Path, more: MoreChecks<'_>) -> Result<Config, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
-        path: path.to_owned(),
-        source: Arc::new(e),
-    })?;
-    parse_checked(&text, &path.display().to_string(), more)
-}
-
 /// Checks of a config beyond the file's own rules, over its token source, its categories and
 /// its paths (`None` when they are wrong).
-pub(crate) type MoreChecks<'a> =
+pub type MoreChecks<'a> =
     &'a mut dyn FnMut(&Telegram, &BTreeMap<String, Category>, Option<&Paths>) -> Vec<Problem>;
 
 fn no_more_checks(_: &Telegram, _: &BTreeMap<String, Category>, _: Option<&Paths>) -> Vec<Problem> {
     Vec::new()
 }
 
-fn parse_checked(text: &str, origin: &str, more: MoreChecks<'_>) -> Result<Config, ConfigError> {
+/// [`parse`], with `more` run over the parts of the config a check of the machine needs (the
+/// token's source, the well-formed categories, the paths when they are well formed) even when
+/// other keys are wrong: its problems join the file's, so one run names them all (`serve` and
+/// `check-config` pass their preflight through `consentd::config::load_checked`).
+pub fn parse_checked(
+    text: &str,
+    origin: &str,
+    more: MoreChecks<'_>,
+) -> Result<Config, ConfigError> {
     let invalid = |problems| ConfigError::Invalid {
         origin: origin.to_owned(),
         problems,
@@ -3294,38 +3285,6 @@ command = ["rm"]
         assert!("english".parse::<Language>().is_err());
         assert!(Language::En < Language::Ru && Language::Ru < Language::Pt);
         assert_eq!(Class::Destructive.as_str(), "destructive");
-    }
-
-    #[test]
-    fn load_reads_a_file() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("config.toml");
-        std::fs::write(&path, include_str!("../../../config.toml")).expect("write");
-        let config = load(&path).expect("valid");
-        assert!(config.categories.contains_key("publish_x"));
-
-        std::fs::write(&path, "[paths]\nstate_dir = \"rel\"\n").expect("write");
-        let err = load(&path).expect_err("invalid");
-        let text = err.to_string();
-        assert!(
-            text.starts_with(&format!("1 problem(s) in {}:", path.display())),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn load_reports_a_missing_file() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("absent.toml");
-        let err = load(&path).expect_err("missing");
-        assert!(
-            matches!(&err, ConfigError::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
-        );
-        assert!(
-            err.to_string()
-                .starts_with(&format!("cannot read {}: ", path.display())),
-            "{err}"
-        );
     }
 }
 

@@ -1,5 +1,4 @@
-//! The signed button press: the press key and its file in state_dir, the callback data carried by
-//! every card button (`1.<kid>.<a>.<subject>.<tag>`), and the pure verdict on a press.
+//! The signed button press: the press key, the callback data carried by every card button (`1.<kid>.<a>.<subject>.<tag>`), and the pure verdict on a press.
 //!
 //! Callback data is visible to the client and can be forged by a modified one, so it carries only
 //! ids and a MAC; nothing in it is trusted beyond what the MAC covers. A press also counts only on
@@ -7,13 +6,10 @@
 //! valid button copied under another message, or a message edited since (by whoever holds the bot
 //! token), answers nothing. The verdict needs the facts about the subject (its digest, whether it
 //! is open, its window) and the message from the caller, who reads them from the store; this
-//! module touches no store and no network.
+//! module touches no store, no file and no network (the key's file is the daemon's,
+//! `consentd::press`).
 
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -197,31 +193,6 @@ impl Rejection {
     }
 }
 
-/// Failure to get the press key. Messages name the path and never the key.
-#[derive(Debug, thiserror::Error)]
-pub enum KeyError {
-    #[error("cannot get random bytes for a new press key: {0}")]
-    Random(getrandom::Error),
-    #[error("press key file {}: {source}", path.display())]
-    Io { path: PathBuf, source: io::Error },
-    #[error("press key file {} is not a regular file", path.display())]
-    NotAFile { path: PathBuf },
-    #[error("press key file {} has {len} bytes, expected {KEY_LEN}", path.display())]
-    WrongSize { path: PathBuf, len: u64 },
-    #[error(
-        "press key file {} has mode {mode:04o}, wider than 0600; fix it with chmod 600",
-        path.display()
-    )]
-    TooOpen { path: PathBuf, mode: u32 },
-}
-
-fn io_err(path: &Path) -> impl FnOnce(io::Error) -> KeyError + '_ {
-    move |source| KeyError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
 /// The key that signs callback data. Kept apart from the bot token: whoever holds the token can
 /// read and send the bot's messages, but still cannot make a button that counts.
 pub struct PressKey {
@@ -232,10 +203,16 @@ pub struct PressKey {
 
 impl PressKey {
     /// A new key from the operating system's random source.
-    pub fn generate() -> Result<PressKey, KeyError> {
+    pub fn generate() -> Result<PressKey, getrandom::Error> {
         let mut bytes = [0u8; KEY_LEN];
-        getrandom::fill(&mut bytes).map_err(KeyError::Random)?;
+        getrandom::fill(&mut bytes)?;
         Ok(PressKey::from_bytes(bytes))
+    }
+
+    /// The key's bytes, for the one place that writes them: the key file in the state
+    /// directory (`consentd::press::load_or_create_key`). Nothing else may show them.
+    pub fn secret_bytes(&self) -> &[u8; KEY_LEN] {
+        &self.bytes
     }
 
     /// A key from known bytes (the key file, or a fixed key in tests).
@@ -325,112 +302,6 @@ impl PartialEq for PressKey {
 }
 
 impl Eq for PressKey {}
-
-/// Reads the key file at `path`, or makes it at first start.
-///
-/// A new key is written to a temporary file in the same directory (created exclusively, mode 0600,
-/// fsynced) and then hard-linked to `path`, which fails if `path` exists: the key file appears
-/// whole or not at all, so a crash during first start never leaves a short key behind, and two
-/// starts racing end up with the same key. The directory is fsynced so the name survives a power
-/// loss. An existing file must be a regular file (not a symlink) of exactly 32 bytes, with no
-/// permission bits beyond 0600.
-pub fn load_or_create_key(path: &Path) -> Result<PressKey, KeyError> {
-    match fs::symlink_metadata(path) {
-        Ok(_) => read_key(path),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => create_key(path),
-        Err(e) => Err(io_err(path)(e)),
-    }
-}
-
-fn read_key(path: &Path) -> Result<PressKey, KeyError> {
-    let not_a_file = || KeyError::NotAFile {
-        path: path.to_path_buf(),
-    };
-    // Refuse a symlink: it could point the daemon at a key someone else controls or can read.
-    if fs::symlink_metadata(path)
-        .map_err(io_err(path))?
-        .file_type()
-        .is_symlink()
-    {
-        return Err(not_a_file());
-    }
-    let mut file = File::open(path).map_err(io_err(path))?;
-    // Checked on the opened file, so what is checked is what is read.
-    let meta = file.metadata().map_err(io_err(path))?;
-    if !meta.is_file() {
-        return Err(not_a_file());
-    }
-    let mode = meta.mode() & 0o7777;
-    if mode & !0o600 != 0 {
-        return Err(KeyError::TooOpen {
-            path: path.to_path_buf(),
-            mode,
-        });
-    }
-    if meta.len() != KEY_LEN as u64 {
-        return Err(KeyError::WrongSize {
-            path: path.to_path_buf(),
-            len: meta.len(),
-        });
-    }
-    let mut bytes = [0u8; KEY_LEN];
-    file.read_exact(&mut bytes).map_err(io_err(path))?;
-    // The file could have grown between the size check and the read.
-    let mut extra = [0u8; 1];
-    if file.read(&mut extra).map_err(io_err(path))? != 0 {
-        return Err(KeyError::WrongSize {
-            path: path.to_path_buf(),
-            len: KEY_LEN as u64 + 1,
-        });
-    }
-    Ok(PressKey::from_bytes(bytes))
-}
-
-fn create_key(path: &Path) -> Result<PressKey, KeyError> {
-    let key = PressKey::generate()?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| KeyError::NotAFile {
-            path: path.to_path_buf(),
-        })?
-        .to_string_lossy()
-        .into_owned();
-    let mut nonce = [0u8; 8];
-    getrandom::fill(&mut nonce).map_err(KeyError::Random)?;
-    let tmp = dir.join(format!(".{file_name}.{}.tmp", hex::encode(nonce)));
-
-    let written = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(&key.bytes)?;
-        f.sync_all()
-    })();
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(io_err(&tmp)(e));
-    }
-    let linked = fs::hard_link(&tmp, path);
-    // The temporary name has served its purpose either way.
-    let _ = fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => {
-            File::open(dir)
-                .and_then(|d| d.sync_all())
-                .map_err(io_err(dir))?;
-            Ok(key)
-        }
-        // Another start made the key first: use that one.
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => read_key(path),
-        Err(e) => Err(io_err(path)(e)),
-    }
-}
 
 /// Callback data that has the right shape. Nothing in it is trusted until [`verify`] has checked
 /// the tag.
@@ -639,7 +510,6 @@ mod tests {
     use crate::clock::Monotonic;
     use chrono::{DateTime, TimeDelta, Utc};
     use proptest::prelude::*;
-    use std::os::unix::fs::PermissionsExt;
 
     const OWNER: i64 = 123_456_789;
     const STRANGER: i64 = 987_654_321;
@@ -1316,101 +1186,6 @@ mod tests {
         assert!(!is_kind_name("Shell"));
         assert!(!is_kind_name("shell.exec"));
         assert!(!is_kind_name(&"a".repeat(33)));
-    }
-
-    // ---- key file ----
-
-    fn mode_of(path: &Path) -> u32 {
-        fs::metadata(path).unwrap().permissions().mode() & 0o7777
-    }
-
-    #[test]
-    fn key_file_is_created_0600_and_reread_equal() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("press.key");
-        let first = load_or_create_key(&path).unwrap();
-        assert_eq!(mode_of(&path), 0o600);
-        assert_eq!(fs::metadata(&path).unwrap().len(), KEY_LEN as u64);
-        assert_eq!(fs::read(&path).unwrap(), first.bytes);
-        let again = load_or_create_key(&path).unwrap();
-        assert_eq!(first, again);
-        assert_eq!(first.id(), again.id());
-        assert_eq!(
-            first.sign(PressAction::Yes, REC, DIGEST, OWNER),
-            again.sign(PressAction::Yes, REC, DIGEST, OWNER)
-        );
-        // Only the key file is left behind, no temporary.
-        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
-        assert_eq!(names.len(), 1);
-    }
-
-    #[test]
-    fn generated_keys_differ() {
-        let a = PressKey::generate().unwrap();
-        let b = PressKey::generate().unwrap();
-        assert_ne!(a, b);
-    }
-
-    #[test]
-    fn key_file_of_wrong_size_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        for len in [0usize, 31, 33] {
-            let path = dir.path().join(format!("key{len}"));
-            fs::write(&path, vec![1u8; len]).unwrap();
-            fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
-            let err = load_or_create_key(&path).unwrap_err();
-            assert!(
-                matches!(err, KeyError::WrongSize { len: l, .. } if l == len as u64),
-                "{len}: {err:?}"
-            );
-            assert!(err.to_string().contains(&*path.to_string_lossy()), "{err}");
-        }
-    }
-
-    #[test]
-    fn key_file_with_wide_mode_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("press.key");
-        load_or_create_key(&path).unwrap();
-        for mode in [0o644, 0o640, 0o604, 0o700, 0o660] {
-            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
-            let err = load_or_create_key(&path).unwrap_err();
-            assert!(
-                matches!(err, KeyError::TooOpen { mode: m, .. } if m == mode),
-                "{mode:o}: {err:?}"
-            );
-            let msg = err.to_string();
-            assert!(msg.contains(&*path.to_string_lossy()), "{msg}");
-            assert!(msg.contains(&format!("{mode:04o}")), "{msg}");
-        }
-        // Narrower than 0600 is fine.
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o400)).unwrap();
-        assert!(load_or_create_key(&path).is_ok());
-    }
-
-    #[test]
-    fn key_file_symlink_or_directory_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let real = dir.path().join("real.key");
-        load_or_create_key(&real).unwrap();
-        let link = dir.path().join("link.key");
-        std::os::unix::fs::symlink(&real, &link).unwrap();
-        assert!(matches!(
-            load_or_create_key(&link),
-            Err(KeyError::NotAFile { .. })
-        ));
-        let sub = dir.path().join("sub");
-        fs::create_dir(&sub).unwrap();
-        fs::set_permissions(&sub, fs::Permissions::from_mode(0o700)).unwrap();
-        assert!(load_or_create_key(&sub).is_err());
-    }
-
-    #[test]
-    fn missing_directory_is_an_error_naming_the_path() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("nope").join("press.key");
-        let err = load_or_create_key(&path).unwrap_err();
-        assert!(matches!(err, KeyError::Io { .. }), "{err:?}");
     }
 
     #[test]
