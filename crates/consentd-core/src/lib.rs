@@ -5,7 +5,8 @@
 //! - [`config`]: the config's TOML parsed and validated, every problem named by its key.
 //! - [`protocol`]: the socket's JSON requests and responses, parsed strictly; [`action`] and
 //!   [`digest`], an action's canonical envelope and its SHA-256.
-//! - [`refusal`]: the gate — everything refused before a card, with its reason code;
+//! - [`refusal`]: the gate — everything refused before a card, with its reason code ([`reason`],
+//!   a leaf the parser and the checks share);
 //!   [`refusal::visible`] is the Unicode policy; [`lookalike`] marks look-alike targets (UTS #39).
 //! - [`card`]: the cards, receipts and replies in the owner's language ([`locale`]), as text with
 //!   Telegram entities ([`styled`]), long texts in parts ([`split`]), and [`shown`], strings from
@@ -35,6 +36,7 @@ pub(crate) mod media;
 pub mod pairing;
 pub mod press;
 pub mod protocol;
+pub mod reason;
 pub mod refusal;
 pub mod shown;
 pub mod split;

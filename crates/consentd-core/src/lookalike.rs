@@ -19,7 +19,7 @@ use unicode_normalization::UnicodeNormalization;
 use unicode_script::{Script, ScriptExtension, UnicodeScript};
 use unicode_security::{RestrictionLevel, RestrictionLevelDetection};
 
-use crate::refusal::MAX_TARGET_CHARS;
+use crate::reason::MAX_TARGET_CHARS;
 
 const GENERAL_CATEGORY: CodePointMapDataBorrowed<'static, GeneralCategory> =
     CodePointMapData::<GeneralCategory>::new();

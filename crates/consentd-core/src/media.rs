@@ -26,7 +26,7 @@
 //!   one of the frame headers `infer` lists, say) is refused; the session can send such a file
 //!   as `application/octet-stream`, and the card then says so.
 
-use crate::refusal::{Reason, Refusal};
+use crate::reason::{Reason, Refusal};
 
 /// Declared names that mean a type `infer` knows under another name, each with the `infer`
 /// types its bytes may have. A declared type not listed here stands for itself.

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::refusal::{Reason, Refusal};
+use crate::reason::{Reason, Refusal};
 
 /// The only protocol version.
 pub const VERSION: u64 = 1;

@@ -21,99 +21,10 @@ use crate::mandate::{self, Ceilings, KindRules, MandateRequest};
 use crate::protocol::{quote, AskRequest, MandateAsk};
 use visible::FieldRef;
 
-/// The longest target the card shows, in characters.
-pub const MAX_TARGET_CHARS: usize = 256;
-/// The longest field value the card shows, in characters.
-pub const MAX_FIELD_CHARS: usize = 1024;
-/// The longest idempotency key, in characters.
-pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 128;
-/// The longest attachment name, in bytes (a file name on most file systems).
-pub const MAX_ATTACHMENT_NAME_BYTES: usize = 255;
-
-/// The stable reason codes of a refusal (SPEC §4). Their strings never change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Reason {
-    BadRequest,
-    UnknownKind,
-    CategoryOff,
-    FieldNotShown,
-    InvisibleCharacter,
-    NotNfc,
-    TooLarge,
-    DeclinedRecently,
-    KindSilenced,
-    TooManyPending,
-    NoOwner,
-    IdentityConflict,
-    PeerNotAllowed,
-    MandateTerms,
-}
-
-impl Reason {
-    pub const ALL: [Reason; 14] = [
-        Reason::BadRequest,
-        Reason::UnknownKind,
-        Reason::CategoryOff,
-        Reason::FieldNotShown,
-        Reason::InvisibleCharacter,
-        Reason::NotNfc,
-        Reason::TooLarge,
-        Reason::DeclinedRecently,
-        Reason::KindSilenced,
-        Reason::TooManyPending,
-        Reason::NoOwner,
-        Reason::IdentityConflict,
-        Reason::PeerNotAllowed,
-        Reason::MandateTerms,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::BadRequest => "bad_request",
-            Reason::UnknownKind => "unknown_kind",
-            Reason::CategoryOff => "category_off",
-            Reason::FieldNotShown => "field_not_shown",
-            Reason::InvisibleCharacter => "invisible_character",
-            Reason::NotNfc => "not_nfc",
-            Reason::TooLarge => "too_large",
-            Reason::DeclinedRecently => "declined_recently",
-            Reason::KindSilenced => "kind_silenced",
-            Reason::TooManyPending => "too_many_pending",
-            Reason::NoOwner => "no_owner",
-            Reason::IdentityConflict => "identity_conflict",
-            Reason::PeerNotAllowed => "peer_not_allowed",
-            Reason::MandateTerms => "mandate_terms",
-        }
-    }
-
-    pub fn parse(code: &str) -> Option<Reason> {
-        Reason::ALL
-            .into_iter()
-            .find(|reason| reason.as_str() == code)
-    }
-}
-
-impl std::fmt::Display for Reason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A refusal: a value, not an error. The message says what and where, in English.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub reason: Reason,
-    pub message: String,
-}
-
-impl Refusal {
-    pub fn new(reason: Reason, message: impl Into<String>) -> Self {
-        Self {
-            reason,
-            message: message.into(),
-        }
-    }
-}
+pub use crate::reason::{
+    Reason, Refusal, MAX_ATTACHMENT_NAME_BYTES, MAX_FIELD_CHARS, MAX_IDEMPOTENCY_KEY_CHARS,
+    MAX_TARGET_CHARS,
+};
 
 impl From<visible::Refusal> for Refusal {
     fn from(refusal: visible::Refusal) -> Self {
