@@ -26,34 +26,22 @@ use chrono_tz::Tz;
 use rust_decimal::Decimal;
 use toml::{Table, Value};
 
+pub mod limits;
+
+use crate::protocol::ASK_KEYS;
+use limits::limits;
+pub use limits::Limits;
+#[cfg(test)]
+use limits::LIMITS_KEYS;
+
 const DEFAULT_API_URL: &str = "https://api.telegram.org";
 const DEFAULT_SOCKET: &str = "/run/consentd/consent.sock";
 const JOURNAL_FILE_NAME: &str = "decisions.jsonl";
 const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 const MAX_COMMAND_TIMEOUT: Duration = Duration::from_secs(3600);
 const NIGHT_CARD_LIMIT_MAX: i64 = 100;
-/// The longest a declined card waits for the owner's reason (`limits.decline_reason_wait`): the
-/// session's final line waits that long, and an agent blocked ten minutes on a No is long enough.
-const DECLINE_REASON_WAIT_MAX: Duration = Duration::from_secs(10 * 60);
-
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * 1024;
-
-/// Keys of the socket request envelope. A category's extra `fields` live beside
-/// them on the card, so a field with one of these names would be ambiguous.
-const ENVELOPE_KEYS: [&str; 11] = [
-    "v",
-    "op",
-    "kind",
-    "target",
-    "text",
-    "fields",
-    "cost_usd",
-    "attachments",
-    "idempotency_key",
-    "urgent",
-    "wait",
-];
 
 const TOP_KEYS: &[&str] = &[
     "owner",
@@ -68,20 +56,6 @@ const OWNER_KEYS: &[&str] = &["telegram_id", "language", "timezone"];
 const TELEGRAM_KEYS: &[&str] = &["token_file", "api_url"];
 const PATHS_KEYS: &[&str] = &["state_dir", "journal", "socket"];
 const CLIENT_KEYS: &[&str] = &["allowed_uids"];
-const LIMITS_KEYS: &[&str] = &[
-    "card_ttl",
-    "decline_memory",
-    "decline_streak",
-    "mandate_max_days",
-    "mandate_max_usd_per_day",
-    "mandate_max_actions_per_day",
-    "max_pending",
-    "max_text_chars",
-    "max_attachments",
-    "max_attachment_bytes",
-    "max_request_bytes",
-    "decline_reason_wait",
-];
 const GATE_KEYS: &[&str] = &["quiet_hours", "night_card_limit", "summary_at", "receipts"];
 const CATEGORY_KEYS: &[&str] = &[
     "label",
@@ -206,45 +180,6 @@ pub struct Paths {
 pub struct Client {
     /// Empty means any peer that can open the socket.
     pub allowed_uids: Vec<u32>,
-}
-
-#[derive(Debug, Clone)]
-pub struct Limits {
-    pub card_ttl: Duration,
-    pub decline_memory: Duration,
-    pub decline_streak: u32,
-    pub mandate_max_days: u32,
-    pub mandate_max_usd_per_day: Decimal,
-    pub mandate_max_actions_per_day: u32,
-    pub max_pending: u32,
-    pub max_text_chars: usize,
-    pub max_attachments: usize,
-    pub max_attachment_bytes: u64,
-    pub max_request_bytes: u64,
-    /// How long a No waits for the owner's reply with a reason before the session's final
-    /// `declined` line goes without one; zero turns the wait (and the invitation) off.
-    pub decline_reason_wait: Duration,
-}
-
-impl Default for Limits {
-    /// The ceilings themselves, except `max_pending`, whose ceiling (100) is far
-    /// more open asks than one owner should face by default.
-    fn default() -> Self {
-        Limits {
-            card_ttl: Duration::from_secs(15 * 60),
-            decline_memory: Duration::from_secs(24 * 3600),
-            decline_streak: 3,
-            mandate_max_days: 7,
-            mandate_max_usd_per_day: Decimal::new(1000, 2),
-            mandate_max_actions_per_day: 100,
-            max_pending: 20,
-            max_text_chars: 20_000,
-            max_attachments: 4,
-            max_attachment_bytes: 20 * MIB,
-            max_request_bytes: 32 * MIB,
-            decline_reason_wait: Duration::from_secs(60),
-        }
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -1003,215 +938,6 @@ fn client(w: &mut Walker, t: &Table) -> Client {
     Client { allowed_uids: uids }
 }
 
-/// How a lower bound is named: `decline_memory` has a floor the owner may raise
-/// from; the others simply cannot go lower.
-#[derive(Debug, Clone, Copy)]
-enum Lower {
-    Floor,
-    Minimum,
-}
-
-impl Lower {
-    fn word(self) -> &'static str {
-        match self {
-            Lower::Floor => "floor",
-            Lower::Minimum => "minimum",
-        }
-    }
-}
-
-fn limits(w: &mut Walker, t: &Table) -> Limits {
-    let p = "limits";
-    w.unknown_keys(t, p, LIMITS_KEYS);
-    let d = Limits::default();
-
-    let dur = |w: &mut Walker,
-               key: &str,
-               default: Duration,
-               min: (Duration, Lower),
-               max: Option<Duration>| {
-        let Some((v, raw)) = w.duration(t, p, key) else {
-            return default;
-        };
-        match max {
-            _ if v < min.0 => {
-                let (floor, word) = (fmt_duration(min.0), min.1.word());
-                w.report(
-                    join(p, key),
-                    format!("{raw} is under the {word} of {floor}"),
-                );
-                default
-            }
-            Some(max) if v > max => {
-                let ceiling = fmt_duration(max);
-                w.report(
-                    join(p, key),
-                    format!("{raw} is over the ceiling of {ceiling}"),
-                );
-                default
-            }
-            _ => v,
-        }
-    };
-    let card_ttl = dur(
-        w,
-        "card_ttl",
-        d.card_ttl,
-        (Duration::from_secs(60), Lower::Minimum),
-        Some(d.card_ttl),
-    );
-    let decline_memory = dur(
-        w,
-        "decline_memory",
-        d.decline_memory,
-        (d.decline_memory, Lower::Floor),
-        None,
-    );
-
-    let int = |w: &mut Walker,
-               key: &str,
-               default: u64,
-               min: u64,
-               max: u64,
-               show: fn(u64) -> String|
-     -> u64 {
-        let Some(v) = w.integer(t, p, key, "an integer") else {
-            return default;
-        };
-        // Past the sign check every value is at most `max` (32 MiB at most), so
-        // the casts below and in the callers cannot truncate.
-        if v < 0 || (v as u64) < min {
-            w.report(
-                join(p, key),
-                format!("{v} is under the minimum of {}", show(min)),
-            );
-            default
-        } else if v as u64 > max {
-            w.report(
-                join(p, key),
-                format!("{v} is over the ceiling of {}", show(max)),
-            );
-            default
-        } else {
-            v as u64
-        }
-    };
-    let plain: fn(u64) -> String = |n| n.to_string();
-    let bytes: fn(u64) -> String = fmt_bytes;
-
-    let decline_streak = int(w, "decline_streak", d.decline_streak.into(), 1, 3, plain) as u32;
-    let mandate_max_days = int(
-        w,
-        "mandate_max_days",
-        d.mandate_max_days.into(),
-        1,
-        7,
-        plain,
-    ) as u32;
-
-    let mut mandate_max_usd_per_day = d.mandate_max_usd_per_day;
-    if let Some(s) = w.string(
-        t,
-        p,
-        "mandate_max_usd_per_day",
-        "a string amount like \"10.00\"",
-    ) {
-        match parse_money(s) {
-            Ok(v) if v > d.mandate_max_usd_per_day => w.report(
-                join(p, "mandate_max_usd_per_day"),
-                format!("{s} is over the ceiling of {}", d.mandate_max_usd_per_day),
-            ),
-            Ok(v) => mandate_max_usd_per_day = v,
-            Err(msg) => w.report(join(p, "mandate_max_usd_per_day"), msg),
-        }
-    }
-
-    let mandate_max_actions_per_day = int(
-        w,
-        "mandate_max_actions_per_day",
-        d.mandate_max_actions_per_day.into(),
-        1,
-        100,
-        plain,
-    ) as u32;
-    let max_pending = int(w, "max_pending", d.max_pending.into(), 1, 100, plain) as u32;
-    let max_text_chars = int(
-        w,
-        "max_text_chars",
-        d.max_text_chars as u64,
-        1,
-        20_000,
-        plain,
-    ) as usize;
-    let max_attachments = int(w, "max_attachments", d.max_attachments as u64, 0, 4, plain) as usize;
-    let max_attachment_bytes = int(
-        w,
-        "max_attachment_bytes",
-        d.max_attachment_bytes,
-        1,
-        20 * MIB,
-        bytes,
-    );
-    let max_request_bytes = int(
-        w,
-        "max_request_bytes",
-        d.max_request_bytes,
-        KIB,
-        32 * MIB,
-        bytes,
-    );
-
-    let decline_reason_wait = decline_reason_wait(w, t, p, d.decline_reason_wait);
-
-    Limits {
-        card_ttl,
-        decline_memory,
-        decline_streak,
-        mandate_max_days,
-        mandate_max_usd_per_day,
-        mandate_max_actions_per_day,
-        max_pending,
-        max_text_chars,
-        max_attachments,
-        max_attachment_bytes,
-        max_request_bytes,
-        decline_reason_wait,
-    }
-}
-
-/// `limits.decline_reason_wait`: a duration up to its ceiling, or zero (`"0"`, `"0s"`, `"0m"`,
-/// `"0h"`) for no wait at all — the strict duration syntax has no zero, and here zero is the
-/// way to turn the feature off.
-fn decline_reason_wait(w: &mut Walker, t: &Table, p: &str, default: Duration) -> Duration {
-    let key = "decline_reason_wait";
-    let Some(raw) = w.string(
-        t,
-        p,
-        key,
-        "a string with a unit, like \"60s\", or \"0s\" for none",
-    ) else {
-        return default;
-    };
-    if matches!(raw, "0" | "0s" | "0m" | "0h") {
-        return Duration::ZERO;
-    }
-    match parse_duration(raw) {
-        Ok(wait) if wait > DECLINE_REASON_WAIT_MAX => {
-            let ceiling = fmt_duration(DECLINE_REASON_WAIT_MAX);
-            w.report(
-                join(p, key),
-                format!("{raw} is over the ceiling of {ceiling}"),
-            );
-            default
-        }
-        Ok(wait) => wait,
-        Err(message) => {
-            w.report(join(p, key), format!("{message}, or \"0s\" for no wait"));
-            default
-        }
-    }
-}
-
 fn gate(w: &mut Walker, t: &Table) -> Gate {
     let p = "gate";
     w.unknown_keys(t, p, GATE_KEYS);
@@ -1530,12 +1256,12 @@ fn category_fields(w: &mut Walker, p: &str, t: &Table) -> Vec<String> {
                 &key,
                 format!("fields[{i}] {f:?} is not a valid field name; use [a-z][a-z0-9_]{{0,31}}"),
             );
-        } else if ENVELOPE_KEYS.contains(&f.as_str()) {
+        } else if ASK_KEYS.contains(&f.as_str()) {
             w.report(
                 &key,
                 format!(
                     "fields[{i}] {f:?} is one of the request envelope's own keys ({})",
-                    ENVELOPE_KEYS.join(", ")
+                    ASK_KEYS.join(", ")
                 ),
             );
         } else if fields.contains(f) {
@@ -3114,7 +2840,7 @@ command = ["rm"]
 
     #[test]
     fn every_envelope_key_is_refused_as_a_field() {
-        for k in ENVELOPE_KEYS {
+        for k in ASK_KEYS {
             check_category_problem(
                 &format!("fields = [\"{k}\"]\n"),
                 "categories.publish_x.fields",
