@@ -7,7 +7,8 @@ use std::time::Duration;
 use rust_decimal::Decimal;
 use toml::Table;
 
-use super::{fmt_bytes, fmt_duration, join, parse_duration, parse_money, Walker, KIB, MIB};
+use super::walker::{fmt_bytes, fmt_duration, join, Walker};
+use super::{parse_duration, parse_money, KIB, MIB};
 
 /// The validated `[limits]`. Each field is read through its row of [`RULES`].
 #[derive(Debug, Clone)]
