@@ -3,7 +3,7 @@
 //! This is the pure core: checking a session's requested terms against the
 //! ceilings, computing a mandate's end and the owner's local day, and deciding
 //! whether one action falls inside an open mandate. Nothing here reads the
-//! clock, the database or the config; callers pass everything in, so every
+//! clock, the database or the loaded config; callers pass everything in, so every
 //! rule can be tested at its exact boundary.
 //!
 //! Money is `rust_decimal::Decimal` throughout, never floats (SPEC §7).
@@ -13,12 +13,7 @@ use chrono_tz::Tz;
 use rust_decimal::Decimal;
 use std::fmt;
 
-/// SPEC §3 ceiling for `mandate_max_days`.
-pub const SPEC_MAX_DAYS: u32 = 7;
-/// SPEC §3 ceiling for `mandate_max_actions_per_day`.
-pub const SPEC_MAX_ACTIONS_PER_DAY: u32 = 100;
-/// SPEC §3 ceiling for `mandate_max_usd_per_day`: $10.00.
-pub const SPEC_MAX_USD_PER_DAY: Decimal = Decimal::from_parts(1000, 0, 0, false, 2);
+use crate::config::limits;
 
 /// The ceilings in force (the config may only lower SPEC's): days, dollars a
 /// day, actions a day.
@@ -33,21 +28,22 @@ pub struct Ceilings {
 }
 
 impl Ceilings {
-    /// SPEC's own ceilings, for a config that lowers none of them.
+    /// SPEC's own ceilings, for a config that lowers none of them: the `[limits]` table's.
     pub fn spec() -> Self {
         Ceilings {
-            max_days: SPEC_MAX_DAYS,
-            max_usd_per_day: SPEC_MAX_USD_PER_DAY,
-            max_actions_per_day: SPEC_MAX_ACTIONS_PER_DAY,
+            max_days: limits::MANDATE_MAX_DAYS.ceiling_count(),
+            max_usd_per_day: limits::MANDATE_MAX_USD_PER_DAY.ceiling_money(),
+            max_actions_per_day: limits::MANDATE_MAX_ACTIONS_PER_DAY.ceiling_count(),
         }
     }
 
     /// The ceilings actually applied: the config's, never above SPEC's.
     fn effective(&self) -> Ceilings {
+        let spec = Ceilings::spec();
         Ceilings {
-            max_days: self.max_days.min(SPEC_MAX_DAYS),
-            max_usd_per_day: self.max_usd_per_day.min(SPEC_MAX_USD_PER_DAY),
-            max_actions_per_day: self.max_actions_per_day.min(SPEC_MAX_ACTIONS_PER_DAY),
+            max_days: self.max_days.min(spec.max_days),
+            max_usd_per_day: self.max_usd_per_day.min(spec.max_usd_per_day),
+            max_actions_per_day: self.max_actions_per_day.min(spec.max_actions_per_day),
         }
     }
 }

@@ -138,6 +138,10 @@ fn usable_category<'a>(
 
 /// Checks an ask against its category (one of `categories`, the configured ones) and the
 /// limits; `enabled` is the ask's category's switch as the owner last set it.
+///
+/// The gate's order is fixed, and the first failing step answers: the category, then what the
+/// ask carries against what its category shows, then the sizes, then the Unicode policy, and
+/// last the attachments, which are decoded only once everything cheaper has passed.
 pub fn check_ask(
     ask: &AskRequest,
     categories: &BTreeMap<String, Category>,
@@ -145,8 +149,28 @@ pub fn check_ask(
     limits: &Limits,
 ) -> Result<Action, Refusal> {
     let category = usable_category(&ask.kind, categories, enabled)?;
-    let kind = &category.name;
+    let cost_usd = check_shape(ask, category, limits)?;
+    check_sizes(ask, limits)?;
+    check_visible(ask)?;
+    let attachments = check_attachments(ask, limits)?;
+    Ok(Action {
+        kind: category.name.clone(),
+        target: ask.target.clone(),
+        text: ask.text.clone(),
+        fields: ask.fields.clone(),
+        cost_usd,
+        attachments,
+    })
+}
 
+/// What the ask carries against what its category shows: the target and text, the fields (each
+/// shown, none empty), the cost (answered, as the action will carry it) and how many attachments.
+fn check_shape(
+    ask: &AskRequest,
+    category: &Category,
+    limits: &Limits,
+) -> Result<Option<rust_decimal::Decimal>, Refusal> {
+    let kind = &category.name;
     check_presence("target", ask.target.as_deref(), category.target, kind)?;
     check_presence("text", ask.text.as_deref(), category.text, kind)?;
     if let Some(name) = ask
@@ -190,7 +214,11 @@ pub fn check_ask(
             ),
         ));
     }
+    Ok(cost_usd)
+}
 
+/// Every text the card shows, and the idempotency key, within its length.
+fn check_sizes(ask: &AskRequest, limits: &Limits) -> Result<(), Refusal> {
     check_size("text", ask.text.as_deref(), limits.max_text_chars)?;
     check_size("target", ask.target.as_deref(), MAX_TARGET_CHARS)?;
     for (name, value) in &ask.fields {
@@ -200,8 +228,11 @@ pub fn check_ask(
         "idempotency_key",
         ask.idempotency_key.as_deref(),
         MAX_IDEMPOTENCY_KEY_CHARS,
-    )?;
+    )
+}
 
+/// The Unicode policy ([`visible`]) over everything the card shows, and the idempotency key.
+fn check_visible(ask: &AskRequest) -> Result<(), Refusal> {
     if let Some(text) = &ask.text {
         visible::check_value(text, FieldRef::Text, true)?;
     }
@@ -214,7 +245,12 @@ pub fn check_ask(
     if let Some(key) = &ask.idempotency_key {
         visible::check_unshown_value(key, FieldRef::Field("idempotency_key"))?;
     }
+    Ok(())
+}
 
+/// Each attachment in order: its name and media type, its size, its bytes (decoded only when
+/// the encoded length fits) and a name no earlier attachment has.
+fn check_attachments(ask: &AskRequest, limits: &Limits) -> Result<Vec<Attachment>, Refusal> {
     let mut attachments = Vec::with_capacity(ask.attachments.len());
     for (index, attachment) in ask.attachments.iter().enumerate() {
         let place = format!("attachments[{index}]");
@@ -263,15 +299,7 @@ pub fn check_ask(
             data,
         ));
     }
-
-    Ok(Action {
-        kind: kind.clone(),
-        target: ask.target.clone(),
-        text: ask.text.clone(),
-        fields: ask.fields.clone(),
-        cost_usd,
-        attachments,
-    })
+    Ok(attachments)
 }
 
 fn check_presence(
