@@ -35,6 +35,12 @@
 //! Writing stdin relies on SIGPIPE being ignored, which the Rust runtime does for every
 //! binary: a command that never reads stdin makes the write fail with EPIPE, which is ignored.
 
+mod output;
+mod workdir;
+
+use output::{describe_exit, drain, FirstLine, StderrTail};
+use workdir::WorkDir;
+
 use std::collections::BTreeMap;
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -705,125 +711,6 @@ async fn feed_stdin(stdin: Option<ChildStdin>, payload: &[u8]) {
     }
 }
 
-/// Something that keeps part of a pipe's bytes.
-trait Keep {
-    fn keep(&mut self, chunk: &[u8]);
-}
-
-/// Reads a pipe to its end, handing each chunk to `keep`; the pipe is always read to the end
-/// so the writer never blocks on it.
-async fn drain(pipe: Option<impl AsyncRead + Unpin>, keep: &mut impl Keep) {
-    let Some(mut pipe) = pipe else { return };
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match pipe.read(&mut buf).await {
-            Ok(0) => break,
-            Ok(n) => keep.keep(&buf[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-}
-
-/// Keeps stdout up to its first `\n` (or [`STDOUT_KEEP`] bytes), drops the rest.
-#[derive(Debug, Default)]
-struct FirstLine {
-    buf: Vec<u8>,
-    /// A `\n` was seen: `buf` is the whole first line.
-    ended: bool,
-}
-
-impl Keep for FirstLine {
-    fn keep(&mut self, chunk: &[u8]) {
-        if self.ended || self.buf.len() >= STDOUT_KEEP {
-            return;
-        }
-        let room = STDOUT_KEEP - self.buf.len();
-        let window = &chunk[..chunk.len().min(room)];
-        match window.iter().position(|&b| b == b'\n') {
-            Some(i) => {
-                self.buf.extend_from_slice(&window[..i]);
-                self.ended = true;
-            }
-            None => self.buf.extend_from_slice(window),
-        }
-    }
-}
-
-impl FirstLine {
-    fn result(&self) -> Option<String> {
-        // Without a `\n`, a full buffer is a cut line (its end is not the line's end); a
-        // short one is all of stdout, whose end is the line's end.
-        let whole = self.ended || self.buf.len() < STDOUT_KEEP;
-        let mut bytes = &self.buf[..];
-        if whole {
-            bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-        }
-        let line = String::from_utf8_lossy(bytes);
-        let cut: String = line.chars().take(RESULT_MAX_CHARS).collect();
-        (!cut.is_empty()).then_some(cut)
-    }
-}
-
-/// Keeps the last [`STDERR_KEEP`] bytes of stderr.
-#[derive(Debug, Default)]
-struct StderrTail {
-    buf: Vec<u8>,
-    cut: bool,
-}
-
-impl Keep for StderrTail {
-    fn keep(&mut self, chunk: &[u8]) {
-        self.buf.extend_from_slice(chunk);
-        // Trimming only once twice the limit is reached keeps the copying amortised.
-        if self.buf.len() > 2 * STDERR_KEEP {
-            let excess = self.buf.len() - STDERR_KEEP;
-            self.buf.drain(..excess);
-            self.cut = true;
-        }
-    }
-}
-
-impl StderrTail {
-    fn finish(mut self) -> String {
-        if self.buf.len() > STDERR_KEEP {
-            let excess = self.buf.len() - STDERR_KEEP;
-            self.buf.drain(..excess);
-            self.cut = true;
-        }
-        let mut bytes = &self.buf[..];
-        if self.cut {
-            // Start on a character, not in the middle of a cut one (at most 3 bytes).
-            let skip = bytes
-                .iter()
-                .take(3)
-                .take_while(|&&b| b & 0xC0 == 0x80)
-                .count();
-            bytes = &bytes[skip..];
-        }
-        let text = String::from_utf8_lossy(bytes).into_owned();
-        if text.len() <= STDERR_KEEP {
-            return text;
-        }
-        // Invalid bytes grow into 3-byte U+FFFD; cut again from the front on a boundary.
-        let mut start = text.len() - STDERR_KEEP;
-        while !text.is_char_boundary(start) {
-            start += 1;
-        }
-        text[start..].to_owned()
-    }
-}
-
-fn describe_exit(status: ExitStatus) -> String {
-    if let Some(code) = status.code() {
-        format!("exit status {code}")
-    } else if let Some(sig) = status.signal() {
-        format!("killed by signal {sig}")
-    } else {
-        status.to_string()
-    }
-}
-
 /// Kills the command's process group if the run is abandoned (its future dropped) before
 /// the command was reaped.
 struct GroupGuard {
@@ -851,96 +738,9 @@ impl Drop for GroupGuard {
     }
 }
 
-/// The run's private directory; removed by [`WorkDir::remove`], or on drop if the run was
-/// abandoned.
-struct WorkDir {
-    path: PathBuf,
-    armed: bool,
-}
-
-impl WorkDir {
-    fn create(root: &Path, record_id: &str, identity: Option<&Identity>) -> io::Result<Self> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        // The record id makes a leftover directory traceable; the rest makes it unique.
-        let tag: String = record_id
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
-            .take(40)
-            .collect();
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        let pid = std::process::id();
-        let mut last = None;
-        for _ in 0..16 {
-            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let path = root.join(format!("run-{tag}-{pid}-{nanos}-{n}"));
-            // create (not create_all) fails on an existing name, so the directory is
-            // certainly new and ours.
-            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-                Ok(()) => {
-                    let dir = WorkDir { path, armed: true };
-                    // The umask can only remove bits; set the mode exactly anyway.
-                    std::fs::set_permissions(&dir.path, std::fs::Permissions::from_mode(0o700))?;
-                    if let Some(id) = identity {
-                        std::os::unix::fs::chown(
-                            &dir.path,
-                            Some(id.uid.as_raw()),
-                            Some(id.gid.as_raw()),
-                        )?;
-                    }
-                    return Ok(dir);
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
-                Err(e) => return Err(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| io::Error::other("no free name")))
-    }
-
-    async fn remove(mut self) {
-        self.armed = false;
-        let path = self.path.clone();
-        // A large tree should not stall the runtime; a failure leaves a 0700 directory
-        // under the private work_root, which is all that can be done about it here.
-        let _ = tokio::task::spawn_blocking(move || remove_tree(&path)).await;
-    }
-}
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        if self.armed {
-            let _ = remove_tree(&self.path);
-        }
-    }
-}
-
-/// Removes the directory even where the command (running as the daemon's own user) took
-/// write permission off its own subdirectories.
-fn remove_tree(path: &Path) -> io::Result<()> {
-    match std::fs::remove_dir_all(path) {
-        Ok(()) => return Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(_) => {}
-    }
-    // Iterative, so a deep tree cannot exhaust the stack.
-    let mut todo = vec![path.to_path_buf()];
-    while let Some(dir) = todo.pop() {
-        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
-        if let Ok(entries) = std::fs::read_dir(&dir) {
-            for entry in entries.flatten() {
-                if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    todo.push(entry.path());
-                }
-            }
-        }
-    }
-    std::fs::remove_dir_all(path)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::output::Keep;
     use super::*;
     use std::collections::BTreeSet;
     use std::fs;
