@@ -210,80 +210,118 @@ impl Consent {
     ) -> anyhow::Result<()> {
         // The loop's own tasks stop when the daemon stops and when the loop itself ends (a 409).
         let shutdown = daemon_shutdown.child_token();
-        let telegram = self.telegram.clone();
         let (events, mut inbox) = mpsc::channel::<Event>(64);
         let runs = TaskTracker::new();
         let conflict = CancellationToken::new();
-        let tasks = TaskTracker::new();
-        tasks.spawn(poll(
-            self.store.clone(),
-            telegram.clone(),
-            events.clone(),
-            shutdown.clone(),
-            conflict.clone(),
-        ));
-        tasks.spawn({
-            let (store, telegram, clock) =
-                (self.store.clone(), telegram.clone(), self.clock.clone());
-            let drawer: Arc<dyn Drawer> = Arc::new(self.clone());
-            let drawing = self.drawing.clone();
-            let (shutdown, conflict) = (shutdown.clone(), conflict.clone());
-            async move {
-                if let Err(error) =
-                    crate::sender::run(store, telegram, drawer, clock, drawing, shutdown).await
-                {
-                    tracing::error!(%error, "the sender stopped");
-                    conflict.cancel();
-                }
-            }
-        });
-        tasks.spawn({
-            let (events, shutdown) = (events.clone(), shutdown.clone());
-            async move {
-                let mut ticks = tokio::time::interval(SWEEP_EVERY);
-                loop {
-                    tokio::select! {
-                        () = shutdown.cancelled() => break,
-                        _ = ticks.tick() => {
-                            if events.send(Event::Sweep).await.is_err() {
-                                break;
-                            }
-                        }
-                    }
-                }
-            }
-        });
-        tasks.close();
+        let tasks = self.spawn_helpers(&events, &shutdown, &conflict);
 
         self.set_command_menu();
         self.recover(&runs, &events).await?;
         let _ = recovered.send(());
-        let result = loop {
-            let event = tokio::select! {
-                () = shutdown.cancelled() => break Ok(()),
-                () = conflict.cancelled() => break Err(anyhow::anyhow!(SendError::Conflict)),
-                event = inbox.recv() => event,
-                Some(id) = covered.recv() => Some(Event::Covered(id)),
-            };
-            let Some(event) = event else { break Ok(()) };
-            if let Err(error) = self.handle(event, &runs, &events).await {
-                tracing::error!(%error, "the consent loop could not handle an event");
-            }
-        };
+        let result = self
+            .handle_until_stopped(
+                &shutdown,
+                &conflict,
+                &mut inbox,
+                &mut covered,
+                &runs,
+                &events,
+            )
+            .await;
         shutdown.cancel();
         // The loop ends the daemon too (a 409 ends it from here).
         daemon_shutdown.cancel();
-        // Claimed while stopping: they run now rather than become outcome_unknown at the next
-        // start. The channel closes when the socket server has finished its last connection,
-        // so a covered ask committed during the stop is not left behind.
+        self.run_covered_while_stopping(covered, &runs, &events)
+            .await;
+        self.finish_runs(&runs, inbox).await;
+        tasks.wait().await;
+        result
+    }
+
+    /// Starts the loop's helpers: the poller, the sender and the sweep's ticks. A sender that
+    /// stops ends the loop, as a 409 does.
+    fn spawn_helpers(
+        &self,
+        events: &mpsc::Sender<Event>,
+        shutdown: &CancellationToken,
+        conflict: &CancellationToken,
+    ) -> TaskTracker {
+        let tasks = TaskTracker::new();
+        tasks.spawn(poll(
+            self.store.clone(),
+            self.telegram.clone(),
+            events.clone(),
+            shutdown.clone(),
+            conflict.clone(),
+        ));
+        tasks.spawn(self.clone().send_until(shutdown.clone(), conflict.clone()));
+        tasks.spawn(tick_sweeps(events.clone(), shutdown.clone()));
+        tasks.close();
+        tasks
+    }
+
+    /// The sender's task; its failure is reported through `conflict`, which ends the loop.
+    async fn send_until(self, shutdown: CancellationToken, conflict: CancellationToken) {
+        let (store, telegram, clock, drawing) = (
+            self.store.clone(),
+            self.telegram.clone(),
+            self.clock.clone(),
+            self.drawing.clone(),
+        );
+        let drawer: Arc<dyn Drawer> = Arc::new(self);
+        if let Err(error) =
+            crate::sender::run(store, telegram, drawer, clock, drawing, shutdown).await
+        {
+            tracing::error!(%error, "the sender stopped");
+            conflict.cancel();
+        }
+    }
+
+    /// The loop proper: one event at a time until `shutdown`, a 409 (`conflict`) or the inbox
+    /// closes.
+    async fn handle_until_stopped(
+        &self,
+        shutdown: &CancellationToken,
+        conflict: &CancellationToken,
+        inbox: &mut mpsc::Receiver<Event>,
+        covered: &mut mpsc::UnboundedReceiver<String>,
+        runs: &TaskTracker,
+        events: &mpsc::Sender<Event>,
+    ) -> anyhow::Result<()> {
+        loop {
+            let event = tokio::select! {
+                () = shutdown.cancelled() => return Ok(()),
+                () = conflict.cancelled() => return Err(anyhow::anyhow!(SendError::Conflict)),
+                event = inbox.recv() => event,
+                Some(id) = covered.recv() => Some(Event::Covered(id)),
+            };
+            let Some(event) = event else { return Ok(()) };
+            if let Err(error) = self.handle(event, runs, events).await {
+                tracing::error!(%error, "the consent loop could not handle an event");
+            }
+        }
+    }
+
+    /// Claimed while stopping: they run now rather than become outcome_unknown at the next
+    /// start. The channel closes when the socket server has finished its last connection, so a
+    /// covered ask committed during the stop is not left behind.
+    async fn run_covered_while_stopping(
+        &self,
+        mut covered: mpsc::UnboundedReceiver<String>,
+        runs: &TaskTracker,
+        events: &mpsc::Sender<Event>,
+    ) {
         while let Some(id) = covered.recv().await {
-            if let Err(error) = self.run_claimed(id, &runs, &events).await {
+            if let Err(error) = self.run_claimed(id, runs, events).await {
                 tracing::error!(%error, "could not start a covered ask while stopping");
             }
         }
-        // Runs in flight finish and their outcomes are recorded even while stopping, so a clean
-        // stop never leaves a claim without an outcome. Other events are dropped: updates are
-        // fetched again after the restart, and the sweep runs again.
+    }
+
+    /// Runs in flight finish and their outcomes are recorded even while stopping, so a clean
+    /// stop never leaves a claim without an outcome. Other events are dropped: updates are
+    /// fetched again after the restart, and the sweep runs again.
+    async fn finish_runs(&self, runs: &TaskTracker, mut inbox: mpsc::Receiver<Event>) {
         runs.close();
         loop {
             tokio::select! {
@@ -301,9 +339,6 @@ impl Consent {
                 self.record_outcome(id, outcome).await;
             }
         }
-        drop(inbox);
-        tasks.wait().await;
-        result
     }
 
     async fn record_outcome(&self, id: String, outcome: RunOutcome) {
@@ -2084,6 +2119,21 @@ impl Drawer for Consent {
     fn ttl(&self) -> chrono::Duration {
         chrono::Duration::from_std(self.config.limits.card_ttl)
             .unwrap_or(chrono::Duration::minutes(15))
+    }
+}
+
+/// Asks the loop for an expiry sweep every [`SWEEP_EVERY`] until `shutdown`.
+async fn tick_sweeps(events: mpsc::Sender<Event>, shutdown: CancellationToken) {
+    let mut ticks = tokio::time::interval(SWEEP_EVERY);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            _ = ticks.tick() => {
+                if events.send(Event::Sweep).await.is_err() {
+                    break;
+                }
+            }
+        }
     }
 }
 

@@ -479,100 +479,26 @@ impl Db {
     ) -> Result<AskOutcome, StoreError> {
         let id = new_record_id()?;
         let mut queued_card = false;
-        let outcome = self.write(now, |tx, events| {
-            if let Some(key) = &ask.idempotency_key {
-                if let Some(existing) = record_where(
-                    tx,
-                    "peer_uid = ?1 AND idempotency_key = ?2",
-                    params![ask.peer_uid, key],
-                )? {
-                    if existing.digest.as_deref() == Some(ask.digest.as_str()) {
-                        return Ok(AskOutcome::Existing(existing));
-                    }
-                    return refuse_in(
-                        tx,
-                        events,
-                        &id,
-                        ask.peer_uid,
-                        Some(&ask.action.kind),
-                        Refusal::new(
-                            Reason::IdentityConflict,
-                            format!(
-                                "idempotency_key {} was used for record {} with another digest",
-                                crate::protocol::quote(key),
-                                existing.id
-                            ),
-                        ),
-                        now,
-                    );
-                }
+        let outcome = self.write(now, |tx, events| match judge_ask(tx, ask, policy, now)? {
+            AskVerdict::Existing(record) => Ok(AskOutcome::Existing(record)),
+            AskVerdict::Refuse(refusal) => refuse_in(
+                tx,
+                events,
+                &id,
+                ask.peer_uid,
+                Some(&ask.action.kind),
+                refusal,
+                now,
+            ),
+            AskVerdict::Join(open) => Ok(AskOutcome::Joined(open)),
+            AskVerdict::Cover(mandate, usage) => {
+                covered_in(tx, events, &id, ask, &mandate, usage, now)
             }
-            if let Some(refusal) = stateful_refusal(tx, &ask.digest, &ask.action.kind, policy, now)?
-            {
-                return refuse_in(
-                    tx,
-                    events,
-                    &id,
-                    ask.peer_uid,
-                    Some(&ask.action.kind),
-                    refusal,
-                    now,
-                );
+            AskVerdict::Create => {
+                let created = created_in(tx, events, &id, ask, policy.card_chat, now)?;
+                queued_card = policy.card_chat.is_some();
+                Ok(created)
             }
-            // Joined only by the same peer: another peer's record is not theirs to read or wait on.
-            if let Some(open) = record_where(tx, OPEN_BY_DIGEST, params![ask.digest, ask.peer_uid])?
-            {
-                return Ok(AskOutcome::Joined(open));
-            }
-            if policy.owner_known && policy.mandates_cover {
-                if let Some((mandate, usage)) = super::mandates::covering_mandate(
-                    tx,
-                    &ask.action,
-                    ask.peer_uid,
-                    now,
-                    policy.tz,
-                )? {
-                    return covered_in(tx, events, &id, ask, &mandate, usage, now);
-                }
-            }
-            if let Some(refusal) = pending_refusal(tx, policy)? {
-                return refuse_in(
-                    tx,
-                    events,
-                    &id,
-                    ask.peer_uid,
-                    Some(&ask.action.kind),
-                    refusal,
-                    now,
-                );
-            }
-            insert_pending(tx, &id, ask, now)?;
-            if let Some(chat) = policy.card_chat {
-                crate::store::outbox::queue_in(
-                    tx,
-                    chat,
-                    crate::store::outbox::What::Card,
-                    Some(&id),
-                    &crate::store::outbox::Body::default(),
-                    crate::store::outbox::Sound::Gated,
-                    now,
-                )?;
-                queued_card = true;
-            }
-            let mut asked = Event::new("asked")
-                .with("id", id.as_str())
-                .with("kind", ask.action.kind.as_str())
-                .with("digest", ask.digest.as_str())
-                .with("uid", ask.peer_uid);
-            if let Some(cost) = ask.action.cost_string() {
-                asked = asked.with("cost_usd", cost);
-            }
-            if ask.urgent {
-                asked = asked.with("urgent", true);
-            }
-            events.push(asked);
-            let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
-            Ok(AskOutcome::Created(record))
         })?;
         self.outbox_queued |= queued_card;
         match &outcome {
@@ -933,6 +859,110 @@ pub(super) fn pending_refusal(
     )))
 }
 
+/// What the store's state makes of an ask, decided before anything is written.
+#[derive(Debug)]
+enum AskVerdict {
+    /// Asked before with the same idempotency key and digest.
+    Existing(Record),
+    Refuse(Refusal),
+    /// The same peer's open record with the same digest.
+    Join(Record),
+    /// An open mandate covers it, with its day's usage before this ask.
+    Cover(super::mandates::MandateRow, crate::mandate::Usage),
+    /// A new pending record.
+    Create,
+}
+
+/// The stateful checks in their fixed order: idempotency, the stateful refusals, joining an
+/// open record, a covering mandate, `max_pending`.
+fn judge_ask(
+    tx: &Transaction<'_>,
+    ask: &NewAsk,
+    policy: AskPolicy,
+    now: DateTime<Utc>,
+) -> Result<AskVerdict, StoreError> {
+    if let Some(key) = &ask.idempotency_key {
+        if let Some(existing) = record_where(
+            tx,
+            "peer_uid = ?1 AND idempotency_key = ?2",
+            params![ask.peer_uid, key],
+        )? {
+            if existing.digest.as_deref() == Some(ask.digest.as_str()) {
+                return Ok(AskVerdict::Existing(existing));
+            }
+            return Ok(AskVerdict::Refuse(Refusal::new(
+                Reason::IdentityConflict,
+                format!(
+                    "idempotency_key {} was used for record {} with another digest",
+                    crate::protocol::quote(key),
+                    existing.id
+                ),
+            )));
+        }
+    }
+    if let Some(refusal) = stateful_refusal(tx, &ask.digest, &ask.action.kind, policy, now)? {
+        return Ok(AskVerdict::Refuse(refusal));
+    }
+    // Joined only by the same peer: another peer's record is not theirs to read or wait on.
+    if let Some(open) = record_where(tx, OPEN_BY_DIGEST, params![ask.digest, ask.peer_uid])? {
+        return Ok(AskVerdict::Join(open));
+    }
+    if policy.owner_known && policy.mandates_cover {
+        if let Some((mandate, usage)) =
+            super::mandates::covering_mandate(tx, &ask.action, ask.peer_uid, now, policy.tz)?
+        {
+            return Ok(AskVerdict::Cover(mandate, usage));
+        }
+    }
+    if let Some(refusal) = pending_refusal(tx, policy)? {
+        return Ok(AskVerdict::Refuse(refusal));
+    }
+    Ok(AskVerdict::Create)
+}
+
+/// A new pending record, with its card queued for `card_chat` in the same transaction.
+fn created_in(
+    tx: &Transaction<'_>,
+    events: &mut Vec<Event>,
+    id: &str,
+    ask: &NewAsk,
+    card_chat: Option<i64>,
+    now: DateTime<Utc>,
+) -> Result<AskOutcome, StoreError> {
+    insert_pending(tx, id, ask, now)?;
+    if let Some(chat) = card_chat {
+        crate::store::outbox::queue_in(
+            tx,
+            chat,
+            crate::store::outbox::What::Card,
+            Some(id),
+            &crate::store::outbox::Body::default(),
+            crate::store::outbox::Sound::Gated,
+            now,
+        )?;
+    }
+    let mut asked = asked_event(id, ask);
+    if ask.urgent {
+        asked = asked.with("urgent", true);
+    }
+    events.push(asked);
+    let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
+    Ok(AskOutcome::Created(record))
+}
+
+/// The `asked` journal line of a stored ask.
+fn asked_event(id: &str, ask: &NewAsk) -> Event {
+    let asked = Event::new("asked")
+        .with("id", id)
+        .with("kind", ask.action.kind.as_str())
+        .with("digest", ask.digest.as_str())
+        .with("uid", ask.peer_uid);
+    match ask.action.cost_string() {
+        Some(cost) => asked.with("cost_usd", cost),
+        None => asked,
+    }
+}
+
 /// An ask an open mandate covers: stored, granted by the mandate and claimed in this one
 /// transaction, which is also the one that takes its share of the mandate's day — so two asks
 /// racing for the last action of a day are decided one after the other, by the store's lock.
@@ -964,15 +994,7 @@ fn covered_in(
     };
     transition_in(tx, id, RecordState::Pending, RecordState::Granted, &granted)?;
     let used = claim_in(tx, id, &ask.digest)?;
-    let mut asked = Event::new("asked")
-        .with("id", id)
-        .with("kind", ask.action.kind.as_str())
-        .with("digest", ask.digest.as_str())
-        .with("uid", ask.peer_uid);
-    if let Some(cost) = ask.action.cost_string() {
-        asked = asked.with("cost_usd", cost);
-    }
-    events.push(asked);
+    events.push(asked_event(id, ask));
     events.push(
         Event::new("mandate_use")
             .with("id", id)
