@@ -1,4 +1,5 @@
-//! Error descriptions exactly as the Bot API writes them.
+//! Error descriptions exactly as the Bot API writes them, and a failed call as it goes on the
+//! wire.
 
 /// An edit that changes neither the content nor the keyboard.
 pub const NOT_MODIFIED: &str = "Bad Request: message is not modified: specified new message \
@@ -30,3 +31,20 @@ pub const BOT_COMMAND_INVALID: &str = "Bad Request: BOT_COMMAND_INVALID";
 pub const UNAUTHORIZED: &str = "Unauthorized";
 pub const NOT_FOUND: &str = "Not Found";
 pub const TOO_LARGE: &str = "Request Entity Too Large";
+
+/// A failed Bot API call, as it goes on the wire.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{code} {description}")]
+pub(crate) struct ApiFail {
+    pub(crate) code: u16,
+    pub(crate) description: String,
+    pub(crate) retry_after: Option<u32>,
+}
+
+pub(crate) fn bad(description: &str) -> ApiFail {
+    ApiFail {
+        code: 400,
+        description: description.to_owned(),
+        retry_after: None,
+    }
+}

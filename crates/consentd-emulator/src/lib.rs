@@ -99,6 +99,7 @@
 //! * [`description`]: the Bot API's error texts.
 
 mod chat;
+mod config;
 mod connection;
 pub mod description;
 mod methods;
@@ -112,8 +113,9 @@ mod updates;
 pub use chat::{
     Button, CallbackAnswer, ChatMessage, ChatSpec, ContentKind, FileInfo, Revision, UserSpec,
 };
+pub use config::Config;
 pub use script::{retry_gaps, Call, Outcome, Scripted};
-pub use server::{Config, Emulator, EmulatorThread};
+pub use server::{Emulator, EmulatorThread};
 pub use updates::{poisoned, PressError};
 
 #[cfg(test)]

@@ -6,31 +6,16 @@ use std::time::{Duration, SystemTime};
 use serde_json::{json, Map, Value};
 
 use crate::chat::{unix_now, utf16_len, CallbackAnswer, ChatMessage, ContentKind, FileInfo};
+use crate::config::Config;
 use crate::description;
+use crate::description::{bad, ApiFail};
 use crate::params::{as_bool, as_i64, str_param, update_id, Params, Upload};
-use crate::server::{Config, Emulator};
+use crate::server::Emulator;
 use crate::state::{bot_user_json, EmuState};
 
 const TEXT_LIMIT: usize = 4096;
 const CAPTION_LIMIT: usize = 1024;
 const CALLBACK_DATA_LIMIT: usize = 64;
-
-/// A failed Bot API call, as it goes on the wire.
-#[derive(Clone, Debug, thiserror::Error)]
-#[error("{code} {description}")]
-pub(crate) struct ApiFail {
-    pub(crate) code: u16,
-    pub(crate) description: String,
-    pub(crate) retry_after: Option<u32>,
-}
-
-pub(crate) fn bad(description: &str) -> ApiFail {
-    ApiFail {
-        code: 400,
-        description: description.to_owned(),
-        retry_after: None,
-    }
-}
 
 impl Emulator {
     /// `getUpdates`: confirms by offset, then answers what is queued or waits for a push.

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::description;
-use crate::methods::{bad, ApiFail};
+use crate::description::{bad, ApiFail};
 
 /// Telegram's largest upload for bots; also bounds any request body.
 pub(crate) const BODY_LIMIT: usize = 50 * 1024 * 1024;

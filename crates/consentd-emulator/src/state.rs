@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use serde_json::{json, Map, Value};
 
 use crate::chat::{utf16_len, CallbackAnswer, ChatMessage, ContentKind, FileInfo, UserSpec};
+use crate::config::Config;
 use crate::script::{Call, Scripted};
-use crate::server::Config;
 
 /// One chat: its messages, and the last message id given out in it.
 #[derive(Debug, Default)]
