@@ -11,10 +11,10 @@ use tokio::net::UnixStream;
 use crate::output::{errln, Stream};
 
 /// The socket used when neither `--socket` nor `$CONSENTD_SOCKET` names one (the config's default).
-pub const DEFAULT_SOCKET: &str = "/run/consentd/consent.sock";
+pub(crate) const DEFAULT_SOCKET: &str = "/run/consentd/consent.sock";
 
 #[derive(Debug, thiserror::Error)]
-pub enum ClientError {
+pub(crate) enum ClientError {
     /// No daemon answered: the whole message, with what to check ([`no_daemon`]).
     #[error("{0}")]
     Connect(String),
@@ -29,14 +29,14 @@ pub enum ClientError {
 
 /// The socket a client talks to, and where its path came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Socket {
+pub(crate) struct Socket {
     pub path: PathBuf,
     /// `--socket`, `$CONSENTD_SOCKET` or the default: said when nothing answers there.
     pub from: SocketFrom,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SocketFrom {
+pub(crate) enum SocketFrom {
     Flag,
     Env,
     Default,
@@ -53,7 +53,7 @@ impl SocketFrom {
 }
 
 /// The socket: `--socket`, else `$CONSENTD_SOCKET` (unless empty), else the default.
-pub fn socket_path(flag: Option<PathBuf>) -> Socket {
+pub(crate) fn socket_path(flag: Option<PathBuf>) -> Socket {
     let env = std::env::var_os("CONSENTD_SOCKET").filter(|path| !path.is_empty());
     let (path, from) = match (flag, env) {
         (Some(path), _) => (path, SocketFrom::Flag),
@@ -65,7 +65,7 @@ pub fn socket_path(flag: Option<PathBuf>) -> Socket {
 
 /// What failed when no daemon answered on `socket`, and what to check, in one line: the OS's
 /// own words only when there is no better one.
-pub fn no_daemon(socket: &Socket, error: &std::io::Error) -> String {
+pub(crate) fn no_daemon(socket: &Socket, error: &std::io::Error) -> String {
     use std::io::ErrorKind;
     let path = socket.path.display();
     let from = socket.from.said();
@@ -89,7 +89,7 @@ pub fn no_daemon(socket: &Socket, error: &std::io::Error) -> String {
 }
 
 /// Sends one request and returns the final (last) answer line, calling `on_line` for each line.
-pub async fn request(
+pub(crate) async fn request(
     socket: &Socket,
     request: &Value,
     mut on_line: impl FnMut(&Value),
@@ -133,7 +133,7 @@ pub async fn request(
 const EXIT_OPEN: u8 = 8;
 
 /// The exit code for an ask's final status (docs/PROTOCOL.md, "The command line").
-pub fn exit_code_for(status: &str) -> u8 {
+pub(crate) fn exit_code_for(status: &str) -> u8 {
     match status {
         "executed" | "granted" => 0,
         "refused" => 3,
@@ -148,7 +148,7 @@ pub fn exit_code_for(status: &str) -> u8 {
 
 /// The exit code for the answer to a request of `op`: an action `granted` is not yet run (the
 /// claim is a moment away), so it is still open; a mandate's `granted` is its end.
-pub fn exit_code_for_answer(op: &str, status: &str) -> u8 {
+pub(crate) fn exit_code_for_answer(op: &str, status: &str) -> u8 {
     match (op, status) {
         ("ask", "granted") => EXIT_OPEN,
         _ => exit_code_for(status),
@@ -158,7 +158,7 @@ pub fn exit_code_for_answer(op: &str, status: &str) -> u8 {
 /// The exit code for a record as `status` shows it: the ask's code for its state once the record
 /// is final, 8 while it is still open (pending, card shown, granted but not yet run, running).
 /// A daemon that does not say `final` is taken at its status's word.
-pub fn exit_code_for_record(record: &Value) -> u8 {
+pub(crate) fn exit_code_for_record(record: &Value) -> u8 {
     let status = record.get("status").and_then(Value::as_str).unwrap_or("");
     match record.get("final").and_then(Value::as_bool) {
         Some(false) => EXIT_OPEN,
@@ -168,7 +168,7 @@ pub fn exit_code_for_record(record: &Value) -> u8 {
 
 /// Shows the wait on stderr: a line that updates in place on a terminal, one line otherwise.
 #[derive(Debug)]
-pub struct Progress {
+pub(crate) struct Progress {
     started: Instant,
     terminal: bool,
     shown: bool,
@@ -177,7 +177,7 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             started: Instant::now(),
             terminal: std::io::stderr().is_terminal(),
@@ -188,7 +188,7 @@ impl Progress {
     }
 
     /// Notes a line from the daemon.
-    pub fn update(&mut self, line: &Value) {
+    pub(crate) fn update(&mut self, line: &Value) {
         if let Some(id) = line.get("id").and_then(Value::as_str) {
             self.id = Some(id.to_owned());
         }
@@ -198,7 +198,7 @@ impl Progress {
     }
 
     /// Redraws the line (on a terminal) or prints it once (otherwise).
-    pub fn tick(&mut self) {
+    pub(crate) fn tick(&mut self) {
         if self.id.is_none() || crate::client::exit_code_for(&self.status) != EXIT_OPEN {
             return;
         }
@@ -222,7 +222,7 @@ impl Progress {
         }
     }
 
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.terminal && self.shown {
             errln!();
         }
@@ -236,7 +236,10 @@ impl Default for Progress {
 }
 
 /// Sends `request`, showing progress on stderr every second until the final line.
-pub async fn request_with_progress(socket: &Socket, frame: &Value) -> Result<Value, ClientError> {
+pub(crate) async fn request_with_progress(
+    socket: &Socket,
+    frame: &Value,
+) -> Result<Value, ClientError> {
     let progress = std::sync::Arc::new(std::sync::Mutex::new(Progress::new()));
     let ticker = {
         let progress = progress.clone();
@@ -261,7 +264,7 @@ pub async fn request_with_progress(socket: &Socket, frame: &Value) -> Result<Val
 }
 
 /// A media type for an attachment, by its file name's extension.
-pub fn guess_media_type(path: &Path) -> &'static str {
+pub(crate) fn guess_media_type(path: &Path) -> &'static str {
     let extension = path
         .extension()
         .and_then(|e| e.to_str())

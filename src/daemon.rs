@@ -23,7 +23,7 @@ use crate::telegram::Telegram;
 /// serve (`preflight`: the token, a category's command or user). A category is judged on or off
 /// as the owner last switched it in the chat, else as the config says: the switches are read
 /// from the store before anything is created.
-pub fn serve(config_path: &Path) -> anyhow::Result<()> {
+pub(crate) fn serve(config_path: &Path) -> anyhow::Result<()> {
     let config = config::load_checked(config_path, &mut |telegram, categories, paths| {
         let (switches, mut problems) = match paths.map(|p| stored_switches(&p.state_dir)) {
             Some(Err(problem)) => (Default::default(), vec![problem]),
@@ -52,7 +52,7 @@ fn stored_switches(state_dir: &Path) -> Result<BTreeMap<String, bool>, config::P
 
 /// What the daemon shares with the work running beside it.
 #[derive(Debug, Clone)]
-pub struct Beside {
+pub(crate) struct Beside {
     /// Cancelled when the daemon stops; the work must end then.
     pub shutdown: CancellationToken,
     /// The owner as the daemon knows them: `None` until it has read its store (or while no one
@@ -63,7 +63,7 @@ pub struct Beside {
 /// `serve` on a loaded config and token, with `beside` running on the daemon's runtime next to
 /// it (the sandbox's Bot API emulator and chat page). `beside` gets the daemon's shutdown
 /// token, which it must end on, and its owner; its error stops the daemon and is returned.
-pub fn serve_with<F, Fut>(config: Config, token: &str, beside: F) -> anyhow::Result<()>
+pub(crate) fn serve_with<F, Fut>(config: Config, token: &str, beside: F) -> anyhow::Result<()>
 where
     F: FnOnce(Beside) -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<()>> + Send + 'static,
@@ -119,7 +119,7 @@ where
 }
 
 /// Creates the state directory (0700) and the journal's directory.
-pub fn prepare_dirs(config: &Config) -> anyhow::Result<()> {
+pub(crate) fn prepare_dirs(config: &Config) -> anyhow::Result<()> {
     store::create_private_dir(&config.paths.state_dir).with_context(|| {
         format!(
             "cannot create the state directory {}",
@@ -136,19 +136,8 @@ pub fn prepare_dirs(config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Serves on an already bound socket until `shutdown` is cancelled.
-pub async fn run(
-    config: Config,
-    token: &str,
-    socket: &BoundSocket,
-    clock: Arc<dyn Clock>,
-    shutdown: CancellationToken,
-) -> anyhow::Result<()> {
-    let owner = consent::OwnerCell::default();
-    run_sharing(config, token, socket, clock, shutdown, owner).await
-}
-
-/// [`run`], keeping the owner in `owner`, which the caller may read while the daemon runs.
+/// Serves on an already bound socket until `shutdown` is cancelled, keeping the owner in
+/// `owner`, which the caller may read while the daemon runs.
 async fn run_sharing(
     config: Config,
     token: &str,
@@ -311,7 +300,7 @@ fn run_root(config: &Config) -> anyhow::Result<std::path::PathBuf> {
 }
 
 /// A new directory `PREFIX-<random hex>` in the temp dir with exactly `mode`.
-pub fn fresh_temp_dir(prefix: &str, mode: u32) -> anyhow::Result<std::path::PathBuf> {
+pub(crate) fn fresh_temp_dir(prefix: &str, mode: u32) -> anyhow::Result<std::path::PathBuf> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     let mut random = [0u8; 8];
     getrandom::fill(&mut random).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;

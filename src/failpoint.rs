@@ -18,4 +18,4 @@ pub fn hit(point: &str) {
 /// Without the `test-hooks` feature a crash point does nothing.
 #[cfg(not(feature = "test-hooks"))]
 #[inline(always)]
-pub fn hit(_point: &str) {}
+pub(crate) fn hit(_point: &str) {}

@@ -25,7 +25,7 @@ use crate::store::{
 };
 
 /// Records in one `list` page.
-pub const LIST_PAGE: usize = 100;
+pub(crate) const LIST_PAGE: usize = 100;
 
 /// How often a final line held back for a No's reason looks at the clock again, besides waking
 /// when the record changes: the wait ends by the daemon's clock, which a test may move.
@@ -33,7 +33,7 @@ const REASON_RECHECK: Duration = Duration::from_millis(500);
 
 /// The first answer to a request: final, or a first line and a record to wait on.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
+pub(crate) enum Reply {
     Final(String),
     Wait {
         first: String,
@@ -44,7 +44,7 @@ pub enum Reply {
 
 /// Everything a request needs; shared by all connections.
 #[derive(Debug, Clone)]
-pub struct Intake {
+pub(crate) struct Intake {
     pub config: Arc<Config>,
     pub store: Store,
     pub clock: Arc<dyn Clock>,
@@ -60,7 +60,7 @@ pub struct Intake {
 
 impl Intake {
     /// Answers one request frame from a peer.
-    pub async fn handle(&self, peer_uid: u32, frame: &[u8]) -> Result<Reply, StoreError> {
+    pub(crate) async fn handle(&self, peer_uid: u32, frame: &[u8]) -> Result<Reply, StoreError> {
         match protocol::parse_request(frame) {
             Err(rejection) if rejection.ask => {
                 self.refuse_ask(peer_uid, rejection.kind, rejection.refusal)
@@ -359,7 +359,7 @@ impl Intake {
     }
 
     /// Waits until record `id` is settled ([`Intake::settled`]) and returns its final line.
-    pub async fn wait_final(&self, id: &str, summary: bool) -> Result<String, StoreError> {
+    pub(crate) async fn wait_final(&self, id: &str, summary: bool) -> Result<String, StoreError> {
         let mut changes = self.store.subscribe();
         loop {
             let lookup = id.to_owned();
@@ -428,7 +428,7 @@ fn parse_cursor(cursor: &str) -> Option<i64> {
 }
 
 /// The ask's answer for a record: its id, its state, and what the state carries.
-pub fn outcome_line(record: &Record) -> String {
+pub(crate) fn outcome_line(record: &Record) -> String {
     Response {
         v: protocol::VERSION,
         id: Some(record.id.clone()),
@@ -451,7 +451,7 @@ fn message_of(record: &Record) -> Option<String> {
         .or_else(|| record.decline_reason.clone())
 }
 
-pub fn summary(record: &Record) -> RecordSummary {
+pub(crate) fn summary(record: &Record) -> RecordSummary {
     RecordSummary {
         id: record.id.clone(),
         kind: record.kind.clone(),

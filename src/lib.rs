@@ -27,26 +27,26 @@
 //!   `consentd-emulator` crate's Bot API emulator with the chat as a web page.
 
 pub mod cli;
-pub mod client;
+pub(crate) mod client;
 pub mod clock;
 pub mod config;
-pub mod consent;
-pub mod daemon;
+pub(crate) mod consent;
+pub(crate) mod daemon;
 pub mod executor;
-pub mod failpoint;
-pub mod intake;
+pub(crate) mod failpoint;
+pub(crate) mod intake;
 pub mod journal;
 pub(crate) mod output;
-pub mod pair;
+pub(crate) mod pair;
 pub(crate) mod preflight;
 pub mod press;
 #[cfg(feature = "sandbox")]
-pub mod sandbox;
-pub mod sender;
-pub mod server;
+pub(crate) mod sandbox;
+pub(crate) mod sender;
+pub(crate) mod server;
 pub mod store;
 pub(crate) mod stored;
-pub mod telegram;
+pub(crate) mod telegram;
 
 #[cfg(test)]
 mod protocol_doc_tests;

@@ -24,16 +24,16 @@ use crate::styled::Styled;
 use crate::telegram::{SendError, Sent, Telegram};
 
 /// Messages a burst may hold; after it, one a second.
-pub const BURST: f64 = 3.0;
+pub(crate) const BURST: f64 = 3.0;
 /// The longest wait between attempts of a failing row.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// How often the sender looks for held cards that have become due.
 const HELD_RECHECK: Duration = Duration::from_secs(1);
 
 /// A card as drawn for sending.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DrawnCard {
+pub(crate) struct DrawnCard {
     /// The text's numbered parts, sent before the card (empty when the text fits the card).
     pub parts: Vec<Styled>,
     /// A caption per attachment, in order.
@@ -43,7 +43,7 @@ pub struct DrawnCard {
 }
 
 /// Draws a record's card; implemented by the consent loop, which knows the locale and the key.
-pub trait Drawer: Send + Sync + std::fmt::Debug {
+pub(crate) trait Drawer: Send + Sync + std::fmt::Debug {
     /// The card for `record`, answerable until `expires_at`, its targets (and one-word field
     /// values) compared with `known`; an error for a mandate card that its warnings no longer
     /// let fit one message (an ask's card always fits: the intake kept room for them).
@@ -65,7 +65,7 @@ pub trait Drawer: Send + Sync + std::fmt::Debug {
 /// those facts only once it can take the lock, so a press on a card that has just appeared
 /// (Telegram answers the owner and the sender at the same time) is judged against the card as
 /// drawn, not against a store that has not heard of it yet.
-pub type Drawing = Arc<tokio::sync::Mutex<()>>;
+pub(crate) type Drawing = Arc<tokio::sync::Mutex<()>>;
 
 /// What a message with buttons was drawn with, as Telegram returned it; `None` when its answer
 /// said nothing (an edit that changed nothing leaves what was recorded before).
@@ -126,7 +126,7 @@ impl From<StoreError> for RowError {
 
 /// Runs the sender until `shutdown`. Returns an error only for a 409 Conflict, which stops the
 /// daemon.
-pub async fn run(
+pub(crate) async fn run(
     store: Store,
     telegram: Telegram,
     drawer: Arc<dyn Drawer>,

@@ -20,16 +20,16 @@ use crate::protocol::Response;
 use crate::refusal::{Reason, Refusal};
 
 /// How long a client may take to send its whole request line.
-pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a client may take to accept an answer.
-pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections open at once, waiting ones included. Idle clients cost a task each, so this is
 /// generous; the read timeout frees slots held by clients that never send.
-pub const MAX_CONNECTIONS: usize = 4096;
+pub(crate) const MAX_CONNECTIONS: usize = 4096;
 
 /// The intake's limits; the daemon uses the constants above, tests shrink them.
 #[derive(Debug, Clone)]
-pub struct IntakeLimits {
+pub(crate) struct IntakeLimits {
     pub max_frame_bytes: u64,
     pub read_timeout: Duration,
     pub write_timeout: Duration,
@@ -39,7 +39,7 @@ pub struct IntakeLimits {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum SocketError {
+pub(crate) enum SocketError {
     #[error("another process is listening on {0}; is consentd already running?")]
     InUse(PathBuf),
     #[error("{0} exists and is not a socket; refusing to replace it")]
@@ -53,7 +53,7 @@ pub enum SocketError {
 
 /// A bound socket and the identity of its file, so shutdown removes only our own.
 #[derive(Debug)]
-pub struct BoundSocket {
+pub(crate) struct BoundSocket {
     pub listener: std::os::unix::net::UnixListener,
     pub path: PathBuf,
     inode: (u64, u64),
@@ -61,7 +61,7 @@ pub struct BoundSocket {
 
 impl BoundSocket {
     /// Removes the socket file if it is still the one we bound.
-    pub fn remove(&self) {
+    pub(crate) fn remove(&self) {
         if let Ok(meta) = std::fs::symlink_metadata(&self.path) {
             if (meta.dev(), meta.ino()) == self.inode {
                 let _ = std::fs::remove_file(&self.path);
@@ -73,7 +73,7 @@ impl BoundSocket {
 /// Binds the socket with mode 0660. A stale socket file is replaced only when nothing listens
 /// on it. Call this while the process has one thread: it changes the umask around `bind` (a
 /// `chmod` after `bind` would leave a window with the wrong mode).
-pub fn bind_socket(path: &Path) -> Result<BoundSocket, SocketError> {
+pub(crate) fn bind_socket(path: &Path) -> Result<BoundSocket, SocketError> {
     let io = |source| SocketError::Io {
         path: path.to_owned(),
         source,
@@ -117,7 +117,7 @@ pub fn bind_socket(path: &Path) -> Result<BoundSocket, SocketError> {
 }
 
 /// Accepts connections until `shutdown`, then waits for the open ones to finish.
-pub async fn run(
+pub(crate) async fn run(
     listener: UnixListener,
     intake: Intake,
     limits: IntakeLimits,

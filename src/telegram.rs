@@ -23,13 +23,13 @@ use crate::styled::{Style, Styled};
 
 /// How long one getUpdates call waits for updates, in seconds; well under the HTTP client's
 /// 17 s timeout, so a long poll is never cut by the client.
-pub const POLL_TIMEOUT_SECS: u32 = 10;
+pub(crate) const POLL_TIMEOUT_SECS: u32 = 10;
 /// The longest a 429's `retry_after` is honoured; beyond it we retry sooner rather than stall.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// Why a request did not go through.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SendError {
+pub(crate) enum SendError {
     #[error("rate limited for {0:?}")]
     RetryAfter(Duration),
     #[error("transient: {0}")]
@@ -49,7 +49,7 @@ pub enum SendError {
 
 /// What a getUpdates of one update found at an offset whose batch could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Probe {
+pub(crate) enum Probe {
     /// The first pending update reads fine (or none is pending): the batch's failure lies later
     /// in it, or was in transit. Handle these and poll again.
     Read(Vec<Incoming>),
@@ -62,7 +62,7 @@ pub enum Probe {
 /// (balanced) JSON; `None` for a body cut off in transit, which is worth a retry rather than a
 /// skip. It scans without recursion because one poison is nesting deeper than serde_json's
 /// recursion limit, which a second parse would trip over too.
-pub fn first_update_id(raw: &str) -> Option<i64> {
+pub(crate) fn first_update_id(raw: &str) -> Option<i64> {
     let bytes = raw.as_bytes();
     let mut depth = 0usize;
     let mut id = None;
@@ -135,11 +135,11 @@ fn classify(error: RequestError) -> SendError {
 }
 
 /// What an [`Incoming::Other`] says when the update could not be read: skipped with a warning.
-pub const UNREADABLE: &str = "an update teloxide cannot read";
+pub(crate) const UNREADABLE: &str = "an update teloxide cannot read";
 
 /// Someone in Telegram.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Person {
+pub(crate) struct Person {
     pub id: i64,
     pub name: String,
     pub language_code: Option<String>,
@@ -147,14 +147,14 @@ pub struct Person {
 
 /// Where a message or press happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChatRef {
+pub(crate) struct ChatRef {
     pub id: i64,
     pub private: bool,
 }
 
 /// A button press, as the consent loop judges it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Press {
+pub(crate) struct Press {
     pub query_id: String,
     pub from: Person,
     pub chat: Option<ChatRef>,
@@ -170,7 +170,7 @@ pub struct Press {
 /// Computed the same way from the answer to a send and from a press's `callback_query.message`,
 /// so a press counts only while the message shows exactly what was drawn: another text, a
 /// quotation taken away, or a button relabelled (the Yes's data under a "No") all differ.
-pub fn fingerprint(message: &teloxide::types::Message) -> String {
+pub(crate) fn fingerprint(message: &teloxide::types::Message) -> String {
     let entities: Vec<serde_json::Value> = message
         .entities()
         .unwrap_or_default()
@@ -201,7 +201,7 @@ pub fn fingerprint(message: &teloxide::types::Message) -> String {
 
 /// An update, reduced to what the consent loop looks at.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Incoming {
+pub(crate) enum Incoming {
     /// A new text message.
     Text {
         update_id: i64,
@@ -220,7 +220,7 @@ pub enum Incoming {
 }
 
 impl Incoming {
-    pub fn update_id(&self) -> i64 {
+    pub(crate) fn update_id(&self) -> i64 {
         match self {
             Incoming::Text { update_id, .. }
             | Incoming::Press { update_id, .. }
@@ -307,7 +307,7 @@ fn press(query: &teloxide::types::CallbackQuery) -> Press {
 
 /// A message sent or edited, as Telegram returned it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sent {
+pub(crate) struct Sent {
     pub message_id: i64,
     /// What it shows ([`fingerprint`]); `None` for an edit that changed nothing.
     pub shows: Option<String>,
@@ -337,7 +337,7 @@ fn keyboard(buttons: &[ButtonSpec]) -> InlineKeyboardMarkup {
 
 /// The bot, pointed at Telegram or at a local Bot API server.
 #[derive(Clone)]
-pub struct Telegram {
+pub(crate) struct Telegram {
     bot: Bot,
 }
 
@@ -353,7 +353,7 @@ impl std::fmt::Debug for Telegram {
 impl Telegram {
     /// `api_url` is the config's `telegram.api_url`. The token is held by teloxide and never
     /// printed (see the `Debug` impl).
-    pub fn new(token: &str, api_url: &str) -> Result<Telegram, String> {
+    pub(crate) fn new(token: &str, api_url: &str) -> Result<Telegram, String> {
         let url = reqwest_url(api_url)?;
         Ok(Telegram {
             bot: Bot::new(token).set_api_url(url),
@@ -361,13 +361,13 @@ impl Telegram {
     }
 
     /// The bot's username, for the pairing link.
-    pub async fn username(&self) -> Result<String, SendError> {
+    pub(crate) async fn username(&self) -> Result<String, SendError> {
         let me = self.bot.get_me().await.map_err(classify)?;
         Ok(me.username.clone().unwrap_or_default())
     }
 
     /// One long poll from `offset`.
-    pub async fn updates(
+    pub(crate) async fn updates(
         &self,
         offset: i64,
         timeout_secs: u32,
@@ -380,7 +380,7 @@ impl Telegram {
     /// After a batch from `offset` could not be read: fetches only its first update, without
     /// waiting, to tell an answer cut off in transit (retry) from a poison update that would
     /// fail every batch at this offset forever (skip it, and only it).
-    pub async fn probe(&self, offset: i64) -> Result<Probe, SendError> {
+    pub(crate) async fn probe(&self, offset: i64) -> Result<Probe, SendError> {
         match self.get_updates(offset, 0, Some(1)).await {
             Ok(updates) => Ok(Probe::Read(updates)),
             Err(RequestError::InvalidJson { source, raw }) => match first_update_id(&raw) {
@@ -419,7 +419,7 @@ impl Telegram {
 
     /// Sets the bot's command menu, for clients in `language_code` (or for every other client
     /// when `None`).
-    pub async fn set_commands(
+    pub(crate) async fn set_commands(
         &self,
         language_code: Option<&str>,
         commands: &[(&str, String)],
@@ -438,7 +438,7 @@ impl Telegram {
 
     /// Sends a plain-text message (no parse mode: its spans go as entities) with an optional
     /// row of buttons.
-    pub async fn send_text(
+    pub(crate) async fn send_text(
         &self,
         chat: i64,
         text: &Styled,
@@ -465,7 +465,7 @@ impl Telegram {
     /// Sends an attachment as a document: Telegram keeps a document's bytes exactly as sent,
     /// while it re-encodes a photo (scaled down, transparency flattened), and the owner must be
     /// able to see the very bytes that run.
-    pub async fn send_file(
+    pub(crate) async fn send_file(
         &self,
         chat: i64,
         name: &str,
@@ -487,7 +487,7 @@ impl Telegram {
 
     /// Edits a message's text and buttons (none removes them). An edit that changes nothing is
     /// done, not an error.
-    pub async fn edit_text(
+    pub(crate) async fn edit_text(
         &self,
         chat: i64,
         message_id: i64,
@@ -516,7 +516,7 @@ impl Telegram {
 
     /// Takes every button away from a message, leaving its text as it is. A message that has
     /// none already is done, not an error.
-    pub async fn remove_buttons(&self, chat: i64, message_id: i64) -> Result<(), SendError> {
+    pub(crate) async fn remove_buttons(&self, chat: i64, message_id: i64) -> Result<(), SendError> {
         let request = self
             .bot
             .edit_message_reply_markup(ChatId(chat), MessageId(message_id as i32));
@@ -528,7 +528,11 @@ impl Telegram {
 
     /// Answers a press at once (Telegram times queries out within seconds). A query that is
     /// already too old is not worth retrying.
-    pub async fn answer_press(&self, query_id: &str, text: Option<&str>) -> Result<(), SendError> {
+    pub(crate) async fn answer_press(
+        &self,
+        query_id: &str,
+        text: Option<&str>,
+    ) -> Result<(), SendError> {
         let mut request = self
             .bot
             .answer_callback_query(CallbackQueryId(query_id.to_owned()));

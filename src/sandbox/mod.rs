@@ -22,18 +22,18 @@ use crate::output::{errln, Stream};
 use consentd_emulator::{self as emulator, Emulator, UserSpec};
 
 /// The page's port when `--port` is not given; taken when free, else any free port.
-pub const DEFAULT_PORT: u16 = 8340;
+pub(crate) const DEFAULT_PORT: u16 = 8340;
 /// The emulated bot's token: given to the daemon in-process, and no secret (nothing but the
 /// emulator on loopback takes it).
-pub const TOKEN: &str = "1000001:sandbox-token-not-a-secret";
+pub(crate) const TOKEN: &str = "1000001:sandbox-token-not-a-secret";
 /// The sandbox owner's Telegram id, preset in the config so no pairing is needed.
-pub const OWNER_ID: i64 = 1001;
+pub(crate) const OWNER_ID: i64 = 1001;
 /// How long the daemon may take to make its first `getUpdates` before the sandbox gives up.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Where the sandbox keeps its files, all under one directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Layout {
+pub(crate) struct Layout {
     pub dir: PathBuf,
     pub config: PathBuf,
     pub state_dir: PathBuf,
@@ -42,7 +42,7 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn new(dir: &Path) -> Layout {
+    pub(crate) fn new(dir: &Path) -> Layout {
         Layout {
             dir: dir.to_owned(),
             config: dir.join("consentd.toml"),
@@ -54,7 +54,7 @@ impl Layout {
 }
 
 /// The owner as the emulator shows them (and as the card's "decided by" names them).
-pub fn owner() -> UserSpec {
+pub(crate) fn owner() -> UserSpec {
     UserSpec::new(OWNER_ID, "Owner")
         .username("sandbox_owner")
         .language("en")
@@ -63,7 +63,7 @@ pub fn owner() -> UserSpec {
 /// Runs the sandbox until SIGINT or SIGTERM: `port` for the page (see [`DEFAULT_PORT`]; 0 for
 /// any free one), `state_dir` to keep the state between runs (else a fresh temp dir, removed
 /// at the end).
-pub fn run(port: Option<u16>, state_dir: Option<PathBuf>) -> anyhow::Result<()> {
+pub(crate) fn run(port: Option<u16>, state_dir: Option<PathBuf>) -> anyhow::Result<()> {
     let (dir, fresh) = match state_dir {
         Some(dir) => {
             let dir = std::path::absolute(&dir)
@@ -335,12 +335,12 @@ fn hanging_command() -> String {
 
 /// How long the hanging category's command runs before it is killed: short, so that trying it
 /// (and its test) costs a few seconds.
-pub const HANG_TIMEOUT: &str = "3s";
+pub(crate) const HANG_TIMEOUT: &str = "3s";
 
 /// The sandbox's config: the owner preset, English, UTC, no quiet hours, and five sample
 /// categories, all on: three whose commands only echo, one whose command fails and one whose
 /// command hangs past its timeout.
-pub fn config_text(layout: &Layout, api_url: &str, uid: u32) -> anyhow::Result<String> {
+pub(crate) fn config_text(layout: &Layout, api_url: &str, uid: u32) -> anyhow::Result<String> {
     Ok(format!(
         r#"# Written by `consentd sandbox` at each start; edits are overwritten.
 

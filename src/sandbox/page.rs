@@ -53,7 +53,7 @@ const ANSWERS_KEPT: usize = 20;
 
 /// What the page's handlers share.
 #[derive(Debug, Clone)]
-pub struct Page {
+pub(super) struct Page {
     pub emulator: Emulator,
     pub owner: UserSpec,
     /// The port the page is served on, for the Host and Origin checks.
@@ -95,7 +95,7 @@ impl Page {
 
 /// Why the page refused a request.
 #[derive(Debug, thiserror::Error)]
-pub enum PageError {
+pub(super) enum PageError {
     #[error("this page answers only to 127.0.0.1:{0} or localhost:{0}")]
     WrongHost(u16),
     #[error("requests must come from the page itself")]
@@ -121,7 +121,7 @@ impl IntoResponse for PageError {
 }
 
 /// Serves the page on `listener` until the sandbox stops.
-pub async fn serve(page: Page, listener: TcpListener) -> anyhow::Result<()> {
+pub(super) async fn serve(page: Page, listener: TcpListener) -> anyhow::Result<()> {
     listener.set_nonblocking(true)?;
     let listener = tokio::net::TcpListener::from_std(listener)?;
     let shutdown = page.shutdown.clone();
@@ -131,7 +131,7 @@ pub async fn serve(page: Page, listener: TcpListener) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn router(page: Page) -> Router {
+pub(super) fn router(page: Page) -> Router {
     Router::new()
         .route("/", get(index))
         .route("/api/chat", get(chat))
@@ -345,7 +345,7 @@ fn percent_encode(text: &str) -> String {
 
 /// The chat as `GET /api/chat` answers it.
 #[derive(Debug, Serialize)]
-pub struct ChatView {
+pub(super) struct ChatView {
     /// Pass it back as `after` to wait for the next change.
     pub version: u64,
     pub bot: BotView,
@@ -358,7 +358,7 @@ pub struct ChatView {
 }
 
 #[derive(Debug, Serialize)]
-pub struct BotView {
+pub(super) struct BotView {
     pub name: String,
     pub username: String,
 }
@@ -366,7 +366,7 @@ pub struct BotView {
 /// One message as the owner's Telegram client shows it: its latest revision, marked when
 /// edited, with the earlier ones kept for a look.
 #[derive(Debug, Serialize, PartialEq)]
-pub struct MessageView {
+pub(super) struct MessageView {
     pub id: i64,
     pub from_bot: bool,
     /// `text`, `photo` or `document`.
@@ -401,7 +401,7 @@ pub struct MessageView {
 
 /// A stretch of a message's text in UTF-16 code units, as Telegram counts entities.
 #[derive(Debug, Serialize, PartialEq, Eq, Clone, Copy)]
-pub struct Span {
+pub(super) struct Span {
     pub offset: usize,
     pub length: usize,
 }
@@ -409,7 +409,7 @@ pub struct Span {
 /// One inline button: what it says, its data, and what a press on it does (`yes`, `no`,
 /// `grant`, … as its data names it; `None` for data that is not consentd's).
 #[derive(Debug, Serialize, PartialEq, Eq)]
-pub struct ButtonView {
+pub(super) struct ButtonView {
     pub text: String,
     pub callback_data: Option<String>,
     pub action: Option<&'static str>,
@@ -431,7 +431,7 @@ impl From<Button> for ButtonView {
 }
 
 #[derive(Debug, Serialize, PartialEq, Eq)]
-pub struct FileView {
+pub(super) struct FileView {
     pub id: String,
     pub name: String,
     pub media_type: String,
@@ -440,14 +440,14 @@ pub struct FileView {
 }
 
 #[derive(Debug, Serialize, PartialEq, Eq)]
-pub struct AnswerView {
+pub(super) struct AnswerView {
     pub query_id: String,
     pub text: Option<String>,
 }
 
 /// The messages the owner sees, oldest first; deleted ones are gone, as in Telegram. `titles`
 /// are the cards' title lines with their classes.
-pub fn messages_view(
+pub(super) fn messages_view(
     messages: &[ChatMessage],
     titles: &BTreeMap<String, &'static str>,
 ) -> Vec<MessageView> {
