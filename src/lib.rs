@@ -5,26 +5,33 @@
 //! pressed Yes in their private Telegram chat — runs the category's command at most once.
 //! Every step goes into a hash-chained journal.
 //!
-//! The parts, from the edge inwards (docs/ARCHITECTURE.md has the map and the invariants):
-//! - [`cli`]: the `consentd` command line; `output`, its lines, which a closed pipe does not crash.
-//! - [`config`]: the TOML config, parsed and then validated with every problem named by its key;
-//!   `preflight`, the same config against this machine (token, commands, users).
-//! - [`server`]: the Unix socket: peer credentials, framing, caps, timeouts, shutdown.
-//! - [`protocol`]: the socket's JSON requests and responses, parsed strictly.
-//! - [`refusal`]: the refusal gate — everything refused before a card, with its reason code;
-//!   [`refusal::visible`] is the Unicode policy.
-//! - [`digest`]: the canonical envelope of an action and its SHA-256 digest.
-//! - `media`: an attachment's magic bytes against its declared media type.
-//! - [`lookalike`]: look-alike targets (UTS #39): mixed scripts, and confusables of known targets.
-//! - [`intake`]: an ask's journey from a parsed request to a stored record or a refusal.
-//! - [`store`]: the SQLite store, its one owning thread, the record state machine, and the
-//!   journal staging that keeps store and journal in step.
-//! - `stored`: an attachment's stored copy, read back and checked against its SHA-256.
-//! - [`journal`]: the journal's line format, appending, verification and repair.
-//! - [`client`]: the `ask`, `status` and `list` clients.
-//! - [`daemon`]: `serve`, wiring the parts together.
-//! - `sandbox`: `consentd sandbox` (the default-on `sandbox` feature), the daemon against the
-//!   `consentd-emulator` crate's Bot API emulator with the chat as a web page.
+//! This crate is the daemon and its command line: the IO around the rules of `consentd-core`
+//! (re-exported here under their old names: [`refusal`], [`card`], [`protocol`], …).
+//!
+//! What it offers as a library is small, and only for its own tests, benches and fuzz targets:
+//! [`cli`] (the argument parser), [`config`] (the rules plus reading the file), [`clock`],
+//! [`journal`] (the line format, verification, the file), [`press`] (the verdict plus the key's
+//! file), [`store`]'s record states, [`executor`]'s run types, and the core's modules. Everything
+//! else is `pub(crate)`: the socket server, intake, the consent loop, the sender, the Telegram
+//! transport, the daemon's wiring and the sandbox.
+//!
+//! What it promises never to do: run an action without a durable claim after the owner's press
+//! or inside a mandate; run one twice; put a secret (the bot token, the press key) in a log, the
+//! journal or anything the session can read. docs/ARCHITECTURE.md has the map and the
+//! invariants; the parts, from the edge inwards:
+//! - `cli`, the command line; `output`, its lines, which a closed pipe does not crash;
+//!   `client`, the `ask`, `status` and `list` clients.
+//! - `config` and `preflight`: the config against this machine (token, commands, users).
+//! - `server`: the Unix socket: peer credentials, framing, caps, timeouts, shutdown; `intake`,
+//!   an ask's journey from a parsed request to a stored record or a refusal.
+//! - `store`: the SQLite store, its one owning thread, the record state machine, and the journal
+//!   staging that keeps store and journal in step; `stored`, an attachment's stored copy read
+//!   back against its SHA-256; `journal`, the journal file.
+//! - `consent`, the consent loop; `sender`, the outbox; `telegram`, the Bot API transport;
+//!   `executor`, the command, once.
+//! - `daemon`: `serve`, wiring the parts together; `sandbox` (the default-on `sandbox` feature),
+//!   the daemon against the `consentd-emulator` crate's Bot API emulator with the chat as a web
+//!   page.
 
 pub mod cli;
 pub(crate) mod client;
