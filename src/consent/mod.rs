@@ -1,11 +1,11 @@
 //! The consent loop: what the owner's chat does to records, and what records do to the chat.
 //!
-//! One task handles [`Event`]s one at a time: a batch of Telegram updates (each handled with its
+//! One task handles `Event`s one at a time: a batch of Telegram updates (each handled with its
 //! next offset stored in the same transaction as what it changed), the expiry sweep's tick, and
 //! the end of a run. Deciding is done by pure functions — [`crate::press::verify`],
 //! [`crate::pairing::decide`], the card renderers — and this module does the IO around them.
 //!
-//! This file holds the loop itself (the [`Consent`] it runs on, its [`Event`]s, starting and
+//! This file holds the loop itself (the `Consent` it runs on, its `Event`s, starting and
 //! stopping, handing each update to its handler) and the facts its parts share. The parts are
 //! `impl Consent` blocks split by what the owner or the clock did, so each reads on its own:
 //! - `press`: a button press, judged (`crate::press::verify`) and then applied — Yes, No,
