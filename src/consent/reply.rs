@@ -7,7 +7,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{say, text_body, Consent, Owner, Said};
+use super::queue::{say, text_body};
+use super::{Consent, Owner, Said};
 use crate::card::owner::{self, ReasonReply};
 use crate::card::{self, Outcome};
 use crate::refusal::visible::{self, Refusal};

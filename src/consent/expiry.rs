@@ -1,0 +1,206 @@
+//! The sweep, ticked every [`SWEEP_EVERY`]: cards past their ttl expire (silence is never
+//! consent), mandates past their term end, and once a local day the evening summary is sent.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::card;
+use crate::deadline::Now;
+use crate::store::outbox::{Sound, What};
+use crate::store::{Event as JournalEvent, RecordState, StateChange, StoreError};
+
+use super::queue::{queue, queue_card_edit, say};
+use super::{Consent, Event};
+
+/// How often the expiry sweep looks for cards past their ttl.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// How long a drawn button counts at most: a mandate's term (7 days) and a day to spare.
+const DRAWN_KEPT_DAYS: i64 = 8;
+
+impl Consent {
+    /// Cards past their ttl: expired, edited to say so without buttons; the session hears
+    /// `expired`. Silence is never consent, and never a no.
+    pub(super) async fn expire_due(&self) -> Result<(), StoreError> {
+        let now = self.clock.now();
+        self.end_due_mandates(now).await?;
+        // Expiry first and the summary's failure only logged: a summary that cannot be made
+        // must not keep cards from expiring.
+        let expired = self.expire_cards(now).await;
+        if let Err(error) = self.summary_if_due(now).await {
+            tracing::error!(%error, "cannot send the evening summary");
+        }
+        expired
+    }
+
+    async fn expire_cards(&self, now: DateTime<Utc>) -> Result<(), StoreError> {
+        let reading = Now {
+            wall: now,
+            monotonic: self.clock.monotonic(),
+        };
+        let due = self
+            .store
+            .call(move |db| db.due_for_expiry(&reading))
+            .await?;
+        for id in due {
+            let lookup = id.clone();
+            let Some(record) = self.store.call(move |db| db.record(&lookup)).await? else {
+                continue;
+            };
+            let edit = self
+                .outcome_text(&record, RecordState::Expired, None, now)
+                .await;
+            let owner = self.owner();
+            let result = self
+                .store
+                .call(move |db| {
+                    db.write_effects(now, None, |tx, effects| {
+                        let change = StateChange {
+                            finished_at: Some(now),
+                            ..StateChange::default()
+                        };
+                        crate::store::db::transition_in(
+                            tx,
+                            &id,
+                            RecordState::CardShown,
+                            RecordState::Expired,
+                            &change,
+                        )?;
+                        effects.changed.push((id.clone(), RecordState::Expired));
+                        effects.push(JournalEvent::new("expired").with("id", id.as_str()));
+                        if let Some(owner) = owner {
+                            queue_card_edit(tx, effects, owner.id, &id, edit)?;
+                        }
+                        Ok(())
+                    })
+                })
+                .await;
+            match result {
+                // Answered in the meantime: not expired.
+                Ok(()) | Err(StoreError::StateConflict { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
+
+    /// Mandates whose term is over: ended, `mandate_end` journaled, the owner told quietly.
+    async fn end_due_mandates(&self, now: DateTime<Utc>) -> Result<(), StoreError> {
+        let lang = self.language();
+        let owner = self.owner();
+        let locales = self.locales.clone();
+        let labels = self.labels(lang);
+        self.store
+            .call(move |db| {
+                db.end_due_mandates(now, |tx, effects, row| {
+                    let Some(owner) = owner else { return Ok(()) };
+                    let label = labels
+                        .get(&row.kind)
+                        .map_or(row.kind.as_str(), String::as_str);
+                    let text = card::mandate::mandate_ended(&locales, lang, &row.id, label);
+                    say(tx, effects, owner.id, text, Sound::Gated)
+                })
+            })
+            .await
+            .map(|_| ())
+    }
+
+    /// The evening summary, once a local day, at `summary_at` or at the first sweep after it
+    /// (the daemon may have been down then).
+    async fn summary_if_due(&self, now: DateTime<Utc>) -> Result<(), StoreError> {
+        let Some(owner) = self.owner() else {
+            return Ok(());
+        };
+        let tz = self.config.owner.timezone;
+        let summary_at = self
+            .gate
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .summary_at;
+        let day = now.with_timezone(&tz).date_naive();
+        match crate::gate::local_instant(day, summary_at, tz) {
+            Some(at) if now >= at => {}
+            _ => return Ok(()),
+        }
+        if self.store.call(move |db| db.summary_sent_on(day)).await? {
+            return Ok(());
+        }
+        // Since the last summary (else since local midnight): nothing falls between two.
+        let (midnight, _) = crate::mandate::local_day(now, tz);
+        let start = self
+            .store
+            .call(|db| db.last_summary_sent_at())
+            .await?
+            .unwrap_or(midnight);
+        let counts = self.store.call(move |db| db.day_counts(start, now)).await?;
+        let spend = self
+            .store
+            .call(move |db| db.mandate_spend(start, now))
+            .await?;
+        let lang = owner.language;
+        let labels = self.labels(lang);
+        let locales = self.locales.clone();
+        // Drawn inside the summary's transaction: the anchor is known only there.
+        let render = move |anchor: &str| {
+            let mandates: Vec<card::owner::MandateDay<'_>> = spend
+                .iter()
+                .map(|s| card::owner::MandateDay {
+                    id: &s.id,
+                    label: labels.get(&s.kind).map_or(s.kind.as_str(), String::as_str),
+                    actions: s.actions,
+                    usd: s.usd,
+                })
+                .collect();
+            card::owner::summary(&locales, lang, day, &counts, &mandates, anchor)
+        };
+        // The open mandates follow, each with its Stop, as `/mandates` shows them.
+        let open = self.mandates_replies(lang, now).await?;
+        let sent = self
+            .store
+            .call(move |db| {
+                db.send_summary(day, now, |tx, effects, anchor| {
+                    say(tx, effects, owner.id, render(anchor), Sound::Gated)?;
+                    for body in open.into_iter().skip(1) {
+                        queue(
+                            tx,
+                            effects,
+                            owner.id,
+                            What::Message,
+                            None,
+                            body,
+                            Sound::Gated,
+                        )?;
+                    }
+                    Ok(())
+                })
+            })
+            .await?;
+        if sent {
+            tracing::info!(%day, "evening summary sent");
+            // Once a day, the buttons drawn long ago are forgotten (see `forget_drawn_before`).
+            let before = now - chrono::Duration::days(DRAWN_KEPT_DAYS);
+            self.store
+                .call(move |db| db.forget_drawn_before(before))
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// Asks the loop for an expiry sweep every [`SWEEP_EVERY`] until `shutdown`.
+pub(super) async fn tick_sweeps(events: mpsc::Sender<Event>, shutdown: CancellationToken) {
+    let mut ticks = tokio::time::interval(SWEEP_EVERY);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            _ = ticks.tick() => {
+                if events.send(Event::Sweep).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,420 @@
+//! The consent loop: what the owner's chat does to records, and what records do to the chat.
+//!
+//! One task handles `Event`s one at a time: a batch of Telegram updates (each handled with its
+//! next offset stored in the same transaction as what it changed), the expiry sweep's tick, and
+//! the end of a run. Deciding is done by pure functions — [`crate::press::verify`],
+//! [`crate::pairing::decide`], the card renderers — and this module does the IO around them.
+//!
+//! This file holds the loop itself (the `Consent` it runs on, its `Event`s, starting and
+//! stopping, handing each update to its handler) and the facts its parts share. The parts are
+//! `impl Consent` blocks split by what the owner or the clock did, so each reads on its own:
+//! - `press`: a button press, judged (`crate::press::verify`) and then applied — Yes, No,
+//!   Grant, Decline, Resume, Stop, or a rejection;
+//! - `stale`: why a press on a button that has moved on is refused, in the owner's words;
+//! - `owner_text`: the owner's text — commands, settings, `/categories` and its switches;
+//! - `reply`: a reply to a declined card, the No's reason;
+//! - `pairing`: `/start` with a pairing code while there is no owner;
+//! - `runs`: claiming a granted record, running it, recording how it ended;
+//! - `recover`: at start, the claims a crash left without an outcome, and granted records;
+//! - `expiry`: the sweep — cards past their ttl, mandates past their term, the evening summary;
+//! - `drawer`: cards, outcomes and receipts drawn for the owner, and the sender's [`Drawer`];
+//! - `queue`: the outbox helpers every part queues its messages with;
+//! - `poller`: the getUpdates loop that feeds the loop its batches.
+//!
+//! Siblings reach each other only through `impl Consent` methods or through the leaves
+//! (`queue`, `drawer`, `stale`), so the module graph has no cycle.
+
+mod drawer;
+mod expiry;
+mod owner_text;
+mod pairing;
+mod poller;
+mod press;
+mod queue;
+mod recover;
+mod reply;
+mod runs;
+mod stale;
+
+pub(crate) use reply::reason_deadline;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use chrono::{DateTime, Utc};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::card;
+use crate::clock::Clock;
+use crate::config::{Config, Gate};
+use crate::deadline::Window;
+use crate::executor::RunOutcome;
+use crate::locale::{Language, Locales};
+use crate::press::{MessageFacts, PressKey};
+use crate::sender::{Drawer, Drawing};
+use crate::store::consent::OwnerRow;
+use crate::store::{Record, Store, StoreError};
+use crate::telegram::{ChatRef, Incoming, Person, SendError, Telegram, UNREADABLE};
+
+use expiry::tick_sweeps;
+use poller::poll;
+
+/// What a category switch's buttons are signed for in place of a record's digest.
+const CATEGORY_DIGEST: &str = "category";
+
+/// A press's subject as the store knows it (owned: [`SubjectFacts`](crate::press::SubjectFacts)
+/// borrows from it).
+#[derive(Debug)]
+struct Subject {
+    digest: String,
+    open: bool,
+    window: Option<Window>,
+    /// Why it is not open, in words the owner's press can be answered with.
+    stale: Option<card::owner::Stale>,
+}
+
+/// Everything a press is judged on.
+#[derive(Debug)]
+struct PressFacts {
+    callback: Option<crate::press::Callback>,
+    record: Option<Record>,
+    subject: Option<Subject>,
+    message: MessageFacts,
+}
+
+/// A text message in a private chat, as the loop reads it.
+#[derive(Debug)]
+struct Said {
+    chat: ChatRef,
+    text: String,
+    /// The message it replies to, if any.
+    reply_to: Option<i64>,
+}
+
+/// Who pressed, and the update's next offset and time, for what the press changes.
+#[derive(Debug)]
+struct Decision {
+    from: Person,
+    next: i64,
+    now: DateTime<Utc>,
+    /// The pressed message (chat, message id), when Telegram said which.
+    message: Option<(i64, i64)>,
+}
+
+/// The owner, once known: from the config, or paired. Public, as [`OwnerCell`], because public
+/// fields of `daemon::Beside` and `intake::Intake` hold it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    pub id: i64,
+    pub language: Language,
+}
+
+/// The owner as shared between the loop (which pairs) and the intake (which needs to know).
+pub type OwnerCell = Arc<RwLock<Option<Owner>>>;
+
+/// What the loop handles, one at a time.
+#[derive(Debug)]
+pub(crate) enum Event {
+    /// A batch of updates from one getUpdates; the poller waits for the reply before asking for
+    /// the next batch, so no update is confirmed to Telegram before it is handled.
+    Updates(Vec<Incoming>, oneshot::Sender<()>),
+    /// Time to expire cards past their ttl.
+    Sweep,
+    /// A run ended.
+    RunEnded { id: String, outcome: RunOutcome },
+    /// An ask an open mandate covered: the store has already claimed it (running, `used`
+    /// durable) in the transaction that took its share of the mandate; its run starts.
+    Covered(String),
+}
+
+/// Everything the loop needs.
+#[derive(Debug, Clone)]
+pub(crate) struct Consent {
+    pub(crate) config: Arc<Config>,
+    pub(crate) store: Store,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) key: Arc<PressKey>,
+    pub(crate) locales: Arc<Locales>,
+    pub(crate) owner: OwnerCell,
+    pub(crate) switches: Arc<RwLock<BTreeMap<String, bool>>>,
+    /// The gate's settings: the config's, with what the owner set in the chat.
+    pub(crate) gate: Arc<RwLock<Gate>>,
+    /// Where runs get their private working directories.
+    pub(crate) work_root: PathBuf,
+    pub(crate) telegram: Telegram,
+    /// Held by the sender while a message with buttons is sent and recorded.
+    pub(crate) drawing: Drawing,
+}
+
+/// The language the owner reads: the config's, else their Telegram language, else English.
+pub(crate) fn owner_language(config: &Config, telegram_code: Option<&str>) -> Language {
+    config
+        .owner
+        .language
+        .or_else(|| telegram_code.and_then(Language::from_code))
+        .unwrap_or(Language::En)
+}
+
+/// Reads who the owner is at start: the config's `telegram_id`, else the paired one.
+pub(crate) fn load_owner(config: &Config, stored: Option<OwnerRow>) -> Option<Owner> {
+    match (config.owner.telegram_id, stored) {
+        (Some(id), stored) => Some(Owner {
+            id,
+            language: owner_language(
+                config,
+                stored
+                    .as_ref()
+                    .filter(|row| row.telegram_id == id)
+                    .and_then(|row| row.language_code.as_deref()),
+            ),
+        }),
+        (None, Some(row)) => Some(Owner {
+            id: row.telegram_id,
+            language: owner_language(config, row.language_code.as_deref()),
+        }),
+        (None, None) => None,
+    }
+}
+
+impl Consent {
+    fn owner(&self) -> Option<Owner> {
+        *self.owner.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn language(&self) -> Language {
+        self.owner().map_or_else(
+            || owner_language(&self.config, None),
+            |owner| owner.language,
+        )
+    }
+
+    fn category_enabled(&self, kind: &str) -> bool {
+        let switches = self.switches.read().unwrap_or_else(|p| p.into_inner());
+        switches
+            .get(kind)
+            .copied()
+            .unwrap_or_else(|| self.config.categories.get(kind).is_some_and(|c| c.enabled))
+    }
+
+    /// Runs the loop until `shutdown`; returns an error when Telegram says another instance polls
+    /// the same bot.
+    /// `recovered` is told once the claims a crash left behind are settled: asks served before
+    /// then could be mistaken for them.
+    pub(crate) async fn run(
+        self,
+        daemon_shutdown: CancellationToken,
+        mut covered: mpsc::UnboundedReceiver<String>,
+        recovered: oneshot::Sender<()>,
+    ) -> anyhow::Result<()> {
+        // The loop's own tasks stop when the daemon stops and when the loop itself ends (a 409).
+        let shutdown = daemon_shutdown.child_token();
+        let (events, mut inbox) = mpsc::channel::<Event>(64);
+        let runs = TaskTracker::new();
+        let conflict = CancellationToken::new();
+        let tasks = self.spawn_helpers(&events, &shutdown, &conflict);
+
+        self.set_command_menu();
+        self.recover(&runs, &events).await?;
+        let _ = recovered.send(());
+        let result = self
+            .handle_until_stopped(
+                &shutdown,
+                &conflict,
+                &mut inbox,
+                &mut covered,
+                &runs,
+                &events,
+            )
+            .await;
+        shutdown.cancel();
+        // The loop ends the daemon too (a 409 ends it from here).
+        daemon_shutdown.cancel();
+        self.run_covered_while_stopping(covered, &runs, &events)
+            .await;
+        self.finish_runs(&runs, inbox).await;
+        tasks.wait().await;
+        result
+    }
+
+    /// Starts the loop's helpers: the poller, the sender and the sweep's ticks. A sender that
+    /// stops ends the loop, as a 409 does.
+    fn spawn_helpers(
+        &self,
+        events: &mpsc::Sender<Event>,
+        shutdown: &CancellationToken,
+        conflict: &CancellationToken,
+    ) -> TaskTracker {
+        let tasks = TaskTracker::new();
+        tasks.spawn(poll(
+            self.store.clone(),
+            self.telegram.clone(),
+            events.clone(),
+            shutdown.clone(),
+            conflict.clone(),
+        ));
+        tasks.spawn(self.clone().send_until(shutdown.clone(), conflict.clone()));
+        tasks.spawn(tick_sweeps(events.clone(), shutdown.clone()));
+        tasks.close();
+        tasks
+    }
+
+    /// The sender's task; its failure is reported through `conflict`, which ends the loop.
+    async fn send_until(self, shutdown: CancellationToken, conflict: CancellationToken) {
+        let (store, telegram, clock, drawing) = (
+            self.store.clone(),
+            self.telegram.clone(),
+            self.clock.clone(),
+            self.drawing.clone(),
+        );
+        let drawer: Arc<dyn Drawer> = Arc::new(self);
+        if let Err(error) =
+            crate::sender::run(store, telegram, drawer, clock, drawing, shutdown).await
+        {
+            tracing::error!(%error, "the sender stopped");
+            conflict.cancel();
+        }
+    }
+
+    /// The loop proper: one event at a time until `shutdown`, a 409 (`conflict`) or the inbox
+    /// closes.
+    async fn handle_until_stopped(
+        &self,
+        shutdown: &CancellationToken,
+        conflict: &CancellationToken,
+        inbox: &mut mpsc::Receiver<Event>,
+        covered: &mut mpsc::UnboundedReceiver<String>,
+        runs: &TaskTracker,
+        events: &mpsc::Sender<Event>,
+    ) -> anyhow::Result<()> {
+        loop {
+            let event = tokio::select! {
+                () = shutdown.cancelled() => return Ok(()),
+                () = conflict.cancelled() => return Err(anyhow::anyhow!(SendError::Conflict)),
+                event = inbox.recv() => event,
+                Some(id) = covered.recv() => Some(Event::Covered(id)),
+            };
+            let Some(event) = event else { return Ok(()) };
+            if let Err(error) = self.handle(event, runs, events).await {
+                tracing::error!(%error, "the consent loop could not handle an event");
+            }
+        }
+    }
+
+    /// Claimed while stopping: they run now rather than become outcome_unknown at the next
+    /// start. The channel closes when the socket server has finished its last connection, so a
+    /// covered ask committed during the stop is not left behind.
+    async fn run_covered_while_stopping(
+        &self,
+        mut covered: mpsc::UnboundedReceiver<String>,
+        runs: &TaskTracker,
+        events: &mpsc::Sender<Event>,
+    ) {
+        while let Some(id) = covered.recv().await {
+            if let Err(error) = self.run_claimed(id, runs, events).await {
+                tracing::error!(%error, "could not start a covered ask while stopping");
+            }
+        }
+    }
+
+    /// Runs in flight finish and their outcomes are recorded even while stopping, so a clean
+    /// stop never leaves a claim without an outcome. Other events are dropped: updates are
+    /// fetched again after the restart, and the sweep runs again.
+    async fn finish_runs(&self, runs: &TaskTracker, mut inbox: mpsc::Receiver<Event>) {
+        runs.close();
+        loop {
+            tokio::select! {
+                () = runs.wait() => break,
+                event = inbox.recv() => match event {
+                    Some(Event::RunEnded { id, outcome }) => self.record_outcome(id, outcome).await,
+                    Some(_) => {}
+                    None => break,
+                },
+            }
+        }
+        // A run that ended just before `runs.wait()` returned may have queued its outcome last.
+        while let Ok(event) = inbox.try_recv() {
+            if let Event::RunEnded { id, outcome } = event {
+                self.record_outcome(id, outcome).await;
+            }
+        }
+    }
+
+    async fn record_outcome(&self, id: String, outcome: RunOutcome) {
+        if let Err(error) = self.run_ended(id, outcome).await {
+            tracing::error!(%error, "could not record a run's outcome while stopping");
+        }
+    }
+
+    async fn handle(
+        &self,
+        event: Event,
+        runs: &TaskTracker,
+        events: &mpsc::Sender<Event>,
+    ) -> Result<(), StoreError> {
+        match event {
+            Event::Updates(batch, done) => {
+                for incoming in batch {
+                    self.incoming(incoming, runs, events).await?;
+                }
+                let _ = done.send(());
+            }
+            Event::Sweep => self.expire_due().await?,
+            Event::RunEnded { id, outcome } => self.run_ended(id, outcome).await?,
+            Event::Covered(id) => self.run_claimed(id, runs, events).await?,
+        }
+        Ok(())
+    }
+
+    async fn incoming(
+        &self,
+        incoming: Incoming,
+        runs: &TaskTracker,
+        events: &mpsc::Sender<Event>,
+    ) -> Result<(), StoreError> {
+        let next = incoming.update_id() + 1;
+        let stored = self.store.call(|db| db.next_offset()).await?;
+        if incoming.update_id() < stored {
+            // Handled before (a duplicate or a late, out-of-order delivery): nothing changes twice.
+            return Ok(());
+        }
+        let now = self.clock.now();
+        match incoming {
+            Incoming::Other { what, update_id } => {
+                if what == UNREADABLE {
+                    tracing::warn!(update_id, "skipping an update teloxide cannot read");
+                } else {
+                    tracing::debug!(what, "update ignored");
+                }
+                self.store.call(move |db| db.skip_update(next, now)).await
+            }
+            Incoming::Text {
+                from,
+                chat,
+                text,
+                forwarded,
+                reply_to,
+                ..
+            } => {
+                if !chat.private || forwarded {
+                    return self.store.call(move |db| db.skip_update(next, now)).await;
+                }
+                let said = Said {
+                    chat,
+                    text,
+                    reply_to,
+                };
+                self.text(from, said, next, now).await
+            }
+            Incoming::Press { press, .. } => self.press(press, next, runs, events).await,
+        }
+    }
+}
+
+fn parse_time(text: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}

@@ -1,0 +1,482 @@
+//! A button press: the facts it is judged on (the message as drawn, the clocks, its subject),
+//! the verdict of the pure [`crate::press::verify`], the answer to the presser first, and then
+//! what an accepted press does — Yes and Grant, No and Decline, Resume, Stop — or how a rejected
+//! one is journaled and, when it matters, told to the owner.
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_util::task::TaskTracker;
+
+use crate::card;
+use crate::deadline::Now;
+use crate::press::{
+    self, AsDrawn, MessageFacts, PressAction, PressContext, Rejection, SubjectFacts, Verdict,
+};
+use crate::store::consent::ClaimWindow;
+use crate::store::db::note_decider_name;
+use crate::store::outbox::{Body, Sound, What};
+use crate::store::{
+    Event as JournalEvent, Record, RecordState, StoreError, Subject as StoreSubject,
+};
+use crate::telegram::{ChatRef, Press};
+
+use super::queue::{queue, queue_card_edit, say, text_body};
+use super::stale;
+use super::{Consent, Decision, Event, PressFacts, Subject};
+
+/// How long a press waits for a send in flight to be recorded before it is judged (see
+/// [`Drawing`](crate::sender::Drawing)). A send stalled longer than this leaves the press judged
+/// on what is known.
+const DRAWING_PATIENCE: Duration = Duration::from_secs(3);
+
+/// Category switches name a kind, not a record.
+fn is_switch(action: PressAction) -> bool {
+    matches!(action, PressAction::CategoryOn | PressAction::CategoryOff)
+}
+
+impl Consent {
+    /// A button press: the facts, the verdict (a pure function), the answer to the presser at
+    /// once, then what the press does.
+    pub(super) async fn press(
+        &self,
+        press: Press,
+        next: i64,
+        runs: &TaskTracker,
+        events: &mpsc::Sender<Event>,
+    ) -> Result<(), StoreError> {
+        let owner = self.owner();
+        let (facts, now) = self.press_facts(&press).await?;
+        let chat = press.chat.unwrap_or(ChatRef {
+            id: 0,
+            private: false,
+        });
+        let context = PressContext {
+            presser_id: press.from.id,
+            chat_id: chat.id,
+            chat_is_private: chat.private,
+            owner_id: owner.map(|o| o.id),
+            subject: facts.subject.as_ref().map(|subject| SubjectFacts {
+                digest: &subject.digest,
+                open: subject.open,
+                window: subject.window.clone(),
+            }),
+            message: facts.message,
+            now: now.clone(),
+        };
+        let data = press.data.clone().unwrap_or_default();
+        let verdict = press::verify(&data, &self.key, &context);
+        // Answered first: Telegram gives a query only seconds.
+        let answer = self.press_answer(&verdict, &facts, &press.from);
+        self.answer(press.query_id.clone(), answer);
+        let subject = facts.callback.map(|c| c.subject);
+        let decision = Decision {
+            from: press.from,
+            next,
+            now: now.wall,
+            message: chat_message(press.chat, press.message_id),
+        };
+        if verdict.is_accept() && facts.message == MessageFacts::Drawn(AsDrawn::Changed) {
+            // Only a press that takes something back counts on an altered message; the owner
+            // hears that the message was changed behind their back.
+            self.tell_altered(&decision).await?;
+        }
+        match verdict {
+            Verdict::Reject(rejection) => self.rejected(rejection, &decision, subject).await,
+            Verdict::Accept { action, subject } => {
+                self.pressed(action, subject, facts.record, decision, runs, events)
+                    .await
+            }
+        }
+    }
+
+    /// Reads what a press is judged on: the message it came from, as the daemon drew it (waiting
+    /// for a send in flight when the message is not known yet), then the clocks — read after
+    /// that wait — and the subject its data names (a record, a mandate, a kind's switch or
+    /// silence).
+    async fn press_facts(&self, press: &Press) -> Result<(PressFacts, Now), StoreError> {
+        let message = self.message_facts(press).await?;
+        let now = Now::read(self.clock.as_ref());
+        let callback = press::parse_callback(press.data.as_deref().unwrap_or_default()).ok();
+        let record = match &callback {
+            Some(callback) if callback.subject.starts_with("r_") => {
+                let id = callback.subject.clone();
+                self.store.call(move |db| db.record(&id)).await?
+            }
+            _ => None,
+        };
+        let subject = match (&callback, &record) {
+            (None, _) => None,
+            (Some(callback), _) if is_switch(callback.action) => {
+                self.switch_subject(&callback.subject, callback.action)
+            }
+            (Some(_), None) => None,
+            (Some(callback), Some(record)) => {
+                Some(self.record_subject(callback.action, record, &now).await?)
+            }
+        };
+        let facts = PressFacts {
+            callback,
+            record,
+            subject,
+            message,
+        };
+        Ok((facts, now))
+    }
+
+    /// What a record is, as the subject of a press of `action`.
+    async fn record_subject(
+        &self,
+        action: PressAction,
+        record: &Record,
+        now: &Now,
+    ) -> Result<Subject, StoreError> {
+        let (open, window, stale) = match action {
+            // Resume names the record whose no started the silence: it is open while that
+            // silence lasts, and a later silence (started by another record) is not its own.
+            PressAction::Resume => {
+                let kind = record.kind.clone().unwrap_or_default();
+                let wall = now.wall;
+                let silence = self
+                    .store
+                    .call(move |db| db.silence_of(&kind, wall))
+                    .await?;
+                let open = match &silence {
+                    Some(Some(by)) => *by == record.id,
+                    // A silence from before silences were named: any Resume of its kind.
+                    Some(None) => true,
+                    None => false,
+                };
+                (open, None, stale::resume(silence.is_some()))
+            }
+            // Stop names the mandate: open while granted, not stopped and in its term.
+            PressAction::Stop => (
+                record.mandate.as_ref().is_some_and(|m| m.is_open(now.wall)),
+                None,
+                stale::stop(record.mandate.as_ref()),
+            ),
+            _ => (
+                record.state == RecordState::CardShown,
+                record.window(),
+                stale::card(record.state),
+            ),
+        };
+        Ok(Subject {
+            digest: record.digest.clone().unwrap_or_default(),
+            open,
+            window,
+            stale: stale.filter(|_| !open),
+        })
+    }
+
+    /// Whether the press's data was drawn on the message it came from, and whether that
+    /// message still shows what it was drawn with. A message not known yet may be a card whose
+    /// send is being recorded this moment: then the press waits (briefly) for it.
+    async fn message_facts(&self, press: &Press) -> Result<MessageFacts, StoreError> {
+        let (Some(chat), Some(message_id), Some(data)) =
+            (press.chat, press.message_id, press.data.clone())
+        else {
+            return Ok(MessageFacts::NotDrawn);
+        };
+        let read = || {
+            self.store
+                .call(move |db| db.drawn_message(chat.id, message_id))
+        };
+        let mut drawn = read().await?;
+        if drawn.is_none() {
+            let _sent = tokio::time::timeout(DRAWING_PATIENCE, self.drawing.lock()).await;
+            drawn = read().await?;
+        }
+        Ok(match drawn {
+            Some(drawn) if drawn.buttons.contains(&data) => {
+                MessageFacts::Drawn(match &press.message_shows {
+                    None => AsDrawn::Unreadable,
+                    Some(shows) if *shows == drawn.shows => AsDrawn::Same,
+                    Some(_) => AsDrawn::Changed,
+                })
+            }
+            _ => MessageFacts::NotDrawn,
+        })
+    }
+
+    /// What an accepted press does.
+    async fn pressed(
+        &self,
+        action: PressAction,
+        subject: String,
+        record: Option<Record>,
+        decision: Decision,
+        runs: &TaskTracker,
+        events: &mpsc::Sender<Event>,
+    ) -> Result<(), StoreError> {
+        if is_switch(action) {
+            let on = action == PressAction::CategoryOn;
+            return self.switch_category(subject, on, &decision).await;
+        }
+        let Some(record) = record else {
+            return self
+                .rejected(Rejection::UnknownSubject, &decision, Some(subject))
+                .await;
+        };
+        match (action, record.subject) {
+            (PressAction::Yes, StoreSubject::Action)
+            | (PressAction::Grant, StoreSubject::Mandate) => {
+                self.granted(record, decision, runs, events).await
+            }
+            (PressAction::No, StoreSubject::Action)
+            | (PressAction::Decline, StoreSubject::Mandate) => {
+                self.declined(record, decision).await
+            }
+            (PressAction::Resume, _) => self.resumed(record, decision).await,
+            (PressAction::Stop, StoreSubject::Mandate) => self.stopped(record, decision).await,
+            // A button this record never carries (a Yes on a mandate, a Stop on an action, a
+            // category switch): never signed, so a valid tag cannot exist.
+            _ => {
+                self.rejected(Rejection::Malformed, &decision, Some(subject))
+                    .await
+            }
+        }
+    }
+
+    /// The owner's Yes (or Grant): granted in one compare-and-set, then claimed and run (a
+    /// granted mandate request opened its mandate: nothing runs).
+    async fn granted(
+        &self,
+        record: Record,
+        decision: Decision,
+        runs: &TaskTracker,
+        events: &mpsc::Sender<Event>,
+    ) -> Result<(), StoreError> {
+        let Decision {
+            from, next, now, ..
+        } = &decision;
+        let (next, now) = (*next, *now);
+        let owner_id = self.owner().map_or(from.id, |o| o.id);
+        let edit = self
+            .outcome_text(&record, RecordState::Granted, Some(&from.name), now)
+            .await;
+        let (decider, by, id) = (from.name.clone(), from.id, record.id.clone());
+        let granted = self
+            .store
+            .call(move |db| {
+                db.grant(
+                    &id,
+                    by,
+                    Some(next),
+                    |tx, effects, record| {
+                        note_decider_name(tx, &record.id, &decider)?;
+                        queue_card_edit(tx, effects, owner_id, &record.id, edit)
+                    },
+                    now,
+                )
+            })
+            .await;
+        match self.lost_race(granted, &decision, &record.id).await? {
+            Some(_) if record.subject == StoreSubject::Mandate => Ok(()),
+            Some(_) => {
+                self.claim_and_run(record.id, ClaimWindow::JudgedAtGrant, runs, events)
+                    .await
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// The owner's No (or Decline): declined in one compare-and-set; at the streak's limit the
+    /// kind is silenced and the owner gets the notice with Resume.
+    async fn declined(&self, record: Record, decision: Decision) -> Result<(), StoreError> {
+        let Decision {
+            from, next, now, ..
+        } = &decision;
+        let (next, now) = (*next, *now);
+        let owner_id = self.owner().map_or(from.id, |o| o.id);
+        let lang = self.language();
+        let edit = self.declined_text(&record, &from.name, now).await;
+        let notice = self.silenced_notice(&record, lang, now);
+        let (decider, by, id) = (from.name.clone(), from.id, record.id.clone());
+        let streak_limit = self.config.limits.decline_streak;
+        let declined = self
+            .store
+            .call(move |db| {
+                db.decline(
+                    &id,
+                    by,
+                    streak_limit,
+                    Some(next),
+                    |tx, effects, record, silenced| {
+                        note_decider_name(tx, &record.id, &decider)?;
+                        queue_card_edit(tx, effects, owner_id, &record.id, edit)?;
+                        if silenced {
+                            queue(
+                                tx,
+                                effects,
+                                owner_id,
+                                What::Message,
+                                None,
+                                notice,
+                                Sound::Gated,
+                            )?;
+                        }
+                        Ok(())
+                    },
+                    now,
+                )
+            })
+            .await;
+        self.lost_race(declined, &decision, &record.id)
+            .await
+            .map(|_| ())
+    }
+
+    /// The owner's Resume: the silence this record started ends (a later one stays).
+    async fn resumed(&self, record: Record, decision: Decision) -> Result<(), StoreError> {
+        let Decision {
+            from, next, now, ..
+        } = decision;
+        let owner_id = self.owner().map_or(from.id, |o| o.id);
+        let lang = self.language();
+        let kind = record.kind.clone().unwrap_or_default();
+        let label = self.label(&record, lang);
+        let reply = text_body(card::resumed_notice(&self.locales, lang, &label));
+        let resumed = self
+            .store
+            .call(move |db| {
+                db.resume_kind(&kind, &record.id, from.id, next, now, (owner_id, reply))
+            })
+            .await?;
+        if !resumed {
+            // Lifted in the meantime (a yes to a card of the kind), or replaced by another.
+            tracing::debug!("a Resume found no silence of its own to lift");
+        }
+        Ok(())
+    }
+
+    /// The owner's Stop on a mandate.
+    async fn stopped(&self, record: Record, decision: Decision) -> Result<(), StoreError> {
+        let Decision {
+            from, next, now, ..
+        } = decision;
+        let owner_id = self.owner().map_or(from.id, |o| o.id);
+        let lang = self.language();
+        let label = self.label(&record, lang);
+        let reply = card::mandate::mandate_stopped(&self.locales, lang, &label);
+        let id = record.id.clone();
+        self.store
+            .call(move |db| {
+                db.stop_mandate(&id, from.id, next, now, |tx, effects, _| {
+                    say(tx, effects, owner_id, reply, Sound::Silent)
+                })
+                .map(|_| ())
+            })
+            .await
+    }
+
+    /// A verified press that found its record already moved on — a second or concurrent press
+    /// of the same button: journaled as not open, and nothing else happens.
+    async fn lost_race<T>(
+        &self,
+        result: Result<T, StoreError>,
+        decision: &Decision,
+        record_id: &str,
+    ) -> Result<Option<T>, StoreError> {
+        match result {
+            Ok(value) => Ok(Some(value)),
+            Err(StoreError::StateConflict { .. }) => {
+                let subject = Some(record_id.to_owned());
+                self.rejected(Rejection::NotOpen, decision, subject).await?;
+                Ok(None)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Answers a press without waiting on it (it must not hold up the loop).
+    fn answer(&self, query_id: String, text: Option<String>) {
+        let telegram = self.telegram.clone();
+        tokio::spawn(async move {
+            if let Err(error) = telegram.answer_press(&query_id, text.as_deref()).await {
+                tracing::debug!(%error, "answering a press failed");
+            }
+        });
+    }
+
+    /// The urgent notice that a message with the owner's buttons was changed after it was sent,
+    /// while a press on it that only took something back still counted.
+    async fn tell_altered(&self, decision: &Decision) -> Result<(), StoreError> {
+        let Some(owner) = self.owner() else {
+            return Ok(());
+        };
+        let text = card::altered_notice(&self.locales, owner.language);
+        let now = decision.now;
+        self.store
+            .call(move |db| {
+                db.write_effects(now, None, |tx, effects| {
+                    say(tx, effects, owner.id, text, Sound::Urgent)
+                })
+            })
+            .await
+    }
+
+    /// A press that did not count: journaled, and the owner told at once when someone else
+    /// pressed their buttons or a card's message was changed behind their back.
+    async fn rejected(
+        &self,
+        rejection: Rejection,
+        decision: &Decision,
+        subject: Option<String>,
+    ) -> Result<(), StoreError> {
+        let Decision {
+            from, next, now, ..
+        } = decision;
+        let (next, now) = (*next, *now);
+        tracing::warn!(
+            presser = from.id,
+            reason = rejection.as_str(),
+            "press rejected"
+        );
+        let owner = self.owner();
+        let worth_telling = match rejection {
+            Rejection::NotOwner => owner.is_some_and(|owner| owner.id != from.id),
+            Rejection::CardAltered => true,
+            _ => false,
+        };
+        let notice = owner.filter(|_| worth_telling).map(|owner| {
+            let who = if from.name.is_empty() {
+                from.id.to_string()
+            } else {
+                format!("{} ({})", from.name, from.id)
+            };
+            let text = card::press_rejected_notice(
+                &self.locales,
+                owner.language,
+                &who,
+                rejection.as_str(),
+            );
+            (owner.id, Body::new(text, Vec::new()))
+        });
+        let presser = from.id;
+        self.store
+            .call(move |db| {
+                db.write_effects(now, Some(next), |tx, effects| {
+                    let mut event = JournalEvent::new("press_rejected")
+                        .with("reason", rejection.as_str())
+                        .with("by", presser);
+                    if let Some(subject) =
+                        subject.filter(|s| press::is_record_id(s) || press::is_kind_name(s))
+                    {
+                        event = event.with("subject", subject);
+                    }
+                    effects.push(event);
+                    if let Some((chat, body)) = notice {
+                        queue(tx, effects, chat, What::Message, None, body, Sound::Urgent)?;
+                    }
+                    Ok(())
+                })
+            })
+            .await
+    }
+}
+
+/// The pressed message as (chat, message id), when Telegram said both.
+fn chat_message(chat: Option<ChatRef>, message_id: Option<i64>) -> Option<(i64, i64)> {
+    Some((chat?.id, message_id?))
+}
