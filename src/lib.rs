@@ -11,7 +11,7 @@
 //! What it offers as a library is small, and only for its own tests, benches and fuzz targets:
 //! [`cli`] (the argument parser), [`config`] (the rules plus reading the file), [`clock`],
 //! [`journal`] (the line format, verification, the file), [`press`] (the verdict plus the key's
-//! file), [`store`]'s record states, [`executor`]'s run types, and the core's modules. Everything
+//! file), [`store`]'s record states, and the core's modules. Everything
 //! else is `pub(crate)`: the socket server, intake, the consent loop, the sender, the Telegram
 //! transport, the daemon's wiring and the sandbox.
 //!
@@ -39,7 +39,7 @@ pub mod clock;
 pub mod config;
 pub(crate) mod consent;
 pub(crate) mod daemon;
-pub mod executor;
+pub(crate) mod executor;
 pub(crate) mod failpoint;
 pub(crate) mod intake;
 pub mod journal;

@@ -121,7 +121,6 @@ impl Consent {
     fn run_spec(&self, record: &Record, category: &Category) -> RunSpec {
         RunSpec {
             record_id: record.id.clone(),
-            kind: category.name.clone(),
             command: category.command.clone(),
             run_as: category.run_as.clone(),
             env_file: category.env_file.clone(),

@@ -80,7 +80,6 @@ const NAME_MAX: usize = 255;
 #[derive(Debug, Clone)]
 pub struct RunSpec {
     pub record_id: String,
-    pub kind: String,
     /// argv; `command[0]` is absolute; no shell ever.
     pub command: Vec<String>,
     /// OS user to run as; the daemon must then be root.
@@ -787,7 +786,6 @@ mod tests {
             command.extend(args.iter().map(|a| a.to_string()));
             RunSpec {
                 record_id: "rec_01".to_owned(),
-                kind: "publish_x".to_owned(),
                 command,
                 run_as: None,
                 env_file: None,
