@@ -46,20 +46,7 @@ impl Db {
         now: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
         self.write_effects(now, next_offset, |tx, effects| {
-            let change = StateChange {
-                decided_at: Some(now),
-                decided_by: Some(by),
-                ..StateChange::default()
-            };
-            transition_in(
-                tx,
-                id,
-                RecordState::CardShown,
-                RecordState::Declined,
-                &change,
-            )?;
-            let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
-            effects.changed.push((id.to_owned(), RecordState::Declined));
+            let record = decided_in(tx, effects, id, by, RecordState::Declined)?;
             let digest = record.digest.clone().unwrap_or_default();
             let kind = record.kind.clone().unwrap_or_default();
             tx.execute_cached(
@@ -114,20 +101,7 @@ impl Db {
         now: DateTime<Utc>,
     ) -> Result<Record, StoreError> {
         self.write_effects(now, next_offset, |tx, effects| {
-            let change = StateChange {
-                decided_at: Some(now),
-                decided_by: Some(by),
-                ..StateChange::default()
-            };
-            transition_in(
-                tx,
-                id,
-                RecordState::CardShown,
-                RecordState::Granted,
-                &change,
-            )?;
-            let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
-            effects.changed.push((id.to_owned(), RecordState::Granted));
+            let record = decided_in(tx, effects, id, by, RecordState::Granted)?;
             let kind = record.kind.clone().unwrap_or_default();
             lift_silence_in(tx, effects, &kind)?;
             let record = match &record.mandate {
@@ -191,4 +165,24 @@ fn lift_silence_in(
         super::drawn::unbutton_in(tx, effects, crate::press::PressAction::Resume, &silenced_by)?;
     }
     Ok(())
+}
+
+/// The owner's press moves a shown card to `to`, decided by `by` at the transaction's time; the
+/// record as it now stands.
+fn decided_in(
+    tx: &Transaction<'_>,
+    effects: &mut Effects,
+    id: &str,
+    by: i64,
+    to: RecordState,
+) -> Result<Record, StoreError> {
+    let change = StateChange {
+        decided_at: Some(effects.now),
+        decided_by: Some(by),
+        ..StateChange::default()
+    };
+    transition_in(tx, id, RecordState::CardShown, to, &change)?;
+    let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
+    effects.changed.push((id.to_owned(), to));
+    Ok(record)
 }
