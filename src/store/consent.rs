@@ -5,12 +5,11 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
+use super::base::{claim_in, timestamp, transition_in, Db, Effects, Event, StateChange};
 use super::cached::Cached;
-use super::db::{
-    claim_in, record_where, timestamp, transition_in, Db, Effects, Event, Record, StateChange,
-};
 use super::drawn::{drawn_in, unbutton_in, Drawn};
 use super::outbox::{self, Body, Sound, What};
+use super::records::{record_where, Record};
 use super::state::RecordState;
 use super::StoreError;
 use crate::clock::Monotonic;

@@ -7,8 +7,8 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Transaction};
 
+use super::base::{timestamp, Db, Effects};
 use super::cached::Cached;
-use super::db::{timestamp, Db, Effects};
 use super::outbox::{self, Body};
 use super::StoreError;
 use crate::press::{self, PressAction};

@@ -11,7 +11,7 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
-use super::db::{timestamp, Db};
+use super::base::{timestamp, Db};
 use super::{RecordState, StoreError};
 use crate::lookalike::{KnownTargets, KNOWN_DAYS};
 

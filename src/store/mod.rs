@@ -1,17 +1,22 @@
 //! The store: one SQLite database owned by one thread, so the async runtime never waits on disk.
 //!
-//! [`Store`] is the async handle: it sends closures to the thread that owns [`db::Db`] and awaits
+//! [`Store`] is the async handle: it sends closures to the thread that owns [`Db`] and awaits
 //! their answers. The thread also tells waiters when a record's state changes. Attachment bytes are
 //! kept beside the database, named by their SHA-256, written and synced before the record that
 //! names them is committed.
 
+mod ask;
+mod base;
 mod cached;
 pub mod consent;
 pub mod db;
+mod decide;
 pub mod drawn;
 mod known;
+mod mandate_rows;
 pub mod mandates;
 pub mod outbox;
+mod records;
 mod reply;
 pub mod settings;
 pub mod state;
@@ -27,10 +32,10 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{broadcast, oneshot, Notify};
 
 use crate::action::Attachment;
-pub use db::{
-    AskOutcome, AskPolicy, Db, Effects, Event, NewAsk, OpenReport, Record, StateChange, Subject,
-};
+pub use ask::{AskOutcome, AskPolicy, NewAsk};
+pub use base::{Db, Effects, Event, OpenReport, StateChange};
 pub use mandates::{MandateRow, NewMandate};
+pub use records::{Record, Subject};
 pub use state::RecordState;
 
 /// The database's file name in the state directory.

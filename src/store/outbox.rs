@@ -5,8 +5,8 @@ use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Transaction};
 use serde::{Deserialize, Serialize};
 
+use super::base::{timestamp, Db};
 use super::cached::Cached;
-use super::db::{timestamp, Db};
 use super::StoreError;
 use crate::styled::{Span, Styled};
 

@@ -4,9 +4,10 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
+use super::base::{timestamp, Db, Event};
 use super::cached::Cached;
-use super::db::{record_where, timestamp, Db, Event, Record};
 use super::outbox::{self, Body, Sound, What};
+use super::records::{record_where, Record};
 use super::state::RecordState;
 use super::StoreError;
 use crate::digest::Sha256Hash;

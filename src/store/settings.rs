@@ -10,8 +10,8 @@ use chrono::{DateTime, NaiveDate, Utc};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 
+use super::base::{timestamp, Db, Effects, Event};
 use super::cached::Cached;
-use super::db::{timestamp, Db, Effects, Event};
 use super::{StoreError, DB_FILE};
 use crate::card::owner::DayCounts;
 use crate::journal::GENESIS_PREV;
@@ -59,6 +59,15 @@ pub fn read_switches(state_dir: &Path) -> Result<BTreeMap<String, bool>, StoreEr
 }
 
 impl Db {
+    /// The owner's switch for a category, where they have set one.
+    pub fn category_switches(&self) -> Result<BTreeMap<String, bool>, StoreError> {
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT kind, enabled FROM category_switches")?;
+        let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// What the owner has set in the chat, by key.
     pub fn owner_settings(&self) -> Result<BTreeMap<String, String>, StoreError> {
         let mut statement = self
@@ -258,7 +267,7 @@ impl Db {
         let mut spend: Vec<MandateSpend> = Vec::new();
         for row in rows {
             let (id, kind, cost, term) = row?;
-            let money_term = super::mandates::money_from_column(&term)
+            let money_term = super::mandate_rows::money_from_column(&term)
                 .ok_or_else(|| StoreError::Encode(format!("stored amount {term}")))?
                 .is_some();
             let cost: Decimal = match cost {

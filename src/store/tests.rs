@@ -452,12 +452,12 @@ fn joining_an_open_ask_uses_the_open_index_not_the_peers_history() {
             .unwrap();
     }
     for condition in [
-        super::db::OPEN_BY_DIGEST,
+        super::records::OPEN_BY_DIGEST,
         super::mandates::OPEN_REQUEST_BY_DIGEST,
     ] {
         let sql = format!(
             "EXPLAIN QUERY PLAN {}",
-            super::db::record_where_sql(condition)
+            super::records::record_where_sql(condition)
         );
         let plan: Vec<String> = db
             .connection()

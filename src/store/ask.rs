@@ -1,0 +1,415 @@
+//! The ask in the store: the stateful rules it meets in their fixed order (idempotency, owner,
+//! decline memory, a silenced kind, joining an open card, a covering mandate, `max_pending`) and
+//! what is written for each outcome, in one transaction.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use rusqlite::{params, OptionalExtension, Transaction};
+
+use super::base::{
+    claim_in, new_record_id, since, timestamp, transition_in, Db, Event, StateChange,
+};
+use super::cached::Cached;
+use super::mandate_rows::{covering_mandate, MandateRow};
+use super::records::{record_where, Record, OPEN_BY_DIGEST};
+use super::state::RecordState;
+use super::StoreError;
+use crate::action::{format_usd, Action};
+use crate::refusal::{Reason, Refusal};
+
+/// A new ask that passed the refusal gate.
+#[derive(Debug, Clone)]
+pub struct NewAsk {
+    pub peer_uid: u32,
+    pub action: Action,
+    pub digest: String,
+    pub idempotency_key: Option<String>,
+    pub urgent: bool,
+}
+
+/// The stateful rules an ask meets in the store.
+#[derive(Debug, Clone, Copy)]
+pub struct AskPolicy {
+    pub owner_known: bool,
+    /// The owner's chat, where a new record's card is queued in the same transaction.
+    pub card_chat: Option<i64>,
+    pub decline_memory: Duration,
+    pub max_pending: u32,
+    /// The owner's zone: a mandate's day is their local day.
+    pub tz: chrono_tz::Tz,
+    /// Whether the kind's category, as configured now, may be covered by a mandate (it is
+    /// `mandate_ok` and not destructive): a config changed since a mandate opened wins.
+    pub mandates_cover: bool,
+}
+
+/// What became of an ask.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AskOutcome {
+    /// A new pending record.
+    Created(Record),
+    /// An open record with the same digest: no second card.
+    Joined(Record),
+    /// An open mandate covered it: claimed (running, `used` durable) in the same transaction
+    /// that took its share of the mandate's day. The command may start.
+    Covered(Record),
+    /// The same idempotency key and digest: the record asked before, in whatever state it is.
+    Existing(Record),
+    /// Refused; a refused record was stored and journaled.
+    Refused { id: String, refusal: Refusal },
+}
+
+impl Db {
+    /// Stores an ask, or refuses it by the stateful rules: idempotency, owner, decline memory,
+    /// a silenced kind, joining an open card, `max_pending`.
+    pub fn ask(
+        &mut self,
+        ask: &NewAsk,
+        policy: AskPolicy,
+        now: DateTime<Utc>,
+    ) -> Result<AskOutcome, StoreError> {
+        let id = new_record_id()?;
+        let mut queued_card = false;
+        let outcome = self.write(now, |tx, events| match judge_ask(tx, ask, policy, now)? {
+            AskVerdict::Existing(record) => Ok(AskOutcome::Existing(record)),
+            AskVerdict::Refuse(refusal) => refuse_in(
+                tx,
+                events,
+                &id,
+                ask.peer_uid,
+                Some(&ask.action.kind),
+                refusal,
+                now,
+            ),
+            AskVerdict::Join(open) => Ok(AskOutcome::Joined(open)),
+            AskVerdict::Cover(mandate, usage) => {
+                covered_in(tx, events, &id, ask, &mandate, usage, now)
+            }
+            AskVerdict::Create => {
+                let created = created_in(tx, events, &id, ask, policy.card_chat, now)?;
+                queued_card = policy.card_chat.is_some();
+                Ok(created)
+            }
+        })?;
+        self.outbox_queued |= queued_card;
+        match &outcome {
+            AskOutcome::Created(record) | AskOutcome::Covered(record) => {
+                self.changed.push((record.id.clone(), record.state))
+            }
+            AskOutcome::Refused { id, .. } => self.changed.push((id.clone(), RecordState::Refused)),
+            AskOutcome::Joined(_) | AskOutcome::Existing(_) => {}
+        }
+        Ok(outcome)
+    }
+
+    /// Stores a refusal decided before the store saw the ask (the refusal gate's).
+    pub fn refuse(
+        &mut self,
+        peer_uid: u32,
+        kind: Option<&str>,
+        refusal: Refusal,
+        now: DateTime<Utc>,
+    ) -> Result<String, StoreError> {
+        let id = new_record_id()?;
+        self.write(now, |tx, events| {
+            refuse_in(tx, events, &id, peer_uid, kind, refusal, now)
+        })?;
+        self.changed.push((id.clone(), RecordState::Refused));
+        Ok(id)
+    }
+}
+
+/// The refusals an ask and a mandate request meet in the store before anything else: no owner,
+/// the identical request declined recently, the kind silenced.
+pub(super) fn stateful_refusal(
+    tx: &Transaction<'_>,
+    digest: &str,
+    kind: &str,
+    policy: AskPolicy,
+    now: DateTime<Utc>,
+) -> Result<Option<Refusal>, StoreError> {
+    if !policy.owner_known {
+        return Ok(Some(Refusal::new(
+            Reason::NoOwner,
+            "consentd has no owner yet; pair one with `consentd pair`",
+        )));
+    }
+    let declined_at: Option<String> = tx
+        .query_row_cached(
+            "SELECT declined_at FROM declines WHERE digest = ?1 AND declined_at > ?2",
+            params![digest, since(now, policy.decline_memory)],
+            |row| row.get(0),
+        )
+        .optional()?;
+    if let Some(at) = declined_at {
+        return Ok(Some(Refusal::new(
+            Reason::DeclinedRecently,
+            format!("the owner declined this exact action at {at}"),
+        )));
+    }
+    let silenced_until: Option<String> = tx
+        .query_row_cached(
+            "SELECT silenced_until FROM kind_streaks WHERE kind = ?1 AND silenced_until > ?2",
+            params![kind, timestamp(now)],
+            |row| row.get(0),
+        )
+        .optional()?;
+    if let Some(until) = silenced_until {
+        return Ok(Some(Refusal::new(
+            Reason::KindSilenced,
+            format!(
+                "the owner declined {kind} several times in a row; no cards of this kind until \
+                 {until} or until the owner resumes it"
+            ),
+        )));
+    }
+    Ok(None)
+}
+
+/// `max_pending` asks are already waiting for the owner.
+pub(super) fn pending_refusal(
+    tx: &Transaction<'_>,
+    policy: AskPolicy,
+) -> Result<Option<Refusal>, StoreError> {
+    let open: i64 = tx.query_row_cached(
+        "SELECT count(*) FROM records WHERE state IN ('pending', 'card_shown')",
+        [],
+        |row| row.get(0),
+    )?;
+    if open < i64::from(policy.max_pending) {
+        return Ok(None);
+    }
+    Ok(Some(Refusal::new(
+        Reason::TooManyPending,
+        format!(
+            "{open} asks are already waiting for the owner; at most {} may wait at once",
+            policy.max_pending
+        ),
+    )))
+}
+
+/// What the store's state makes of an ask, decided before anything is written.
+#[derive(Debug)]
+enum AskVerdict {
+    /// Asked before with the same idempotency key and digest.
+    Existing(Record),
+    Refuse(Refusal),
+    /// The same peer's open record with the same digest.
+    Join(Record),
+    /// An open mandate covers it, with its day's usage before this ask.
+    Cover(MandateRow, crate::mandate::Usage),
+    /// A new pending record.
+    Create,
+}
+
+/// The stateful checks in their fixed order: idempotency, the stateful refusals, joining an
+/// open record, a covering mandate, `max_pending`.
+fn judge_ask(
+    tx: &Transaction<'_>,
+    ask: &NewAsk,
+    policy: AskPolicy,
+    now: DateTime<Utc>,
+) -> Result<AskVerdict, StoreError> {
+    if let Some(key) = &ask.idempotency_key {
+        if let Some(existing) = record_where(
+            tx,
+            "peer_uid = ?1 AND idempotency_key = ?2",
+            params![ask.peer_uid, key],
+        )? {
+            if existing.digest.as_deref() == Some(ask.digest.as_str()) {
+                return Ok(AskVerdict::Existing(existing));
+            }
+            return Ok(AskVerdict::Refuse(Refusal::new(
+                Reason::IdentityConflict,
+                format!(
+                    "idempotency_key {} was used for record {} with another digest",
+                    crate::protocol::quote(key),
+                    existing.id
+                ),
+            )));
+        }
+    }
+    if let Some(refusal) = stateful_refusal(tx, &ask.digest, &ask.action.kind, policy, now)? {
+        return Ok(AskVerdict::Refuse(refusal));
+    }
+    // Joined only by the same peer: another peer's record is not theirs to read or wait on.
+    if let Some(open) = record_where(tx, OPEN_BY_DIGEST, params![ask.digest, ask.peer_uid])? {
+        return Ok(AskVerdict::Join(open));
+    }
+    if policy.owner_known && policy.mandates_cover {
+        if let Some((mandate, usage)) =
+            covering_mandate(tx, &ask.action, ask.peer_uid, now, policy.tz)?
+        {
+            return Ok(AskVerdict::Cover(mandate, usage));
+        }
+    }
+    if let Some(refusal) = pending_refusal(tx, policy)? {
+        return Ok(AskVerdict::Refuse(refusal));
+    }
+    Ok(AskVerdict::Create)
+}
+
+/// A new pending record, with its card queued for `card_chat` in the same transaction.
+fn created_in(
+    tx: &Transaction<'_>,
+    events: &mut Vec<Event>,
+    id: &str,
+    ask: &NewAsk,
+    card_chat: Option<i64>,
+    now: DateTime<Utc>,
+) -> Result<AskOutcome, StoreError> {
+    insert_pending(tx, id, ask, now)?;
+    if let Some(chat) = card_chat {
+        crate::store::outbox::queue_in(
+            tx,
+            chat,
+            crate::store::outbox::What::Card,
+            Some(id),
+            &crate::store::outbox::Body::default(),
+            crate::store::outbox::Sound::Gated,
+            now,
+        )?;
+    }
+    let mut asked = asked_event(id, ask);
+    if ask.urgent {
+        asked = asked.with("urgent", true);
+    }
+    events.push(asked);
+    let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
+    Ok(AskOutcome::Created(record))
+}
+
+/// The `asked` journal line of a stored ask.
+fn asked_event(id: &str, ask: &NewAsk) -> Event {
+    let asked = Event::new("asked")
+        .with("id", id)
+        .with("kind", ask.action.kind.as_str())
+        .with("digest", ask.digest.as_str())
+        .with("uid", ask.peer_uid);
+    match ask.action.cost_string() {
+        Some(cost) => asked.with("cost_usd", cost),
+        None => asked,
+    }
+}
+
+/// An ask an open mandate covers: stored, granted by the mandate and claimed in this one
+/// transaction, which is also the one that takes its share of the mandate's day — so two asks
+/// racing for the last action of a day are decided one after the other, by the store's lock.
+fn covered_in(
+    tx: &Transaction<'_>,
+    events: &mut Vec<Event>,
+    id: &str,
+    ask: &NewAsk,
+    mandate: &MandateRow,
+    before: crate::mandate::Usage,
+    now: DateTime<Utc>,
+) -> Result<AskOutcome, StoreError> {
+    insert_pending(tx, id, ask, now)?;
+    let cost = ask.action.cost_usd.unwrap_or_default();
+    // The day as of this action, kept with it: its receipt, drawn when the run ends, shows
+    // this and not the day as later asks have made it.
+    let today = crate::mandate::Usage {
+        actions: before.actions + 1,
+        usd: before.usd + cost,
+    };
+    tx.execute_cached(
+        "UPDATE records SET mandate_id = ?2, mandate_actions_today = ?3, mandate_usd_today = ?4
+         WHERE id = ?1",
+        params![id, mandate.id, today.actions, format_usd(today.usd)],
+    )?;
+    let granted = StateChange {
+        decided_at: Some(now),
+        ..StateChange::default()
+    };
+    transition_in(tx, id, RecordState::Pending, RecordState::Granted, &granted)?;
+    let used = claim_in(tx, id, &ask.digest)?;
+    events.push(asked_event(id, ask));
+    events.push(
+        Event::new("mandate_use")
+            .with("id", id)
+            .with("mandate", mandate.id.as_str())
+            .with("actions_today", today.actions)
+            .with("usd_today", format_usd(today.usd)),
+    );
+    events.push(used);
+    let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
+    Ok(AskOutcome::Covered(record))
+}
+
+pub(crate) fn refuse_in(
+    tx: &Transaction<'_>,
+    events: &mut Vec<Event>,
+    id: &str,
+    peer_uid: u32,
+    kind: Option<&str>,
+    refusal: Refusal,
+    now: DateTime<Utc>,
+) -> Result<AskOutcome, StoreError> {
+    // Only a well-formed kind is kept; an unknown one is the session's text and may be anything.
+    let kind = kind.filter(|kind| crate::config::is_valid_kind(kind));
+    tx.execute_cached(
+        "INSERT INTO records (id, peer_uid, kind, state, reason, message, created_at, finished_at)
+         VALUES (?1, ?2, ?3, 'refused', ?4, ?5, ?6, ?6)",
+        params![
+            id,
+            peer_uid,
+            kind,
+            refusal.reason.as_str(),
+            refusal.message,
+            timestamp(now)
+        ],
+    )?;
+    let mut denied = Event::new("denied").with("id", id);
+    if let Some(kind) = kind {
+        denied = denied.with("kind", kind);
+    }
+    events.push(denied.with("reason", refusal.reason.as_str()));
+    Ok(AskOutcome::Refused {
+        id: id.to_owned(),
+        refusal,
+    })
+}
+
+fn insert_pending(
+    tx: &Transaction<'_>,
+    id: &str,
+    ask: &NewAsk,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let action = &ask.action;
+    let fields =
+        serde_json::to_string(&action.fields).map_err(|e| StoreError::Encode(e.to_string()))?;
+    tx.execute_cached(
+        "INSERT INTO records (id, peer_uid, kind, target, text, fields, cost_usd, digest,
+                              idempotency_key, urgent, state, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', ?11)",
+        params![
+            id,
+            ask.peer_uid,
+            action.kind,
+            action.target,
+            action.text,
+            fields,
+            action.cost_usd.map(format_usd),
+            ask.digest,
+            ask.idempotency_key,
+            ask.urgent,
+            timestamp(now)
+        ],
+    )?;
+    for (position, attachment) in action.attachments.iter().enumerate() {
+        tx.execute_cached(
+            "INSERT INTO attachments (record_id, position, name, media_type, bytes, sha256)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                id,
+                position as i64,
+                attachment.name,
+                attachment.media_type,
+                attachment.data.len() as i64,
+                attachment.sha256.to_hex()
+            ],
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,481 @@
+//! The owner of the database and the journal file, and its one way to write.
+//!
+//! Every change is one transaction that also stages its journal lines; after the commit the same
+//! thread appends the staged lines to the journal file and fsyncs it. A crash at any instant
+//! leaves either neither (no commit) or both (the staged lines are appended at the next start).
+//! A record's state changes only by [`transition_in`], the guarded step of the state machine.
+
+use std::path::Path;
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use rusqlite::{
+    named_params, params, Connection, OptionalExtension, Transaction, TransactionBehavior,
+};
+use serde_json::Value;
+
+use super::cached::{Cached, STATEMENT_CACHE_CAPACITY};
+use super::state::RecordState;
+use super::StoreError;
+use crate::journal::{self, JournalFile, Line};
+
+/// The numbered migrations, applied in order.
+const MIGRATIONS: &[(u32, &str)] = &[
+    (1, include_str!("migrations/0001_init.sql")),
+    (2, include_str!("migrations/0002_telegram.sql")),
+    (3, include_str!("migrations/0003_mandates.sql")),
+    (4, include_str!("migrations/0004_gate.sql")),
+    (5, include_str!("migrations/0005_binding.sql")),
+    (6, include_str!("migrations/0006_mandate_use.sql")),
+    (7, include_str!("migrations/0007_decline_reason.sql")),
+];
+
+/// A journal event waiting for its line: the event name and its own members, in order.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub ev: &'static str,
+    pub members: Vec<(&'static str, Value)>,
+}
+
+impl Event {
+    pub fn new(ev: &'static str) -> Self {
+        Self {
+            ev,
+            members: Vec::new(),
+        }
+    }
+
+    pub fn with(mut self, key: &'static str, value: impl Into<Value>) -> Self {
+        self.members.push((key, value.into()));
+        self
+    }
+}
+
+/// What one write transaction produced besides its table changes: journal events, records whose
+/// state changed (for waiters), and whether it queued anything for Telegram.
+#[derive(Debug)]
+pub struct Effects {
+    /// The transaction's time, as the clock gave it to the write.
+    pub now: DateTime<Utc>,
+    pub events: Vec<Event>,
+    pub changed: Vec<(String, RecordState)>,
+    pub queued: bool,
+}
+
+impl Effects {
+    pub fn new(now: DateTime<Utc>) -> Self {
+        Effects {
+            now,
+            events: Vec::new(),
+            changed: Vec::new(),
+            queued: false,
+        }
+    }
+
+    pub fn push(&mut self, event: Event) {
+        self.events.push(event);
+    }
+}
+
+/// What opening the store found and did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenReport {
+    /// Bytes of a torn last journal line cut away.
+    pub torn_tail_cut_bytes: u64,
+    /// Staged lines that a crash had kept from the journal file, appended now.
+    pub lines_recovered: u64,
+}
+
+/// Columns a transition may set besides the state.
+#[derive(Debug, Clone, Default)]
+pub struct StateChange {
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub result: Option<String>,
+    pub shown_at: Option<DateTime<Utc>>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub decided_at: Option<DateTime<Utc>>,
+    pub decided_by: Option<i64>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// The owner of the database and the journal file.
+#[derive(Debug)]
+pub struct Db {
+    pub(super) conn: Connection,
+    journal: JournalFile,
+    /// Records whose state changed since the last call to [`Db::take_changes`].
+    pub(super) changed: Vec<(String, RecordState)>,
+    /// Set when a transaction queued something for Telegram.
+    pub(super) outbox_queued: bool,
+}
+
+pub fn timestamp(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+pub(super) fn since(now: DateTime<Utc>, span: Duration) -> String {
+    let span = chrono::Duration::from_std(span).unwrap_or(chrono::Duration::MAX);
+    timestamp(
+        now.checked_sub_signed(span)
+            .unwrap_or(DateTime::<Utc>::MIN_UTC),
+    )
+}
+
+/// A fresh record id: "r_" and 20 hex digits (80 random bits).
+pub fn new_record_id() -> Result<String, StoreError> {
+    let mut bytes = [0u8; 10];
+    getrandom::fill(&mut bytes).map_err(|error| StoreError::Random(error.to_string()))?;
+    Ok(format!("r_{}", hex::encode(bytes)))
+}
+
+impl Db {
+    /// Opens (creating if needed) the database and the journal, checks both, applies migrations,
+    /// reconciles the journal file with the staged lines, and journals `started`.
+    pub fn open(
+        db_path: &Path,
+        journal_path: &Path,
+        now: DateTime<Utc>,
+    ) -> Result<(Db, OpenReport), StoreError> {
+        let conn = Connection::open(db_path).map_err(|source| StoreError::Open {
+            path: db_path.display().to_string(),
+            source,
+        })?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
+        // WAL keeps readers off the writer's back; FULL syncs the WAL on every commit, so an
+        // acknowledged decision survives a power loss (NORMAL may lose the last commits).
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Pragma(format!(
+                "journal_mode is {mode}, not wal"
+            )));
+        }
+        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
+        let integrity: String = conn.query_row("PRAGMA integrity_check", [], |row| row.get(0))?;
+        if integrity != "ok" {
+            return Err(StoreError::Corrupt {
+                path: db_path.display().to_string(),
+                detail: integrity,
+            });
+        }
+        migrate(&conn)?;
+
+        let (journal, torn_tail_cut_bytes) =
+            JournalFile::open(journal_path).map_err(|source| StoreError::Journal {
+                path: journal_path.display().to_string(),
+                detail: source.to_string(),
+            })?;
+        let mut db = Db {
+            conn,
+            journal,
+            changed: Vec::new(),
+            outbox_queued: false,
+        };
+        let lines_recovered = db.reconcile_journal(journal_path)?;
+        let report = OpenReport {
+            torn_tail_cut_bytes,
+            lines_recovered,
+        };
+        let mut started = Event::new("started").with("version", env!("CARGO_PKG_VERSION"));
+        if torn_tail_cut_bytes > 0 {
+            started = started.with("torn_tail_cut_bytes", torn_tail_cut_bytes);
+        }
+        if lines_recovered > 0 {
+            started = started.with("lines_recovered", lines_recovered);
+        }
+        db.write(now, |_, events| {
+            events.push(started);
+            Ok(())
+        })?;
+        Ok((db, report))
+    }
+
+    /// Brings the journal file level with the staged lines, or says how they disagree.
+    fn reconcile_journal(&mut self, journal_path: &Path) -> Result<u64, StoreError> {
+        let (last_n, last_h) = self.journal_state()?;
+        let head = self.journal.head().clone();
+        let disagree = |detail: String| StoreError::JournalDisagrees {
+            path: journal_path.display().to_string(),
+            detail,
+        };
+        if head.n > last_n {
+            return Err(disagree(format!(
+                "the journal has {} lines but the store has staged only {last_n}",
+                head.n
+            )));
+        }
+        let missing: Vec<(i64, String, String, String)> = {
+            let mut statement = self.conn.prepare_cached(
+                "SELECT n, prev, h, line FROM journal_staged WHERE n > ?1 ORDER BY n",
+            )?;
+            let rows = statement.query_map([head.n as i64], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+            })?;
+            rows.collect::<Result<_, _>>()?
+        };
+        if head.n == last_n {
+            if head.h != last_h {
+                return Err(disagree(format!(
+                    "line {} of the journal is not the line the store wrote",
+                    head.n
+                )));
+            }
+        } else {
+            let expected = last_n - head.n;
+            let contiguous = missing.len() as u64 == expected
+                && missing
+                    .iter()
+                    .zip(head.n + 1..)
+                    .all(|((n, ..), want)| *n as u64 == want);
+            if !contiguous {
+                return Err(disagree(format!(
+                    "the journal ends at line {} but the store wrote up to line {last_n} and \
+                     kept only {} of the lines after it (lines were removed from the journal)",
+                    head.n,
+                    missing.len()
+                )));
+            }
+            if missing[0].1 != head.h {
+                return Err(disagree(format!(
+                    "line {} of the journal is not the line the store wrote",
+                    head.n
+                )));
+            }
+        }
+        let lines: Vec<Line> = missing
+            .into_iter()
+            .map(|(n, _, h, text)| Line {
+                n: n as u64,
+                h,
+                text,
+            })
+            .collect();
+        let recovered = lines.len() as u64;
+        if !lines.is_empty() {
+            self.append_journal(&lines)?;
+        }
+        self.conn
+            .execute_cached("DELETE FROM journal_staged WHERE n <= ?1", [last_n as i64])?;
+        Ok(recovered)
+    }
+
+    fn journal_state(&self) -> Result<(u64, String), StoreError> {
+        Ok(self
+            .conn
+            .query_row_cached(
+                "SELECT last_n, last_h FROM journal_state WHERE id = 1",
+                [],
+                |row| Ok((row.get::<_, i64>(0)? as u64, row.get(1)?)),
+            )
+            .optional()?
+            .unwrap_or((0, journal::GENESIS_PREV.to_owned())))
+    }
+
+    fn append_journal(&mut self, lines: &[Line]) -> Result<(), StoreError> {
+        self.journal
+            .append(lines)
+            .map_err(|error| StoreError::JournalWrite(error.to_string()))
+    }
+
+    /// Runs `change` in one IMMEDIATE transaction, stages the events it pushes as journal lines in
+    /// the same transaction, commits, then appends and fsyncs the lines before returning.
+    pub fn write<T>(
+        &mut self,
+        now: DateTime<Utc>,
+        change: impl FnOnce(&Transaction<'_>, &mut Vec<Event>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.write_effects(now, None, |tx, effects| change(tx, &mut effects.events))
+    }
+
+    /// [`Db::write`] with the full [`Effects`], and optionally the next Telegram offset stored in
+    /// the same transaction as what the update changed.
+    pub fn write_effects<T>(
+        &mut self,
+        now: DateTime<Utc>,
+        next_offset: Option<i64>,
+        change: impl FnOnce(&Transaction<'_>, &mut Effects) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let written_up_to = self.journal.head().n as i64;
+        let tx = Transaction::new(&mut self.conn, TransactionBehavior::Immediate)?;
+        // Lines the file already has need not be kept; doing it here costs no extra commit.
+        tx.execute_cached("DELETE FROM journal_staged WHERE n <= ?1", [written_up_to])?;
+        let mut effects = Effects::new(now);
+        let value = change(&tx, &mut effects)?;
+        if let Some(offset) = next_offset {
+            tx.execute_cached(
+                "INSERT INTO telegram_state (id, next_offset) VALUES (1, ?1)
+                 ON CONFLICT (id) DO UPDATE SET next_offset = max(next_offset, excluded.next_offset)",
+                [offset],
+            )?;
+        }
+        let lines = stage(&tx, now, &effects.events)?;
+        tx.commit()?;
+        self.changed.extend(effects.changed);
+        self.outbox_queued |= effects.queued;
+        if !lines.is_empty() {
+            self.append_journal(&lines)?;
+        }
+        Ok(value)
+    }
+
+    /// Notes a record's new state for waiters, for a change made outside [`Db::write_effects`]'s
+    /// own bookkeeping.
+    pub(super) fn note_change(&mut self, id: &str, state: RecordState) {
+        self.changed.push((id.to_owned(), state));
+    }
+
+    /// Whether anything was queued for Telegram since the last call.
+    pub fn take_outbox_queued(&mut self) -> bool {
+        std::mem::take(&mut self.outbox_queued)
+    }
+
+    /// The records whose state changed since the last call, for waiters.
+    pub fn take_changes(&mut self) -> Vec<(String, RecordState)> {
+        std::mem::take(&mut self.changed)
+    }
+
+    /// Where the journal stands: the last line's number and hash.
+    pub fn journal_head(&self) -> journal::Head {
+        self.journal.head().clone()
+    }
+
+    /// Runs a read-only query on the connection; for tests and diagnostics.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+fn migrate(conn: &Connection) -> Result<(), StoreError> {
+    let current: u32 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    let latest = MIGRATIONS.last().map_or(0, |(number, _)| *number);
+    if current > latest {
+        return Err(StoreError::TooNew {
+            found: current,
+            latest,
+        });
+    }
+    for (number, sql) in MIGRATIONS.iter().filter(|(number, _)| *number > current) {
+        conn.execute_batch(&format!(
+            "BEGIN IMMEDIATE; {sql}\nPRAGMA user_version = {number}; COMMIT;"
+        ))
+        .map_err(|source| StoreError::Migration {
+            number: *number,
+            source,
+        })?;
+    }
+    Ok(())
+}
+
+/// Turns events into chained lines and stages them in the transaction.
+fn stage(
+    tx: &Transaction<'_>,
+    now: DateTime<Utc>,
+    events: &[Event],
+) -> Result<Vec<Line>, StoreError> {
+    if events.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (mut n, mut prev) = tx
+        .query_row_cached(
+            "SELECT last_n, last_h FROM journal_state WHERE id = 1",
+            [],
+            |row| Ok((row.get::<_, i64>(0)? as u64, row.get::<_, String>(1)?)),
+        )
+        .optional()?
+        .unwrap_or((0, journal::GENESIS_PREV.to_owned()));
+    let mut lines = Vec::with_capacity(events.len());
+    for event in events {
+        n += 1;
+        let line = journal::build_line(n, &prev, now, event.ev, &event.members);
+        tx.execute_cached(
+            "INSERT INTO journal_staged (n, prev, h, line) VALUES (?1, ?2, ?3, ?4)",
+            params![n as i64, prev, line.h, line.text],
+        )?;
+        prev = line.h.clone();
+        lines.push(line);
+    }
+    tx.execute_cached(
+        "INSERT INTO journal_state (id, last_n, last_h) VALUES (1, ?1, ?2)
+         ON CONFLICT (id) DO UPDATE SET last_n = excluded.last_n, last_h = excluded.last_h",
+        params![n as i64, prev],
+    )?;
+    Ok(lines)
+}
+
+/// The claim (SPEC §8): granted → running. Returns the `used` line, for the caller to journal
+/// in the same transaction, after whatever must precede it.
+pub(crate) fn claim_in(tx: &Transaction<'_>, id: &str, digest: &str) -> Result<Event, StoreError> {
+    transition_in(
+        tx,
+        id,
+        RecordState::Granted,
+        RecordState::Running,
+        &StateChange::default(),
+    )?;
+    Ok(Event::new("used").with("id", id).with("digest", digest))
+}
+
+/// Keeps the display name of whoever decided `id`, for the card's later edits.
+pub(crate) fn note_decider_name(
+    tx: &Transaction<'_>,
+    id: &str,
+    name: &str,
+) -> Result<(), StoreError> {
+    tx.execute_cached(
+        "UPDATE records SET decided_by_name = ?2 WHERE id = ?1",
+        params![id, name],
+    )?;
+    Ok(())
+}
+
+pub(crate) fn transition_in(
+    tx: &Transaction<'_>,
+    id: &str,
+    from: RecordState,
+    to: RecordState,
+    change: &StateChange,
+) -> Result<(), StoreError> {
+    if !from.can_become(to) {
+        return Err(StoreError::IllegalTransition { from, to });
+    }
+    let updated = tx.execute_cached(
+        "UPDATE records SET state = :to,
+             reason = coalesce(:reason, reason), message = coalesce(:message, message),
+             result = coalesce(:result, result), shown_at = coalesce(:shown_at, shown_at),
+             expires_at = coalesce(:expires_at, expires_at),
+             decided_at = coalesce(:decided_at, decided_at),
+             decided_by = coalesce(:decided_by, decided_by),
+             finished_at = coalesce(:finished_at, finished_at)
+         WHERE id = :id AND state = :from",
+        named_params! {
+            ":to": to.as_str(),
+            ":from": from.as_str(),
+            ":id": id,
+            ":reason": change.reason,
+            ":message": change.message,
+            ":result": change.result,
+            ":shown_at": change.shown_at.map(timestamp),
+            ":expires_at": change.expires_at.map(timestamp),
+            ":decided_at": change.decided_at.map(timestamp),
+            ":decided_by": change.decided_by,
+            ":finished_at": change.finished_at.map(timestamp),
+        },
+    )?;
+    if updated == 1 {
+        return Ok(());
+    }
+    let actual: Option<String> = tx
+        .query_row_cached("SELECT state FROM records WHERE id = ?1", [id], |row| {
+            row.get(0)
+        })
+        .optional()?;
+    match actual.as_deref().and_then(RecordState::parse) {
+        Some(actual) => Err(StoreError::StateConflict {
+            id: id.to_owned(),
+            expected: from,
+            actual,
+        }),
+        None => Err(StoreError::Missing),
+    }
+}

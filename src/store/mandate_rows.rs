@@ -1,0 +1,184 @@
+//! Reading mandates (SPEC §7): a mandate's row with its terms and where it stands, the usage of
+//! its days counted from the asks it answered, and the open mandate that covers an action.
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use rust_decimal::Decimal;
+
+use super::base::timestamp;
+use super::cached::Cached;
+use super::StoreError;
+use crate::action::{format_usd, Action};
+use crate::mandate::{self, Coverage, CoveredAction, Mandate, Usage};
+
+/// A mandate as stored: the terms asked, and once granted, when it opened and ends, and whether
+/// the owner stopped it or its term ran out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MandateRow {
+    /// The id of the record that asked for it.
+    pub id: String,
+    /// That record's digest: the terms the owner granted, which its Stop buttons are signed for.
+    pub digest: String,
+    pub kind: String,
+    /// Empty for a kind with no target: any use of it.
+    pub targets: Vec<String>,
+    pub days: u32,
+    /// `None`: no money term (a kind that never costs).
+    pub usd_per_day: Option<Decimal>,
+    pub actions_per_day: u32,
+    pub reason: Option<String>,
+    pub opened_at: Option<DateTime<Utc>>,
+    pub ends_at: Option<DateTime<Utc>>,
+    pub stopped_at: Option<DateTime<Utc>>,
+    pub ended_at: Option<DateTime<Utc>>,
+}
+
+impl MandateRow {
+    /// The mandate as coverage sees it; `None` until the owner granted it.
+    pub fn as_mandate(&self) -> Option<Mandate> {
+        Some(Mandate {
+            kind: self.kind.clone(),
+            targets: self.targets.clone(),
+            opened_at: self.opened_at?,
+            ends_at: self.ends_at?,
+            usd_per_day: self.usd_per_day,
+            actions_per_day: self.actions_per_day,
+            // An ended term covers nothing either; coverage checks the end by time as well.
+            stopped: self.stopped_at.is_some() || self.ended_at.is_some(),
+        })
+    }
+
+    /// Granted, not stopped, and its term not over at `now`.
+    pub fn is_open(&self, now: DateTime<Utc>) -> bool {
+        self.opened_at.is_some()
+            && self.stopped_at.is_none()
+            && self.ended_at.is_none()
+            && self.ends_at.is_some_and(|end| now < end)
+    }
+}
+
+/// How the `usd_per_day` column holds "no money term": the column is NOT NULL, and a money term
+/// is never zero (the terms check refuses it), so zero cannot mean anything else.
+const NO_MONEY_TERM: &str = "0.00";
+
+/// The `usd_per_day` column's text for a money term.
+pub(crate) fn money_column(usd_per_day: Option<Decimal>) -> String {
+    mandate::money_term(usd_per_day).map_or_else(|| NO_MONEY_TERM.to_owned(), format_usd)
+}
+
+/// A money term read back from the `usd_per_day` column.
+pub(crate) fn money_from_column(text: &str) -> Option<Option<Decimal>> {
+    let usd: Decimal = text.parse().ok()?;
+    Some(mandate::money_term(Some(usd)))
+}
+
+fn parse_time(text: Option<String>) -> Option<DateTime<Utc>> {
+    text.and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
+        .map(|t| t.with_timezone(&Utc))
+}
+
+pub(super) const MANDATE_COLUMNS: &str =
+    "id, kind, targets, days, usd_per_day, actions_per_day, reason, \
+    opened_at, ends_at, stopped_at, ended_at, \
+    (SELECT digest FROM records WHERE records.id = mandates.id)";
+
+pub(super) fn mandate_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<MandateRow> {
+    let invalid = |column: usize, what: String| {
+        rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, what.into())
+    };
+    let targets: String = row.get(2)?;
+    let usd: String = row.get(4)?;
+    Ok(MandateRow {
+        id: row.get(0)?,
+        kind: row.get(1)?,
+        targets: serde_json::from_str(&targets).map_err(|e| invalid(2, e.to_string()))?,
+        days: row.get(3)?,
+        usd_per_day: money_from_column(&usd).ok_or_else(|| invalid(4, format!("amount {usd}")))?,
+        actions_per_day: row.get(5)?,
+        reason: row.get(6)?,
+        opened_at: parse_time(row.get(7)?),
+        ends_at: parse_time(row.get(8)?),
+        stopped_at: parse_time(row.get(9)?),
+        ended_at: parse_time(row.get(10)?),
+        digest: row.get::<_, Option<String>>(11)?.unwrap_or_default(),
+    })
+}
+
+pub(crate) fn mandate_row(conn: &Connection, id: &str) -> Result<Option<MandateRow>, StoreError> {
+    Ok(conn
+        .query_row_cached(
+            &format!("SELECT {MANDATE_COLUMNS} FROM mandates WHERE id = ?1"),
+            [id],
+            mandate_from_row,
+        )
+        .optional()?)
+}
+
+/// What a mandate used during the owner's local day of `now`: every ask it answered (whatever
+/// came of the run: a paid call that failed may still have cost), and their costs.
+pub(crate) fn usage_on_day(
+    conn: &Connection,
+    mandate_id: &str,
+    now: DateTime<Utc>,
+    tz: Tz,
+) -> Result<Usage, StoreError> {
+    let (start, end) = mandate::local_day(now, tz);
+    let mut statement = conn.prepare_cached(
+        "SELECT cost_usd FROM records WHERE mandate_id = ?1 AND created_at >= ?2 AND created_at < ?3",
+    )?;
+    let costs = statement.query_map(
+        params![mandate_id, timestamp(start), timestamp(end)],
+        |row| row.get::<_, Option<String>>(0),
+    )?;
+    let mut usage = Usage {
+        actions: 0,
+        usd: Decimal::ZERO,
+    };
+    for cost in costs {
+        usage.actions += 1;
+        if let Some(cost) = cost? {
+            let amount: Decimal = cost
+                .parse()
+                .map_err(|_| StoreError::Encode(format!("stored amount {cost} is not a number")))?;
+            usage.usd += amount;
+        }
+    }
+    Ok(usage)
+}
+
+/// The first open mandate (oldest first) that covers `action` now, with its usage before it.
+/// Only the mandates `peer_uid` asked for: a standing yes given to one session is not another's.
+pub(crate) fn covering_mandate(
+    tx: &Transaction<'_>,
+    action: &Action,
+    peer_uid: u32,
+    now: DateTime<Utc>,
+    tz: Tz,
+) -> Result<Option<(MandateRow, Usage)>, StoreError> {
+    let candidates: Vec<MandateRow> = {
+        let mut statement = tx.prepare_cached(&format!(
+            "SELECT {MANDATE_COLUMNS} FROM mandates
+             WHERE kind = ?1 AND opened_at IS NOT NULL AND stopped_at IS NULL AND ended_at IS NULL
+               AND (SELECT peer_uid FROM records WHERE records.id = mandates.id) = ?2
+             ORDER BY opened_at, id"
+        ))?;
+        let rows = statement.query_map(params![action.kind, peer_uid], mandate_from_row)?;
+        rows.collect::<Result<_, _>>()?
+    };
+    let covered = CoveredAction {
+        kind: &action.kind,
+        target: action.target.as_deref(),
+        cost_usd: action.cost_usd.unwrap_or(Decimal::ZERO),
+    };
+    for row in candidates {
+        let Some(terms) = row.as_mandate() else {
+            continue;
+        };
+        let usage = usage_on_day(tx, &row.id, now, tz)?;
+        if mandate::coverage(&terms, &usage, &covered, now) == Coverage::Covered {
+            return Ok(Some((row, usage)));
+        }
+    }
+    Ok(None)
+}

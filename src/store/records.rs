@@ -1,0 +1,253 @@
+//! Reading records: the columns a [`Record`] is read from, with its attachments and, for a
+//! mandate request, its mandate's row.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use rusqlite::{named_params, params, Connection, OptionalExtension};
+
+use super::base::Db;
+use super::cached::Cached;
+use super::mandate_rows::{mandate_row, MandateRow};
+use super::state::RecordState;
+use super::StoreError;
+use crate::clock::Monotonic;
+use crate::deadline::Window;
+use crate::digest::AttachmentFacts;
+
+/// A stored record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub seq: i64,
+    pub id: String,
+    pub peer_uid: u32,
+    pub kind: Option<String>,
+    pub target: Option<String>,
+    pub text: Option<String>,
+    pub fields: BTreeMap<String, String>,
+    pub cost_usd: Option<String>,
+    pub attachments: Vec<AttachmentFacts>,
+    pub digest: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub urgent: bool,
+    pub state: RecordState,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub result: Option<String>,
+    pub created_at: String,
+    pub shown_at: Option<String>,
+    pub expires_at: Option<String>,
+    pub decided_at: Option<String>,
+    pub decided_by: Option<i64>,
+    /// The display name of whoever pressed, as Telegram gave it then.
+    pub decided_by_name: Option<String>,
+    pub finished_at: Option<String>,
+    /// The monotonic clock when the card was shown, when it was kept.
+    pub shown_monotonic: Option<Monotonic>,
+    /// An action, or a request for a mandate.
+    pub subject: Subject,
+    /// For an action: the mandate that answered it instead of a card.
+    pub mandate_id: Option<String>,
+    /// For an action a mandate answered: the mandate's day as of this action, itself included,
+    /// taken in its claim's transaction — what its receipt shows, however many asks the
+    /// mandate answered while it ran. `None` for one claimed before the store kept it.
+    pub mandate_use: Option<crate::mandate::Usage>,
+    /// For a mandate request: its terms and where the mandate stands.
+    pub mandate: Option<MandateRow>,
+    /// For a declined record: the owner's reply to its card, the No's reason.
+    pub decline_reason: Option<String>,
+}
+
+impl Record {
+    /// When its card was shown and until when it may be answered, once it was shown.
+    pub fn window(&self) -> Option<Window> {
+        let time = |text: &Option<String>| {
+            text.as_deref()
+                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| t.with_timezone(&Utc))
+        };
+        Some(Window {
+            shown_at: time(&self.shown_at)?,
+            expires_at: time(&self.expires_at)?,
+            shown_monotonic: self.shown_monotonic.clone(),
+        })
+    }
+
+    /// Whether the record has its answer for the session: a final state, or a granted mandate
+    /// request (a mandate request is never run, so `granted` is where it ends).
+    pub fn is_final(&self) -> bool {
+        self.state.is_final()
+            || (self.subject == Subject::Mandate && self.state == RecordState::Granted)
+    }
+}
+
+/// What a record asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    Action,
+    Mandate,
+}
+
+impl Subject {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Subject::Action => "action",
+            Subject::Mandate => "mandate",
+        }
+    }
+}
+
+impl Db {
+    pub fn record(&self, id: &str) -> Result<Option<Record>, StoreError> {
+        record_where(&self.conn, "id = ?1", params![id])
+    }
+
+    /// A peer's records, newest first, at most `limit`, strictly older than `before_seq`; with the
+    /// cursor for the next page when there is one.
+    pub fn list(
+        &self,
+        peer_uid: u32,
+        before_seq: Option<i64>,
+        limit: usize,
+    ) -> Result<(Vec<Record>, Option<i64>), StoreError> {
+        let mut statement = self.conn.prepare_cached(&format!(
+            "SELECT {RECORD_COLUMNS} FROM records
+             WHERE peer_uid = :uid AND seq < :before ORDER BY seq DESC LIMIT :limit"
+        ))?;
+        let rows = statement.query_map(
+            named_params! {
+                ":uid": peer_uid,
+                ":before": before_seq.unwrap_or(i64::MAX),
+                ":limit": (limit + 1) as i64,
+            },
+            record_from_row,
+        )?;
+        let mut records: Vec<Record> = rows.collect::<Result<_, _>>()?;
+        let next = if records.len() > limit {
+            records.truncate(limit);
+            records.last().map(|record| record.seq)
+        } else {
+            None
+        };
+        for record in &mut records {
+            record.attachments = attachments_of(&self.conn, &record.id)?;
+        }
+        Ok((records, next))
+    }
+}
+
+/// The peer's open ask with a digest, for joining its card. `+peer_uid` keeps SQLite off
+/// `records_by_peer`: to serve `ORDER BY seq DESC` it would walk every record the peer ever made,
+/// and every refused ask is one, so a runaway agent's burst slowed each later ask on the store's
+/// one thread (10,000 refusals took an ask from about 1 ms to 10). `records_open` holds only the
+/// open asks, at most `max_pending`.
+pub(super) const OPEN_BY_DIGEST: &str =
+    "digest = ?1 AND +peer_uid = ?2 AND state IN ('pending', 'card_shown')";
+
+const RECORD_COLUMNS: &str = "seq, id, peer_uid, kind, target, text, fields, cost_usd, digest, \
+    idempotency_key, urgent, state, reason, message, result, created_at, shown_at, expires_at, \
+    decided_at, decided_by, finished_at, subject, mandate_id, decided_by_name, shown_boot, \
+    shown_since_boot_ms, mandate_actions_today, mandate_usd_today, decline_reason";
+
+/// The query [`record_where`] runs: the latest record meeting `condition`.
+pub(super) fn record_where_sql(condition: &str) -> String {
+    format!("SELECT {RECORD_COLUMNS} FROM records WHERE {condition} ORDER BY seq DESC LIMIT 1")
+}
+
+pub(crate) fn record_where(
+    conn: &Connection,
+    condition: &str,
+    params: impl rusqlite::Params,
+) -> Result<Option<Record>, StoreError> {
+    let record = conn
+        .query_row_cached(&record_where_sql(condition), params, record_from_row)
+        .optional()?;
+    match record {
+        Some(mut record) => {
+            record.attachments = attachments_of(conn, &record.id)?;
+            if record.subject == Subject::Mandate {
+                record.mandate = mandate_row(conn, &record.id)?;
+            }
+            Ok(Some(record))
+        }
+        None => Ok(None),
+    }
+}
+
+fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
+    let fields: String = row.get(6)?;
+    let state: String = row.get(11)?;
+    let invalid = |column: usize, what: String| {
+        rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, what.into())
+    };
+    Ok(Record {
+        seq: row.get(0)?,
+        id: row.get(1)?,
+        peer_uid: row.get(2)?,
+        kind: row.get(3)?,
+        target: row.get(4)?,
+        text: row.get(5)?,
+        fields: serde_json::from_str(&fields).map_err(|e| invalid(6, e.to_string()))?,
+        cost_usd: row.get(7)?,
+        attachments: Vec::new(),
+        digest: row.get(8)?,
+        idempotency_key: row.get(9)?,
+        urgent: row.get(10)?,
+        state: RecordState::parse(&state).ok_or_else(|| invalid(11, format!("state {state}")))?,
+        reason: row.get(12)?,
+        message: row.get(13)?,
+        result: row.get(14)?,
+        created_at: row.get(15)?,
+        shown_at: row.get(16)?,
+        expires_at: row.get(17)?,
+        decided_at: row.get(18)?,
+        decided_by: row.get(19)?,
+        finished_at: row.get(20)?,
+        shown_monotonic: match (
+            row.get::<_, Option<String>>(24)?,
+            row.get::<_, Option<i64>>(25)?,
+        ) {
+            (Some(boot), Some(ms)) => Some(Monotonic {
+                boot,
+                since_boot: Duration::from_millis(u64::try_from(ms).unwrap_or(0)),
+            }),
+            _ => None,
+        },
+        subject: match row.get::<_, String>(21)?.as_str() {
+            "mandate" => Subject::Mandate,
+            _ => Subject::Action,
+        },
+        mandate_id: row.get(22)?,
+        decided_by_name: row.get(23)?,
+        mandate: None,
+        mandate_use: match (
+            row.get::<_, Option<u32>>(26)?,
+            row.get::<_, Option<String>>(27)?,
+        ) {
+            (Some(actions), Some(usd)) => Some(crate::mandate::Usage {
+                actions,
+                usd: usd
+                    .parse()
+                    .map_err(|_| invalid(27, format!("amount {usd}")))?,
+            }),
+            _ => None,
+        },
+        decline_reason: row.get(28)?,
+    })
+}
+
+fn attachments_of(conn: &Connection, id: &str) -> Result<Vec<AttachmentFacts>, StoreError> {
+    let mut statement = conn.prepare_cached(
+        "SELECT name, media_type, bytes, sha256 FROM attachments WHERE record_id = ?1 ORDER BY position",
+    )?;
+    let rows = statement.query_map([id], |row| {
+        Ok(AttachmentFacts {
+            name: row.get(0)?,
+            media_type: row.get(1)?,
+            bytes: row.get::<_, i64>(2)? as u64,
+            sha256: row.get(3)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
