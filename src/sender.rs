@@ -16,6 +16,7 @@ use crate::clock::Clock;
 use crate::digest::AttachmentFacts;
 use crate::gate::{self, Class, Delivery};
 use crate::lookalike::KnownTargets;
+use crate::store::db::parse_time;
 use crate::store::drawn::Drawn;
 use crate::store::outbox::{ButtonSpec, Row, Sound, What};
 use crate::store::{Record, RecordState, Store, StoreError};
@@ -546,12 +547,6 @@ async fn read_attachment(store: &Store, facts: &AttachmentFacts) -> Result<Vec<u
             "attachment {name:?}: the read did not finish: {error}"
         ))),
     }
-}
-
-fn parse_time(text: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(text)
-        .ok()
-        .map(|time| time.with_timezone(&Utc))
 }
 
 async fn already_sent(store: &Store, record_id: &str, role: &str) -> Result<bool, StoreError> {

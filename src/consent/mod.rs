@@ -56,6 +56,7 @@ use crate::locale::{Language, Locales};
 use crate::press::{MessageFacts, PressKey};
 use crate::sender::{Drawer, Drawing};
 use crate::store::consent::OwnerRow;
+use crate::store::db::parse_time;
 use crate::store::{Record, Store, StoreError};
 use crate::telegram::{ChatRef, Incoming, Person, SendError, Telegram, UNREADABLE};
 
@@ -411,10 +412,4 @@ impl Consent {
             Incoming::Press { press, .. } => self.press(press, next, runs, events).await,
         }
     }
-}
-
-fn parse_time(text: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(text)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
 }

@@ -5,7 +5,9 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
-use super::base::{claim_in, timestamp, transition_in, Db, Effects, Event, StateChange};
+use super::base::{
+    claim_in, parse_time, timestamp, transition_in, Db, Effects, Event, StateChange,
+};
 use super::cached::Cached;
 use super::drawn::{drawn_in, unbutton_in, Drawn};
 use super::outbox::{self, Body, Sound, What};
@@ -112,11 +114,6 @@ impl ClaimNotices {
     }
 }
 
-fn parse_time(text: Option<String>) -> Option<DateTime<Utc>> {
-    text.and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
-        .map(|t| t.with_timezone(&Utc))
-}
-
 impl Db {
     pub fn owner(&self) -> Result<Option<OwnerRow>, StoreError> {
         Ok(self
@@ -175,10 +172,10 @@ impl Db {
                     |row| {
                         Ok(PairingState {
                             code_hash: row.get(0)?,
-                            expires_at: parse_time(row.get(1)?),
+                            expires_at: row.get::<_, Option<String>>(1)?.as_deref().and_then(parse_time),
                             used: row.get(2)?,
                             failures: row.get(3)?,
-                            locked_until: parse_time(row.get(4)?),
+                            locked_until: row.get::<_, Option<String>>(4)?.as_deref().and_then(parse_time),
                         })
                     },
                 )
@@ -482,7 +479,10 @@ impl Db {
         let mut due = Vec::new();
         for row in rows {
             let (id, shown_at, expires_at, boot, since_boot_ms) = row?;
-            let window = match (parse_time(shown_at), parse_time(expires_at)) {
+            let window = match (
+                shown_at.as_deref().and_then(parse_time),
+                expires_at.as_deref().and_then(parse_time),
+            ) {
                 (Some(shown_at), Some(expires_at)) => Window {
                     shown_at,
                     expires_at,

@@ -7,6 +7,8 @@
 //! transitions, the owner's yes and no). This module names what code outside the store uses.
 
 pub use super::ask::{AskOutcome, AskPolicy, NewAsk};
-pub use super::base::{new_record_id, timestamp, Db, Effects, Event, OpenReport, StateChange};
+pub use super::base::{
+    new_record_id, parse_time, timestamp, Db, Effects, Event, OpenReport, StateChange,
+};
 pub(crate) use super::base::{note_decider_name, transition_in};
 pub use super::records::{Record, Subject};

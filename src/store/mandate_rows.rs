@@ -6,7 +6,7 @@ use chrono_tz::Tz;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 
-use super::base::timestamp;
+use super::base::{parse_time, timestamp};
 use super::cached::Cached;
 use super::StoreError;
 use crate::action::{format_usd, Action};
@@ -73,11 +73,6 @@ pub(crate) fn money_from_column(text: &str) -> Option<Option<Decimal>> {
     Some(mandate::money_term(Some(usd)))
 }
 
-fn parse_time(text: Option<String>) -> Option<DateTime<Utc>> {
-    text.and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
-        .map(|t| t.with_timezone(&Utc))
-}
-
 pub(super) const MANDATE_COLUMNS: &str =
     "id, kind, targets, days, usd_per_day, actions_per_day, reason, \
     opened_at, ends_at, stopped_at, ended_at, \
@@ -97,10 +92,22 @@ pub(super) fn mandate_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Mand
         usd_per_day: money_from_column(&usd).ok_or_else(|| invalid(4, format!("amount {usd}")))?,
         actions_per_day: row.get(5)?,
         reason: row.get(6)?,
-        opened_at: parse_time(row.get(7)?),
-        ends_at: parse_time(row.get(8)?),
-        stopped_at: parse_time(row.get(9)?),
-        ended_at: parse_time(row.get(10)?),
+        opened_at: row
+            .get::<_, Option<String>>(7)?
+            .as_deref()
+            .and_then(parse_time),
+        ends_at: row
+            .get::<_, Option<String>>(8)?
+            .as_deref()
+            .and_then(parse_time),
+        stopped_at: row
+            .get::<_, Option<String>>(9)?
+            .as_deref()
+            .and_then(parse_time),
+        ended_at: row
+            .get::<_, Option<String>>(10)?
+            .as_deref()
+            .and_then(parse_time),
         digest: row.get::<_, Option<String>>(11)?.unwrap_or_default(),
     })
 }
