@@ -61,7 +61,15 @@ fn read_key(path: &Path) -> Result<PressKey, KeyError> {
     {
         return Err(not_a_file());
     }
-    let mut file = File::open(path).map_err(io_err(path))?;
+    // O_NOFOLLOW as well: a symlink swapped in after the check above is refused by the open.
+    let mut file = OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(path)
+        .map_err(|error| match error.raw_os_error() {
+            Some(code) if code == nix::errno::Errno::ELOOP as i32 => not_a_file(),
+            _ => io_err(path)(error),
+        })?;
     // Checked on the opened file, so what is checked is what is read.
     let meta = file.metadata().map_err(io_err(path))?;
     if !meta.is_file() {
