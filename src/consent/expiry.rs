@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::card;
 use crate::deadline::Now;
+use crate::store::db::EventName;
 use crate::store::outbox::{Sound, What};
 use crate::store::{Event as JournalEvent, RecordState, StateChange, StoreError};
 
@@ -70,7 +71,7 @@ impl Consent {
                             &change,
                         )?;
                         effects.changed.push((id.clone(), RecordState::Expired));
-                        effects.push(JournalEvent::new("expired").with("id", id.as_str()));
+                        effects.push(JournalEvent::new(EventName::Expired).with("id", id.as_str()));
                         if let Some(owner) = owner {
                             queue_card_edit(tx, effects, owner.id, &id, edit)?;
                         }

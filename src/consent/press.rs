@@ -15,6 +15,7 @@ use crate::press::{
 };
 use crate::store::consent::ClaimWindow;
 use crate::store::db::note_decider_name;
+use crate::store::db::EventName;
 use crate::store::outbox::{Body, Sound, What};
 use crate::store::{
     Event as JournalEvent, Record, RecordState, StoreError, Subject as StoreSubject,
@@ -457,7 +458,7 @@ impl Consent {
         self.store
             .call(move |db| {
                 db.write_effects(now, Some(next), |tx, effects| {
-                    let mut event = JournalEvent::new("press_rejected")
+                    let mut event = JournalEvent::new(EventName::PressRejected)
                         .with("reason", rejection.as_str())
                         .with("by", presser);
                     if let Some(subject) =

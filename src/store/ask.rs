@@ -7,6 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Transaction};
 
+use super::base::EventName;
 use super::base::{
     claim_in, new_record_id, since, timestamp, transition_in, Db, Event, StateChange,
 };
@@ -281,7 +282,7 @@ fn created_in(
 
 /// The `asked` journal line of a stored ask.
 fn asked_event(id: &str, ask: &NewAsk) -> Event {
-    let asked = Event::new("asked")
+    let asked = Event::new(EventName::Asked)
         .with("id", id)
         .with("kind", ask.action.kind.as_str())
         .with("digest", ask.digest.as_str())
@@ -325,7 +326,7 @@ fn covered_in(
     let used = claim_in(tx, id, &ask.digest)?;
     events.push(asked_event(id, ask));
     events.push(
-        Event::new("mandate_use")
+        Event::new(EventName::MandateUse)
             .with("id", id)
             .with("mandate", mandate.id.as_str())
             .with("actions_today", today.actions)
@@ -359,7 +360,7 @@ pub(crate) fn refuse_in(
             timestamp(now)
         ],
     )?;
-    let mut denied = Event::new("denied").with("id", id);
+    let mut denied = Event::new(EventName::Denied).with("id", id);
     if let Some(kind) = kind {
         denied = denied.with("kind", kind);
     }

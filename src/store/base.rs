@@ -30,15 +30,109 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (7, include_str!("migrations/0007_decline_reason.sql")),
 ];
 
+/// The name of a journal event: the one place the names are written (SPEC §9's list, and
+/// `decline_reason`, a No's reason by hash, docs/CONTRACT-NOTES.md). A line's `ev` is one of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventName {
+    Started,
+    OwnerSet,
+    Asked,
+    CardShown,
+    Granted,
+    Declined,
+    Expired,
+    Denied,
+    Used,
+    Executed,
+    Failed,
+    OutcomeUnknown,
+    PressRejected,
+    MandateAsked,
+    MandateOpen,
+    MandateDeclined,
+    MandateUse,
+    MandateStop,
+    MandateEnd,
+    CategoryOn,
+    CategoryOff,
+    Settings,
+    Silenced,
+    Resumed,
+    SummarySent,
+    DeclineReason,
+}
+
+impl EventName {
+    pub const ALL: [EventName; 26] = [
+        EventName::Started,
+        EventName::OwnerSet,
+        EventName::Asked,
+        EventName::CardShown,
+        EventName::Granted,
+        EventName::Declined,
+        EventName::Expired,
+        EventName::Denied,
+        EventName::Used,
+        EventName::Executed,
+        EventName::Failed,
+        EventName::OutcomeUnknown,
+        EventName::PressRejected,
+        EventName::MandateAsked,
+        EventName::MandateOpen,
+        EventName::MandateDeclined,
+        EventName::MandateUse,
+        EventName::MandateStop,
+        EventName::MandateEnd,
+        EventName::CategoryOn,
+        EventName::CategoryOff,
+        EventName::Settings,
+        EventName::Silenced,
+        EventName::Resumed,
+        EventName::SummarySent,
+        EventName::DeclineReason,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventName::Started => "started",
+            EventName::OwnerSet => "owner_set",
+            EventName::Asked => "asked",
+            EventName::CardShown => "card_shown",
+            EventName::Granted => "granted",
+            EventName::Declined => "declined",
+            EventName::Expired => "expired",
+            EventName::Denied => "denied",
+            EventName::Used => "used",
+            EventName::Executed => "executed",
+            EventName::Failed => "failed",
+            EventName::OutcomeUnknown => "outcome_unknown",
+            EventName::PressRejected => "press_rejected",
+            EventName::MandateAsked => "mandate_asked",
+            EventName::MandateOpen => "mandate_open",
+            EventName::MandateDeclined => "mandate_declined",
+            EventName::MandateUse => "mandate_use",
+            EventName::MandateStop => "mandate_stop",
+            EventName::MandateEnd => "mandate_end",
+            EventName::CategoryOn => "category_on",
+            EventName::CategoryOff => "category_off",
+            EventName::Settings => "settings",
+            EventName::Silenced => "silenced",
+            EventName::Resumed => "resumed",
+            EventName::SummarySent => "summary_sent",
+            EventName::DeclineReason => "decline_reason",
+        }
+    }
+}
+
 /// A journal event waiting for its line: the event name and its own members, in order.
 #[derive(Debug, Clone)]
 pub struct Event {
-    pub ev: &'static str,
+    pub ev: EventName,
     pub members: Vec<(&'static str, Value)>,
 }
 
 impl Event {
-    pub fn new(ev: &'static str) -> Self {
+    pub fn new(ev: EventName) -> Self {
         Self {
             ev,
             members: Vec::new(),
@@ -185,7 +279,7 @@ impl Db {
             torn_tail_cut_bytes,
             lines_recovered,
         };
-        let mut started = Event::new("started").with("version", env!("CARGO_PKG_VERSION"));
+        let mut started = Event::new(EventName::Started).with("version", env!("CARGO_PKG_VERSION"));
         if torn_tail_cut_bytes > 0 {
             started = started.with("torn_tail_cut_bytes", torn_tail_cut_bytes);
         }
@@ -395,7 +489,7 @@ fn stage(
     let mut lines = Vec::with_capacity(events.len());
     for event in events {
         n += 1;
-        let line = journal::build_line(n, &prev, now, event.ev, &event.members);
+        let line = journal::build_line(n, &prev, now, event.ev.as_str(), &event.members);
         tx.execute_cached(
             "INSERT INTO journal_staged (n, prev, h, line) VALUES (?1, ?2, ?3, ?4)",
             params![n as i64, prev, line.h, line.text],
@@ -421,7 +515,9 @@ pub(crate) fn claim_in(tx: &Transaction<'_>, id: &str, digest: &str) -> Result<E
         RecordState::Running,
         &StateChange::default(),
     )?;
-    Ok(Event::new("used").with("id", id).with("digest", digest))
+    Ok(Event::new(EventName::Used)
+        .with("id", id)
+        .with("digest", digest))
 }
 
 /// Keeps the display name of whoever decided `id`, for the card's later edits.
@@ -485,5 +581,26 @@ pub(crate) fn transition_in(
             actual,
         }),
         None => Err(StoreError::Missing),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_names_are_distinct_and_lower_snake_case() {
+        let mut seen = std::collections::BTreeSet::new();
+        for name in EventName::ALL {
+            let text = name.as_str();
+            assert!(seen.insert(text), "{text} twice");
+            assert!(
+                !text.is_empty()
+                    && text.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+                    && !text.starts_with('_')
+                    && !text.ends_with('_'),
+                "{text}"
+            );
+        }
     }
 }

@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
+use super::base::EventName;
 use super::base::{
     claim_in, parse_time, timestamp, transition_in, Db, Effects, Event, StateChange,
 };
@@ -202,7 +203,7 @@ impl Db {
                     params![candidate.telegram_id, candidate.language_code, timestamp(now)],
                 )?;
                 effects.push(
-                    Event::new("owner_set")
+                    Event::new(EventName::OwnerSet)
                         .with("owner", candidate.telegram_id)
                         .with("by", "pairing"),
                 );
@@ -279,7 +280,7 @@ impl Db {
                 .changed
                 .push((record_id.to_owned(), RecordState::CardShown));
             effects.push(
-                Event::new("card_shown")
+                Event::new(EventName::CardShown)
                     .with("id", record_id)
                     .with("expires_at", timestamp(expires_at)),
             );
@@ -319,7 +320,7 @@ impl Db {
             transition_in(tx, record_id, from, RecordState::Expired, &change)?;
             effects.changed.push((record_id.to_owned(), RecordState::Expired));
             effects.push(
-                Event::new("expired")
+                Event::new(EventName::Expired)
                     .with("id", record_id)
                     .with("detail", "undeliverable"),
             );
@@ -372,34 +373,35 @@ impl Db {
                 && record
                     .window()
                     .is_some_and(|window| window.judge(now).is_err());
-            let (to, reason, message, event) = if late {
-                (
+            let (to, reason, message, event) =
+                if late {
+                    (
                     RecordState::Expired,
                     None,
                     "the yes came in time, but consentd could not run it before the card's time \
                      was up; nothing ran"
                         .to_owned(),
-                    Event::new("expired").with("id", id).with("detail", "claim"),
+                    Event::new(EventName::Expired).with("id", id).with("detail", "claim"),
                 )
-            } else if !category_enabled {
-                let kind = record.kind.clone().unwrap_or_default();
-                (
-                    RecordState::Refused,
-                    Some("category_off".to_owned()),
-                    format!("category {kind} was turned off before the action ran"),
-                    Event::new("denied")
-                        .with("id", id)
-                        .with("kind", kind)
-                        .with("reason", "category_off"),
-                )
-            } else {
-                let used = claim_in(tx, id, record.digest.as_deref().unwrap_or_default())?;
-                effects.changed.push((id.to_owned(), RecordState::Running));
-                effects.push(used);
-                let record =
-                    record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
-                return Ok(Claim::Claimed(record));
-            };
+                } else if !category_enabled {
+                    let kind = record.kind.clone().unwrap_or_default();
+                    (
+                        RecordState::Refused,
+                        Some("category_off".to_owned()),
+                        format!("category {kind} was turned off before the action ran"),
+                        Event::new(EventName::Denied)
+                            .with("id", id)
+                            .with("kind", kind)
+                            .with("reason", "category_off"),
+                    )
+                } else {
+                    let used = claim_in(tx, id, record.digest.as_deref().unwrap_or_default())?;
+                    effects.changed.push((id.to_owned(), RecordState::Running));
+                    effects.push(used);
+                    let record =
+                        record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
+                    return Ok(Claim::Claimed(record));
+                };
             let change = StateChange {
                 reason,
                 message: Some(message),
@@ -443,9 +445,9 @@ impl Db {
             )?;
             effects.changed.push((id.to_owned(), finish.state));
             let mut event = Event::new(match finish.state {
-                RecordState::Executed => "executed",
-                RecordState::Failed => "failed",
-                _ => "outcome_unknown",
+                RecordState::Executed => EventName::Executed,
+                RecordState::Failed => EventName::Failed,
+                _ => EventName::OutcomeUnknown,
             })
             .with("id", id);
             if let Some(detail) = &finish.detail {
@@ -542,7 +544,7 @@ impl Db {
             )?;
             if changed > 0 {
                 effects.push(
-                    Event::new("resumed")
+                    Event::new(EventName::Resumed)
                         .with("kind", kind)
                         .with("silenced_by", silenced_by)
                         .with("by", by),

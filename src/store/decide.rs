@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Transaction};
 
+use super::base::EventName;
 use super::base::{timestamp, transition_in, Db, Effects, Event, StateChange};
 use super::cached::Cached;
 use super::records::{record_where, Record, Subject};
@@ -63,8 +64,8 @@ impl Db {
             )?;
             effects.push(
                 Event::new(match record.subject {
-                    Subject::Action => "declined",
-                    Subject::Mandate => "mandate_declined",
+                    Subject::Action => EventName::Declined,
+                    Subject::Mandate => EventName::MandateDeclined,
                 })
                 .with("id", id)
                 .with("kind", kind.as_str())
@@ -79,7 +80,7 @@ impl Db {
                     params![kind, timestamp(until), id],
                 )?;
                 effects.push(
-                    Event::new("silenced")
+                    Event::new(EventName::Silenced)
                         .with("kind", kind.as_str())
                         .with("streak", streak)
                         .with("until", timestamp(until)),
@@ -112,7 +113,7 @@ impl Db {
                         "UPDATE mandates SET opened_at = ?2 WHERE id = ?1",
                         params![id, timestamp(now)],
                     )?;
-                    let opened = Event::new("mandate_open")
+                    let opened = Event::new(EventName::MandateOpen)
                         .with("id", id)
                         .with("kind", kind.as_str())
                         .with("digest", record.digest.clone().unwrap_or_default())
@@ -126,7 +127,7 @@ impl Db {
                 }
                 None => {
                     effects.push(
-                        Event::new("granted")
+                        Event::new(EventName::Granted)
                             .with("id", id)
                             .with("kind", kind.as_str())
                             .with("digest", record.digest.clone().unwrap_or_default())

@@ -10,6 +10,7 @@ use rusqlite::{params, Transaction};
 use rust_decimal::Decimal;
 
 use super::ask::{pending_refusal, refuse_in, stateful_refusal, AskOutcome, AskPolicy};
+use super::base::EventName;
 use super::base::{new_record_id, timestamp, Db, Effects, Event};
 use super::cached::Cached;
 use super::drawn::unbutton_in;
@@ -101,7 +102,7 @@ impl Db {
             }
             // Amounts and counts, never the targets or the reason: the journal holds no text.
             // No money term has no amount to journal.
-            let asked = Event::new("mandate_asked")
+            let asked = Event::new(EventName::MandateAsked)
                 .with("id", id.as_str())
                 .with("kind", request.kind.as_str())
                 .with("digest", ask.digest.as_str())
@@ -145,7 +146,7 @@ impl Db {
                 params![id, timestamp(now), by],
             )?;
             effects.push(
-                Event::new("mandate_stop")
+                Event::new(EventName::MandateStop)
                     .with("id", id)
                     .with("kind", row.kind.as_str())
                     .with("by", by),
@@ -191,7 +192,7 @@ impl Db {
                     params![row.id, timestamp(now)],
                 )?;
                 effects.push(
-                    Event::new("mandate_end")
+                    Event::new(EventName::MandateEnd)
                         .with("id", row.id.as_str())
                         .with("kind", row.kind.as_str())
                         .with("reason", "term"),

@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
+use super::base::EventName;
 use super::base::{timestamp, Db, Event};
 use super::cached::Cached;
 use super::outbox::{self, Body, Sound, What};
@@ -50,7 +51,7 @@ impl Db {
                 return Ok(false);
             };
             effects.push(
-                Event::new("decline_reason")
+                Event::new(EventName::DeclineReason)
                     .with("id", id)
                     .with("kind", kind.unwrap_or_default())
                     .with("sha256", Sha256Hash::of(reason.as_bytes()).to_hex())

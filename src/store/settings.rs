@@ -10,6 +10,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 
+use super::base::EventName;
 use super::base::{timestamp, Db, Effects, Event};
 use super::cached::Cached;
 use super::{StoreError, DB_FILE};
@@ -95,7 +96,7 @@ impl Db {
                 params![key, value, timestamp(now)],
             )?;
             effects.push(
-                Event::new("settings")
+                Event::new(EventName::Settings)
                     .with("key", key)
                     .with("value", value)
                     .with("by", by),
@@ -135,9 +136,13 @@ impl Db {
             )?;
             if changed {
                 effects.push(
-                    Event::new(if on { "category_on" } else { "category_off" })
-                        .with("kind", kind)
-                        .with("by", by),
+                    Event::new(if on {
+                        EventName::CategoryOn
+                    } else {
+                        EventName::CategoryOff
+                    })
+                    .with("kind", kind)
+                    .with("by", by),
                 );
             }
             reply(tx, effects)
@@ -207,7 +212,7 @@ impl Db {
             )?;
             compose(tx, effects, &anchor)?;
             effects.push(
-                Event::new("summary_sent")
+                Event::new(EventName::SummarySent)
                     .with("day", day.to_string())
                     .with("anchor", anchor.as_str()),
             );
