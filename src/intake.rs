@@ -410,9 +410,8 @@ impl Intake {
         if record.state != RecordState::Declined || record.decline_reason.is_some() {
             return None;
         }
-        let decided_at = DateTime::parse_from_rfc3339(record.decided_at.as_deref()?).ok()?;
         let deadline = crate::consent::reason_deadline(
-            decided_at.with_timezone(&Utc),
+            record.decided_at?,
             self.config.limits.decline_reason_wait,
         )?;
         (deadline - self.clock.now()).to_std().ok()
@@ -460,9 +459,9 @@ pub(crate) fn summary(record: &Record) -> RecordSummary {
         reason: record.reason.clone(),
         message: message_of(record),
         result: record.result.clone(),
-        created_at: record.created_at.clone(),
-        decided_at: record.decided_at.clone(),
-        finished_at: record.finished_at.clone(),
+        created_at: crate::store::db::timestamp(record.created_at),
+        decided_at: record.decided_at.map(crate::store::db::timestamp),
+        finished_at: record.finished_at.map(crate::store::db::timestamp),
     }
 }
 

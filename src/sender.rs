@@ -16,7 +16,6 @@ use crate::clock::Clock;
 use crate::digest::AttachmentFacts;
 use crate::gate::{self, Class, Delivery};
 use crate::lookalike::KnownTargets;
-use crate::store::db::parse_time;
 use crate::store::drawn::Drawn;
 use crate::store::outbox::{ButtonSpec, Row, Sound, What};
 use crate::store::{Record, RecordState, Store, StoreError};
@@ -414,7 +413,7 @@ async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
     // and the card must be open before it can be pressed. A retry keeps the first deadline.
     pace.take().await;
     let now = out.clock.now();
-    let expires_at = match record.expires_at.as_deref().and_then(parse_time) {
+    let expires_at = match record.expires_at {
         Some(expires_at) if record.state == RecordState::CardShown => expires_at,
         _ => {
             let expires_at = now + out.drawer.ttl();

@@ -17,7 +17,7 @@ use crate::store::outbox::{Body, ButtonSpec};
 use crate::store::{MandateRow, Record, RecordState};
 use crate::styled::Styled;
 
-use super::{parse_time, Consent};
+use super::Consent;
 
 impl Consent {
     pub(super) fn label(&self, record: &Record, lang: Language) -> String {
@@ -126,11 +126,7 @@ impl Consent {
                 now,
             );
         }
-        let expires = record
-            .expires_at
-            .as_deref()
-            .and_then(parse_time)
-            .unwrap_or(now);
+        let expires = record.expires_at.unwrap_or(now);
         with_view(self, record, &known, lang, expires, |view| {
             card::render_outcome(view, &self.locales, lang, &outcome)
         })

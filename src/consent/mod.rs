@@ -56,7 +56,6 @@ use crate::locale::{Language, Locales};
 use crate::press::{MessageFacts, PressKey};
 use crate::sender::{Drawer, Drawing};
 use crate::store::consent::OwnerRow;
-use crate::store::db::parse_time;
 use crate::store::{Record, Store, StoreError};
 use crate::telegram::{ChatRef, Incoming, Person, SendError, Telegram, UNREADABLE};
 

@@ -17,7 +17,7 @@ use crate::styled::Styled;
 use crate::telegram::{ChatRef, Person};
 
 use super::queue::{queue, say, text_body};
-use super::{parse_time, Consent, Decision, Owner, Said, CATEGORY_DIGEST};
+use super::{Consent, Decision, Owner, Said, CATEGORY_DIGEST};
 
 impl Consent {
     pub(super) async fn text(
@@ -333,7 +333,7 @@ impl Consent {
             .iter()
             .chain(&waiting)
             .map(|record| {
-                let expires = record.expires_at.as_deref().and_then(parse_time);
+                let expires = record.expires_at;
                 (record.id.clone(), self.label(record, lang), expires)
             })
             .collect();

@@ -54,8 +54,7 @@ pub(super) fn judge(
         RecordState::Declined => {}
         _ => return Judged::Stray,
     }
-    let decided_at = record.decided_at.as_deref().and_then(super::parse_time);
-    let Some(deadline) = decided_at.and_then(|at| reason_deadline(at, wait)) else {
+    let Some(deadline) = record.decided_at.and_then(|at| reason_deadline(at, wait)) else {
         return Judged::Stray;
     };
     if record.decline_reason.is_some() {
@@ -193,10 +192,10 @@ mod tests {
             reason: None,
             message: None,
             result: None,
-            created_at: crate::store::db::timestamp(at(-100)),
+            created_at: at(-100),
             shown_at: None,
             expires_at: None,
-            decided_at: Some(crate::store::db::timestamp(at(0))),
+            decided_at: Some(at(0)),
             decided_by: Some(42),
             decided_by_name: None,
             finished_at: None,

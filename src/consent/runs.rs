@@ -18,7 +18,7 @@ use crate::styled::Styled;
 
 use super::drawer::with_view;
 use super::queue::{queue, queue_card_edit, text_body};
-use super::{parse_time, Consent, Event};
+use super::{Consent, Event};
 
 impl Consent {
     /// The claim, then the run on its own task; the run's end comes back as an event.
@@ -251,7 +251,7 @@ impl Consent {
         // The day the ask was claimed in, so a run that crosses midnight counts where it was
         // taken. Its use as of its own claim is kept with it; only an ask claimed before the
         // store kept that is shown against the whole day.
-        let day = parse_time(&record.created_at).unwrap_or(now);
+        let day = record.created_at;
         let (row, day_usage) = match self
             .store
             .call(move |db| db.mandate_usage(&mandate_id, day, tz))

@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use rusqlite::{named_params, params, Connection, OptionalExtension};
 
-use super::base::Db;
+use super::base::{parse_time, Db};
 use super::cached::Cached;
 use super::mandate_rows::{mandate_row, MandateRow};
 use super::state::RecordState;
@@ -35,14 +35,15 @@ pub struct Record {
     pub reason: Option<String>,
     pub message: Option<String>,
     pub result: Option<String>,
-    pub created_at: String,
-    pub shown_at: Option<String>,
-    pub expires_at: Option<String>,
-    pub decided_at: Option<String>,
+    /// Times are parsed once, when the record is read (the store writes them with `timestamp`).
+    pub created_at: DateTime<Utc>,
+    pub shown_at: Option<DateTime<Utc>>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub decided_at: Option<DateTime<Utc>>,
     pub decided_by: Option<i64>,
     /// The display name of whoever pressed, as Telegram gave it then.
     pub decided_by_name: Option<String>,
-    pub finished_at: Option<String>,
+    pub finished_at: Option<DateTime<Utc>>,
     /// The monotonic clock when the card was shown, when it was kept.
     pub shown_monotonic: Option<Monotonic>,
     /// An action, or a request for a mandate.
@@ -62,14 +63,9 @@ pub struct Record {
 impl Record {
     /// When its card was shown and until when it may be answered, once it was shown.
     pub fn window(&self) -> Option<Window> {
-        let time = |text: &Option<String>| {
-            text.as_deref()
-                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-                .map(|t| t.with_timezone(&Utc))
-        };
         Some(Window {
-            shown_at: time(&self.shown_at)?,
-            expires_at: time(&self.expires_at)?,
+            shown_at: self.shown_at?,
+            expires_at: self.expires_at?,
             shown_monotonic: self.shown_monotonic.clone(),
         })
     }
@@ -198,12 +194,16 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
         reason: row.get(12)?,
         message: row.get(13)?,
         result: row.get(14)?,
-        created_at: row.get(15)?,
-        shown_at: row.get(16)?,
-        expires_at: row.get(17)?,
-        decided_at: row.get(18)?,
+        created_at: stored_time(row, 15)?.ok_or(rusqlite::Error::InvalidColumnType(
+            15,
+            "created_at".to_owned(),
+            rusqlite::types::Type::Null,
+        ))?,
+        shown_at: stored_time(row, 16)?,
+        expires_at: stored_time(row, 17)?,
+        decided_at: stored_time(row, 18)?,
         decided_by: row.get(19)?,
-        finished_at: row.get(20)?,
+        finished_at: stored_time(row, 20)?,
         shown_monotonic: match (
             row.get::<_, Option<String>>(24)?,
             row.get::<_, Option<i64>>(25)?,
@@ -250,4 +250,19 @@ fn attachments_of(conn: &Connection, id: &str) -> Result<Vec<AttachmentFacts>, S
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A time column as the store wrote it ([`super::base::timestamp`]), parsed; a text that is not
+/// one is an error naming the column, never a silently missing time.
+fn stored_time(row: &rusqlite::Row<'_>, column: usize) -> rusqlite::Result<Option<DateTime<Utc>>> {
+    let Some(text) = row.get::<_, Option<String>>(column)? else {
+        return Ok(None);
+    };
+    parse_time(&text).map(Some).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            column,
+            rusqlite::types::Type::Text,
+            format!("{text:?} is not a stored time").into(),
+        )
+    })
 }
