@@ -208,6 +208,7 @@ pub(super) fn with_view<T>(
         .map(|target| lookalike::warnings(target, known))
         .unwrap_or_default();
     let field_warnings = lookalike::field_warnings(record.fields.values(), known);
+    let cost = record.cost_usd.map(crate::action::format_usd);
     let view = CardView {
         record_id: &record.id,
         kind,
@@ -218,7 +219,7 @@ pub(super) fn with_view<T>(
         fields: &record.fields,
         field_labels: &field_labels,
         field_warnings: &field_warnings,
-        cost_usd: record.cost_usd.as_deref(),
+        cost_usd: cost.as_deref(),
         attachments: &attachments,
         text: record.text.as_deref(),
         text_sha256_hex: text_hash.as_deref(),

@@ -132,7 +132,7 @@ impl Consent {
                 target: record.target.clone(),
                 text: record.text.clone(),
                 fields: record.fields.clone(),
-                cost_usd: record.cost_usd.clone(),
+                cost_usd: record.cost_usd.map(crate::action::format_usd),
             },
             attachments: record
                 .attachments

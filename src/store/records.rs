@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use rusqlite::{named_params, params, Connection, OptionalExtension};
+use rust_decimal::Decimal;
 
 use super::base::{parse_time, Db};
 use super::cached::Cached;
@@ -26,7 +27,8 @@ pub struct Record {
     pub target: Option<String>,
     pub text: Option<String>,
     pub fields: BTreeMap<String, String>,
-    pub cost_usd: Option<String>,
+    /// Parsed once, when the record is read (the store writes it with `format_usd`).
+    pub cost_usd: Option<Decimal>,
     pub attachments: Vec<AttachmentFacts>,
     pub digest: Option<String>,
     pub idempotency_key: Option<String>,
@@ -185,7 +187,7 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
         target: row.get(4)?,
         text: row.get(5)?,
         fields: serde_json::from_str(&fields).map_err(|e| invalid(6, e.to_string()))?,
-        cost_usd: row.get(7)?,
+        cost_usd: stored_money(row, 7)?,
         attachments: Vec::new(),
         digest: row.get(8)?,
         idempotency_key: row.get(9)?,
@@ -264,5 +266,16 @@ fn stored_time(row: &rusqlite::Row<'_>, column: usize) -> rusqlite::Result<Optio
             rusqlite::types::Type::Text,
             format!("{text:?} is not a stored time").into(),
         )
+    })
+}
+
+/// A money column as the store wrote it, parsed; a text that is not an amount is an error naming
+/// the column.
+fn stored_money(row: &rusqlite::Row<'_>, column: usize) -> rusqlite::Result<Option<Decimal>> {
+    let Some(text) = row.get::<_, Option<String>>(column)? else {
+        return Ok(None);
+    };
+    text.parse::<Decimal>().map(Some).map_err(|error| {
+        rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, error.into())
     })
 }
