@@ -51,7 +51,7 @@ pub(crate) struct Intake {
     /// The owner's category switches, overriding the config's `enabled`.
     pub switches: Arc<RwLock<BTreeMap<String, bool>>>,
     /// The owner, once known; cards go to their chat.
-    pub owner: crate::consent::OwnerCell,
+    pub owner: crate::owner::OwnerCell,
     /// To check that the card can be drawn before the ask is stored.
     pub locales: Arc<crate::locale::Locales>,
     /// Asks a mandate covered and the store claimed, handed to the consent loop to run.
@@ -287,7 +287,7 @@ impl Intake {
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         owner.map_or_else(
-            || crate::consent::owner_language(&self.config, None),
+            || crate::owner::owner_language(&self.config, None),
             |owner| owner.language,
         )
     }
@@ -410,7 +410,7 @@ impl Intake {
         if record.state != RecordState::Declined || record.decline_reason.is_some() {
             return None;
         }
-        let deadline = crate::consent::reason_deadline(
+        let deadline = crate::deadline::reason_deadline(
             record.decided_at?,
             self.config.limits.decline_reason_wait,
         )?;

@@ -27,8 +27,8 @@
 //! - `store`: the SQLite store, its one owning thread, the record state machine, and the journal
 //!   staging that keeps store and journal in step; `stored`, an attachment's stored copy read
 //!   back against its SHA-256; `journal`, the journal file.
-//! - `consent`, the consent loop; `sender`, the outbox; `telegram`, the Bot API transport;
-//!   `executor`, the command, once.
+//! - `owner`, the owner the intake and the consent loop share; `consent`, the consent loop;
+//!   `sender`, the outbox; `telegram`, the Bot API transport; `executor`, the command, once.
 //! - `daemon`: `serve`, wiring the parts together; `sandbox` (the default-on `sandbox` feature),
 //!   the daemon against the `consentd-emulator` crate's Bot API emulator with the chat as a web
 //!   page.
@@ -44,6 +44,7 @@ pub(crate) mod failpoint;
 pub(crate) mod intake;
 pub mod journal;
 pub(crate) mod output;
+pub(crate) mod owner;
 pub(crate) mod pair;
 pub(crate) mod preflight;
 pub mod press;
@@ -61,5 +62,5 @@ mod protocol_doc_tests;
 // The rules, from consentd-core, under the names the daemon has always used for them.
 pub use consentd_core::{
     action, card, commands, deadline, digest, gate, locale, lookalike, mandate, pairing, protocol,
-    refusal, shown, split, styled,
+    reason, refusal, shown, split, styled,
 };

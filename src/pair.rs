@@ -2,17 +2,17 @@
 //!
 //! The running daemon owns the journal and the store's thread; this command only writes the
 //! code's hash into the `pairing` table through its own short SQLite connection (SQLite takes
-//! care of the concurrency), so the daemon recognises the code when the owner sends it.
+//! care of the concurrency; the SQL is the store's, `store::pairing`), so the daemon recognises
+//! the code when the owner sends it.
 
 use std::path::Path;
 
 use anyhow::Context as _;
 use chrono::Utc;
-use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::config;
 use crate::pairing;
-use crate::store::db::timestamp;
+use crate::store::pairing::store_code;
 use crate::telegram::Telegram;
 
 /// What `pair` prints: the code, the link and the QR code (as text).
@@ -62,45 +62,4 @@ pub(crate) async fn pair(config_path: &Path) -> anyhow::Result<Pairing> {
         qr,
         expires_at,
     })
-}
-
-fn store_code(
-    db_path: &Path,
-    code_hash: &str,
-    expires_at: chrono::DateTime<Utc>,
-    now: chrono::DateTime<Utc>,
-) -> anyhow::Result<()> {
-    let mut conn =
-        Connection::open(db_path).with_context(|| format!("cannot open {}", db_path.display()))?;
-    conn.busy_timeout(std::time::Duration::from_secs(10))?;
-    // The checks and the write in one IMMEDIATE transaction: the daemon may pair meanwhile.
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let conn = &tx;
-    let owner: Option<i64> = conn
-        .query_row("SELECT telegram_id FROM owner WHERE id = 1", [], |row| {
-            row.get(0)
-        })
-        .optional()
-        .context("the database has no pairing tables: is the daemon older than this command?")?;
-    if let Some(owner) = owner {
-        anyhow::bail!("consentd is already paired with Telegram user {owner}");
-    }
-    let locked: Option<String> = conn
-        .query_row(
-            "SELECT locked_until FROM pairing WHERE id = 1 AND locked_until > ?1",
-            [timestamp(now)],
-            |row| row.get(0),
-        )
-        .optional()?;
-    if let Some(until) = locked {
-        anyhow::bail!("pairing is locked after too many wrong codes until {until}");
-    }
-    conn.execute(
-        "INSERT INTO pairing (id, code_hash, expires_at, used) VALUES (1, ?1, ?2, 0)
-         ON CONFLICT (id) DO UPDATE SET code_hash = excluded.code_hash,
-             expires_at = excluded.expires_at, used = 0",
-        params![code_hash, timestamp(expires_at)],
-    )?;
-    tx.commit()?;
-    Ok(())
 }

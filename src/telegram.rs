@@ -18,8 +18,7 @@ use teloxide::types::{
 };
 use teloxide::{ApiError, Bot, RequestError};
 
-use crate::store::outbox::ButtonSpec;
-use crate::styled::{Style, Styled};
+use crate::styled::{ButtonSpec, Style, Styled};
 
 /// How long one getUpdates call waits for updates, in seconds; well under the HTTP client's
 /// 17 s timeout, so a long poll is never cut by the client.

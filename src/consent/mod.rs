@@ -36,7 +36,7 @@ mod reply;
 mod runs;
 mod stale;
 
-pub(crate) use reply::reason_deadline;
+pub(crate) use crate::owner::{owner_language, Owner, OwnerCell};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -104,17 +104,6 @@ struct Decision {
     message: Option<(i64, i64)>,
 }
 
-/// The owner, once known: from the config, or paired. Public, as [`OwnerCell`], because public
-/// fields of `daemon::Beside` and `intake::Intake` hold it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Owner {
-    pub id: i64,
-    pub language: Language,
-}
-
-/// The owner as shared between the loop (which pairs) and the intake (which needs to know).
-pub type OwnerCell = Arc<RwLock<Option<Owner>>>;
-
 /// What the loop handles, one at a time.
 #[derive(Debug)]
 pub(crate) enum Event {
@@ -147,15 +136,6 @@ pub(crate) struct Consent {
     pub(crate) telegram: Telegram,
     /// Held by the sender while a message with buttons is sent and recorded.
     pub(crate) drawing: Drawing,
-}
-
-/// The language the owner reads: the config's, else their Telegram language, else English.
-pub(crate) fn owner_language(config: &Config, telegram_code: Option<&str>) -> Language {
-    config
-        .owner
-        .language
-        .or_else(|| telegram_code.and_then(Language::from_code))
-        .unwrap_or(Language::En)
 }
 
 /// Reads who the owner is at start: the config's `telegram_id`, else the paired one.

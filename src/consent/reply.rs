@@ -11,6 +11,7 @@ use super::queue::{say, text_body};
 use super::{Consent, Owner, Said};
 use crate::card::owner::{self, ReasonReply};
 use crate::card::{self, Outcome};
+use crate::deadline::reason_deadline;
 use crate::refusal::visible::{self, Refusal};
 use crate::store::outbox::Sound;
 use crate::store::{Record, RecordState, StoreError};
@@ -25,15 +26,6 @@ pub(super) enum Judged {
     Say(ReasonReply),
     /// Not about a card that can take a reason: read as any stray message.
     Stray,
-}
-
-/// Until when a No decided at `decided_at` takes its reason; `None` when the wait is off.
-pub(crate) fn reason_deadline(
-    decided_at: DateTime<Utc>,
-    wait: std::time::Duration,
-) -> Option<DateTime<Utc>> {
-    let wait = chrono::Duration::from_std(wait).ok()?;
-    (wait > chrono::Duration::zero()).then(|| decided_at + wait)
 }
 
 /// The reply `text` to the card of `record` (if the message replied to is a card), judged at

@@ -17,7 +17,7 @@ use super::records::{record_where, Record, OPEN_BY_DIGEST};
 use super::state::RecordState;
 use super::StoreError;
 use crate::action::{format_usd, Action};
-use crate::refusal::{Reason, Refusal};
+use crate::reason::{Reason, Refusal};
 
 /// A new ask that passed the refusal gate.
 #[derive(Debug, Clone)]

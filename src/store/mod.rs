@@ -16,6 +16,7 @@ mod known;
 mod mandate_rows;
 pub mod mandates;
 pub mod outbox;
+pub(crate) mod pairing;
 mod records;
 mod reply;
 pub mod settings;

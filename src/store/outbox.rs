@@ -10,6 +10,9 @@ use super::cached::Cached;
 use super::StoreError;
 use crate::styled::{Span, Styled};
 
+/// A row's button (kept beside the text it goes with, so the transport need not know the store).
+pub use crate::styled::ButtonSpec;
+
 /// What a row asks the sender to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum What {
@@ -69,13 +72,6 @@ impl Sound {
             _ => Sound::Gated,
         }
     }
-}
-
-/// One inline button: its label and its signed callback data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ButtonSpec {
-    pub label: String,
-    pub data: String,
 }
 
 /// A row's content.

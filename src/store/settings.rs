@@ -14,7 +14,7 @@ use super::base::EventName;
 use super::base::{timestamp, Db, Effects, Event};
 use super::cached::Cached;
 use super::{StoreError, DB_FILE};
-use crate::card::owner::DayCounts;
+use crate::gate::DayCounts;
 use crate::journal::GENESIS_PREV;
 
 /// A mandate's use on one day, for the summary.

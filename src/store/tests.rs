@@ -12,7 +12,7 @@ use super::state::RecordState;
 use super::{Store, StoreError};
 use crate::action::{Action, Attachment};
 use crate::journal;
-use crate::refusal::Reason;
+use crate::reason::Reason;
 
 fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap()

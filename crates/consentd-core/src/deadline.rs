@@ -90,6 +90,12 @@ impl Window {
     }
 }
 
+/// Until when a No decided at `decided_at` takes its reason; `None` when the wait is off.
+pub fn reason_deadline(decided_at: DateTime<Utc>, wait: Duration) -> Option<DateTime<Utc>> {
+    let wait = chrono::Duration::from_std(wait).ok()?;
+    (wait > chrono::Duration::zero()).then(|| decided_at + wait)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,6 +33,19 @@ pub enum Delivery {
     SummaryOnly,
 }
 
+/// What one day held, for the evening summary: plain counts the store fills and the summary
+/// card shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DayCounts {
+    pub asked: u32,
+    pub granted: u32,
+    pub declined: u32,
+    pub expired: u32,
+    pub executed: u32,
+    pub failed: u32,
+    pub refused: u32,
+}
+
 /// Decides one message. `cards_tonight` is how many cards were shown since tonight's quiet hours
 /// began (unused outside them).
 ///

@@ -6,8 +6,18 @@
 //! Telegram message entities, whose offsets and lengths count UTF-16 code units. So no escaping
 //! is ever needed, and however an agent words its text, no line of it can pass for one of the
 //! card's own lines: the owner sees it inside a quotation.
+//!
+//! A message's buttons ([`ButtonSpec`]) live here too, beside its text, so that the store, which
+//! queues a message, and the transport, which sends it, share them without depending on each other.
 
 use serde::{Deserialize, Serialize};
+
+/// One inline button: its label and its signed callback data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ButtonSpec {
+    pub label: String,
+    pub data: String,
+}
 
 /// How a span is set apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,6 +9,9 @@ use super::{button, class_message, msg, Button, ButtonAction};
 use crate::commands::Usage;
 use crate::locale::{Language, Locales};
 
+/// What one day held, as the summary shows it (plain counts, kept beside the gate).
+pub use crate::gate::DayCounts;
+
 /// The one-line usage of a command given a bad argument.
 pub fn usage(locales: &Locales, lang: Language, usage: Usage) -> String {
     match usage {
@@ -249,18 +252,6 @@ pub fn category_switched(locales: &Locales, lang: Language, label: &str, on: boo
             ("on", if on { "yes" } else { "no" }.into()),
         ],
     )
-}
-
-/// What one day held, for the evening summary.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct DayCounts {
-    pub asked: u32,
-    pub granted: u32,
-    pub declined: u32,
-    pub expired: u32,
-    pub executed: u32,
-    pub failed: u32,
-    pub refused: u32,
 }
 
 /// A mandate's use on the summary's day.
