@@ -9,12 +9,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::card;
 use crate::deadline::Now;
-use crate::store::db::EventName;
 use crate::store::outbox::{Sound, What};
-use crate::store::{Event as JournalEvent, RecordState, StateChange, StoreError};
+use crate::store::{Decided, Outgoing, OwnerDecision, RecordState, StoreError};
 
-use super::queue::{queue, queue_card_edit, say};
-use super::{Consent, Event};
+use super::queue::{queue, say};
+use super::{Consent, Wake};
 
 /// How often the expiry sweep looks for cards past their ttl.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -54,34 +53,25 @@ impl Consent {
             let edit = self
                 .outcome_text(&record, RecordState::Expired, None, now)
                 .await;
-            let owner = self.owner();
+            let decided = Decided::Expire {
+                card_edit: self
+                    .owner()
+                    .map(|owner| Outgoing::card_edit(owner.id, &id, edit)),
+                id,
+            };
             let result = self
                 .store
-                .call(move |db| {
-                    db.write_effects(now, None, |tx, effects| {
-                        let change = StateChange {
-                            finished_at: Some(now),
-                            ..StateChange::default()
-                        };
-                        crate::store::db::transition_in(
-                            tx,
-                            &id,
-                            RecordState::CardShown,
-                            RecordState::Expired,
-                            &change,
-                        )?;
-                        effects.changed.push((id.clone(), RecordState::Expired));
-                        effects.push(JournalEvent::new(EventName::Expired).with("id", id.as_str()));
-                        if let Some(owner) = owner {
-                            queue_card_edit(tx, effects, owner.id, &id, edit)?;
-                        }
-                        Ok(())
-                    })
-                })
+                .decide(
+                    OwnerDecision {
+                        next_offset: None,
+                        decided,
+                    },
+                    now,
+                )
                 .await;
             match result {
                 // Answered in the meantime: not expired.
-                Ok(()) | Err(StoreError::StateConflict { .. }) => {}
+                Ok(_) | Err(StoreError::StateConflict { .. }) => {}
                 Err(error) => return Err(error),
             }
         }
@@ -192,13 +182,13 @@ impl Consent {
 }
 
 /// Asks the loop for an expiry sweep every [`SWEEP_EVERY`] until `shutdown`.
-pub(super) async fn tick_sweeps(events: mpsc::Sender<Event>, shutdown: CancellationToken) {
+pub(super) async fn tick_sweeps(events: mpsc::Sender<Wake>, shutdown: CancellationToken) {
     let mut ticks = tokio::time::interval(SWEEP_EVERY);
     loop {
         tokio::select! {
             () = shutdown.cancelled() => break,
             _ = ticks.tick() => {
-                if events.send(Event::Sweep).await.is_err() {
+                if events.send(Wake::Sweep).await.is_err() {
                     break;
                 }
             }

@@ -1,11 +1,11 @@
 //! The consent loop: what the owner's chat does to records, and what records do to the chat.
 //!
-//! One task handles `Event`s one at a time: a batch of Telegram updates (each handled with its
+//! One task handles `Wake`s one at a time: a batch of Telegram updates (each handled with its
 //! next offset stored in the same transaction as what it changed), the expiry sweep's tick, and
 //! the end of a run. Deciding is done by pure functions — [`crate::press::verify`],
 //! [`crate::pairing::decide`], the card renderers — and this module does the IO around them.
 //!
-//! This file holds the loop itself (the `Consent` it runs on, its `Event`s, starting and
+//! This file holds the loop itself (the `Consent` it runs on, its `Wake`s, starting and
 //! stopping, handing each update to its handler) and the facts its parts share. The parts are
 //! `impl Consent` blocks split by what the owner or the clock did, so each reads on its own:
 //! - `press`: a button press, judged (`crate::press::verify`) and then applied — Yes, No,
@@ -68,7 +68,7 @@ const CATEGORY_DIGEST: &str = "category";
 /// A press's subject as the store knows it (owned: [`SubjectFacts`](crate::press::SubjectFacts)
 /// borrows from it).
 #[derive(Debug)]
-struct Subject {
+struct PressSubject {
     digest: String,
     open: bool,
     window: Option<Window>,
@@ -81,7 +81,7 @@ struct Subject {
 struct PressFacts {
     callback: Option<crate::press::Callback>,
     record: Option<Record>,
-    subject: Option<Subject>,
+    subject: Option<PressSubject>,
     message: MessageFacts,
 }
 
@@ -104,9 +104,19 @@ struct Decision {
     message: Option<(i64, i64)>,
 }
 
+impl Decision {
+    /// What the press `decided`, to be stored with the update's next offset.
+    fn offset_with(&self, decided: crate::store::Decided) -> crate::store::OwnerDecision {
+        crate::store::OwnerDecision {
+            next_offset: Some(self.next),
+            decided,
+        }
+    }
+}
+
 /// What the loop handles, one at a time.
 #[derive(Debug)]
-pub(crate) enum Event {
+pub(crate) enum Wake {
     /// A batch of updates from one getUpdates; the poller waits for the reply before asking for
     /// the next batch, so no update is confirmed to Telegram before it is handled.
     Updates(Vec<Incoming>, oneshot::Sender<()>),
@@ -191,7 +201,7 @@ impl Consent {
     ) -> anyhow::Result<()> {
         // The loop's own tasks stop when the daemon stops and when the loop itself ends (a 409).
         let shutdown = daemon_shutdown.child_token();
-        let (events, mut inbox) = mpsc::channel::<Event>(64);
+        let (events, mut inbox) = mpsc::channel::<Wake>(64);
         let runs = TaskTracker::new();
         let conflict = CancellationToken::new();
         let tasks = self.spawn_helpers(&events, &shutdown, &conflict);
@@ -223,7 +233,7 @@ impl Consent {
     /// stops ends the loop, as a 409 does.
     fn spawn_helpers(
         &self,
-        events: &mpsc::Sender<Event>,
+        events: &mpsc::Sender<Wake>,
         shutdown: &CancellationToken,
         conflict: &CancellationToken,
     ) -> TaskTracker {
@@ -264,17 +274,17 @@ impl Consent {
         &self,
         shutdown: &CancellationToken,
         conflict: &CancellationToken,
-        inbox: &mut mpsc::Receiver<Event>,
+        inbox: &mut mpsc::Receiver<Wake>,
         covered: &mut mpsc::UnboundedReceiver<String>,
         runs: &TaskTracker,
-        events: &mpsc::Sender<Event>,
+        events: &mpsc::Sender<Wake>,
     ) -> anyhow::Result<()> {
         loop {
             let event = tokio::select! {
                 () = shutdown.cancelled() => return Ok(()),
                 () = conflict.cancelled() => return Err(anyhow::anyhow!(SendError::Conflict)),
                 event = inbox.recv() => event,
-                Some(id) = covered.recv() => Some(Event::Covered(id)),
+                Some(id) = covered.recv() => Some(Wake::Covered(id)),
             };
             let Some(event) = event else { return Ok(()) };
             if let Err(error) = self.handle(event, runs, events).await {
@@ -290,7 +300,7 @@ impl Consent {
         &self,
         mut covered: mpsc::UnboundedReceiver<String>,
         runs: &TaskTracker,
-        events: &mpsc::Sender<Event>,
+        events: &mpsc::Sender<Wake>,
     ) {
         while let Some(id) = covered.recv().await {
             if let Err(error) = self.run_claimed(id, runs, events).await {
@@ -302,13 +312,13 @@ impl Consent {
     /// Runs in flight finish and their outcomes are recorded even while stopping, so a clean
     /// stop never leaves a claim without an outcome. Other events are dropped: updates are
     /// fetched again after the restart, and the sweep runs again.
-    async fn finish_runs(&self, runs: &TaskTracker, mut inbox: mpsc::Receiver<Event>) {
+    async fn finish_runs(&self, runs: &TaskTracker, mut inbox: mpsc::Receiver<Wake>) {
         runs.close();
         loop {
             tokio::select! {
                 () = runs.wait() => break,
                 event = inbox.recv() => match event {
-                    Some(Event::RunEnded { id, outcome }) => self.record_outcome(id, outcome).await,
+                    Some(Wake::RunEnded { id, outcome }) => self.record_outcome(id, outcome).await,
                     Some(_) => {}
                     None => break,
                 },
@@ -316,7 +326,7 @@ impl Consent {
         }
         // A run that ended just before `runs.wait()` returned may have queued its outcome last.
         while let Ok(event) = inbox.try_recv() {
-            if let Event::RunEnded { id, outcome } = event {
+            if let Wake::RunEnded { id, outcome } = event {
                 self.record_outcome(id, outcome).await;
             }
         }
@@ -330,20 +340,20 @@ impl Consent {
 
     async fn handle(
         &self,
-        event: Event,
+        event: Wake,
         runs: &TaskTracker,
-        events: &mpsc::Sender<Event>,
+        events: &mpsc::Sender<Wake>,
     ) -> Result<(), StoreError> {
         match event {
-            Event::Updates(batch, done) => {
+            Wake::Updates(batch, done) => {
                 for incoming in batch {
                     self.incoming(incoming, runs, events).await?;
                 }
                 let _ = done.send(());
             }
-            Event::Sweep => self.expire_due().await?,
-            Event::RunEnded { id, outcome } => self.run_ended(id, outcome).await?,
-            Event::Covered(id) => self.run_claimed(id, runs, events).await?,
+            Wake::Sweep => self.expire_due().await?,
+            Wake::RunEnded { id, outcome } => self.run_ended(id, outcome).await?,
+            Wake::Covered(id) => self.run_claimed(id, runs, events).await?,
         }
         Ok(())
     }
@@ -352,7 +362,7 @@ impl Consent {
         &self,
         incoming: Incoming,
         runs: &TaskTracker,
-        events: &mpsc::Sender<Event>,
+        events: &mpsc::Sender<Wake>,
     ) -> Result<(), StoreError> {
         let next = incoming.update_id() + 1;
         let stored = self.store.call(|db| db.next_offset()).await?;

@@ -11,8 +11,8 @@ use crate::commands::{self, Command};
 use crate::config::Gate;
 use crate::locale::Language;
 use crate::lookalike;
-use crate::store::outbox::{self, Body, Sound, What};
-use crate::store::{RecordState, StoreError};
+use crate::store::outbox::{Body, Sound, What};
+use crate::store::{Decided, Outgoing, RecordState, StoreError};
 use crate::styled::Styled;
 use crate::telegram::{ChatRef, Person};
 
@@ -250,7 +250,7 @@ impl Consent {
         on: bool,
         decision: &Decision,
     ) -> Result<(), StoreError> {
-        let (by, next, now) = (decision.from.id, decision.next, decision.now);
+        let by = decision.from.id;
         let lang = self.language();
         let label = self
             .config
@@ -260,19 +260,23 @@ impl Consent {
         let reply = card::owner::category_switched(&self.locales, lang, &label, on);
         let redrawn = decision
             .message
-            .map(|message| (message, self.category_line(&kind, on, lang)));
-        let stored = kind.clone();
-        let changed = self.category_enabled(&kind) != on;
+            .map(|(chat, message_id)| Outgoing::MessageEdit {
+                chat,
+                message_id,
+                body: self.category_line(&kind, on, lang),
+            });
+        let decided = Decided::Switch {
+            kind: kind.clone(),
+            on,
+            changed: self.category_enabled(&kind) != on,
+            by,
+            replies: redrawn
+                .into_iter()
+                .chain([Outgoing::message(by, text_body(reply), Sound::Silent)])
+                .collect(),
+        };
         self.store
-            .call(move |db| {
-                db.switch_category(&stored, on, changed, by, next, now, |tx, effects| {
-                    if let Some(((chat, message_id), body)) = redrawn {
-                        outbox::queue_message_edit(tx, chat, message_id, &body, effects.now)?;
-                        effects.queued = true;
-                    }
-                    say(tx, effects, by, reply, Sound::Silent)
-                })
-            })
+            .decide(decision.offset_with(decided), decision.now)
             .await?;
         self.switches
             .write()

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::store::Store;
 use crate::telegram::{Incoming, Probe, SendError, Telegram, POLL_TIMEOUT_SECS, UNREADABLE};
 
-use super::Event;
+use super::Wake;
 
 /// The long-polling loop: one getUpdates at a time from the stored offset; each batch is handed
 /// to the consent loop, which stores the next offset with what each update changed, before the
@@ -18,7 +18,7 @@ use super::Event;
 pub(super) async fn poll(
     store: Store,
     telegram: Telegram,
-    events: mpsc::Sender<Event>,
+    events: mpsc::Sender<Wake>,
     shutdown: CancellationToken,
     conflict: CancellationToken,
 ) {
@@ -119,10 +119,10 @@ pub(super) async fn poll(
 /// Hands a batch to the consent loop in `update_id` order and waits until it is handled; false
 /// when the loop has gone. Telegram sends updates in order, but a batch out of order would
 /// otherwise lose its lower ids: the loop skips any id below the offset already stored.
-async fn hand_over(mut batch: Vec<Incoming>, events: &mpsc::Sender<Event>) -> bool {
+async fn hand_over(mut batch: Vec<Incoming>, events: &mpsc::Sender<Wake>) -> bool {
     batch.sort_by_key(Incoming::update_id);
     let (done, handled) = oneshot::channel();
-    if events.send(Event::Updates(batch, done)).await.is_err() {
+    if events.send(Wake::Updates(batch, done)).await.is_err() {
         return false;
     }
     let _ = handled.await;

@@ -14,17 +14,18 @@ use crate::press::{
     self, AsDrawn, MessageFacts, PressAction, PressContext, Rejection, SubjectFacts, Verdict,
 };
 use crate::store::consent::ClaimWindow;
-use crate::store::db::note_decider_name;
 use crate::store::db::EventName;
 use crate::store::outbox::{Body, Sound, What};
 use crate::store::{
-    Event as JournalEvent, Record, RecordState, StoreError, Subject as StoreSubject,
+    Applied, CardDecision, Decided, JournalEvent, Outgoing, Record, RecordState, StoreError,
+    Subject,
 };
+use crate::styled::Styled;
 use crate::telegram::{ChatRef, Press};
 
-use super::queue::{queue, queue_card_edit, say, text_body};
+use super::queue::{queue, say, text_body};
 use super::stale;
-use super::{Consent, Decision, Event, PressFacts, Subject};
+use super::{Consent, Decision, PressFacts, PressSubject, Wake};
 
 /// How long a press waits for a send in flight to be recorded before it is judged (see
 /// [`Drawing`](crate::sender::Drawing)). A send stalled longer than this leaves the press judged
@@ -44,7 +45,7 @@ impl Consent {
         press: Press,
         next: i64,
         runs: &TaskTracker,
-        events: &mpsc::Sender<Event>,
+        events: &mpsc::Sender<Wake>,
     ) -> Result<(), StoreError> {
         let owner = self.owner();
         let (facts, now) = self.press_facts(&press).await?;
@@ -131,7 +132,7 @@ impl Consent {
         action: PressAction,
         record: &Record,
         now: &Now,
-    ) -> Result<Subject, StoreError> {
+    ) -> Result<PressSubject, StoreError> {
         let (open, window, stale) = match action {
             // Resume names the record whose no started the silence: it is open while that
             // silence lasts, and a later silence (started by another record) is not its own.
@@ -162,7 +163,7 @@ impl Consent {
                 stale::card(record.state),
             ),
         };
-        Ok(Subject {
+        Ok(PressSubject {
             digest: record.digest.clone().unwrap_or_default(),
             open,
             window,
@@ -208,7 +209,7 @@ impl Consent {
         record: Option<Record>,
         decision: Decision,
         runs: &TaskTracker,
-        events: &mpsc::Sender<Event>,
+        events: &mpsc::Sender<Wake>,
     ) -> Result<(), StoreError> {
         if is_switch(action) {
             let on = action == PressAction::CategoryOn;
@@ -220,16 +221,14 @@ impl Consent {
                 .await;
         };
         match (action, record.subject) {
-            (PressAction::Yes, StoreSubject::Action)
-            | (PressAction::Grant, StoreSubject::Mandate) => {
+            (PressAction::Yes, Subject::Action) | (PressAction::Grant, Subject::Mandate) => {
                 self.granted(record, decision, runs, events).await
             }
-            (PressAction::No, StoreSubject::Action)
-            | (PressAction::Decline, StoreSubject::Mandate) => {
+            (PressAction::No, Subject::Action) | (PressAction::Decline, Subject::Mandate) => {
                 self.declined(record, decision).await
             }
             (PressAction::Resume, _) => self.resumed(record, decision).await,
-            (PressAction::Stop, StoreSubject::Mandate) => self.stopped(record, decision).await,
+            (PressAction::Stop, Subject::Mandate) => self.stopped(record, decision).await,
             // A button this record never carries (a Yes on a mandate, a Stop on an action, a
             // category switch): never signed, so a valid tag cannot exist.
             _ => {
@@ -246,34 +245,23 @@ impl Consent {
         record: Record,
         decision: Decision,
         runs: &TaskTracker,
-        events: &mpsc::Sender<Event>,
+        events: &mpsc::Sender<Wake>,
     ) -> Result<(), StoreError> {
-        let Decision {
-            from, next, now, ..
-        } = &decision;
-        let (next, now) = (*next, *now);
-        let owner_id = self.owner().map_or(from.id, |o| o.id);
         let edit = self
-            .outcome_text(&record, RecordState::Granted, Some(&from.name), now)
+            .outcome_text(
+                &record,
+                RecordState::Granted,
+                Some(&decision.from.name),
+                decision.now,
+            )
             .await;
-        let (decider, by, id) = (from.name.clone(), from.id, record.id.clone());
+        let card = self.card_decision(&record, &decision, edit);
         let granted = self
             .store
-            .call(move |db| {
-                db.grant(
-                    &id,
-                    by,
-                    Some(next),
-                    |tx, effects, record| {
-                        note_decider_name(tx, &record.id, &decider)?;
-                        queue_card_edit(tx, effects, owner_id, &record.id, edit)
-                    },
-                    now,
-                )
-            })
+            .decide(decision.offset_with(Decided::Grant(card)), decision.now)
             .await;
         match self.lost_race(granted, &decision, &record.id).await? {
-            Some(_) if record.subject == StoreSubject::Mandate => Ok(()),
+            Some(_) if record.subject == Subject::Mandate => Ok(()),
             Some(_) => {
                 self.claim_and_run(record.id, ClaimWindow::JudgedAtGrant, runs, events)
                     .await
@@ -285,43 +273,23 @@ impl Consent {
     /// The owner's No (or Decline): declined in one compare-and-set; at the streak's limit the
     /// kind is silenced and the owner gets the notice with Resume.
     async fn declined(&self, record: Record, decision: Decision) -> Result<(), StoreError> {
-        let Decision {
-            from, next, now, ..
-        } = &decision;
-        let (next, now) = (*next, *now);
-        let owner_id = self.owner().map_or(from.id, |o| o.id);
         let lang = self.language();
-        let edit = self.declined_text(&record, &from.name, now).await;
-        let notice = self.silenced_notice(&record, lang, now);
-        let (decider, by, id) = (from.name.clone(), from.id, record.id.clone());
-        let streak_limit = self.config.limits.decline_streak;
+        let edit = self
+            .declined_text(&record, &decision.from.name, decision.now)
+            .await;
+        let notice = self.silenced_notice(&record, lang, decision.now);
+        let decided = Decided::Decline {
+            card: self.card_decision(&record, &decision, edit),
+            streak_limit: self.config.limits.decline_streak,
+            notice_if_silenced: Some(Outgoing::message(
+                self.owner_chat(&decision),
+                notice,
+                Sound::Gated,
+            )),
+        };
         let declined = self
             .store
-            .call(move |db| {
-                db.decline(
-                    &id,
-                    by,
-                    streak_limit,
-                    Some(next),
-                    |tx, effects, record, silenced| {
-                        note_decider_name(tx, &record.id, &decider)?;
-                        queue_card_edit(tx, effects, owner_id, &record.id, edit)?;
-                        if silenced {
-                            queue(
-                                tx,
-                                effects,
-                                owner_id,
-                                What::Message,
-                                None,
-                                notice,
-                                Sound::Gated,
-                            )?;
-                        }
-                        Ok(())
-                    },
-                    now,
-                )
-            })
+            .decide(decision.offset_with(decided), decision.now)
             .await;
         self.lost_race(declined, &decision, &record.id)
             .await
@@ -330,21 +298,20 @@ impl Consent {
 
     /// The owner's Resume: the silence this record started ends (a later one stays).
     async fn resumed(&self, record: Record, decision: Decision) -> Result<(), StoreError> {
-        let Decision {
-            from, next, now, ..
-        } = decision;
-        let owner_id = self.owner().map_or(from.id, |o| o.id);
         let lang = self.language();
-        let kind = record.kind.clone().unwrap_or_default();
         let label = self.label(&record, lang);
         let reply = text_body(card::resumed_notice(&self.locales, lang, &label));
-        let resumed = self
+        let decided = Decided::Resume {
+            kind: record.kind.clone().unwrap_or_default(),
+            silenced_by: record.id.clone(),
+            by: decision.from.id,
+            reply: Outgoing::message(self.owner_chat(&decision), reply, Sound::Silent),
+        };
+        let applied = self
             .store
-            .call(move |db| {
-                db.resume_kind(&kind, &record.id, from.id, next, now, (owner_id, reply))
-            })
+            .decide(decision.offset_with(decided), decision.now)
             .await?;
-        if !resumed {
+        if applied == Applied::Unchanged {
             // Lifted in the meantime (a yes to a card of the kind), or replaced by another.
             tracing::debug!("a Resume found no silence of its own to lift");
         }
@@ -353,22 +320,37 @@ impl Consent {
 
     /// The owner's Stop on a mandate.
     async fn stopped(&self, record: Record, decision: Decision) -> Result<(), StoreError> {
-        let Decision {
-            from, next, now, ..
-        } = decision;
-        let owner_id = self.owner().map_or(from.id, |o| o.id);
         let lang = self.language();
         let label = self.label(&record, lang);
         let reply = card::mandate::mandate_stopped(&self.locales, lang, &label);
-        let id = record.id.clone();
+        let decided = Decided::Stop {
+            mandate_id: record.id.clone(),
+            by: decision.from.id,
+            reply: Outgoing::message(self.owner_chat(&decision), text_body(reply), Sound::Silent),
+        };
         self.store
-            .call(move |db| {
-                db.stop_mandate(&id, from.id, next, now, |tx, effects, _| {
-                    say(tx, effects, owner_id, reply, Sound::Silent)
-                })
-                .map(|_| ())
-            })
+            .decide(decision.offset_with(decided), decision.now)
             .await
+            .map(|_| ())
+    }
+
+    /// The owner's answer to `record`'s card, with the card's `edit` for the owner's chat.
+    fn card_decision(&self, record: &Record, decision: &Decision, edit: Styled) -> CardDecision {
+        CardDecision {
+            id: record.id.clone(),
+            by: decision.from.id,
+            decider_name: decision.from.name.clone(),
+            card_edit: Some(Outgoing::card_edit(
+                self.owner_chat(decision),
+                &record.id,
+                edit,
+            )),
+        }
+    }
+
+    /// The owner's chat, for what a press changes (the presser's before pairing is recorded).
+    fn owner_chat(&self, decision: &Decision) -> i64 {
+        self.owner().map_or(decision.from.id, |o| o.id)
     }
 
     /// A verified press that found its record already moved on — a second or concurrent press

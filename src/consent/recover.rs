@@ -9,11 +9,11 @@ use tokio_util::task::TaskTracker;
 use crate::card;
 use crate::store::consent::{ClaimWindow, Finish};
 use crate::store::outbox::Sound;
-use crate::store::{Record, RecordState, StoreError, Subject as StoreSubject};
+use crate::store::{Record, RecordState, StoreError, Subject};
 use crate::styled::Styled;
 
 use super::queue::say;
-use super::{Consent, Event};
+use super::{Consent, Wake};
 
 impl Consent {
     /// At start: claims without an outcome become outcome_unknown (never re-run), with an urgent
@@ -21,7 +21,7 @@ impl Consent {
     pub(super) async fn recover(
         &self,
         runs: &TaskTracker,
-        events: &mpsc::Sender<Event>,
+        events: &mpsc::Sender<Wake>,
     ) -> Result<(), StoreError> {
         let now = self.clock.now();
         let orphans = self
@@ -64,10 +64,7 @@ impl Consent {
             .call(|db| db.records_in(RecordState::Granted))
             .await?;
         // A granted mandate request is where it ends: it opened a mandate and never runs.
-        for record in granted
-            .into_iter()
-            .filter(|r| r.subject == StoreSubject::Action)
-        {
+        for record in granted.into_iter().filter(|r| r.subject == Subject::Action) {
             self.claim_and_run(record.id, ClaimWindow::JudgeAgain, runs, events)
                 .await?;
         }

@@ -18,7 +18,7 @@ use crate::styled::Styled;
 
 use super::drawer::with_view;
 use super::queue::{queue, queue_card_edit, text_body};
-use super::{Consent, Event};
+use super::{Consent, Wake};
 
 impl Consent {
     /// The claim, then the run on its own task; the run's end comes back as an event.
@@ -27,7 +27,7 @@ impl Consent {
         id: String,
         window: ClaimWindow,
         runs: &TaskTracker,
-        events: &mpsc::Sender<Event>,
+        events: &mpsc::Sender<Wake>,
     ) -> Result<(), StoreError> {
         let lookup = id.clone();
         let Some(record) = self.store.call(move |db| db.record(&lookup)).await? else {
@@ -79,7 +79,7 @@ impl Consent {
         &self,
         id: String,
         runs: &TaskTracker,
-        events: &mpsc::Sender<Event>,
+        events: &mpsc::Sender<Wake>,
     ) -> Result<(), StoreError> {
         let Some(record) = self.store.call(move |db| db.record(&id)).await? else {
             return Err(StoreError::Missing);
@@ -99,7 +99,7 @@ impl Consent {
         &self,
         record: Record,
         runs: &TaskTracker,
-        events: &mpsc::Sender<Event>,
+        events: &mpsc::Sender<Wake>,
     ) -> Result<(), StoreError> {
         // The claim and its `used` line are durable: from here the command may start.
         crate::failpoint::hit("after_claim");
@@ -113,7 +113,7 @@ impl Consent {
         runs.spawn(async move {
             let outcome = executor::run(&spec).await;
             crate::failpoint::hit("after_exit");
-            let _ = events.send(Event::RunEnded { id, outcome }).await;
+            let _ = events.send(Wake::RunEnded { id, outcome }).await;
         });
         Ok(())
     }

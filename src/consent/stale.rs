@@ -6,7 +6,7 @@
 //! is used are taken away by the store in the same transaction (`store::drawn::unbutton_in`),
 //! so such a press comes only from a message not edited yet.
 
-use super::{Consent, PressFacts, Subject, CATEGORY_DIGEST};
+use super::{Consent, PressFacts, PressSubject, CATEGORY_DIGEST};
 use crate::card::owner::{self, Stale};
 use crate::preflight;
 use crate::press::{PressAction, Rejection, Verdict};
@@ -48,7 +48,7 @@ impl Consent {
     /// A category switch as the subject of an On or Off: open while the kind is not already in
     /// the state the button asks for and, for an On, while its runs could start here (its
     /// command, `run_as` user and `env_file`, as `serve` checks them at its start).
-    pub(super) fn switch_subject(&self, kind: &str, action: PressAction) -> Option<Subject> {
+    pub(super) fn switch_subject(&self, kind: &str, action: PressAction) -> Option<PressSubject> {
         let category = self.config.categories.get(kind)?;
         let on = action == PressAction::CategoryOn;
         let stale = if self.category_enabled(kind) == on {
@@ -58,7 +58,7 @@ impl Consent {
         } else {
             None
         };
-        Some(Subject {
+        Some(PressSubject {
             digest: CATEGORY_DIGEST.to_owned(),
             open: stale.is_none(),
             window: None,

@@ -9,7 +9,7 @@ use rusqlite::{params, OptionalExtension, Transaction};
 
 use super::base::EventName;
 use super::base::{
-    claim_in, new_record_id, since, timestamp, transition_in, Db, Event, StateChange,
+    claim_in, new_record_id, since, timestamp, transition_in, Db, JournalEvent, StateChange,
 };
 use super::cached::Cached;
 use super::mandate_rows::{covering_mandate, MandateRow};
@@ -253,7 +253,7 @@ fn judge_ask(
 /// A new pending record, with its card queued for `card_chat` in the same transaction.
 fn created_in(
     tx: &Transaction<'_>,
-    events: &mut Vec<Event>,
+    events: &mut Vec<JournalEvent>,
     id: &str,
     ask: &NewAsk,
     card_chat: Option<i64>,
@@ -281,8 +281,8 @@ fn created_in(
 }
 
 /// The `asked` journal line of a stored ask.
-fn asked_event(id: &str, ask: &NewAsk) -> Event {
-    let asked = Event::new(EventName::Asked)
+fn asked_event(id: &str, ask: &NewAsk) -> JournalEvent {
+    let asked = JournalEvent::new(EventName::Asked)
         .with("id", id)
         .with("kind", ask.action.kind.as_str())
         .with("digest", ask.digest.as_str())
@@ -298,7 +298,7 @@ fn asked_event(id: &str, ask: &NewAsk) -> Event {
 /// racing for the last action of a day are decided one after the other, by the store's lock.
 fn covered_in(
     tx: &Transaction<'_>,
-    events: &mut Vec<Event>,
+    events: &mut Vec<JournalEvent>,
     id: &str,
     ask: &NewAsk,
     mandate: &MandateRow,
@@ -326,7 +326,7 @@ fn covered_in(
     let used = claim_in(tx, id, &ask.digest)?;
     events.push(asked_event(id, ask));
     events.push(
-        Event::new(EventName::MandateUse)
+        JournalEvent::new(EventName::MandateUse)
             .with("id", id)
             .with("mandate", mandate.id.as_str())
             .with("actions_today", today.actions)
@@ -339,7 +339,7 @@ fn covered_in(
 
 pub(crate) fn refuse_in(
     tx: &Transaction<'_>,
-    events: &mut Vec<Event>,
+    events: &mut Vec<JournalEvent>,
     id: &str,
     peer_uid: u32,
     kind: Option<&str>,
@@ -360,7 +360,7 @@ pub(crate) fn refuse_in(
             timestamp(now)
         ],
     )?;
-    let mut denied = Event::new(EventName::Denied).with("id", id);
+    let mut denied = JournalEvent::new(EventName::Denied).with("id", id);
     if let Some(kind) = kind {
         denied = denied.with("kind", kind);
     }

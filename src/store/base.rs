@@ -126,12 +126,12 @@ impl EventName {
 
 /// A journal event waiting for its line: the event name and its own members, in order.
 #[derive(Debug, Clone)]
-pub struct Event {
+pub struct JournalEvent {
     pub ev: EventName,
     pub members: Vec<(&'static str, Value)>,
 }
 
-impl Event {
+impl JournalEvent {
     pub fn new(ev: EventName) -> Self {
         Self {
             ev,
@@ -151,7 +151,7 @@ impl Event {
 pub struct Effects {
     /// The transaction's time, as the clock gave it to the write.
     pub now: DateTime<Utc>,
-    pub events: Vec<Event>,
+    pub events: Vec<JournalEvent>,
     pub changed: Vec<(String, RecordState)>,
     pub queued: bool,
 }
@@ -166,7 +166,7 @@ impl Effects {
         }
     }
 
-    pub fn push(&mut self, event: Event) {
+    pub fn push(&mut self, event: JournalEvent) {
         self.events.push(event);
     }
 }
@@ -279,7 +279,8 @@ impl Db {
             torn_tail_cut_bytes,
             lines_recovered,
         };
-        let mut started = Event::new(EventName::Started).with("version", env!("CARGO_PKG_VERSION"));
+        let mut started =
+            JournalEvent::new(EventName::Started).with("version", env!("CARGO_PKG_VERSION"));
         if torn_tail_cut_bytes > 0 {
             started = started.with("torn_tail_cut_bytes", torn_tail_cut_bytes);
         }
@@ -385,7 +386,7 @@ impl Db {
     pub fn write<T>(
         &mut self,
         now: DateTime<Utc>,
-        change: impl FnOnce(&Transaction<'_>, &mut Vec<Event>) -> Result<T, StoreError>,
+        change: impl FnOnce(&Transaction<'_>, &mut Vec<JournalEvent>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         self.write_effects(now, None, |tx, effects| change(tx, &mut effects.events))
     }
@@ -473,7 +474,7 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
 fn stage(
     tx: &Transaction<'_>,
     now: DateTime<Utc>,
-    events: &[Event],
+    events: &[JournalEvent],
 ) -> Result<Vec<Line>, StoreError> {
     if events.is_empty() {
         return Ok(Vec::new());
@@ -507,7 +508,11 @@ fn stage(
 
 /// The claim (SPEC §8): granted → running. Returns the `used` line, for the caller to journal
 /// in the same transaction, after whatever must precede it.
-pub(crate) fn claim_in(tx: &Transaction<'_>, id: &str, digest: &str) -> Result<Event, StoreError> {
+pub(crate) fn claim_in(
+    tx: &Transaction<'_>,
+    id: &str,
+    digest: &str,
+) -> Result<JournalEvent, StoreError> {
     transition_in(
         tx,
         id,
@@ -515,13 +520,13 @@ pub(crate) fn claim_in(tx: &Transaction<'_>, id: &str, digest: &str) -> Result<E
         RecordState::Running,
         &StateChange::default(),
     )?;
-    Ok(Event::new(EventName::Used)
+    Ok(JournalEvent::new(EventName::Used)
         .with("id", id)
         .with("digest", digest))
 }
 
 /// Keeps the display name of whoever decided `id`, for the card's later edits.
-pub(crate) fn note_decider_name(
+pub(super) fn note_decider_name(
     tx: &Transaction<'_>,
     id: &str,
     name: &str,

@@ -7,11 +7,11 @@ use rusqlite::{params, OptionalExtension};
 
 use super::base::EventName;
 use super::base::{
-    claim_in, parse_time, timestamp, transition_in, Db, Effects, Event, StateChange,
+    claim_in, parse_time, timestamp, transition_in, Db, Effects, JournalEvent, StateChange,
 };
 use super::cached::Cached;
 use super::drawn::{drawn_in, unbutton_in, Drawn};
-use super::outbox::{self, Body, Sound, What};
+use super::outbox::{self, Body, Outgoing, Sound, What};
 use super::records::{record_where, Record};
 use super::state::RecordState;
 use super::StoreError;
@@ -203,7 +203,7 @@ impl Db {
                     params![candidate.telegram_id, candidate.language_code, timestamp(now)],
                 )?;
                 effects.push(
-                    Event::new(EventName::OwnerSet)
+                    JournalEvent::new(EventName::OwnerSet)
                         .with("owner", candidate.telegram_id)
                         .with("by", "pairing"),
                 );
@@ -280,7 +280,7 @@ impl Db {
                 .changed
                 .push((record_id.to_owned(), RecordState::CardShown));
             effects.push(
-                Event::new(EventName::CardShown)
+                JournalEvent::new(EventName::CardShown)
                     .with("id", record_id)
                     .with("expires_at", timestamp(expires_at)),
             );
@@ -320,7 +320,7 @@ impl Db {
             transition_in(tx, record_id, from, RecordState::Expired, &change)?;
             effects.changed.push((record_id.to_owned(), RecordState::Expired));
             effects.push(
-                Event::new(EventName::Expired)
+                JournalEvent::new(EventName::Expired)
                     .with("id", record_id)
                     .with("detail", "undeliverable"),
             );
@@ -381,7 +381,7 @@ impl Db {
                     "the yes came in time, but consentd could not run it before the card's time \
                      was up; nothing ran"
                         .to_owned(),
-                    Event::new(EventName::Expired).with("id", id).with("detail", "claim"),
+                    JournalEvent::new(EventName::Expired).with("id", id).with("detail", "claim"),
                 )
                 } else if !category_enabled {
                     let kind = record.kind.clone().unwrap_or_default();
@@ -389,7 +389,7 @@ impl Db {
                         RecordState::Refused,
                         Some("category_off".to_owned()),
                         format!("category {kind} was turned off before the action ran"),
-                        Event::new(EventName::Denied)
+                        JournalEvent::new(EventName::Denied)
                             .with("id", id)
                             .with("kind", kind)
                             .with("reason", "category_off"),
@@ -444,7 +444,7 @@ impl Db {
                 params![id, finish.stderr],
             )?;
             effects.changed.push((id.to_owned(), finish.state));
-            let mut event = Event::new(match finish.state {
+            let mut event = JournalEvent::new(match finish.state {
                 RecordState::Executed => EventName::Executed,
                 RecordState::Failed => EventName::Failed,
                 _ => EventName::OutcomeUnknown,
@@ -521,44 +521,6 @@ impl Db {
             .collect()
     }
 
-    /// The owner's Resume on the notice of the silence `silenced_by` started: the kind's streak
-    /// ends and it may ask again; `reply` (the answer to the owner, to their chat) is queued in
-    /// the same transaction. A silence started by another record (a later one) is left alone:
-    /// an old Resume lifts only its own. (A silence from before silences were named, after an
-    /// upgrade, is lifted by any Resume of its kind.)
-    pub fn resume_kind(
-        &mut self,
-        kind: &str,
-        silenced_by: &str,
-        by: i64,
-        next_offset: i64,
-        now: DateTime<Utc>,
-        reply: (i64, Body),
-    ) -> Result<bool, StoreError> {
-        self.write_effects(now, Some(next_offset), |tx, effects| {
-            let changed = tx.execute_cached(
-                "UPDATE kind_streaks SET streak = 0, silenced_until = NULL, silenced_by = NULL
-                 WHERE kind = ?1 AND (silenced_by = ?2 OR silenced_by IS NULL)
-                     AND silenced_until > ?3",
-                params![kind, silenced_by, timestamp(now)],
-            )?;
-            if changed > 0 {
-                effects.push(
-                    Event::new(EventName::Resumed)
-                        .with("kind", kind)
-                        .with("silenced_by", silenced_by)
-                        .with("by", by),
-                );
-                let (chat, body) = reply;
-                outbox::queue_in(tx, chat, What::Message, None, &body, Sound::Silent, now)?;
-                effects.queued = true;
-                // Used: the notice keeps no button that could only be refused.
-                unbutton_in(tx, effects, PressAction::Resume, silenced_by)?;
-            }
-            Ok(changed > 0)
-        })
-    }
-
     /// The kind's silence while it lasts at `now`: the record whose no started it (`None` for a
     /// silence from before silences were named).
     pub fn silence_of(
@@ -575,4 +537,36 @@ impl Db {
             )
             .optional()?)
     }
+}
+
+/// The owner's Resume on the notice of the silence `silenced_by` started: the kind's streak ends
+/// and it may ask again, and `reply` is queued. A silence started by another record (a later
+/// one) is left alone: an old Resume lifts only its own. (A silence from before silences were
+/// named, after an upgrade, is lifted by any Resume of its kind.) Returns whether it lifted one.
+pub(super) fn resume_in(
+    tx: &rusqlite::Transaction<'_>,
+    effects: &mut Effects,
+    kind: &str,
+    silenced_by: &str,
+    by: i64,
+    reply: &Outgoing,
+) -> Result<bool, StoreError> {
+    let changed = tx.execute_cached(
+        "UPDATE kind_streaks SET streak = 0, silenced_until = NULL, silenced_by = NULL
+         WHERE kind = ?1 AND (silenced_by = ?2 OR silenced_by IS NULL)
+             AND silenced_until > ?3",
+        params![kind, silenced_by, timestamp(effects.now)],
+    )?;
+    if changed > 0 {
+        effects.push(
+            JournalEvent::new(EventName::Resumed)
+                .with("kind", kind)
+                .with("silenced_by", silenced_by)
+                .with("by", by),
+        );
+        reply.queue_in(tx, effects)?;
+        // Used: the notice keeps no button that could only be refused.
+        unbutton_in(tx, effects, PressAction::Resume, silenced_by)?;
+    }
+    Ok(changed > 0)
 }

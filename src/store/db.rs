@@ -8,7 +8,7 @@
 
 pub use super::ask::{AskOutcome, AskPolicy, NewAsk};
 pub use super::base::{
-    new_record_id, parse_time, timestamp, Db, Effects, Event, EventName, OpenReport, StateChange,
+    new_record_id, parse_time, timestamp, Db, Effects, EventName, JournalEvent, OpenReport,
+    StateChange,
 };
-pub(crate) use super::base::{note_decider_name, transition_in};
 pub use super::records::{Record, Subject};

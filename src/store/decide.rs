@@ -6,11 +6,109 @@ use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Transaction};
 
 use super::base::EventName;
-use super::base::{timestamp, transition_in, Db, Effects, Event, StateChange};
+use super::base::{
+    note_decider_name, timestamp, transition_in, Db, Effects, JournalEvent, StateChange,
+};
 use super::cached::Cached;
+use super::consent::resume_in;
+use super::mandates::stop_in;
+use super::outbox::Outgoing;
 use super::records::{record_where, Record, Subject};
+use super::settings::switch_category_in;
 use super::state::RecordState;
 use super::StoreError;
+
+/// What the owner decided (or the sweep, for an expiry), drawn by the consent loop as a value
+/// with everything it tells the owner; [`Db::decide`] applies it in one transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerDecision {
+    /// The update's next getUpdates offset, stored with the decision (`None` for the sweep).
+    pub next_offset: Option<i64>,
+    pub decided: Decided,
+}
+
+/// What a decision changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decided {
+    /// Yes (or Grant): the shown card is granted; a mandate request opens its mandate.
+    Grant(CardDecision),
+    /// No (or Decline): the shown card is declined; at `streak_limit` no's in a row the kind is
+    /// silenced for a day and `notice_if_silenced` is queued.
+    Decline {
+        card: CardDecision,
+        streak_limit: u32,
+        notice_if_silenced: Option<Outgoing>,
+    },
+    /// Resume: the silence of `kind` that `silenced_by` started ends, and `reply` is queued.
+    Resume {
+        kind: String,
+        silenced_by: String,
+        by: i64,
+        reply: Outgoing,
+    },
+    /// Stop: the open mandate ends now, and `reply` is queued.
+    Stop {
+        mandate_id: String,
+        by: i64,
+        reply: Outgoing,
+    },
+    /// A category's On or Off; `changed` when it was the other way (an old button pressed
+    /// again is not journaled). `replies` are queued in order.
+    Switch {
+        kind: String,
+        on: bool,
+        changed: bool,
+        by: i64,
+        replies: Vec<Outgoing>,
+    },
+    /// The card's ttl passed: it expires, and its edit (when there is an owner) is queued.
+    Expire {
+        id: String,
+        card_edit: Option<Outgoing>,
+    },
+}
+
+/// The owner's answer to a shown card: who answered, and the card's edit that says so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CardDecision {
+    pub id: String,
+    pub by: i64,
+    /// The presser's display name as Telegram gave it, kept for the card's later edits.
+    pub decider_name: String,
+    pub card_edit: Option<Outgoing>,
+}
+
+impl CardDecision {
+    /// Keeps who decided and queues the card's edit.
+    fn noted_in(&self, tx: &Transaction<'_>, effects: &mut Effects) -> Result<(), StoreError> {
+        note_decider_name(tx, &self.id, &self.decider_name)?;
+        match &self.card_edit {
+            Some(edit) => edit.queue_in(tx, effects),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What applying a decision came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    Done,
+    /// A no at the streak's limit: declined, and the kind silenced.
+    Silenced,
+    /// Nothing to change: a Resume whose silence was lifted or replaced, a Stop on a mandate
+    /// no longer open (the offset is stored all the same).
+    Unchanged,
+}
+
+impl Applied {
+    fn done_if(changed: bool) -> Applied {
+        if changed {
+            Applied::Done
+        } else {
+            Applied::Unchanged
+        }
+    }
+}
 
 impl Db {
     /// Moves a record from `from` to `to` in one guarded compare-and-set, with its journal events.
@@ -22,7 +120,7 @@ impl Db {
         from: RecordState,
         to: RecordState,
         change: StateChange,
-        events_to_journal: Vec<Event>,
+        events_to_journal: Vec<JournalEvent>,
         now: DateTime<Utc>,
     ) -> Result<Record, StoreError> {
         self.write_effects(now, None, |tx, effects| {
@@ -33,113 +131,185 @@ impl Db {
         })
     }
 
-    /// The owner's no: the card is declined, its digest remembered, and the kind's streak grows;
-    /// at `streak_limit` the kind is silenced for a day. `after` runs in the same transaction
-    /// (to queue the card's edit and the notice), told whether this no silenced the kind.
-    /// Returns whether it did.
-    pub fn decline(
+    /// Applies what the owner decided (or the sweep, for an expiry) in one transaction: the
+    /// record's or the kind's change, its journal events and the messages it queues, and the
+    /// update's next offset. A card decision on a record no longer shown fails with
+    /// [`StoreError::StateConflict`] and changes nothing.
+    pub fn decide(
         &mut self,
-        id: &str,
-        by: i64,
-        streak_limit: u32,
-        next_offset: Option<i64>,
-        after: impl FnOnce(&Transaction<'_>, &mut Effects, &Record, bool) -> Result<(), StoreError>,
+        decision: &OwnerDecision,
         now: DateTime<Utc>,
-    ) -> Result<bool, StoreError> {
-        self.write_effects(now, next_offset, |tx, effects| {
-            let record = decided_in(tx, effects, id, by, RecordState::Declined)?;
-            let digest = record.digest.clone().unwrap_or_default();
-            let kind = record.kind.clone().unwrap_or_default();
+    ) -> Result<Applied, StoreError> {
+        self.write_effects(now, decision.next_offset, |tx, effects| {
+            match &decision.decided {
+                Decided::Grant(card) => {
+                    grant_in(tx, effects, card)?;
+                    Ok(Applied::Done)
+                }
+                Decided::Decline {
+                    card,
+                    streak_limit,
+                    notice_if_silenced,
+                } => {
+                    let silenced = decline_in(tx, effects, card, *streak_limit)?;
+                    if !silenced {
+                        return Ok(Applied::Done);
+                    }
+                    if let Some(notice) = notice_if_silenced {
+                        notice.queue_in(tx, effects)?;
+                    }
+                    Ok(Applied::Silenced)
+                }
+                Decided::Resume {
+                    kind,
+                    silenced_by,
+                    by,
+                    reply,
+                } => Ok(Applied::done_if(resume_in(
+                    tx,
+                    effects,
+                    kind,
+                    silenced_by,
+                    *by,
+                    reply,
+                )?)),
+                Decided::Stop {
+                    mandate_id,
+                    by,
+                    reply,
+                } => Ok(Applied::done_if(stop_in(
+                    tx, effects, mandate_id, *by, reply,
+                )?)),
+                Decided::Switch {
+                    kind,
+                    on,
+                    changed,
+                    by,
+                    replies,
+                } => {
+                    switch_category_in(tx, effects, kind, *on, *changed, *by)?;
+                    for reply in replies {
+                        reply.queue_in(tx, effects)?;
+                    }
+                    Ok(Applied::Done)
+                }
+                Decided::Expire { id, card_edit } => {
+                    let change = StateChange {
+                        finished_at: Some(effects.now),
+                        ..StateChange::default()
+                    };
+                    transition_in(
+                        tx,
+                        id,
+                        RecordState::CardShown,
+                        RecordState::Expired,
+                        &change,
+                    )?;
+                    effects.changed.push((id.clone(), RecordState::Expired));
+                    effects.push(JournalEvent::new(EventName::Expired).with("id", id.as_str()));
+                    if let Some(edit) = card_edit {
+                        edit.queue_in(tx, effects)?;
+                    }
+                    Ok(Applied::Done)
+                }
+            }
+        })
+    }
+}
+
+/// The owner's no: the card is declined, its digest remembered, and the kind's streak grows; at
+/// `streak_limit` the kind is silenced for a day. Returns whether this no silenced it.
+fn decline_in(
+    tx: &Transaction<'_>,
+    effects: &mut Effects,
+    card: &CardDecision,
+    streak_limit: u32,
+) -> Result<bool, StoreError> {
+    let (id, by, now) = (card.id.as_str(), card.by, effects.now);
+    let record = decided_in(tx, effects, card, RecordState::Declined)?;
+    let digest = record.digest.clone().unwrap_or_default();
+    let kind = record.kind.clone().unwrap_or_default();
+    tx.execute_cached(
+        "INSERT INTO declines (digest, declined_at) VALUES (?1, ?2)
+         ON CONFLICT (digest) DO UPDATE SET declined_at = excluded.declined_at",
+        params![digest, timestamp(now)],
+    )?;
+    let streak: i64 = tx.query_row_cached(
+        "INSERT INTO kind_streaks (kind, streak) VALUES (?1, 1)
+         ON CONFLICT (kind) DO UPDATE SET streak = streak + 1
+         RETURNING streak",
+        [&kind],
+        |row| row.get(0),
+    )?;
+    effects.push(
+        JournalEvent::new(match record.subject {
+            Subject::Action => EventName::Declined,
+            Subject::Mandate => EventName::MandateDeclined,
+        })
+        .with("id", id)
+        .with("kind", kind.as_str())
+        .with("digest", digest.as_str())
+        .with("by", by),
+    );
+    let silenced = streak >= i64::from(streak_limit);
+    if silenced {
+        let until = now + chrono::Duration::days(1);
+        tx.execute_cached(
+            "UPDATE kind_streaks SET silenced_until = ?2, silenced_by = ?3 WHERE kind = ?1",
+            params![kind, timestamp(until), id],
+        )?;
+        effects.push(
+            JournalEvent::new(EventName::Silenced)
+                .with("kind", kind.as_str())
+                .with("streak", streak)
+                .with("until", timestamp(until)),
+        );
+    }
+    card.noted_in(tx, effects)?;
+    Ok(silenced)
+}
+
+/// The owner's yes: the card is granted and the kind's streak of no's ends; a granted mandate
+/// request opens its mandate.
+fn grant_in(
+    tx: &Transaction<'_>,
+    effects: &mut Effects,
+    card: &CardDecision,
+) -> Result<(), StoreError> {
+    let (id, by, now) = (card.id.as_str(), card.by, effects.now);
+    let record = decided_in(tx, effects, card, RecordState::Granted)?;
+    let kind = record.kind.clone().unwrap_or_default();
+    lift_silence_in(tx, effects, &kind)?;
+    match &record.mandate {
+        Some(terms) => {
+            // The end was fixed when it was asked: the card showed it, and a Grant opens
+            // exactly that.
             tx.execute_cached(
-                "INSERT INTO declines (digest, declined_at) VALUES (?1, ?2)
-                 ON CONFLICT (digest) DO UPDATE SET declined_at = excluded.declined_at",
-                params![digest, timestamp(now)],
+                "UPDATE mandates SET opened_at = ?2 WHERE id = ?1",
+                params![id, timestamp(now)],
             )?;
-            let streak: i64 = tx.query_row_cached(
-                "INSERT INTO kind_streaks (kind, streak) VALUES (?1, 1)
-                 ON CONFLICT (kind) DO UPDATE SET streak = streak + 1
-                 RETURNING streak",
-                [&kind],
-                |row| row.get(0),
-            )?;
-            effects.push(
-                Event::new(match record.subject {
-                    Subject::Action => EventName::Declined,
-                    Subject::Mandate => EventName::MandateDeclined,
-                })
+            let opened = JournalEvent::new(EventName::MandateOpen)
                 .with("id", id)
                 .with("kind", kind.as_str())
-                .with("digest", digest.as_str())
-                .with("by", by),
+                .with("digest", record.digest.clone().unwrap_or_default())
+                .with("ends_at", terms.ends_at.map(timestamp).unwrap_or_default());
+            effects.push(
+                super::mandates::with_money_term(opened, terms.usd_per_day)
+                    .with("actions_per_day", terms.actions_per_day)
+                    .with("by", by),
             );
-            let silenced = streak >= i64::from(streak_limit);
-            if silenced {
-                let until = now + chrono::Duration::days(1);
-                tx.execute_cached(
-                    "UPDATE kind_streaks SET silenced_until = ?2, silenced_by = ?3 WHERE kind = ?1",
-                    params![kind, timestamp(until), id],
-                )?;
-                effects.push(
-                    Event::new(EventName::Silenced)
-                        .with("kind", kind.as_str())
-                        .with("streak", streak)
-                        .with("until", timestamp(until)),
-                );
-            }
-            after(tx, effects, &record, silenced)?;
-            Ok(silenced)
-        })
+        }
+        None => {
+            effects.push(
+                JournalEvent::new(EventName::Granted)
+                    .with("id", id)
+                    .with("kind", kind.as_str())
+                    .with("digest", record.digest.clone().unwrap_or_default())
+                    .with("by", by),
+            );
+        }
     }
-
-    /// The owner's yes: the card is granted and the kind's streak of no's ends. `after` runs in
-    /// the same transaction (to queue the card's edit).
-    pub fn grant(
-        &mut self,
-        id: &str,
-        by: i64,
-        next_offset: Option<i64>,
-        after: impl FnOnce(&Transaction<'_>, &mut Effects, &Record) -> Result<(), StoreError>,
-        now: DateTime<Utc>,
-    ) -> Result<Record, StoreError> {
-        self.write_effects(now, next_offset, |tx, effects| {
-            let record = decided_in(tx, effects, id, by, RecordState::Granted)?;
-            let kind = record.kind.clone().unwrap_or_default();
-            lift_silence_in(tx, effects, &kind)?;
-            let record = match &record.mandate {
-                Some(terms) => {
-                    // The end was fixed when it was asked: the card showed it, and a Grant
-                    // opens exactly that.
-                    tx.execute_cached(
-                        "UPDATE mandates SET opened_at = ?2 WHERE id = ?1",
-                        params![id, timestamp(now)],
-                    )?;
-                    let opened = Event::new(EventName::MandateOpen)
-                        .with("id", id)
-                        .with("kind", kind.as_str())
-                        .with("digest", record.digest.clone().unwrap_or_default())
-                        .with("ends_at", terms.ends_at.map(timestamp).unwrap_or_default());
-                    effects.push(
-                        super::mandates::with_money_term(opened, terms.usd_per_day)
-                            .with("actions_per_day", terms.actions_per_day)
-                            .with("by", by),
-                    );
-                    record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?
-                }
-                None => {
-                    effects.push(
-                        Event::new(EventName::Granted)
-                            .with("id", id)
-                            .with("kind", kind.as_str())
-                            .with("digest", record.digest.clone().unwrap_or_default())
-                            .with("by", by),
-                    );
-                    record
-                }
-            };
-            after(tx, effects, &record)?;
-            Ok(record)
-        })
-    }
+    card.noted_in(tx, effects)
 }
 
 /// A yes ends the kind's streak of no's, and with it a silence: the silence's notice loses its
@@ -168,22 +338,21 @@ fn lift_silence_in(
     Ok(())
 }
 
-/// The owner's press moves a shown card to `to`, decided by `by` at the transaction's time; the
-/// record as it now stands.
+/// The owner's press moves a shown card to `to`, decided at the transaction's time; the record
+/// as it now stands.
 fn decided_in(
     tx: &Transaction<'_>,
     effects: &mut Effects,
-    id: &str,
-    by: i64,
+    card: &CardDecision,
     to: RecordState,
 ) -> Result<Record, StoreError> {
     let change = StateChange {
         decided_at: Some(effects.now),
-        decided_by: Some(by),
+        decided_by: Some(card.by),
         ..StateChange::default()
     };
-    transition_in(tx, id, RecordState::CardShown, to, &change)?;
-    let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
-    effects.changed.push((id.to_owned(), to));
+    transition_in(tx, &card.id, RecordState::CardShown, to, &change)?;
+    let record = record_where(tx, "id = ?1", params![card.id])?.ok_or(StoreError::Missing)?;
+    effects.changed.push((card.id.clone(), to));
     Ok(record)
 }

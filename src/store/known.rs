@@ -215,7 +215,7 @@ mod tests {
         /// running; `Some(Granted)`: not claimed yet).
         fn approved(&mut self, target: &str, at: DateTime<Utc>, end: Option<RecordState>) {
             let id = self.shown(target, at);
-            self.db.grant(&id, 42, None, |_, _, _| Ok(()), at).unwrap();
+            super::super::tests::grant(&mut self.db, &id, at);
             if end == Some(RecordState::Granted) {
                 return;
             }
@@ -259,7 +259,7 @@ mod tests {
             };
             self.show(&id, at);
             if grant {
-                self.db.grant(&id, 42, None, |_, _, _| Ok(()), at).unwrap();
+                super::super::tests::grant(&mut self.db, &id, at);
             }
             id
         }
@@ -285,8 +285,7 @@ mod tests {
         f.approved("@too_old", t0() - days(31), Some(RecordState::Executed));
         f.approved("@later", t0() + days(1), Some(RecordState::Executed));
         let declined = f.shown("@declined", t0() - days(2));
-        f.db.decline(&declined, 42, 99, None, |_, _, _, _| Ok(()), t0() - days(2))
-            .unwrap();
+        super::super::tests::decline(&mut f.db, &declined, 99, t0() - days(2));
         f.shown("@still_open", t0() - days(1));
         assert_eq!(
             f.known_at(t0()),
@@ -310,11 +309,9 @@ mod tests {
         // Its term ended 33 days ago.
         f.mandate(&["@ended_long_ago"], t0() - days(40), true);
         let stopped = f.mandate(&["@stopped"], t0() - days(3), true);
-        f.db.stop_mandate(&stopped, 42, 1, t0() - days(2), |_, _, _| Ok(()))
-            .unwrap();
+        super::super::tests::stop(&mut f.db, &stopped, 1, t0() - days(2));
         let stopped_long_ago = f.mandate(&["@stopped_long_ago"], t0() - days(33), true);
-        f.db.stop_mandate(&stopped_long_ago, 42, 2, t0() - days(32), |_, _, _| Ok(()))
-            .unwrap();
+        super::super::tests::stop(&mut f.db, &stopped_long_ago, 2, t0() - days(32));
         f.mandate(&["@granted_later"], t0() + days(1), true);
         assert_eq!(
             f.known_at(t0()),

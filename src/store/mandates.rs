@@ -11,13 +11,14 @@ use rust_decimal::Decimal;
 
 use super::ask::{pending_refusal, refuse_in, stateful_refusal, AskOutcome, AskPolicy};
 use super::base::EventName;
-use super::base::{new_record_id, timestamp, Db, Effects, Event};
+use super::base::{new_record_id, timestamp, Db, Effects, JournalEvent};
 use super::cached::Cached;
 use super::drawn::unbutton_in;
 pub use super::mandate_rows::MandateRow;
 use super::mandate_rows::{
     mandate_from_row, mandate_row, money_column, usage_on_day, MANDATE_COLUMNS,
 };
+use super::outbox::Outgoing;
 use super::records::{record_where, Record};
 use super::StoreError;
 use crate::action::format_usd;
@@ -102,7 +103,7 @@ impl Db {
             }
             // Amounts and counts, never the targets or the reason: the journal holds no text.
             // No money term has no amount to journal.
-            let asked = Event::new(EventName::MandateAsked)
+            let asked = JournalEvent::new(EventName::MandateAsked)
                 .with("id", id.as_str())
                 .with("kind", request.kind.as_str())
                 .with("digest", ask.digest.as_str())
@@ -121,41 +122,6 @@ impl Db {
             self.note_change(id, super::RecordState::Refused);
         }
         Ok(outcome)
-    }
-
-    /// The owner's Stop: the mandate covers nothing from this transaction on; `mandate_stop` is
-    /// journaled and `reply` (the answer to the owner) is queued with it. Returns false when the
-    /// mandate was not open (already stopped or ended), and then changes nothing but the offset.
-    pub fn stop_mandate(
-        &mut self,
-        id: &str,
-        by: i64,
-        next_offset: i64,
-        now: DateTime<Utc>,
-        reply: impl FnOnce(&Transaction<'_>, &mut Effects, &MandateRow) -> Result<(), StoreError>,
-    ) -> Result<bool, StoreError> {
-        self.write_effects(now, Some(next_offset), |tx, effects| {
-            let Some(row) = mandate_row(tx, id)? else {
-                return Ok(false);
-            };
-            if !row.is_open(now) {
-                return Ok(false);
-            }
-            tx.execute_cached(
-                "UPDATE mandates SET stopped_at = ?2, stopped_by = ?3 WHERE id = ?1",
-                params![id, timestamp(now), by],
-            )?;
-            effects.push(
-                Event::new(EventName::MandateStop)
-                    .with("id", id)
-                    .with("kind", row.kind.as_str())
-                    .with("by", by),
-            );
-            // Its Stop buttons (receipts, `/mandates`, summaries) could only be refused now.
-            unbutton_in(tx, effects, PressAction::Stop, id)?;
-            reply(tx, effects, &row)?;
-            Ok(true)
-        })
     }
 
     /// Mandates whose term is over by `now` and not yet marked: each is ended with `mandate_end`
@@ -192,7 +158,7 @@ impl Db {
                     params![row.id, timestamp(now)],
                 )?;
                 effects.push(
-                    Event::new(EventName::MandateEnd)
+                    JournalEvent::new(EventName::MandateEnd)
                         .with("id", row.id.as_str())
                         .with("kind", row.kind.as_str())
                         .with("reason", "term"),
@@ -244,7 +210,7 @@ impl Db {
 }
 
 /// A journal line with the mandate's `usd_per_day`, when it has a money term.
-pub(crate) fn with_money_term(event: Event, usd_per_day: Option<Decimal>) -> Event {
+pub(crate) fn with_money_term(event: JournalEvent, usd_per_day: Option<Decimal>) -> JournalEvent {
     match mandate::money_term(usd_per_day) {
         Some(usd) => event.with("usd_per_day", format_usd(usd)),
         None => event,
@@ -265,3 +231,35 @@ fn open_request(
 pub(super) const OPEN_REQUEST_BY_DIGEST: &str =
     "digest = ?1 AND +peer_uid = ?2 AND subject = 'mandate' \
      AND state IN ('pending', 'card_shown')";
+
+/// The owner's Stop on mandate `id`, while it is open: stopped, `mandate_stop` journaled, its
+/// Stop buttons taken away and `reply` queued. Returns whether it stopped it.
+pub(super) fn stop_in(
+    tx: &Transaction<'_>,
+    effects: &mut Effects,
+    id: &str,
+    by: i64,
+    reply: &Outgoing,
+) -> Result<bool, StoreError> {
+    let now = effects.now;
+    let Some(row) = mandate_row(tx, id)? else {
+        return Ok(false);
+    };
+    if !row.is_open(now) {
+        return Ok(false);
+    }
+    tx.execute_cached(
+        "UPDATE mandates SET stopped_at = ?2, stopped_by = ?3 WHERE id = ?1",
+        params![id, timestamp(now), by],
+    )?;
+    effects.push(
+        JournalEvent::new(EventName::MandateStop)
+            .with("id", id)
+            .with("kind", row.kind.as_str())
+            .with("by", by),
+    );
+    // Its Stop buttons (receipts, `/mandates`, summaries) could only be refused now.
+    unbutton_in(tx, effects, PressAction::Stop, id)?;
+    reply.queue_in(tx, effects)?;
+    Ok(true)
+}

@@ -34,8 +34,10 @@ use tokio::sync::{broadcast, oneshot, Notify};
 
 use crate::action::Attachment;
 pub use ask::{AskOutcome, AskPolicy, NewAsk};
-pub use base::{Db, Effects, Event, OpenReport, StateChange};
+pub use base::{Db, Effects, JournalEvent, OpenReport, StateChange};
+pub use decide::{Applied, CardDecision, Decided, OwnerDecision};
 pub use mandates::{MandateRow, NewMandate};
+pub use outbox::Outgoing;
 pub use records::{Record, Subject};
 pub use state::RecordState;
 
@@ -187,6 +189,15 @@ impl Store {
             }))
             .map_err(|_| StoreError::Stopped)?;
         answer.await.map_err(|_| StoreError::Stopped)?
+    }
+
+    /// Applies an owner's decision on the store's thread (see [`Db::decide`]).
+    pub async fn decide(
+        &self,
+        decision: OwnerDecision,
+        now: DateTime<Utc>,
+    ) -> Result<Applied, StoreError> {
+        self.call(move |db| db.decide(&decision, now)).await
     }
 
     /// Subscribes to record state changes. Subscribe before reading a record's state, so that no

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Transaction};
 use serde::{Deserialize, Serialize};
 
-use super::base::{timestamp, Db};
+use super::base::{timestamp, Db, Effects};
 use super::cached::Cached;
 use super::StoreError;
 use crate::styled::{Span, Styled};
@@ -117,6 +117,83 @@ pub struct Row {
     pub body: Body,
     pub sound: Sound,
     pub attempts: i64,
+}
+
+/// A row for the outbox, drawn by the consent loop before the transaction that queues it: a
+/// decision carries its messages as values, so the store applies them with what they tell of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outgoing {
+    /// A message, or the edit of a record's card, to `chat`.
+    Row {
+        chat: i64,
+        what: What,
+        record_id: Option<String>,
+        body: Body,
+        sound: Sound,
+    },
+    /// The edit of message `message_id` in `chat` (a redrawn line with its new buttons).
+    MessageEdit {
+        chat: i64,
+        message_id: i64,
+        body: Body,
+    },
+}
+
+impl Outgoing {
+    /// A message to `chat` that sounds as `sound` says.
+    pub fn message(chat: i64, body: Body, sound: Sound) -> Outgoing {
+        Outgoing::Row {
+            chat,
+            what: What::Message,
+            record_id: None,
+            body,
+            sound,
+        }
+    }
+
+    /// The edit of a record's card in `chat`, silent (outcomes are not urgent) and without
+    /// buttons: the card can no longer be answered.
+    pub fn card_edit(chat: i64, record_id: &str, text: Styled) -> Outgoing {
+        Outgoing::Row {
+            chat,
+            what: What::Edit,
+            record_id: Some(record_id.to_owned()),
+            body: Body::new(text, Vec::new()),
+            sound: Sound::Silent,
+        }
+    }
+
+    /// Queues the row in the transaction whose effects say a row was queued.
+    pub(crate) fn queue_in(
+        &self,
+        tx: &Transaction<'_>,
+        effects: &mut Effects,
+    ) -> Result<(), StoreError> {
+        match self {
+            Outgoing::Row {
+                chat,
+                what,
+                record_id,
+                body,
+                sound,
+            } => queue_in(
+                tx,
+                *chat,
+                *what,
+                record_id.as_deref(),
+                body,
+                *sound,
+                effects.now,
+            )?,
+            Outgoing::MessageEdit {
+                chat,
+                message_id,
+                body,
+            } => queue_message_edit(tx, *chat, *message_id, body, effects.now)?,
+        }
+        effects.queued = true;
+        Ok(())
+    }
 }
 
 /// Queues a row inside a transaction.

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
 use super::base::EventName;
-use super::base::{timestamp, Db, Event};
+use super::base::{timestamp, Db, JournalEvent};
 use super::cached::Cached;
 use super::outbox::{self, Body, Sound, What};
 use super::records::{record_where, Record};
@@ -51,7 +51,7 @@ impl Db {
                 return Ok(false);
             };
             effects.push(
-                Event::new(EventName::DeclineReason)
+                JournalEvent::new(EventName::DeclineReason)
                     .with("id", id)
                     .with("kind", kind.unwrap_or_default())
                     .with("sha256", Sha256Hash::of(reason.as_bytes()).to_hex())

@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Transaction};
 use rust_decimal::Decimal;
 
 use super::base::EventName;
-use super::base::{timestamp, Db, Effects, Event};
+use super::base::{timestamp, Db, Effects, JournalEvent};
 use super::cached::Cached;
 use super::{StoreError, DB_FILE};
 use crate::gate::DayCounts;
@@ -96,7 +96,7 @@ impl Db {
                 params![key, value, timestamp(now)],
             )?;
             effects.push(
-                Event::new(EventName::Settings)
+                JournalEvent::new(EventName::Settings)
                     .with("key", key)
                     .with("value", value)
                     .with("by", by),
@@ -109,41 +109,6 @@ impl Db {
                     [],
                 )?;
                 effects.queued |= released > 0;
-            }
-            reply(tx, effects)
-        })
-    }
-
-    /// The owner's On or Off for a category, journaled `category_on` or `category_off` when it
-    /// `changed` anything (an old button pressed again changes nothing); `reply` is queued in
-    /// the same transaction.
-    #[allow(clippy::too_many_arguments)]
-    pub fn switch_category(
-        &mut self,
-        kind: &str,
-        on: bool,
-        changed: bool,
-        by: i64,
-        next_offset: i64,
-        now: DateTime<Utc>,
-        reply: impl FnOnce(&Transaction<'_>, &mut Effects) -> Result<(), StoreError>,
-    ) -> Result<(), StoreError> {
-        self.write_effects(now, Some(next_offset), |tx, effects| {
-            tx.execute_cached(
-                "INSERT INTO category_switches (kind, enabled) VALUES (?1, ?2)
-                 ON CONFLICT (kind) DO UPDATE SET enabled = excluded.enabled",
-                params![kind, on],
-            )?;
-            if changed {
-                effects.push(
-                    Event::new(if on {
-                        EventName::CategoryOn
-                    } else {
-                        EventName::CategoryOff
-                    })
-                    .with("kind", kind)
-                    .with("by", by),
-                );
             }
             reply(tx, effects)
         })
@@ -212,7 +177,7 @@ impl Db {
             )?;
             compose(tx, effects, &anchor)?;
             effects.push(
-                Event::new(EventName::SummarySent)
+                JournalEvent::new(EventName::SummarySent)
                     .with("day", day.to_string())
                     .with("anchor", anchor.as_str()),
             );
@@ -296,4 +261,33 @@ impl Db {
         }
         Ok(spend)
     }
+}
+
+/// The owner's On or Off for a category, journaled `category_on` or `category_off` when it
+/// `changed` anything (an old button pressed again changes nothing).
+pub(super) fn switch_category_in(
+    tx: &Transaction<'_>,
+    effects: &mut Effects,
+    kind: &str,
+    on: bool,
+    changed: bool,
+    by: i64,
+) -> Result<(), StoreError> {
+    tx.execute_cached(
+        "INSERT INTO category_switches (kind, enabled) VALUES (?1, ?2)
+         ON CONFLICT (kind) DO UPDATE SET enabled = excluded.enabled",
+        params![kind, on],
+    )?;
+    if changed {
+        effects.push(
+            JournalEvent::new(if on {
+                EventName::CategoryOn
+            } else {
+                EventName::CategoryOff
+            })
+            .with("kind", kind)
+            .with("by", by),
+        );
+    }
+    Ok(())
 }

@@ -342,9 +342,7 @@ fn a_no_is_remembered_by_digest_for_the_decline_memory() {
     let ask = new_ask("k", "declined text", None);
     let record = created(db.ask(&ask, policy(), t0()).unwrap());
     show_card(&mut db, &record.id);
-    assert!(!db
-        .decline(&record.id, 42, 3, None, |_, _, _, _| Ok(()), t0())
-        .unwrap());
+    assert!(!decline(&mut db, &record.id, 3, t0()));
     let again = db
         .ask(&ask, policy(), t0() + chrono::Duration::hours(23))
         .unwrap();
@@ -370,8 +368,7 @@ fn the_decline_streak_silences_a_kind_and_a_yes_ends_it() {
         );
         show_card(&mut db, &record.id);
         assert_eq!(
-            db.decline(&record.id, 42, 3, None, |_, _, _, _| Ok(()), t0())
-                .unwrap(),
+            decline(&mut db, &record.id, 3, t0()),
             n == 3,
             "no number {n}"
         );
@@ -391,17 +388,14 @@ fn the_decline_streak_silences_a_kind_and_a_yes_ends_it() {
     );
     // A yes resets the streak: two more no's do not silence it.
     show_card(&mut db, &record.id);
-    db.grant(&record.id, 42, None, |_, _, _| Ok(()), tomorrow)
-        .unwrap();
+    grant(&mut db, &record.id, tomorrow);
     for n in 6..=7 {
         let record = created(
             db.ask(&new_ask("k", &format!("t{n}"), None), policy(), tomorrow)
                 .unwrap(),
         );
         show_card(&mut db, &record.id);
-        assert!(!db
-            .decline(&record.id, 42, 3, None, |_, _, _, _| Ok(()), tomorrow)
-            .unwrap());
+        assert!(!decline(&mut db, &record.id, 3, tomorrow));
     }
     created(
         db.ask(&new_ask("k", "t8", None), policy(), tomorrow)
@@ -744,7 +738,7 @@ fn open_mandate(db: &mut Db, kind: &str, actions_per_day: u32, at: DateTime<Utc>
     assert!(db
         .card_showing(&id, at + chrono::Duration::minutes(15), at, &monotonic())
         .unwrap());
-    db.grant(&id, 42, None, |_, _, _| Ok(()), at).unwrap();
+    grant(db, &id, at);
     id
 }
 
@@ -1003,7 +997,7 @@ fn a_claim_judges_the_window_only_when_told_to() {
             &monotonic(),
         )
         .unwrap();
-        db.grant(&id, 42, None, |_, _, _| Ok(()), t0()).unwrap();
+        grant(db, &id, t0());
         id
     };
     let late_again = granted(&mut db, "a");
@@ -1049,10 +1043,9 @@ fn a_claim_judges_the_window_only_when_told_to() {
 
 #[test]
 fn a_resume_lifts_only_the_silence_its_record_started() {
-    use super::outbox::Body;
     let fixture = Fixture::new();
     let mut db = fixture.open();
-    let decline = |db: &mut Db, text: &str, at: DateTime<Utc>| {
+    let decline_one = |db: &mut Db, text: &str, at: DateTime<Utc>| {
         let id = created(
             db.ask(&new_ask("publish_x", text, None), policy(), at)
                 .unwrap(),
@@ -1060,26 +1053,20 @@ fn a_resume_lifts_only_the_silence_its_record_started() {
         .id;
         db.card_showing(&id, at + chrono::Duration::minutes(15), at, &monotonic())
             .unwrap();
-        assert!(db
-            .decline(&id, 42, 1, None, |_, _, _, _| Ok(()), at)
-            .unwrap());
+        assert!(decline(db, &id, 1, at));
         id
     };
-    let first = decline(&mut db, "first", t0());
-    let reply = || (42, Body::default());
+    let first = decline_one(&mut db, "first", t0());
     let at = t0() + chrono::Duration::minutes(1);
     assert_eq!(
         db.silence_of("publish_x", at).unwrap(),
         Some(Some(first.clone()))
     );
-    assert!(db
-        .resume_kind("publish_x", &first, 42, 1, at, reply())
-        .unwrap());
+    assert!(resume(&mut db, "publish_x", &first, 1, at));
     assert_eq!(db.silence_of("publish_x", at).unwrap(), None);
-    let second = decline(&mut db, "second", at);
+    let second = decline_one(&mut db, "second", at);
     assert!(
-        !db.resume_kind("publish_x", &first, 42, 2, at, reply())
-            .unwrap(),
+        !resume(&mut db, "publish_x", &first, 2, at),
         "an old Resume lifted a later silence"
     );
     assert_eq!(
@@ -1091,9 +1078,7 @@ fn a_resume_lifts_only_the_silence_its_record_started() {
         .execute("UPDATE kind_streaks SET silenced_by = NULL", [])
         .unwrap();
     assert_eq!(db.silence_of("publish_x", at).unwrap(), Some(None));
-    assert!(db
-        .resume_kind("publish_x", &first, 42, 3, at, reply())
-        .unwrap());
+    assert!(resume(&mut db, "publish_x", &first, 3, at));
     fixture.journal_verifies();
 }
 
@@ -1115,8 +1100,7 @@ fn a_nos_reason_is_kept_once_on_a_declined_record_and_journaled_by_its_hash() {
     assert!(!db
         .note_decline_reason(&record.id, reason, 42, 10, t0(), reply())
         .unwrap());
-    db.decline(&record.id, 42, 3, None, |_, _, _, _| Ok(()), t0())
-        .unwrap();
+    decline(&mut db, &record.id, 3, t0());
     assert!(db
         .note_decline_reason(&record.id, reason, 42, 11, t0(), reply())
         .unwrap());
@@ -1175,4 +1159,255 @@ fn a_button_that_ended_is_taken_off_every_message_that_carries_it() {
         db.outbox_sent(row.seq).unwrap();
     }
     assert_eq!(edited, [1, 4]);
+}
+
+/// The owner's answer to a card, with no edit to queue (these tests read the tables).
+pub(super) fn card(id: &str) -> super::CardDecision {
+    super::CardDecision {
+        id: id.to_owned(),
+        by: 42,
+        decider_name: "Owner".to_owned(),
+        card_edit: None,
+    }
+}
+
+fn decided(decided: super::Decided) -> super::OwnerDecision {
+    super::OwnerDecision {
+        next_offset: None,
+        decided,
+    }
+}
+
+/// The owner's yes to a shown card at `at`.
+pub(super) fn grant(db: &mut Db, id: &str, at: DateTime<Utc>) {
+    db.decide(&decided(super::Decided::Grant(card(id))), at)
+        .unwrap();
+}
+
+/// The owner's no to a shown card at `at`; whether it silenced the kind.
+pub(super) fn decline(db: &mut Db, id: &str, streak_limit: u32, at: DateTime<Utc>) -> bool {
+    let decision = decided(super::Decided::Decline {
+        card: card(id),
+        streak_limit,
+        notice_if_silenced: None,
+    });
+    db.decide(&decision, at).unwrap() == super::Applied::Silenced
+}
+
+/// The owner's Resume of the silence `silenced_by` started; whether it lifted one.
+fn resume(db: &mut Db, kind: &str, silenced_by: &str, next: i64, at: DateTime<Utc>) -> bool {
+    let decision = super::OwnerDecision {
+        next_offset: Some(next),
+        decided: super::Decided::Resume {
+            kind: kind.to_owned(),
+            silenced_by: silenced_by.to_owned(),
+            by: 42,
+            reply: super::Outgoing::message(42, Default::default(), super::outbox::Sound::Silent),
+        },
+    };
+    db.decide(&decision, at).unwrap() == super::Applied::Done
+}
+
+/// The owner's Stop of a mandate; whether it stopped it.
+pub(super) fn stop(db: &mut Db, id: &str, next: i64, at: DateTime<Utc>) -> bool {
+    let decision = super::OwnerDecision {
+        next_offset: Some(next),
+        decided: super::Decided::Stop {
+            mandate_id: id.to_owned(),
+            by: 42,
+            reply: super::Outgoing::message(42, Default::default(), super::outbox::Sound::Silent),
+        },
+    };
+    db.decide(&decision, at).unwrap() == super::Applied::Done
+}
+
+/// Applying an owner's decision: what one transaction changes, journals and queues.
+mod decide {
+    use super::super::outbox::{Body, Sound};
+    use super::super::{Applied, Decided, Outgoing, OwnerDecision};
+    use super::*;
+
+    fn shown(db: &mut Db, text: &str) -> String {
+        let id = created(db.ask(&new_ask("k", text, None), policy(), t0()).unwrap()).id;
+        show_card(db, &id);
+        id
+    }
+
+    fn queued(db: &Db) -> Vec<(String, Option<String>)> {
+        let mut statement = db
+            .connection()
+            .prepare("SELECT what, record_id FROM outbox ORDER BY seq")
+            .unwrap();
+        statement
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    fn next_offset(db: &Db) -> i64 {
+        db.next_offset().unwrap()
+    }
+
+    fn decline_with_notice(id: &str, streak_limit: u32) -> OwnerDecision {
+        OwnerDecision {
+            next_offset: Some(7),
+            decided: Decided::Decline {
+                card: super::super::CardDecision {
+                    card_edit: Some(Outgoing::card_edit(
+                        42,
+                        id,
+                        crate::styled::Styled::plain("declined"),
+                    )),
+                    ..card(id)
+                },
+                streak_limit,
+                notice_if_silenced: Some(Outgoing::message(42, Body::default(), Sound::Gated)),
+            },
+        }
+    }
+
+    #[test]
+    fn a_decline_below_the_streak_limit_queues_the_edit_and_not_the_notice() {
+        let fixture = Fixture::new();
+        let mut db = fixture.open();
+        let id = shown(&mut db, "one");
+        let applied = db.decide(&decline_with_notice(&id, 2), t0()).unwrap();
+        assert_eq!(applied, Applied::Done);
+        assert_eq!(queued(&db), [("edit".to_owned(), Some(id.clone()))]);
+        assert_eq!(state_of(&db, &id), RecordState::Declined);
+        assert_eq!(next_offset(&db), 7);
+        let record = db.record(&id).unwrap().unwrap();
+        assert_eq!(record.decided_by, Some(42));
+        assert_eq!(record.decided_by_name.as_deref(), Some("Owner"));
+        assert_eq!(db.silence_of("k", t0()).unwrap(), None);
+    }
+
+    #[test]
+    fn a_decline_at_the_streak_limit_silences_and_queues_the_notice() {
+        let fixture = Fixture::new();
+        let mut db = fixture.open();
+        let id = shown(&mut db, "one");
+        let applied = db.decide(&decline_with_notice(&id, 1), t0()).unwrap();
+        assert_eq!(applied, Applied::Silenced);
+        assert_eq!(
+            queued(&db),
+            [
+                ("edit".to_owned(), Some(id.clone())),
+                ("message".to_owned(), None)
+            ]
+        );
+        assert_eq!(db.silence_of("k", t0()).unwrap(), Some(Some(id)));
+        let events = fixture.journal_events();
+        assert_eq!(events[events.len() - 2..], ["declined", "silenced"]);
+    }
+
+    /// Every card decision on a record that is no longer shown: a conflict, and nothing changes
+    /// (no state, no journal line, no row, no offset).
+    #[test]
+    fn a_card_decision_on_a_record_no_longer_shown_is_a_conflict_and_changes_nothing() {
+        let cases: [(&str, fn(&str) -> Decided); 3] = [
+            ("grant", |id| Decided::Grant(card(id))),
+            ("decline", |id| Decided::Decline {
+                card: card(id),
+                streak_limit: 1,
+                notice_if_silenced: Some(Outgoing::message(42, Body::default(), Sound::Gated)),
+            }),
+            ("expire", |id| Decided::Expire {
+                id: id.to_owned(),
+                card_edit: Some(Outgoing::card_edit(
+                    42,
+                    id,
+                    crate::styled::Styled::plain("expired"),
+                )),
+            }),
+        ];
+        for (name, decided) in cases {
+            let fixture = Fixture::new();
+            let mut db = fixture.open();
+            let id = shown(&mut db, "one");
+            grant(&mut db, &id, t0());
+            let lines = fixture.journal_events().len();
+            let decision = OwnerDecision {
+                next_offset: Some(9),
+                decided: decided(&id),
+            };
+            let result = db.decide(&decision, t0());
+            assert!(
+                matches!(
+                    result,
+                    Err(StoreError::StateConflict {
+                        expected: RecordState::CardShown,
+                        actual: RecordState::Granted,
+                        ..
+                    })
+                ),
+                "{name}: {result:?}"
+            );
+            assert_eq!(state_of(&db, &id), RecordState::Granted, "{name}");
+            assert_eq!(fixture.journal_events().len(), lines, "{name}");
+            assert!(queued(&db).is_empty(), "{name}");
+            assert_eq!(next_offset(&db), 0, "{name}");
+        }
+    }
+
+    #[test]
+    fn an_expiry_journals_expired_and_queues_the_cards_edit() {
+        let fixture = Fixture::new();
+        let mut db = fixture.open();
+        let id = shown(&mut db, "one");
+        let decision = OwnerDecision {
+            next_offset: None,
+            decided: Decided::Expire {
+                id: id.clone(),
+                card_edit: Some(Outgoing::card_edit(
+                    42,
+                    &id,
+                    crate::styled::Styled::plain("expired"),
+                )),
+            },
+        };
+        assert_eq!(db.decide(&decision, t0()).unwrap(), Applied::Done);
+        assert_eq!(state_of(&db, &id), RecordState::Expired);
+        assert_eq!(fixture.journal_events().last().unwrap(), "expired");
+        assert_eq!(queued(&db), [("edit".to_owned(), Some(id))]);
+    }
+
+    #[test]
+    fn a_switch_journals_only_a_change_and_queues_its_replies_in_order() {
+        let fixture = Fixture::new();
+        let mut db = fixture.open();
+        let switch = |changed| OwnerDecision {
+            next_offset: Some(3),
+            decided: Decided::Switch {
+                kind: "k".to_owned(),
+                on: false,
+                changed,
+                by: 42,
+                replies: vec![
+                    Outgoing::MessageEdit {
+                        chat: 42,
+                        message_id: 5,
+                        body: Body::default(),
+                    },
+                    Outgoing::message(42, Body::default(), Sound::Silent),
+                ],
+            },
+        };
+        let lines = fixture.journal_events().len();
+        db.decide(&switch(false), t0()).unwrap();
+        assert_eq!(fixture.journal_events().len(), lines);
+        db.decide(&switch(true), t0()).unwrap();
+        assert_eq!(fixture.journal_events().last().unwrap(), "category_off");
+        assert_eq!(
+            queued(&db),
+            [
+                ("edit".to_owned(), None),
+                ("message".to_owned(), None),
+                ("edit".to_owned(), None),
+                ("message".to_owned(), None),
+            ]
+        );
+        assert_eq!(next_offset(&db), 3);
+    }
 }
