@@ -168,12 +168,21 @@ impl Consent {
             self.config.owner.timezone,
             now,
         );
-        let digest = record.digest.as_deref().unwrap_or("");
+        let digest = signed_digest(record);
         Body::new(
             Styled::plain(text),
-            self.signed(buttons, &record.id, digest),
+            self.signed(buttons, &record.id, &digest),
         )
     }
+}
+
+/// The digest a record's buttons are signed with, in hex. Only a record refused before it had
+/// one lacks it, and it never gets buttons: the empty text would verify no press.
+pub(super) fn signed_digest(record: &Record) -> String {
+    record
+        .digest
+        .as_ref()
+        .map_or_else(String::new, Sha256Hash::to_hex)
 }
 
 /// Builds the card's view of a record, its target and one-word field values compared with
@@ -239,7 +248,7 @@ impl Drawer for Consent {
         expires_at: DateTime<Utc>,
     ) -> Result<DrawnCard, CardError> {
         let lang = self.language();
-        let digest = record.digest.as_deref().unwrap_or("");
+        let digest = signed_digest(record);
         if let Some(row) = &record.mandate {
             let label = self.label(record, lang);
             let warnings = lookalike::warnings_each(&row.targets, known);
@@ -257,7 +266,7 @@ impl Drawer for Consent {
                 parts: Vec::new(),
                 captions: Vec::new(),
                 text: rendered.card,
-                buttons: self.signed(rendered.buttons, &record.id, digest),
+                buttons: self.signed(rendered.buttons, &record.id, &digest),
             });
         }
         Ok(with_view(self, record, known, lang, expires_at, |view| {
@@ -271,7 +280,7 @@ impl Drawer for Consent {
                 parts: rendered.parts,
                 captions,
                 text: rendered.card,
-                buttons: self.signed(rendered.buttons, &record.id, digest),
+                buttons: self.signed(rendered.buttons, &record.id, &digest),
             }
         }))
     }

@@ -313,7 +313,10 @@ impl Consent {
             };
             let (text, buttons) =
                 card::mandate::mandate_summary(&view, usage, &self.locales, lang, now);
-            replies.push(Body::new(text, self.signed(buttons, &row.id, &row.digest)));
+            replies.push(Body::new(
+                text,
+                self.signed(buttons, &row.id, &row.digest.to_hex()),
+            ));
         }
         Ok(replies)
     }

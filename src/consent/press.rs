@@ -137,12 +137,16 @@ impl Consent {
             // Resume names the record whose no started the silence: it is open while that
             // silence lasts, and a later silence (started by another record) is not its own.
             PressAction::Resume => {
-                let kind = record.kind.clone().unwrap_or_default();
                 let wall = now.wall;
-                let silence = self
-                    .store
-                    .call(move |db| db.silence_of(&kind, wall))
-                    .await?;
+                // A record refused before it had a kind started no silence.
+                let silence = match record.kind.clone() {
+                    Some(kind) => {
+                        self.store
+                            .call(move |db| db.silence_of(&kind, wall))
+                            .await?
+                    }
+                    None => None,
+                };
                 let open = match &silence {
                     Some(Some(by)) => *by == record.id,
                     // A silence from before silences were named: any Resume of its kind.
@@ -164,7 +168,7 @@ impl Consent {
             ),
         };
         Ok(PressSubject {
-            digest: record.digest.clone().unwrap_or_default(),
+            digest: super::drawer::signed_digest(record),
             open,
             window,
             stale: stale.filter(|_| !open),
@@ -302,7 +306,7 @@ impl Consent {
         let label = self.label(&record, lang);
         let reply = text_body(card::resumed_notice(&self.locales, lang, &label));
         let decided = Decided::Resume {
-            kind: record.kind.clone().unwrap_or_default(),
+            kind: record.asked()?.kind.to_owned(),
             silenced_by: record.id.clone(),
             by: decision.from.id,
             reply: Outgoing::message(self.owner_chat(&decision), reply, Sound::Silent),

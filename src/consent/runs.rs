@@ -33,8 +33,7 @@ impl Consent {
         let Some(record) = self.store.call(move |db| db.record(&lookup)).await? else {
             return Err(StoreError::Missing);
         };
-        let kind = record.kind.clone().unwrap_or_default();
-        let enabled = self.category_enabled(&kind);
+        let enabled = self.category_enabled(record.asked()?.kind);
         crate::failpoint::hit("before_claim");
         let now = Now::read(self.clock.as_ref());
         let notices = self.claim_notices(&record, now.wall).await;
@@ -103,8 +102,7 @@ impl Consent {
     ) -> Result<(), StoreError> {
         // The claim and its `used` line are durable: from here the command may start.
         crate::failpoint::hit("after_claim");
-        let kind = record.kind.clone().unwrap_or_default();
-        let Some(category) = self.config.categories.get(&kind) else {
+        let Some(category) = self.config.categories.get(record.asked()?.kind) else {
             return Err(StoreError::Missing);
         };
         let spec = self.run_spec(&record, category);
@@ -291,7 +289,7 @@ impl Consent {
             .collect();
         // A Stop for a mandate already stopped or ended would only be "not accepted".
         let buttons = if row.is_open(now) {
-            self.signed(rendered.buttons, &row.id, &row.digest)
+            self.signed(rendered.buttons, &row.id, &row.digest.to_hex())
         } else {
             Vec::new()
         };

@@ -217,7 +217,10 @@ fn judge_ask(
             "peer_uid = ?1 AND idempotency_key = ?2",
             params![ask.peer_uid, key],
         )? {
-            if existing.digest.as_deref() == Some(ask.digest.as_str()) {
+            if existing
+                .digest
+                .is_some_and(|digest| digest.to_hex() == ask.digest)
+            {
                 return Ok(AskVerdict::Existing(existing));
             }
             return Ok(AskVerdict::Refuse(Refusal::new(

@@ -384,7 +384,7 @@ impl Db {
                     JournalEvent::new(EventName::Expired).with("id", id).with("detail", "claim"),
                 )
                 } else if !category_enabled {
-                    let kind = record.kind.clone().unwrap_or_default();
+                    let kind = record.asked()?.kind;
                     (
                         RecordState::Refused,
                         Some("category_off".to_owned()),
@@ -395,7 +395,7 @@ impl Db {
                             .with("reason", "category_off"),
                     )
                 } else {
-                    let used = claim_in(tx, id, record.digest.as_deref().unwrap_or_default())?;
+                    let used = claim_in(tx, id, &record.asked()?.digest.to_hex())?;
                     effects.changed.push((id.to_owned(), RecordState::Running));
                     effects.push(used);
                     let record =

@@ -11,4 +11,4 @@ pub use super::base::{
     new_record_id, parse_time, timestamp, Db, Effects, EventName, JournalEvent, OpenReport,
     StateChange,
 };
-pub use super::records::{Record, Subject};
+pub use super::records::{Asked, Record, Subject};

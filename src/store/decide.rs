@@ -227,8 +227,8 @@ fn decline_in(
 ) -> Result<bool, StoreError> {
     let (id, by, now) = (card.id.as_str(), card.by, effects.now);
     let record = decided_in(tx, effects, card, RecordState::Declined)?;
-    let digest = record.digest.clone().unwrap_or_default();
-    let kind = record.kind.clone().unwrap_or_default();
+    let asked = record.asked()?;
+    let (kind, digest) = (asked.kind, asked.digest.to_hex());
     tx.execute_cached(
         "INSERT INTO declines (digest, declined_at) VALUES (?1, ?2)
          ON CONFLICT (digest) DO UPDATE SET declined_at = excluded.declined_at",
@@ -238,7 +238,7 @@ fn decline_in(
         "INSERT INTO kind_streaks (kind, streak) VALUES (?1, 1)
          ON CONFLICT (kind) DO UPDATE SET streak = streak + 1
          RETURNING streak",
-        [&kind],
+        [kind],
         |row| row.get(0),
     )?;
     effects.push(
@@ -247,7 +247,7 @@ fn decline_in(
             Subject::Mandate => EventName::MandateDeclined,
         })
         .with("id", id)
-        .with("kind", kind.as_str())
+        .with("kind", kind)
         .with("digest", digest.as_str())
         .with("by", by),
     );
@@ -260,7 +260,7 @@ fn decline_in(
         )?;
         effects.push(
             JournalEvent::new(EventName::Silenced)
-                .with("kind", kind.as_str())
+                .with("kind", kind)
                 .with("streak", streak)
                 .with("until", timestamp(until)),
         );
@@ -278,8 +278,9 @@ fn grant_in(
 ) -> Result<(), StoreError> {
     let (id, by, now) = (card.id.as_str(), card.by, effects.now);
     let record = decided_in(tx, effects, card, RecordState::Granted)?;
-    let kind = record.kind.clone().unwrap_or_default();
-    lift_silence_in(tx, effects, &kind)?;
+    let asked = record.asked()?;
+    let (kind, digest) = (asked.kind, asked.digest.to_hex());
+    lift_silence_in(tx, effects, kind)?;
     match &record.mandate {
         Some(terms) => {
             // The end was fixed when it was asked: the card showed it, and a Grant opens
@@ -290,8 +291,8 @@ fn grant_in(
             )?;
             let opened = JournalEvent::new(EventName::MandateOpen)
                 .with("id", id)
-                .with("kind", kind.as_str())
-                .with("digest", record.digest.clone().unwrap_or_default())
+                .with("kind", kind)
+                .with("digest", digest)
                 .with("ends_at", terms.ends_at.map(timestamp).unwrap_or_default());
             effects.push(
                 super::mandates::with_money_term(opened, terms.usd_per_day)
@@ -303,8 +304,8 @@ fn grant_in(
             effects.push(
                 JournalEvent::new(EventName::Granted)
                     .with("id", id)
-                    .with("kind", kind.as_str())
-                    .with("digest", record.digest.clone().unwrap_or_default())
+                    .with("kind", kind)
+                    .with("digest", digest)
                     .with("by", by),
             );
         }

@@ -10,6 +10,7 @@ use super::base::{parse_time, timestamp};
 use super::cached::Cached;
 use super::StoreError;
 use crate::action::{format_usd, Action};
+use crate::digest::Sha256Hash;
 use crate::mandate::{self, Coverage, CoveredAction, Mandate, Usage};
 
 /// A mandate as stored: the terms asked, and once granted, when it opened and ends, and whether
@@ -19,7 +20,7 @@ pub struct MandateRow {
     /// The id of the record that asked for it.
     pub id: String,
     /// That record's digest: the terms the owner granted, which its Stop buttons are signed for.
-    pub digest: String,
+    pub digest: Sha256Hash,
     pub kind: String,
     /// Empty for a kind with no target: any use of it.
     pub targets: Vec<String>,
@@ -108,8 +109,33 @@ pub(super) fn mandate_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Mand
             .get::<_, Option<String>>(10)?
             .as_deref()
             .and_then(parse_time),
-        digest: row.get::<_, Option<String>>(11)?.unwrap_or_default(),
+        digest: stored_digest(row, 11)?.ok_or(rusqlite::Error::InvalidColumnType(
+            11,
+            "digest".to_owned(),
+            rusqlite::types::Type::Null,
+        ))?,
     })
+}
+
+/// A digest column as the store wrote it (64 hex digits), parsed; a text that is not one is an
+/// error naming the column.
+pub(super) fn stored_digest(
+    row: &rusqlite::Row<'_>,
+    column: usize,
+) -> rusqlite::Result<Option<Sha256Hash>> {
+    let Some(text) = row.get::<_, Option<String>>(column)? else {
+        return Ok(None);
+    };
+    let mut bytes = [0u8; 32];
+    hex::decode_to_slice(&text, &mut bytes)
+        .map(|()| Some(Sha256Hash(bytes)))
+        .map_err(|_| {
+            rusqlite::Error::FromSqlConversionFailure(
+                column,
+                rusqlite::types::Type::Text,
+                format!("{text:?} is not a stored digest").into(),
+            )
+        })
 }
 
 pub(crate) fn mandate_row(conn: &Connection, id: &str) -> Result<Option<MandateRow>, StoreError> {

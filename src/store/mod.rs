@@ -38,7 +38,7 @@ pub use base::{Db, Effects, JournalEvent, OpenReport, StateChange};
 pub use decide::{Applied, CardDecision, Decided, OwnerDecision};
 pub use mandates::{MandateRow, NewMandate};
 pub use outbox::Outgoing;
-pub use records::{Record, Subject};
+pub use records::{Asked, Record, Subject};
 pub use state::RecordState;
 
 /// The database's file name in the state directory.
@@ -79,6 +79,8 @@ pub enum StoreError {
     },
     #[error("no such record")]
     Missing,
+    #[error("record {id} was refused before it had a kind and a digest")]
+    NotAsked { id: String },
     #[error("cannot write {path}: {source}")]
     File {
         path: String,

@@ -10,12 +10,12 @@ use rust_decimal::Decimal;
 
 use super::base::{parse_time, Db};
 use super::cached::Cached;
-use super::mandate_rows::{mandate_row, MandateRow};
+use super::mandate_rows::{mandate_row, stored_digest, MandateRow};
 use super::state::RecordState;
 use super::StoreError;
 use crate::clock::Monotonic;
 use crate::deadline::Window;
-use crate::digest::AttachmentFacts;
+use crate::digest::{AttachmentFacts, Sha256Hash};
 
 /// A stored record.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,7 +30,10 @@ pub struct Record {
     /// Parsed once, when the record is read (the store writes it with `format_usd`).
     pub cost_usd: Option<Decimal>,
     pub attachments: Vec<AttachmentFacts>,
-    pub digest: Option<String>,
+    /// The action's (or mandate request's) digest, parsed once when the record is read. `kind`
+    /// and `digest` are missing only on a record refused before it had them: see
+    /// [`Record::asked`].
+    pub digest: Option<Sha256Hash>,
     pub idempotency_key: Option<String>,
     pub urgent: bool,
     pub state: RecordState,
@@ -62,7 +65,25 @@ pub struct Record {
     pub decline_reason: Option<String>,
 }
 
+/// What every record that was asked has — all but one refused before it had them: the kind
+/// it asks for and its digest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Asked<'a> {
+    pub kind: &'a str,
+    pub digest: &'a Sha256Hash,
+}
+
 impl Record {
+    /// Its kind and digest; [`StoreError::NotAsked`] for a record refused before it had them.
+    pub fn asked(&self) -> Result<Asked<'_>, StoreError> {
+        match (&self.kind, &self.digest) {
+            (Some(kind), Some(digest)) => Ok(Asked { kind, digest }),
+            _ => Err(StoreError::NotAsked {
+                id: self.id.clone(),
+            }),
+        }
+    }
+
     /// When its card was shown and until when it may be answered, once it was shown.
     pub fn window(&self) -> Option<Window> {
         Some(Window {
@@ -189,7 +210,7 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
         fields: serde_json::from_str(&fields).map_err(|e| invalid(6, e.to_string()))?,
         cost_usd: stored_money(row, 7)?,
         attachments: Vec::new(),
-        digest: row.get(8)?,
+        digest: stored_digest(row, 8)?,
         idempotency_key: row.get(9)?,
         urgent: row.get(10)?,
         state: RecordState::parse(&state).ok_or_else(|| invalid(11, format!("state {state}")))?,
