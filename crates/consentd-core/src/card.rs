@@ -442,7 +442,7 @@ pub fn render_card(
     lang: Language,
     now: DateTime<Utc>,
 ) -> Rendered {
-    draw_card(view, Body::new(view, locales, lang), locales, lang, now)
+    draw_card(view, CardBody::new(view, locales, lang), locales, lang, now)
 }
 
 /// The card for `view`, or why it cannot be one message.
@@ -462,8 +462,12 @@ pub fn try_render_card(
         field_warnings: &field_warnings,
         ..view.clone()
     };
-    fits_beside_footer(&Body::new(&measured, locales, lang).without_footer().text)?;
-    let body = Body::new(view, locales, lang);
+    fits_beside_footer(
+        &CardBody::new(&measured, locales, lang)
+            .without_footer()
+            .text,
+    )?;
+    let body = CardBody::new(view, locales, lang);
     fits_beside_footer(&body.without_footer().text)?;
     Ok(draw_card(view, body, locales, lang, now))
 }
@@ -507,7 +511,7 @@ fn fits_beside_footer(fixed: &str) -> Result<(), CardError> {
 
 fn draw_card(
     view: &CardView,
-    body: Body,
+    body: CardBody,
     locales: &Locales,
     lang: Language,
     now: DateTime<Utc>,
@@ -547,7 +551,7 @@ pub fn render_outcome(
     lang: Language,
     outcome: &Outcome,
 ) -> Styled {
-    let body = Body::new(view, locales, lang);
+    let body = CardBody::new(view, locales, lang);
     body.assemble(&outcome_footer(outcome, locales, lang))
 }
 
@@ -621,7 +625,7 @@ enum TextPlace {
 }
 
 /// A card's content, without the lines that change between the card and its edits.
-struct Body {
+struct CardBody {
     /// Label and class, target, fields, cost, attachments, record id.
     lines: Vec<Styled>,
     text: TextPlace,
@@ -635,8 +639,8 @@ fn part_message(index: usize, count: usize, piece: &str) -> Styled {
     message
 }
 
-impl Body {
-    fn new(view: &CardView, locales: &Locales, lang: Language) -> Body {
+impl CardBody {
+    fn new(view: &CardView, locales: &Locales, lang: Language) -> CardBody {
         let lines = content_lines(view, locales, lang);
         let text = match view.text {
             None => TextPlace::None,
@@ -644,7 +648,7 @@ impl Body {
                 let mut inline = Styled::plain(locales.t(lang, msg::CARD_TEXT, &[]));
                 inline.push_str("\n");
                 inline.push(&Styled::quote(text));
-                let candidate = Body {
+                let candidate = CardBody {
                     lines: lines.clone(),
                     text: TextPlace::Inline(inline),
                 };
@@ -673,7 +677,7 @@ impl Body {
                 }
             }
         };
-        Body { lines, text }
+        CardBody { lines, text }
     }
 
     fn without_footer(&self) -> Styled {
@@ -1623,7 +1627,8 @@ mod tests {
         for lang in Language::ALL {
             let probe = view(&fields, &[], "", label(lang));
             let room = MESSAGE_LIMIT - FOOTER_ROOM;
-            let base = split::measure(&Body::new(&probe, &locales, lang).without_footer().text).0;
+            let base =
+                split::measure(&CardBody::new(&probe, &locales, lang).without_footer().text).0;
             let most = room - base;
             let fits = "x".repeat(most);
             let rendered = render_card(
@@ -1663,7 +1668,8 @@ mod tests {
         let reason = "🙈".repeat(1000);
         for lang in Language::ALL {
             let probe = view(&fields, &attachments, "", label(lang));
-            let base = split::measure(&Body::new(&probe, &locales, lang).without_footer().text).0;
+            let base =
+                split::measure(&CardBody::new(&probe, &locales, lang).without_footer().text).0;
             let text = "x".repeat(MESSAGE_LIMIT - FOOTER_ROOM - base);
             let v = view(&fields, &attachments, &text, label(lang));
             // Just inside: the card and every edit carry the text and still fit.

@@ -7,8 +7,8 @@ use chrono_tz::Tz;
 use rust_decimal::Decimal;
 
 use super::{
-    button, class_message, local_time, msg, usd, Body, ButtonAction, CardError, CardView, Outcome,
-    Rendered,
+    button, class_message, local_time, msg, usd, ButtonAction, CardBody, CardError, CardView,
+    Outcome, Rendered,
 };
 use crate::locale::{Language, Locales};
 use crate::lookalike::Warning;
@@ -213,7 +213,7 @@ pub fn render_receipt(
     lang: Language,
     now: DateTime<Utc>,
 ) -> Rendered {
-    let body = Body::new(action, locales, lang);
+    let body = CardBody::new(action, locales, lang);
     let mut footer = super::outcome_footer(outcome, locales, lang);
     footer.push(Styled::plain(usage_line(mandate, usage, locales, lang)));
     let until = local_time(locales, lang, mandate.ends_at, mandate.tz, now);

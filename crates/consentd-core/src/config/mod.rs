@@ -43,7 +43,7 @@ use categories::categories;
 use limits::limits;
 pub use limits::Limits;
 use problems::syntax_problem;
-pub use problems::{ConfigError, Problem};
+pub use problems::{ConfigError, ConfigProblem};
 use sections::{client, gate, owner, paths, telegram};
 use syntax::hm;
 pub use syntax::{is_valid_kind, parse_duration, parse_hhmm, parse_money, parse_quiet_hours};
@@ -148,8 +148,8 @@ impl fmt::Display for Language {
 /// The whole, validated configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub owner: Owner,
-    pub telegram: Telegram,
+    pub owner: OwnerSection,
+    pub telegram: TelegramSection,
     pub paths: Paths,
     pub client: Client,
     pub limits: Limits,
@@ -159,7 +159,7 @@ pub struct Config {
 }
 
 #[derive(Debug, Clone)]
-pub struct Owner {
+pub struct OwnerSection {
     /// `None` until the owner pairs with the bot.
     pub telegram_id: Option<i64>,
     /// `None` means: use the owner's Telegram `language_code`, else English.
@@ -167,9 +167,9 @@ pub struct Owner {
     pub timezone: Tz,
 }
 
-impl Default for Owner {
+impl Default for OwnerSection {
     fn default() -> Self {
-        Owner {
+        OwnerSection {
             telegram_id: None,
             language: None,
             timezone: Tz::UTC,
@@ -178,16 +178,16 @@ impl Default for Owner {
 }
 
 #[derive(Debug, Clone)]
-pub struct Telegram {
+pub struct TelegramSection {
     /// `None` means the token comes from `CONSENTD_BOT_TOKEN`.
     pub token_file: Option<PathBuf>,
     /// Base URL without a trailing slash, so callers can append `/bot…/method`.
     pub api_url: String,
 }
 
-impl Default for Telegram {
+impl Default for TelegramSection {
     fn default() -> Self {
-        Telegram {
+        TelegramSection {
             token_file: None,
             api_url: DEFAULT_API_URL.to_owned(),
         }
@@ -357,10 +357,17 @@ pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
 
 /// Checks of a config beyond the file's own rules, over its token source, its categories and
 /// its paths (`None` when they are wrong).
-pub type MoreChecks<'a> =
-    &'a mut dyn FnMut(&Telegram, &BTreeMap<String, Category>, Option<&Paths>) -> Vec<Problem>;
+pub type MoreChecks<'a> = &'a mut dyn FnMut(
+    &TelegramSection,
+    &BTreeMap<String, Category>,
+    Option<&Paths>,
+) -> Vec<ConfigProblem>;
 
-fn no_more_checks(_: &Telegram, _: &BTreeMap<String, Category>, _: Option<&Paths>) -> Vec<Problem> {
+fn no_more_checks(
+    _: &TelegramSection,
+    _: &BTreeMap<String, Category>,
+    _: Option<&Paths>,
+) -> Vec<ConfigProblem> {
     Vec::new()
 }
 
@@ -404,7 +411,7 @@ impl Config {
     }
 }
 
-fn validate(root: &Table, more: MoreChecks<'_>) -> Result<Config, Vec<Problem>> {
+fn validate(root: &Table, more: MoreChecks<'_>) -> Result<Config, Vec<ConfigProblem>> {
     let mut w = Walker::default();
     let empty = Table::new();
     w.unknown_keys(root, "", TOP_KEYS);

@@ -26,8 +26,8 @@ pub use crate::reason::{
     MAX_TARGET_CHARS,
 };
 
-impl From<visible::Refusal> for Refusal {
-    fn from(refusal: visible::Refusal) -> Self {
+impl From<visible::Unshowable> for Refusal {
+    fn from(refusal: visible::Unshowable) -> Self {
         let reason = match refusal.reason_code() {
             "not_nfc" => Reason::NotNfc,
             _ => Reason::InvisibleCharacter,
