@@ -9,7 +9,7 @@ use crate::config;
 use crate::locale::Language;
 
 /// The commands, as the bot menu lists them (without `/start`, which only pairs).
-pub const MENU: [&str; 9] = [
+pub(crate) const MENU: [&str; 9] = [
     "pending",
     "mandates",
     "categories",

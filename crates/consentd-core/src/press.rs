@@ -22,10 +22,10 @@ use crate::deadline::{Late, Now, Window};
 /// Telegram refuses callback data longer than this (`BUTTON_DATA_INVALID`).
 pub const MAX_CALLBACK_LEN: usize = 64;
 /// The only callback format version this build writes and accepts.
-pub const CALLBACK_VERSION: u8 = 1;
+pub(crate) const CALLBACK_VERSION: u8 = 1;
 /// Bytes of HMAC-SHA-256 kept in the tag: 128 bits, over RFC 2104's floor of 80 bits and half the
 /// hash output.
-pub const TAG_LEN: usize = 16;
+pub(crate) const TAG_LEN: usize = 16;
 /// Characters of a 16-byte tag in base64url without padding.
 const TAG_CHARS: usize = 22;
 /// Bytes of key material.
@@ -52,7 +52,7 @@ pub enum PressAction {
 }
 
 impl PressAction {
-    pub const ALL: [PressAction; 8] = [
+    pub(crate) const ALL: [PressAction; 8] = [
         PressAction::Yes,
         PressAction::No,
         PressAction::Resume,
@@ -77,7 +77,7 @@ impl PressAction {
         }
     }
 
-    pub fn from_letter(letter: char) -> Option<PressAction> {
+    pub(crate) fn from_letter(letter: char) -> Option<PressAction> {
         PressAction::ALL.into_iter().find(|a| a.letter() == letter)
     }
 
@@ -99,7 +99,7 @@ impl PressAction {
     /// count on a message that was changed since it was drawn, or that Telegram no longer shows
     /// the bot: refusing them would let whoever changed it keep the owner from stopping what
     /// they want stopped, and they can make nothing run.
-    pub fn only_restricts(self) -> bool {
+    pub(crate) fn only_restricts(self) -> bool {
         matches!(
             self,
             PressAction::No | PressAction::Decline | PressAction::Stop | PressAction::CategoryOff

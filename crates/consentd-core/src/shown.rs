@@ -27,7 +27,7 @@ const BLACK_FLAG: char = '\u{1F3F4}';
 const CANCEL_TAG: char = '\u{E007F}';
 
 /// `s` with every hidden scalar written as `U+XXXX`; borrowed when there is none.
-pub fn shown(s: &str) -> Cow<'_, str> {
+pub(crate) fn shown(s: &str) -> Cow<'_, str> {
     let scalars: Vec<char> = s.chars().collect();
     if !scalars.iter().any(|&c| is_refused_alone(c, false)) {
         return Cow::Borrowed(s);

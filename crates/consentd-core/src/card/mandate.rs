@@ -98,7 +98,7 @@ fn terms_lines(
 }
 
 /// The card asking for a mandate, answerable until `expires_at`, with Grant and Decline.
-pub fn render_mandate_card(
+pub(crate) fn render_mandate_card(
     view: &MandateView,
     expires_at: DateTime<Utc>,
     locales: &Locales,
@@ -152,7 +152,7 @@ pub fn render_mandate_outcome(
 }
 
 /// "Today: 4 of 10 actions, $2.40 of $5.00"; with no money term, "Today: 4 of 10 actions".
-pub fn usage_line(
+pub(crate) fn usage_line(
     view: &MandateView,
     usage: UsageView,
     locales: &Locales,

@@ -10,7 +10,7 @@ use crate::commands::UsageLine;
 use crate::locale::{Language, Locales};
 
 /// What one day held, as the summary shows it (plain counts, kept beside the gate).
-pub use crate::gate::DayCounts;
+pub(crate) use crate::gate::DayCounts;
 
 /// The one-line usage of a command given a bad argument.
 pub fn usage(locales: &Locales, lang: Language, usage: UsageLine) -> String {

@@ -31,7 +31,7 @@ use rust_decimal::Decimal;
 use toml::Table;
 
 mod categories;
-pub mod limits;
+pub(crate) mod limits;
 mod problems;
 mod sections;
 mod syntax;
@@ -41,12 +41,13 @@ mod walker;
 use crate::protocol::ASK_KEYS;
 use categories::categories;
 use limits::limits;
-pub use limits::Limits;
+pub(crate) use limits::Limits;
 use problems::syntax_problem;
 pub use problems::{ConfigError, ConfigProblem};
 use sections::{client, gate, owner, paths, telegram};
 use syntax::hm;
-pub use syntax::{is_valid_kind, parse_duration, parse_hhmm, parse_money, parse_quiet_hours};
+pub use syntax::is_valid_kind;
+pub(crate) use syntax::{parse_duration, parse_hhmm, parse_money, parse_quiet_hours};
 use walker::Walker;
 
 // The cases in `tests` and `doc_tests` reach into the parts.
@@ -234,32 +235,23 @@ pub enum Receipts {
     Summary,
 }
 
-impl Receipts {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Receipts::Each => "each",
-            Receipts::Summary => "summary",
-        }
-    }
-}
-
 /// One kind of action the owner can be asked to approve.
 #[derive(Debug, Clone)]
 pub struct Category {
     pub name: String,
     /// Always holds `Language::En`.
-    pub label: BTreeMap<Language, String>,
+    pub(crate) label: BTreeMap<Language, String>,
     pub class: Class,
     pub enabled: bool,
     pub mandate_ok: bool,
-    pub target: Presence,
-    pub text: Presence,
-    pub fields: Vec<String>,
+    pub(crate) target: Presence,
+    pub(crate) text: Presence,
+    pub(crate) fields: Vec<String>,
     /// Each field's label per language (`field_labels`), where the config gives one; a field
     /// without one is shown under its name.
-    pub field_labels: BTreeMap<String, BTreeMap<Language, String>>,
-    pub attachments: usize,
-    pub cost: Cost,
+    pub(crate) field_labels: BTreeMap<String, BTreeMap<Language, String>>,
+    pub(crate) attachments: usize,
+    pub(crate) cost: Cost,
     pub command: Vec<String>,
     pub run_as: Option<String>,
     pub env_file: Option<PathBuf>,
@@ -278,7 +270,7 @@ impl Category {
 
     /// What a card calls `field` in `lang`: its label there, else its English label, else the
     /// field's own name.
-    pub fn field_label<'a>(&'a self, field: &'a str, lang: Language) -> &'a str {
+    pub(crate) fn field_label<'a>(&'a self, field: &'a str, lang: Language) -> &'a str {
         self.field_labels
             .get(field)
             .and_then(|labels| labels.get(&lang).or_else(|| labels.get(&Language::En)))
@@ -319,24 +311,14 @@ impl fmt::Display for Class {
 
 /// Whether a request part (target, text) must, may or must not be present.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Presence {
+pub(crate) enum Presence {
     Required,
     Optional,
     None,
 }
 
-impl Presence {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Presence::Required => "required",
-            Presence::Optional => "optional",
-            Presence::None => "none",
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Cost {
+pub(crate) enum Cost {
     /// The action costs nothing; a request carrying `cost_usd` is refused.
     None,
     /// Each request states its own `cost_usd`.

@@ -156,7 +156,7 @@ pub enum Unshowable {
 
 impl Unshowable {
     /// Stable machine-readable reason.
-    pub fn reason_code(&self) -> &'static str {
+    pub(crate) fn reason_code(&self) -> &'static str {
         match self {
             Unshowable::Invisible { .. }
             | Unshowable::HiddenTags { .. }
@@ -168,7 +168,7 @@ impl Unshowable {
     }
 
     /// What was refused and where, for the person who submitted the value.
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         self.to_string()
     }
 }
@@ -286,7 +286,7 @@ fn check_nfc(value: &str, field: FieldRef<'_>) -> Result<(), Unshowable> {
 }
 
 /// The raw predicate (no context exception): would this scalar be refused on its own?
-pub fn is_refused_alone(c: char, allow_newline: bool) -> bool {
+pub(crate) fn is_refused_alone(c: char, allow_newline: bool) -> bool {
     match c {
         '\n' => return !allow_newline,
         // Printable ASCII is the bulk of real input and never refused.
