@@ -369,7 +369,7 @@ pub struct CardView<'a> {
     /// What the card calls each field (the category's `field_labels` in the owner's language);
     /// a field not in it is shown under its own name.
     pub field_labels: &'a BTreeMap<String, String>,
-    /// Each field value's look-alike warnings ([`lookalike::value_warnings`]), in the order of
+    /// Each field value's look-alike warnings (`lookalike::value_warnings`), in the order of
     /// `fields`, each a line under its field (empty: none drawn).
     pub field_warnings: &'a [Vec<Warning>],
     /// Dollars with two decimals, as "0.40".
@@ -1096,7 +1096,7 @@ pub fn not_owner_line(locales: &Locales, lang: Language) -> String {
     locales.t(lang, msg::NOT_OWNER, &[])
 }
 
-/// The callback answer for a press that was not accepted (at most [`CALLBACK_TEXT_LIMIT`]
+/// The callback answer for a press that was not accepted (at most `CALLBACK_TEXT_LIMIT`
 /// characters, as Telegram requires).
 pub fn not_accepted(locales: &Locales, lang: Language) -> String {
     clamp(

@@ -142,7 +142,7 @@ pub fn warnings_each(targets: &[String], known: &KnownTargets) -> Vec<Vec<Warnin
 }
 
 /// The mixed-script warning, if `target`'s letters are below "highly restrictive", mix Latin
-/// with another script, or carry a mark a reader may not see ([`hidden_marks`]).
+/// with another script, or carry a mark a reader may not see (`hidden_marks`).
 ///
 /// Only letters, marks and numbers count for the scripts, after a leading `@` or `#` or a URL's
 /// `scheme://`: punctuation and symbols (the `_`, `.` and `/` of handles and URLs, an emoji)

@@ -4,7 +4,7 @@
 //! space). Each such scalar is written out as `U+XXXX` instead, so the owner sees that it is
 //! there and the line cannot be made to read as something else.
 //!
-//! The policy is the gate's scalar policy ([`crate::refusal::visible::is_refused_alone`], line
+//! The policy is the gate's scalar policy (`refusal::visible::is_refused_alone`, line
 //! breaks included), with the visible emoji kept whole: a joiner between two pictographs, a
 //! presentation selector after one, and the tag sequence of a flag Unicode recommends (England,
 //! Scotland, Wales). Any other flag-shaped tag run draws as a plain black flag, so its tags are

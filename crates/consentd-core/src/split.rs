@@ -43,16 +43,16 @@ pub fn part_message(i: usize, n: usize, part: &str) -> String {
     format!("{}{part}", part_header(i, n))
 }
 
+/// [`pieces`], owned.
 #[cfg(test)]
-/// The texts of the numbered parts of `text`: the message for part `i` of `N` is exactly
-/// [`part_message`]`(i, N, part)` and fits [`MESSAGE_LIMIT`] under both measures.
-///
-/// An empty text has no parts (there is nothing to send).
 pub(crate) fn parts(text: &str) -> Vec<String> {
     pieces(text).into_iter().map(str::to_owned).collect()
 }
 
-/// [`parts`], borrowed from `text`.
+/// The texts of the numbered parts of `text`, borrowed from it: the message for part `i` of `N`
+/// is exactly [`part_message`]`(i, N, part)` and fits [`MESSAGE_LIMIT`] under both measures.
+///
+/// An empty text has no parts (there is nothing to send).
 pub fn pieces(text: &str) -> Vec<&str> {
     if text.is_empty() {
         return Vec::new();

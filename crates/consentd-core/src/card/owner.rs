@@ -107,7 +107,7 @@ pub enum Stale {
     CategoryCannotRun { leaf: &'static str },
 }
 
-/// The press's answer for a stale button (at most [`super::CALLBACK_TEXT_LIMIT`] characters);
+/// The press's answer for a stale button (at most `CALLBACK_TEXT_LIMIT` characters);
 /// `kind` and `label` name the kind, for a category switch.
 pub fn stale_toast(
     locales: &Locales,

@@ -277,7 +277,7 @@ impl Category {
             .map_or(field, String::as_str)
     }
 
-    /// Every field's label in `lang` ([`Category::field_label`]), by field name.
+    /// Every field's label in `lang` (`Category::field_label`), by field name.
     pub fn field_labels_in(&self, lang: Language) -> BTreeMap<String, String> {
         self.fields
             .iter()
