@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-pub use consentd_core::clock::{Clock, ManualClock, Monotonic};
+pub use consentd_core::clock::{Clock, Monotonic};
 
 /// The real clocks.
 #[derive(Debug, Clone, Copy, Default)]

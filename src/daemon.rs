@@ -43,8 +43,8 @@ pub(crate) fn serve(config_path: &Path) -> anyhow::Result<()> {
 
 /// The owner's category switches kept in `state_dir`, or why they cannot be read (under the
 /// key `paths.state_dir`).
-fn stored_switches(state_dir: &Path) -> Result<BTreeMap<String, bool>, config::Problem> {
-    store::settings::read_switches(state_dir).map_err(|error| config::Problem {
+fn stored_switches(state_dir: &Path) -> Result<BTreeMap<String, bool>, config::ConfigProblem> {
+    store::settings::read_switches(state_dir).map_err(|error| config::ConfigProblem {
         key: "paths.state_dir".to_owned(),
         message: format!("cannot read the owner's category switches: {error}"),
     })

@@ -24,7 +24,7 @@ use std::path::Path;
 
 use nix::unistd::{AccessFlags, User};
 
-use crate::config::{Category, Problem, Telegram};
+use crate::config::{Category, ConfigProblem, TelegramSection};
 
 /// The environment variable that may carry the bot token instead of `telegram.token_file`.
 pub(crate) const TOKEN_ENV: &str = "CONSENTD_BOT_TOKEN";
@@ -33,16 +33,16 @@ pub(crate) const TOKEN_ENV: &str = "CONSENTD_BOT_TOKEN";
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Findings {
     /// What `serve` refuses to start with.
-    pub(crate) problems: Vec<Problem>,
+    pub(crate) problems: Vec<ConfigProblem>,
     /// What fails only once the owner turns an off category on.
-    pub(crate) notes: Vec<Problem>,
+    pub(crate) notes: Vec<ConfigProblem>,
 }
 
 /// Checks the token and the categories against this machine, as this process's user; a
 /// category is on by its switch in `switches` (the owner's, from the chat), else by its
 /// `enabled`.
 pub(crate) fn check(
-    telegram: &Telegram,
+    telegram: &TelegramSection,
     categories: &BTreeMap<String, Category>,
     switches: &BTreeMap<String, bool>,
 ) -> Findings {
@@ -54,7 +54,7 @@ pub(crate) fn check(
     for (name, category) in categories {
         let key = |leaf: &str| format!("categories.{name}.{leaf}");
         if category.run_as.is_some() && !root {
-            findings.problems.push(Problem {
+            findings.problems.push(ConfigProblem {
                 key: key("run_as"),
                 message: format!(
                     "switching users needs consentd to run as root, and {} is not root",
@@ -65,12 +65,12 @@ pub(crate) fn check(
         let on = switches.get(name).copied().unwrap_or(category.enabled);
         for (leaf, message) in category_problems(category) {
             if on {
-                findings.problems.push(Problem {
+                findings.problems.push(ConfigProblem {
                     key: key(leaf),
                     message,
                 });
             } else {
-                findings.notes.push(Problem {
+                findings.notes.push(ConfigProblem {
                     key: key(leaf),
                     message: format!(
                         "{message} (the category is off; it cannot be turned on until this is fixed)"
@@ -104,8 +104,8 @@ fn category_problems(category: &Category) -> impl Iterator<Item = (&'static str,
 
 /// The bot token: the config's `token_file`, else `$CONSENTD_BOT_TOKEN`. Never logged; a problem
 /// names the file or the variable, never what it holds.
-pub(crate) fn bot_token(telegram: &Telegram) -> Result<String, Problem> {
-    let problem = |message: String| Problem {
+pub(crate) fn bot_token(telegram: &TelegramSection) -> Result<String, ConfigProblem> {
+    let problem = |message: String| ConfigProblem {
         key: "telegram.token_file".to_owned(),
         message,
     };
@@ -222,7 +222,7 @@ mod tests {
         check(&config.telegram, &config.categories, &switches)
     }
 
-    fn keys(problems: &[Problem]) -> Vec<&str> {
+    fn keys(problems: &[ConfigProblem]) -> Vec<&str> {
         problems.iter().map(|p| p.key.as_str()).collect()
     }
 
@@ -329,9 +329,9 @@ mod tests {
     fn the_token_comes_from_a_readable_file_with_one_word() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("token");
-        let telegram = |path: &Path| Telegram {
+        let telegram = |path: &Path| TelegramSection {
             token_file: Some(path.to_owned()),
-            ..Telegram::default()
+            ..TelegramSection::default()
         };
         std::fs::write(&path, "123:abc\n").unwrap();
         assert_eq!(bot_token(&telegram(&path)).unwrap(), "123:abc");

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::card::CardError;
 use crate::clock::Clock;
 use crate::digest::AttachmentFacts;
-use crate::gate::{self, Class, Delivery};
+use crate::gate::{self, Delivery, NoticeClass};
 use crate::lookalike::KnownTargets;
 use crate::store::drawn::Drawn;
 use crate::store::outbox::{ButtonSpec, Row, Sound, What};
@@ -243,9 +243,9 @@ async fn send_row(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowErr
         What::Message => {
             let class = match row.sound {
                 Sound::Silent => None,
-                Sound::Urgent => Some(Class::Urgent),
-                Sound::Receipt => Some(Class::Receipt),
-                Sound::Gated => Some(Class::Summary),
+                Sound::Urgent => Some(NoticeClass::Urgent),
+                Sound::Receipt => Some(NoticeClass::Receipt),
+                Sound::Gated => Some(NoticeClass::Summary),
             };
             let silent = match class {
                 None => true,
@@ -364,7 +364,7 @@ async fn card_delivery(out: &Out<'_>, record: &Record, seq: i64) -> Result<Optio
         }
         None => 0,
     };
-    let class = Class::Card {
+    let class = NoticeClass::Card {
         urgent_ask: record.urgent,
     };
     match gate::decide(class, &settings, tonight, now, tz) {

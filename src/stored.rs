@@ -34,7 +34,7 @@ pub(crate) struct Expected {
 
 /// Why a stored copy is not good.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum Problem {
+pub(crate) enum CopyProblem {
     #[error("its stored copy is gone")]
     Missing,
     #[error("its stored copy was replaced by a symbolic link")]
@@ -59,13 +59,16 @@ pub(crate) enum Problem {
     Write(io::Error),
 }
 
-impl Problem {
+impl CopyProblem {
     /// True when the stored copy is no longer what the owner is shown (as opposed to a file
     /// that could not be read or written).
     pub(crate) fn is_change(&self) -> bool {
         matches!(
             self,
-            Problem::Missing | Problem::Symlink | Problem::NotAFile | Problem::Changed { .. }
+            CopyProblem::Missing
+                | CopyProblem::Symlink
+                | CopyProblem::NotAFile
+                | CopyProblem::Changed { .. }
         )
     }
 }
@@ -77,19 +80,19 @@ fn shown(sha256: &str) -> &str {
 /// Opens a stored copy for reading. A symbolic link in its place is refused rather than
 /// followed, and so is anything but a regular file: `O_NONBLOCK` keeps a FIFO put there from
 /// blocking the open, and has no effect on a regular file's reads.
-pub(crate) fn open(path: &Path) -> Result<File, Problem> {
+pub(crate) fn open(path: &Path) -> Result<File, CopyProblem> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK).bits())
         .open(path)
         .map_err(|error| match error.raw_os_error().map(Errno::from_raw) {
-            _ if error.kind() == io::ErrorKind::NotFound => Problem::Missing,
-            Some(Errno::ELOOP) => Problem::Symlink,
-            _ => Problem::Read(error),
+            _ if error.kind() == io::ErrorKind::NotFound => CopyProblem::Missing,
+            Some(Errno::ELOOP) => CopyProblem::Symlink,
+            _ => CopyProblem::Read(error),
         })?;
-    let meta = file.metadata().map_err(Problem::Read)?;
+    let meta = file.metadata().map_err(CopyProblem::Read)?;
     if !meta.file_type().is_file() {
-        return Err(Problem::NotAFile);
+        return Err(CopyProblem::NotAFile);
     }
     Ok(file)
 }
@@ -101,7 +104,7 @@ pub(crate) fn copy(
     mut source: File,
     expected: &Expected,
     sink: &mut impl Write,
-) -> Result<(), Problem> {
+) -> Result<(), CopyProblem> {
     let mut hasher = Sha256::new();
     let mut total: u64 = 0;
     let mut chunk = vec![0u8; CHUNK];
@@ -110,18 +113,18 @@ pub(crate) fn copy(
             Ok(0) => break,
             Ok(n) => n,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(Problem::Read(error)),
+            Err(error) => return Err(CopyProblem::Read(error)),
         };
         let piece = &chunk[..n];
         hasher.update(piece);
         let room = expected.bytes.saturating_sub(total);
         let keep = usize::try_from(room).map_or(n, |room| room.min(n));
-        sink.write_all(&piece[..keep]).map_err(Problem::Write)?;
+        sink.write_all(&piece[..keep]).map_err(CopyProblem::Write)?;
         total += n as u64;
     }
     let found = hex::encode(hasher.finalize());
     if total != expected.bytes || found != expected.sha256 {
-        return Err(Problem::Changed {
+        return Err(CopyProblem::Changed {
             expected: expected.clone(),
             found_sha256: found,
             found_bytes: total,
@@ -131,7 +134,7 @@ pub(crate) fn copy(
 }
 
 /// The whole stored copy in memory, checked (the sender uploads it in one piece).
-pub(crate) fn read(path: &Path, expected: &Expected) -> Result<Vec<u8>, Problem> {
+pub(crate) fn read(path: &Path, expected: &Expected) -> Result<Vec<u8>, CopyProblem> {
     let source = open(path)?;
     // The size is the record's, not the file's: a grown file cannot make this allocate more.
     let mut bytes = Vec::with_capacity(usize::try_from(expected.bytes).unwrap_or(0));
@@ -205,7 +208,10 @@ mod tests {
         // The same first 12 digits (all the card shows) but not the rest.
         let last = want.sha256.pop().unwrap();
         want.sha256.push(if last == '0' { '1' } else { '0' });
-        assert!(matches!(read(&path, &want), Err(Problem::Changed { .. })));
+        assert!(matches!(
+            read(&path, &want),
+            Err(CopyProblem::Changed { .. })
+        ));
     }
 
     #[test]
@@ -217,19 +223,19 @@ mod tests {
 
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        assert!(matches!(read(&link, &want), Err(Problem::Symlink)));
+        assert!(matches!(read(&link, &want), Err(CopyProblem::Symlink)));
 
         let fifo = dir.path().join("fifo");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
-        assert!(matches!(read(&fifo, &want), Err(Problem::NotAFile)));
+        assert!(matches!(read(&fifo, &want), Err(CopyProblem::NotAFile)));
 
         let sub = dir.path().join("sub");
         std::fs::create_dir(&sub).unwrap();
-        assert!(matches!(read(&sub, &want), Err(Problem::NotAFile)));
+        assert!(matches!(read(&sub, &want), Err(CopyProblem::NotAFile)));
 
         assert!(matches!(
             read(&dir.path().join("gone"), &want),
-            Err(Problem::Missing)
+            Err(CopyProblem::Missing)
         ));
     }
 }

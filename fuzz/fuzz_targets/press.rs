@@ -12,7 +12,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use consentd::clock::Monotonic;
 use consentd::deadline::{Now, Window};
 use consentd::press::{
-    self, MessageFacts, PressAction, PressContext, PressKey, Rejection, SubjectFacts, AsDrawn,
+    self, MessageFacts, PressAction, PressContext, PressKey, PressRejection, SubjectFacts, AsDrawn,
     Verdict, MAX_CALLBACK_LEN,
 };
 use libfuzzer_sys::fuzz_target;
@@ -86,10 +86,10 @@ fuzz_target!(|bytes: &[u8]| {
             assert_eq!(data.len(), head.len() + 22);
         }
         Err(rejection) => {
-            assert_eq!(rejection, Rejection::Malformed);
+            assert_eq!(rejection, PressRejection::Malformed);
             assert_eq!(
                 press::verify(data, key, &context(DIGEST)),
-                Verdict::Reject(Rejection::Malformed)
+                Verdict::Reject(PressRejection::Malformed)
             );
             return;
         }
@@ -110,20 +110,20 @@ fuzz_target!(|bytes: &[u8]| {
             // The MAC binds the digest: the same press never answers another card.
             assert_eq!(
                 press::verify(data, key, &context(OTHER_DIGEST)),
-                Verdict::Reject(Rejection::BadTag)
+                Verdict::Reject(PressRejection::BadTag)
             );
             // A genuine press counts only on the message it was drawn on, unaltered.
             let mut elsewhere = context(DIGEST);
             elsewhere.message = MessageFacts::NotDrawn;
             assert_eq!(
                 press::verify(data, key, &elsewhere),
-                Verdict::Reject(Rejection::WrongMessage)
+                Verdict::Reject(PressRejection::WrongMessage)
             );
             let mut altered = context(DIGEST);
             altered.message = MessageFacts::Drawn(AsDrawn::Changed);
             assert_eq!(
                 press::verify(data, key, &altered),
-                Verdict::Reject(Rejection::CardAltered)
+                Verdict::Reject(PressRejection::CardAltered)
             );
         }
         Verdict::Reject(rejection) => {
@@ -131,7 +131,7 @@ fuzz_target!(|bytes: &[u8]| {
             assert!(
                 matches!(
                     rejection,
-                    Rejection::WrongVersion | Rejection::StaleKey | Rejection::BadTag
+                    PressRejection::WrongVersion | PressRejection::StaleKey | PressRejection::BadTag
                 ),
                 "{data:?} rejected as {rejection:?}"
             );

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 
 use crate::card;
 use crate::card::mandate::UsageView;
-use crate::commands::{self, Command};
+use crate::commands::{self, ChatCommand};
 use crate::config::Gate;
 use crate::locale::Language;
 use crate::lookalike;
@@ -30,9 +30,11 @@ impl Consent {
         let chat = said.chat;
         let command = commands::parse(&said.text, self.config.gate.night_card_limit);
         match (self.owner(), command) {
-            (None, Command::Start(code)) => self.pair(from, chat, code, next, now).await,
+            (None, ChatCommand::Start(code)) => self.pair(from, chat, code, next, now).await,
             // Not a command, in reply to a message: perhaps the reason for a No.
-            (Some(owner), Command::Unknown) if from.id == owner.id && said.reply_to.is_some() => {
+            (Some(owner), ChatCommand::Unknown)
+                if from.id == owner.id && said.reply_to.is_some() =>
+            {
                 self.owner_reply(owner, said, next, now).await
             }
             (Some(owner), command) if from.id == owner.id => {
@@ -58,38 +60,41 @@ impl Consent {
         &self,
         owner: Owner,
         chat: ChatRef,
-        command: Command,
+        command: ChatCommand,
         next: i64,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let lang = owner.language;
         let locales = &self.locales;
         let replies: Vec<Body> = match command {
-            Command::Pending => self
+            ChatCommand::Pending => self
                 .pending_texts(lang, now)
                 .await?
                 .into_iter()
                 .map(text_body)
                 .collect(),
-            Command::Mandates => self.mandates_replies(lang, now).await?,
-            Command::Categories => self.categories_replies(lang),
-            Command::Anchor => {
+            ChatCommand::Mandates => self.mandates_replies(lang, now).await?,
+            ChatCommand::Categories => self.categories_replies(lang),
+            ChatCommand::Anchor => {
                 let head = self.store.call(|db| Ok(db.journal_head())).await?;
                 let head = (head.n > 0).then_some((head.n, head.h.as_str()));
                 vec![text_body(card::owner::anchor(locales, lang, head))]
             }
-            Command::Usage(usage) => vec![text_body(card::owner::usage(locales, lang, usage))],
-            Command::QuietNow | Command::NightCardsNow => {
+            ChatCommand::Usage(usage) => vec![text_body(card::owner::usage(locales, lang, usage))],
+            ChatCommand::QuietNow | ChatCommand::NightCardsNow => {
                 vec![text_body(self.setting_now(command, lang))]
             }
-            Command::Quiet(_) | Command::NightCards(_) | Command::Summary(_) | Command::Lang(_) => {
+            ChatCommand::Quiet(_)
+            | ChatCommand::NightCards(_)
+            | ChatCommand::Summary(_)
+            | ChatCommand::Lang(_) => {
                 return self.change_setting(owner, command, next, now).await;
             }
-            Command::Start(_) | Command::Help => {
+            ChatCommand::Start(_) | ChatCommand::Help => {
                 vec![text_body(card::help_text(locales, lang))]
             }
             // One line, not the whole help: a stray message is more often a slip than a question.
-            Command::Unknown => vec![text_body(card::owner::help_pointer(locales, lang))],
+            ChatCommand::Unknown => vec![text_body(card::owner::help_pointer(locales, lang))],
         };
         self.store
             .call(move |db| {
@@ -113,10 +118,10 @@ impl Consent {
 
     /// What `/quiet` or `/nightcards` alone answers: the setting as the gate has it now (the
     /// config's, or the owner's own over it).
-    fn setting_now(&self, command: Command, lang: Language) -> String {
+    fn setting_now(&self, command: ChatCommand, lang: Language) -> String {
         let gate = self.gate.read().unwrap_or_else(|p| p.into_inner()).clone();
         match command {
-            Command::NightCardsNow => card::owner::nightcards_current(
+            ChatCommand::NightCardsNow => card::owner::nightcards_current(
                 &self.locales,
                 lang,
                 gate.night_card_limit,
@@ -131,14 +136,14 @@ impl Consent {
     async fn change_setting(
         &self,
         owner: Owner,
-        command: Command,
+        command: ChatCommand,
         next: i64,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let lang = owner.language;
         let locales = &self.locales;
         match command {
-            Command::Quiet(quiet) => {
+            ChatCommand::Quiet(quiet) => {
                 let value = match quiet {
                     Some((from, to)) => format!("{}-{}", from.format("%H:%M"), to.format("%H:%M")),
                     None => "off".to_owned(),
@@ -151,7 +156,7 @@ impl Consent {
                 self.set(owner, "quiet_hours", value, reply, next, now)
                     .await
             }
-            Command::NightCards(count) => {
+            ChatCommand::NightCards(count) => {
                 let reply = card::owner::nightcards_set(locales, lang, count);
                 // Before the store's release of held cards, as for the quiet hours.
                 self.write_gate().night_card_limit = count;
@@ -159,7 +164,7 @@ impl Consent {
                 self.set(owner, "night_card_limit", value, reply, next, now)
                     .await
             }
-            Command::Summary(at) => {
+            ChatCommand::Summary(at) => {
                 let reply = card::owner::summary_set(locales, lang, at);
                 let value = at.format("%H:%M").to_string();
                 self.set(owner, "summary_at", value, reply, next, now)
@@ -167,7 +172,7 @@ impl Consent {
                 self.write_gate().summary_at = at;
                 Ok(())
             }
-            Command::Lang(chosen) => {
+            ChatCommand::Lang(chosen) => {
                 let reply = card::owner::lang_set(locales, chosen);
                 let value = chosen.as_str().to_owned();
                 // The cell before the store: the reply is queued there, and whatever shows the

@@ -11,7 +11,7 @@ use tokio_util::task::TaskTracker;
 use crate::card;
 use crate::deadline::Now;
 use crate::press::{
-    self, AsDrawn, MessageFacts, PressAction, PressContext, Rejection, SubjectFacts, Verdict,
+    self, AsDrawn, MessageFacts, PressAction, PressContext, PressRejection, SubjectFacts, Verdict,
 };
 use crate::store::consent::ClaimWindow;
 use crate::store::db::EventName;
@@ -221,7 +221,7 @@ impl Consent {
         }
         let Some(record) = record else {
             return self
-                .rejected(Rejection::UnknownSubject, &decision, Some(subject))
+                .rejected(PressRejection::UnknownSubject, &decision, Some(subject))
                 .await;
         };
         match (action, record.subject) {
@@ -236,7 +236,7 @@ impl Consent {
             // A button this record never carries (a Yes on a mandate, a Stop on an action, a
             // category switch): never signed, so a valid tag cannot exist.
             _ => {
-                self.rejected(Rejection::Malformed, &decision, Some(subject))
+                self.rejected(PressRejection::Malformed, &decision, Some(subject))
                     .await
             }
         }
@@ -369,7 +369,8 @@ impl Consent {
             Ok(value) => Ok(Some(value)),
             Err(StoreError::StateConflict { .. }) => {
                 let subject = Some(record_id.to_owned());
-                self.rejected(Rejection::NotOpen, decision, subject).await?;
+                self.rejected(PressRejection::NotOpen, decision, subject)
+                    .await?;
                 Ok(None)
             }
             Err(error) => Err(error),
@@ -407,7 +408,7 @@ impl Consent {
     /// pressed their buttons or a card's message was changed behind their back.
     async fn rejected(
         &self,
-        rejection: Rejection,
+        rejection: PressRejection,
         decision: &Decision,
         subject: Option<String>,
     ) -> Result<(), StoreError> {
@@ -422,8 +423,8 @@ impl Consent {
         );
         let owner = self.owner();
         let worth_telling = match rejection {
-            Rejection::NotOwner => owner.is_some_and(|owner| owner.id != from.id),
-            Rejection::CardAltered => true,
+            PressRejection::NotOwner => owner.is_some_and(|owner| owner.id != from.id),
+            PressRejection::CardAltered => true,
             _ => false,
         };
         let notice = owner.filter(|_| worth_telling).map(|owner| {

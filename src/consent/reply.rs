@@ -12,7 +12,7 @@ use super::{Consent, Owner, Said};
 use crate::card::owner::{self, ReasonReply};
 use crate::card::{self, Outcome};
 use crate::deadline::reason_deadline;
-use crate::refusal::visible::{self, Refusal};
+use crate::refusal::visible::{self, Unshowable};
 use crate::store::outbox::Sound;
 use crate::store::{Record, RecordState, StoreError};
 use crate::styled::Styled;
@@ -57,15 +57,15 @@ pub(super) fn judge(
     }
     match visible::check_owner_words(text) {
         Ok(()) => Judged::Reason,
-        Err(Refusal::NotNfc { position, .. }) => Judged::Say(ReasonReply::NotNfc { position }),
+        Err(Unshowable::NotNfc { position, .. }) => Judged::Say(ReasonReply::NotNfc { position }),
         Err(
-            Refusal::Invisible {
+            Unshowable::Invisible {
                 code_point,
                 name,
                 position,
                 ..
             }
-            | Refusal::HiddenTags {
+            | Unshowable::HiddenTags {
                 code_point,
                 name,
                 position,
@@ -78,7 +78,9 @@ pub(super) fn judge(
         // The owner's words get no spacing or mark rules (they are the owner's own, sent to the
         // agent, not shown to them as someone else's); kept for completeness of the match.
         Err(
-            Refusal::Spacing { .. } | Refusal::StackedMarks { .. } | Refusal::RepeatedMark { .. },
+            Unshowable::Spacing { .. }
+            | Unshowable::StackedMarks { .. }
+            | Unshowable::RepeatedMark { .. },
         ) => Judged::Reason,
     }
 }

@@ -9,7 +9,7 @@
 use super::{Consent, PressFacts, PressSubject, CATEGORY_DIGEST};
 use crate::card::owner::{self, Stale};
 use crate::preflight;
-use crate::press::{PressAction, Rejection, Verdict};
+use crate::press::{PressAction, PressRejection, Verdict};
 use crate::store::{MandateRow, RecordState};
 use crate::telegram::Person;
 
@@ -78,7 +78,9 @@ impl Consent {
     ) -> Option<String> {
         let stale = match verdict {
             Verdict::Accept { .. } => return None,
-            Verdict::Reject(Rejection::NotOpen) => facts.subject.as_ref().and_then(|s| s.stale),
+            Verdict::Reject(PressRejection::NotOpen) => {
+                facts.subject.as_ref().and_then(|s| s.stale)
+            }
             Verdict::Reject(_) => None,
         };
         Some(match stale {

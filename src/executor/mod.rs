@@ -166,7 +166,7 @@ enum NotStarted {
         name: String,
         /// `the card was shown`, or for a mandate's run `it was asked for`.
         since: &'static str,
-        problem: stored::Problem,
+        problem: stored::CopyProblem,
     },
     #[error("cannot start {command}: {error}")]
     Spawn { command: String, error: io::Error },
@@ -518,7 +518,7 @@ fn copy_attachment(
     owner: Option<(u32, u32)>,
     since: &'static str,
 ) -> Result<(), NotStarted> {
-    let failed = |problem: stored::Problem| {
+    let failed = |problem: stored::CopyProblem| {
         let name = a.name.clone();
         // The file the error is about: the copy for a write, else the stored copy.
         let path = match &problem {
@@ -529,7 +529,7 @@ fn copy_attachment(
                     problem,
                 }
             }
-            stored::Problem::Write(_) => dest,
+            stored::CopyProblem::Write(_) => dest,
             _ => a.source.as_path(),
         };
         let detail = format!("{problem} ({})", path.display());

@@ -37,7 +37,7 @@ impl Attachment {
         }
     }
 
-    pub fn facts(&self) -> AttachmentFacts {
+    pub(crate) fn facts(&self) -> AttachmentFacts {
         AttachmentFacts {
             name: self.name.clone(),
             media_type: self.media_type.clone(),

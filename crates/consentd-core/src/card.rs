@@ -32,140 +32,141 @@ mod lookalike_tests;
 /// The message ids this module uses. The tests check that this list and the locale files hold
 /// exactly the same ids, so no message is missing and none is left unused.
 pub mod msg {
-    pub const CLASS_EXTERNAL: &str = "class-external";
-    pub const CLASS_SPEND: &str = "class-spend";
-    pub const CLASS_DESTRUCTIVE: &str = "class-destructive";
+    pub(crate) const CLASS_EXTERNAL: &str = "class-external";
+    pub(crate) const CLASS_SPEND: &str = "class-spend";
+    pub(crate) const CLASS_DESTRUCTIVE: &str = "class-destructive";
 
-    pub const STATE_PENDING: &str = "state-pending";
-    pub const STATE_CARD_SHOWN: &str = "state-card_shown";
-    pub const STATE_GRANTED: &str = "state-granted";
-    pub const STATE_DECLINED: &str = "state-declined";
-    pub const STATE_EXPIRED: &str = "state-expired";
-    pub const STATE_REFUSED: &str = "state-refused";
-    pub const STATE_RUNNING: &str = "state-running";
-    pub const STATE_EXECUTED: &str = "state-executed";
-    pub const STATE_FAILED: &str = "state-failed";
-    pub const STATE_OUTCOME_UNKNOWN: &str = "state-outcome_unknown";
+    pub(crate) const STATE_PENDING: &str = "state-pending";
+    pub(crate) const STATE_CARD_SHOWN: &str = "state-card_shown";
+    pub(crate) const STATE_GRANTED: &str = "state-granted";
+    pub(crate) const STATE_DECLINED: &str = "state-declined";
+    pub(crate) const STATE_EXPIRED: &str = "state-expired";
+    pub(crate) const STATE_REFUSED: &str = "state-refused";
+    pub(crate) const STATE_RUNNING: &str = "state-running";
+    pub(crate) const STATE_EXECUTED: &str = "state-executed";
+    pub(crate) const STATE_FAILED: &str = "state-failed";
+    pub(crate) const STATE_OUTCOME_UNKNOWN: &str = "state-outcome_unknown";
 
     pub const CARD_URGENT: &str = "card-urgent";
-    pub const CARD_TITLE: &str = "card-title";
-    pub const CARD_TARGET: &str = "card-target";
-    pub const CARD_FIELD: &str = "card-field";
-    pub const CARD_COST: &str = "card-cost";
-    pub const CARD_ATTACHMENT: &str = "card-attachment";
-    pub const CARD_RECORD: &str = "card-record";
-    pub const CARD_DEADLINE: &str = "card-deadline";
-    pub const CARD_TEXT: &str = "card-text";
-    pub const CARD_TEXT_PARTS: &str = "card-text-parts";
-    pub const CARD_OUTCOME: &str = "card-outcome";
-    pub const CARD_OUTCOME_BY: &str = "card-outcome-by";
-    pub const CARD_RESULT: &str = "card-result";
-    pub const CARD_REASON: &str = "card-reason";
-    pub const CARD_WARNING_SCRIPTS: &str = "card-warning-scripts";
-    pub const CARD_WARNING_FIELD_SCRIPTS: &str = "card-warning-field-scripts";
-    pub const CARD_WARNING_LOOKALIKE: &str = "card-warning-lookalike";
-    pub const CARD_WARNING_END: &str = "card-warning-end";
+    pub(crate) const CARD_TITLE: &str = "card-title";
+    pub(crate) const CARD_TARGET: &str = "card-target";
+    pub(crate) const CARD_FIELD: &str = "card-field";
+    pub(crate) const CARD_COST: &str = "card-cost";
+    pub(crate) const CARD_ATTACHMENT: &str = "card-attachment";
+    pub(crate) const CARD_RECORD: &str = "card-record";
+    pub(crate) const CARD_DEADLINE: &str = "card-deadline";
+    pub(crate) const CARD_TEXT: &str = "card-text";
+    pub(crate) const CARD_TEXT_PARTS: &str = "card-text-parts";
+    pub(crate) const CARD_OUTCOME: &str = "card-outcome";
+    pub(crate) const CARD_OUTCOME_BY: &str = "card-outcome-by";
+    pub(crate) const CARD_RESULT: &str = "card-result";
+    pub(crate) const CARD_REASON: &str = "card-reason";
+    pub(crate) const CARD_WARNING_SCRIPTS: &str = "card-warning-scripts";
+    pub(crate) const CARD_WARNING_FIELD_SCRIPTS: &str = "card-warning-field-scripts";
+    pub(crate) const CARD_WARNING_LOOKALIKE: &str = "card-warning-lookalike";
+    pub(crate) const CARD_WARNING_END: &str = "card-warning-end";
 
-    pub const SIZE_BYTES: &str = "size-bytes";
-    pub const SIZE_KIB: &str = "size-kib";
-    pub const SIZE_MIB: &str = "size-mib";
-    pub const SIZE_GIB: &str = "size-gib";
+    pub(crate) const SIZE_BYTES: &str = "size-bytes";
+    pub(crate) const SIZE_KIB: &str = "size-kib";
+    pub(crate) const SIZE_MIB: &str = "size-mib";
+    pub(crate) const SIZE_GIB: &str = "size-gib";
 
-    pub const WHEN_TODAY: &str = "when-today";
-    pub const WHEN_DATE: &str = "when-date";
+    pub(crate) const WHEN_TODAY: &str = "when-today";
+    pub(crate) const WHEN_DATE: &str = "when-date";
 
-    pub const BUTTON_YES: &str = "button-yes";
-    pub const BUTTON_NO: &str = "button-no";
-    pub const BUTTON_RESUME: &str = "button-resume";
-    pub const BUTTON_GRANT: &str = "button-grant";
-    pub const BUTTON_DECLINE: &str = "button-decline";
-    pub const BUTTON_STOP: &str = "button-stop";
-    pub const BUTTON_ON: &str = "button-on";
-    pub const BUTTON_OFF: &str = "button-off";
+    pub(crate) const BUTTON_YES: &str = "button-yes";
+    pub(crate) const BUTTON_NO: &str = "button-no";
+    pub(crate) const BUTTON_RESUME: &str = "button-resume";
+    pub(crate) const BUTTON_GRANT: &str = "button-grant";
+    pub(crate) const BUTTON_DECLINE: &str = "button-decline";
+    pub(crate) const BUTTON_STOP: &str = "button-stop";
+    pub(crate) const BUTTON_ON: &str = "button-on";
+    pub(crate) const BUTTON_OFF: &str = "button-off";
 
-    pub const SILENCED: &str = "silenced";
-    pub const RESUMED: &str = "resumed";
-    pub const PRESS_REJECTED: &str = "press-rejected";
-    pub const OUTCOME_UNKNOWN: &str = "outcome-unknown";
-    pub const EXPIRED_AT_CLAIM: &str = "expired-at-claim";
-    pub const ALTERED: &str = "altered";
-    pub const NOT_OWNER: &str = "not-owner";
-    pub const NOT_ACCEPTED: &str = "not-accepted";
-    pub const PAIRED: &str = "paired";
-    pub const PAIRING_WRONG_CODE: &str = "pairing-wrong-code";
-    pub const PAIRING_LOCKED: &str = "pairing-locked";
-    pub const HELP_TITLE: &str = "help-title";
-    pub const COMMAND_PENDING: &str = "command-pending";
-    pub const COMMAND_MANDATES: &str = "command-mandates";
-    pub const COMMAND_CATEGORIES: &str = "command-categories";
-    pub const COMMAND_QUIET: &str = "command-quiet";
-    pub const COMMAND_NIGHTCARDS: &str = "command-nightcards";
-    pub const COMMAND_SUMMARY: &str = "command-summary";
-    pub const COMMAND_LANG: &str = "command-lang";
-    pub const COMMAND_ANCHOR: &str = "command-anchor";
-    pub const COMMAND_HELP: &str = "command-help";
-    pub const COMMAND_START: &str = "command-start";
-    pub const USAGE_QUIET: &str = "usage-quiet";
-    pub const USAGE_NIGHTCARDS: &str = "usage-nightcards";
-    pub const USAGE_SUMMARY: &str = "usage-summary";
-    pub const USAGE_LANG: &str = "usage-lang";
-    pub const USAGE_NO_ARGUMENT: &str = "usage-no-argument";
-    pub const QUIET_SET: &str = "quiet-set";
-    pub const QUIET_OFF: &str = "quiet-off";
-    pub const NIGHTCARDS_SET: &str = "nightcards-set";
-    pub const SUMMARY_SET: &str = "summary-set";
-    pub const LANG_SET: &str = "lang-set";
-    pub const ANCHOR: &str = "anchor";
-    pub const ANCHOR_EMPTY: &str = "anchor-empty";
-    pub const CATEGORIES_TITLE: &str = "categories-title";
-    pub const CATEGORY_ITEM: &str = "category-item";
-    pub const CATEGORY_SWITCHED: &str = "category-switched";
-    pub const SUMMARY_TITLE: &str = "summary-title";
-    pub const SUMMARY_COUNTS: &str = "summary-counts";
-    pub const SUMMARY_RUNS: &str = "summary-runs";
-    pub const SUMMARY_MANDATE: &str = "summary-mandate";
-    pub const SUMMARY_MANDATE_ACTIONS: &str = "summary-mandate-actions";
-    pub const SUMMARY_ANCHOR: &str = "summary-anchor";
-    pub const PENDING_COUNT: &str = "pending-count";
-    pub const PENDING_ITEM: &str = "pending-item";
-    pub const PENDING_ITEM_WAITING: &str = "pending-item-waiting";
+    pub(crate) const SILENCED: &str = "silenced";
+    pub(crate) const RESUMED: &str = "resumed";
+    pub(crate) const PRESS_REJECTED: &str = "press-rejected";
+    pub(crate) const OUTCOME_UNKNOWN: &str = "outcome-unknown";
+    pub(crate) const EXPIRED_AT_CLAIM: &str = "expired-at-claim";
+    pub(crate) const ALTERED: &str = "altered";
+    pub(crate) const NOT_OWNER: &str = "not-owner";
+    pub(crate) const NOT_ACCEPTED: &str = "not-accepted";
+    pub(crate) const PAIRED: &str = "paired";
+    pub(crate) const PAIRING_WRONG_CODE: &str = "pairing-wrong-code";
+    pub(crate) const PAIRING_LOCKED: &str = "pairing-locked";
+    pub(crate) const HELP_TITLE: &str = "help-title";
+    pub(crate) const COMMAND_PENDING: &str = "command-pending";
+    pub(crate) const COMMAND_MANDATES: &str = "command-mandates";
+    pub(crate) const COMMAND_CATEGORIES: &str = "command-categories";
+    pub(crate) const COMMAND_QUIET: &str = "command-quiet";
+    pub(crate) const COMMAND_NIGHTCARDS: &str = "command-nightcards";
+    pub(crate) const COMMAND_SUMMARY: &str = "command-summary";
+    pub(crate) const COMMAND_LANG: &str = "command-lang";
+    pub(crate) const COMMAND_ANCHOR: &str = "command-anchor";
+    pub(crate) const COMMAND_HELP: &str = "command-help";
+    pub(crate) const COMMAND_START: &str = "command-start";
+    pub(crate) const USAGE_QUIET: &str = "usage-quiet";
+    pub(crate) const USAGE_NIGHTCARDS: &str = "usage-nightcards";
+    pub(crate) const USAGE_SUMMARY: &str = "usage-summary";
+    pub(crate) const USAGE_LANG: &str = "usage-lang";
+    pub(crate) const USAGE_NO_ARGUMENT: &str = "usage-no-argument";
+    pub(crate) const QUIET_SET: &str = "quiet-set";
+    pub(crate) const QUIET_OFF: &str = "quiet-off";
+    pub(crate) const NIGHTCARDS_SET: &str = "nightcards-set";
+    pub(crate) const SUMMARY_SET: &str = "summary-set";
+    pub(crate) const LANG_SET: &str = "lang-set";
+    pub(crate) const ANCHOR: &str = "anchor";
+    pub(crate) const ANCHOR_EMPTY: &str = "anchor-empty";
+    pub(crate) const CATEGORIES_TITLE: &str = "categories-title";
+    pub(crate) const CATEGORY_ITEM: &str = "category-item";
+    pub(crate) const CATEGORY_SWITCHED: &str = "category-switched";
+    pub(crate) const SUMMARY_TITLE: &str = "summary-title";
+    pub(crate) const SUMMARY_COUNTS: &str = "summary-counts";
+    pub(crate) const SUMMARY_RUNS: &str = "summary-runs";
+    pub(crate) const SUMMARY_MANDATE: &str = "summary-mandate";
+    pub(crate) const SUMMARY_MANDATE_ACTIONS: &str = "summary-mandate-actions";
+    pub(crate) const SUMMARY_ANCHOR: &str = "summary-anchor";
+    pub(crate) const PENDING_COUNT: &str = "pending-count";
+    pub(crate) const PENDING_ITEM: &str = "pending-item";
+    pub(crate) const PENDING_ITEM_WAITING: &str = "pending-item-waiting";
 
-    pub const MANDATE_TITLE: &str = "mandate-title";
-    pub const MANDATE_UNTIL: &str = "mandate-until";
-    pub const MANDATE_LIMITS: &str = "mandate-limits";
-    pub const MANDATE_LIMITS_ACTIONS: &str = "mandate-limits-actions";
-    pub const MANDATE_ANY_USE: &str = "mandate-any-use";
-    pub const MANDATE_REASON: &str = "mandate-reason";
-    pub const MANDATE_EXPLAIN: &str = "mandate-explain";
-    pub const MANDATE_USAGE: &str = "mandate-usage";
-    pub const MANDATE_USAGE_ACTIONS: &str = "mandate-usage-actions";
-    pub const RECEIPT_TITLE: &str = "receipt-title";
-    pub const MANDATES_COUNT: &str = "mandates-count";
-    pub const MANDATE_STOPPED: &str = "mandate-stopped";
-    pub const MANDATE_ENDED: &str = "mandate-ended";
+    pub(crate) const MANDATE_TITLE: &str = "mandate-title";
+    pub(crate) const MANDATE_UNTIL: &str = "mandate-until";
+    pub(crate) const MANDATE_LIMITS: &str = "mandate-limits";
+    pub(crate) const MANDATE_LIMITS_ACTIONS: &str = "mandate-limits-actions";
+    pub(crate) const MANDATE_ANY_USE: &str = "mandate-any-use";
+    pub(crate) const MANDATE_REASON: &str = "mandate-reason";
+    pub(crate) const MANDATE_EXPLAIN: &str = "mandate-explain";
+    pub(crate) const MANDATE_USAGE: &str = "mandate-usage";
+    pub(crate) const MANDATE_USAGE_ACTIONS: &str = "mandate-usage-actions";
+    pub(crate) const RECEIPT_TITLE: &str = "receipt-title";
+    pub(crate) const MANDATES_COUNT: &str = "mandates-count";
+    pub(crate) const MANDATE_STOPPED: &str = "mandate-stopped";
+    pub(crate) const MANDATE_ENDED: &str = "mandate-ended";
 
     // The owner's chat: a No's reason, what a setting is now, a stray text, stale buttons.
-    pub const CARD_REPLY_INVITE: &str = "card-reply-invite";
-    pub const DECLINE_REASON_SENT: &str = "decline-reason-sent";
-    pub const DECLINE_REASON_LATE: &str = "decline-reason-late";
-    pub const DECLINE_REASON_ALREADY: &str = "decline-reason-already";
-    pub const DECLINE_REASON_HIDDEN: &str = "decline-reason-hidden";
-    pub const DECLINE_REASON_NOT_NFC: &str = "decline-reason-not-nfc";
-    pub const TEXT_NOT_AN_ANSWER: &str = "text-not-an-answer";
-    pub const HELP_POINTER: &str = "help-pointer";
-    pub const QUIET_CURRENT: &str = "quiet-current";
-    pub const QUIET_CURRENT_OFF: &str = "quiet-current-off";
-    pub const NIGHTCARDS_CURRENT: &str = "nightcards-current";
-    pub const STALE_CARD_ANSWERED: &str = "stale-card-answered";
-    pub const STALE_CARD_EXPIRED: &str = "stale-card-expired";
-    pub const STALE_MANDATE_STOPPED: &str = "stale-mandate-stopped";
-    pub const STALE_MANDATE_ENDED: &str = "stale-mandate-ended";
-    pub const STALE_RESUMED: &str = "stale-resumed";
-    pub const STALE_SILENCED_AGAIN: &str = "stale-silenced-again";
-    pub const STALE_CATEGORY: &str = "stale-category";
-    pub const CATEGORY_CANNOT_RUN: &str = "category-cannot-run";
+    pub(crate) const CARD_REPLY_INVITE: &str = "card-reply-invite";
+    pub(crate) const DECLINE_REASON_SENT: &str = "decline-reason-sent";
+    pub(crate) const DECLINE_REASON_LATE: &str = "decline-reason-late";
+    pub(crate) const DECLINE_REASON_ALREADY: &str = "decline-reason-already";
+    pub(crate) const DECLINE_REASON_HIDDEN: &str = "decline-reason-hidden";
+    pub(crate) const DECLINE_REASON_NOT_NFC: &str = "decline-reason-not-nfc";
+    pub(crate) const TEXT_NOT_AN_ANSWER: &str = "text-not-an-answer";
+    pub(crate) const HELP_POINTER: &str = "help-pointer";
+    pub(crate) const QUIET_CURRENT: &str = "quiet-current";
+    pub(crate) const QUIET_CURRENT_OFF: &str = "quiet-current-off";
+    pub(crate) const NIGHTCARDS_CURRENT: &str = "nightcards-current";
+    pub(crate) const STALE_CARD_ANSWERED: &str = "stale-card-answered";
+    pub(crate) const STALE_CARD_EXPIRED: &str = "stale-card-expired";
+    pub(crate) const STALE_MANDATE_STOPPED: &str = "stale-mandate-stopped";
+    pub(crate) const STALE_MANDATE_ENDED: &str = "stale-mandate-ended";
+    pub(crate) const STALE_RESUMED: &str = "stale-resumed";
+    pub(crate) const STALE_SILENCED_AGAIN: &str = "stale-silenced-again";
+    pub(crate) const STALE_CATEGORY: &str = "stale-category";
+    pub(crate) const CATEGORY_CANNOT_RUN: &str = "category-cannot-run";
 
-    pub const ALL: &[&str] = &[
+    #[cfg(test)]
+    pub(crate) const ALL: &[&str] = &[
         RESUMED,
         CLASS_EXTERNAL,
         CLASS_SPEND,
@@ -292,28 +293,29 @@ pub mod msg {
     ];
 }
 
-/// Reason codes for [`press_rejected_notice`]; the locale files word each one. Any other string
-/// is shown as it is.
-pub mod reject {
+/// Reason codes for [`press_rejected_notice`], as the press verdict names them; the tests check
+/// that the locale files word each one. Any other string is shown as it is.
+#[cfg(test)]
+pub(crate) mod reject {
     /// The press came from someone other than the owner.
-    pub const NOT_OWNER: &str = "not_owner";
+    pub(crate) const NOT_OWNER: &str = "not_owner";
     /// The press came from a chat other than the owner's private chat.
-    pub const WRONG_CHAT: &str = "wrong_chat";
+    pub(crate) const WRONG_CHAT: &str = "wrong_chat";
     /// The callback data's tag did not verify.
-    pub const BAD_SIGNATURE: &str = "bad_signature";
+    pub(crate) const BAD_SIGNATURE: &str = "bad_signature";
     /// The record was no longer open.
-    pub const NOT_OPEN: &str = "not_open";
+    pub(crate) const NOT_OPEN: &str = "not_open";
     /// The record was past its ttl.
-    pub const EXPIRED: &str = "expired";
+    pub(crate) const EXPIRED: &str = "expired";
     /// The card's message no longer shows the text it was drawn with.
-    pub const CARD_ALTERED: &str = "card_altered";
+    pub(crate) const CARD_ALTERED: &str = "card_altered";
 }
 
 /// How many hex digits of a SHA-256 the chat shows.
-pub const SHA_PREFIX: usize = 12;
+pub(crate) const SHA_PREFIX: usize = 12;
 
 /// The most the answerCallbackQuery text may hold.
-pub const CALLBACK_TEXT_LIMIT: usize = 200;
+pub(crate) const CALLBACK_TEXT_LIMIT: usize = 200;
 
 /// Room kept free in every card for the lines that change: the urgent marker and the deadline on
 /// the card, the outcome lines on its edit. Reserving it once means the choice between the text
@@ -332,10 +334,10 @@ const REASON_ROOM: usize = 256;
 /// One attachment as the card lists it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AttachmentView<'a> {
-    pub name: &'a str,
-    pub media_type: &'a str,
-    pub bytes: u64,
-    pub sha256_hex: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) media_type: &'a str,
+    pub(crate) bytes: u64,
+    pub(crate) sha256_hex: &'a str,
 }
 
 impl<'a> From<&'a crate::digest::AttachmentFacts> for AttachmentView<'a> {
@@ -367,7 +369,7 @@ pub struct CardView<'a> {
     /// What the card calls each field (the category's `field_labels` in the owner's language);
     /// a field not in it is shown under its own name.
     pub field_labels: &'a BTreeMap<String, String>,
-    /// Each field value's look-alike warnings ([`lookalike::value_warnings`]), in the order of
+    /// Each field value's look-alike warnings (`lookalike::value_warnings`), in the order of
     /// `fields`, each a line under its field (empty: none drawn).
     pub field_warnings: &'a [Vec<Warning>],
     /// Dollars with two decimals, as "0.40".
@@ -386,7 +388,7 @@ pub struct CardView<'a> {
 pub static NO_FIELD_LABELS: BTreeMap<String, String> = BTreeMap::new();
 
 /// What a button does when pressed: the press action the transport signs into its data.
-pub use crate::press::PressAction as ButtonAction;
+pub(crate) use crate::press::PressAction as ButtonAction;
 
 /// One inline button.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -429,9 +431,9 @@ pub struct Outcome<'a> {
      at most {room} fit beside the lines it must keep room for"
 )]
 pub struct CardError {
-    pub code_points: usize,
-    pub utf16_units: usize,
-    pub room: usize,
+    pub(crate) code_points: usize,
+    pub(crate) utf16_units: usize,
+    pub(crate) room: usize,
 }
 
 /// The card for `view`, as of `now`. Never fails; a card too long to send comes back as it is
@@ -442,7 +444,7 @@ pub fn render_card(
     lang: Language,
     now: DateTime<Utc>,
 ) -> Rendered {
-    draw_card(view, Body::new(view, locales, lang), locales, lang, now)
+    draw_card(view, CardBody::new(view, locales, lang), locales, lang, now)
 }
 
 /// The card for `view`, or why it cannot be one message.
@@ -462,8 +464,12 @@ pub fn try_render_card(
         field_warnings: &field_warnings,
         ..view.clone()
     };
-    fits_beside_footer(&Body::new(&measured, locales, lang).without_footer().text)?;
-    let body = Body::new(view, locales, lang);
+    fits_beside_footer(
+        &CardBody::new(&measured, locales, lang)
+            .without_footer()
+            .text,
+    )?;
+    let body = CardBody::new(view, locales, lang);
     fits_beside_footer(&body.without_footer().text)?;
     Ok(draw_card(view, body, locales, lang, now))
 }
@@ -507,7 +513,7 @@ fn fits_beside_footer(fixed: &str) -> Result<(), CardError> {
 
 fn draw_card(
     view: &CardView,
-    body: Body,
+    body: CardBody,
     locales: &Locales,
     lang: Language,
     now: DateTime<Utc>,
@@ -547,7 +553,7 @@ pub fn render_outcome(
     lang: Language,
     outcome: &Outcome,
 ) -> Styled {
-    let body = Body::new(view, locales, lang);
+    let body = CardBody::new(view, locales, lang);
     body.assemble(&outcome_footer(outcome, locales, lang))
 }
 
@@ -621,7 +627,7 @@ enum TextPlace {
 }
 
 /// A card's content, without the lines that change between the card and its edits.
-struct Body {
+struct CardBody {
     /// Label and class, target, fields, cost, attachments, record id.
     lines: Vec<Styled>,
     text: TextPlace,
@@ -635,8 +641,8 @@ fn part_message(index: usize, count: usize, piece: &str) -> Styled {
     message
 }
 
-impl Body {
-    fn new(view: &CardView, locales: &Locales, lang: Language) -> Body {
+impl CardBody {
+    fn new(view: &CardView, locales: &Locales, lang: Language) -> CardBody {
         let lines = content_lines(view, locales, lang);
         let text = match view.text {
             None => TextPlace::None,
@@ -644,7 +650,7 @@ impl Body {
                 let mut inline = Styled::plain(locales.t(lang, msg::CARD_TEXT, &[]));
                 inline.push_str("\n");
                 inline.push(&Styled::quote(text));
-                let candidate = Body {
+                let candidate = CardBody {
                     lines: lines.clone(),
                     text: TextPlace::Inline(inline),
                 };
@@ -673,7 +679,7 @@ impl Body {
                 }
             }
         };
-        Body { lines, text }
+        CardBody { lines, text }
     }
 
     fn without_footer(&self) -> Styled {
@@ -898,7 +904,7 @@ pub fn attachment_caption(locales: &Locales, lang: Language, a: &AttachmentView)
 }
 
 /// A button with its label in `lang`.
-pub fn button(locales: &Locales, lang: Language, action: ButtonAction) -> Button {
+pub(crate) fn button(locales: &Locales, lang: Language, action: ButtonAction) -> Button {
     let id = match action {
         ButtonAction::Yes => msg::BUTTON_YES,
         ButtonAction::No => msg::BUTTON_NO,
@@ -944,7 +950,7 @@ pub fn local_time(
 
 /// A byte count as the owner reads it: "512 bytes" below 1 KiB, else one decimal in KiB, MiB or
 /// GiB (rounded half up, moving to the next unit when rounding reaches 1024).
-pub fn human_size(locales: &Locales, lang: Language, bytes: u64) -> String {
+pub(crate) fn human_size(locales: &Locales, lang: Language, bytes: u64) -> String {
     const KIB: u128 = 1024;
     if u128::from(bytes) < KIB {
         return locales.t(lang, msg::SIZE_BYTES, &[("n", bytes.into())]);
@@ -970,13 +976,13 @@ pub fn human_size(locales: &Locales, lang: Language, bytes: u64) -> String {
 /// thousands grouping of the language ("1,234.50", "1\u{a0}234,50", "1.234,50"). The currency
 /// sign and where it goes are the locale file's own (its `-usd` term), so this is only the
 /// number. Exact: the decimal's own digits are regrouped, never converted.
-pub fn usd(lang: Language, amount: rust_decimal::Decimal) -> String {
+pub(crate) fn usd(lang: Language, amount: rust_decimal::Decimal) -> String {
     usd_digits(lang, &crate::action::format_usd(amount))
 }
 
 /// [`usd`] for an amount already written with a point and two decimals ("0.40"), as a record
 /// keeps it. Anything else is shown as it is.
-pub fn usd_digits(lang: Language, amount: &str) -> String {
+pub(crate) fn usd_digits(lang: Language, amount: &str) -> String {
     // CLDR's symbols for en, ru and pt: ru groups with a no-break space, so a number is never
     // broken across lines.
     let (group, decimal) = match lang {
@@ -1033,7 +1039,7 @@ pub fn resumed_notice(locales: &Locales, lang: Language, label: &str) -> String 
 
 /// The urgent notice of a rejected press: `who` pressed (as the transport describes them: a
 /// stranger's chosen name, shown as a value with anything hidden in it written out) and `why`
-/// (one of the [`reject`] codes) it was not accepted.
+/// (a press rejection's code, e.g. `not_owner`) it was not accepted.
 pub fn press_rejected_notice(locales: &Locales, lang: Language, who: &str, why: &str) -> Styled {
     locales.styled(
         lang,
@@ -1090,7 +1096,7 @@ pub fn not_owner_line(locales: &Locales, lang: Language) -> String {
     locales.t(lang, msg::NOT_OWNER, &[])
 }
 
-/// The callback answer for a press that was not accepted (at most [`CALLBACK_TEXT_LIMIT`]
+/// The callback answer for a press that was not accepted (at most `CALLBACK_TEXT_LIMIT`
 /// characters, as Telegram requires).
 pub fn not_accepted(locales: &Locales, lang: Language) -> String {
     clamp(
@@ -1623,7 +1629,8 @@ mod tests {
         for lang in Language::ALL {
             let probe = view(&fields, &[], "", label(lang));
             let room = MESSAGE_LIMIT - FOOTER_ROOM;
-            let base = split::measure(&Body::new(&probe, &locales, lang).without_footer().text).0;
+            let base =
+                split::measure(&CardBody::new(&probe, &locales, lang).without_footer().text).0;
             let most = room - base;
             let fits = "x".repeat(most);
             let rendered = render_card(
@@ -1663,7 +1670,8 @@ mod tests {
         let reason = "🙈".repeat(1000);
         for lang in Language::ALL {
             let probe = view(&fields, &attachments, "", label(lang));
-            let base = split::measure(&Body::new(&probe, &locales, lang).without_footer().text).0;
+            let base =
+                split::measure(&CardBody::new(&probe, &locales, lang).without_footer().text).0;
             let text = "x".repeat(MESSAGE_LIMIT - FOOTER_ROOM - base);
             let v = view(&fields, &attachments, &text, label(lang));
             // Just inside: the card and every edit carry the text and still fit.

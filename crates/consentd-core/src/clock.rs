@@ -37,13 +37,15 @@ pub trait Clock: Send + Sync + std::fmt::Debug {
     fn monotonic(&self) -> Monotonic;
 }
 
+#[cfg(test)]
 /// A clock that stands still until moved; for tests. Both clocks move together unless the wall
 /// clock alone is stepped.
 #[derive(Debug)]
-pub struct ManualClock(std::sync::Mutex<(DateTime<Utc>, Duration)>);
+pub(crate) struct ManualClock(std::sync::Mutex<(DateTime<Utc>, Duration)>);
 
+#[cfg(test)]
 impl ManualClock {
-    pub fn new(at: DateTime<Utc>) -> Self {
+    pub(crate) fn new(at: DateTime<Utc>) -> Self {
         Self(std::sync::Mutex::new((at, Duration::from_secs(1_000))))
     }
 
@@ -54,18 +56,19 @@ impl ManualClock {
     }
 
     /// Time passes: both clocks move on.
-    pub fn advance(&self, by: chrono::Duration) {
+    pub(crate) fn advance(&self, by: chrono::Duration) {
         let mut clocks = self.lock();
         clocks.0 += by;
         clocks.1 += by.to_std().unwrap_or_default();
     }
 
     /// The wall clock is stepped (forward or back); the monotonic clock is not.
-    pub fn step_wall(&self, by: chrono::Duration) {
+    pub(crate) fn step_wall(&self, by: chrono::Duration) {
         self.lock().0 += by;
     }
 }
 
+#[cfg(test)]
 impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
         self.lock().0

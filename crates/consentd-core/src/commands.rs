@@ -9,7 +9,7 @@ use crate::config;
 use crate::locale::Language;
 
 /// The commands, as the bot menu lists them (without `/start`, which only pairs).
-pub const MENU: [&str; 9] = [
+pub(crate) const MENU: [&str; 9] = [
     "pending",
     "mandates",
     "categories",
@@ -23,7 +23,7 @@ pub const MENU: [&str; 9] = [
 
 /// One parsed command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
+pub enum ChatCommand {
     /// `/start CODE` (pairing).
     Start(String),
     Pending,
@@ -43,7 +43,7 @@ pub enum Command {
     Anchor,
     Help,
     /// A known command with a bad argument: the owner gets its usage line.
-    Usage(Usage),
+    Usage(UsageLine),
     /// Not a command (or one this bot does not know): the owner gets one line pointing to
     /// `/help`.
     Unknown,
@@ -51,7 +51,7 @@ pub enum Command {
 
 /// Which command's usage to show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Usage {
+pub enum UsageLine {
     Quiet,
     /// With the config's night limit, the most `/nightcards` may set.
     NightCards {
@@ -65,10 +65,10 @@ pub enum Usage {
 
 /// Reads a message from the owner. `max_night_cards` is the config's `night_card_limit`: the
 /// owner may lower it in the chat, never raise it.
-pub fn parse(text: &str, max_night_cards: u32) -> Command {
+pub fn parse(text: &str, max_night_cards: u32) -> ChatCommand {
     let mut words = text.split_whitespace();
     let Some(first) = words.next() else {
-        return Command::Unknown;
+        return ChatCommand::Unknown;
     };
     // "/quiet@consent_bot" is how Telegram writes a command addressed to one bot in a menu.
     let name = first.split('@').next().unwrap_or(first);
@@ -77,44 +77,44 @@ pub fn parse(text: &str, max_night_cards: u32) -> Command {
         [one] => Some(*one),
         _ => None,
     };
-    let no_argument = |command: Command| {
+    let no_argument = |command: ChatCommand| {
         if argument.is_empty() {
             command
         } else {
-            Command::Usage(Usage::NoArgument)
+            ChatCommand::Usage(UsageLine::NoArgument)
         }
     };
     match name {
-        "/start" => Command::Start(one.unwrap_or("").to_owned()),
-        "/pending" => no_argument(Command::Pending),
-        "/mandates" => no_argument(Command::Mandates),
-        "/categories" => no_argument(Command::Categories),
-        "/anchor" => no_argument(Command::Anchor),
-        "/help" => no_argument(Command::Help),
-        "/quiet" if argument.is_empty() => Command::QuietNow,
-        "/nightcards" if argument.is_empty() => Command::NightCardsNow,
+        "/start" => ChatCommand::Start(one.unwrap_or("").to_owned()),
+        "/pending" => no_argument(ChatCommand::Pending),
+        "/mandates" => no_argument(ChatCommand::Mandates),
+        "/categories" => no_argument(ChatCommand::Categories),
+        "/anchor" => no_argument(ChatCommand::Anchor),
+        "/help" => no_argument(ChatCommand::Help),
+        "/quiet" if argument.is_empty() => ChatCommand::QuietNow,
+        "/nightcards" if argument.is_empty() => ChatCommand::NightCardsNow,
         "/quiet" => match one.map(config::parse_quiet_hours) {
-            Some(Ok(quiet)) => Command::Quiet(quiet),
-            _ => Command::Usage(Usage::Quiet),
+            Some(Ok(quiet)) => ChatCommand::Quiet(quiet),
+            _ => ChatCommand::Usage(UsageLine::Quiet),
         },
         "/nightcards" => match one.and_then(|n| n.parse::<u32>().ok()) {
             // Canonical digits only: "+1" and "01" are not numbers the owner typed as such.
             Some(n) if n <= max_night_cards && one == Some(n.to_string().as_str()) => {
-                Command::NightCards(n)
+                ChatCommand::NightCards(n)
             }
-            _ => Command::Usage(Usage::NightCards {
+            _ => ChatCommand::Usage(UsageLine::NightCards {
                 max: max_night_cards,
             }),
         },
         "/summary" => match one.and_then(config::parse_hhmm) {
-            Some(at) => Command::Summary(at),
-            None => Command::Usage(Usage::Summary),
+            Some(at) => ChatCommand::Summary(at),
+            None => ChatCommand::Usage(UsageLine::Summary),
         },
         "/lang" => match one.and_then(Language::from_code) {
-            Some(lang) if one.is_some_and(|code| code.len() == 2) => Command::Lang(lang),
-            _ => Command::Usage(Usage::Lang),
+            Some(lang) if one.is_some_and(|code| code.len() == 2) => ChatCommand::Lang(lang),
+            _ => ChatCommand::Usage(UsageLine::Lang),
         },
-        _ => Command::Unknown,
+        _ => ChatCommand::Unknown,
     }
 }
 
@@ -128,57 +128,57 @@ mod tests {
 
     #[test]
     fn each_command_with_good_and_bad_arguments() {
-        let night = |max| Command::Usage(Usage::NightCards { max });
-        let cases: Vec<(&str, Command)> = vec![
-            ("/pending", Command::Pending),
-            ("/pending now", Command::Usage(Usage::NoArgument)),
-            ("/mandates", Command::Mandates),
-            ("/mandates@consent_bot", Command::Mandates),
-            ("/categories", Command::Categories),
-            ("/anchor", Command::Anchor),
-            ("/anchor 5", Command::Usage(Usage::NoArgument)),
-            ("/help", Command::Help),
+        let night = |max| ChatCommand::Usage(UsageLine::NightCards { max });
+        let cases: Vec<(&str, ChatCommand)> = vec![
+            ("/pending", ChatCommand::Pending),
+            ("/pending now", ChatCommand::Usage(UsageLine::NoArgument)),
+            ("/mandates", ChatCommand::Mandates),
+            ("/mandates@consent_bot", ChatCommand::Mandates),
+            ("/categories", ChatCommand::Categories),
+            ("/anchor", ChatCommand::Anchor),
+            ("/anchor 5", ChatCommand::Usage(UsageLine::NoArgument)),
+            ("/help", ChatCommand::Help),
             (
                 "/quiet 23:00-08:00",
-                Command::Quiet(Some((hm(23, 0), hm(8, 0)))),
+                ChatCommand::Quiet(Some((hm(23, 0), hm(8, 0)))),
             ),
             (
                 "/quiet 13:00-14:30",
-                Command::Quiet(Some((hm(13, 0), hm(14, 30)))),
+                ChatCommand::Quiet(Some((hm(13, 0), hm(14, 30)))),
             ),
-            ("/quiet off", Command::Quiet(None)),
-            ("/quiet", Command::QuietNow),
-            ("/quiet@consent_bot", Command::QuietNow),
-            ("/quiet off later", Command::Usage(Usage::Quiet)),
-            ("/quiet 23:00", Command::Usage(Usage::Quiet)),
-            ("/quiet 25:00-08:00", Command::Usage(Usage::Quiet)),
-            ("/quiet 08:00-08:00", Command::Usage(Usage::Quiet)),
-            ("/quiet 23:00 - 08:00", Command::Usage(Usage::Quiet)),
-            ("/nightcards 0", Command::NightCards(0)),
-            ("/nightcards 2", Command::NightCards(2)),
+            ("/quiet off", ChatCommand::Quiet(None)),
+            ("/quiet", ChatCommand::QuietNow),
+            ("/quiet@consent_bot", ChatCommand::QuietNow),
+            ("/quiet off later", ChatCommand::Usage(UsageLine::Quiet)),
+            ("/quiet 23:00", ChatCommand::Usage(UsageLine::Quiet)),
+            ("/quiet 25:00-08:00", ChatCommand::Usage(UsageLine::Quiet)),
+            ("/quiet 08:00-08:00", ChatCommand::Usage(UsageLine::Quiet)),
+            ("/quiet 23:00 - 08:00", ChatCommand::Usage(UsageLine::Quiet)),
+            ("/nightcards 0", ChatCommand::NightCards(0)),
+            ("/nightcards 2", ChatCommand::NightCards(2)),
             ("/nightcards 3", night(2)),
             ("/nightcards -1", night(2)),
             ("/nightcards 01", night(2)),
             ("/nightcards two", night(2)),
-            ("/nightcards", Command::NightCardsNow),
+            ("/nightcards", ChatCommand::NightCardsNow),
             ("/nightcards 1 2", night(2)),
-            ("/summary 21:00", Command::Summary(hm(21, 0))),
-            ("/summary 07:30", Command::Summary(hm(7, 30))),
-            ("/summary 7:30", Command::Usage(Usage::Summary)),
-            ("/summary 24:00", Command::Usage(Usage::Summary)),
-            ("/summary", Command::Usage(Usage::Summary)),
-            ("/lang ru", Command::Lang(Language::Ru)),
-            ("/lang pt", Command::Lang(Language::Pt)),
-            ("/lang en", Command::Lang(Language::En)),
-            ("/lang de", Command::Usage(Usage::Lang)),
-            ("/lang pt-BR", Command::Usage(Usage::Lang)),
-            ("/lang", Command::Usage(Usage::Lang)),
-            ("/start ABC123", Command::Start("ABC123".into())),
-            ("/start", Command::Start(String::new())),
-            ("/stop", Command::Unknown),
-            ("hello", Command::Unknown),
-            ("yes", Command::Unknown),
-            ("", Command::Unknown),
+            ("/summary 21:00", ChatCommand::Summary(hm(21, 0))),
+            ("/summary 07:30", ChatCommand::Summary(hm(7, 30))),
+            ("/summary 7:30", ChatCommand::Usage(UsageLine::Summary)),
+            ("/summary 24:00", ChatCommand::Usage(UsageLine::Summary)),
+            ("/summary", ChatCommand::Usage(UsageLine::Summary)),
+            ("/lang ru", ChatCommand::Lang(Language::Ru)),
+            ("/lang pt", ChatCommand::Lang(Language::Pt)),
+            ("/lang en", ChatCommand::Lang(Language::En)),
+            ("/lang de", ChatCommand::Usage(UsageLine::Lang)),
+            ("/lang pt-BR", ChatCommand::Usage(UsageLine::Lang)),
+            ("/lang", ChatCommand::Usage(UsageLine::Lang)),
+            ("/start ABC123", ChatCommand::Start("ABC123".into())),
+            ("/start", ChatCommand::Start(String::new())),
+            ("/stop", ChatCommand::Unknown),
+            ("hello", ChatCommand::Unknown),
+            ("yes", ChatCommand::Unknown),
+            ("", ChatCommand::Unknown),
         ];
         for (text, expected) in cases {
             assert_eq!(parse(text, 2), expected, "{text:?}");

@@ -54,24 +54,24 @@ pub struct AttachmentFacts {
 /// `fields` and `attachments` are always present, possibly empty. `cost_usd` is the amount with
 /// exactly two decimals, so "0.4" and "0.40" are the same action.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Envelope<'a> {
-    pub v: u64,
-    pub kind: &'a str,
-    pub target: Option<&'a str>,
-    pub text: Option<&'a str>,
-    pub fields: &'a BTreeMap<String, String>,
-    pub cost_usd: Option<&'a str>,
-    pub attachments: &'a [AttachmentFacts],
+pub(crate) struct Envelope<'a> {
+    pub(crate) v: u64,
+    pub(crate) kind: &'a str,
+    pub(crate) target: Option<&'a str>,
+    pub(crate) text: Option<&'a str>,
+    pub(crate) fields: &'a BTreeMap<String, String>,
+    pub(crate) cost_usd: Option<&'a str>,
+    pub(crate) attachments: &'a [AttachmentFacts],
 }
 
 impl Envelope<'_> {
     /// The RFC 8785 canonical JSON of the envelope.
-    pub fn canonical_json(&self) -> String {
+    pub(crate) fn canonical_json(&self) -> String {
         // Serializing strings, integers and maps of strings cannot fail.
         serde_jcs::to_string(self).unwrap_or_default()
     }
 
-    pub fn digest(&self) -> Sha256Hash {
+    pub(crate) fn digest(&self) -> Sha256Hash {
         Sha256Hash::of(self.canonical_json().as_bytes())
     }
 }

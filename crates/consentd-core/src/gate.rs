@@ -11,7 +11,7 @@ use crate::config::{Gate, Receipts};
 
 /// What kind of message is being sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
+pub enum NoticeClass {
     /// A rejected press, outcome_unknown after a restart, a broken journal: at once, with sound.
     Urgent,
     /// An action or mandate card; `urgent_ask` when the session marked the ask urgent.
@@ -54,21 +54,21 @@ pub struct DayCounts {
 /// session cannot wake the owner all night by marking every ask urgent) but, when shown, has
 /// sound. Everything but urgent messages is silent at night.
 pub fn decide(
-    class: Class,
+    class: NoticeClass,
     settings: &Gate,
     cards_tonight: u32,
     now: DateTime<Utc>,
     tz: Tz,
 ) -> Delivery {
-    if class == Class::Receipt && settings.receipts == Receipts::Summary {
+    if class == NoticeClass::Receipt && settings.receipts == Receipts::Summary {
         return Delivery::SummaryOnly;
     }
     let Some((_, end)) = quiet_window(settings.quiet_hours, now, tz) else {
         return Delivery::Loud;
     };
     match class {
-        Class::Urgent => Delivery::Loud,
-        Class::Card { urgent_ask } => {
+        NoticeClass::Urgent => Delivery::Loud,
+        NoticeClass::Card { urgent_ask } => {
             if cards_tonight >= settings.night_card_limit {
                 Delivery::HoldUntil(end)
             } else if urgent_ask {
@@ -77,7 +77,7 @@ pub fn decide(
                 Delivery::Silent
             }
         }
-        Class::Receipt | Class::Summary => Delivery::Silent,
+        NoticeClass::Receipt | NoticeClass::Summary => Delivery::Silent,
     }
 }
 
@@ -182,9 +182,9 @@ mod tests {
         let tz = chrono_tz::Europe::Moscow;
         let night = settings(NIGHT, 1);
         let morning = at(tz, 2026, 11, 30, 8, 0);
-        let card = Class::Card { urgent_ask: false };
-        let urgent_card = Class::Card { urgent_ask: true };
-        type Case<'a> = (&'a str, Class, &'a Gate, u32, DateTime<Utc>, Delivery);
+        let card = NoticeClass::Card { urgent_ask: false };
+        let urgent_card = NoticeClass::Card { urgent_ask: true };
+        type Case<'a> = (&'a str, NoticeClass, &'a Gate, u32, DateTime<Utc>, Delivery);
         let cases: Vec<Case> = vec![
             (
                 "a card by day",
@@ -253,7 +253,7 @@ mod tests {
             ),
             (
                 "an urgent notice at night",
-                Class::Urgent,
+                NoticeClass::Urgent,
                 &night,
                 9,
                 at(tz, 2026, 11, 30, 3, 0),
@@ -261,7 +261,7 @@ mod tests {
             ),
             (
                 "a receipt at night",
-                Class::Receipt,
+                NoticeClass::Receipt,
                 &night,
                 0,
                 at(tz, 2026, 11, 30, 3, 0),
@@ -269,7 +269,7 @@ mod tests {
             ),
             (
                 "a receipt by day",
-                Class::Receipt,
+                NoticeClass::Receipt,
                 &night,
                 0,
                 at(tz, 2026, 11, 30, 9, 0),
@@ -277,7 +277,7 @@ mod tests {
             ),
             (
                 "a notice at night",
-                Class::Summary,
+                NoticeClass::Summary,
                 &night,
                 0,
                 at(tz, 2026, 11, 30, 3, 0),
@@ -285,7 +285,7 @@ mod tests {
             ),
             (
                 "a notice by day",
-                Class::Summary,
+                NoticeClass::Summary,
                 &night,
                 0,
                 at(tz, 2026, 11, 30, 9, 0),
@@ -307,7 +307,7 @@ mod tests {
         };
         assert_eq!(
             decide(
-                Class::Receipt,
+                NoticeClass::Receipt,
                 &summary_receipts,
                 0,
                 at(tz, 2026, 11, 30, 12, 0),

@@ -16,6 +16,9 @@
 //! - [`mandate`]: standing permissions' terms and what they cover; [`gate`], the notification
 //!   gate (quiet hours, the night limit); [`commands`], the owner's commands; [`pairing`].
 //!
+//! Only what the daemon, its tests, benches and fuzz targets call is public; everything else is
+//! `pub(crate)`, so a rule can change shape inside the crate without reaching its callers.
+//!
 //! What it promises never to do: no async runtime, no database, no network. The compiler keeps
 //! that promise — none of tokio, rusqlite, reqwest, axum or teloxide is a dependency (`cargo tree
 //! -p consentd-core -e normal`). The few reads it makes are of files named by its caller: the

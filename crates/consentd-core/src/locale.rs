@@ -30,7 +30,7 @@ impl Language {
     }
 
     /// The locale file, compiled in.
-    pub fn source(self) -> &'static str {
+    pub(crate) fn source(self) -> &'static str {
         match self {
             Language::En => include_str!("../../../locales/en/consentd.ftl"),
             Language::Ru => include_str!("../../../locales/ru/consentd.ftl"),
@@ -149,8 +149,9 @@ impl Locales {
         Ok(Locales { bundles })
     }
 
+    #[cfg(test)]
     /// Whether `lang`'s own file has the message `id` (no fallback).
-    pub fn has(&self, lang: Language, id: &str) -> bool {
+    pub(crate) fn has(&self, lang: Language, id: &str) -> bool {
         self.bundles[lang.index()].has_message(id)
     }
 
@@ -166,7 +167,7 @@ impl Locales {
     /// The message `id` with `args`, and with `values` — strings the bot shows but did not write
     /// (a target, a field, a result, a name) — set apart as code spans wherever the sentence puts
     /// them.
-    pub fn styled(
+    pub(crate) fn styled(
         &self,
         lang: Language,
         id: &str,

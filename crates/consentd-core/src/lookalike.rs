@@ -80,12 +80,9 @@ impl KnownTargets {
         KnownTargets { known }
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.known.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.known.is_empty()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &str> {
@@ -145,7 +142,7 @@ pub fn warnings_each(targets: &[String], known: &KnownTargets) -> Vec<Vec<Warnin
 }
 
 /// The mixed-script warning, if `target`'s letters are below "highly restrictive", mix Latin
-/// with another script, or carry a mark a reader may not see ([`hidden_marks`]).
+/// with another script, or carry a mark a reader may not see (`hidden_marks`).
 ///
 /// Only letters, marks and numbers count for the scripts, after a leading `@` or `#` or a URL's
 /// `scheme://`: punctuation and symbols (the `_`, `.` and `/` of handles and URLs, an emoji)
@@ -239,7 +236,7 @@ fn has_scripts(extension: ScriptExtension) -> bool {
 /// precomposed `í`, `ï` or `≠` is one character and passes; the third in NFD, so `é` + U+0301
 /// is the acute twice. Marks that are default-ignorable (variation selectors, the grapheme
 /// joiner) are left to the gate: they draw nothing and the skeleton drops them.
-pub fn hidden_marks(s: &str) -> bool {
+pub(crate) fn hidden_marks(s: &str) -> bool {
     let drawn = |c: &char| !DEFAULT_IGNORABLE.contains(*c);
     let mut base: Option<char> = None;
     for c in s.chars().filter(drawn) {
@@ -298,14 +295,14 @@ pub fn is_identifier_like(value: &str) -> bool {
 
 /// Whether a field's value of `value_chars` characters is compared with a known target of
 /// `known_chars`: neither is more than twice as long as the other and 16 characters more.
-pub fn comparable(value_chars: usize, known_chars: usize) -> bool {
+pub(crate) fn comparable(value_chars: usize, known_chars: usize) -> bool {
     known_chars <= 2 * value_chars + COMPARABLE_SLACK
         && value_chars <= 2 * known_chars + COMPARABLE_SLACK
 }
 
 /// The longest known target, in characters, that a field's `value` can be compared with (at
 /// most [`MAX_TARGET_CHARS`]); `None` when the value is too long to be compared with any.
-pub fn comparable_chars(value: &str) -> Option<usize> {
+pub(crate) fn comparable_chars(value: &str) -> Option<usize> {
     let chars = value.chars().count();
     let longest = (2 * chars + COMPARABLE_SLACK).min(MAX_TARGET_CHARS);
     // A shorter known target is even further from a value too long for this one.
@@ -315,7 +312,7 @@ pub fn comparable_chars(value: &str) -> Option<usize> {
 /// A field value's warnings, as a target's: none for free text (a value with white space);
 /// for one word, mixed scripts, then the first known target of a [`comparable`] length it
 /// looks like.
-pub fn value_warnings(value: &str, known: &KnownTargets) -> Vec<Warning> {
+pub(crate) fn value_warnings(value: &str, known: &KnownTargets) -> Vec<Warning> {
     if !is_identifier_like(value) {
         return Vec::new();
     }
@@ -343,7 +340,7 @@ pub fn field_warnings<'a>(
 
 /// How two targets look alike.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Alike {
+pub(crate) enum Alike {
     /// One UTS #39 skeleton.
     Skeleton,
     /// One skeleton once their nonspacing marks are removed (and not before).
@@ -352,16 +349,16 @@ pub enum Alike {
 
 /// Two of a mandate's targets that look alike.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pair {
-    pub first: usize,
-    pub second: usize,
-    pub alike: Alike,
-    pub difference: Difference,
+pub(crate) struct Pair {
+    pub(crate) first: usize,
+    pub(crate) second: usize,
+    pub(crate) alike: Alike,
+    pub(crate) difference: Difference,
 }
 
 /// The first two of `targets` that look alike (one skeleton, with or without their nonspacing
 /// marks, and different strings), with where they differ; `None` when no two do.
-pub fn confusable_pair(targets: &[String]) -> Option<Pair> {
+pub(crate) fn confusable_pair(targets: &[String]) -> Option<Pair> {
     let skeletons: Vec<(String, String)> = targets
         .iter()
         .map(|target| (skeleton(target), bare_skeleton(target)))
@@ -389,7 +386,7 @@ pub fn confusable_pair(targets: &[String]) -> Option<Pair> {
 
 /// The refusal message for a mandate request naming two look-alike targets (SPEC §7: the owner
 /// could not tell from its card which of the two a Grant opens), or `None`.
-pub fn mandate_targets_refusal(targets: &[String]) -> Option<String> {
+pub(crate) fn mandate_targets_refusal(targets: &[String]) -> Option<String> {
     let pair = confusable_pair(targets)?;
     let side = |c: Option<char>| c.map_or_else(|| "its end".to_owned(), describe);
     let how = match pair.alike {
@@ -410,7 +407,7 @@ pub fn mandate_targets_refusal(targets: &[String]) -> Option<String> {
 }
 
 /// Where `ours` and `theirs` first differ; `None` when they are equal.
-pub fn first_difference(ours: &str, theirs: &str) -> Option<Difference> {
+pub(crate) fn first_difference(ours: &str, theirs: &str) -> Option<Difference> {
     let mut a = ours.chars();
     let mut b = theirs.chars();
     let mut position = 1;
@@ -431,7 +428,7 @@ pub fn first_difference(ours: &str, theirs: &str) -> Option<Difference> {
 
 /// "U+0456 CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I": the code point and its name (just
 /// the code point for one the name table, Unicode 17.0, does not know yet).
-pub fn describe(c: char) -> String {
+pub(crate) fn describe(c: char) -> String {
     match unicode_names2::name(c) {
         Some(name) => format!("U+{:04X} {name}", u32::from(c)),
         None => format!("U+{:04X}", u32::from(c)),

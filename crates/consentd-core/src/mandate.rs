@@ -21,15 +21,15 @@ use crate::config::limits;
 /// `check_terms` also clamps each value to SPEC's ceiling, so a config loader
 /// that failed to reject a raised ceiling still cannot widen a mandate.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ceilings {
-    pub max_days: u32,
-    pub max_usd_per_day: Decimal,
-    pub max_actions_per_day: u32,
+pub(crate) struct Ceilings {
+    pub(crate) max_days: u32,
+    pub(crate) max_usd_per_day: Decimal,
+    pub(crate) max_actions_per_day: u32,
 }
 
 impl Ceilings {
     /// SPEC's own ceilings, for a config that lowers none of them: the `[limits]` table's.
-    pub fn spec() -> Self {
+    pub(crate) fn spec() -> Self {
         Ceilings {
             max_days: limits::MANDATE_MAX_DAYS.ceiling_count(),
             max_usd_per_day: limits::MANDATE_MAX_USD_PER_DAY.ceiling_money(),
@@ -106,14 +106,14 @@ pub fn money_term(usd_per_day: Option<Decimal>) -> Option<Decimal> {
 
 /// What the category allows (from the config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KindRules {
-    pub exists: bool,
-    pub mandate_ok: bool,
-    pub destructive: bool,
+pub(crate) struct KindRules {
+    pub(crate) exists: bool,
+    pub(crate) mandate_ok: bool,
+    pub(crate) destructive: bool,
     /// Its asks carry a target (`target` is required or optional), so its mandates name them.
-    pub targeted: bool,
+    pub(crate) targeted: bool,
     /// Its asks can cost money (`cost` is not "none"), so its mandates bound the day's money.
-    pub costs: bool,
+    pub(crate) costs: bool,
 }
 
 /// Why requested terms were refused. `term` is one of `"kind"`, `"targets"`,
@@ -121,9 +121,9 @@ pub struct KindRules {
 /// the term first and has no trailing period.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
-pub struct TermsRefusal {
-    pub term: &'static str,
-    pub message: String,
+pub(crate) struct TermsRefusal {
+    pub(crate) term: &'static str,
+    pub(crate) message: String,
 }
 
 fn refuse(term: &'static str, message: String) -> Result<(), TermsRefusal> {
@@ -147,7 +147,7 @@ const WILDCARDS: [char; 3] = ['*', '?', '%'];
 ///
 /// "At most 2 decimals" is judged on the value, not on how it was written:
 /// `1.50` and `1.500` are the same amount and both pass; `0.015` does not.
-pub fn check_terms(
+pub(crate) fn check_terms(
     request: &MandateRequest,
     rules: &KindRules,
     ceilings: &Ceilings,
@@ -404,7 +404,7 @@ pub enum Term {
 
 impl Term {
     /// A stable lowercase name, for the journal and logs.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Term::Kind => "kind",
             Term::Target => "target",

@@ -12,11 +12,11 @@ use subtle::ConstantTimeEq;
 /// How long a code can be used after `consentd pair` made it.
 pub const CODE_TTL: TimeDelta = TimeDelta::minutes(10);
 /// Failed attempts in a row that lock pairing.
-pub const MAX_FAILURES: u32 = 5;
+pub(crate) const MAX_FAILURES: u32 = 5;
 /// How long pairing stays locked after `MAX_FAILURES`.
-pub const LOCK_FOR: TimeDelta = TimeDelta::hours(1);
+pub(crate) const LOCK_FOR: TimeDelta = TimeDelta::hours(1);
 /// Characters in a code.
-pub const CODE_LEN: usize = 10;
+pub(crate) const CODE_LEN: usize = 10;
 
 /// Crockford's base32 alphabet: digits and uppercase letters without I, L, O and U, which are
 /// easily misread (or, for U, make words). 32 symbols, so each character carries exactly 5 bits
@@ -65,10 +65,11 @@ pub struct PairingState {
 }
 
 impl PairingState {
+    #[cfg(test)]
     /// The state after `consentd pair` made a code: the new code's hash and expiry, not used.
     /// Failures and a running lock are kept, so making codes cannot be used to reset the count
     /// or lift the lock early.
-    pub fn with_new_code(&self, code: &str, now: DateTime<Utc>) -> PairingState {
+    pub(crate) fn with_new_code(&self, code: &str, now: DateTime<Utc>) -> PairingState {
         PairingState {
             code_hash: Some(code_hash(code)),
             expires_at: Some(now + CODE_TTL),

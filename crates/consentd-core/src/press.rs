@@ -22,10 +22,10 @@ use crate::deadline::{Late, Now, Window};
 /// Telegram refuses callback data longer than this (`BUTTON_DATA_INVALID`).
 pub const MAX_CALLBACK_LEN: usize = 64;
 /// The only callback format version this build writes and accepts.
-pub const CALLBACK_VERSION: u8 = 1;
+pub(crate) const CALLBACK_VERSION: u8 = 1;
 /// Bytes of HMAC-SHA-256 kept in the tag: 128 bits, over RFC 2104's floor of 80 bits and half the
 /// hash output.
-pub const TAG_LEN: usize = 16;
+pub(crate) const TAG_LEN: usize = 16;
 /// Characters of a 16-byte tag in base64url without padding.
 const TAG_CHARS: usize = 22;
 /// Bytes of key material.
@@ -52,7 +52,7 @@ pub enum PressAction {
 }
 
 impl PressAction {
-    pub const ALL: [PressAction; 8] = [
+    pub(crate) const ALL: [PressAction; 8] = [
         PressAction::Yes,
         PressAction::No,
         PressAction::Resume,
@@ -77,7 +77,7 @@ impl PressAction {
         }
     }
 
-    pub fn from_letter(letter: char) -> Option<PressAction> {
+    pub(crate) fn from_letter(letter: char) -> Option<PressAction> {
         PressAction::ALL.into_iter().find(|a| a.letter() == letter)
     }
 
@@ -99,7 +99,7 @@ impl PressAction {
     /// count on a message that was changed since it was drawn, or that Telegram no longer shows
     /// the bot: refusing them would let whoever changed it keep the owner from stopping what
     /// they want stopped, and they can make nothing run.
-    pub fn only_restricts(self) -> bool {
+    pub(crate) fn only_restricts(self) -> bool {
         matches!(
             self,
             PressAction::No | PressAction::Decline | PressAction::Stop | PressAction::CategoryOff
@@ -146,7 +146,7 @@ pub fn is_kind_name(s: &str) -> bool {
 /// Why a press did not count. The presser is told only "not accepted"; the code goes to the
 /// journal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
-pub enum Rejection {
+pub enum PressRejection {
     #[error("callback data is malformed")]
     Malformed,
     #[error("callback data has an unknown version")]
@@ -173,22 +173,22 @@ pub enum Rejection {
     BeforeShown,
 }
 
-impl Rejection {
+impl PressRejection {
     /// The code written in the journal's `press_rejected` entry.
     pub fn as_str(self) -> &'static str {
         match self {
-            Rejection::Malformed => "malformed",
-            Rejection::WrongVersion => "wrong_version",
-            Rejection::StaleKey => "stale_key",
-            Rejection::BadTag => "bad_tag",
-            Rejection::NotOwner => "not_owner",
-            Rejection::NotPrivateChat => "not_private_chat",
-            Rejection::UnknownSubject => "unknown_subject",
-            Rejection::WrongMessage => "wrong_message",
-            Rejection::CardAltered => "card_altered",
-            Rejection::NotOpen => "not_open",
-            Rejection::Expired => "expired",
-            Rejection::BeforeShown => "before_shown",
+            PressRejection::Malformed => "malformed",
+            PressRejection::WrongVersion => "wrong_version",
+            PressRejection::StaleKey => "stale_key",
+            PressRejection::BadTag => "bad_tag",
+            PressRejection::NotOwner => "not_owner",
+            PressRejection::NotPrivateChat => "not_private_chat",
+            PressRejection::UnknownSubject => "unknown_subject",
+            PressRejection::WrongMessage => "wrong_message",
+            PressRejection::CardAltered => "card_altered",
+            PressRejection::NotOpen => "not_open",
+            PressRejection::Expired => "expired",
+            PressRejection::BeforeShown => "before_shown",
         }
     }
 }
@@ -318,8 +318,8 @@ pub struct Callback {
 /// decimal version, a 4-hex key id, a known action letter, a subject of the right form, and a tag
 /// of 22 base64url characters that decodes to exactly 16 bytes. A tag of any other length is
 /// `Malformed` here and never reaches a comparison, so a shorter prefix of a good tag cannot pass.
-pub fn parse_callback(data: &str) -> Result<Callback, Rejection> {
-    use Rejection::Malformed;
+pub fn parse_callback(data: &str) -> Result<Callback, PressRejection> {
+    use PressRejection::Malformed;
     if data.is_empty() || data.len() > MAX_CALLBACK_LEN || !data.is_ascii() {
         return Err(Malformed);
     }
@@ -427,7 +427,7 @@ pub enum Verdict {
         action: PressAction,
         subject: String,
     },
-    Reject(Rejection),
+    Reject(PressRejection),
 }
 
 impl Verdict {
@@ -456,49 +456,49 @@ pub fn verify(data: &str, key: &PressKey, ctx: &PressContext) -> Verdict {
     }
 }
 
-fn check(data: &str, key: &PressKey, ctx: &PressContext) -> Result<Callback, Rejection> {
+fn check(data: &str, key: &PressKey, ctx: &PressContext) -> Result<Callback, PressRejection> {
     let cb = parse_callback(data)?;
     if cb.version != CALLBACK_VERSION {
-        return Err(Rejection::WrongVersion);
+        return Err(PressRejection::WrongVersion);
     }
     if cb.key_id != key.id {
-        return Err(Rejection::StaleKey);
+        return Err(PressRejection::StaleKey);
     }
-    let facts = ctx.subject.as_ref().ok_or(Rejection::UnknownSubject)?;
+    let facts = ctx.subject.as_ref().ok_or(PressRejection::UnknownSubject)?;
     // The MAC binds the owner's id; with no owner there is nothing a press could be for.
-    let owner = ctx.owner_id.ok_or(Rejection::NotOwner)?;
+    let owner = ctx.owner_id.ok_or(PressRejection::NotOwner)?;
     let expected = key.tag(cb.action, &cb.subject, facts.digest, owner);
     // Both sides are exactly 16 bytes here (parse refused any other length); compared in
     // constant time so the tag cannot be learnt byte by byte.
     if !bool::from(expected.ct_eq(&cb.tag)) {
-        return Err(Rejection::BadTag);
+        return Err(PressRejection::BadTag);
     }
     if ctx.presser_id != owner {
-        return Err(Rejection::NotOwner);
+        return Err(PressRejection::NotOwner);
     }
     // In a private chat the chat id is the other user's id, so this pins the owner's own chat.
     if !ctx.chat_is_private || ctx.chat_id != owner {
-        return Err(Rejection::NotPrivateChat);
+        return Err(PressRejection::NotPrivateChat);
     }
     match ctx.message {
-        MessageFacts::NotDrawn => return Err(Rejection::WrongMessage),
+        MessageFacts::NotDrawn => return Err(PressRejection::WrongMessage),
         // A message changed since it was drawn, or one Telegram no longer shows, may have been
         // made to say something else: only a press that takes something back counts on it.
         MessageFacts::Drawn(AsDrawn::Changed | AsDrawn::Unreadable)
             if !cb.action.only_restricts() =>
         {
-            return Err(Rejection::CardAltered)
+            return Err(PressRejection::CardAltered)
         }
         MessageFacts::Drawn(_) => {}
     }
     if !facts.open {
-        return Err(Rejection::NotOpen);
+        return Err(PressRejection::NotOpen);
     }
     if let Some(window) = &facts.window {
         match window.judge(&ctx.now) {
             Ok(()) => {}
-            Err(Late::BeforeShown) => return Err(Rejection::BeforeShown),
-            Err(Late::PastWall | Late::PastMonotonic) => return Err(Rejection::Expired),
+            Err(Late::BeforeShown) => return Err(PressRejection::BeforeShown),
+            Err(Late::PastWall | Late::PastMonotonic) => return Err(PressRejection::Expired),
         }
     }
     Ok(cb)
@@ -608,7 +608,7 @@ mod tests {
         parts.join(".")
     }
 
-    fn reject(r: Rejection) -> Verdict {
+    fn reject(r: PressRejection) -> Verdict {
         Verdict::Reject(r)
     }
 
@@ -734,7 +734,7 @@ mod tests {
                 "another user's press with valid data",
                 good.clone(),
                 with(&|c| c.presser_id = STRANGER),
-                reject(Rejection::NotOwner),
+                reject(PressRejection::NotOwner),
             ),
             (
                 "another user's press in their own private chat",
@@ -743,7 +743,7 @@ mod tests {
                     c.presser_id = STRANGER;
                     c.chat_id = STRANGER
                 }),
-                reject(Rejection::NotOwner),
+                reject(PressRejection::NotOwner),
             ),
             (
                 "the owner's press from a group chat",
@@ -752,61 +752,61 @@ mod tests {
                     c.chat_id = GROUP;
                     c.chat_is_private = false
                 }),
-                reject(Rejection::NotPrivateChat),
+                reject(PressRejection::NotPrivateChat),
             ),
             (
                 "the owner's press in a non-private chat with the owner's id",
                 good.clone(),
                 with(&|c| c.chat_is_private = false),
-                reject(Rejection::NotPrivateChat),
+                reject(PressRejection::NotPrivateChat),
             ),
             (
                 "the owner's press in someone else's private chat",
                 good.clone(),
                 with(&|c| c.chat_id = STRANGER),
-                reject(Rejection::NotPrivateChat),
+                reject(PressRejection::NotPrivateChat),
             ),
             (
                 "15-byte tag (a prefix of the good one)",
                 with_tag(&good, &tag15),
                 ctx.clone(),
-                reject(Rejection::Malformed),
+                reject(PressRejection::Malformed),
             ),
             (
                 "17-byte tag (the good one and a byte more)",
                 with_tag(&good, &tag17),
                 ctx.clone(),
-                reject(Rejection::Malformed),
+                reject(PressRejection::Malformed),
             ),
             (
                 "empty tag",
                 with_tag(&good, &[]),
                 ctx.clone(),
-                reject(Rejection::Malformed),
+                reject(PressRejection::Malformed),
             ),
             (
                 "tag with padding",
                 format!("{}==", &good[..good.len() - 2]),
                 ctx.clone(),
-                reject(Rejection::Malformed),
+                reject(PressRejection::Malformed),
             ),
             (
                 "a tag for another record",
                 other_record_tag,
                 ctx.clone(),
-                reject(Rejection::BadTag),
+                reject(PressRejection::BadTag),
             ),
             (
                 "a tag for another digest",
                 key().sign(PressAction::Yes, REC, DIGEST2, OWNER),
                 ctx.clone(),
-                reject(Rejection::BadTag),
+                reject(PressRejection::BadTag),
             ),
             (
                 "a tag for another owner",
                 key().sign(PressAction::Yes, REC, DIGEST, STRANGER),
                 ctx.clone(),
-                reject(Rejection::BadTag),
+                reject(PressRejection::BadTag),
             ),
             (
                 "a tag for another owner, pressed by that user",
@@ -815,31 +815,31 @@ mod tests {
                     c.presser_id = STRANGER;
                     c.chat_id = STRANGER
                 }),
-                reject(Rejection::BadTag),
+                reject(PressRejection::BadTag),
             ),
             (
                 "yes relabelled no",
                 relabel(&good, 'y', 'n'),
                 ctx.clone(),
-                reject(Rejection::BadTag),
+                reject(PressRejection::BadTag),
             ),
             (
                 "no relabelled yes",
                 relabel(&no, 'n', 'y'),
                 ctx.clone(),
-                reject(Rejection::BadTag),
+                reject(PressRejection::BadTag),
             ),
             (
                 "yes relabelled grant",
                 relabel(&good, 'y', 'g'),
                 ctx.clone(),
-                reject(Rejection::BadTag),
+                reject(PressRejection::BadTag),
             ),
             (
                 "a stale key id (signed by another key)",
                 other_key().sign(PressAction::Yes, REC, DIGEST, OWNER),
                 ctx.clone(),
-                reject(Rejection::StaleKey),
+                reject(PressRejection::StaleKey),
             ),
             (
                 "another key's tag under the current key id",
@@ -848,67 +848,67 @@ mod tests {
                     &tag_of(&other_key().sign(PressAction::Yes, REC, DIGEST, OWNER)),
                 ),
                 ctx.clone(),
-                reject(Rejection::BadTag),
+                reject(PressRejection::BadTag),
             ),
             (
                 "wrong version",
                 format!("2{}", &good[1..]),
                 ctx.clone(),
-                reject(Rejection::WrongVersion),
+                reject(PressRejection::WrongVersion),
             ),
             (
                 "version 0",
                 format!("0{}", &good[1..]),
                 ctx.clone(),
-                reject(Rejection::WrongVersion),
+                reject(PressRejection::WrongVersion),
             ),
             (
                 "version with a leading zero",
                 format!("01{}", &good[1..]),
                 ctx.clone(),
-                reject(Rejection::Malformed),
+                reject(PressRejection::Malformed),
             ),
             (
                 "garbage",
                 "hello world".to_string(),
                 ctx.clone(),
-                reject(Rejection::Malformed),
+                reject(PressRejection::Malformed),
             ),
             (
                 "empty",
                 String::new(),
                 ctx.clone(),
-                reject(Rejection::Malformed),
+                reject(PressRejection::Malformed),
             ),
             (
                 "six parts",
                 format!("{good}.x"),
                 ctx.clone(),
-                reject(Rejection::Malformed),
+                reject(PressRejection::Malformed),
             ),
             (
                 "four parts",
                 good.rsplit_once('.').unwrap().0.to_string(),
                 ctx.clone(),
-                reject(Rejection::Malformed),
+                reject(PressRejection::Malformed),
             ),
             (
                 "unknown action letter",
                 relabel(&good, 'y', 'x'),
                 ctx.clone(),
-                reject(Rejection::Malformed),
+                reject(PressRejection::Malformed),
             ),
             (
                 "uppercase key id",
                 good.replacen(&key().id(), &key().id().to_uppercase(), 1),
                 ctx.clone(),
-                reject(Rejection::Malformed),
+                reject(PressRejection::Malformed),
             ),
             (
                 "uppercase record id",
                 good.replacen(REC, &REC.to_uppercase(), 1),
                 ctx.clone(),
-                reject(Rejection::Malformed),
+                reject(PressRejection::Malformed),
             ),
             (
                 "yes on a kind name instead of a record",
@@ -916,13 +916,13 @@ mod tests {
                     .sign(PressAction::CategoryOn, "shell_exec", DIGEST, OWNER)
                     .replacen(".o.", ".y.", 1),
                 ctx.clone(),
-                reject(Rejection::Malformed),
+                reject(PressRejection::Malformed),
             ),
             (
                 "non-ASCII",
                 good.replacen('y', "ÿ", 1),
                 ctx.clone(),
-                reject(Rejection::Malformed),
+                reject(PressRejection::Malformed),
             ),
             (
                 "64 bytes, well formed",
@@ -937,37 +937,37 @@ mod tests {
                 "65-byte data",
                 too_long,
                 ctx.clone(),
-                reject(Rejection::Malformed),
+                reject(PressRejection::Malformed),
             ),
             (
                 "unknown subject",
                 good.clone(),
                 with(&|c| c.subject = None),
-                reject(Rejection::UnknownSubject),
+                reject(PressRejection::UnknownSubject),
             ),
             (
                 "no owner paired yet",
                 good.clone(),
                 with(&|c| c.owner_id = None),
-                reject(Rejection::NotOwner),
+                reject(PressRejection::NotOwner),
             ),
             (
                 "a press on a closed subject",
                 good.clone(),
                 with(&|c| c.subject = facts(false, Some(window()))),
-                reject(Rejection::NotOpen),
+                reject(PressRejection::NotOpen),
             ),
             (
                 "a press exactly at expires_at",
                 good.clone(),
                 with(&|c| c.now = at(expiry())),
-                reject(Rejection::Expired),
+                reject(PressRejection::Expired),
             ),
             (
                 "a press one second after expires_at",
                 good.clone(),
                 with(&|c| c.now = at(expiry() + TimeDelta::seconds(1))),
-                reject(Rejection::Expired),
+                reject(PressRejection::Expired),
             ),
             (
                 "a press one second before expires_at",
@@ -987,37 +987,37 @@ mod tests {
                         31 * 60,
                     )
                 }),
-                reject(Rejection::BeforeShown),
+                reject(PressRejection::BeforeShown),
             ),
             (
                 "the wall clock stepped back 10 min, a press 31 min after the card was shown",
                 good.clone(),
                 with(&|c| c.now = at_both(shown_at() + TimeDelta::minutes(21), 31 * 60)),
-                reject(Rejection::Expired),
+                reject(PressRejection::Expired),
             ),
             (
                 "the wall clock a second before the card was shown",
                 good.clone(),
                 with(&|c| c.now = at_both(shown_at() - TimeDelta::seconds(1), 5)),
-                reject(Rejection::BeforeShown),
+                reject(PressRejection::BeforeShown),
             ),
             (
                 "the good data under another message",
                 good.clone(),
                 with(&|c| c.message = MessageFacts::NotDrawn),
-                reject(Rejection::WrongMessage),
+                reject(PressRejection::WrongMessage),
             ),
             (
                 "the good data under its card, edited since it was drawn",
                 good.clone(),
                 with(&|c| c.message = MessageFacts::Drawn(AsDrawn::Changed)),
-                reject(Rejection::CardAltered),
+                reject(PressRejection::CardAltered),
             ),
             (
                 "a yes under a card Telegram no longer shows the bot",
                 good.clone(),
                 with(&|c| c.message = MessageFacts::Drawn(AsDrawn::Unreadable)),
-                reject(Rejection::CardAltered),
+                reject(PressRejection::CardAltered),
             ),
             (
                 "a no under a card Telegram no longer shows the bot",
@@ -1076,7 +1076,7 @@ mod tests {
             let data = with_tag(&good, &t);
             assert_eq!(
                 verify(&data, &key(), &good_ctx()),
-                reject(Rejection::BadTag),
+                reject(PressRejection::BadTag),
                 "bit {bit} flipped"
             );
         }
@@ -1100,59 +1100,80 @@ mod tests {
             message: MessageFacts::NotDrawn,
             now: at_both(shown_at() - TimeDelta::hours(1), 3_600),
         };
-        assert_eq!(verify(&forged, &key(), &ctx), reject(Rejection::BadTag));
+        assert_eq!(
+            verify(&forged, &key(), &ctx),
+            reject(PressRejection::BadTag)
+        );
         // Genuine data, same context: the presser fails next, then the chat, the message, its
         // text, open, then the window.
         let mut ctx = ctx;
-        assert_eq!(verify(&yes(), &key(), &ctx), reject(Rejection::NotOwner));
+        assert_eq!(
+            verify(&yes(), &key(), &ctx),
+            reject(PressRejection::NotOwner)
+        );
         ctx.presser_id = OWNER;
         assert_eq!(
             verify(&yes(), &key(), &ctx),
-            reject(Rejection::NotPrivateChat)
+            reject(PressRejection::NotPrivateChat)
         );
         ctx.chat_id = OWNER;
         ctx.chat_is_private = true;
         assert_eq!(
             verify(&yes(), &key(), &ctx),
-            reject(Rejection::WrongMessage)
+            reject(PressRejection::WrongMessage)
         );
         ctx.message = MessageFacts::Drawn(AsDrawn::Changed);
-        assert_eq!(verify(&yes(), &key(), &ctx), reject(Rejection::CardAltered));
+        assert_eq!(
+            verify(&yes(), &key(), &ctx),
+            reject(PressRejection::CardAltered)
+        );
         ctx.message = MessageFacts::Drawn(AsDrawn::Same);
-        assert_eq!(verify(&yes(), &key(), &ctx), reject(Rejection::NotOpen));
+        assert_eq!(
+            verify(&yes(), &key(), &ctx),
+            reject(PressRejection::NotOpen)
+        );
         ctx.subject = Some(SubjectFacts {
             digest: DIGEST,
             open: true,
             window: Some(window()),
         });
-        assert_eq!(verify(&yes(), &key(), &ctx), reject(Rejection::BeforeShown));
+        assert_eq!(
+            verify(&yes(), &key(), &ctx),
+            reject(PressRejection::BeforeShown)
+        );
         ctx.now = at_both(expiry(), 3_600);
-        assert_eq!(verify(&yes(), &key(), &ctx), reject(Rejection::Expired));
+        assert_eq!(
+            verify(&yes(), &key(), &ctx),
+            reject(PressRejection::Expired)
+        );
         // A stale key beats an unknown subject; an unknown subject beats a bad tag.
         let stale = other_key().sign(PressAction::Yes, REC, DIGEST, OWNER);
         ctx.subject = None;
-        assert_eq!(verify(&stale, &key(), &ctx), reject(Rejection::StaleKey));
+        assert_eq!(
+            verify(&stale, &key(), &ctx),
+            reject(PressRejection::StaleKey)
+        );
         assert_eq!(
             verify(&forged, &key(), &ctx),
-            reject(Rejection::UnknownSubject)
+            reject(PressRejection::UnknownSubject)
         );
     }
 
     #[test]
     fn rejection_codes_and_display() {
         let all = [
-            (Rejection::Malformed, "malformed"),
-            (Rejection::WrongVersion, "wrong_version"),
-            (Rejection::StaleKey, "stale_key"),
-            (Rejection::BadTag, "bad_tag"),
-            (Rejection::NotOwner, "not_owner"),
-            (Rejection::NotPrivateChat, "not_private_chat"),
-            (Rejection::UnknownSubject, "unknown_subject"),
-            (Rejection::WrongMessage, "wrong_message"),
-            (Rejection::CardAltered, "card_altered"),
-            (Rejection::NotOpen, "not_open"),
-            (Rejection::Expired, "expired"),
-            (Rejection::BeforeShown, "before_shown"),
+            (PressRejection::Malformed, "malformed"),
+            (PressRejection::WrongVersion, "wrong_version"),
+            (PressRejection::StaleKey, "stale_key"),
+            (PressRejection::BadTag, "bad_tag"),
+            (PressRejection::NotOwner, "not_owner"),
+            (PressRejection::NotPrivateChat, "not_private_chat"),
+            (PressRejection::UnknownSubject, "unknown_subject"),
+            (PressRejection::WrongMessage, "wrong_message"),
+            (PressRejection::CardAltered, "card_altered"),
+            (PressRejection::NotOpen, "not_open"),
+            (PressRejection::Expired, "expired"),
+            (PressRejection::BeforeShown, "before_shown"),
         ];
         for (r, code) in all {
             assert_eq!(r.as_str(), code);

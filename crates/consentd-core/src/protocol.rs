@@ -15,7 +15,7 @@ use crate::reason::{Reason, Refusal};
 pub const VERSION: u64 = 1;
 
 /// The keys an ask may carry; anything else is a field the card would not show.
-pub const ASK_KEYS: &[&str] = &[
+pub(crate) const ASK_KEYS: &[&str] = &[
     "v",
     "op",
     "kind",
@@ -30,7 +30,7 @@ pub const ASK_KEYS: &[&str] = &[
 ];
 const ATTACHMENT_KEYS: &[&str] = &["name", "media_type", "data_b64"];
 /// The keys a mandate request may carry; anything else is a term the card would not show.
-pub const MANDATE_KEYS: &[&str] = &[
+pub(crate) const MANDATE_KEYS: &[&str] = &[
     "v",
     "op",
     "kind",
@@ -63,8 +63,8 @@ pub struct AskRequest {
     pub target: Option<String>,
     pub text: Option<String>,
     pub fields: BTreeMap<String, String>,
-    pub cost_usd: Option<String>,
-    pub attachments: Vec<AttachmentRequest>,
+    pub(crate) cost_usd: Option<String>,
+    pub(crate) attachments: Vec<AttachmentRequest>,
     pub idempotency_key: Option<String>,
     pub urgent: bool,
     pub wait: bool,
@@ -76,21 +76,21 @@ pub struct AskRequest {
 pub struct MandateAsk {
     pub kind: String,
     /// Empty when `targets` was absent (or empty): right for a kind with no target.
-    pub targets: Vec<String>,
-    pub days: u64,
+    pub(crate) targets: Vec<String>,
+    pub(crate) days: u64,
     /// Absent for a kind that never costs money.
-    pub usd_per_day: Option<String>,
-    pub actions_per_day: u64,
-    pub reason: Option<String>,
+    pub(crate) usd_per_day: Option<String>,
+    pub(crate) actions_per_day: u64,
+    pub(crate) reason: Option<String>,
     pub wait: bool,
 }
 
 /// One attachment as sent: its bytes are still base64.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AttachmentRequest {
-    pub name: String,
-    pub media_type: String,
-    pub data_b64: String,
+pub(crate) struct AttachmentRequest {
+    pub(crate) name: String,
+    pub(crate) media_type: String,
+    pub(crate) data_b64: String,
 }
 
 fn bad(message: impl Into<String>) -> Refusal {

@@ -6,11 +6,11 @@
 /// The longest target the card shows, in characters.
 pub const MAX_TARGET_CHARS: usize = 256;
 /// The longest field value the card shows, in characters.
-pub const MAX_FIELD_CHARS: usize = 1024;
+pub(crate) const MAX_FIELD_CHARS: usize = 1024;
 /// The longest idempotency key, in characters.
-pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 128;
+pub(crate) const MAX_IDEMPOTENCY_KEY_CHARS: usize = 128;
 /// The longest attachment name, in bytes (a file name on most file systems).
-pub const MAX_ATTACHMENT_NAME_BYTES: usize = 255;
+pub(crate) const MAX_ATTACHMENT_NAME_BYTES: usize = 255;
 
 /// The stable reason codes of a refusal (SPEC §4). Their strings never change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -32,7 +32,7 @@ pub enum Reason {
 }
 
 impl Reason {
-    pub const ALL: [Reason; 14] = [
+    pub(crate) const ALL: [Reason; 14] = [
         Reason::BadRequest,
         Reason::UnknownKind,
         Reason::CategoryOff,

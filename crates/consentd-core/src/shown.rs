@@ -4,7 +4,7 @@
 //! space). Each such scalar is written out as `U+XXXX` instead, so the owner sees that it is
 //! there and the line cannot be made to read as something else.
 //!
-//! The policy is the gate's scalar policy ([`crate::refusal::visible::is_refused_alone`], line
+//! The policy is the gate's scalar policy (`refusal::visible::is_refused_alone`, line
 //! breaks included), with the visible emoji kept whole: a joiner between two pictographs, a
 //! presentation selector after one, and the tag sequence of a flag Unicode recommends (England,
 //! Scotland, Wales). Any other flag-shaped tag run draws as a plain black flag, so its tags are
@@ -27,7 +27,7 @@ const BLACK_FLAG: char = '\u{1F3F4}';
 const CANCEL_TAG: char = '\u{E007F}';
 
 /// `s` with every hidden scalar written as `U+XXXX`; borrowed when there is none.
-pub fn shown(s: &str) -> Cow<'_, str> {
+pub(crate) fn shown(s: &str) -> Cow<'_, str> {
     let scalars: Vec<char> = s.chars().collect();
     if !scalars.iter().any(|&c| is_refused_alone(c, false)) {
         return Cow::Borrowed(s);

@@ -34,7 +34,7 @@ pub fn message_fits(s: &str) -> bool {
 }
 
 /// The header of part `i` of `n`: the line `[i/n]` and its newline.
-pub fn part_header(i: usize, n: usize) -> String {
+pub(crate) fn part_header(i: usize, n: usize) -> String {
     format!("[{i}/{n}]\n")
 }
 
@@ -43,15 +43,16 @@ pub fn part_message(i: usize, n: usize, part: &str) -> String {
     format!("{}{part}", part_header(i, n))
 }
 
-/// The texts of the numbered parts of `text`: the message for part `i` of `N` is exactly
-/// [`part_message`]`(i, N, part)` and fits [`MESSAGE_LIMIT`] under both measures.
-///
-/// An empty text has no parts (there is nothing to send).
-pub fn parts(text: &str) -> Vec<String> {
+/// [`pieces`], owned.
+#[cfg(test)]
+pub(crate) fn parts(text: &str) -> Vec<String> {
     pieces(text).into_iter().map(str::to_owned).collect()
 }
 
-/// [`parts`], borrowed from `text`.
+/// The texts of the numbered parts of `text`, borrowed from it: the message for part `i` of `N`
+/// is exactly [`part_message`]`(i, N, part)` and fits [`MESSAGE_LIMIT`] under both measures.
+///
+/// An empty text has no parts (there is nothing to send).
 pub fn pieces(text: &str) -> Vec<&str> {
     if text.is_empty() {
         return Vec::new();

@@ -48,7 +48,7 @@ pub struct Styled {
 }
 
 /// The length of `s` in UTF-16 code units.
-pub fn utf16_len(s: &str) -> usize {
+pub(crate) fn utf16_len(s: &str) -> usize {
     s.chars().map(char::len_utf16).sum()
 }
 
@@ -60,7 +60,7 @@ const MARK_OPEN: char = '\u{F0000}';
 const MARK_CLOSE: char = '\u{F0001}';
 
 /// The placeholder for the `index`th value of a template.
-pub fn mark(index: usize) -> String {
+pub(crate) fn mark(index: usize) -> String {
     format!("{MARK_OPEN}{index}{MARK_CLOSE}")
 }
 
@@ -74,7 +74,7 @@ impl Styled {
 
     /// `text` as one span of `style`, trimmed of white space at its ends for the span (the text
     /// itself is kept whole). A text with nothing visible gets no span.
-    pub fn spanning(text: &str, style: Style) -> Styled {
+    pub(crate) fn spanning(text: &str, style: Style) -> Styled {
         let inner = text.trim_matches(|c: char| c.is_whitespace());
         let mut styled = Styled::plain(text);
         if !inner.is_empty() {
@@ -88,20 +88,20 @@ impl Styled {
         styled
     }
 
-    pub fn value(text: &str) -> Styled {
+    pub(crate) fn value(text: &str) -> Styled {
         Styled::spanning(text, Style::Value)
     }
 
-    pub fn quote(text: &str) -> Styled {
+    pub(crate) fn quote(text: &str) -> Styled {
         Styled::spanning(text, Style::Quote)
     }
 
-    pub fn push_str(&mut self, text: &str) {
+    pub(crate) fn push_str(&mut self, text: &str) {
         self.text.push_str(text);
     }
 
     /// Appends `other`, its spans moved along by what came before.
-    pub fn push(&mut self, other: &Styled) {
+    pub(crate) fn push(&mut self, other: &Styled) {
         let shift = utf16_len(&self.text);
         self.text.push_str(&other.text);
         self.spans.extend(other.spans.iter().map(|span| Span {
@@ -111,7 +111,7 @@ impl Styled {
     }
 
     /// `items` one after another with `separator` between them.
-    pub fn join<'a>(items: impl IntoIterator<Item = &'a Styled>, separator: &str) -> Styled {
+    pub(crate) fn join<'a>(items: impl IntoIterator<Item = &'a Styled>, separator: &str) -> Styled {
         let mut joined = Styled::default();
         for (index, item) in items.into_iter().enumerate() {
             if index > 0 {
@@ -124,7 +124,7 @@ impl Styled {
 
     /// A template holding [`mark`]s, with the `index`th mark replaced by `values[index]` styled
     /// as a value. A mark with no value (or a stray mark character) is left out.
-    pub fn fill(template: &str, values: &[&str]) -> Styled {
+    pub(crate) fn fill(template: &str, values: &[&str]) -> Styled {
         let mut filled = Styled::default();
         let mut rest = template;
         while let Some(open) = rest.find(MARK_OPEN) {
@@ -149,9 +149,10 @@ impl Styled {
         filled
     }
 
+    #[cfg(test)]
     /// The byte range of the text a span covers; `None` when it does not fall on character
     /// boundaries inside the text.
-    pub fn byte_range(&self, span: &Span) -> Option<std::ops::Range<usize>> {
+    pub(crate) fn byte_range(&self, span: &Span) -> Option<std::ops::Range<usize>> {
         let (mut units, mut start) = (0, None);
         for (index, c) in self.text.char_indices() {
             if units == span.offset {
@@ -167,16 +168,18 @@ impl Styled {
         start.zip(end).map(|(start, end)| start..end)
     }
 
+    #[cfg(test)]
     /// The text a span covers.
-    pub fn spanned(&self, span: &Span) -> String {
+    pub(crate) fn spanned(&self, span: &Span) -> String {
         self.byte_range(span)
             .map(|range| self.text[range].to_owned())
             .unwrap_or_default()
     }
 
+    #[cfg(test)]
     /// The text with its spans made visible, for tests and snapshots: a value as `⟨value⟩`, and
     /// each line of a quotation behind `▍`.
-    pub fn marked(&self) -> String {
+    pub(crate) fn marked(&self) -> String {
         let mut spans: Vec<(std::ops::Range<usize>, Style)> = self
             .spans
             .iter()

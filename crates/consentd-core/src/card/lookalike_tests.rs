@@ -273,7 +273,7 @@ fn a_warning_counts_in_the_room_for_the_text() {
     let warnings = lookalike::warnings(target, &known());
     for lang in Language::ALL {
         let probe = view(target, &[], &fields, "", lang);
-        let base = split::measure(&Body::new(&probe, &locales, lang).without_footer().text).0;
+        let base = split::measure(&CardBody::new(&probe, &locales, lang).without_footer().text).0;
         let fits = "x".repeat(MESSAGE_LIMIT - FOOTER_ROOM - base);
         let unmarked = render_card(
             &view(target, &[], &fields, &fits, lang),
@@ -324,7 +324,7 @@ fn filled<'a>(
         ..view(target, warnings, &probe_fields, "", Language::En)
     };
     let base = split::measure(
-        &Body::new(&probe, locales, Language::En)
+        &CardBody::new(&probe, locales, Language::En)
             .without_footer()
             .text,
     )
@@ -388,7 +388,7 @@ fn a_card_the_intake_accepted_fits_with_any_look_alike_line() {
         target_warnings: &warnings,
         ..at_intake
     };
-    let fixed = Body::new(&drawn, &locales, Language::En)
+    let fixed = CardBody::new(&drawn, &locales, Language::En)
         .without_footer()
         .text;
     assert!(fits_beside_footer(&fixed).is_ok(), "{room_left}");
@@ -523,7 +523,7 @@ fn the_intake_check_keeps_room_for_a_look_alike_line_under_each_one_word_field()
     let fits_with = |to: &str, room_left: usize| {
         let probe = letter_fields(to, "a b");
         let base = split::measure(
-            &Body::new(&letter(&probe, &[], lang), &locales, lang)
+            &CardBody::new(&letter(&probe, &[], lang), &locales, lang)
                 .without_footer()
                 .text,
         )
@@ -562,7 +562,7 @@ fn a_card_the_intake_accepted_fits_with_any_look_alike_line_under_a_field() {
     let fields_with = |room_left: usize| -> BTreeMap<String, String> {
         let probe = letter_fields(&value, "a b");
         let probe_warnings = [Vec::new(), at_intake_warnings.clone()];
-        let base = Body::new(&letter(&probe, &probe_warnings, lang), &locales, lang)
+        let base = CardBody::new(&letter(&probe, &probe_warnings, lang), &locales, lang)
             .without_footer()
             .text;
         let fill = MESSAGE_LIMIT - FOOTER_ROOM - split::measure(&base).0 - room_left + 3;
@@ -581,7 +581,7 @@ fn a_card_the_intake_accepted_fits_with_any_look_alike_line_under_a_field() {
     let fields = fields_with(room_left);
     let drawn = [Vec::new(), drawn_warnings];
     let view = letter(&fields, &drawn, lang);
-    let fixed = Body::new(&view, &locales, lang).without_footer().text;
+    let fixed = CardBody::new(&view, &locales, lang).without_footer().text;
     assert!(fits_beside_footer(&fixed).is_ok(), "{room_left}");
     assert!(split::message_fits(
         &render_card(&view, &locales, lang, now()).card.text

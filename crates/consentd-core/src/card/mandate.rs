@@ -7,8 +7,8 @@ use chrono_tz::Tz;
 use rust_decimal::Decimal;
 
 use super::{
-    button, class_message, local_time, msg, usd, Body, ButtonAction, CardError, CardView, Outcome,
-    Rendered,
+    button, class_message, local_time, msg, usd, ButtonAction, CardBody, CardError, CardView,
+    Outcome, Rendered,
 };
 use crate::locale::{Language, Locales};
 use crate::lookalike::Warning;
@@ -98,7 +98,7 @@ fn terms_lines(
 }
 
 /// The card asking for a mandate, answerable until `expires_at`, with Grant and Decline.
-pub fn render_mandate_card(
+pub(crate) fn render_mandate_card(
     view: &MandateView,
     expires_at: DateTime<Utc>,
     locales: &Locales,
@@ -152,7 +152,7 @@ pub fn render_mandate_outcome(
 }
 
 /// "Today: 4 of 10 actions, $2.40 of $5.00"; with no money term, "Today: 4 of 10 actions".
-pub fn usage_line(
+pub(crate) fn usage_line(
     view: &MandateView,
     usage: UsageView,
     locales: &Locales,
@@ -213,7 +213,7 @@ pub fn render_receipt(
     lang: Language,
     now: DateTime<Utc>,
 ) -> Rendered {
-    let body = Body::new(action, locales, lang);
+    let body = CardBody::new(action, locales, lang);
     let mut footer = super::outcome_footer(outcome, locales, lang);
     footer.push(Styled::plain(usage_line(mandate, usage, locales, lang)));
     let until = local_time(locales, lang, mandate.ends_at, mandate.tz, now);

@@ -6,20 +6,22 @@ use chrono::{NaiveDate, NaiveTime};
 use rust_decimal::Decimal;
 
 use super::{button, class_message, msg, Button, ButtonAction};
-use crate::commands::Usage;
+use crate::commands::UsageLine;
 use crate::locale::{Language, Locales};
 
 /// What one day held, as the summary shows it (plain counts, kept beside the gate).
-pub use crate::gate::DayCounts;
+pub(crate) use crate::gate::DayCounts;
 
 /// The one-line usage of a command given a bad argument.
-pub fn usage(locales: &Locales, lang: Language, usage: Usage) -> String {
+pub fn usage(locales: &Locales, lang: Language, usage: UsageLine) -> String {
     match usage {
-        Usage::Quiet => locales.t(lang, msg::USAGE_QUIET, &[]),
-        Usage::NightCards { max } => locales.t(lang, msg::USAGE_NIGHTCARDS, &[("max", max.into())]),
-        Usage::Summary => locales.t(lang, msg::USAGE_SUMMARY, &[]),
-        Usage::Lang => locales.t(lang, msg::USAGE_LANG, &[]),
-        Usage::NoArgument => locales.t(lang, msg::USAGE_NO_ARGUMENT, &[]),
+        UsageLine::Quiet => locales.t(lang, msg::USAGE_QUIET, &[]),
+        UsageLine::NightCards { max } => {
+            locales.t(lang, msg::USAGE_NIGHTCARDS, &[("max", max.into())])
+        }
+        UsageLine::Summary => locales.t(lang, msg::USAGE_SUMMARY, &[]),
+        UsageLine::Lang => locales.t(lang, msg::USAGE_LANG, &[]),
+        UsageLine::NoArgument => locales.t(lang, msg::USAGE_NO_ARGUMENT, &[]),
     }
 }
 
@@ -105,7 +107,7 @@ pub enum Stale {
     CategoryCannotRun { leaf: &'static str },
 }
 
-/// The press's answer for a stale button (at most [`super::CALLBACK_TEXT_LIMIT`] characters);
+/// The press's answer for a stale button (at most `CALLBACK_TEXT_LIMIT` characters);
 /// `kind` and `label` name the kind, for a category switch.
 pub fn stale_toast(
     locales: &Locales,
@@ -335,11 +337,11 @@ mod tests {
             assert_eq!(on_button.action, ButtonAction::CategoryOff);
             assert_eq!(off_button.action, ButtonAction::CategoryOn);
             let shown = [
-                usage(&locales, lang, Usage::Quiet),
-                usage(&locales, lang, Usage::NightCards { max: 2 }),
-                usage(&locales, lang, Usage::Summary),
-                usage(&locales, lang, Usage::Lang),
-                usage(&locales, lang, Usage::NoArgument),
+                usage(&locales, lang, UsageLine::Quiet),
+                usage(&locales, lang, UsageLine::NightCards { max: 2 }),
+                usage(&locales, lang, UsageLine::Summary),
+                usage(&locales, lang, UsageLine::Lang),
+                usage(&locales, lang, UsageLine::NoArgument),
                 quiet_set(&locales, lang, night),
                 quiet_set(&locales, lang, None),
                 nightcards_set(&locales, lang, 0),

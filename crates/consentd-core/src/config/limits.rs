@@ -38,7 +38,7 @@ impl Default for Limits {
 
 /// What a limit measures, which decides how the config writes it and how a bound is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LimitKind {
+pub(crate) enum LimitKind {
     /// A plain integer.
     Count,
     /// An integer of bytes, shown with its KiB or MiB.
@@ -76,7 +76,7 @@ impl LimitKind {
 /// How a lower bound is named: `decline_memory` has a floor the owner may raise from; the
 /// others simply cannot go lower.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lower {
+pub(crate) enum Lower {
     Floor,
     Minimum,
 }
@@ -93,20 +93,20 @@ impl Lower {
 /// One limit: its key under `[limits]`, its kind, and its numbers in the kind's unit (a count,
 /// bytes, seconds or cents).
 #[derive(Debug, Clone, Copy)]
-pub struct LimitRule {
-    pub key: &'static str,
-    pub kind: LimitKind,
-    pub default: u64,
+pub(crate) struct LimitRule {
+    pub(crate) key: &'static str,
+    pub(crate) kind: LimitKind,
+    pub(crate) default: u64,
     /// The lowest value allowed and its name; `None` leaves only the syntax's own (no zero
     /// duration, no negative amount).
-    pub lower: Option<(u64, Lower)>,
+    pub(crate) lower: Option<(u64, Lower)>,
     /// The highest value allowed (SPEC's ceiling); `None` for no ceiling.
-    pub ceiling: Option<u64>,
+    pub(crate) ceiling: Option<u64>,
 }
 
 impl LimitRule {
     /// The ceiling as a count, for the mandate ceilings; a rule with none has no limit.
-    pub const fn ceiling_count(&self) -> u32 {
+    pub(crate) const fn ceiling_count(&self) -> u32 {
         match self.ceiling {
             // Every count's ceiling is a small number; the cast cannot truncate.
             Some(n) => n as u32,
@@ -115,7 +115,7 @@ impl LimitRule {
     }
 
     /// The ceiling as dollars, for the mandate ceilings; a money rule always has one.
-    pub const fn ceiling_money(&self) -> Decimal {
+    pub(crate) const fn ceiling_money(&self) -> Decimal {
         match self.ceiling {
             Some(n) => cents(n),
             None => Decimal::MAX,
@@ -149,28 +149,28 @@ const fn cents(n: u64) -> Decimal {
 
 use LimitKind::{Bytes, Count, DurationOrOff, Money};
 
-pub const CARD_TTL: LimitRule = LimitRule {
+pub(crate) const CARD_TTL: LimitRule = LimitRule {
     key: "card_ttl",
     kind: LimitKind::Duration,
     default: 15 * 60,
     lower: Some((60, Lower::Minimum)),
     ceiling: Some(15 * 60),
 };
-pub const DECLINE_MEMORY: LimitRule = LimitRule {
+pub(crate) const DECLINE_MEMORY: LimitRule = LimitRule {
     key: "decline_memory",
     kind: LimitKind::Duration,
     default: 24 * 3600,
     lower: Some((24 * 3600, Lower::Floor)),
     ceiling: None,
 };
-pub const DECLINE_STREAK: LimitRule = LimitRule {
+pub(crate) const DECLINE_STREAK: LimitRule = LimitRule {
     key: "decline_streak",
     kind: Count,
     default: 3,
     lower: Some((1, Lower::Minimum)),
     ceiling: Some(3),
 };
-pub const MANDATE_MAX_DAYS: LimitRule = LimitRule {
+pub(crate) const MANDATE_MAX_DAYS: LimitRule = LimitRule {
     key: "mandate_max_days",
     kind: Count,
     default: 7,
@@ -178,14 +178,14 @@ pub const MANDATE_MAX_DAYS: LimitRule = LimitRule {
     ceiling: Some(7),
 };
 /// $10.00 a day.
-pub const MANDATE_MAX_USD_PER_DAY: LimitRule = LimitRule {
+pub(crate) const MANDATE_MAX_USD_PER_DAY: LimitRule = LimitRule {
     key: "mandate_max_usd_per_day",
     kind: Money,
     default: 1000,
     lower: None,
     ceiling: Some(1000),
 };
-pub const MANDATE_MAX_ACTIONS_PER_DAY: LimitRule = LimitRule {
+pub(crate) const MANDATE_MAX_ACTIONS_PER_DAY: LimitRule = LimitRule {
     key: "mandate_max_actions_per_day",
     kind: Count,
     default: 100,
@@ -193,35 +193,35 @@ pub const MANDATE_MAX_ACTIONS_PER_DAY: LimitRule = LimitRule {
     ceiling: Some(100),
 };
 /// The default is far below the ceiling: 100 open asks are more than one owner should face.
-pub const MAX_PENDING: LimitRule = LimitRule {
+pub(crate) const MAX_PENDING: LimitRule = LimitRule {
     key: "max_pending",
     kind: Count,
     default: 20,
     lower: Some((1, Lower::Minimum)),
     ceiling: Some(100),
 };
-pub const MAX_TEXT_CHARS: LimitRule = LimitRule {
+pub(crate) const MAX_TEXT_CHARS: LimitRule = LimitRule {
     key: "max_text_chars",
     kind: Count,
     default: 20_000,
     lower: Some((1, Lower::Minimum)),
     ceiling: Some(20_000),
 };
-pub const MAX_ATTACHMENTS: LimitRule = LimitRule {
+pub(crate) const MAX_ATTACHMENTS: LimitRule = LimitRule {
     key: "max_attachments",
     kind: Count,
     default: 4,
     lower: Some((0, Lower::Minimum)),
     ceiling: Some(4),
 };
-pub const MAX_ATTACHMENT_BYTES: LimitRule = LimitRule {
+pub(crate) const MAX_ATTACHMENT_BYTES: LimitRule = LimitRule {
     key: "max_attachment_bytes",
     kind: Bytes,
     default: 20 * MIB,
     lower: Some((1, Lower::Minimum)),
     ceiling: Some(20 * MIB),
 };
-pub const MAX_REQUEST_BYTES: LimitRule = LimitRule {
+pub(crate) const MAX_REQUEST_BYTES: LimitRule = LimitRule {
     key: "max_request_bytes",
     kind: Bytes,
     default: 32 * MIB,
@@ -230,7 +230,7 @@ pub const MAX_REQUEST_BYTES: LimitRule = LimitRule {
 };
 /// The session's final line waits this long for the owner's reason, and an agent blocked ten
 /// minutes on a No is long enough.
-pub const DECLINE_REASON_WAIT: LimitRule = LimitRule {
+pub(crate) const DECLINE_REASON_WAIT: LimitRule = LimitRule {
     key: "decline_reason_wait",
     kind: DurationOrOff,
     default: 60,
@@ -239,7 +239,7 @@ pub const DECLINE_REASON_WAIT: LimitRule = LimitRule {
 };
 
 /// Every limit, in the order the walk reads them and reports their problems.
-pub const RULES: [LimitRule; 12] = [
+pub(crate) const RULES: [LimitRule; 12] = [
     CARD_TTL,
     DECLINE_MEMORY,
     DECLINE_STREAK,

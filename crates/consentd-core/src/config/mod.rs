@@ -31,7 +31,7 @@ use rust_decimal::Decimal;
 use toml::Table;
 
 mod categories;
-pub mod limits;
+pub(crate) mod limits;
 mod problems;
 mod sections;
 mod syntax;
@@ -41,12 +41,13 @@ mod walker;
 use crate::protocol::ASK_KEYS;
 use categories::categories;
 use limits::limits;
-pub use limits::Limits;
+pub(crate) use limits::Limits;
 use problems::syntax_problem;
-pub use problems::{ConfigError, Problem};
+pub use problems::{ConfigError, ConfigProblem};
 use sections::{client, gate, owner, paths, telegram};
 use syntax::hm;
-pub use syntax::{is_valid_kind, parse_duration, parse_hhmm, parse_money, parse_quiet_hours};
+pub use syntax::is_valid_kind;
+pub(crate) use syntax::{parse_duration, parse_hhmm, parse_money, parse_quiet_hours};
 use walker::Walker;
 
 // The cases in `tests` and `doc_tests` reach into the parts.
@@ -148,8 +149,8 @@ impl fmt::Display for Language {
 /// The whole, validated configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub owner: Owner,
-    pub telegram: Telegram,
+    pub owner: OwnerSection,
+    pub telegram: TelegramSection,
     pub paths: Paths,
     pub client: Client,
     pub limits: Limits,
@@ -159,7 +160,7 @@ pub struct Config {
 }
 
 #[derive(Debug, Clone)]
-pub struct Owner {
+pub struct OwnerSection {
     /// `None` until the owner pairs with the bot.
     pub telegram_id: Option<i64>,
     /// `None` means: use the owner's Telegram `language_code`, else English.
@@ -167,9 +168,9 @@ pub struct Owner {
     pub timezone: Tz,
 }
 
-impl Default for Owner {
+impl Default for OwnerSection {
     fn default() -> Self {
-        Owner {
+        OwnerSection {
             telegram_id: None,
             language: None,
             timezone: Tz::UTC,
@@ -178,16 +179,16 @@ impl Default for Owner {
 }
 
 #[derive(Debug, Clone)]
-pub struct Telegram {
+pub struct TelegramSection {
     /// `None` means the token comes from `CONSENTD_BOT_TOKEN`.
     pub token_file: Option<PathBuf>,
     /// Base URL without a trailing slash, so callers can append `/bot…/method`.
     pub api_url: String,
 }
 
-impl Default for Telegram {
+impl Default for TelegramSection {
     fn default() -> Self {
-        Telegram {
+        TelegramSection {
             token_file: None,
             api_url: DEFAULT_API_URL.to_owned(),
         }
@@ -234,32 +235,23 @@ pub enum Receipts {
     Summary,
 }
 
-impl Receipts {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Receipts::Each => "each",
-            Receipts::Summary => "summary",
-        }
-    }
-}
-
 /// One kind of action the owner can be asked to approve.
 #[derive(Debug, Clone)]
 pub struct Category {
     pub name: String,
     /// Always holds `Language::En`.
-    pub label: BTreeMap<Language, String>,
+    pub(crate) label: BTreeMap<Language, String>,
     pub class: Class,
     pub enabled: bool,
     pub mandate_ok: bool,
-    pub target: Presence,
-    pub text: Presence,
-    pub fields: Vec<String>,
+    pub(crate) target: Presence,
+    pub(crate) text: Presence,
+    pub(crate) fields: Vec<String>,
     /// Each field's label per language (`field_labels`), where the config gives one; a field
     /// without one is shown under its name.
-    pub field_labels: BTreeMap<String, BTreeMap<Language, String>>,
-    pub attachments: usize,
-    pub cost: Cost,
+    pub(crate) field_labels: BTreeMap<String, BTreeMap<Language, String>>,
+    pub(crate) attachments: usize,
+    pub(crate) cost: Cost,
     pub command: Vec<String>,
     pub run_as: Option<String>,
     pub env_file: Option<PathBuf>,
@@ -278,14 +270,14 @@ impl Category {
 
     /// What a card calls `field` in `lang`: its label there, else its English label, else the
     /// field's own name.
-    pub fn field_label<'a>(&'a self, field: &'a str, lang: Language) -> &'a str {
+    pub(crate) fn field_label<'a>(&'a self, field: &'a str, lang: Language) -> &'a str {
         self.field_labels
             .get(field)
             .and_then(|labels| labels.get(&lang).or_else(|| labels.get(&Language::En)))
             .map_or(field, String::as_str)
     }
 
-    /// Every field's label in `lang` ([`Category::field_label`]), by field name.
+    /// Every field's label in `lang` (`Category::field_label`), by field name.
     pub fn field_labels_in(&self, lang: Language) -> BTreeMap<String, String> {
         self.fields
             .iter()
@@ -319,24 +311,14 @@ impl fmt::Display for Class {
 
 /// Whether a request part (target, text) must, may or must not be present.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Presence {
+pub(crate) enum Presence {
     Required,
     Optional,
     None,
 }
 
-impl Presence {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Presence::Required => "required",
-            Presence::Optional => "optional",
-            Presence::None => "none",
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Cost {
+pub(crate) enum Cost {
     /// The action costs nothing; a request carrying `cost_usd` is refused.
     None,
     /// Each request states its own `cost_usd`.
@@ -357,10 +339,17 @@ pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
 
 /// Checks of a config beyond the file's own rules, over its token source, its categories and
 /// its paths (`None` when they are wrong).
-pub type MoreChecks<'a> =
-    &'a mut dyn FnMut(&Telegram, &BTreeMap<String, Category>, Option<&Paths>) -> Vec<Problem>;
+pub type MoreChecks<'a> = &'a mut dyn FnMut(
+    &TelegramSection,
+    &BTreeMap<String, Category>,
+    Option<&Paths>,
+) -> Vec<ConfigProblem>;
 
-fn no_more_checks(_: &Telegram, _: &BTreeMap<String, Category>, _: Option<&Paths>) -> Vec<Problem> {
+fn no_more_checks(
+    _: &TelegramSection,
+    _: &BTreeMap<String, Category>,
+    _: Option<&Paths>,
+) -> Vec<ConfigProblem> {
     Vec::new()
 }
 
@@ -404,7 +393,7 @@ impl Config {
     }
 }
 
-fn validate(root: &Table, more: MoreChecks<'_>) -> Result<Config, Vec<Problem>> {
+fn validate(root: &Table, more: MoreChecks<'_>) -> Result<Config, Vec<ConfigProblem>> {
     let mut w = Walker::default();
     let empty = Table::new();
     w.unknown_keys(root, "", TOP_KEYS);

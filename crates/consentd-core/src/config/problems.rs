@@ -7,14 +7,14 @@ use std::sync::Arc;
 
 /// One thing wrong with a config, under the dotted key it concerns.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
+pub struct ConfigProblem {
     /// Full dotted path, e.g. `categories.publish_x.label.en`. Empty only for a
     /// syntax error whose key could not be told.
     pub key: String,
     pub message: String,
 }
 
-impl fmt::Display for Problem {
+impl fmt::Display for ConfigProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.key.is_empty() {
             f.write_str(&self.message)
@@ -35,11 +35,11 @@ pub enum ConfigError {
     #[error("{} problem(s) in {origin}:\n{}", .problems.len(), render_problems(.problems))]
     Invalid {
         origin: String,
-        problems: Vec<Problem>,
+        problems: Vec<ConfigProblem>,
     },
 }
 
-pub(super) fn render_problems(problems: &[Problem]) -> String {
+pub(super) fn render_problems(problems: &[ConfigProblem]) -> String {
     problems
         .iter()
         .map(|p| format!("  {p}"))
@@ -47,17 +47,17 @@ pub(super) fn render_problems(problems: &[Problem]) -> String {
         .join("\n")
 }
 
-pub(super) fn syntax_problem(text: &str, err: &toml::de::Error) -> Problem {
+pub(super) fn syntax_problem(text: &str, err: &toml::de::Error) -> ConfigProblem {
     let detail = err.message().trim_end();
     match err.span() {
         Some(span) => {
             let (line, column) = line_column(text, span.start);
-            Problem {
+            ConfigProblem {
                 key: key_at_line(text, line).unwrap_or_default(),
                 message: format!("invalid TOML at line {line}, column {column}: {detail}"),
             }
         }
-        None => Problem {
+        None => ConfigProblem {
             key: String::new(),
             message: format!("invalid TOML: {detail}"),
         },

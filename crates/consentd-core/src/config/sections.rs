@@ -9,15 +9,15 @@ use toml::{Table, Value};
 use super::syntax::not_a_time;
 use super::walker::{join, type_name, Walker};
 use super::{
-    parse_hhmm, parse_quiet_hours, Client, Gate, Language, Owner, Paths, Receipts, Telegram,
-    CLIENT_KEYS, DEFAULT_SOCKET, GATE_KEYS, JOURNAL_FILE_NAME, NIGHT_CARD_LIMIT_MAX, OWNER_KEYS,
-    PATHS_KEYS, TELEGRAM_KEYS,
+    parse_hhmm, parse_quiet_hours, Client, Gate, Language, OwnerSection, Paths, Receipts,
+    TelegramSection, CLIENT_KEYS, DEFAULT_SOCKET, GATE_KEYS, JOURNAL_FILE_NAME,
+    NIGHT_CARD_LIMIT_MAX, OWNER_KEYS, PATHS_KEYS, TELEGRAM_KEYS,
 };
 
-pub(super) fn owner(w: &mut Walker, t: &Table) -> Owner {
+pub(super) fn owner(w: &mut Walker, t: &Table) -> OwnerSection {
     let p = "owner";
     w.unknown_keys(t, p, OWNER_KEYS);
-    let mut owner = Owner::default();
+    let mut owner = OwnerSection::default();
 
     if let Some(id) = w.integer(
         t,
@@ -54,12 +54,12 @@ pub(super) fn owner(w: &mut Walker, t: &Table) -> Owner {
     owner
 }
 
-pub(super) fn telegram(w: &mut Walker, t: &Table) -> Telegram {
+pub(super) fn telegram(w: &mut Walker, t: &Table) -> TelegramSection {
     let p = "telegram";
     w.unknown_keys(t, p, TELEGRAM_KEYS);
-    let mut telegram = Telegram {
+    let mut telegram = TelegramSection {
         token_file: w.abs_path(t, p, "token_file"),
-        ..Telegram::default()
+        ..TelegramSection::default()
     };
     if let Some(url) = w.string(t, p, "api_url", "a string with an http:// or https:// URL") {
         let rest = url

@@ -9,7 +9,7 @@ use rust_decimal::Decimal;
 /// A strictly written duration: a positive whole number without leading zeros
 /// and one unit, `s`, `m` or `h` (`"90s"`, `"15m"`, `"24h"`). Anything looser is
 /// refused rather than guessed at, since a misread timeout or TTL fails silently.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     const HINT: &str = "a whole number with a unit (s, m or h), like \"15m\"";
     if s.is_empty() {
         return Err(format!("an empty string is not a duration; use {HINT}"));
@@ -62,7 +62,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 /// A strictly written amount of US dollars: digits, optionally a point and one
 /// or two decimals (`"0"`, `"0.04"`, `"10.00"`). No sign, no currency symbol, no
 /// exponent, no leading zeros: money is never rounded or guessed at.
-pub fn parse_money(s: &str) -> Result<Decimal, String> {
+pub(crate) fn parse_money(s: &str) -> Result<Decimal, String> {
     const HINT: &str = "write US dollars with at most 2 decimal places, like \"0.04\"";
     if s.is_empty() {
         return Err(format!("an empty string is not an amount; {HINT}"));
@@ -110,7 +110,7 @@ pub fn is_valid_kind(name: &str) -> bool {
             .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
-pub fn parse_quiet_hours(s: &str) -> Result<Option<(NaiveTime, NaiveTime)>, String> {
+pub(crate) fn parse_quiet_hours(s: &str) -> Result<Option<(NaiveTime, NaiveTime)>, String> {
     if s == "off" {
         return Ok(None);
     }
@@ -135,7 +135,7 @@ pub(super) fn not_a_time(s: &str) -> String {
 
 /// Exactly `HH:MM`, 24-hour, two digits each: times in the config are read by
 /// people, and one form means no two readings.
-pub fn parse_hhmm(s: &str) -> Option<NaiveTime> {
+pub(crate) fn parse_hhmm(s: &str) -> Option<NaiveTime> {
     let b = s.as_bytes();
     if b.len() != 5 || b[2] != b':' {
         return None;

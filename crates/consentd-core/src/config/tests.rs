@@ -38,14 +38,14 @@ fn table_of(parts: &[&str]) -> Table {
     table
 }
 
-fn problems_of(parts: &[&str]) -> Vec<Problem> {
+fn problems_of(parts: &[&str]) -> Vec<ConfigProblem> {
     match validate(&table_of(parts), &mut no_more_checks) {
         Ok(c) => panic!("expected problems, got a valid config: {c:?}"),
         Err(p) => p,
     }
 }
 
-fn assert_problem(problems: &[Problem], key: &str, substring: &str) {
+fn assert_problem(problems: &[ConfigProblem], key: &str, substring: &str) {
     assert!(
         problems
             .iter()
@@ -79,7 +79,7 @@ fn category_ok(overrides: &str) -> Category {
     config.categories["publish_x"].clone()
 }
 
-fn parse_err(text: &str) -> Vec<Problem> {
+fn parse_err(text: &str) -> Vec<ConfigProblem> {
     match parse(text, "test.toml") {
         Err(ConfigError::Invalid { origin, problems }) => {
             assert_eq!(origin, "test.toml");
@@ -266,7 +266,7 @@ fn invalid_error_lists_every_problem_under_origin() {
 
 #[test]
 fn problem_display_is_key_colon_message() {
-    let p = Problem {
+    let p = ConfigProblem {
         key: "limits.card_ttl".into(),
         message: "20m is over the ceiling of 15m".into(),
     };

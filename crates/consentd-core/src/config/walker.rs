@@ -6,18 +6,18 @@ use std::time::Duration;
 
 use toml::{Table, Value};
 
-use super::{parse_duration, Problem, KIB, MIB};
+use super::{parse_duration, ConfigProblem, KIB, MIB};
 
 /// Collects problems while the walk goes on; every getter reports a wrong type
 /// itself and returns `None`, so callers only decide what a missing value means.
 #[derive(Debug, Default)]
 pub(super) struct Walker {
-    pub(super) problems: Vec<Problem>,
+    pub(super) problems: Vec<ConfigProblem>,
 }
 
 impl Walker {
     pub(super) fn report(&mut self, key: impl Into<String>, message: impl Into<String>) {
-        self.problems.push(Problem {
+        self.problems.push(ConfigProblem {
             key: key.into(),
             message: message.into(),
         });

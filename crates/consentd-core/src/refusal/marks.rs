@@ -45,7 +45,7 @@ pub(crate) const MAX_IN_TEXT: usize = 6;
 /// What is wrong with the marks of a value. Indexes are 0-based, in scalars, and point at the
 /// character's base (at its first mark when the value starts with marks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Problem {
+pub(crate) enum MarkProblem {
     /// More than the allowed number of marks on the character at `index`.
     TooMany { count: usize, index: usize },
     /// `mark` twice in a row, in canonical order, on the character at `index`.
@@ -53,7 +53,7 @@ pub(crate) enum Problem {
 }
 
 /// The first character of `value` with more than `max` marks or a mark repeated in a row.
-pub(crate) fn first_problem(value: &str, max: usize) -> Option<Problem> {
+pub(crate) fn first_problem(value: &str, max: usize) -> Option<MarkProblem> {
     // Only a non-ASCII scalar can be or hold a mark.
     if value.is_ascii() {
         return None;
@@ -121,9 +121,9 @@ impl Character {
     }
 
     /// The character's problem, if it has one.
-    fn judge(&mut self, max: usize) -> Option<Problem> {
+    fn judge(&mut self, max: usize) -> Option<MarkProblem> {
         if self.count > max {
-            return Some(Problem::TooMany {
+            return Some(MarkProblem::TooMany {
                 count: self.count,
                 index: self.index,
             });
@@ -138,7 +138,7 @@ impl Character {
             .find(|pair| {
                 pair[0].c == pair[1].c && pair[0].from != pair[1].from && is_counted(pair[0].c)
             })
-            .map(|pair| Problem::Repeated {
+            .map(|pair| MarkProblem::Repeated {
                 mark: pair[0].c,
                 index: self.index,
             })
@@ -169,7 +169,7 @@ mod tests {
     use super::*;
 
     #[track_caller]
-    fn check(label: &str, value: &str, max: usize, expected: Option<Problem>) {
+    fn check(label: &str, value: &str, max: usize, expected: Option<MarkProblem>) {
         assert_eq!(
             first_problem(value, max),
             expected,
@@ -177,12 +177,12 @@ mod tests {
         );
     }
 
-    fn too_many(count: usize, index: usize) -> Option<Problem> {
-        Some(Problem::TooMany { count, index })
+    fn too_many(count: usize, index: usize) -> Option<MarkProblem> {
+        Some(MarkProblem::TooMany { count, index })
     }
 
-    fn repeated(mark: char, index: usize) -> Option<Problem> {
-        Some(Problem::Repeated { mark, index })
+    fn repeated(mark: char, index: usize) -> Option<MarkProblem> {
+        Some(MarkProblem::Repeated { mark, index })
     }
 
     #[test]

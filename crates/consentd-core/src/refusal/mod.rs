@@ -21,13 +21,13 @@ use crate::mandate::{self, Ceilings, KindRules, MandateRequest};
 use crate::protocol::{quote, AskRequest, MandateAsk};
 use visible::FieldRef;
 
-pub use crate::reason::{
-    Reason, Refusal, MAX_ATTACHMENT_NAME_BYTES, MAX_FIELD_CHARS, MAX_IDEMPOTENCY_KEY_CHARS,
-    MAX_TARGET_CHARS,
+pub use crate::reason::{Reason, Refusal, MAX_TARGET_CHARS};
+pub(crate) use crate::reason::{
+    MAX_ATTACHMENT_NAME_BYTES, MAX_FIELD_CHARS, MAX_IDEMPOTENCY_KEY_CHARS,
 };
 
-impl From<visible::Refusal> for Refusal {
-    fn from(refusal: visible::Refusal) -> Self {
+impl From<visible::Unshowable> for Refusal {
+    fn from(refusal: visible::Unshowable) -> Self {
         let reason = match refusal.reason_code() {
             "not_nfc" => Reason::NotNfc,
             _ => Reason::InvisibleCharacter,

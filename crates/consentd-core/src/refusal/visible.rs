@@ -98,7 +98,7 @@ impl fmt::Display for FieldRef<'_> {
 /// Why a value cannot be shown on a consent card. Positions are 1-based
 /// indexes of Unicode scalar values within the value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub enum Unshowable {
     /// A scalar that an owner could not see.
     #[error("U+{:04X} {name} in {field} at char {position}", u32::from(*.code_point))]
     Invisible {
@@ -107,7 +107,7 @@ pub enum Refusal {
         field: String,
         position: usize,
     },
-    /// A tag character outside a flag: named like [`Refusal::Invisible`], and
+    /// A tag character outside a flag: named like [`Unshowable::Invisible`], and
     /// `hidden` says what the run of tags spells, so whoever runs the agent
     /// sees what was slipped past the owner.
     #[error("U+{:04X} {name} in {field} at char {position}: {hidden}", u32::from(*.code_point))]
@@ -134,7 +134,7 @@ pub enum Refusal {
     },
     /// The same nonspacing or enclosing mark twice in a row on one character
     /// (in canonical order), which draws as one: named like
-    /// [`Refusal::Invisible`], at the character's position.
+    /// [`Unshowable::Invisible`], at the character's position.
     #[error(
         "{field} has U+{:04X} {name} twice in a row on one character at char {position}",
         u32::from(*.code_point)
@@ -154,21 +154,21 @@ pub enum Refusal {
     NotNfc { field: String, position: usize },
 }
 
-impl Refusal {
+impl Unshowable {
     /// Stable machine-readable reason.
-    pub fn reason_code(&self) -> &'static str {
+    pub(crate) fn reason_code(&self) -> &'static str {
         match self {
-            Refusal::Invisible { .. }
-            | Refusal::HiddenTags { .. }
-            | Refusal::StackedMarks { .. }
-            | Refusal::RepeatedMark { .. }
-            | Refusal::Spacing { .. } => "invisible_character",
-            Refusal::NotNfc { .. } => "not_nfc",
+            Unshowable::Invisible { .. }
+            | Unshowable::HiddenTags { .. }
+            | Unshowable::StackedMarks { .. }
+            | Unshowable::RepeatedMark { .. }
+            | Unshowable::Spacing { .. } => "invisible_character",
+            Unshowable::NotNfc { .. } => "not_nfc",
         }
     }
 
     /// What was refused and where, for the person who submitted the value.
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         self.to_string()
     }
 }
@@ -185,7 +185,11 @@ impl Refusal {
 /// is one line (no space at its ends, none doubled, up to
 /// `marks::MAX_IN_LINE` marks on a character). Every other line or
 /// paragraph break stays refused.
-pub fn check_value(value: &str, field: FieldRef<'_>, allow_newline: bool) -> Result<(), Refusal> {
+pub fn check_value(
+    value: &str,
+    field: FieldRef<'_>,
+    allow_newline: bool,
+) -> Result<(), Unshowable> {
     check_scalars(value, field, allow_newline)?;
     check_marks(value, field, allow_newline)?;
     let spacing = if allow_newline {
@@ -194,7 +198,7 @@ pub fn check_value(value: &str, field: FieldRef<'_>, allow_newline: bool) -> Res
         layout::line_problem(value)
     };
     if let Some(problem) = spacing {
-        return Err(Refusal::Spacing {
+        return Err(Unshowable::Spacing {
             field: field.to_string(),
             problem,
         });
@@ -205,7 +209,7 @@ pub fn check_value(value: &str, field: FieldRef<'_>, allow_newline: bool) -> Res
 /// Refuses a one-line value the card never shows (an idempotency key): the
 /// scalar and NFC rules of [`check_value`], without its spacing rules, which
 /// are about what the owner reads.
-pub(crate) fn check_unshown_value(value: &str, field: FieldRef<'_>) -> Result<(), Refusal> {
+pub(crate) fn check_unshown_value(value: &str, field: FieldRef<'_>) -> Result<(), Unshowable> {
     check_scalars(value, field, false)?;
     check_nfc(value, field)
 }
@@ -215,12 +219,12 @@ pub(crate) fn check_unshown_value(value: &str, field: FieldRef<'_>) -> Result<()
 /// owner saw, so a pasted text with hidden characters (tag text, a zero-width space) is sent
 /// back; the spacing rules are not applied, as they are about what the owner reads of what
 /// others wrote, and Telegram trims a message's ends itself.
-pub fn check_owner_words(value: &str) -> Result<(), Refusal> {
+pub fn check_owner_words(value: &str) -> Result<(), Unshowable> {
     check_scalars(value, FieldRef::Text, true)?;
     check_nfc(value, FieldRef::Text)
 }
 
-fn check_scalars(value: &str, field: FieldRef<'_>, allow_newline: bool) -> Result<(), Refusal> {
+fn check_scalars(value: &str, field: FieldRef<'_>, allow_newline: bool) -> Result<(), Unshowable> {
     let Some(found) = first_invisible(value, allow_newline) else {
         return Ok(());
     };
@@ -231,13 +235,13 @@ fn check_scalars(value: &str, field: FieldRef<'_>, allow_newline: bool) -> Resul
         found.index + 1,
     );
     Err(match found.tags {
-        None => Refusal::Invisible {
+        None => Unshowable::Invisible {
             code_point,
             name,
             field,
             position,
         },
-        Some(run) => Refusal::HiddenTags {
+        Some(run) => Unshowable::HiddenTags {
             hidden: run.describe(&field),
             code_point,
             name,
@@ -247,7 +251,7 @@ fn check_scalars(value: &str, field: FieldRef<'_>, allow_newline: bool) -> Resul
     })
 }
 
-fn check_marks(value: &str, field: FieldRef<'_>, allow_newline: bool) -> Result<(), Refusal> {
+fn check_marks(value: &str, field: FieldRef<'_>, allow_newline: bool) -> Result<(), Unshowable> {
     let max = if allow_newline {
         marks::MAX_IN_TEXT
     } else {
@@ -256,13 +260,13 @@ fn check_marks(value: &str, field: FieldRef<'_>, allow_newline: bool) -> Result<
     let field = field.to_string();
     Err(match marks::first_problem(value, max) {
         None => return Ok(()),
-        Some(marks::Problem::TooMany { count, index }) => Refusal::StackedMarks {
+        Some(marks::MarkProblem::TooMany { count, index }) => Unshowable::StackedMarks {
             field,
             count,
             position: index + 1,
             max,
         },
-        Some(marks::Problem::Repeated { mark, index }) => Refusal::RepeatedMark {
+        Some(marks::MarkProblem::Repeated { mark, index }) => Unshowable::RepeatedMark {
             code_point: mark,
             name: display_name(mark),
             field,
@@ -271,9 +275,9 @@ fn check_marks(value: &str, field: FieldRef<'_>, allow_newline: bool) -> Result<
     })
 }
 
-fn check_nfc(value: &str, field: FieldRef<'_>) -> Result<(), Refusal> {
+fn check_nfc(value: &str, field: FieldRef<'_>) -> Result<(), Unshowable> {
     match first_non_nfc(value) {
-        Some(index) => Err(Refusal::NotNfc {
+        Some(index) => Err(Unshowable::NotNfc {
             field: field.to_string(),
             position: index + 1,
         }),
@@ -282,7 +286,7 @@ fn check_nfc(value: &str, field: FieldRef<'_>) -> Result<(), Refusal> {
 }
 
 /// The raw predicate (no context exception): would this scalar be refused on its own?
-pub fn is_refused_alone(c: char, allow_newline: bool) -> bool {
+pub(crate) fn is_refused_alone(c: char, allow_newline: bool) -> bool {
     match c {
         '\n' => return !allow_newline,
         // Printable ASCII is the bulk of real input and never refused.
@@ -702,7 +706,7 @@ mod tests {
         assert_eq!(not_nfc.reason_code(), "not_nfc");
         assert_eq!(
             invisible,
-            Refusal::Invisible {
+            Unshowable::Invisible {
                 code_point: '\u{200B}',
                 name: "ZERO WIDTH SPACE".into(),
                 field: "text".into(),
@@ -1861,7 +1865,7 @@ mod tests {
         );
         assert!(matches!(
             check_owner_words("no\u{E0041}"),
-            Err(Refusal::HiddenTags { position: 3, .. })
+            Err(Unshowable::HiddenTags { position: 3, .. })
         ));
         assert_eq!(
             check_owner_words("a\r\nb").unwrap_err().message(),
@@ -1869,7 +1873,7 @@ mod tests {
         );
         assert_eq!(
             check_owner_words("cafe\u{301}"),
-            Err(Refusal::NotNfc {
+            Err(Unshowable::NotNfc {
                 field: "text".to_owned(),
                 position: 4
             })
@@ -2135,14 +2139,14 @@ mod tests {
         .to_owned()
     }
 
-    fn expected_nfc_result(value: &str) -> Result<(), Refusal> {
+    fn expected_nfc_result(value: &str) -> Result<(), Unshowable> {
         let normalized: String = value.nfc().collect();
         match value
             .chars()
             .zip(normalized.chars())
             .position(|(a, b)| a != b)
         {
-            Some(index) => Err(Refusal::NotNfc {
+            Some(index) => Err(Unshowable::NotNfc {
                 field: "text".into(),
                 position: index + 1,
             }),
@@ -2167,7 +2171,7 @@ mod tests {
         let after_letter_result = check_value(&after_letter, FieldRef::Text, false);
         if c == ' ' {
             // Visible, but a value must not start or end with it.
-            let spacing = |problem: &str| Refusal::Spacing {
+            let spacing = |problem: &str| Unshowable::Spacing {
                 field: "text".into(),
                 problem: problem.into(),
             };
@@ -2193,13 +2197,13 @@ mod tests {
         let name = expected_name(c);
         for (result, position) in [(alone_result, 1), (after_letter_result, 2)] {
             let expected = match expected_hidden_tags(c, position) {
-                None => Refusal::Invisible {
+                None => Unshowable::Invisible {
                     code_point: c,
                     name: name.clone(),
                     field: "text".into(),
                     position,
                 },
-                Some(hidden) => Refusal::HiddenTags {
+                Some(hidden) => Unshowable::HiddenTags {
                     code_point: c,
                     name: name.clone(),
                     field: "text".into(),
@@ -2458,7 +2462,7 @@ mod tests {
             let refusal = check_value(&value, field, allow_newline).unwrap_err();
             prop_assert_eq!(
                 refusal,
-                Refusal::Invisible {
+                Unshowable::Invisible {
                     code_point: hidden,
                     name: display_name(hidden),
                     field: field.to_string(),
@@ -2483,8 +2487,8 @@ mod tests {
             let value: String = scalars.iter().collect();
             match check_value(&value, field, allow_newline) {
                 Err(
-                    Refusal::Invisible { code_point, position, .. }
-                    | Refusal::HiddenTags { code_point, position, .. },
+                    Unshowable::Invisible { code_point, position, .. }
+                    | Unshowable::HiddenTags { code_point, position, .. },
                 ) => {
                     prop_assert!(position <= at + 1);
                     prop_assert_eq!(code_point, scalars[position - 1]);
@@ -2530,7 +2534,7 @@ mod tests {
             let flag = before == "🏴" && closed && recommended;
             match check_value(&value, FieldRef::Text, true) {
                 Ok(()) => prop_assert!(flag || (ascii.is_empty() && !closed), "{:?}", value),
-                Err(Refusal::HiddenTags { position, hidden, .. }) => {
+                Err(Unshowable::HiddenTags { position, hidden, .. }) => {
                     prop_assert!(!flag, "{:?}", value);
                     prop_assert_eq!(position, before.chars().count() + 1);
                     if !ascii.is_empty() {
