@@ -396,13 +396,21 @@ mod tests {
 
     #[test]
     fn long_values_stay_linear() {
-        let started = std::time::Instant::now();
+        // 200,000 marks on one letter against as many scalars in short words, timed beside them
+        // (the fastest of three runs): a count that went back over the marks for every mark
+        // would be thousands of times slower, not a few.
         let many = format!("a{}", "\u{301}\u{302}".repeat(100_000));
-        assert_eq!(first_problem(&many, MAX_IN_LINE), too_many(200_000, 0));
         let spacing = format!("क{}", "\u{93F}".repeat(200_000));
-        assert_eq!(first_problem(&spacing, MAX_IN_LINE), None);
         let words = "Tiếng Việt ".repeat(20_000);
-        assert_eq!(first_problem(&words, MAX_IN_LINE), None);
-        assert!(started.elapsed().as_secs() < 2, "{:?}", started.elapsed());
+        let fastest = crate::refusal::layout::tests::fastest;
+        let short = fastest(&|| assert_eq!(first_problem(&words, MAX_IN_LINE), None));
+        let long = fastest(&|| {
+            assert_eq!(first_problem(&many, MAX_IN_LINE), too_many(200_000, 0));
+            assert_eq!(first_problem(&spacing, MAX_IN_LINE), None);
+        });
+        assert!(
+            long < short * 30,
+            "{long:?} for the long runs, {short:?} for the words"
+        );
     }
 }

@@ -2312,16 +2312,7 @@ mod tests {
         // short joined runs, the battery about nine times as many in runs up to 20,000 long. A
         // scan that went back over a run for every scalar in it would be thousands of times
         // slower than the families, not a few.
-        let fastest = |run: &dyn Fn()| {
-            (0..3)
-                .map(|_| {
-                    let started = Instant::now();
-                    run();
-                    started.elapsed()
-                })
-                .min()
-                .unwrap()
-        };
+        let fastest = crate::refusal::layout::tests::fastest;
         let linear = fastest(&|| assert_eq!(check_value(&family, T, false), Ok(())));
         let all = fastest(&battery);
         assert!(
