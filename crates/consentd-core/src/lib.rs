@@ -15,6 +15,8 @@
 //!   time as two clocks so a stepped wall clock cannot stretch a card.
 //! - [`mandate`]: standing permissions' terms and what they cover; [`gate`], the notification
 //!   gate (quiet hours, the night limit); [`commands`], the owner's commands; [`pairing`].
+//! - [`journal`]: the consent journal's line format, and its verification over bytes (the file
+//!   is the daemon's).
 //!
 //! What it promises never to do: no async runtime, no database, no network. The compiler keeps
 //! that promise — none of tokio, rusqlite, reqwest, axum or teloxide is a dependency (`cargo tree
@@ -29,6 +31,7 @@ pub mod config;
 pub mod deadline;
 pub mod digest;
 pub mod gate;
+pub mod journal;
 pub mod locale;
 pub mod lookalike;
 pub mod mandate;
