@@ -1,6 +1,6 @@
 //! The journal's file: finding its head from the tail, cutting a torn tail after a crash, and
-//! appending lines durably ([`JournalFile`]). The format and its verification are the parent
-//! module's.
+//! appending lines durably ([`JournalFile`]). The format and its verification are
+//! consentd-core's, reached through the parent module.
 
 use std::fs::{File, OpenOptions, Permissions};
 use std::io::{self, Write};
@@ -38,19 +38,16 @@ fn head_at(file: &File) -> io::Result<Result<Head, Problem>> {
             None => window = window.saturating_mul(2),
         }
     };
-    match check_own(&buf[line_start..buf.len() - 1]) {
-        Ok(s) => Ok(Ok(Head {
-            n: s.n,
-            h: String::from_utf8_lossy(s.h).into_owned(),
-        })),
-        Err(_) => full_verify_for_head(file),
+    match head_of_line(&buf[line_start..buf.len() - 1]) {
+        Some(head) => Ok(Ok(head)),
+        None => full_verify_for_head(file),
     }
 }
 
 fn full_verify_for_head(file: &File) -> io::Result<Result<Head, Problem>> {
     // If the file verifies after all, it changed under us; its verified
     // head is then the right answer.
-    Ok(verify_read(ReadAt { file, pos: 0 }, None, READ_CHUNK)?.map(|v| v.head))
+    Ok(verify_read(ReadAt { file, pos: 0 }, None)?.map(|v| v.head))
 }
 
 /// Cut a torn tail back to the last `'\n'`. Returns the number of bytes cut
@@ -155,12 +152,9 @@ impl JournalFile {
         let Some(last) = lines.last() else {
             return Ok(());
         };
-        let mut expect = Verifier::new(None);
-        expect.next = self.head.n + 1;
-        expect.prev.copy_from_slice(self.head.h.as_bytes());
+        check_continues(&self.head, lines).map_err(JournalError::Refused)?;
         let mut out = Vec::with_capacity(lines.iter().map(|l| l.text.len()).sum());
         for line in lines {
-            check_continues(&mut expect, line)?;
             out.extend_from_slice(line.text.as_bytes());
         }
         let written = (&self.file)
@@ -183,35 +177,6 @@ impl JournalFile {
         };
         Ok(())
     }
-}
-
-fn check_continues(expect: &mut Verifier<'_>, line: &Line) -> Result<(), JournalError> {
-    let n = expect.next;
-    let refuse = |why: String| JournalError::Refused(format!("line {}: {why}", line.n));
-    let body = line
-        .text
-        .as_bytes()
-        .strip_suffix(b"\n")
-        .ok_or_else(|| refuse("text does not end in a newline".to_string()))?;
-    if memchr::memchr(b'\n', body).is_some() {
-        return Err(refuse("text holds more than one line".to_string()));
-    }
-    expect.line(body).map_err(|p| match p {
-        Problem::WrongNumber { found, .. } => {
-            refuse(format!("n is {found}, the journal's next line is {n}"))
-        }
-        Problem::BrokenLink { .. } => refuse(format!(
-            "prev is not the h of line {} (the journal's head)",
-            n - 1
-        )),
-        Problem::HashMismatch { .. } => refuse("h does not match the text".to_string()),
-        other => refuse(other.to_string()),
-    })?;
-    let s = shape(body).map_err(|why| refuse(why.to_string()))?;
-    if s.n != line.n || s.h != line.h.as_bytes() {
-        return Err(refuse("n or h differs from the text".to_string()));
-    }
-    Ok(())
 }
 
 fn sync_parent_dir(path: &Path) -> io::Result<()> {

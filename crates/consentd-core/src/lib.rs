@@ -15,6 +15,8 @@
 //!   time as two clocks so a stepped wall clock cannot stretch a card.
 //! - [`mandate`]: standing permissions' terms and what they cover; [`gate`], the notification
 //!   gate (quiet hours, the night limit); [`commands`], the owner's commands; [`pairing`].
+//! - [`journal`]: the consent journal's line format, and its verification over bytes (the file
+//!   is the daemon's).
 //!
 //! Only what the daemon, its tests, benches and fuzz targets call is public; everything else is
 //! `pub(crate)`, so a rule can change shape inside the crate without reaching its callers.
@@ -32,6 +34,7 @@ pub mod config;
 pub mod deadline;
 pub mod digest;
 pub mod gate;
+pub mod journal;
 pub mod locale;
 pub mod lookalike;
 pub mod mandate;
