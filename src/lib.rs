@@ -6,7 +6,8 @@
 //! Every step goes into a hash-chained journal.
 //!
 //! This crate is the daemon and its command line: the IO around the rules of `consentd-core`
-//! (re-exported here under their old names: [`refusal`], [`card`], [`protocol`], …).
+//! (re-exported here under their old names: [`refusal`], [`card`], [`protocol`], …) and the
+//! store of `consentd-store` (re-exported as [`store`] and [`journal`]).
 //!
 //! What it offers as a library is small, and only for its own tests, benches and fuzz targets:
 //! [`cli`] (the argument parser), [`config`] (the rules plus reading the file), [`clock`],
@@ -24,9 +25,9 @@
 //! - `config` and `preflight`: the config against this machine (token, commands, users).
 //! - `server`: the Unix socket: peer credentials, framing, caps, timeouts, shutdown; `intake`,
 //!   an ask's journey from a parsed request to a stored record or a refusal.
-//! - `store`: the SQLite store, its one owning thread, the record state machine, and the journal
-//!   staging that keeps store and journal in step; `stored`, an attachment's stored copy read
-//!   back against its SHA-256; `journal`, the journal file.
+//! - `store` (the `consentd-store` crate): the SQLite store, its one owning thread, the record
+//!   state machine, and the journal staging that keeps store and journal in step; `stored`, an
+//!   attachment's stored copy read back against its SHA-256; `journal`, the journal file.
 //! - `owner`, the owner the intake and the consent loop share; `consent`, the consent loop;
 //!   `sender`, the outbox; `telegram`, the Bot API transport; `executor`, the command, once.
 //! - `daemon`: `serve`, wiring the parts together; `sandbox` (the default-on `sandbox` feature),
@@ -42,7 +43,6 @@ pub(crate) mod daemon;
 pub(crate) mod executor;
 pub(crate) mod failpoint;
 pub(crate) mod intake;
-pub mod journal;
 pub(crate) mod output;
 pub(crate) mod owner;
 pub(crate) mod pair;
@@ -52,8 +52,6 @@ pub mod press;
 pub(crate) mod sandbox;
 pub(crate) mod sender;
 pub(crate) mod server;
-pub mod store;
-pub(crate) mod stored;
 pub(crate) mod telegram;
 
 #[cfg(test)]
@@ -64,3 +62,7 @@ pub use consentd_core::{
     action, card, commands, deadline, digest, gate, locale, lookalike, mandate, pairing, protocol,
     reason, refusal, shown, split, styled,
 };
+// The store and the journal's file, from consentd-store, under the same names.
+pub use consentd_store as store;
+pub use consentd_store::journal;
+pub(crate) use consentd_store::stored;

@@ -18,7 +18,12 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CRATES = ["src", "crates/consentd-core/src", "crates/consentd-emulator/src"]
+CRATES = [
+    "src",
+    "crates/consentd-core/src",
+    "crates/consentd-store/src",
+    "crates/consentd-emulator/src",
+]
 MAX_FUNCTION_LINES = 100
 MAX_FILE_LINES = 800
 FN = re.compile(r"^(\s*)(pub(\([a-z]+\))? )?(async )?(const )?(unsafe )?fn (\w+)")

@@ -8,9 +8,9 @@
 use rusqlite::{Connection, Params, Row};
 
 /// Enough for every fixed statement of the store, so the hot ones are never evicted.
-pub const STATEMENT_CACHE_CAPACITY: usize = 128;
+pub(crate) const STATEMENT_CACHE_CAPACITY: usize = 128;
 
-pub trait Cached {
+pub(crate) trait Cached {
     /// [`Connection::execute`], compiled once per connection.
     fn execute_cached<P: Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize>;
 

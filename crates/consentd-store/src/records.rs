@@ -13,9 +13,9 @@ use super::cached::Cached;
 use super::mandate_rows::{mandate_row, stored_digest, MandateRow};
 use super::state::RecordState;
 use super::StoreError;
-use crate::clock::Monotonic;
-use crate::deadline::Window;
-use crate::digest::{AttachmentFacts, Sha256Hash};
+use consentd_core::clock::Monotonic;
+use consentd_core::deadline::Window;
+use consentd_core::digest::{AttachmentFacts, Sha256Hash};
 
 /// A stored record.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,7 +58,7 @@ pub struct Record {
     /// For an action a mandate answered: the mandate's day as of this action, itself included,
     /// taken in its claim's transaction — what its receipt shows, however many asks the
     /// mandate answered while it ran. `None` for one claimed before the store kept it.
-    pub mandate_use: Option<crate::mandate::Usage>,
+    pub mandate_use: Option<consentd_core::mandate::Usage>,
     /// For a mandate request: its terms and where the mandate stands.
     pub mandate: Option<MandateRow>,
     /// For a declined record: the owner's reply to its card, the No's reason.
@@ -248,7 +248,7 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
             row.get::<_, Option<u32>>(26)?,
             row.get::<_, Option<String>>(27)?,
         ) {
-            (Some(actions), Some(usd)) => Some(crate::mandate::Usage {
+            (Some(actions), Some(usd)) => Some(consentd_core::mandate::Usage {
                 actions,
                 usd: usd
                     .parse()

@@ -12,7 +12,7 @@ use super::base::timestamp;
 
 /// Stores the hash of a new pairing code in the database at `db_path`, unless an owner is paired
 /// or pairing is locked after too many wrong codes.
-pub(crate) fn store_code(
+pub fn store_code(
     db_path: &Path,
     code_hash: &str,
     expires_at: chrono::DateTime<Utc>,

@@ -26,7 +26,7 @@ const SHOWN_HEX: usize = 12;
 
 /// What the record says the stored copy is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Expected {
+pub struct Expected {
     /// Lower-case hex, all 64 digits.
     pub sha256: String,
     pub bytes: u64,
@@ -34,7 +34,7 @@ pub(crate) struct Expected {
 
 /// Why a stored copy is not good.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum CopyProblem {
+pub enum CopyProblem {
     #[error("its stored copy is gone")]
     Missing,
     #[error("its stored copy was replaced by a symbolic link")]
@@ -62,7 +62,7 @@ pub(crate) enum CopyProblem {
 impl CopyProblem {
     /// True when the stored copy is no longer what the owner is shown (as opposed to a file
     /// that could not be read or written).
-    pub(crate) fn is_change(&self) -> bool {
+    pub fn is_change(&self) -> bool {
         matches!(
             self,
             CopyProblem::Missing
@@ -80,7 +80,7 @@ fn shown(sha256: &str) -> &str {
 /// Opens a stored copy for reading. A symbolic link in its place is refused rather than
 /// followed, and so is anything but a regular file: `O_NONBLOCK` keeps a FIFO put there from
 /// blocking the open, and has no effect on a regular file's reads.
-pub(crate) fn open(path: &Path) -> Result<File, CopyProblem> {
+pub fn open(path: &Path) -> Result<File, CopyProblem> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK).bits())
@@ -100,7 +100,7 @@ pub(crate) fn open(path: &Path) -> Result<File, CopyProblem> {
 /// Copies `source` into `sink` while hashing and counting it, and checks the result against
 /// `expected`. At most `expected.bytes` bytes reach `sink`; a longer source is read to its end
 /// only to report what it now is.
-pub(crate) fn copy(
+pub fn copy(
     mut source: File,
     expected: &Expected,
     sink: &mut impl Write,
@@ -134,7 +134,7 @@ pub(crate) fn copy(
 }
 
 /// The whole stored copy in memory, checked (the sender uploads it in one piece).
-pub(crate) fn read(path: &Path, expected: &Expected) -> Result<Vec<u8>, CopyProblem> {
+pub fn read(path: &Path, expected: &Expected) -> Result<Vec<u8>, CopyProblem> {
     let source = open(path)?;
     // The size is the record's, not the file's: a grown file cannot make this allocate more.
     let mut bytes = Vec::with_capacity(usize::try_from(expected.bytes).unwrap_or(0));
@@ -145,7 +145,7 @@ pub(crate) fn read(path: &Path, expected: &Expected) -> Result<Vec<u8>, CopyProb
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::digest::Sha256Hash;
+    use consentd_core::digest::Sha256Hash;
 
     fn expected(bytes: &[u8]) -> Expected {
         Expected {

@@ -1,7 +1,7 @@
 //! The store's side of mandates (SPEC §7): a mandate request stored as a record with its terms,
 //! the mandate opened by the owner's Grant, the usage of its days counted from the asks it
 //! answered, Stop, and the end of its term. Deciding whether a mandate covers an action is
-//! [`crate::mandate::coverage`]; this module reads what it needs and writes what it decided, in
+//! [`consentd_core::mandate::coverage`]; this module reads what it needs and writes what it decided, in
 //! the same transaction.
 
 use chrono::{DateTime, Utc};
@@ -21,9 +21,9 @@ use super::mandate_rows::{
 use super::outbox::Outgoing;
 use super::records::{record_where, Record};
 use super::StoreError;
-use crate::action::format_usd;
-use crate::mandate::{self, MandateRequest, Usage};
-use crate::press::PressAction;
+use consentd_core::action::format_usd;
+use consentd_core::mandate::{self, MandateRequest, Usage};
+use consentd_core::press::PressAction;
 
 /// A mandate request that passed the refusal gate.
 #[derive(Debug, Clone)]

@@ -14,8 +14,8 @@ use super::base::EventName;
 use super::base::{timestamp, Db, Effects, JournalEvent};
 use super::cached::Cached;
 use super::{StoreError, DB_FILE};
-use crate::gate::DayCounts;
 use crate::journal::GENESIS_PREV;
+use consentd_core::gate::DayCounts;
 
 /// A mandate's use on one day, for the summary.
 #[derive(Debug, Clone, PartialEq, Eq)]

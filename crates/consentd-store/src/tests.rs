@@ -10,9 +10,9 @@ use rusqlite::params;
 use super::db::{AskOutcome, AskPolicy, Db, NewAsk, StateChange};
 use super::state::RecordState;
 use super::{Store, StoreError};
-use crate::action::{Action, Attachment};
 use crate::journal;
-use crate::reason::Reason;
+use consentd_core::action::{Action, Attachment};
+use consentd_core::reason::Reason;
 
 fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap()
@@ -503,7 +503,7 @@ fn attachments_are_recorded_by_their_facts() {
     assert_eq!(record.attachments[0].bytes, 3);
     assert_eq!(
         record.attachments[0].sha256,
-        crate::digest::Sha256Hash::of(&[1, 2, 3]).to_hex()
+        consentd_core::digest::Sha256Hash::of(&[1, 2, 3]).to_hex()
     );
 }
 
@@ -721,7 +721,7 @@ fn a_second_store_on_one_state_dir_is_refused() {
 
 /// Opens a mandate on `@someone` for `kind` as the owner would: asked, shown, granted.
 fn open_mandate(db: &mut Db, kind: &str, actions_per_day: u32, at: DateTime<Utc>) -> String {
-    let request = crate::mandate::MandateRequest {
+    let request = consentd_core::mandate::MandateRequest {
         kind: kind.to_owned(),
         targets: vec!["@someone".to_owned()],
         days: 7,
@@ -832,7 +832,7 @@ fn each_covered_ask_keeps_its_mandates_day_as_of_its_own_claim() {
         let record = db.record(id).unwrap().unwrap();
         assert_eq!(
             record.mandate_use,
-            Some(crate::mandate::Usage {
+            Some(consentd_core::mandate::Usage {
                 actions,
                 usd: rust_decimal::Decimal::new(usd, 2),
             }),
@@ -890,8 +890,8 @@ fn a_stored_attachment_changed_since_is_written_again() {
 }
 
 /// The monotonic clock as a card is shown in these tests.
-fn monotonic() -> crate::clock::Monotonic {
-    crate::clock::Monotonic {
+fn monotonic() -> consentd_core::clock::Monotonic {
+    consentd_core::clock::Monotonic {
         boot: "test".to_owned(),
         since_boot: std::time::Duration::from_secs(100),
     }
@@ -981,7 +981,7 @@ fn a_card_sent_keeps_its_message_and_what_it_shows_in_one_transaction() {
 #[test]
 fn a_claim_judges_the_window_only_when_told_to() {
     use super::consent::{Claim, ClaimNotices, ClaimWindow};
-    use crate::deadline::Now;
+    use consentd_core::deadline::Now;
     let fixture = Fixture::new();
     let mut db = fixture.open();
     let granted = |db: &mut Db, text: &str| {
@@ -1006,7 +1006,7 @@ fn a_claim_judges_the_window_only_when_told_to() {
     // Three days later on the wall clock, on another boot.
     let later = Now {
         wall: t0() + chrono::Duration::days(3),
-        monotonic: crate::clock::Monotonic {
+        monotonic: consentd_core::clock::Monotonic {
             boot: "another".to_owned(),
             since_boot: Duration::from_secs(5),
         },
@@ -1026,7 +1026,7 @@ fn a_claim_judges_the_window_only_when_told_to() {
     ));
     let soon = Now {
         wall: t0() + chrono::Duration::minutes(1),
-        monotonic: crate::clock::Monotonic {
+        monotonic: consentd_core::clock::Monotonic {
             boot: "test".to_owned(),
             since_boot: Duration::from_secs(160),
         },
@@ -1118,15 +1118,15 @@ fn a_nos_reason_is_kept_once_on_a_declined_record_and_journaled_by_its_hash() {
         !journal.contains("logo"),
         "the reason's text is not journaled"
     );
-    let hash = crate::digest::Sha256Hash::of(reason.as_bytes()).to_hex();
+    let hash = consentd_core::digest::Sha256Hash::of(reason.as_bytes()).to_hex();
     assert!(journal.contains(&hash), "its hash is");
     fixture.journal_verifies();
 }
 
 #[test]
 fn a_button_that_ended_is_taken_off_every_message_that_carries_it() {
-    use crate::press::PressAction;
-    use crate::store::drawn::{unbutton_in, Drawn};
+    use crate::drawn::{unbutton_in, Drawn};
+    use consentd_core::press::PressAction;
     let fixture = Fixture::new();
     let mut db = fixture.open();
     let (ended, other) = ("r_0123456789abcdef0123", "r_0123456789abcdef0124");
@@ -1257,7 +1257,7 @@ mod decide {
                     card_edit: Some(Outgoing::card_edit(
                         42,
                         id,
-                        crate::styled::Styled::plain("declined"),
+                        consentd_core::styled::Styled::plain("declined"),
                     )),
                     ..card(id)
                 },
@@ -1319,7 +1319,7 @@ mod decide {
                 card_edit: Some(Outgoing::card_edit(
                     42,
                     id,
-                    crate::styled::Styled::plain("expired"),
+                    consentd_core::styled::Styled::plain("expired"),
                 )),
             }),
         ];
@@ -1364,7 +1364,7 @@ mod decide {
                 card_edit: Some(Outgoing::card_edit(
                     42,
                     &id,
-                    crate::styled::Styled::plain("expired"),
+                    consentd_core::styled::Styled::plain("expired"),
                 )),
             },
         };

@@ -429,12 +429,12 @@ impl Db {
     }
 
     /// Whether anything was queued for Telegram since the last call.
-    pub fn take_outbox_queued(&mut self) -> bool {
+    pub(crate) fn take_outbox_queued(&mut self) -> bool {
         std::mem::take(&mut self.outbox_queued)
     }
 
     /// The records whose state changed since the last call, for waiters.
-    pub fn take_changes(&mut self) -> Vec<(String, RecordState)> {
+    pub(crate) fn take_changes(&mut self) -> Vec<(String, RecordState)> {
         std::mem::take(&mut self.changed)
     }
 

@@ -9,9 +9,9 @@ use rust_decimal::Decimal;
 use super::base::{parse_time, timestamp};
 use super::cached::Cached;
 use super::StoreError;
-use crate::action::{format_usd, Action};
-use crate::digest::Sha256Hash;
-use crate::mandate::{self, Coverage, CoveredAction, Mandate, Usage};
+use consentd_core::action::{format_usd, Action};
+use consentd_core::digest::Sha256Hash;
+use consentd_core::mandate::{self, Coverage, CoveredAction, Mandate, Usage};
 
 /// A mandate as stored: the terms asked, and once granted, when it opened and ends, and whether
 /// the owner stopped it or its term ran out.
@@ -37,7 +37,7 @@ pub struct MandateRow {
 
 impl MandateRow {
     /// The mandate as coverage sees it; `None` until the owner granted it.
-    pub fn as_mandate(&self) -> Option<Mandate> {
+    pub(crate) fn as_mandate(&self) -> Option<Mandate> {
         Some(Mandate {
             kind: self.kind.clone(),
             targets: self.targets.clone(),

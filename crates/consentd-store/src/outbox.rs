@@ -8,10 +8,10 @@ use serde::{Deserialize, Serialize};
 use super::base::{timestamp, Db, Effects};
 use super::cached::Cached;
 use super::StoreError;
-use crate::styled::{Span, Styled};
+use consentd_core::styled::{Span, Styled};
 
 /// A row's button (kept beside the text it goes with, so the transport need not know the store).
-pub use crate::styled::ButtonSpec;
+pub use consentd_core::styled::ButtonSpec;
 
 /// What a row asks the sender to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,7 +225,7 @@ pub fn queue_in(
 
 /// Queues an edit of message `message_id` in `chat` (silent, like every edit): `body` is what it
 /// shows next, or, without text, the same text with no buttons.
-pub fn queue_message_edit(
+pub(crate) fn queue_message_edit(
     tx: &Transaction<'_>,
     chat_id: i64,
     message_id: i64,

@@ -1,8 +1,8 @@
 //! The messages that carry buttons, as the daemon drew them: for each, what it showed when
-//! Telegram returned it (the hash of its text, entities and keyboard, see
-//! [`crate::telegram::fingerprint`]) and the callback data of its buttons. A press counts only on
+//! Telegram returned it (the hash of its text, entities and keyboard, which the daemon computes
+//! from the message Telegram returns) and the callback data of its buttons. A press counts only on
 //! the message its button was drawn on, still showing that (SPEC §6; see
-//! [`crate::press::MessageFacts`]).
+//! [`consentd_core::press::MessageFacts`]).
 
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Transaction};
@@ -11,7 +11,7 @@ use super::base::{timestamp, Db, Effects};
 use super::cached::Cached;
 use super::outbox::{self, Body};
 use super::StoreError;
-use crate::press::{self, PressAction};
+use consentd_core::press::{self, PressAction};
 
 /// A message with buttons, as drawn.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub struct Drawn {
 }
 
 /// Remembers (or replaces) what `message_id` in `chat_id` was drawn with, inside a transaction.
-pub fn drawn_in(
+pub(crate) fn drawn_in(
     tx: &Transaction<'_>,
     chat_id: i64,
     message_id: i64,

@@ -39,7 +39,7 @@ impl RecordState {
 
     /// Every legal step. A granted record ends expired when it is claimed only after its ttl
     /// (the daemon stopped between the yes and the claim): a yes is for the card's window.
-    pub const TRANSITIONS: [(RecordState, RecordState); 14] = [
+    pub(crate) const TRANSITIONS: [(RecordState, RecordState); 14] = [
         (RecordState::Pending, RecordState::CardShown),
         (RecordState::Pending, RecordState::Granted),
         (RecordState::Pending, RecordState::Expired),

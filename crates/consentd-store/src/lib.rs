@@ -1,9 +1,30 @@
-//! The store: one SQLite database owned by one thread, so the async runtime never waits on disk.
+//! consentd's store: the one thread that owns the SQLite database and the consent journal's file,
+//! so the async runtime never waits on disk.
 //!
-//! [`Store`] is the async handle: it sends closures to the thread that owns [`Db`] and awaits
-//! their answers. The thread also tells waiters when a record's state changes. Attachment bytes are
-//! kept beside the database, named by their SHA-256, written and synced before the record that
-//! names them is committed.
+//! What this crate offers:
+//! - [`Store`], the async handle: it sends closures to the thread that owns [`Db`] and awaits
+//!   their answers. The thread also tells waiters when a record's state changes. Attachment bytes
+//!   are kept beside the database, named by their SHA-256, written and synced before the record
+//!   that names them is committed.
+//! - The migrations (`migrations/*.sql`, applied in order when the database opens) and the typed
+//!   records read from it: [`Record`] and its [`state`] machine, [`mandates`], the [`outbox`], the
+//!   [`drawn`] messages, the owner's [`settings`].
+//! - [`journal`]: the journal's file — appending durably ([`journal::JournalFile`]), finding the
+//!   head from the tail, cutting a torn tail after a crash, verifying a file; the line format is
+//!   consentd-core's. The store stages its journal lines in the same step as the transaction that
+//!   causes them, so store and journal stay in step.
+//! - [`stored`]: an attachment's stored copy, read back against its SHA-256.
+//!
+//! Public is what the daemon, its tests, benches and fuzz targets reach, and the types their
+//! signatures name; the store's own helpers are `pub(crate)` or private to their modules.
+//!
+//! What it promises never to do: no network, no Telegram, no rendering decisions. It decides
+//! nothing about what the owner is shown or what a press means: it applies the values it is given
+//! (a transition, journal events, outbox rows with their text already rendered) in one
+//! transaction; where a rule must be judged inside that transaction (a mandate's coverage, a
+//! pairing attempt, a claim's window) the rule is consentd-core's. No network crate reaches it
+//! (`.ci/run` checks `cargo tree -p consentd-store -e normal`), and it depends on consentd-core,
+//! never on the daemon.
 
 mod ask;
 mod base;
@@ -12,15 +33,17 @@ pub mod consent;
 pub mod db;
 mod decide;
 pub mod drawn;
+pub mod journal;
 mod known;
 mod mandate_rows;
 pub mod mandates;
 pub mod outbox;
-pub(crate) mod pairing;
+pub mod pairing;
 mod records;
 mod reply;
 pub mod settings;
 pub mod state;
+pub mod stored;
 
 #[cfg(test)]
 mod tests;
@@ -32,9 +55,9 @@ use std::sync::{mpsc, Arc};
 use chrono::{DateTime, Utc};
 use tokio::sync::{broadcast, oneshot, Notify};
 
-use crate::action::Attachment;
 pub use ask::{AskOutcome, AskPolicy, NewAsk};
 pub use base::{Db, Effects, JournalEvent, OpenReport, StateChange};
+use consentd_core::action::Attachment;
 pub use decide::{Applied, CardDecision, Decided, OwnerDecision};
 pub use mandates::{MandateRow, NewMandate};
 pub use outbox::Outgoing;

@@ -16,8 +16,8 @@ use super::mandate_rows::{covering_mandate, MandateRow};
 use super::records::{record_where, Record, OPEN_BY_DIGEST};
 use super::state::RecordState;
 use super::StoreError;
-use crate::action::{format_usd, Action};
-use crate::reason::{Reason, Refusal};
+use consentd_core::action::{format_usd, Action};
+use consentd_core::reason::{Reason, Refusal};
 
 /// A new ask that passed the refusal gate.
 #[derive(Debug, Clone)]
@@ -198,7 +198,7 @@ enum AskVerdict {
     /// The same peer's open record with the same digest.
     Join(Record),
     /// An open mandate covers it, with its day's usage before this ask.
-    Cover(MandateRow, crate::mandate::Usage),
+    Cover(MandateRow, consentd_core::mandate::Usage),
     /// A new pending record.
     Create,
 }
@@ -227,7 +227,7 @@ fn judge_ask(
                 Reason::IdentityConflict,
                 format!(
                     "idempotency_key {} was used for record {} with another digest",
-                    crate::protocol::quote(key),
+                    consentd_core::protocol::quote(key),
                     existing.id
                 ),
             )));
@@ -264,13 +264,13 @@ fn created_in(
 ) -> Result<AskOutcome, StoreError> {
     insert_pending(tx, id, ask, now)?;
     if let Some(chat) = card_chat {
-        crate::store::outbox::queue_in(
+        crate::outbox::queue_in(
             tx,
             chat,
-            crate::store::outbox::What::Card,
+            crate::outbox::What::Card,
             Some(id),
-            &crate::store::outbox::Body::default(),
-            crate::store::outbox::Sound::Gated,
+            &crate::outbox::Body::default(),
+            crate::outbox::Sound::Gated,
             now,
         )?;
     }
@@ -305,14 +305,14 @@ fn covered_in(
     id: &str,
     ask: &NewAsk,
     mandate: &MandateRow,
-    before: crate::mandate::Usage,
+    before: consentd_core::mandate::Usage,
     now: DateTime<Utc>,
 ) -> Result<AskOutcome, StoreError> {
     insert_pending(tx, id, ask, now)?;
     let cost = ask.action.cost_usd.unwrap_or_default();
     // The day as of this action, kept with it: its receipt, drawn when the run ends, shows
     // this and not the day as later asks have made it.
-    let today = crate::mandate::Usage {
+    let today = consentd_core::mandate::Usage {
         actions: before.actions + 1,
         usd: before.usd + cost,
     };
@@ -350,7 +350,7 @@ pub(crate) fn refuse_in(
     now: DateTime<Utc>,
 ) -> Result<AskOutcome, StoreError> {
     // Only a well-formed kind is kept; an unknown one is the session's text and may be anything.
-    let kind = kind.filter(|kind| crate::config::is_valid_kind(kind));
+    let kind = kind.filter(|kind| consentd_core::config::is_valid_kind(kind));
     tx.execute_cached(
         "INSERT INTO records (id, peer_uid, kind, state, reason, message, created_at, finished_at)
          VALUES (?1, ?2, ?3, 'refused', ?4, ?5, ?6, ?6)",

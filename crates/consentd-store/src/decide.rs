@@ -334,7 +334,12 @@ fn lift_silence_in(
         [kind],
     )?;
     if let Some(silenced_by) = silenced_by {
-        super::drawn::unbutton_in(tx, effects, crate::press::PressAction::Resume, &silenced_by)?;
+        super::drawn::unbutton_in(
+            tx,
+            effects,
+            consentd_core::press::PressAction::Resume,
+            &silenced_by,
+        )?;
     }
     Ok(())
 }

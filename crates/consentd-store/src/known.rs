@@ -1,5 +1,5 @@
 //! The targets the owner approved recently, which a card's target is compared with for
-//! look-alikes ([`crate::lookalike`]): the targets of mandates the owner granted and of asks the
+//! look-alikes ([`consentd_core::lookalike`]): the targets of mandates the owner granted and of asks the
 //! owner said yes to that then ran.
 //!
 //! The set is read *as of* an instant, from facts that never change once written (when a
@@ -13,7 +13,7 @@ use rusqlite::{params, OptionalExtension};
 
 use super::base::{timestamp, Db};
 use super::{RecordState, StoreError};
-use crate::lookalike::{KnownTargets, KNOWN_DAYS};
+use consentd_core::lookalike::{KnownTargets, KNOWN_DAYS};
 
 /// A card is pressed within its ttl of being shown (at most 15 minutes), so an ask decided after
 /// `since` was shown after `since` less this much: the records' `shown_at` index then narrows
@@ -106,8 +106,8 @@ mod tests {
     use super::super::db::{AskOutcome, AskPolicy, Db, NewAsk};
     use super::super::mandates::NewMandate;
     use super::super::state::RecordState;
-    use crate::action::Action;
-    use crate::mandate::MandateRequest;
+    use consentd_core::action::Action;
+    use consentd_core::mandate::MandateRequest;
 
     fn t0() -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap()
@@ -191,8 +191,8 @@ mod tests {
             id
         }
 
-        fn monotonic() -> crate::clock::Monotonic {
-            crate::clock::Monotonic {
+        fn monotonic() -> consentd_core::clock::Monotonic {
+            consentd_core::clock::Monotonic {
                 boot: "test".to_owned(),
                 since_boot: std::time::Duration::from_secs(100),
             }
@@ -219,12 +219,12 @@ mod tests {
             if end == Some(RecordState::Granted) {
                 return;
             }
-            let now = crate::deadline::Now {
+            let now = consentd_core::deadline::Now {
                 wall: at,
                 monotonic: Self::monotonic(),
             };
-            let window = crate::store::consent::ClaimWindow::JudgedAtGrant;
-            let notices = crate::store::consent::ClaimNotices::default();
+            let window = crate::consent::ClaimWindow::JudgedAtGrant;
+            let notices = crate::consent::ClaimNotices::default();
             self.db.claim(&id, true, (&now, window), &notices).unwrap();
             if let Some(state) = end {
                 let finish = Finish {

@@ -15,10 +15,10 @@ use super::outbox::{self, Body, Outgoing, Sound, What};
 use super::records::{record_where, Record};
 use super::state::RecordState;
 use super::StoreError;
-use crate::clock::Monotonic;
-use crate::deadline::{Late, Now, Window};
-use crate::pairing::{self, PairVerdict, PairingState};
-use crate::press::PressAction;
+use consentd_core::clock::Monotonic;
+use consentd_core::deadline::{Late, Now, Window};
+use consentd_core::pairing::{self, PairVerdict, PairingState};
+use consentd_core::press::PressAction;
 
 /// The paired owner, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -461,7 +461,7 @@ impl Db {
     }
 
     /// Records whose card is past its ttl at `now`, by the wall clock or by the monotonic one
-    /// (see [`crate::deadline`]). Open cards are few (at most `max_pending`), so each is judged
+    /// (see [`consentd_core::deadline`]). Open cards are few (at most `max_pending`), so each is judged
     /// here rather than in SQL. A card the wall clock dates in the future (the clock was
     /// stepped back) stays until its monotonic time is up; presses on it are refused meanwhile.
     pub fn due_for_expiry(&self, now: &Now) -> Result<Vec<String>, StoreError> {

@@ -11,7 +11,7 @@ use super::outbox::{self, Body, Sound, What};
 use super::records::{record_where, Record};
 use super::state::RecordState;
 use super::StoreError;
-use crate::digest::Sha256Hash;
+use consentd_core::digest::Sha256Hash;
 
 impl Db {
     /// The record whose card is message `message_id` (cards go to the owner's chat only).
