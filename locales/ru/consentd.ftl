@@ -15,6 +15,8 @@ state-running = выполняется
 state-executed = выполнено
 state-failed = не удалось
 state-outcome_unknown = результат неизвестен: действие могло выполниться, а могло и нет
+state-withdrawn = отозвано агентом: ничего не сделано
+state-approved = одобрено: агент выполнит это сам
 
 ## Деньги: $usd и $usd_max приходят уже записанными по-русски (запятая перед центами,
 ## неразрывный пробел между тысячами: «1 234,50»); знак доллара ставим после числа, через
@@ -29,6 +31,8 @@ card-field = { $name }: { $value }
 card-cost = Стоимость: { $usd }{ "\u00A0" }$
 card-attachment = Вложение: { $name }, { $media_type }, { $size }, SHA-256 { $sha }
 card-record = Запрос: { $id }
+card-origin = Откуда: { $origin }
+card-agent-runs = Если вы одобрите, агент выполнит это сам. consentd ничего не запускает.
 card-deadline = Ответьте до { $when }
 card-text = Текст:
 card-text-parts = Текст — в { $parts } { $parts ->

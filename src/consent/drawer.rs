@@ -226,6 +226,8 @@ pub(super) fn with_view<T>(
         expires_at,
         tz: consent.config.owner.timezone,
         urgent: record.urgent,
+        origin: record.origin.as_deref(),
+        agent_runs: category.is_some_and(|c| c.mode == crate::config::Mode::Approve),
     };
     render(&view)
 }

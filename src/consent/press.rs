@@ -220,6 +220,10 @@ impl Consent {
                 .await;
         };
         match (action, record.subject) {
+            // An approval-only category's yes ends it approved: nothing is claimed or run.
+            (PressAction::Yes, StoreSubject::Action) if self.agent_runs(&record) => {
+                self.approved(record, decision).await
+            }
             (PressAction::Yes, StoreSubject::Action)
             | (PressAction::Grant, StoreSubject::Mandate) => {
                 self.granted(record, decision, runs, events).await
@@ -373,7 +377,7 @@ impl Consent {
 
     /// A verified press that found its record already moved on — a second or concurrent press
     /// of the same button: journaled as not open, and nothing else happens.
-    async fn lost_race<T>(
+    pub(super) async fn lost_race<T>(
         &self,
         result: Result<T, StoreError>,
         decision: &Decision,

@@ -144,7 +144,7 @@ impl Db {
 
 /// A yes ends the kind's streak of no's, and with it a silence: the silence's notice loses its
 /// Resume, which could only be refused now.
-fn lift_silence_in(
+pub(super) fn lift_silence_in(
     tx: &Transaction<'_>,
     effects: &mut Effects,
     kind: &str,

@@ -21,6 +21,7 @@ mod records;
 mod reply;
 pub mod settings;
 pub mod state;
+mod withdraw;
 
 #[cfg(test)]
 mod tests;
@@ -38,6 +39,7 @@ pub use base::{Db, Effects, Event, OpenReport, StateChange};
 pub use mandates::{MandateRow, NewMandate};
 pub use records::{Record, Subject};
 pub use state::RecordState;
+pub use withdraw::Withdrawal;
 
 /// The database's file name in the state directory.
 pub const DB_FILE: &str = "consentd.db";

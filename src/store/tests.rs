@@ -65,6 +65,7 @@ fn action(kind: &str, text: &str) -> Action {
         fields: BTreeMap::new(),
         cost_usd: None,
         attachments: Vec::new(),
+        origin: None,
     }
 }
 
@@ -76,6 +77,8 @@ fn new_ask(kind: &str, text: &str, key: Option<&str>) -> NewAsk {
         action,
         idempotency_key: key.map(str::to_owned),
         urgent: false,
+        agent_runs: false,
+        ttl: None,
     }
 }
 
@@ -183,8 +186,8 @@ fn every_illegal_transition_is_refused_by_the_code_and_by_the_database() {
             );
         }
     }
-    // 10 states, 14 legal steps, no self-steps: 90 - 14 illegal pairs.
-    assert_eq!(cases, 76);
+    // 12 states, 18 legal steps, no self-steps: 132 - 18 illegal pairs.
+    assert_eq!(cases, 114);
 }
 
 #[test]
@@ -621,7 +624,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
     let mode: String = db
         .connection()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -734,6 +737,7 @@ fn open_mandate(db: &mut Db, kind: &str, actions_per_day: u32, at: DateTime<Utc>
         usd_per_day: Some(rust_decimal::Decimal::new(1000, 2)),
         actions_per_day,
         reason: None,
+        origin: None,
     };
     let new = super::NewMandate {
         peer_uid: 1000,

@@ -46,6 +46,8 @@ pub mod msg {
     pub const STATE_EXECUTED: &str = "state-executed";
     pub const STATE_FAILED: &str = "state-failed";
     pub const STATE_OUTCOME_UNKNOWN: &str = "state-outcome_unknown";
+    pub const STATE_WITHDRAWN: &str = "state-withdrawn";
+    pub const STATE_APPROVED: &str = "state-approved";
 
     pub const CARD_URGENT: &str = "card-urgent";
     pub const CARD_TITLE: &str = "card-title";
@@ -54,6 +56,8 @@ pub mod msg {
     pub const CARD_COST: &str = "card-cost";
     pub const CARD_ATTACHMENT: &str = "card-attachment";
     pub const CARD_RECORD: &str = "card-record";
+    pub const CARD_ORIGIN: &str = "card-origin";
+    pub const CARD_AGENT_RUNS: &str = "card-agent-runs";
     pub const CARD_DEADLINE: &str = "card-deadline";
     pub const CARD_TEXT: &str = "card-text";
     pub const CARD_TEXT_PARTS: &str = "card-text-parts";
@@ -180,6 +184,8 @@ pub mod msg {
         STATE_EXECUTED,
         STATE_FAILED,
         STATE_OUTCOME_UNKNOWN,
+        STATE_WITHDRAWN,
+        STATE_APPROVED,
         CARD_URGENT,
         CARD_TITLE,
         CARD_TARGET,
@@ -187,6 +193,8 @@ pub mod msg {
         CARD_COST,
         CARD_ATTACHMENT,
         CARD_RECORD,
+        CARD_ORIGIN,
+        CARD_AGENT_RUNS,
         CARD_DEADLINE,
         CARD_TEXT,
         CARD_TEXT_PARTS,
@@ -380,6 +388,10 @@ pub struct CardView<'a> {
     /// The owner's zone.
     pub tz: Tz,
     pub urgent: bool,
+    /// The client's one line on where the ask comes from, set apart as a value on its own line.
+    pub origin: Option<&'a str>,
+    /// An approval-only category: the card says the agent runs it itself and consentd nothing.
+    pub agent_runs: bool,
 }
 
 /// No field labels: every field is shown under its own name.
@@ -715,6 +727,13 @@ fn content_lines(view: &CardView, locales: &Locales, lang: Language) -> Vec<Styl
     let mut lines = vec![Styled::plain(title_line(
         locales, lang, view.label, view.class,
     ))];
+    if view.agent_runs {
+        lines.push(Styled::plain(locales.t(lang, msg::CARD_AGENT_RUNS, &[])));
+    }
+    // The client chose it: a value, apart from the card's own words, like the target.
+    if let Some(origin) = view.origin {
+        lines.push(locales.styled(lang, msg::CARD_ORIGIN, &[], &[("origin", origin)]));
+    }
     if let Some(target) = view.target {
         lines.push(locales.styled(lang, msg::CARD_TARGET, &[], &[("target", target)]));
         lines.extend(warning_lines(view.target_warnings, locales, lang));
@@ -865,6 +884,8 @@ fn state_message(state: &str) -> Option<&'static str> {
         "executed" => msg::STATE_EXECUTED,
         "failed" => msg::STATE_FAILED,
         "outcome_unknown" => msg::STATE_OUTCOME_UNKNOWN,
+        "withdrawn" => msg::STATE_WITHDRAWN,
+        "approved" => msg::STATE_APPROVED,
         _ => return None,
     })
 }
@@ -1267,6 +1288,8 @@ mod tests {
             expires_at: Utc.with_ymd_and_hms(2026, 3, 3, 11, 35, 0).unwrap(),
             tz: chrono_tz::Europe::Moscow,
             urgent: true,
+            agent_runs: false,
+            origin: None,
         }
     }
 
@@ -1591,6 +1614,8 @@ mod tests {
             expires_at: now(),
             tz: Tz::UTC,
             urgent: false,
+            agent_runs: false,
+            origin: None,
         };
         let rendered = render_card(&v, &locales, Language::Ru, now());
         assert_eq!(

@@ -354,6 +354,8 @@ pub(super) mod tests {
             expires_at: now(),
             tz: chrono_tz::Europe::Moscow,
             urgent: false,
+            agent_runs: false,
+            origin: None,
         }
     }
 

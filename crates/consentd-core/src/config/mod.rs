@@ -97,6 +97,7 @@ const CATEGORY_KEYS: &[&str] = &[
     "env_file",
     "timeout",
     "field_labels",
+    "mode",
 ];
 const LABEL_KEYS: &[&str] = &["en", "ru", "pt"];
 
@@ -260,6 +261,9 @@ pub struct Category {
     pub field_labels: BTreeMap<String, BTreeMap<Language, String>>,
     pub attachments: usize,
     pub cost: Cost,
+    /// Whether consentd runs the action (`run`) or the agent does, once approved (`approve`).
+    pub mode: Mode,
+    /// The argv consentd runs; empty for an approve category, which has none.
     pub command: Vec<String>,
     pub run_as: Option<String>,
     pub env_file: Option<PathBuf>,
@@ -314,6 +318,24 @@ impl Class {
 impl fmt::Display for Class {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// Who performs an approved action: consentd, by running the category's command, or the agent
+/// itself (an approval-only category: a yes ends the record `approved` and nothing runs here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Mode {
+    #[default]
+    Run,
+    Approve,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Run => "run",
+            Mode::Approve => "approve",
+        }
     }
 }
 
