@@ -494,3 +494,49 @@ fn origin_is_shown_apart_checked_naming_origin_and_part_of_the_digest() {
         journal_verifies(&daemon, origin, Some(&id_of(&answer)));
     }
 }
+
+#[test]
+fn a_claim_of_an_approve_category_never_starts_its_command() {
+    // `shell` runs the fixture's script at first, and the daemon stops between the Yes and
+    // the claim; it comes back with `shell` approval-only. The claim of the yes it finds
+    // granted must not start anything.
+    let run_category = r#"
+[categories.shell]
+label = { en = "Run a shell command" }
+class = "external"
+enabled = true
+text = "required"
+command = ["/bin/sh", "{dir}/action.sh"]
+"#;
+    let mut daemon = Daemon::builder()
+        .config_tail(run_category)
+        .env("CONSENTD_CRASH_AT", "before_claim")
+        .start();
+    let id = id_of(
+        &daemon.request(&json!({"v":1,"op":"ask","kind":"shell","text":"make",
+        "wait":false})),
+    );
+    daemon.press_yes(&daemon.card_of(&id));
+    let status = daemon.wait_exit();
+    assert!(!status.success(), "stopped at the claim");
+    let config = std::fs::read_to_string(&daemon.config).unwrap();
+    let dir = daemon.dir.path().display().to_string();
+    let approve = config.replace(
+        &format!("text = \"required\"\ncommand = [\"/bin/sh\", \"{dir}/action.sh\"]\n"),
+        "text = \"required\"\nmode = \"approve\"\n",
+    );
+    assert_ne!(approve, config, "the config changed");
+    std::fs::write(&daemon.config, approve).unwrap();
+    let daemon = daemon.restart();
+    let record = daemon.wait_state(&id, "failed");
+    assert!(
+        record["message"]
+            .as_str()
+            .unwrap()
+            .contains("approval-only"),
+        "{record}"
+    );
+    assert_eq!(daemon.runs(), 0, "nothing ran");
+    assert_eq!(daemon.wait_for_event("failed")["detail"], "not_started");
+    journal_verifies(&daemon, "claim of an approve category", Some(&id));
+}

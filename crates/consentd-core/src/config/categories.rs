@@ -107,26 +107,7 @@ pub(super) fn category(
     }
 
     let cost = category_cost(w, p, t);
-    let mode = w
-        .choice(
-            t,
-            p,
-            "mode",
-            &[("run", Mode::Run), ("approve", Mode::Approve)],
-        )
-        .unwrap_or_default();
-    let (command, run_as, env_file, timeout) = match mode {
-        Mode::Run => (
-            category_command(w, p, t),
-            category_run_as(w, p, t),
-            w.abs_path(t, p, "env_file"),
-            category_timeout(w, p, t),
-        ),
-        Mode::Approve => {
-            approve_has_nothing_to_run(w, p, t);
-            (Some(Vec::new()), None, None, DEFAULT_COMMAND_TIMEOUT)
-        }
-    };
+    let (mode, (command, run_as, env_file, timeout)) = category_runs(w, p, t);
 
     Some(Category {
         name: name.to_owned(),
@@ -146,6 +127,33 @@ pub(super) fn category(
         env_file,
         timeout,
     })
+}
+
+/// What running a category takes: its command, user, environment and timeout.
+type Runs = (
+    Option<Vec<String>>,
+    Option<String>,
+    Option<std::path::PathBuf>,
+    Duration,
+);
+
+/// `mode`, and what running the category takes (an approve category has none of it).
+fn category_runs(w: &mut Walker, p: &str, t: &Table) -> (Mode, Runs) {
+    let choices = [("run", Mode::Run), ("approve", Mode::Approve)];
+    let mode = w.choice(t, p, "mode", &choices).unwrap_or_default();
+    let runs = match mode {
+        Mode::Run => (
+            category_command(w, p, t),
+            category_run_as(w, p, t),
+            w.abs_path(t, p, "env_file"),
+            category_timeout(w, p, t),
+        ),
+        Mode::Approve => {
+            approve_has_nothing_to_run(w, p, t);
+            (Some(Vec::new()), None, None, DEFAULT_COMMAND_TIMEOUT)
+        }
+    };
+    (mode, runs)
 }
 
 /// An approval-only category runs nothing in consentd: each key that says how to run something
