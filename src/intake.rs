@@ -303,6 +303,7 @@ impl Intake {
             actions_per_day: request.actions_per_day,
             reason: request.reason.as_deref(),
             tz: self.config.owner.timezone,
+            origin: request.origin.as_deref(),
         };
         card::mandate::try_render_mandate_card(&view, now, &self.locales, lang, now)
             .map(|_| ())

@@ -63,6 +63,7 @@ impl Consent {
             actions_per_day: row.actions_per_day,
             reason: row.reason.as_deref(),
             tz: self.config.owner.timezone,
+            origin: row.origin.as_deref(),
         }
     }
 

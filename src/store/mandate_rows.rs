@@ -32,6 +32,8 @@ pub struct MandateRow {
     pub ends_at: Option<DateTime<Utc>>,
     pub stopped_at: Option<DateTime<Utc>>,
     pub ended_at: Option<DateTime<Utc>>,
+    /// The client's one line on where the request came from, when it sent one.
+    pub origin: Option<String>,
 }
 
 impl MandateRow {
@@ -76,7 +78,8 @@ pub(crate) fn money_from_column(text: &str) -> Option<Option<Decimal>> {
 pub(super) const MANDATE_COLUMNS: &str =
     "id, kind, targets, days, usd_per_day, actions_per_day, reason, \
     opened_at, ends_at, stopped_at, ended_at, \
-    (SELECT digest FROM records WHERE records.id = mandates.id)";
+    (SELECT digest FROM records WHERE records.id = mandates.id), \
+    (SELECT origin FROM records WHERE records.id = mandates.id)";
 
 pub(super) fn mandate_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<MandateRow> {
     let invalid = |column: usize, what: String| {
@@ -109,6 +112,7 @@ pub(super) fn mandate_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Mand
             .as_deref()
             .and_then(parse_time),
         digest: row.get::<_, Option<String>>(11)?.unwrap_or_default(),
+        origin: row.get(12)?,
     })
 }
 

@@ -474,6 +474,14 @@ fn origin_is_shown_apart_checked_naming_origin_and_part_of_the_digest() {
     };
     assert_ne!(digest(&plain), digest(&with_origin));
     journal_verifies(&daemon, "origin", Some(&with_origin));
+    // A mandate request's origin is on its card too.
+    let mandate = id_of(
+        &daemon.request(&json!({"v":1,"op":"mandate","kind":"shell","days":1,
+        "actions_per_day":3,"origin":"Codex · ~/src/site","wait":false})),
+    );
+    let card = daemon.card_of(&mandate).text.unwrap();
+    assert!(card.contains("From: Codex · ~/src/site"), "{card}");
+    journal_verifies(&daemon, "mandate origin", Some(&mandate));
     for (origin, reason, words) in [
         (
             "Claude\u{200B}Code",
