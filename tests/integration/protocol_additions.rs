@@ -14,7 +14,7 @@ use consentd_emulator::ChatMessage;
 use serde_json::{json, Value};
 
 use crate::fixture::{consentd, good_ask, Daemon, DaemonBuilder, BIN, OWNER};
-use crate::mandates::receipt_of;
+use crate::mandates::{events_of, receipt_of};
 
 /// An approval-only category: the agent runs its command line itself once approved.
 const SHELL: &str = r#"
@@ -82,15 +82,6 @@ fn grant_kind(daemon: &Daemon, kind: &str, days: u32, actions: u32) {
     let id = id_of(&answer);
     daemon.press_yes(&daemon.card_of(&id));
     daemon.wait_state(&id, "granted");
-}
-
-fn events_of(daemon: &Daemon, id: &str) -> Vec<String> {
-    daemon
-        .journal_events()
-        .into_iter()
-        .filter(|e| e["id"] == id)
-        .map(|e| e["ev"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 #[test]
