@@ -227,6 +227,7 @@ nightcards-current = { $count ->
        *[other] At most { $count } cards come during quiet hours.
     } To change it: /nightcards N, with N from 0 to { $max }
 stale-card-answered = This card was already answered.
+stale-card-withdrawn = The agent withdrew this ask; nothing was done.
 stale-card-expired = This card's time is up.
 stale-mandate-stopped = This standing permission was already stopped.
 stale-mandate-ended = This standing permission has already ended.

@@ -230,6 +230,7 @@ nightcards-current = { $count ->
        *[other] No máximo { $count } cartões chegam durante as horas de silêncio.
     } Para mudar: /nightcards N, com N de 0 a { $max }
 stale-card-answered = Este cartão já foi respondido.
+stale-card-withdrawn = O agente retirou este pedido; nada foi feito.
 stale-card-expired = O prazo deste cartão acabou.
 stale-mandate-stopped = Esta permissão já foi parada.
 stale-mandate-ended = Esta permissão já terminou.

@@ -243,6 +243,7 @@ nightcards-current = { $count ->
        *[many] В тихие часы приходит не больше { $count } карточек.
     } Изменить: /nightcards N, где N от 0 до { $max }
 stale-card-answered = На эту карточку уже ответили.
+stale-card-withdrawn = Агент отозвал этот запрос; ничего не сделано.
 stale-card-expired = Время этой карточки вышло.
 stale-mandate-stopped = Это разрешение уже остановлено.
 stale-mandate-ended = Срок этого разрешения уже закончился.

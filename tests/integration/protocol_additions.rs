@@ -180,6 +180,12 @@ fn withdraw_takes_back_only_an_open_ask_and_its_card_loses_its_buttons() {
     // The old Yes, pressed anyway, changes nothing and runs nothing.
     daemon.press_yes(&card);
     daemon.settle();
+    // Its buttons are gone, so it is no longer a message the daemon drew: "Not accepted.".
+    daemon.wait_for("the press's answer", |bot| {
+        bot.callback_answers()
+            .iter()
+            .any(|answer| answer.text.as_deref() == Some("Not accepted."))
+    });
     let status = daemon.wait_state(&id, "withdrawn");
     assert_eq!(status["final"], true);
     assert_eq!(

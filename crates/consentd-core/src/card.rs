@@ -161,6 +161,7 @@ pub mod msg {
     pub const QUIET_CURRENT_OFF: &str = "quiet-current-off";
     pub const NIGHTCARDS_CURRENT: &str = "nightcards-current";
     pub const STALE_CARD_ANSWERED: &str = "stale-card-answered";
+    pub const STALE_CARD_WITHDRAWN: &str = "stale-card-withdrawn";
     pub const STALE_CARD_EXPIRED: &str = "stale-card-expired";
     pub const STALE_MANDATE_STOPPED: &str = "stale-mandate-stopped";
     pub const STALE_MANDATE_ENDED: &str = "stale-mandate-ended";
@@ -290,6 +291,7 @@ pub mod msg {
         QUIET_CURRENT_OFF,
         NIGHTCARDS_CURRENT,
         STALE_CARD_ANSWERED,
+        STALE_CARD_WITHDRAWN,
         STALE_CARD_EXPIRED,
         STALE_MANDATE_STOPPED,
         STALE_MANDATE_ENDED,
