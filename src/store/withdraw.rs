@@ -161,3 +161,7 @@ impl Db {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "withdraw_tests.rs"]
+mod tests;
