@@ -238,7 +238,7 @@ fn a_pending_ask_past_its_own_ttl_expires_unshown() {
         .unwrap();
     assert_eq!(
         due,
-        [short.clone()],
+        std::slice::from_ref(&short),
         "an ask without a ttl is never due unshown"
     );
     assert!(db
