@@ -14,18 +14,19 @@ use crate::action::{Action, Attachment};
 use crate::journal;
 use crate::reason::Reason;
 
-fn t0() -> DateTime<Utc> {
+pub(super) fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap()
 }
 
-struct Fixture {
+/// A database and a journal in a temp dir (the protocol additions' tests share it).
+pub(super) struct Fixture {
     _dir: tempfile::TempDir,
-    db_path: PathBuf,
-    journal_path: PathBuf,
+    pub(super) db_path: PathBuf,
+    pub(super) journal_path: PathBuf,
 }
 
 impl Fixture {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         Fixture {
             db_path: dir.path().join("consentd.db"),
@@ -34,18 +35,18 @@ impl Fixture {
         }
     }
 
-    fn open(&self) -> Db {
+    pub(super) fn open(&self) -> Db {
         Db::open(&self.db_path, &self.journal_path, t0()).unwrap().0
     }
 
-    fn journal_verifies(&self) -> journal::Head {
+    pub(super) fn journal_verifies(&self) -> journal::Head {
         match journal::verify_file(&self.journal_path, None).unwrap() {
             Ok(verified) => verified.head,
             Err(problem) => panic!("journal does not verify: {problem}"),
         }
     }
 
-    fn journal_events(&self) -> Vec<String> {
+    pub(super) fn journal_events(&self) -> Vec<String> {
         std::fs::read_to_string(&self.journal_path)
             .unwrap()
             .lines()

@@ -3,57 +3,20 @@
 //! record of a database made before it.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
-use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{params, Connection};
 
 use super::super::db::{AskOutcome, AskPolicy, Db, NewAsk, StateChange};
 use super::super::state::RecordState;
+use super::super::tests::{t0, Fixture};
 use super::Withdrawal;
 use crate::action::Action;
-use crate::journal;
 
-fn t0() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap()
-}
-
-struct Fixture {
-    _dir: tempfile::TempDir,
-    db_path: PathBuf,
-    journal_path: PathBuf,
-}
-
-impl Fixture {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        Fixture {
-            db_path: dir.path().join("consentd.db"),
-            journal_path: dir.path().join("decisions.jsonl"),
-            _dir: dir,
-        }
-    }
-
-    fn open(&self) -> Db {
-        Db::open(&self.db_path, &self.journal_path, t0()).unwrap().0
-    }
-
-    /// The journal verifies, and its events in order.
-    fn events(&self) -> Vec<String> {
-        match journal::verify_file(&self.journal_path, None).unwrap() {
-            Ok(_) => {}
-            Err(problem) => panic!("journal does not verify: {problem}"),
-        }
-        std::fs::read_to_string(&self.journal_path)
-            .unwrap()
-            .lines()
-            .map(|line| {
-                let value: serde_json::Value = serde_json::from_str(line).unwrap();
-                value["ev"].as_str().unwrap().to_owned()
-            })
-            .collect()
-    }
+/// The journal verifies; its events in order.
+fn events(fixture: &Fixture) -> Vec<String> {
+    fixture.journal_verifies();
+    fixture.journal_events()
 }
 
 fn ask(text: &str, ttl: Option<u64>) -> NewAsk {
@@ -180,7 +143,7 @@ fn only_an_open_record_of_ones_own_is_withdrawn() {
             assert_eq!(now.state, state, "{state}: unchanged");
         }
     }
-    let events = fixture.events();
+    let events = events(&fixture);
     assert_eq!(events.iter().filter(|e| *e == "withdrawn").count(), 2);
 }
 
@@ -211,7 +174,7 @@ fn an_approval_only_yes_ends_approved_and_cannot_be_claimed() {
     // A second Yes finds nothing to approve.
     assert!(db.approve(&id, 42, None, |_, _, _| Ok(()), t0()).is_err());
     assert_eq!(
-        fixture.events(),
+        events(&fixture),
         ["started", "asked", "approved"],
         "the card's own opening is the sender's; here it was moved by hand"
     );
@@ -252,7 +215,7 @@ fn a_pending_ask_past_its_own_ttl_expires_unshown() {
     assert_eq!(queued_cards(&db, &usual), 1);
     // Already ended: nothing more.
     assert!(!db.expire_unshown(&short, t0()).unwrap());
-    assert_eq!(fixture.events(), ["started", "asked", "asked", "expired"]);
+    assert_eq!(events(&fixture), ["started", "asked", "asked", "expired"]);
 }
 
 /// The schema as it was before 0008: migrations 1 to 7, applied by hand.
