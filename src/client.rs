@@ -131,16 +131,19 @@ pub(crate) async fn request(
 
 /// Exit code: the record is still open (pending, with `--no-wait` or a `status` without `--wait`).
 const EXIT_OPEN: u8 = 8;
+/// The session took its ask back before the owner answered (`op:"withdraw"`).
+const EXIT_WITHDRAWN: u8 = 9;
 
 /// The exit code for an ask's final status (docs/PROTOCOL.md, "The command line").
 pub(crate) fn exit_code_for(status: &str) -> u8 {
     match status {
-        "executed" | "granted" => 0,
+        "executed" | "granted" | "approved" => 0,
         "refused" => 3,
         "declined" => 4,
         "expired" => 5,
         "failed" => 6,
         "outcome_unknown" => 7,
+        "withdrawn" => EXIT_WITHDRAWN,
         "pending" | "card_shown" | "running" => EXIT_OPEN,
         _ => 1,
     }
@@ -305,6 +308,8 @@ mod tests {
             ("failed", 6),
             ("outcome_unknown", 7),
             ("pending", 8),
+            ("withdrawn", 9),
+            ("approved", 0),
             ("error", 1),
         ];
         for (status, code) in table {

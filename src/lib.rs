@@ -61,6 +61,6 @@ mod protocol_doc_tests;
 
 // The rules, from consentd-core, under the names the daemon has always used for them.
 pub use consentd_core::{
-    action, card, commands, deadline, digest, gate, locale, lookalike, mandate, pairing, protocol,
-    reason, refusal, shown, split, styled,
+    action, card, commands, deadline, digest, gate, kinds, locale, lookalike, mandate, pairing,
+    protocol, reason, refusal, shown, split, styled,
 };

@@ -16,6 +16,7 @@ use super::outbox::Outgoing;
 use super::records::{record_where, Record, Subject};
 use super::settings::switch_category_in;
 use super::state::RecordState;
+use super::withdraw::approve_in;
 use super::StoreError;
 
 /// What the owner decided (or the sweep, for an expiry), drawn by the consent loop as a value
@@ -32,6 +33,8 @@ pub struct OwnerDecision {
 pub enum Decided {
     /// Yes (or Grant): the shown card is granted; a mandate request opens its mandate.
     Grant(CardDecision),
+    /// Yes to an approval-only category's card: `approved`, final; nothing is claimed or run.
+    Approve(CardDecision),
     /// No (or Decline): the shown card is declined; at `streak_limit` no's in a row the kind is
     /// silenced for a day and `notice_if_silenced` is queued.
     Decline {
@@ -80,7 +83,11 @@ pub struct CardDecision {
 
 impl CardDecision {
     /// Keeps who decided and queues the card's edit.
-    fn noted_in(&self, tx: &Transaction<'_>, effects: &mut Effects) -> Result<(), StoreError> {
+    pub(super) fn noted_in(
+        &self,
+        tx: &Transaction<'_>,
+        effects: &mut Effects,
+    ) -> Result<(), StoreError> {
         note_decider_name(tx, &self.id, &self.decider_name)?;
         match &self.card_edit {
             Some(edit) => edit.queue_in(tx, effects),
@@ -144,6 +151,10 @@ impl Db {
             match &decision.decided {
                 Decided::Grant(card) => {
                     grant_in(tx, effects, card)?;
+                    Ok(Applied::Done)
+                }
+                Decided::Approve(card) => {
+                    approve_in(tx, effects, card)?;
                     Ok(Applied::Done)
                 }
                 Decided::Decline {
@@ -315,7 +326,7 @@ fn grant_in(
 
 /// A yes ends the kind's streak of no's, and with it a silence: the silence's notice loses its
 /// Resume, which could only be refused now.
-fn lift_silence_in(
+pub(super) fn lift_silence_in(
     tx: &Transaction<'_>,
     effects: &mut Effects,
     kind: &str,

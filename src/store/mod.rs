@@ -21,6 +21,7 @@ mod records;
 mod reply;
 pub mod settings;
 pub mod state;
+mod withdraw;
 
 #[cfg(test)]
 mod tests;
@@ -40,6 +41,7 @@ pub use mandates::{MandateRow, NewMandate};
 pub use outbox::Outgoing;
 pub use records::{Asked, Record, Subject};
 pub use state::RecordState;
+pub use withdraw::Withdrawal;
 
 /// The database's file name in the state directory.
 pub const DB_FILE: &str = "consentd.db";

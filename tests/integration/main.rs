@@ -21,6 +21,7 @@ mod locales;
 mod lookalike;
 mod mandates;
 mod owner;
+mod protocol_additions;
 mod runs;
 mod sandbox;
 mod socket;
