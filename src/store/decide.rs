@@ -16,7 +16,6 @@ use super::outbox::Outgoing;
 use super::records::{record_where, Record, Subject};
 use super::settings::switch_category_in;
 use super::state::RecordState;
-use super::withdraw::approve_in;
 use super::StoreError;
 
 /// What the owner decided (or the sweep, for an expiry), drawn by the consent loop as a value
@@ -83,11 +82,7 @@ pub struct CardDecision {
 
 impl CardDecision {
     /// Keeps who decided and queues the card's edit.
-    pub(super) fn noted_in(
-        &self,
-        tx: &Transaction<'_>,
-        effects: &mut Effects,
-    ) -> Result<(), StoreError> {
+    fn noted_in(&self, tx: &Transaction<'_>, effects: &mut Effects) -> Result<(), StoreError> {
         note_decider_name(tx, &self.id, &self.decider_name)?;
         match &self.card_edit {
             Some(edit) => edit.queue_in(tx, effects),
@@ -321,6 +316,42 @@ fn grant_in(
             );
         }
     }
+    card.noted_in(tx, effects)
+}
+
+/// The owner's Yes to an approval-only category's card: `card_shown` → `approved` (final;
+/// nothing is claimed or run), journaled `approved` with who decided. Like any yes it ends the
+/// kind's streak of no's and lifts its silence.
+fn approve_in(
+    tx: &Transaction<'_>,
+    effects: &mut Effects,
+    card: &CardDecision,
+) -> Result<(), StoreError> {
+    let (id, by, now) = (card.id.as_str(), card.by, effects.now);
+    let change = StateChange {
+        decided_at: Some(now),
+        decided_by: Some(by),
+        finished_at: Some(now),
+        ..StateChange::default()
+    };
+    transition_in(
+        tx,
+        id,
+        RecordState::CardShown,
+        RecordState::Approved,
+        &change,
+    )?;
+    let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
+    effects.changed.push((id.to_owned(), RecordState::Approved));
+    let asked = record.asked()?;
+    lift_silence_in(tx, effects, asked.kind)?;
+    effects.push(
+        JournalEvent::new(EventName::Approved)
+            .with("id", id)
+            .with("kind", asked.kind)
+            .with("digest", asked.digest.to_hex())
+            .with("by", by),
+    );
     card.noted_in(tx, effects)
 }
 

@@ -3,11 +3,10 @@
 //! own deadline (`ttl`) reached before its card was shown.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{params, Transaction};
+use rusqlite::params;
 
-use super::base::{timestamp, transition_in, Db, Effects, EventName, JournalEvent, StateChange};
+use super::base::{timestamp, transition_in, Db, EventName, JournalEvent, StateChange};
 use super::cached::Cached;
-use super::decide::{lift_silence_in, CardDecision};
 use super::outbox::Outgoing;
 use super::records::{record_where, Record};
 use super::state::RecordState;
@@ -123,42 +122,6 @@ impl Db {
             Ok(true)
         })
     }
-}
-
-/// The owner's Yes to an approval-only category's card: `card_shown` → `approved` (final;
-/// nothing is claimed or run), journaled `approved` with who decided. Like any yes it ends the
-/// kind's streak of no's and lifts its silence.
-pub(super) fn approve_in(
-    tx: &Transaction<'_>,
-    effects: &mut Effects,
-    card: &CardDecision,
-) -> Result<(), StoreError> {
-    let (id, by, now) = (card.id.as_str(), card.by, effects.now);
-    let change = StateChange {
-        decided_at: Some(now),
-        decided_by: Some(by),
-        finished_at: Some(now),
-        ..StateChange::default()
-    };
-    transition_in(
-        tx,
-        id,
-        RecordState::CardShown,
-        RecordState::Approved,
-        &change,
-    )?;
-    let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
-    effects.changed.push((id.to_owned(), RecordState::Approved));
-    let asked = record.asked()?;
-    lift_silence_in(tx, effects, asked.kind)?;
-    effects.push(
-        JournalEvent::new(EventName::Approved)
-            .with("id", id)
-            .with("kind", asked.kind)
-            .with("digest", asked.digest.to_hex())
-            .with("by", by),
-    );
-    card.noted_in(tx, effects)
 }
 
 #[cfg(test)]
