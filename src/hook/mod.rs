@@ -72,9 +72,14 @@ pub(crate) fn main(command: HookCommand) -> ExitCode {
         HookCommand::ClaudeCode(args) => (Agent::ClaudeCode, args),
         HookCommand::Codex(args) => (Agent::Codex, args),
     };
-    let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(agent, &args)))
-        .unwrap_or_else(|_| Reply::block("internal error; the call is blocked"));
-    emit(&reply)
+    emit(&guarded(|| run(agent, &args)))
+}
+
+/// Runs the hook, a panic turned into a block: left alone it would end the process with exit
+/// 101, which both agents read as a non-blocking error and let the call through.
+fn guarded(hook: impl FnOnce() -> Reply) -> Reply {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(hook))
+        .unwrap_or_else(|_| Reply::block("internal error; the call is blocked"))
 }
 
 fn emit(reply: &Reply) -> ExitCode {
@@ -189,5 +194,24 @@ fn decide(agent: Agent, args: &HookArgs, event: &Event) -> Verdict {
         Err(error) => Verdict::Fail {
             message: format!("cannot start the async runtime: {error}; the call is blocked"),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_blocks_the_call() {
+        let reply = guarded(|| panic!("a bug in the hook"));
+        assert_eq!(reply.code, answer::EXIT_BLOCK);
+        assert_eq!(reply.stdout, "");
+        assert!(reply.stderr.contains("blocked"), "{}", reply.stderr);
+    }
+
+    #[test]
+    fn the_rules_path_is_the_flag_first() {
+        let flag = PathBuf::from("/etc/rules.toml");
+        assert_eq!(rules_path(Some(&flag)), Ok(flag));
     }
 }

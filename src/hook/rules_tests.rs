@@ -285,3 +285,17 @@ fn the_example_rules_file_parses() {
         "route"
     );
 }
+
+#[test]
+fn the_documented_rule_parses() {
+    let doc = include_str!("../../docs/HOOKS.md");
+    let section = doc.split("## The rules file").nth(1).unwrap();
+    let block = section
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .unwrap();
+    let rules = parse(block).unwrap_or_else(|e| panic!("{e}\n{block}"));
+    assert_eq!(rules.rules.len(), 1);
+    assert_eq!(rules.rules[0].name, "post to X");
+}

@@ -111,6 +111,57 @@ pub fn finish(mut child: Child) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// The owner's press on a card.
+#[derive(Debug, Clone, Copy)]
+pub enum Press {
+    Yes,
+    No,
+}
+
+/// Runs the `agent` hook on `event` against `daemon`, presses on the card that shows `needle`
+/// as the owner, and returns what the hook printed.
+pub fn answered(
+    daemon: &Daemon,
+    rules: &Path,
+    agent: &str,
+    event: &Value,
+    needle: &str,
+    press: Press,
+) -> Output {
+    let hook = spawn_hook(
+        agent,
+        rules,
+        &daemon.socket,
+        &[],
+        event.to_string().as_bytes(),
+    );
+    let card = daemon.card_of(needle);
+    match press {
+        Press::Yes => daemon.press_yes(&card),
+        Press::No => daemon.press_no(&card),
+    }
+    finish(hook)
+}
+
+/// Runs the Claude Code hook on `event` with `--max-wait 1` while nobody answers; it must end
+/// soon after the second.
+pub fn unanswered(daemon: &Daemon, rules: &Path, event: &Value) -> Output {
+    let started = Instant::now();
+    let output = finish(spawn_hook(
+        "claude-code",
+        rules,
+        &daemon.socket,
+        &["--max-wait", "1"],
+        event.to_string().as_bytes(),
+    ));
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{}",
+        stderr(&output)
+    );
+    output
+}
+
 pub fn run_hook(agent: &str, rules: &Path, socket: &Path, event: &Value) -> Output {
     finish(spawn_hook(
         agent,
@@ -200,20 +251,12 @@ fn assert_blocked(output: &Output, what: &str) {
 fn a_routed_call_runs_through_consentd_on_a_yes_and_is_denied_to_the_agent() {
     let daemon = Daemon::start();
     let rules = rules_file(daemon.dir.path(), RULES);
+    let text = "Routed yes from Claude Code";
     let event = event(
         "claude-code/pre_tool_use_bash",
-        Some("blog-post --to @mila_news 'Routed yes from Claude Code'"),
+        Some(&format!("blog-post --to @mila_news '{text}'")),
     );
-    let hook = spawn_hook(
-        "claude-code",
-        &rules,
-        &daemon.socket,
-        &[],
-        event.to_string().as_bytes(),
-    );
-    let card = daemon.card_of("Routed yes from Claude Code");
-    daemon.press_yes(&card);
-    let output = finish(hook);
+    let output = answered(&daemon, &rules, "claude-code", &event, text, Press::Yes);
     let (decision, reason) = pre_tool_use(&output);
     assert_eq!(decision, "deny");
     assert!(reason.contains("done through consentd"), "{reason}");
@@ -248,19 +291,13 @@ fn a_routed_call_runs_through_consentd_on_a_yes_and_is_denied_to_the_agent() {
 fn a_routed_call_the_owner_declines_is_denied_and_not_run() {
     let daemon = Daemon::start();
     let rules = rules_file(daemon.dir.path(), RULES);
+    let text = "Routed no from a permission request";
     let event = event(
         "claude-code/permission_request_bash",
-        Some("blog-post --to @mila_news 'Routed no from a permission request'"),
+        Some(&format!("blog-post --to @mila_news '{text}'")),
     );
-    let hook = spawn_hook(
-        "claude-code",
-        &rules,
-        &daemon.socket,
-        &[],
-        event.to_string().as_bytes(),
-    );
-    daemon.press_no(&daemon.card_of("Routed no from a permission request"));
-    let decision = permission_decision(&finish(hook));
+    let output = answered(&daemon, &rules, "claude-code", &event, text, Press::No);
+    let decision = permission_decision(&output);
     assert_eq!(decision["behavior"], "deny", "{decision}");
     let message = decision["message"].as_str().unwrap();
     assert!(message.contains("declined by the owner"), "{message}");
@@ -273,52 +310,21 @@ fn a_routed_call_the_owner_declines_is_denied_and_not_run() {
 fn codex_gets_only_behavior_and_message_for_a_routed_call() {
     let daemon = Daemon::start();
     let rules = rules_file(daemon.dir.path(), RULES);
-    let event = event(
-        "codex/permission_request_bash",
-        Some("blog-post --to @mila_news 'Routed yes from Codex'"),
-    );
-    let hook = spawn_hook(
-        "codex",
-        &rules,
-        &daemon.socket,
-        &[],
-        event.to_string().as_bytes(),
-    );
-    daemon.press_yes(&daemon.card_of("Routed yes from Codex"));
-    let decision = codex_decision(&finish(hook));
-    assert_eq!(decision["behavior"], "deny", "{decision}");
-    assert!(
-        decision["message"]
-            .as_str()
-            .unwrap()
-            .contains("done through consentd"),
-        "{decision}"
-    );
-    assert_eq!(daemon.runs(), 1);
-
-    let hook = spawn_hook(
-        "codex",
-        &rules,
-        &daemon.socket,
-        &[],
-        event_with_command(
+    for (text, press, said) in [
+        ("Routed yes from Codex", Press::Yes, "done through consentd"),
+        ("Routed no from Codex", Press::No, "declined by the owner"),
+    ] {
+        let event = event(
             "codex/permission_request_bash",
-            "blog-post --to @mila_news 'Codex no'",
-        )
-        .as_bytes(),
-    );
-    daemon.press_no(&daemon.card_of("Codex no"));
-    let decision = codex_decision(&finish(hook));
-    assert_eq!(decision["behavior"], "deny");
-    assert!(
-        decision["message"].as_str().unwrap().contains("declined"),
-        "{decision}"
-    );
+            Some(&format!("blog-post --to @mila_news '{text}'")),
+        );
+        let output = answered(&daemon, &rules, "codex", &event, text, press);
+        let decision = codex_decision(&output);
+        assert_eq!(decision["behavior"], "deny", "{decision}");
+        let message = decision["message"].as_str().unwrap();
+        assert!(message.contains(said), "{message}");
+    }
     assert_eq!(daemon.runs(), 1);
-}
-
-fn event_with_command(fixture: &str, command: &str) -> String {
-    event(fixture, Some(command)).to_string()
 }
 
 #[test]
@@ -329,16 +335,7 @@ fn a_wait_past_max_wait_is_denied_and_the_ask_stays_with_consentd() {
         "claude-code/pre_tool_use_bash",
         Some("blog-post --to @mila_news 'Nobody answers this one'"),
     );
-    let started = Instant::now();
-    let output = finish(spawn_hook(
-        "claude-code",
-        &rules,
-        &daemon.socket,
-        &["--max-wait", "1"],
-        event.to_string().as_bytes(),
-    ));
-    assert!(started.elapsed() < Duration::from_secs(15));
-    let (decision, reason) = pre_tool_use(&output);
+    let (decision, reason) = pre_tool_use(&unanswered(&daemon, &rules, &event));
     assert_eq!(decision, "deny");
     assert!(reason.contains("still waiting for the owner"), "{reason}");
     assert!(reason.contains("do not run it yourself"), "{reason}");
@@ -536,4 +533,34 @@ fn a_refused_ask_is_denied_with_the_reason() {
     assert_eq!(decision, "deny");
     assert!(reason.contains("consentd refused"), "{reason}");
     assert!(reason.contains("unknown_kind"), "{reason}");
+}
+
+#[test]
+fn an_answer_nobody_can_read_blocks() {
+    // stdout closed before the hook writes its allow: the agent would read nothing, so the
+    // hook says so on stderr and exits 2 rather than 0.
+    let dir = tempfile::tempdir().unwrap();
+    let rules = rules_file(dir.path(), RULES);
+    let mut child = Command::new(BIN)
+        .args(["hook", "claude-code", "--rules"])
+        .arg(&rules)
+        .arg("--socket")
+        .arg(dir.path().join("no-daemon.sock"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Closed before the event is written, so the hook cannot have answered yet.
+    drop(child.stdout.take());
+    let event = event("claude-code/pre_tool_use_bash", Some("ls"));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(event.to_string().as_bytes())
+        .unwrap();
+    let output = finish(child);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("cannot write the answer"));
 }

@@ -6,14 +6,12 @@
 //! These need the daemon's protocol additions (approve categories, `withdraw`, `origin`):
 //! register this module in main.rs once they are merged.
 
-use std::time::{Duration, Instant};
-
 use serde_json::json;
 
-use crate::fixture::{stderr, Daemon};
+use crate::fixture::Daemon;
 use crate::hooks::{
-    answer, codex_decision, event as fixture_event, finish, permission_decision, pre_tool_use,
-    record_id, rules_file, spawn_hook,
+    answer, answered, codex_decision, event as fixture_event, finish, permission_decision,
+    pre_tool_use, record_id, rules_file, spawn_hook, unanswered, Press,
 };
 
 /// An approval-only category for shell commands, as docs/HOOKS.md sets it up.
@@ -45,18 +43,17 @@ fn daemon() -> Daemon {
 fn a_gated_command_the_owner_approves_is_allowed_exactly_as_shown() {
     let daemon = daemon();
     let rules = rules_file(daemon.dir.path(), GATE_RULES);
+    let gated = |agent: &str, fixture: &str, command: &str| {
+        let event = fixture_event(fixture, Some(command));
+        let output = answered(&daemon, &rules, agent, &event, command, Press::Yes);
+        (event, output)
+    };
 
-    let event = fixture_event("claude-code/pre_tool_use_bash", Some("make gate-yes-pre"));
-    let hook = spawn_hook(
+    let (event, output) = gated(
         "claude-code",
-        &rules,
-        &daemon.socket,
-        &[],
-        event.to_string().as_bytes(),
+        "claude-code/pre_tool_use_bash",
+        "make yes-pre",
     );
-    let card = daemon.card_of("make gate-yes-pre");
-    daemon.press_yes(&card);
-    let output = finish(hook);
     let (decision, reason) = pre_tool_use(&output);
     assert_eq!(decision, "allow", "{reason}");
     assert!(reason.contains("approved by the owner"), "{reason}");
@@ -67,34 +64,15 @@ fn a_gated_command_the_owner_approves_is_allowed_exactly_as_shown() {
     // Nothing runs in consentd for an approval-only category.
     assert_eq!(daemon.runs(), 0);
 
-    let event = fixture_event(
-        "claude-code/permission_request_bash",
-        Some("make gate-yes-request"),
-    );
-    let hook = spawn_hook(
-        "claude-code",
-        &rules,
-        &daemon.socket,
-        &[],
-        event.to_string().as_bytes(),
-    );
-    daemon.press_yes(&daemon.card_of("make gate-yes-request"));
-    let decision = permission_decision(&finish(hook));
+    let fixture = "claude-code/permission_request_bash";
+    let (event, output) = gated("claude-code", fixture, "make yes-request");
     assert_eq!(
-        decision,
+        permission_decision(&output),
         json!({"behavior": "allow", "updatedInput": event["tool_input"]})
     );
 
-    let event = fixture_event("codex/permission_request_bash", Some("make gate-yes-codex"));
-    let hook = spawn_hook(
-        "codex",
-        &rules,
-        &daemon.socket,
-        &[],
-        event.to_string().as_bytes(),
-    );
-    daemon.press_yes(&daemon.card_of("make gate-yes-codex"));
-    assert_eq!(codex_decision(&finish(hook)), json!({"behavior": "allow"}));
+    let (_, output) = gated("codex", "codex/permission_request_bash", "make yes-codex");
+    assert_eq!(codex_decision(&output), json!({"behavior": "allow"}));
 }
 
 #[test]
@@ -106,17 +84,9 @@ fn a_gated_command_the_owner_declines_is_denied() {
         ("claude-code", "claude-code/permission_request_bash"),
         ("codex", "codex/permission_request_bash"),
     ] {
-        let command = format!("npm run gate-no-{}", fixture.replace('/', "-"));
+        let command = format!("npm run no-{}", fixture.replace('/', "-"));
         let event = fixture_event(fixture, Some(&command));
-        let hook = spawn_hook(
-            agent,
-            &rules,
-            &daemon.socket,
-            &[],
-            event.to_string().as_bytes(),
-        );
-        daemon.press_no(&daemon.card_of(&command));
-        let output = finish(hook);
+        let output = answered(&daemon, &rules, agent, &event, &command, Press::No);
         let message = if fixture.ends_with("pre_tool_use_bash") {
             let (decision, reason) = pre_tool_use(&output);
             assert_eq!(decision, "deny");
@@ -135,19 +105,7 @@ fn a_gate_past_max_wait_is_withdrawn_and_denied() {
     let daemon = daemon();
     let rules = rules_file(daemon.dir.path(), GATE_RULES);
     let event = fixture_event("claude-code/pre_tool_use_bash", Some("make gate-timeout"));
-    let started = Instant::now();
-    let output = finish(spawn_hook(
-        "claude-code",
-        &rules,
-        &daemon.socket,
-        &["--max-wait", "1"],
-        event.to_string().as_bytes(),
-    ));
-    assert!(
-        started.elapsed() < Duration::from_secs(15),
-        "{}",
-        stderr(&output)
-    );
+    let output = unanswered(&daemon, &rules, &event);
     let (decision, reason) = pre_tool_use(&output);
     assert_eq!(decision, "deny");
     assert!(reason.contains("the ask was withdrawn"), "{reason}");
