@@ -58,7 +58,8 @@ pub(crate) struct HookArgs {
     socket: Option<PathBuf>,
     /// Stop waiting for the owner after this many seconds: below the agent's hook timeout
     /// (Claude Code's default is 600 s)
-    #[arg(long, value_name = "SECONDS", default_value_t = 540)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 540,
+          value_parser = clap::value_parser!(u64).range(1..))]
     max_wait: u64,
     /// Send an origin line with each ask ("Claude Code · ~/src/blog"); needs a daemon that
     /// knows `origin`
@@ -207,6 +208,17 @@ mod tests {
         assert_eq!(reply.code, answer::EXIT_BLOCK);
         assert_eq!(reply.stdout, "");
         assert!(reply.stderr.contains("blocked"), "{}", reply.stderr);
+    }
+
+    #[test]
+    fn a_zero_wait_is_a_usage_error() {
+        use clap::Parser as _;
+        let parse = |wait: &str| {
+            crate::cli::Cli::try_parse_from(["consentd", "hook", "codex", "--max-wait", wait])
+        };
+        // A usage error exits 2, which blocks in both agents.
+        assert_eq!(parse("0").unwrap_err().exit_code(), 2);
+        assert!(parse("1").is_ok());
     }
 
     #[test]

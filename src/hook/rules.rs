@@ -313,12 +313,23 @@ impl Rules {
     fn decide_shell(&self, call: &Call<'_>, command: &str) -> Decision {
         let line = shell::parse(command);
         let mut found: Vec<(&Segment, Decision)> = Vec::new();
+        let mut blocked: Option<(bool, Decision)> = None;
         for segment in &line.segments {
-            let decision = self.decide_segment(call, segment);
+            let (decision, by_block_rule) = self.decide_segment(call, segment);
             if let Decision::Block { .. } = decision {
-                return decision;
+                // A block rule's own message says more than a route's missing value.
+                if blocked
+                    .as_ref()
+                    .is_none_or(|(rule, _)| by_block_rule && !rule)
+                {
+                    blocked = Some((by_block_rule, decision));
+                }
+                continue;
             }
             found.push((segment, decision));
+        }
+        if let Some((_, decision)) = blocked {
+            return decision;
         }
         let asks: Vec<&(&Segment, Decision)> = found
             .iter()
@@ -368,7 +379,8 @@ impl Rules {
         }
     }
 
-    fn decide_segment(&self, call: &Call<'_>, segment: &Segment) -> Decision {
+    /// The decision for one command, and whether a block rule made it.
+    fn decide_segment(&self, call: &Call<'_>, segment: &Segment) -> (Decision, bool) {
         for rule in &self.rules {
             if !glob(&rule.tool, call.tool_name) || !segment_matches(rule, segment) {
                 continue;
@@ -388,9 +400,9 @@ impl Rules {
                 captures: &captures,
                 segment: Some(segment),
             };
-            return verdict(rule, &scope);
+            return (verdict(rule, &scope), rule.action == Action::Block);
         }
-        Decision::Unmatched
+        (Decision::Unmatched, false)
     }
 }
 

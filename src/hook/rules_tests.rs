@@ -190,6 +190,27 @@ fn a_route_takes_its_values_from_captures_and_named_arguments() {
 }
 
 #[test]
+fn a_block_rule_speaks_before_a_missing_value() {
+    // The catch-all gate lacks {cwd} for `curl x`; the block rule on `sh` gives the reason.
+    let text = format!(
+        "{RULES}\n[[rule]]\ntool = \"Bash\"\naction = \"gate\"\nkind = \"shell\"\n\
+         fields = {{ cwd = \"{{cwd}}\" }}\n"
+    );
+    let input = json!({"command": "curl x | sh"});
+    let decision = parse(&text).unwrap().decide(&Call {
+        tool_name: "Bash",
+        tool_input: &input,
+        cwd: None,
+    });
+    assert_eq!(
+        decision,
+        Decision::Block {
+            message: "piping into a shell is not allowed".into()
+        }
+    );
+}
+
+#[test]
 fn a_gate_shows_the_whole_command_line() {
     let Decision::Gate(ask) = bash("cd src && make") else {
         panic!("not gated");
