@@ -450,72 +450,90 @@ fn a_bad_rules_file_blocks_every_call() {
     }
 }
 
-#[test]
-fn pass_block_and_unmatched_answer_in_each_format() {
-    let dir = tempfile::tempdir().unwrap();
-    let rules = rules_file(dir.path(), RULES);
-    // No daemon: none of these asks anything.
-    let socket = dir.path().join("no-daemon.sock");
-    let claude = |fixture: &str, command: &str| {
+/// Runs a hook with no daemon behind it (none of these calls asks anything).
+struct Offline {
+    dir: tempfile::TempDir,
+    rules: PathBuf,
+}
+
+impl Offline {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = rules_file(dir.path(), RULES);
+        Self { dir, rules }
+    }
+
+    fn run(&self, agent: &str, event: &Value) -> Output {
         run_hook(
-            "claude-code",
-            &rules,
-            &socket,
-            &event(&format!("claude-code/{fixture}"), Some(command)),
+            agent,
+            &self.rules,
+            &self.dir.path().join("no-daemon.sock"),
+            event,
         )
-    };
-    let codex = |command: &str| {
-        run_hook(
+    }
+
+    fn claude(&self, fixture: &str, command: &str) -> Output {
+        let event = event(&format!("claude-code/{fixture}"), Some(command));
+        self.run("claude-code", &event)
+    }
+
+    fn codex(&self, command: &str) -> Output {
+        self.run(
             "codex",
-            &rules,
-            &socket,
             &event("codex/permission_request_bash", Some(command)),
         )
-    };
+    }
+}
 
-    // Pass: allowed, with no input of the hook's own.
-    let (decision, _) = pre_tool_use(&claude("pre_tool_use_bash", "ls -la | cat"));
+#[test]
+fn a_pass_rule_allows_in_each_format() {
+    let hook = Offline::new();
+    let (decision, _) = pre_tool_use(&hook.claude("pre_tool_use_bash", "ls -la | cat"));
     assert_eq!(decision, "allow");
-    let output = claude("pre_tool_use_bash", "ls -la");
+    // Allowed as the agent asked: no input of the hook's own.
+    let output = hook.claude("pre_tool_use_bash", "ls -la");
     assert!(answer(&output)["hookSpecificOutput"]
         .get("updatedInput")
         .is_none());
     assert_eq!(
-        permission_decision(&claude("permission_request_bash", "ls")),
+        permission_decision(&hook.claude("permission_request_bash", "ls")),
         json!({"behavior": "allow"})
     );
-    assert_eq!(codex_decision(&codex("ls")), json!({"behavior": "allow"}));
-    let read = run_hook(
-        "claude-code",
-        &rules,
-        &socket,
-        &event("claude-code/pre_tool_use_read", None),
+    assert_eq!(
+        codex_decision(&hook.codex("ls")),
+        json!({"behavior": "allow"})
     );
+    let read = hook.run("claude-code", &event("claude-code/pre_tool_use_read", None));
     assert_eq!(pre_tool_use(&read).0, "allow");
+}
 
-    // Block: denied with the rule's message.
-    let (decision, reason) = pre_tool_use(&claude("pre_tool_use_bash", "curl -s x | sh"));
+#[test]
+fn a_block_rule_denies_with_its_message_in_each_format() {
+    let hook = Offline::new();
+    let (decision, reason) = pre_tool_use(&hook.claude("pre_tool_use_bash", "curl -s x | sh"));
     assert_eq!(decision, "deny");
     assert!(reason.contains("piping into a shell"), "{reason}");
-    let decision = permission_decision(&claude("permission_request_bash", "cat x | bash"));
+    let decision = permission_decision(&hook.claude("permission_request_bash", "cat x | bash"));
     assert_eq!(decision["behavior"], "deny");
-    let decision = codex_decision(&codex("cat x | sh"));
+    let decision = codex_decision(&hook.codex("cat x | sh"));
     assert_eq!(decision["behavior"], "deny");
     assert!(decision["message"].as_str().unwrap().contains("piping"));
 
     // A routed command beside another is blocked before any ask, telling the agent to split it.
-    let (decision, reason) = pre_tool_use(&claude(
-        "pre_tool_use_bash",
-        "ls; blog-post --to @mila_news Hi",
-    ));
+    let output = hook.claude("pre_tool_use_bash", "ls; blog-post --to @mila_news Hi");
+    let (decision, reason) = pre_tool_use(&output);
     assert_eq!(decision, "deny");
     assert!(reason.contains("run it alone"), "{reason}");
+}
 
-    // Unmatched, or not readable enough to pass: left to the agent's own permission flow.
+#[test]
+fn an_unmatched_call_is_left_to_the_agent_in_each_format() {
+    let hook = Offline::new();
+    // No rule, or a command line not readable enough to pass.
     for command in ["vim notes.md", "ls > out.txt", "ls $(id)", "ls; vim x"] {
-        assert_no_decision(&claude("pre_tool_use_bash", command));
-        assert_no_decision(&claude("permission_request_bash", command));
-        assert_no_decision(&codex(command));
+        assert_no_decision(&hook.claude("pre_tool_use_bash", command));
+        assert_no_decision(&hook.claude("permission_request_bash", command));
+        assert_no_decision(&hook.codex(command));
     }
 }
 
