@@ -130,6 +130,9 @@ enum Command {
         #[arg(long)]
         file_only: bool,
     },
+    /// An agent's permission hook: route, gate, pass or block its tool calls by a rules file
+    #[command(subcommand)]
+    Hook(crate::hook::HookCommand),
     /// Try consentd with no bot: the daemon against a local Telegram emulator, with the
     /// owner's chat as a web page on 127.0.0.1
     #[cfg(feature = "sandbox")]
@@ -273,6 +276,7 @@ pub fn main() -> ExitCode {
             report(crate::sandbox::run(port, state_dir).map(|()| 0))
         }
         Command::CheckConfig { file, file_only } => check_config(&file, file_only),
+        Command::Hook(hook) => crate::hook::main(hook),
         Command::Pair { config } => report(with_runtime(async move {
             let pairing = crate::pair::pair(&config).await?;
             outln!("{}", pairing.qr);

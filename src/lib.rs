@@ -20,7 +20,8 @@
 //! journal or anything the session can read. docs/ARCHITECTURE.md has the map and the
 //! invariants; the parts, from the edge inwards:
 //! - `cli`, the command line; `output`, its lines, which a closed pipe does not crash;
-//!   `client`, the `ask`, `status` and `list` clients.
+//!   `client`, the `ask`, `status` and `list` clients; `hook`, the agents' permission hooks
+//!   (`consentd hook claude-code`, `consentd hook codex`) and their rules file.
 //! - `config` and `preflight`: the config against this machine (token, commands, users).
 //! - `server`: the Unix socket: peer credentials, framing, caps, timeouts, shutdown; `intake`,
 //!   an ask's journey from a parsed request to a stored record or a refusal.
@@ -41,6 +42,7 @@ pub(crate) mod consent;
 pub(crate) mod daemon;
 pub(crate) mod executor;
 pub(crate) mod failpoint;
+pub(crate) mod hook;
 pub(crate) mod intake;
 pub mod journal;
 pub(crate) mod output;

@@ -15,6 +15,7 @@ mod crashfs;
 mod faults;
 mod fixture;
 mod gate;
+mod hooks;
 mod journal_cli;
 mod load;
 mod locales;
