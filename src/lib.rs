@@ -43,6 +43,7 @@ pub(crate) mod executor;
 pub(crate) mod failpoint;
 pub(crate) mod intake;
 pub mod journal;
+pub(crate) mod mcp;
 pub(crate) mod output;
 pub(crate) mod owner;
 pub(crate) mod pair;

@@ -20,6 +20,7 @@ mod load;
 mod locales;
 mod lookalike;
 mod mandates;
+mod mcp;
 mod owner;
 mod runs;
 mod sandbox;
