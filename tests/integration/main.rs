@@ -24,6 +24,7 @@ mod mcp;
 mod owner;
 mod runs;
 mod sandbox;
+mod session_cli;
 mod socket;
 mod tamper;
 mod unicode;
