@@ -8,8 +8,17 @@ use crate::fixture::{consentd, stderr, stdout, Daemon};
 
 fn ask_args<'a>(text: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
-        "ask", "--kind", "publish_x", "--target", "@mila_news", "--text", text, "--field",
-        "reply_to=https://example.org/1", "--cost-usd", "0.04",
+        "ask",
+        "--kind",
+        "publish_x",
+        "--target",
+        "@mila_news",
+        "--text",
+        text,
+        "--field",
+        "reply_to=https://example.org/1",
+        "--cost-usd",
+        "0.04",
     ];
     args.extend_from_slice(extra);
     args
@@ -40,7 +49,11 @@ fn ctrl_c_on_a_waiting_ask_withdraws_it_and_exits_9() {
     interrupt(&child);
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(9), "{}", stderr(&output));
-    assert!(stderr(&output).contains(&format!("withdrew {id}")), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(&format!("withdrew {id}")),
+        "{}",
+        stderr(&output)
+    );
     assert_eq!(daemon.wait_state(&id, "withdrawn")["final"], true);
     // The card lost its buttons; a press on the old ones changes nothing.
     daemon.wait_for("the card loses its buttons", |bot| {
@@ -79,7 +92,11 @@ fn withdraw_exits_9_then_3_once_the_owner_answered_and_1_for_no_such_record() {
     let withdrawn = daemon.cli(&["withdraw", open]);
     assert_eq!(withdrawn.status.code(), Some(9), "{}", stderr(&withdrawn));
     let again = daemon.cli(&["withdraw", open, "--json"]);
-    assert_eq!(again.status.code(), Some(9), "withdrawing twice is the same answer");
+    assert_eq!(
+        again.status.code(),
+        Some(9),
+        "withdrawing twice is the same answer"
+    );
     let line: Value = serde_json::from_str(stdout(&again).trim()).unwrap();
     assert_eq!(line["status"], "withdrawn");
 
@@ -89,8 +106,15 @@ fn withdraw_exits_9_then_3_once_the_owner_answered_and_1_for_no_such_record() {
     daemon.wait_state(answered, "declined");
     let late = daemon.cli(&["withdraw", answered]);
     assert_eq!(late.status.code(), Some(3), "{}", stderr(&late));
-    assert!(stderr(&late).contains("not_withdrawable"), "{}", stderr(&late));
-    assert_eq!(daemon.wait_state(answered, "declined")["status"], "declined");
+    assert!(
+        stderr(&late).contains("not_withdrawable"),
+        "{}",
+        stderr(&late)
+    );
+    assert_eq!(
+        daemon.wait_state(answered, "declined")["status"],
+        "declined"
+    );
 
     let none = daemon.cli(&["withdraw", "r_00000000000000000000"]);
     assert_eq!(none.status.code(), Some(1), "{}", stderr(&none));
@@ -102,10 +126,20 @@ fn kinds_lists_every_category_with_what_it_takes() {
     let output = daemon.cli(&["kinds"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let text = stdout(&output);
-    let kinds: Vec<&str> = text.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    let kinds: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
     assert_eq!(kinds, ["publish_x", "send_letter", "wipe_drafts"], "{text}");
     let publish = text.lines().next().unwrap();
-    for part in ["on", "run", "target required", "fields [reply_to]", "cost request", "Post to X"] {
+    for part in [
+        "on",
+        "run",
+        "target required",
+        "fields [reply_to]",
+        "cost request",
+        "Post to X",
+    ] {
         assert!(publish.contains(part), "{part} in {publish}");
     }
     assert!(text.lines().nth(2).unwrap().contains(" off "), "{text}");
