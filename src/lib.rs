@@ -45,6 +45,7 @@ pub(crate) mod failpoint;
 pub(crate) mod hook;
 pub(crate) mod intake;
 pub mod journal;
+pub(crate) mod mcp;
 pub(crate) mod output;
 pub(crate) mod owner;
 pub(crate) mod pair;

@@ -47,7 +47,8 @@ pub use problems::{ConfigError, ConfigProblem};
 use sections::{client, gate, owner, paths, telegram};
 use syntax::hm;
 pub use syntax::is_valid_kind;
-pub(crate) use syntax::{parse_duration, parse_hhmm, parse_money, parse_quiet_hours};
+pub use syntax::parse_duration;
+pub(crate) use syntax::{parse_hhmm, parse_money, parse_quiet_hours};
 use walker::Walker;
 
 // The cases in `tests` and `doc_tests` reach into the parts.
