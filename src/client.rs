@@ -129,18 +129,22 @@ pub(crate) async fn request(
     }
 }
 
+/// Exit code: the agent withdrew its ask before the owner answered; nothing ran.
+pub(crate) const EXIT_WITHDRAWN: u8 = 9;
+
 /// Exit code: the record is still open (pending, with `--no-wait` or a `status` without `--wait`).
 const EXIT_OPEN: u8 = 8;
 
 /// The exit code for an ask's final status (docs/PROTOCOL.md, "The command line").
 pub(crate) fn exit_code_for(status: &str) -> u8 {
     match status {
-        "executed" | "granted" => 0,
+        "executed" | "granted" | "approved" => 0,
         "refused" => 3,
         "declined" => 4,
         "expired" => 5,
         "failed" => 6,
         "outcome_unknown" => 7,
+        "withdrawn" => EXIT_WITHDRAWN,
         "pending" | "card_shown" | "running" => EXIT_OPEN,
         _ => 1,
     }
@@ -235,11 +239,34 @@ impl Default for Progress {
     }
 }
 
-/// Sends `request`, showing progress on stderr every second until the final line.
+/// What a waiting `ask` does when the user presses Ctrl-C.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OnInterrupt {
+    /// Withdraw the open ask: the owner's card says the agent took it back.
+    Withdraw,
+    /// Leave it open: the owner can still answer it; `status` reads the outcome.
+    KeepOpen,
+}
+
+/// How a wait with progress ended.
+#[derive(Debug)]
+pub(crate) enum Waited {
+    /// The daemon's final line.
+    Final(Value),
+    /// Ctrl-C came first: the record's id, when the daemon had named it, and the answer to the
+    /// withdraw sent for it (none when the ask is kept open or had no id yet).
+    Interrupted {
+        id: Option<String>,
+        withdrawn: Option<Result<Value, ClientError>>,
+    },
+}
+
+/// Sends `request`, showing progress on stderr every second until the final line or Ctrl-C.
 pub(crate) async fn request_with_progress(
     socket: &Socket,
     frame: &Value,
-) -> Result<Value, ClientError> {
+    on_interrupt: OnInterrupt,
+) -> Result<Waited, ClientError> {
     let progress = std::sync::Arc::new(std::sync::Mutex::new(Progress::new()));
     let ticker = {
         let progress = progress.clone();
@@ -256,11 +283,24 @@ pub(crate) async fn request_with_progress(
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .update(line);
-    })
-    .await;
+    });
+    let waited = tokio::select! {
+        answer = answer => answer.map(Waited::Final),
+        _ = tokio::signal::ctrl_c() => {
+            let id = progress.lock().unwrap_or_else(|p| p.into_inner()).id.clone();
+            let withdrawn = match (on_interrupt, &id) {
+                (OnInterrupt::Withdraw, Some(id)) => {
+                    let request = serde_json::json!({"v": 1, "op": "withdraw", "id": id});
+                    Some(self::request(socket, &request, |_| {}).await)
+                }
+                _ => None,
+            };
+            Ok(Waited::Interrupted { id, withdrawn })
+        }
+    };
     ticker.abort();
     progress.lock().unwrap_or_else(|p| p.into_inner()).finish();
-    answer
+    waited
 }
 
 /// A media type for an attachment, by its file name's extension.
@@ -305,6 +345,8 @@ mod tests {
             ("failed", 6),
             ("outcome_unknown", 7),
             ("pending", 8),
+            ("withdrawn", 9),
+            ("approved", 0),
             ("error", 1),
         ];
         for (status, code) in table {

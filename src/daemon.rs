@@ -182,7 +182,7 @@ async fn run_sharing(
         allowed_uids: config.client.allowed_uids.clone(),
     };
     let config = Arc::new(config);
-    let (covered, covered_runs) = tokio::sync::mpsc::unbounded_channel();
+    let (handoff, handed) = tokio::sync::mpsc::unbounded_channel();
     let intake = Intake {
         config: config.clone(),
         store: store.clone(),
@@ -190,7 +190,7 @@ async fn run_sharing(
         switches: switches.clone(),
         owner: owner.clone(),
         locales: locales.clone(),
-        covered,
+        handoff,
     };
     let consent = Consent {
         config,
@@ -210,7 +210,7 @@ async fn run_sharing(
     let stop = shutdown.clone();
     let (recovered, recovery_done) = tokio::sync::oneshot::channel();
     let consent_loop = tokio::spawn(async move {
-        let result = consent.run(stop.clone(), covered_runs, recovered).await;
+        let result = consent.run(stop.clone(), handed, recovered).await;
         stop.cancel();
         result
     });

@@ -6,7 +6,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use chrono::{DateTime, Utc};
 
@@ -22,6 +22,7 @@ use crate::protocol::{self, ListResponse, RecordSummary, Request, Response, Stat
 use crate::refusal::{self, Reason, Refusal};
 use crate::store::{
     AskOutcome, AskPolicy, NewAsk, NewMandate, Record, RecordState, Store, StoreError, Subject,
+    Withdrawal,
 };
 
 /// Records in one `list` page.
@@ -42,6 +43,21 @@ pub(crate) enum Reply {
     },
 }
 
+/// What the intake hands to the consent loop: the loop alone runs commands and edits cards.
+#[derive(Debug)]
+pub(crate) enum Handoff {
+    /// An ask a mandate covered, which the store has settled: claimed (its run starts), or for
+    /// an approval-only category approved (its receipt is sent).
+    Covered(String),
+    /// A session's withdraw of its own ask, done by the loop between its other events (so a
+    /// press and a withdraw never interleave); the answer comes back on `reply`.
+    Withdraw {
+        id: String,
+        peer_uid: u32,
+        reply: oneshot::Sender<Result<Withdrawal, StoreError>>,
+    },
+}
+
 /// Everything a request needs; shared by all connections.
 #[derive(Debug, Clone)]
 pub(crate) struct Intake {
@@ -54,8 +70,8 @@ pub(crate) struct Intake {
     pub owner: crate::owner::OwnerCell,
     /// To check that the card can be drawn before the ask is stored.
     pub locales: Arc<crate::locale::Locales>,
-    /// Asks a mandate covered and the store claimed, handed to the consent loop to run.
-    pub covered: mpsc::UnboundedSender<String>,
+    /// Asks a mandate covered (to run, or to be told of), and withdrawals, for the consent loop.
+    pub handoff: mpsc::UnboundedSender<Handoff>,
 }
 
 impl Intake {
@@ -73,6 +89,14 @@ impl Intake {
             Ok(Request::Mandate(ask)) => self.mandate(peer_uid, ask).await,
             Ok(Request::Status { id, wait }) => self.status(peer_uid, id, wait).await,
             Ok(Request::List { cursor }) => self.list(peer_uid, cursor).await,
+            Ok(Request::Kinds) => Ok(Reply::Final(protocol::to_line(
+                &crate::kinds::kinds_response(
+                    &self.config.categories,
+                    |kind| self.category_enabled(kind),
+                    &self.config.limits,
+                ),
+            ))),
+            Ok(Request::Withdraw { id }) => self.withdraw(peer_uid, id).await,
         }
     }
 
@@ -107,6 +131,9 @@ impl Intake {
             action,
             idempotency_key: ask.idempotency_key.clone(),
             urgent: ask.urgent,
+            ttl: ask.ttl.map(Duration::from_secs),
+            agent_runs: category
+                .is_some_and(|category| category.mode == crate::config::Mode::Approve),
         };
         let mandates_cover = category.is_some_and(|category| {
             category.mandate_ok && category.class != crate::config::Class::Destructive
@@ -172,7 +199,11 @@ impl Intake {
             AskOutcome::Covered(record) => {
                 // The claim is durable; if the loop is gone the daemon is stopping, and the
                 // record becomes outcome_unknown at the next start rather than running twice.
-                if self.covered.send(record.id.clone()).is_err() {
+                if self
+                    .handoff
+                    .send(Handoff::Covered(record.id.clone()))
+                    .is_err()
+                {
                     tracing::warn!(id = %record.id, "a covered ask could not be handed to the loop");
                 }
                 record
@@ -236,6 +267,8 @@ impl Intake {
             expires_at: now,
             tz: self.config.owner.timezone,
             urgent,
+            origin: action.origin.as_deref(),
+            agent_runs: category.mode == crate::config::Mode::Approve,
         };
         card::try_render_card(&view, &self.locales, lang, now)
             .map(|_| ())
@@ -270,6 +303,7 @@ impl Intake {
             actions_per_day: request.actions_per_day,
             reason: request.reason.as_deref(),
             tz: self.config.owner.timezone,
+            origin: request.origin.as_deref(),
         };
         card::mandate::try_render_mandate_card(&view, now, &self.locales, lang, now)
             .map(|_| ())
@@ -329,6 +363,51 @@ impl Intake {
             id: record.id,
             summary: true,
         })
+    }
+
+    /// A session takes back its own open ask. The consent loop does it, since a shown card is
+    /// edited in the same transaction; the answer is final at once.
+    async fn withdraw(&self, peer_uid: u32, id: String) -> Result<Reply, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let asked = Handoff::Withdraw {
+            id: id.clone(),
+            peer_uid,
+            reply,
+        };
+        self.handoff.send(asked).map_err(|_| StoreError::Stopped)?;
+        let withdrawal = answer.await.map_err(|_| StoreError::Stopped)??;
+        let line = match withdrawal {
+            Withdrawal::NoRecord => {
+                let refusal = Refusal::new(
+                    Reason::BadRequest,
+                    format!("no record {} for this peer", protocol::quote(&id)),
+                );
+                Response::refused(None, &refusal).to_line()
+            }
+            Withdrawal::Withdrawn(record) | Withdrawal::AlreadyWithdrawn(record) => Response {
+                v: protocol::VERSION,
+                id: Some(record.id),
+                status: RecordState::Withdrawn.as_str().to_owned(),
+                reason: None,
+                message: None,
+                result: None,
+            }
+            .to_line(),
+            Withdrawal::NotWithdrawable(record) => {
+                let why = match record.state {
+                    RecordState::Granted | RecordState::Running => {
+                        "a granted or running action cannot be withdrawn"
+                    }
+                    _ => "it has ended and cannot be withdrawn",
+                };
+                let refusal = Refusal::new(
+                    Reason::NotWithdrawable,
+                    format!("{} is {}: {why}", record.id, record.state),
+                );
+                Response::refused(Some(record.id), &refusal).to_line()
+            }
+        };
+        Ok(Reply::Final(line))
     }
 
     async fn list(&self, peer_uid: u32, cursor: Option<String>) -> Result<Reply, StoreError> {

@@ -21,7 +21,8 @@
 //! journal or anything the session can read. docs/ARCHITECTURE.md has the map and the
 //! invariants; the parts, from the edge inwards:
 //! - `cli`, the command line; `output`, its lines, which a closed pipe does not crash;
-//!   `client`, the `ask`, `status` and `list` clients.
+//!   `client`, the `ask`, `status` and `list` clients; `hook`, the agents' permission hooks
+//!   (`consentd hook claude-code`, `consentd hook codex`) and their rules file.
 //! - `config` and `preflight`: the config against this machine (token, commands, users).
 //! - `server`: the Unix socket: peer credentials, framing, caps, timeouts, shutdown; `intake`,
 //!   an ask's journey from a parsed request to a stored record or a refusal.
@@ -42,7 +43,9 @@ pub(crate) mod consent;
 pub(crate) mod daemon;
 pub(crate) mod executor;
 pub(crate) mod failpoint;
+pub(crate) mod hook;
 pub(crate) mod intake;
+pub(crate) mod mcp;
 pub(crate) mod output;
 pub(crate) mod owner;
 pub(crate) mod pair;
@@ -59,8 +62,8 @@ mod protocol_doc_tests;
 
 // The rules, from consentd-core, under the names the daemon has always used for them.
 pub use consentd_core::{
-    action, card, commands, deadline, digest, gate, locale, lookalike, mandate, pairing, protocol,
-    reason, refusal, shown, split, styled,
+    action, card, commands, deadline, digest, gate, kinds, locale, lookalike, mandate, pairing,
+    protocol, reason, refusal, shown, split, styled,
 };
 // The store and the journal's file, from consentd-store, under the same names.
 pub use consentd_store as store;

@@ -88,8 +88,10 @@ pub(crate) fn category_problem(category: &Category) -> Option<(&'static str, Str
     category_problems(category).next()
 }
 
-/// Why a category's runs could not start here, each with the key's last part.
+/// Why a category's runs could not start here, each with the key's last part. An
+/// approval-only category runs nothing here, so nothing of it is checked.
 fn category_problems(category: &Category) -> impl Iterator<Item = (&'static str, String)> {
+    let runs = category.mode == crate::config::Mode::Run;
     [
         ("command", command_problem(&category.command)),
         ("run_as", category.run_as.as_deref().and_then(user_problem)),
@@ -99,6 +101,7 @@ fn category_problems(category: &Category) -> impl Iterator<Item = (&'static str,
         ),
     ]
     .into_iter()
+    .filter(move |_| runs)
     .filter_map(|(leaf, problem)| Some((leaf, problem?)))
 }
 

@@ -59,7 +59,7 @@ fn the_example_exchanges_speak_the_protocol() {
     let statuses: BTreeSet<&str> = RecordState::ALL
         .iter()
         .map(|s| s.as_str())
-        .chain(["refused", "error"])
+        .chain(["refused", "error", "ok"])
         .collect();
     let (mut sent, mut answered) = (0, 0);
     // The reason the parser refuses the last request with, which its first answer must name.

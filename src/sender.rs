@@ -402,6 +402,19 @@ async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
             .await?;
         return Ok(());
     };
+    // Past its own deadline (an ask's `ttl`) before it could be shown: no card; the sweep ends
+    // the record expired.
+    if record.state == RecordState::Pending
+        && record
+            .expires_at
+            .is_some_and(|deadline| deadline <= out.clock.now())
+    {
+        let reason = format!("record {record_id} reached its ttl before its card was sent");
+        store
+            .call(move |db| db.outbox_dropped(seq, &reason))
+            .await?;
+        return Ok(());
+    }
     let Some(silent) = card_delivery(out, &record, seq).await? else {
         return Ok(());
     };
@@ -416,7 +429,12 @@ async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
     let expires_at = match record.expires_at {
         Some(expires_at) if record.state == RecordState::CardShown => expires_at,
         _ => {
-            let expires_at = now + out.drawer.ttl();
+            // An ask's own ttl set a deadline when it was taken (kept in `expires_at` while it
+            // is pending): the card is answerable until the earlier of the two.
+            let usual = now + out.drawer.ttl();
+            let expires_at = record
+                .expires_at
+                .map_or(usual, |deadline| deadline.min(usual));
             let opening = record_id.clone();
             let monotonic = out.clock.monotonic();
             let opened = store

@@ -385,7 +385,7 @@ state_dir = "/nonexistent"
                     language: crate::locale::Language::En,
                 }))),
                 locales: Arc::new(crate::locale::Locales::new().unwrap()),
-                covered: tokio::sync::mpsc::unbounded_channel().0,
+                handoff: tokio::sync::mpsc::unbounded_channel().0,
             };
             let listener = self.listener.take().unwrap();
             tokio::spawn(run(listener, intake, limits, self.shutdown.clone()))

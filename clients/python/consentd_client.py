@@ -57,6 +57,8 @@ EXIT_CODES = {
     "pending": 8,
     "card_shown": 8,
     "running": 8,
+    "withdrawn": 9,
+    "approved": 0,
 }
 EXIT_ERROR = 1
 EXIT_USAGE = 2

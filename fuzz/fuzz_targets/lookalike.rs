@@ -166,6 +166,8 @@ fuzz_target!(|data: &[u8]| {
             expires_at: now,
             tz: config.owner.timezone,
             urgent: false,
+            origin: None,
+            agent_runs: false,
         };
         let at_intake = card::try_render_card(&view, locales(), lang, now).is_ok();
         let drawn = CardView {

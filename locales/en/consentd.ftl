@@ -15,6 +15,8 @@ state-running = running
 state-executed = done
 state-failed = failed
 state-outcome_unknown = outcome unknown: it may or may not have run
+state-withdrawn = withdrawn by the agent: nothing was done
+state-approved = approved: the agent runs it itself
 
 ## Money: $usd and $usd_max come as the language writes the number (its decimal mark and
 ## grouping: "1,234.50"); each locale puts the currency sign where its language does: "$1,234.50".
@@ -28,6 +30,8 @@ card-field = { $name }: { $value }
 card-cost = Cost: ${ $usd }
 card-attachment = Attachment: { $name }, { $media_type }, { $size }, SHA-256 { $sha }
 card-record = Record: { $id }
+card-origin = From: { $origin }
+card-agent-runs = The agent will run this itself if you approve. consentd runs nothing.
 card-deadline = Answer by { $when }
 card-text = Text:
 card-text-parts = The text is in the { $parts } { $parts ->
@@ -223,6 +227,7 @@ nightcards-current = { $count ->
        *[other] At most { $count } cards come during quiet hours.
     } To change it: /nightcards N, with N from 0 to { $max }
 stale-card-answered = This card was already answered.
+stale-card-withdrawn = The agent withdrew this ask; nothing was done.
 stale-card-expired = This card's time is up.
 stale-mandate-stopped = This standing permission was already stopped.
 stale-mandate-ended = This standing permission has already ended.

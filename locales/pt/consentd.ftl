@@ -15,6 +15,8 @@ state-running = em execução
 state-executed = concluído
 state-failed = falhou
 state-outcome_unknown = resultado desconhecido: pode ter sido executado ou não
+state-withdrawn = retirado pelo agente: nada foi feito
+state-approved = aprovado: o agente executa por conta própria
 
 ## Dinheiro: $usd e $usd_max já vêm escritos à brasileira (vírgula antes dos centavos, ponto
 ## nos milhares: "1.234,50"); o símbolo vem antes, com espaço não separável: "US$ 1.234,50".
@@ -29,6 +31,8 @@ card-field = { $name }: { $value }
 card-cost = Custo: US${ "\u00A0" }{ $usd }
 card-attachment = Anexo: { $name }, { $media_type }, { $size }, SHA-256 { $sha }
 card-record = Pedido: { $id }
+card-origin = Origem: { $origin }
+card-agent-runs = Se você aprovar, o agente executará isto por conta própria. O consentd não executa nada.
 card-deadline = Responda até { $when }
 card-text = Texto:
 card-text-parts = O texto está { $parts ->
@@ -226,6 +230,7 @@ nightcards-current = { $count ->
        *[other] No máximo { $count } cartões chegam durante as horas de silêncio.
     } Para mudar: /nightcards N, com N de 0 a { $max }
 stale-card-answered = Este cartão já foi respondido.
+stale-card-withdrawn = O agente retirou este pedido; nada foi feito.
 stale-card-expired = O prazo deste cartão acabou.
 stale-mandate-stopped = Esta permissão já foi parada.
 stale-mandate-ended = Esta permissão já terminou.

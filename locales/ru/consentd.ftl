@@ -15,6 +15,8 @@ state-running = выполняется
 state-executed = выполнено
 state-failed = не удалось
 state-outcome_unknown = результат неизвестен: действие могло выполниться, а могло и нет
+state-withdrawn = отозвано агентом: ничего не сделано
+state-approved = одобрено: агент выполнит это сам
 
 ## Деньги: $usd и $usd_max приходят уже записанными по-русски (запятая перед центами,
 ## неразрывный пробел между тысячами: «1 234,50»); знак доллара ставим после числа, через
@@ -29,6 +31,8 @@ card-field = { $name }: { $value }
 card-cost = Стоимость: { $usd }{ "\u00A0" }$
 card-attachment = Вложение: { $name }, { $media_type }, { $size }, SHA-256 { $sha }
 card-record = Запрос: { $id }
+card-origin = Откуда: { $origin }
+card-agent-runs = Если вы одобрите, агент выполнит это сам. consentd ничего не запускает.
 card-deadline = Ответьте до { $when }
 card-text = Текст:
 card-text-parts = Текст — в { $parts } { $parts ->
@@ -239,6 +243,7 @@ nightcards-current = { $count ->
        *[many] В тихие часы приходит не больше { $count } карточек.
     } Изменить: /nightcards N, где N от 0 до { $max }
 stale-card-answered = На эту карточку уже ответили.
+stale-card-withdrawn = Агент отозвал этот запрос; ничего не сделано.
 stale-card-expired = Время этой карточки вышло.
 stale-mandate-stopped = Это разрешение уже остановлено.
 stale-mandate-ended = Срок этого разрешения уже закончился.

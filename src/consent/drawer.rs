@@ -63,6 +63,7 @@ impl Consent {
             actions_per_day: row.actions_per_day,
             reason: row.reason.as_deref(),
             tz: self.config.owner.timezone,
+            origin: row.origin.as_deref(),
         }
     }
 
@@ -235,6 +236,8 @@ pub(super) fn with_view<T>(
         expires_at,
         tz: consent.config.owner.timezone,
         urgent: record.urgent,
+        origin: record.origin.as_deref(),
+        agent_runs: category.is_some_and(|c| c.mode == crate::config::Mode::Approve),
     };
     render(&view)
 }

@@ -29,7 +29,10 @@ impl Consent {
         self.end_due_mandates(now).await?;
         // Expiry first and the summary's failure only logged: a summary that cannot be made
         // must not keep cards from expiring.
-        let expired = self.expire_cards(now).await;
+        let expired = match self.expire_unshown(now).await {
+            Ok(()) => self.expire_cards(now).await,
+            Err(error) => Err(error),
+        };
         if let Err(error) = self.summary_if_due(now).await {
             tracing::error!(%error, "cannot send the evening summary");
         }

@@ -19,7 +19,9 @@
 //! - `expiry`: the sweep — cards past their ttl, mandates past their term, the evening summary;
 //! - `drawer`: cards, outcomes and receipts drawn for the owner, and the sender's [`Drawer`];
 //! - `queue`: the outbox helpers every part queues its messages with;
-//! - `poller`: the getUpdates loop that feeds the loop its batches.
+//! - `poller`: the getUpdates loop that feeds the loop its batches;
+//! - `withdraw`: the protocol additions — a session's withdraw, an approval-only category's
+//!   yes (`approved`, nothing runs) and its receipt under a mandate, an ask past its own ttl.
 //!
 //! Siblings reach each other only through `impl Consent` methods or through the leaves
 //! (`queue`, `drawer`, `stale`), so the module graph has no cycle.
@@ -35,6 +37,7 @@ mod recover;
 mod reply;
 mod runs;
 mod stale;
+mod withdraw;
 
 pub(crate) use crate::owner::{owner_language, Owner, OwnerCell};
 
@@ -52,6 +55,7 @@ use crate::clock::Clock;
 use crate::config::{Config, Gate};
 use crate::deadline::Window;
 use crate::executor::RunOutcome;
+use crate::intake::Handoff;
 use crate::locale::{Language, Locales};
 use crate::press::{MessageFacts, PressKey};
 use crate::sender::{Drawer, Drawing};
@@ -106,7 +110,10 @@ struct Decision {
 
 impl Decision {
     /// What the press `decided`, to be stored with the update's next offset.
-    fn offset_with(&self, decided: crate::store::Decided) -> crate::store::OwnerDecision {
+    pub(super) fn offset_with(
+        &self,
+        decided: crate::store::Decided,
+    ) -> crate::store::OwnerDecision {
         crate::store::OwnerDecision {
             next_offset: Some(self.next),
             decided,
@@ -125,8 +132,32 @@ pub(crate) enum Wake {
     /// A run ended.
     RunEnded { id: String, outcome: RunOutcome },
     /// An ask an open mandate covered: the store has already claimed it (running, `used`
-    /// durable) in the transaction that took its share of the mandate; its run starts.
+    /// durable) in the transaction that took its share of the mandate; its run starts. (An
+    /// approval-only category's is `approved` instead: its receipt is sent.)
     Covered(String),
+    /// A session withdraws its own ask.
+    Withdraw {
+        id: String,
+        peer_uid: u32,
+        reply: oneshot::Sender<Result<crate::store::Withdrawal, StoreError>>,
+    },
+}
+
+impl From<Handoff> for Wake {
+    fn from(handoff: Handoff) -> Self {
+        match handoff {
+            Handoff::Covered(id) => Wake::Covered(id),
+            Handoff::Withdraw {
+                id,
+                peer_uid,
+                reply,
+            } => Wake::Withdraw {
+                id,
+                peer_uid,
+                reply,
+            },
+        }
+    }
 }
 
 /// Everything the loop needs.
@@ -196,7 +227,7 @@ impl Consent {
     pub(crate) async fn run(
         self,
         daemon_shutdown: CancellationToken,
-        mut covered: mpsc::UnboundedReceiver<String>,
+        mut covered: mpsc::UnboundedReceiver<Handoff>,
         recovered: oneshot::Sender<()>,
     ) -> anyhow::Result<()> {
         // The loop's own tasks stop when the daemon stops and when the loop itself ends (a 409).
@@ -275,7 +306,7 @@ impl Consent {
         shutdown: &CancellationToken,
         conflict: &CancellationToken,
         inbox: &mut mpsc::Receiver<Wake>,
-        covered: &mut mpsc::UnboundedReceiver<String>,
+        covered: &mut mpsc::UnboundedReceiver<Handoff>,
         runs: &TaskTracker,
         events: &mpsc::Sender<Wake>,
     ) -> anyhow::Result<()> {
@@ -284,7 +315,7 @@ impl Consent {
                 () = shutdown.cancelled() => return Ok(()),
                 () = conflict.cancelled() => return Err(anyhow::anyhow!(SendError::Conflict)),
                 event = inbox.recv() => event,
-                Some(id) = covered.recv() => Some(Wake::Covered(id)),
+                Some(handed) = covered.recv() => Some(Wake::from(handed)),
             };
             let Some(event) = event else { return Ok(()) };
             if let Err(error) = self.handle(event, runs, events).await {
@@ -298,13 +329,14 @@ impl Consent {
     /// covered ask committed during the stop is not left behind.
     async fn run_covered_while_stopping(
         &self,
-        mut covered: mpsc::UnboundedReceiver<String>,
+        mut covered: mpsc::UnboundedReceiver<Handoff>,
         runs: &TaskTracker,
         events: &mpsc::Sender<Wake>,
     ) {
-        while let Some(id) = covered.recv().await {
-            if let Err(error) = self.run_claimed(id, runs, events).await {
-                tracing::error!(%error, "could not start a covered ask while stopping");
+        while let Some(handed) = covered.recv().await {
+            // A withdraw that came in while stopping is still answered.
+            if let Err(error) = self.handle(Wake::from(handed), runs, events).await {
+                tracing::error!(%error, "could not settle a handed-over request while stopping");
             }
         }
     }
@@ -354,6 +386,13 @@ impl Consent {
             Wake::Sweep => self.expire_due().await?,
             Wake::RunEnded { id, outcome } => self.run_ended(id, outcome).await?,
             Wake::Covered(id) => self.run_claimed(id, runs, events).await?,
+            Wake::Withdraw {
+                id,
+                peer_uid,
+                reply,
+            } => {
+                let _ = reply.send(self.withdraw(id, peer_uid).await);
+            }
         }
         Ok(())
     }

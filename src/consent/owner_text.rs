@@ -345,7 +345,9 @@ impl Consent {
             .iter()
             .chain(&waiting)
             .map(|record| {
-                let expires = record.expires_at;
+                // A pending ask with its own ttl has a deadline before it has a card: it is
+                // still "not shown yet".
+                let expires = record.expires_at.filter(|_| record.shown_at.is_some());
                 (record.id.clone(), self.label(record, lang), expires)
             })
             .collect();

@@ -225,6 +225,10 @@ impl Consent {
                 .await;
         };
         match (action, record.subject) {
+            // An approval-only category's yes ends it approved: nothing is claimed or run.
+            (PressAction::Yes, Subject::Action) if self.agent_runs(&record) => {
+                self.approved(record, decision).await
+            }
             (PressAction::Yes, Subject::Action) | (PressAction::Grant, Subject::Mandate) => {
                 self.granted(record, decision, runs, events).await
             }
@@ -339,7 +343,12 @@ impl Consent {
     }
 
     /// The owner's answer to `record`'s card, with the card's `edit` for the owner's chat.
-    fn card_decision(&self, record: &Record, decision: &Decision, edit: Styled) -> CardDecision {
+    pub(super) fn card_decision(
+        &self,
+        record: &Record,
+        decision: &Decision,
+        edit: Styled,
+    ) -> CardDecision {
         CardDecision {
             id: record.id.clone(),
             by: decision.from.id,
@@ -359,7 +368,7 @@ impl Consent {
 
     /// A verified press that found its record already moved on — a second or concurrent press
     /// of the same button: journaled as not open, and nothing else happens.
-    async fn lost_race<T>(
+    pub(super) async fn lost_race<T>(
         &self,
         result: Result<T, StoreError>,
         decision: &Decision,

@@ -199,6 +199,7 @@ mod tests {
             mandate: None,
             mandate_use: None,
             decline_reason: reason.map(str::to_owned),
+            origin: None,
         }
     }
 

@@ -83,6 +83,10 @@ impl Consent {
         let Some(record) = self.store.call(move |db| db.record(&id)).await? else {
             return Err(StoreError::Missing);
         };
+        if record.state == RecordState::Approved {
+            // An approval-only category's ask the mandate approved: nothing runs; its receipt.
+            return self.approved_by_mandate(record).await;
+        }
         if record.state != RecordState::Running {
             return Err(StoreError::StateConflict {
                 id: record.id,
@@ -102,9 +106,27 @@ impl Consent {
     ) -> Result<(), StoreError> {
         // The claim and its `used` line are durable: from here the command may start.
         crate::failpoint::hit("after_claim");
-        let Some(category) = self.config.categories.get(record.asked()?.kind) else {
+        let kind = record.asked()?.kind.to_owned();
+        let Some(category) = self.config.categories.get(&kind) else {
             return Err(StoreError::Missing);
         };
+        if category.mode == crate::config::Mode::Approve {
+            // Never reached by design: an approval-only category's yes ends it `approved`, never
+            // `granted`. A record claimed anyway (its category changed to approve since the yes)
+            // ends `failed` without the executor: consentd never runs an approve category.
+            tracing::error!(id = %record.id, %kind, "a claim of an approval-only category; nothing runs");
+            let events = events.clone();
+            let id = record.id;
+            runs.spawn(async move {
+                let outcome = RunOutcome::NotStarted {
+                    reason: format!(
+                        "{kind} is approval-only (mode = \"approve\"): consentd runs nothing"
+                    ),
+                };
+                let _ = events.send(Wake::RunEnded { id, outcome }).await;
+            });
+            return Ok(());
+        }
         let spec = self.run_spec(&record, category);
         let events = events.clone();
         let id = record.id;
@@ -242,7 +264,8 @@ impl Consent {
         // With receipts in the summary, a run that did not succeed is still told at once: the
         // owner gets a short reason for a failure (SPEC §8).
         let receipts = self.gate.read().unwrap_or_else(|p| p.into_inner()).receipts;
-        if receipts == crate::config::Receipts::Summary && finish.state == RecordState::Executed {
+        let succeeded = matches!(finish.state, RecordState::Executed | RecordState::Approved);
+        if receipts == crate::config::Receipts::Summary && succeeded {
             return none;
         }
         let tz = self.config.owner.timezone;
@@ -298,7 +321,7 @@ impl Consent {
             record_id: record.id.clone(),
             edit: None,
             messages,
-            sound: if finish.state == RecordState::Executed {
+            sound: if succeeded {
                 Sound::Receipt
             } else {
                 Sound::Gated

@@ -17,6 +17,7 @@ use crate::telegram::Person;
 pub(super) fn card(state: RecordState) -> Option<Stale> {
     match state {
         RecordState::Expired => Some(Stale::CardExpired),
+        RecordState::Withdrawn => Some(Stale::CardWithdrawn),
         // Not shown yet: a button on it cannot have been drawn.
         RecordState::Pending => None,
         _ => Some(Stale::CardAnswered),

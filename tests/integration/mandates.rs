@@ -98,7 +98,7 @@ pub(crate) fn receipt_of(daemon: &Daemon, id: &str) -> ChatMessage {
     find(daemon.bot.messages(OWNER)).unwrap()
 }
 
-fn events_of(daemon: &Daemon, id: &str) -> Vec<String> {
+pub(crate) fn events_of(daemon: &Daemon, id: &str) -> Vec<String> {
     daemon
         .journal_events()
         .into_iter()

@@ -57,6 +57,8 @@ pub struct Action {
     /// The cost in dollars: the ask's `cost_usd`, or the category's fixed cost.
     pub cost_usd: Option<Decimal>,
     pub attachments: Vec<Attachment>,
+    /// The client's one line on where the ask comes from (`origin`), shown on the card.
+    pub origin: Option<String>,
 }
 
 impl Action {
@@ -80,6 +82,7 @@ impl Action {
             fields: &self.fields,
             cost_usd: cost.as_deref(),
             attachments: &attachments,
+            origin: self.origin.as_deref(),
         }
         .digest()
     }

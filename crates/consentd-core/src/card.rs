@@ -46,6 +46,8 @@ pub mod msg {
     pub(crate) const STATE_EXECUTED: &str = "state-executed";
     pub(crate) const STATE_FAILED: &str = "state-failed";
     pub(crate) const STATE_OUTCOME_UNKNOWN: &str = "state-outcome_unknown";
+    pub(crate) const STATE_WITHDRAWN: &str = "state-withdrawn";
+    pub(crate) const STATE_APPROVED: &str = "state-approved";
 
     pub const CARD_URGENT: &str = "card-urgent";
     pub(crate) const CARD_TITLE: &str = "card-title";
@@ -54,6 +56,8 @@ pub mod msg {
     pub(crate) const CARD_COST: &str = "card-cost";
     pub(crate) const CARD_ATTACHMENT: &str = "card-attachment";
     pub(crate) const CARD_RECORD: &str = "card-record";
+    pub(crate) const CARD_ORIGIN: &str = "card-origin";
+    pub(crate) const CARD_AGENT_RUNS: &str = "card-agent-runs";
     pub(crate) const CARD_DEADLINE: &str = "card-deadline";
     pub(crate) const CARD_TEXT: &str = "card-text";
     pub(crate) const CARD_TEXT_PARTS: &str = "card-text-parts";
@@ -157,6 +161,7 @@ pub mod msg {
     pub(crate) const QUIET_CURRENT_OFF: &str = "quiet-current-off";
     pub(crate) const NIGHTCARDS_CURRENT: &str = "nightcards-current";
     pub(crate) const STALE_CARD_ANSWERED: &str = "stale-card-answered";
+    pub(crate) const STALE_CARD_WITHDRAWN: &str = "stale-card-withdrawn";
     pub(crate) const STALE_CARD_EXPIRED: &str = "stale-card-expired";
     pub(crate) const STALE_MANDATE_STOPPED: &str = "stale-mandate-stopped";
     pub(crate) const STALE_MANDATE_ENDED: &str = "stale-mandate-ended";
@@ -181,6 +186,8 @@ pub mod msg {
         STATE_EXECUTED,
         STATE_FAILED,
         STATE_OUTCOME_UNKNOWN,
+        STATE_WITHDRAWN,
+        STATE_APPROVED,
         CARD_URGENT,
         CARD_TITLE,
         CARD_TARGET,
@@ -188,6 +195,8 @@ pub mod msg {
         CARD_COST,
         CARD_ATTACHMENT,
         CARD_RECORD,
+        CARD_ORIGIN,
+        CARD_AGENT_RUNS,
         CARD_DEADLINE,
         CARD_TEXT,
         CARD_TEXT_PARTS,
@@ -283,6 +292,7 @@ pub mod msg {
         QUIET_CURRENT_OFF,
         NIGHTCARDS_CURRENT,
         STALE_CARD_ANSWERED,
+        STALE_CARD_WITHDRAWN,
         STALE_CARD_EXPIRED,
         STALE_MANDATE_STOPPED,
         STALE_MANDATE_ENDED,
@@ -382,6 +392,10 @@ pub struct CardView<'a> {
     /// The owner's zone.
     pub tz: Tz,
     pub urgent: bool,
+    /// The client's one line on where the ask comes from, set apart as a value on its own line.
+    pub origin: Option<&'a str>,
+    /// An approval-only category: the card says the agent runs it itself and consentd nothing.
+    pub agent_runs: bool,
 }
 
 /// No field labels: every field is shown under its own name.
@@ -721,6 +735,13 @@ fn content_lines(view: &CardView, locales: &Locales, lang: Language) -> Vec<Styl
     let mut lines = vec![Styled::plain(title_line(
         locales, lang, view.label, view.class,
     ))];
+    if view.agent_runs {
+        lines.push(Styled::plain(locales.t(lang, msg::CARD_AGENT_RUNS, &[])));
+    }
+    // The client chose it: a value, apart from the card's own words, like the target.
+    if let Some(origin) = view.origin {
+        lines.push(locales.styled(lang, msg::CARD_ORIGIN, &[], &[("origin", origin)]));
+    }
     if let Some(target) = view.target {
         lines.push(locales.styled(lang, msg::CARD_TARGET, &[], &[("target", target)]));
         lines.extend(warning_lines(view.target_warnings, locales, lang));
@@ -871,6 +892,8 @@ fn state_message(state: &str) -> Option<&'static str> {
         "executed" => msg::STATE_EXECUTED,
         "failed" => msg::STATE_FAILED,
         "outcome_unknown" => msg::STATE_OUTCOME_UNKNOWN,
+        "withdrawn" => msg::STATE_WITHDRAWN,
+        "approved" => msg::STATE_APPROVED,
         _ => return None,
     })
 }
@@ -1273,6 +1296,8 @@ mod tests {
             expires_at: Utc.with_ymd_and_hms(2026, 3, 3, 11, 35, 0).unwrap(),
             tz: chrono_tz::Europe::Moscow,
             urgent: true,
+            agent_runs: false,
+            origin: None,
         }
     }
 
@@ -1597,6 +1622,8 @@ mod tests {
             expires_at: now(),
             tz: Tz::UTC,
             urgent: false,
+            agent_runs: false,
+            origin: None,
         };
         let rendered = render_card(&v, &locales, Language::Ru, now());
         assert_eq!(

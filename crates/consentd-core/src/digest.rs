@@ -52,7 +52,8 @@ pub struct AttachmentFacts {
 
 /// The envelope whose canonical JSON is hashed. Absent target, text and cost are `null`;
 /// `fields` and `attachments` are always present, possibly empty. `cost_usd` is the amount with
-/// exactly two decimals, so "0.4" and "0.40" are the same action.
+/// exactly two decimals, so "0.4" and "0.40" are the same action. `origin` is a member only
+/// when the ask carries one: an ask without it has the digest it always had.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct Envelope<'a> {
     pub(crate) v: u64,
@@ -62,6 +63,8 @@ pub(crate) struct Envelope<'a> {
     pub(crate) fields: &'a BTreeMap<String, String>,
     pub(crate) cost_usd: Option<&'a str>,
     pub(crate) attachments: &'a [AttachmentFacts],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) origin: Option<&'a str>,
 }
 
 impl Envelope<'_> {
@@ -102,6 +105,7 @@ pub(crate) fn of_json(envelope: &serde_json::Value) -> (String, String) {
         fields: &fields,
         cost_usd: text("cost_usd"),
         attachments: &attachments,
+        origin: text("origin"),
     };
     (ours.canonical_json(), ours.digest().to_hex())
 }
@@ -146,11 +150,22 @@ mod tests {
             fields: &fields,
             cost_usd: Some("0.40"),
             attachments: &[],
+            origin: None,
         };
         assert_eq!(
             envelope.canonical_json(),
             r#"{"attachments":[],"cost_usd":"0.40","fields":{"a":"1","b":"2"},"kind":"k","target":null,"text":"line\n\"quoted\" é","v":1}"#
         );
+        // An origin is one more member, in its sorted place; its absence changes nothing.
+        let with_origin = Envelope {
+            origin: Some("Claude Code · ~/src/blog"),
+            ..envelope.clone()
+        };
+        assert_eq!(
+            with_origin.canonical_json(),
+            r#"{"attachments":[],"cost_usd":"0.40","fields":{"a":"1","b":"2"},"kind":"k","origin":"Claude Code · ~/src/blog","target":null,"text":"line\n\"quoted\" é","v":1}"#
+        );
+        assert_ne!(with_origin.digest(), envelope.digest());
     }
 }
 

@@ -3,7 +3,8 @@
 //!
 //! What this crate offers:
 //! - [`config`]: the config's TOML parsed and validated, every problem named by its key.
-//! - [`protocol`]: the socket's JSON requests and responses, parsed strictly; [`action`] and
+//! - [`protocol`]: the socket's JSON requests and responses, parsed strictly ([`kinds`], the
+//!   answer listing the categories); [`action`] and
 //!   [`digest`], an action's canonical envelope and its SHA-256.
 //! - [`refusal`]: the gate — everything refused before a card, with its reason code ([`reason`],
 //!   a leaf the parser and the checks share);
@@ -35,6 +36,7 @@ pub mod deadline;
 pub mod digest;
 pub mod gate;
 pub mod journal;
+pub mod kinds;
 pub mod locale;
 pub mod lookalike;
 pub mod mandate;

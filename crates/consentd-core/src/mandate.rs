@@ -60,6 +60,8 @@ pub struct MandateRequest {
     pub usd_per_day: Option<Decimal>,
     pub actions_per_day: u32,
     pub reason: Option<String>,
+    /// The client's one line on where the request comes from, when it sent one.
+    pub origin: Option<String>,
 }
 
 impl MandateRequest {
@@ -70,7 +72,8 @@ impl MandateRequest {
     ///
     /// A mandate with no targets has `"targets":[]`, and one with no money term (absent or
     /// zero, which mean the same) `"usd_per_day":null`. Neither could be granted before, so
-    /// every request that could has the digest it always had.
+    /// every request that could has the digest it always had. An `origin` is a member only when
+    /// the request carries one, so a request without it keeps its digest too.
     pub fn digest(&self) -> crate::digest::Sha256Hash {
         #[derive(serde::Serialize)]
         struct Canonical<'a> {
@@ -82,6 +85,8 @@ impl MandateRequest {
             usd_per_day: Option<String>,
             actions_per_day: u32,
             reason: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            origin: Option<&'a str>,
         }
         let canonical = Canonical {
             v: 1,
@@ -92,6 +97,7 @@ impl MandateRequest {
             usd_per_day: money_term(self.usd_per_day).map(crate::action::format_usd),
             actions_per_day: self.actions_per_day,
             reason: self.reason.as_deref(),
+            origin: self.origin.as_deref(),
         };
         // Strings, integers and arrays of strings always serialize.
         let json = serde_jcs::to_string(&canonical).unwrap_or_default();
@@ -498,6 +504,7 @@ mod tests {
             usd_per_day: Some(usd("2.50")),
             actions_per_day: 10,
             reason: Some("daily digest replies".to_string()),
+            origin: None,
         }
     }
 
@@ -1450,6 +1457,7 @@ mod tests {
             usd_per_day: Some(usd("5.00")),
             actions_per_day: 10,
             reason: Some("Daily news".to_string()),
+            origin: None,
         };
         // sha256 of {"actions_per_day":10,"days":7,"kind":"publish_x","op":"mandate",
         // "reason":"Daily news","targets":["@mila_news","@mila_shop"],"usd_per_day":"5.00","v":1}

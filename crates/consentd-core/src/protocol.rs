@@ -27,6 +27,8 @@ pub(crate) const ASK_KEYS: &[&str] = &[
     "idempotency_key",
     "urgent",
     "wait",
+    "ttl",
+    "origin",
 ];
 const ATTACHMENT_KEYS: &[&str] = &["name", "media_type", "data_b64"];
 /// The keys a mandate request may carry; anything else is a term the card would not show.
@@ -40,20 +42,36 @@ pub(crate) const MANDATE_KEYS: &[&str] = &[
     "actions_per_day",
     "reason",
     "wait",
+    "origin",
 ];
 
 /// The keys a status request may carry.
 const STATUS_KEYS: &[&str] = &["v", "op", "id", "wait"];
 /// The keys a list request may carry.
 const LIST_KEYS: &[&str] = &["v", "op", "cursor"];
+/// The keys a kinds request may carry: nothing but the envelope.
+const KINDS_KEYS: &[&str] = &["v", "op"];
+/// The keys a withdraw request may carry.
+const WITHDRAW_KEYS: &[&str] = &["v", "op", "id"];
 
 /// A parsed request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Request {
     Ask(AskRequest),
     Mandate(MandateAsk),
-    Status { id: String, wait: bool },
-    List { cursor: Option<String> },
+    Status {
+        id: String,
+        wait: bool,
+    },
+    List {
+        cursor: Option<String>,
+    },
+    /// The categories the session may ask for, each with its rules ([`crate::kinds`]).
+    Kinds,
+    /// The session takes back its own open ask.
+    Withdraw {
+        id: String,
+    },
 }
 
 /// An ask as the session sent it, before the refusal gate.
@@ -68,6 +86,12 @@ pub struct AskRequest {
     pub idempotency_key: Option<String>,
     pub urgent: bool,
     pub wait: bool,
+    /// Seconds the ask may wait for the owner, at most the card's ttl: a whole JSON number,
+    /// bounded by the refusal gate (it knows `limits.card_ttl`). Not part of the digest.
+    pub ttl: Option<u64>,
+    /// One line the client chose to say where the ask comes from ("Claude Code · ~/src/blog"):
+    /// shown on the card and part of the digest.
+    pub origin: Option<String>,
 }
 
 /// A mandate request as the session sent it, before the terms are checked. The amount is still
@@ -83,6 +107,8 @@ pub struct MandateAsk {
     pub(crate) actions_per_day: u64,
     pub(crate) reason: Option<String>,
     pub wait: bool,
+    /// As on an ask: shown on the mandate card and part of its digest.
+    pub origin: Option<String>,
 }
 
 /// One attachment as sent: its bytes are still base64.
@@ -158,7 +184,11 @@ fn parse_fields(object: &Map<String, Value>) -> Result<Request, Refusal> {
     let op = match object.get("op") {
         Some(Value::String(op)) => op.as_str(),
         Some(_) => return Err(bad("key \"op\" must be a string")),
-        None => return Err(bad("missing key \"op\" (ask, mandate, status or list)")),
+        None => {
+            return Err(bad(
+                "missing key \"op\" (ask, mandate, status, list, kinds or withdraw)",
+            ))
+        }
     };
     match op {
         "ask" => parse_ask(object).map(Request::Ask),
@@ -174,8 +204,18 @@ fn parse_fields(object: &Map<String, Value>) -> Result<Request, Refusal> {
             Ok(Request::List { cursor })
         }
         "mandate" => parse_mandate(object).map(Request::Mandate),
+        "kinds" => {
+            only_keys(object, KINDS_KEYS, "a kinds request")?;
+            Ok(Request::Kinds)
+        }
+        "withdraw" => {
+            only_keys(object, WITHDRAW_KEYS, "a withdraw request")?;
+            Ok(Request::Withdraw {
+                id: required_string(object, "id")?,
+            })
+        }
         other => Err(bad(format!(
-            "unknown op {}; expected ask, mandate, status or list",
+            "unknown op {}; expected ask, mandate, status, list, kinds or withdraw",
             quote(other)
         ))),
     }
@@ -222,8 +262,27 @@ fn parse_ask(object: &Map<String, Value>) -> Result<AskRequest, Refusal> {
         idempotency_key: optional_string(object, "idempotency_key")?,
         urgent: optional_bool(object, "urgent")?.unwrap_or(false),
         wait: optional_bool(object, "wait")?.unwrap_or(true),
+        ttl: optional_ttl(object)?,
+        origin: optional_string(object, "origin")?,
     })
 }
+
+/// `ttl`: a whole JSON number of seconds (`60`, not `60.0`, `1.5` or `"60"`). Its bounds are the
+/// gate's: the upper one is the config's `limits.card_ttl`.
+fn optional_ttl(object: &Map<String, Value>) -> Result<Option<u64>, Refusal> {
+    match object.get("ttl") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
+        Some(other) => Err(bad(format!(
+            "key \"ttl\" must be a whole number of seconds, from {MIN_TTL_SECONDS} to \
+             limits.card_ttl; got {}",
+            quote(&other.to_string())
+        ))),
+    }
+}
+
+/// The shortest `ttl` an ask may carry, in seconds: a card must stay long enough to be read.
+pub const MIN_TTL_SECONDS: u64 = 10;
 
 fn parse_mandate(object: &Map<String, Value>) -> Result<MandateAsk, Refusal> {
     if let Some(unknown) = object
@@ -260,6 +319,7 @@ fn parse_mandate(object: &Map<String, Value>) -> Result<MandateAsk, Refusal> {
         actions_per_day: required_count(object, "actions_per_day")?,
         reason: optional_string(object, "reason")?,
         wait: optional_bool(object, "wait")?.unwrap_or(true),
+        origin: optional_string(object, "origin")?,
     })
 }
 
@@ -543,6 +603,7 @@ mod tests {
                 actions_per_day: 10,
                 reason: Some("news".into()),
                 wait: false,
+                origin: None,
             }
         );
     }
@@ -567,6 +628,7 @@ mod tests {
                     actions_per_day: 10,
                     reason: None,
                     wait: true,
+                    origin: None,
                 },
                 "{frame}"
             );
@@ -638,6 +700,83 @@ mod tests {
                 rejection.refusal.message
             );
         }
+    }
+
+    #[test]
+    fn parses_kinds_and_withdraw_and_nothing_more_on_them() {
+        assert_eq!(
+            parse_request(br#"{"v":1,"op":"kinds"}"#).unwrap(),
+            Request::Kinds
+        );
+        assert_eq!(
+            parse_request(br#"{"v":1,"op":"withdraw","id":"r_1"}"#).unwrap(),
+            Request::Withdraw { id: "r_1".into() }
+        );
+        for (frame, needle) in [
+            (r#"{"v":1,"op":"kinds","id":"r_1"}"#, "unknown key \"id\""),
+            (r#"{"v":1,"op":"withdraw"}"#, "missing key \"id\""),
+            (
+                r#"{"v":1,"op":"withdraw","id":7}"#,
+                "\"id\" must be a string",
+            ),
+            (
+                r#"{"v":1,"op":"withdraw","id":"r_1","wait":true}"#,
+                "unknown key \"wait\"",
+            ),
+        ] {
+            let rejection = parse_request(frame.as_bytes()).expect_err(frame);
+            assert!(!rejection.ask, "{frame}: not recorded like an ask");
+            assert_eq!(rejection.refusal.reason, Reason::BadRequest, "{frame}");
+            assert!(
+                rejection.refusal.message.contains(needle),
+                "{frame}: {}",
+                rejection.refusal.message
+            );
+        }
+    }
+
+    #[test]
+    fn ttl_is_a_whole_json_number_and_origin_a_string() {
+        let ask = |rest: &str| {
+            parse_request(format!(r#"{{"v":1,"op":"ask","kind":"k"{rest}}}"#).as_bytes())
+        };
+        let Ok(Request::Ask(parsed)) = ask(r#","ttl":60,"origin":"Claude Code · ~/src/blog""#)
+        else {
+            panic!("an ask")
+        };
+        assert_eq!(parsed.ttl, Some(60));
+        assert_eq!(parsed.origin.as_deref(), Some("Claude Code · ~/src/blog"));
+        let Ok(Request::Ask(parsed)) = ask("") else {
+            panic!("an ask")
+        };
+        assert_eq!((parsed.ttl, parsed.origin), (None, None));
+        for rest in [
+            r#","ttl":1.5"#,
+            r#","ttl":"60""#,
+            r#","ttl":-5"#,
+            r#","ttl":60.0"#,
+            r#","ttl":true"#,
+        ] {
+            let rejection = ask(rest).expect_err(rest);
+            assert!(rejection.ask, "{rest}: recorded like any refused ask");
+            assert_eq!(rejection.refusal.reason, Reason::BadRequest, "{rest}");
+            let message = &rejection.refusal.message;
+            assert!(
+                message.contains("\"ttl\"") && message.contains("from 10 to limits.card_ttl"),
+                "{rest}: {message}"
+            );
+        }
+        let rejection = ask(r#","origin":7"#).unwrap_err();
+        assert!(rejection
+            .refusal
+            .message
+            .contains("\"origin\" must be a string"));
+        let Ok(Request::Mandate(mandate)) = parse_request(
+            br#"{"v":1,"op":"mandate","kind":"k","days":1,"actions_per_day":1,"origin":"cli"}"#,
+        ) else {
+            panic!("a mandate request")
+        };
+        assert_eq!(mandate.origin.as_deref(), Some("cli"));
     }
 
     #[test]

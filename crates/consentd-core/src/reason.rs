@@ -7,6 +7,8 @@
 pub const MAX_TARGET_CHARS: usize = 256;
 /// The longest field value the card shows, in characters.
 pub(crate) const MAX_FIELD_CHARS: usize = 1024;
+/// The longest `origin` (the client's line on where an ask comes from), in characters.
+pub(crate) const MAX_ORIGIN_CHARS: usize = 120;
 /// The longest idempotency key, in characters.
 pub(crate) const MAX_IDEMPOTENCY_KEY_CHARS: usize = 128;
 /// The longest attachment name, in bytes (a file name on most file systems).
@@ -29,10 +31,12 @@ pub enum Reason {
     IdentityConflict,
     PeerNotAllowed,
     MandateTerms,
+    /// A withdraw of a record that is no longer open (granted, running or ended).
+    NotWithdrawable,
 }
 
 impl Reason {
-    pub(crate) const ALL: [Reason; 14] = [
+    pub(crate) const ALL: [Reason; 15] = [
         Reason::BadRequest,
         Reason::UnknownKind,
         Reason::CategoryOff,
@@ -47,6 +51,7 @@ impl Reason {
         Reason::IdentityConflict,
         Reason::PeerNotAllowed,
         Reason::MandateTerms,
+        Reason::NotWithdrawable,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -65,6 +70,7 @@ impl Reason {
             Reason::IdentityConflict => "identity_conflict",
             Reason::PeerNotAllowed => "peer_not_allowed",
             Reason::MandateTerms => "mandate_terms",
+            Reason::NotWithdrawable => "not_withdrawable",
         }
     }
 

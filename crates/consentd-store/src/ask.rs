@@ -27,6 +27,11 @@ pub struct NewAsk {
     pub digest: String,
     pub idempotency_key: Option<String>,
     pub urgent: bool,
+    /// The ask's own `ttl`: its record is never shown (or answerable) past `created_at + ttl`.
+    pub ttl: Option<Duration>,
+    /// Its category is approval-only (`mode = "approve"`): a mandate that covers it ends it
+    /// `approved` at once, and nothing is claimed or run.
+    pub agent_runs: bool,
 }
 
 /// The stateful rules an ask meets in the store.
@@ -52,7 +57,8 @@ pub enum AskOutcome {
     /// An open record with the same digest: no second card.
     Joined(Record),
     /// An open mandate covered it: claimed (running, `used` durable) in the same transaction
-    /// that took its share of the mandate's day. The command may start.
+    /// that took its share of the mandate's day. The command may start. For an approval-only
+    /// category it is `approved` instead, and nothing runs: the loop sends its receipt.
     Covered(Record),
     /// The same idempotency key and digest: the record asked before, in whatever state it is.
     Existing(Record),
@@ -325,8 +331,6 @@ fn covered_in(
         decided_at: Some(now),
         ..StateChange::default()
     };
-    transition_in(tx, id, RecordState::Pending, RecordState::Granted, &granted)?;
-    let used = claim_in(tx, id, &ask.digest)?;
     events.push(asked_event(id, ask));
     events.push(
         JournalEvent::new(EventName::MandateUse)
@@ -335,7 +339,30 @@ fn covered_in(
             .with("actions_today", today.actions)
             .with("usd_today", format_usd(today.usd)),
     );
-    events.push(used);
+    if ask.agent_runs {
+        // Approval-only: the mandate's yes ends it; there is nothing to claim.
+        let approved = StateChange {
+            finished_at: Some(now),
+            ..granted
+        };
+        transition_in(
+            tx,
+            id,
+            RecordState::Pending,
+            RecordState::Approved,
+            &approved,
+        )?;
+        events.push(
+            JournalEvent::new(EventName::Approved)
+                .with("id", id)
+                .with("kind", ask.action.kind.as_str())
+                .with("digest", ask.digest.as_str())
+                .with("mandate", mandate.id.as_str()),
+        );
+    } else {
+        transition_in(tx, id, RecordState::Pending, RecordState::Granted, &granted)?;
+        events.push(claim_in(tx, id, &ask.digest)?);
+    }
     let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
     Ok(AskOutcome::Covered(record))
 }
@@ -383,10 +410,16 @@ fn insert_pending(
     let action = &ask.action;
     let fields =
         serde_json::to_string(&action.fields).map_err(|e| StoreError::Encode(e.to_string()))?;
+    // An ask's own ttl is its pending record's `expires_at`: the deadline it is never shown
+    // past (the sender takes the earlier of it and the card's ttl; the sweep expires it unshown).
+    let deadline = ask
+        .ttl
+        .and_then(|ttl| chrono::Duration::from_std(ttl).ok())
+        .map(|ttl| timestamp(now + ttl));
     tx.execute_cached(
         "INSERT INTO records (id, peer_uid, kind, target, text, fields, cost_usd, digest,
-                              idempotency_key, urgent, state, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', ?11)",
+                              idempotency_key, urgent, state, created_at, origin, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', ?11, ?12, ?13)",
         params![
             id,
             ask.peer_uid,
@@ -398,7 +431,9 @@ fn insert_pending(
             ask.digest,
             ask.idempotency_key,
             ask.urgent,
-            timestamp(now)
+            timestamp(now),
+            action.origin,
+            deadline
         ],
     )?;
     for (position, attachment) in action.attachments.iter().enumerate() {

@@ -28,6 +28,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (5, include_str!("migrations/0005_binding.sql")),
     (6, include_str!("migrations/0006_mandate_use.sql")),
     (7, include_str!("migrations/0007_decline_reason.sql")),
+    (8, include_str!("migrations/0008_protocol_additions.sql")),
 ];
 
 /// The name of a journal event: the one place the names are written (SPEC §9's list, and
@@ -60,10 +61,12 @@ pub enum EventName {
     Resumed,
     SummarySent,
     DeclineReason,
+    Withdrawn,
+    Approved,
 }
 
 impl EventName {
-    pub const ALL: [EventName; 26] = [
+    pub const ALL: [EventName; 28] = [
         EventName::Started,
         EventName::OwnerSet,
         EventName::Asked,
@@ -90,6 +93,8 @@ impl EventName {
         EventName::Resumed,
         EventName::SummarySent,
         EventName::DeclineReason,
+        EventName::Withdrawn,
+        EventName::Approved,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -120,6 +125,8 @@ impl EventName {
             EventName::Resumed => "resumed",
             EventName::SummarySent => "summary_sent",
             EventName::DeclineReason => "decline_reason",
+            EventName::Withdrawn => "withdrawn",
+            EventName::Approved => "approved",
         }
     }
 }
@@ -458,16 +465,40 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
             latest,
         });
     }
+    // Foreign keys are off while migrations run (the pragma is a no-op inside a transaction):
+    // a migration that rebuilds a table (0008, `records`) drops the old one, which must not
+    // cascade to the rows that name it. Each migration checks nothing dangles before it commits.
+    conn.execute_batch("PRAGMA foreign_keys = OFF;")?;
     for (number, sql) in MIGRATIONS.iter().filter(|(number, _)| *number > current) {
-        conn.execute_batch(&format!(
-            "BEGIN IMMEDIATE; {sql}\nPRAGMA user_version = {number}; COMMIT;"
-        ))
-        .map_err(|source| StoreError::Migration {
-            number: *number,
-            source,
-        })?;
+        let applied = conn
+            .execute_batch(&format!("BEGIN IMMEDIATE; {sql}\n"))
+            .and_then(|()| dangling_references(conn))
+            .and_then(|()| conn.execute_batch(&format!("PRAGMA user_version = {number}; COMMIT;")));
+        if let Err(source) = applied {
+            let _ = conn.execute_batch("ROLLBACK;");
+            conn.execute_batch("PRAGMA foreign_keys = ON;")?;
+            return Err(StoreError::Migration {
+                number: *number,
+                source,
+            });
+        }
     }
+    conn.execute_batch("PRAGMA foreign_keys = ON;")?;
     Ok(())
+}
+
+/// Fails when a row names a row that is not there (`PRAGMA foreign_key_check`).
+fn dangling_references(conn: &Connection) -> rusqlite::Result<()> {
+    let dangling: Option<String> = conn
+        .query_row("PRAGMA foreign_key_check", [], |row| row.get(0))
+        .optional()?;
+    match dangling {
+        None => Ok(()),
+        Some(table) => Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY),
+            Some(format!("a row of {table} names a row that is not there")),
+        )),
+    }
 }
 
 /// Turns events into chained lines and stages them in the transaction.

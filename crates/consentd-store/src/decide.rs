@@ -32,6 +32,8 @@ pub struct OwnerDecision {
 pub enum Decided {
     /// Yes (or Grant): the shown card is granted; a mandate request opens its mandate.
     Grant(CardDecision),
+    /// Yes to an approval-only category's card: `approved`, final; nothing is claimed or run.
+    Approve(CardDecision),
     /// No (or Decline): the shown card is declined; at `streak_limit` no's in a row the kind is
     /// silenced for a day and `notice_if_silenced` is queued.
     Decline {
@@ -144,6 +146,10 @@ impl Db {
             match &decision.decided {
                 Decided::Grant(card) => {
                     grant_in(tx, effects, card)?;
+                    Ok(Applied::Done)
+                }
+                Decided::Approve(card) => {
+                    approve_in(tx, effects, card)?;
                     Ok(Applied::Done)
                 }
                 Decided::Decline {
@@ -313,9 +319,45 @@ fn grant_in(
     card.noted_in(tx, effects)
 }
 
+/// The owner's Yes to an approval-only category's card: `card_shown` → `approved` (final;
+/// nothing is claimed or run), journaled `approved` with who decided. Like any yes it ends the
+/// kind's streak of no's and lifts its silence.
+fn approve_in(
+    tx: &Transaction<'_>,
+    effects: &mut Effects,
+    card: &CardDecision,
+) -> Result<(), StoreError> {
+    let (id, by, now) = (card.id.as_str(), card.by, effects.now);
+    let change = StateChange {
+        decided_at: Some(now),
+        decided_by: Some(by),
+        finished_at: Some(now),
+        ..StateChange::default()
+    };
+    transition_in(
+        tx,
+        id,
+        RecordState::CardShown,
+        RecordState::Approved,
+        &change,
+    )?;
+    let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
+    effects.changed.push((id.to_owned(), RecordState::Approved));
+    let asked = record.asked()?;
+    lift_silence_in(tx, effects, asked.kind)?;
+    effects.push(
+        JournalEvent::new(EventName::Approved)
+            .with("id", id)
+            .with("kind", asked.kind)
+            .with("digest", asked.digest.to_hex())
+            .with("by", by),
+    );
+    card.noted_in(tx, effects)
+}
+
 /// A yes ends the kind's streak of no's, and with it a silence: the silence's notice loses its
 /// Resume, which could only be refused now.
-fn lift_silence_in(
+pub(super) fn lift_silence_in(
     tx: &Transaction<'_>,
     effects: &mut Effects,
     kind: &str,

@@ -162,6 +162,7 @@ mod tests {
                 fields: BTreeMap::new(),
                 cost_usd: None,
                 attachments: Vec::new(),
+                origin: None,
             }
         }
 
@@ -172,6 +173,8 @@ mod tests {
                 action,
                 idempotency_key: None,
                 urgent: false,
+                agent_runs: false,
+                ttl: None,
             }
         }
 
@@ -247,6 +250,7 @@ mod tests {
                 usd_per_day: Some(rust_decimal::Decimal::new(100, 2)),
                 actions_per_day: 5,
                 reason: None,
+                origin: None,
             };
             let new = NewMandate {
                 peer_uid: 1000,

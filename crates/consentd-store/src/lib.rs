@@ -44,6 +44,7 @@ mod reply;
 pub mod settings;
 pub mod state;
 pub mod stored;
+mod withdraw;
 
 #[cfg(test)]
 mod tests;
@@ -63,6 +64,7 @@ pub use mandates::{MandateRow, NewMandate};
 pub use outbox::Outgoing;
 pub use records::{Asked, Record, Subject};
 pub use state::RecordState;
+pub use withdraw::Withdrawal;
 
 /// The database's file name in the state directory.
 pub const DB_FILE: &str = "consentd.db";

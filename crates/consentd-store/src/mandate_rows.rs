@@ -33,6 +33,8 @@ pub struct MandateRow {
     pub ends_at: Option<DateTime<Utc>>,
     pub stopped_at: Option<DateTime<Utc>>,
     pub ended_at: Option<DateTime<Utc>>,
+    /// The client's one line on where the request came from, when it sent one.
+    pub origin: Option<String>,
 }
 
 impl MandateRow {
@@ -77,7 +79,8 @@ pub(crate) fn money_from_column(text: &str) -> Option<Option<Decimal>> {
 pub(super) const MANDATE_COLUMNS: &str =
     "id, kind, targets, days, usd_per_day, actions_per_day, reason, \
     opened_at, ends_at, stopped_at, ended_at, \
-    (SELECT digest FROM records WHERE records.id = mandates.id)";
+    (SELECT digest FROM records WHERE records.id = mandates.id), \
+    (SELECT origin FROM records WHERE records.id = mandates.id)";
 
 pub(super) fn mandate_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<MandateRow> {
     let invalid = |column: usize, what: String| {
@@ -114,6 +117,7 @@ pub(super) fn mandate_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Mand
             "digest".to_owned(),
             rusqlite::types::Type::Null,
         ))?,
+        origin: row.get(12)?,
     })
 }
 

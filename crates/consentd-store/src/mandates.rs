@@ -68,9 +68,17 @@ impl Db {
                 return refuse(effects, refusal);
             }
             tx.execute_cached(
-                "INSERT INTO records (id, peer_uid, kind, digest, subject, state, created_at)
-                 VALUES (?1, ?2, ?3, ?4, 'mandate', 'pending', ?5)",
-                params![id, ask.peer_uid, request.kind, ask.digest, timestamp(now)],
+                "INSERT INTO records (id, peer_uid, kind, digest, subject, state, created_at,
+                                      origin)
+                 VALUES (?1, ?2, ?3, ?4, 'mandate', 'pending', ?5, ?6)",
+                params![
+                    id,
+                    ask.peer_uid,
+                    request.kind,
+                    ask.digest,
+                    timestamp(now),
+                    request.origin
+                ],
             )?;
             let targets = serde_json::to_string(&request.targets)
                 .map_err(|e| StoreError::Encode(e.to_string()))?;

@@ -63,6 +63,8 @@ pub struct Record {
     pub mandate: Option<MandateRow>,
     /// For a declined record: the owner's reply to its card, the No's reason.
     pub decline_reason: Option<String>,
+    /// The client's one line on where the ask comes from, when it sent one.
+    pub origin: Option<String>,
 }
 
 /// What every record that was asked has — all but one refused before it had them: the kind
@@ -167,7 +169,7 @@ pub(super) const OPEN_BY_DIGEST: &str =
 const RECORD_COLUMNS: &str = "seq, id, peer_uid, kind, target, text, fields, cost_usd, digest, \
     idempotency_key, urgent, state, reason, message, result, created_at, shown_at, expires_at, \
     decided_at, decided_by, finished_at, subject, mandate_id, decided_by_name, shown_boot, \
-    shown_since_boot_ms, mandate_actions_today, mandate_usd_today, decline_reason";
+    shown_since_boot_ms, mandate_actions_today, mandate_usd_today, decline_reason, origin";
 
 /// The query [`record_where`] runs: the latest record meeting `condition`.
 pub(super) fn record_where_sql(condition: &str) -> String {
@@ -257,6 +259,7 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
             _ => None,
         },
         decline_reason: row.get(28)?,
+        origin: row.get(29)?,
     })
 }
 

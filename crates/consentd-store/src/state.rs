@@ -21,10 +21,15 @@ pub enum RecordState {
     Executed,
     Failed,
     OutcomeUnknown,
+    /// The session took its open ask back before the owner answered: nothing was done.
+    Withdrawn,
+    /// An approval-only category's yes (the owner's, or a mandate's): the agent runs it itself;
+    /// consentd runs nothing.
+    Approved,
 }
 
 impl RecordState {
-    pub const ALL: [RecordState; 10] = [
+    pub const ALL: [RecordState; 12] = [
         RecordState::Pending,
         RecordState::CardShown,
         RecordState::Granted,
@@ -35,11 +40,16 @@ impl RecordState {
         RecordState::Executed,
         RecordState::Failed,
         RecordState::OutcomeUnknown,
+        RecordState::Withdrawn,
+        RecordState::Approved,
     ];
 
     /// Every legal step. A granted record ends expired when it is claimed only after its ttl
     /// (the daemon stopped between the yes and the claim): a yes is for the card's window.
-    pub(crate) const TRANSITIONS: [(RecordState, RecordState); 14] = [
+    /// Only an open record is withdrawn, and an approval-only category's yes ends it
+    /// `approved` straight from its card (or, under a mandate, from pending): it never passes
+    /// through `granted`, so nothing can claim or run it.
+    pub(crate) const TRANSITIONS: [(RecordState, RecordState); 18] = [
         (RecordState::Pending, RecordState::CardShown),
         (RecordState::Pending, RecordState::Granted),
         (RecordState::Pending, RecordState::Expired),
@@ -54,6 +64,10 @@ impl RecordState {
         (RecordState::Running, RecordState::Executed),
         (RecordState::Running, RecordState::Failed),
         (RecordState::Running, RecordState::OutcomeUnknown),
+        (RecordState::Pending, RecordState::Withdrawn),
+        (RecordState::CardShown, RecordState::Withdrawn),
+        (RecordState::Pending, RecordState::Approved),
+        (RecordState::CardShown, RecordState::Approved),
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -68,6 +82,8 @@ impl RecordState {
             RecordState::Executed => "executed",
             RecordState::Failed => "failed",
             RecordState::OutcomeUnknown => "outcome_unknown",
+            RecordState::Withdrawn => "withdrawn",
+            RecordState::Approved => "approved",
         }
     }
 
@@ -126,7 +142,9 @@ mod tests {
                 RecordState::Refused,
                 RecordState::Executed,
                 RecordState::Failed,
-                RecordState::OutcomeUnknown
+                RecordState::OutcomeUnknown,
+                RecordState::Withdrawn,
+                RecordState::Approved
             ]
         );
     }

@@ -14,18 +14,19 @@ use crate::journal;
 use consentd_core::action::{Action, Attachment};
 use consentd_core::reason::Reason;
 
-fn t0() -> DateTime<Utc> {
+pub(super) fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap()
 }
 
-struct Fixture {
+/// A database and a journal in a temp dir (the protocol additions' tests share it).
+pub(super) struct Fixture {
     _dir: tempfile::TempDir,
-    db_path: PathBuf,
-    journal_path: PathBuf,
+    pub(super) db_path: PathBuf,
+    pub(super) journal_path: PathBuf,
 }
 
 impl Fixture {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         Fixture {
             db_path: dir.path().join("consentd.db"),
@@ -34,18 +35,18 @@ impl Fixture {
         }
     }
 
-    fn open(&self) -> Db {
+    pub(super) fn open(&self) -> Db {
         Db::open(&self.db_path, &self.journal_path, t0()).unwrap().0
     }
 
-    fn journal_verifies(&self) -> journal::Head {
+    pub(super) fn journal_verifies(&self) -> journal::Head {
         match journal::verify_file(&self.journal_path, None).unwrap() {
             Ok(verified) => verified.head,
             Err(problem) => panic!("journal does not verify: {problem}"),
         }
     }
 
-    fn journal_events(&self) -> Vec<String> {
+    pub(super) fn journal_events(&self) -> Vec<String> {
         std::fs::read_to_string(&self.journal_path)
             .unwrap()
             .lines()
@@ -65,6 +66,7 @@ fn action(kind: &str, text: &str) -> Action {
         fields: BTreeMap::new(),
         cost_usd: None,
         attachments: Vec::new(),
+        origin: None,
     }
 }
 
@@ -76,6 +78,8 @@ fn new_ask(kind: &str, text: &str, key: Option<&str>) -> NewAsk {
         action,
         idempotency_key: key.map(str::to_owned),
         urgent: false,
+        agent_runs: false,
+        ttl: None,
     }
 }
 
@@ -183,8 +187,8 @@ fn every_illegal_transition_is_refused_by_the_code_and_by_the_database() {
             );
         }
     }
-    // 10 states, 14 legal steps, no self-steps: 90 - 14 illegal pairs.
-    assert_eq!(cases, 76);
+    // 12 states, 18 legal steps, no self-steps: 132 - 18 illegal pairs.
+    assert_eq!(cases, 114);
 }
 
 #[test]
@@ -615,7 +619,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
     let mode: String = db
         .connection()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -641,7 +645,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
             error,
             StoreError::TooNew {
                 found: 99,
-                latest: 7
+                latest: 8
             }
         ),
         "{error}"
@@ -728,6 +732,7 @@ fn open_mandate(db: &mut Db, kind: &str, actions_per_day: u32, at: DateTime<Utc>
         usd_per_day: Some(rust_decimal::Decimal::new(1000, 2)),
         actions_per_day,
         reason: None,
+        origin: None,
     };
     let new = super::NewMandate {
         peer_uid: 1000,
@@ -1176,6 +1181,16 @@ fn decided(decided: super::Decided) -> super::OwnerDecision {
         next_offset: None,
         decided,
     }
+}
+
+/// The owner's yes to an approval-only card at `at`: the record as it then stands.
+pub(super) fn approve(
+    db: &mut Db,
+    id: &str,
+    at: DateTime<Utc>,
+) -> Result<super::Record, super::StoreError> {
+    db.decide(&decided(super::Decided::Approve(card(id))), at)?;
+    Ok(db.record(id)?.expect("the record"))
 }
 
 /// The owner's yes to a shown card at `at`.

@@ -46,6 +46,8 @@ fn view<'a>(
         expires_at: expires(),
         tz: chrono_tz::Europe::Moscow,
         urgent: false,
+        agent_runs: false,
+        origin: None,
     }
 }
 

@@ -35,6 +35,8 @@ pub struct MandateView<'a> {
     pub reason: Option<&'a str>,
     /// The owner's zone.
     pub tz: Tz,
+    /// The client's one line on where the request came from, set apart on its own line.
+    pub origin: Option<&'a str>,
 }
 
 /// A mandate's use today, against its terms.
@@ -65,6 +67,9 @@ fn terms_lines(
         msg::MANDATE_TITLE,
         &[("label", view.label.into()), ("class", (&class).into())],
     )];
+    if let Some(origin) = view.origin {
+        lines.push(locales.styled(lang, msg::CARD_ORIGIN, &[], &[("origin", origin)]));
+    }
     for (index, target) in view.targets.iter().enumerate() {
         lines.push(locales.styled(lang, msg::CARD_TARGET, &[], &[("target", target)]));
         let warnings = view
@@ -277,6 +282,7 @@ pub(super) mod tests {
             actions_per_day: 10,
             reason: Some("Daily news posts while I am away"),
             tz: chrono_tz::Europe::Moscow,
+            origin: None,
         }
     }
 
@@ -354,6 +360,8 @@ pub(super) mod tests {
             expires_at: now(),
             tz: chrono_tz::Europe::Moscow,
             urgent: false,
+            agent_runs: false,
+            origin: None,
         }
     }
 

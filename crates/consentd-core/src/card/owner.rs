@@ -92,6 +92,8 @@ pub enum Stale {
     CardAnswered,
     /// The same on a card whose time ran out.
     CardExpired,
+    /// The same on a card the agent withdrew before it was answered.
+    CardWithdrawn,
     /// A Stop on a mandate already stopped.
     MandateStopped,
     /// A Stop on a mandate whose term has ended.
@@ -119,6 +121,7 @@ pub fn stale_toast(
     let text = match stale {
         Stale::CardAnswered => locales.t(lang, msg::STALE_CARD_ANSWERED, &[]),
         Stale::CardExpired => locales.t(lang, msg::STALE_CARD_EXPIRED, &[]),
+        Stale::CardWithdrawn => locales.t(lang, msg::STALE_CARD_WITHDRAWN, &[]),
         Stale::MandateStopped => locales.t(lang, msg::STALE_MANDATE_STOPPED, &[]),
         Stale::MandateEnded => locales.t(lang, msg::STALE_MANDATE_ENDED, &[]),
         Stale::Resumed => locales.t(lang, msg::STALE_RESUMED, &[]),
@@ -483,6 +486,20 @@ mod tests {
             assert!(!text.contains('$'), "{text}");
             assert_clean(&text);
             snapshot(format!("summary_no_money_{lang}"), text);
+        }
+    }
+
+    #[test]
+    fn a_withdrawn_cards_button_says_the_agent_withdrew_it() {
+        let locales = locales();
+        for (lang, words) in [
+            (Language::En, "The agent withdrew this ask"),
+            (Language::Ru, "Агент отозвал этот запрос"),
+            (Language::Pt, "O agente retirou este pedido"),
+        ] {
+            let toast = stale_toast(&locales, lang, Stale::CardWithdrawn, "shell", "Shell");
+            assert!(toast.starts_with(words), "{lang:?}: {toast}");
+            assert!(toast.chars().count() <= super::super::CALLBACK_TEXT_LIMIT);
         }
     }
 }

@@ -9,7 +9,7 @@ use toml::{Table, Value};
 
 use super::walker::{fmt_duration, join, type_name, Walker};
 use super::{
-    is_valid_kind, parse_money, Category, Class, Cost, Language, Presence, CATEGORY_KEYS,
+    is_valid_kind, parse_money, Category, Class, Cost, Language, Mode, Presence, CATEGORY_KEYS,
     DEFAULT_COMMAND_TIMEOUT, LABEL_KEYS, MAX_COMMAND_TIMEOUT,
 };
 use crate::protocol::ASK_KEYS;
@@ -107,11 +107,7 @@ pub(super) fn category(
     }
 
     let cost = category_cost(w, p, t);
-    let command = category_command(w, p, t);
-
-    let run_as = category_run_as(w, p, t);
-    let env_file = w.abs_path(t, p, "env_file");
-    let timeout = category_timeout(w, p, t);
+    let (mode, (command, run_as, env_file, timeout)) = category_runs(w, p, t);
 
     Some(Category {
         name: name.to_owned(),
@@ -125,11 +121,53 @@ pub(super) fn category(
         field_labels,
         attachments,
         cost,
+        mode,
         command: command?,
         run_as,
         env_file,
         timeout,
     })
+}
+
+/// What running a category takes: its command, user, environment and timeout.
+type Runs = (
+    Option<Vec<String>>,
+    Option<String>,
+    Option<std::path::PathBuf>,
+    Duration,
+);
+
+/// `mode`, and what running the category takes (an approve category has none of it).
+fn category_runs(w: &mut Walker, p: &str, t: &Table) -> (Mode, Runs) {
+    let choices = [("run", Mode::Run), ("approve", Mode::Approve)];
+    let mode = w.choice(t, p, "mode", &choices).unwrap_or_default();
+    let runs = match mode {
+        Mode::Run => (
+            category_command(w, p, t),
+            category_run_as(w, p, t),
+            w.abs_path(t, p, "env_file"),
+            category_timeout(w, p, t),
+        ),
+        Mode::Approve => {
+            approve_has_nothing_to_run(w, p, t);
+            (Some(Vec::new()), None, None, DEFAULT_COMMAND_TIMEOUT)
+        }
+    };
+    (mode, runs)
+}
+
+/// An approval-only category runs nothing in consentd: each key that says how to run something
+/// is a problem by its name, so a config cannot look as if consentd ran it.
+fn approve_has_nothing_to_run(w: &mut Walker, p: &str, t: &Table) {
+    for key in ["command", "run_as", "env_file", "timeout"] {
+        if t.contains_key(key) {
+            w.report(
+                join(p, key),
+                "a category with mode = \"approve\" runs nothing in consentd (the agent runs \
+                 the action itself once the owner approves); remove this key or use mode = \"run\"",
+            );
+        }
+    }
 }
 
 pub(super) fn category_run_as(w: &mut Walker, p: &str, t: &Table) -> Option<String> {

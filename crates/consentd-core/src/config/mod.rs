@@ -47,7 +47,8 @@ pub use problems::{ConfigError, ConfigProblem};
 use sections::{client, gate, owner, paths, telegram};
 use syntax::hm;
 pub use syntax::is_valid_kind;
-pub(crate) use syntax::{parse_duration, parse_hhmm, parse_money, parse_quiet_hours};
+pub use syntax::parse_duration;
+pub(crate) use syntax::{parse_hhmm, parse_money, parse_quiet_hours};
 use walker::Walker;
 
 // The cases in `tests` and `doc_tests` reach into the parts.
@@ -98,6 +99,7 @@ const CATEGORY_KEYS: &[&str] = &[
     "env_file",
     "timeout",
     "field_labels",
+    "mode",
 ];
 const LABEL_KEYS: &[&str] = &["en", "ru", "pt"];
 
@@ -252,6 +254,9 @@ pub struct Category {
     pub(crate) field_labels: BTreeMap<String, BTreeMap<Language, String>>,
     pub(crate) attachments: usize,
     pub(crate) cost: Cost,
+    /// Whether consentd runs the action (`run`) or the agent does, once approved (`approve`).
+    pub mode: Mode,
+    /// The argv consentd runs; empty for an approve category, which has none.
     pub command: Vec<String>,
     pub run_as: Option<String>,
     pub env_file: Option<PathBuf>,
@@ -309,12 +314,41 @@ impl fmt::Display for Class {
     }
 }
 
+/// Who performs an approved action: consentd, by running the category's command, or the agent
+/// itself (an approval-only category: a yes ends the record `approved` and nothing runs here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Mode {
+    #[default]
+    Run,
+    Approve,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Run => "run",
+            Mode::Approve => "approve",
+        }
+    }
+}
+
 /// Whether a request part (target, text) must, may or must not be present.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum Presence {
     Required,
     Optional,
     None,
+}
+
+impl Presence {
+    /// The word the config and the `kinds` answer use.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Presence::Required => "required",
+            Presence::Optional => "optional",
+            Presence::None => "none",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

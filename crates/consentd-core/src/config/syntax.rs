@@ -9,7 +9,7 @@ use rust_decimal::Decimal;
 /// A strictly written duration: a positive whole number without leading zeros
 /// and one unit, `s`, `m` or `h` (`"90s"`, `"15m"`, `"24h"`). Anything looser is
 /// refused rather than guessed at, since a misread timeout or TTL fails silently.
-pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
     const HINT: &str = "a whole number with a unit (s, m or h), like \"15m\"";
     if s.is_empty() {
         return Err(format!("an empty string is not a duration; use {HINT}"));

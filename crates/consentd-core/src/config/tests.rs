@@ -1566,3 +1566,58 @@ fn language_round_trips() {
     assert!(Language::En < Language::Ru && Language::Ru < Language::Pt);
     assert_eq!(Class::Destructive.as_str(), "destructive");
 }
+
+// --- mode: consentd runs the action, or the agent does once approved ---
+
+#[test]
+fn a_category_runs_its_command_by_default() {
+    let category = category_ok("");
+    assert_eq!(category.mode, Mode::Run);
+    assert_eq!(category.command, ["/usr/lib/consentd/publish-x"]);
+}
+
+#[test]
+fn an_approve_category_has_no_command() {
+    let config = check_ok(
+        r#"
+[categories.shell]
+label = { en = "Run a shell command" }
+class = "external"
+mode = "approve"
+text = "required"
+"#,
+    );
+    let shell = &config.categories["shell"];
+    assert_eq!(shell.mode, Mode::Approve);
+    assert!(shell.command.is_empty());
+    assert_eq!(shell.run_as, None);
+}
+
+#[test]
+fn an_approve_category_refuses_every_key_that_runs_something() {
+    for (key, line) in [
+        ("command", r#"command = ["/bin/true"]"#),
+        ("run_as", r#"run_as = "nobody""#),
+        ("env_file", r#"env_file = "/etc/env""#),
+        ("timeout", r#"timeout = "10s""#),
+    ] {
+        let snippet = format!(
+            "[categories.shell]\nlabel = {{ en = \"Shell\" }}\nclass = \"external\"\nmode = \"approve\"\n{line}\n"
+        );
+        check_problem(
+            &snippet,
+            &format!("categories.shell.{key}"),
+            "mode = \"approve\"",
+        );
+    }
+}
+
+#[test]
+fn a_run_category_still_requires_its_command_and_mode_is_one_of_two() {
+    check_problem(
+        "[categories.shell]\nlabel = { en = \"Shell\" }\nclass = \"external\"\nmode = \"run\"\n",
+        "categories.shell.command",
+        "required",
+    );
+    check_category_problem("mode = \"later\"", "categories.publish_x.mode", "\"later\"");
+}

@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use rust_decimal::Decimal;
 use serde_json::Value;
 
-use super::{ASK_KEYS, ATTACHMENT_KEYS, LIST_KEYS, MANDATE_KEYS, STATUS_KEYS};
+use super::{
+    ASK_KEYS, ATTACHMENT_KEYS, KINDS_KEYS, LIST_KEYS, MANDATE_KEYS, STATUS_KEYS, WITHDRAW_KEYS,
+};
 use crate::digest::{of_json, Sha256Hash};
 use crate::mandate::MandateRequest;
 use crate::refusal::Reason;
@@ -28,6 +30,12 @@ fn every_request_key_is_documented_and_nothing_else() {
     assert_eq!(first_cells("### mandate"), set(MANDATE_KEYS), "### mandate");
     assert_eq!(first_cells("### status"), set(STATUS_KEYS), "### status");
     assert_eq!(first_cells("### list"), set(LIST_KEYS), "### list");
+    assert_eq!(first_cells("### kinds"), set(KINDS_KEYS), "### kinds");
+    assert_eq!(
+        first_cells("### withdraw"),
+        set(WITHDRAW_KEYS),
+        "### withdraw"
+    );
 }
 
 #[test]
@@ -80,6 +88,7 @@ fn the_digest_examples_are_what_the_daemon_computes() {
                     .map(|usd| usd.parse::<Decimal>().unwrap()),
                 actions_per_day: serde_json::from_value(value["actions_per_day"].clone()).unwrap(),
                 reason: string(&value["reason"]),
+                origin: None,
             };
             assert_eq!(request.digest().to_hex(), sha256, "{canonical}");
         } else {

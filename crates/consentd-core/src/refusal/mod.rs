@@ -18,12 +18,12 @@ use base64::Engine as _;
 use crate::action::{Action, Attachment};
 use crate::config::{self, Category, Cost, Limits, Presence};
 use crate::mandate::{self, Ceilings, KindRules, MandateRequest};
-use crate::protocol::{quote, AskRequest, MandateAsk};
+use crate::protocol::{quote, AskRequest, MandateAsk, MIN_TTL_SECONDS};
 use visible::FieldRef;
 
 pub use crate::reason::{Reason, Refusal, MAX_TARGET_CHARS};
 pub(crate) use crate::reason::{
-    MAX_ATTACHMENT_NAME_BYTES, MAX_FIELD_CHARS, MAX_IDEMPOTENCY_KEY_CHARS,
+    MAX_ATTACHMENT_NAME_BYTES, MAX_FIELD_CHARS, MAX_IDEMPOTENCY_KEY_CHARS, MAX_ORIGIN_CHARS,
 };
 
 impl From<visible::Unshowable> for Refusal {
@@ -68,6 +68,7 @@ pub fn check_mandate(
     if let Some(reason) = &ask.reason {
         visible::check_value(reason, FieldRef::Field("reason"), false)?;
     }
+    check_origin(ask.origin.as_deref())?;
     let usd_per_day = ask
         .usd_per_day
         .as_deref()
@@ -82,6 +83,7 @@ pub fn check_mandate(
         usd_per_day,
         actions_per_day: u32::try_from(ask.actions_per_day).unwrap_or(u32::MAX),
         reason: ask.reason.clone().filter(|reason| !reason.is_empty()),
+        origin: ask.origin.clone(),
     };
     let rules = KindRules {
         exists: true,
@@ -150,8 +152,10 @@ pub fn check_ask(
 ) -> Result<Action, Refusal> {
     let category = usable_category(&ask.kind, categories, enabled)?;
     let cost_usd = check_shape(ask, category, limits)?;
+    check_ttl(ask.ttl, limits)?;
     check_sizes(ask, limits)?;
     check_visible(ask)?;
+    check_origin(ask.origin.as_deref())?;
     let attachments = check_attachments(ask, limits)?;
     Ok(Action {
         kind: category.name.clone(),
@@ -160,7 +164,40 @@ pub fn check_ask(
         fields: ask.fields.clone(),
         cost_usd,
         attachments,
+        origin: ask.origin.clone(),
     })
+}
+
+/// An ask's own `ttl`: whole seconds from [`MIN_TTL_SECONDS`] to the card's ttl. It may only
+/// shorten the wait, so a caller with its own deadline never leaves a card nobody waits for.
+pub fn check_ttl(ttl: Option<u64>, limits: &Limits) -> Result<(), Refusal> {
+    let Some(ttl) = ttl else { return Ok(()) };
+    let most = limits.card_ttl.as_secs();
+    if (MIN_TTL_SECONDS..=most).contains(&ttl) {
+        return Ok(());
+    }
+    Err(Refusal::new(
+        Reason::BadRequest,
+        format!(
+            "ttl {ttl} is out of bounds: from {MIN_TTL_SECONDS} to {most} seconds \
+             (limits.card_ttl)"
+        ),
+    ))
+}
+
+/// `origin`: one line of 1 to [`MAX_ORIGIN_CHARS`] characters that passes every visible-text
+/// rule a field value meets, refused with the same reasons and naming `origin`.
+pub fn check_origin(origin: Option<&str>) -> Result<(), Refusal> {
+    let Some(origin) = origin else { return Ok(()) };
+    if origin.is_empty() {
+        return Err(Refusal::new(
+            Reason::BadRequest,
+            format!("origin is empty; give 1 to {MAX_ORIGIN_CHARS} characters or leave it out"),
+        ));
+    }
+    check_size("origin", Some(origin), MAX_ORIGIN_CHARS)?;
+    visible::check_value(origin, FieldRef::Field("origin"), false)?;
+    Ok(())
 }
 
 /// What the ask carries against what its category shows: the target and text, the fields (each

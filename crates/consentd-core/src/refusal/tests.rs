@@ -100,6 +100,8 @@ fn good() -> AskRequest {
         idempotency_key: Some("k-1".into()),
         urgent: false,
         wait: true,
+        origin: None,
+        ttl: None,
     }
 }
 
@@ -462,7 +464,8 @@ fn reason_codes_are_stable() {
             "no_owner",
             "identity_conflict",
             "peer_not_allowed",
-            "mandate_terms"
+            "mandate_terms",
+            "not_withdrawable"
         ]
     );
     for reason in Reason::ALL {
@@ -479,6 +482,7 @@ fn good_mandate() -> MandateAsk {
         actions_per_day: 20,
         reason: Some("Daily news while I am away".into()),
         wait: true,
+        origin: None,
     }
 }
 
@@ -756,6 +760,7 @@ fn the_mandate_digest_covers_every_term_and_only_the_terms() {
                 .map(|usd| config::parse_money(usd).unwrap()),
             actions_per_day: ask.actions_per_day as u32,
             reason: ask.reason.clone(),
+            origin: None,
         };
         assert_ne!(
             request.digest(),
@@ -1173,4 +1178,71 @@ fn a_mandate_naming_two_look_alike_targets_is_refused() {
     assert!(with(&["@mila_news", "@mila_shop"]).is_ok());
     // A target that mixes scripts alone is for its card to mark, not a refusal.
     assert!(with(&["@m\u{456}la_news"]).is_ok());
+}
+
+#[test]
+fn an_asks_ttl_is_bounded_by_ten_seconds_and_the_cards_ttl() {
+    let config = config();
+    let most = config.limits.card_ttl.as_secs();
+    for (ttl, ok) in [
+        (10, true),
+        (60, true),
+        (most, true),
+        (9, false),
+        (0, false),
+        (most + 1, false),
+    ] {
+        let ask = AskRequest {
+            ttl: Some(ttl),
+            ..good()
+        };
+        match check(&ask) {
+            Ok(_) => assert!(ok, "ttl {ttl} passed"),
+            Err(refusal) => {
+                assert!(!ok, "ttl {ttl}: {refusal:?}");
+                assert_eq!(refusal.reason, Reason::BadRequest);
+                assert!(
+                    refusal.message.contains(&format!("ttl {ttl}"))
+                        && refusal
+                            .message
+                            .contains(&format!("from 10 to {most} seconds")),
+                    "{}",
+                    refusal.message
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn an_origin_meets_every_visible_text_rule_naming_origin() {
+    let with = |origin: &str| AskRequest {
+        origin: Some(origin.to_owned()),
+        ..good()
+    };
+    let action = check(&with("Claude Code · ~/src/blog")).unwrap();
+    assert_eq!(action.origin.as_deref(), Some("Claude Code · ~/src/blog"));
+    assert_ne!(action.digest(), check(&good()).unwrap().digest());
+    let cases: &[(&str, Reason, &str)] = &[
+        ("", Reason::BadRequest, "origin is empty"),
+        ("a\u{200B}b", Reason::InvisibleCharacter, "field origin"),
+        ("two\nlines", Reason::InvisibleCharacter, "field origin"),
+        ("e\u{301}", Reason::NotNfc, "origin"),
+        (" padded", Reason::InvisibleCharacter, "origin"),
+        ("tag\u{E0041}", Reason::InvisibleCharacter, "field origin"),
+    ];
+    for (origin, reason, needle) in cases {
+        let refusal = check(&with(origin)).expect_err(origin);
+        assert_eq!(refusal.reason, *reason, "{origin:?}: {}", refusal.message);
+        assert!(
+            refusal.message.contains(needle),
+            "{origin:?}: {}",
+            refusal.message
+        );
+    }
+    let long = "x".repeat(MAX_ORIGIN_CHARS + 1);
+    let refusal = check(&with(&long)).unwrap_err();
+    assert_eq!(refusal.reason, Reason::TooLarge);
+    assert!(refusal.message.contains("origin"), "{}", refusal.message);
+    assert!(check(&with(&"x".repeat(MAX_ORIGIN_CHARS))).is_ok());
 }

@@ -9,11 +9,14 @@ use base64::Engine as _;
 use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Map, Value};
 
-use crate::client;
+use crate::client::{self, OnInterrupt};
 use crate::config::{self, ConfigError};
 use crate::journal;
 use crate::output::{errln, outln};
 use crate::preflight;
+use session::{ask, kinds, list, status, withdraw};
+
+mod session;
 
 /// Exit code: could not talk to the daemon, or an internal error.
 const EXIT_ERROR: u8 = 1;
@@ -33,12 +36,19 @@ macro_rules! final_exit_codes {
 
 const ASK_EXIT_CODES: &str = concat!(
     "Exit codes:\n",
-    "  0  executed (the result, if any, is on stdout)\n",
+    "  0  executed (the result, if any, is on stdout), or approved for an approval-only kind\n",
     "  1  could not talk to consentd, or an internal error\n",
     "  2  usage error\n",
     final_exit_codes!(),
-    "  8  pending (only with --no-wait; the record's id is on stdout)"
+    "  8  pending (with --no-wait, or Ctrl-C with --keep-open; the record's id is on stdout)\n",
+    "  9  withdrawn (Ctrl-C while waiting withdraws the ask unless --keep-open)"
 );
+
+const WITHDRAW_EXIT_CODES: &str = "Exit codes:
+  9  withdrawn: the card says the agent took it back; nothing runs
+  1  could not talk to consentd, or no such record of yours
+  2  usage error
+  3  refused: the owner already answered it, or it is running or over (not_withdrawable)";
 
 const MANDATE_EXIT_CODES: &str = "Exit codes:
   0  granted: the mandate is open (its id is on stdout)
@@ -51,11 +61,12 @@ const MANDATE_EXIT_CODES: &str = "Exit codes:
 
 const STATUS_EXIT_CODES: &str = concat!(
     "Exit codes, as ask's for the record's state:\n",
-    "  0  executed, or a granted mandate\n",
+    "  0  executed, approved (an approval-only kind), or a granted mandate\n",
     "  1  could not talk to consentd, or no such record of yours\n",
     "  2  usage error\n",
     final_exit_codes!(),
-    "  8  still open: pending, card shown, granted but not yet run, or running"
+    "  8  still open: pending, card shown, granted but not yet run, or running\n",
+    "  9  withdrawn by the agent"
 );
 
 const CHECK_CONFIG_AFTER: &str = "\
@@ -111,6 +122,22 @@ enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
+    /// List the kinds of action you may ask for, and what each takes
+    Kinds {
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Take back one of your asks the owner has not answered yet
+    #[command(after_help = WITHDRAW_EXIT_CODES)]
+    Withdraw {
+        /// The record's id (r_…), as ask printed it
+        id: String,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Serve MCP on stdin and stdout: the agent's tools for asking the owner (one line in
+    /// an MCP client's config; see docs/AGENT-AUTHOR.md)
+    Mcp(crate::mcp::McpArgs),
     /// Check or read the decisions journal
     #[command(subcommand)]
     Journal(JournalCommand),
@@ -130,6 +157,9 @@ enum Command {
         #[arg(long)]
         file_only: bool,
     },
+    /// An agent's permission hook: route, gate, pass or block its tool calls by a rules file
+    #[command(subcommand)]
+    Hook(crate::hook::HookCommand),
     /// Try consentd with no bot: the daemon against a local Telegram emulator, with the
     /// owner's chat as a web page on 127.0.0.1
     #[cfg(feature = "sandbox")]
@@ -201,6 +231,16 @@ struct AskArgs {
     /// Show the card with sound even in the owner's quiet hours
     #[arg(long)]
     urgent: bool,
+    /// A short line the card shows saying who asks (for example "nightly build · ~/src/blog")
+    #[arg(long, value_name = "S")]
+    origin: Option<String>,
+    /// Give up after this many seconds if the owner has not answered (at most the owner's
+    /// card time)
+    #[arg(long, value_name = "SECONDS")]
+    ttl: Option<u64>,
+    /// On Ctrl-C while waiting, leave the ask open for the owner instead of withdrawing it
+    #[arg(long)]
+    keep_open: bool,
     /// Return at once with the record's id (exit 8 while it is pending)
     #[arg(long)]
     no_wait: bool,
@@ -273,6 +313,7 @@ pub fn main() -> ExitCode {
             report(crate::sandbox::run(port, state_dir).map(|()| 0))
         }
         Command::CheckConfig { file, file_only } => check_config(&file, file_only),
+        Command::Hook(hook) => crate::hook::main(hook),
         Command::Pair { config } => report(with_runtime(async move {
             let pairing = crate::pair::pair(&config).await?;
             outln!("{}", pairing.qr);
@@ -289,8 +330,24 @@ pub fn main() -> ExitCode {
             journal_verify(&file, anchor.as_deref())
         }
         Command::Journal(JournalCommand::Head { file }) => journal_head(&file),
+        Command::Kinds { common } => report(with_runtime(kinds(common))),
+        Command::Withdraw { id, common } => {
+            let request = json!({"v": 1, "op": "withdraw", "id": id});
+            report(with_runtime(withdraw(common, request)))
+        }
+        Command::Mcp(args) => report(with_runtime(async move {
+            crate::mcp::serve(args.into_options()).await?;
+            Ok(0)
+        })),
         Command::Ask(args) => match ask_request(&args) {
-            Ok(request) => report(with_runtime(ask(args.common, request))),
+            Ok(request) => {
+                let on_interrupt = if args.keep_open {
+                    OnInterrupt::KeepOpen
+                } else {
+                    OnInterrupt::Withdraw
+                };
+                report(with_runtime(ask(args.common, request, on_interrupt)))
+            }
             Err(error) => {
                 errln!("consentd ask: {error:#}");
                 ExitCode::from(EXIT_USAGE)
@@ -298,7 +355,11 @@ pub fn main() -> ExitCode {
         },
         Command::Mandate(args) => {
             let request = args.request();
-            report(with_runtime(ask(args.common, request)))
+            report(with_runtime(ask(
+                args.common,
+                request,
+                OnInterrupt::KeepOpen,
+            )))
         }
         Command::Status { id, wait, common } => {
             let request = json!({"v": 1, "op": "status", "id": id, "wait": wait});
@@ -479,6 +540,12 @@ fn ask_request(args: &AskArgs) -> anyhow::Result<Value> {
     if let Some(cost) = &args.cost_usd {
         request.insert("cost_usd".into(), json!(cost));
     }
+    if let Some(origin) = &args.origin {
+        request.insert("origin".into(), json!(origin));
+    }
+    if let Some(ttl) = args.ttl {
+        request.insert("ttl".into(), json!(ttl));
+    }
     let mut attachments = Vec::new();
     for path in &args.attachments {
         let data = std::fs::read(path).with_context(|| format!("--attach {}", path.display()))?;
@@ -501,130 +568,6 @@ fn ask_request(args: &AskArgs) -> anyhow::Result<Value> {
     request.insert("urgent".into(), json!(args.urgent));
     request.insert("wait".into(), json!(!args.no_wait));
     Ok(Value::Object(request))
-}
-
-fn text_of<'a>(value: &'a Value, key: &str) -> &'a str {
-    value.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-async fn ask(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
-    let socket = client::socket_path(common.socket);
-    let answer = client::request_with_progress(&socket, &request).await?;
-    let status = text_of(&answer, "status");
-    let id = text_of(&answer, "id");
-    let code = client::exit_code_for_answer(text_of(&request, "op"), status);
-    if common.json {
-        outln!("{answer}");
-        return Ok(code);
-    }
-    match status {
-        "executed" => {
-            if let Some(result) = answer.get("result").and_then(Value::as_str) {
-                outln!("{result}");
-            }
-            errln!("executed {id}");
-        }
-        "refused" => errln!(
-            "refused ({}): {}",
-            text_of(&answer, "reason"),
-            text_of(&answer, "message")
-        ),
-        "granted" if code == 0 => {
-            outln!("{id}");
-            errln!("granted by the owner: the mandate {id} is open");
-        }
-        "granted" => {
-            outln!("{id}");
-            errln!("granted by the owner; it runs now: see `consentd status {id}`");
-        }
-        "declined" => match answer.get("message").and_then(Value::as_str) {
-            // The owner's reason for the No, in their words: what to do differently.
-            Some(reason) => errln!("declined by the owner ({id}): {reason}"),
-            None => errln!("declined by the owner ({id})"),
-        },
-        "expired" => errln!("expired: the owner did not answer in time ({id})"),
-        "failed" => match answer.get("message").and_then(Value::as_str) {
-            Some(why) => errln!("the action ran and failed ({id}): {why}"),
-            None => errln!("the action ran and failed ({id})"),
-        },
-        "outcome_unknown" => errln!(
-            "outcome unknown: the action may or may not have run; it will not be run again ({id}){}",
-            answer
-                .get("message")
-                .and_then(Value::as_str)
-                .map(|why| format!(": {why}"))
-                .unwrap_or_default()
-        ),
-        "pending" | "card_shown" | "running" => {
-            outln!("{id}");
-            errln!("{status}: see `consentd status {id}`");
-        }
-        _ => errln!("consentd answered: {answer}"),
-    }
-    Ok(code)
-}
-
-async fn status(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
-    let socket = client::socket_path(common.socket);
-    let answer = client::request(&socket, &request, |_| {}).await?;
-    let found = answer.get("id").is_some();
-    if common.json {
-        outln!("{answer}");
-    } else if found {
-        outln!("{}", record_line(&answer));
-    } else {
-        errln!("{}", text_of(&answer, "message"));
-    }
-    // The record's state decides, as it would for `ask`: a script doing
-    // `consentd status "$id" --wait && publish` must not take a No for a yes.
-    Ok(if found {
-        client::exit_code_for_record(&answer)
-    } else {
-        EXIT_ERROR
-    })
-}
-
-async fn list(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
-    let socket = client::socket_path(common.socket);
-    let answer = client::request(&socket, &request, |_| {}).await?;
-    let Some(records) = answer.get("records").and_then(Value::as_array) else {
-        if common.json {
-            outln!("{answer}");
-        } else {
-            errln!("{}", text_of(&answer, "message"));
-        }
-        return Ok(EXIT_ERROR);
-    };
-    if common.json {
-        outln!("{answer}");
-        return Ok(0);
-    }
-    for record in records {
-        outln!("{}", record_line(record));
-    }
-    if let Some(cursor) = answer.get("next_cursor").and_then(Value::as_str) {
-        errln!("more: consentd list --cursor {cursor}");
-    }
-    Ok(0)
-}
-
-/// One record as a line: id, status, kind, when, and its reason or result.
-fn record_line(record: &Value) -> String {
-    let detail = record
-        .get("result")
-        .or_else(|| record.get("reason"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    format!(
-        "{}  {:<15}  {:<20}  {}  {}",
-        text_of(record, "id"),
-        text_of(record, "status"),
-        text_of(record, "kind"),
-        text_of(record, "created_at"),
-        detail
-    )
-    .trim_end()
-    .to_owned()
 }
 
 #[cfg(test)]

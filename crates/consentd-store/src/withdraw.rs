@@ -1,0 +1,129 @@
+//! The protocol additions' state changes (docs/PROTOCOL.md): a session withdrawing its own open
+//! ask, an approval-only category's yes (`approved`: nothing is claimed or run), and an ask's
+//! own deadline (`ttl`) reached before its card was shown.
+
+use chrono::{DateTime, Utc};
+use rusqlite::params;
+
+use super::base::{timestamp, transition_in, Db, EventName, JournalEvent, StateChange};
+use super::cached::Cached;
+use super::outbox::Outgoing;
+use super::records::{record_where, Record};
+use super::state::RecordState;
+use super::StoreError;
+
+/// What became of a withdraw.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Withdrawal {
+    /// No record of that id is this peer's: answered as `status` answers it.
+    NoRecord,
+    /// It was open and is now `withdrawn`.
+    Withdrawn(Record),
+    /// It was withdrawn before: the same answer again.
+    AlreadyWithdrawn(Record),
+    /// Past the owner's answer, or ended: unchanged.
+    NotWithdrawable(Record),
+}
+
+impl Db {
+    /// A session takes back its own open ask: `pending` or `card_shown` → `withdrawn` (final),
+    /// journaled `withdrawn`; a card still queued is dropped, and `card_edit` (the shown card
+    /// redrawn without buttons, drawn by the consent loop) is queued in the same transaction.
+    /// Any other record of this peer's is left as it is.
+    pub fn withdraw(
+        &mut self,
+        id: &str,
+        peer_uid: u32,
+        card_edit: Option<&Outgoing>,
+        now: DateTime<Utc>,
+    ) -> Result<Withdrawal, StoreError> {
+        self.write_effects(now, None, |tx, effects| {
+            let Some(record) = record_where(tx, "id = ?1", params![id])?
+                .filter(|record| record.peer_uid == peer_uid)
+            else {
+                return Ok(Withdrawal::NoRecord);
+            };
+            let from = match record.state {
+                RecordState::Withdrawn => return Ok(Withdrawal::AlreadyWithdrawn(record)),
+                state @ (RecordState::Pending | RecordState::CardShown) => state,
+                _ => return Ok(Withdrawal::NotWithdrawable(record)),
+            };
+            let change = StateChange {
+                finished_at: Some(now),
+                ..StateChange::default()
+            };
+            transition_in(tx, id, from, RecordState::Withdrawn, &change)?;
+            // A card not sent yet is never sent (the sender would drop it anyway, finding the
+            // record ended; this says why).
+            tx.execute_cached(
+                "UPDATE outbox SET state = 'dropped', error = 'withdrawn by the session'
+                 WHERE record_id = ?1 AND what = 'card' AND state = 'queued'",
+                [id],
+            )?;
+            effects
+                .changed
+                .push((id.to_owned(), RecordState::Withdrawn));
+            let asked = record.asked()?;
+            effects.push(
+                JournalEvent::new(EventName::Withdrawn)
+                    .with("id", id)
+                    .with("kind", asked.kind)
+                    .with("digest", asked.digest.to_hex()),
+            );
+            if let Some(edit) = card_edit {
+                edit.queue_in(tx, effects)?;
+            }
+            let withdrawn = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
+            Ok(Withdrawal::Withdrawn(withdrawn))
+        })
+    }
+
+    /// Pending records past their own deadline (an ask's `ttl`, kept as `expires_at` while
+    /// pending) at `now`: never shown, and now never will be.
+    pub fn due_unshown(&self, now: DateTime<Utc>) -> Result<Vec<String>, StoreError> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT id FROM records
+             WHERE state = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?1
+             ORDER BY seq",
+        )?;
+        let ids = statement
+            .query_map([timestamp(now)], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
+        Ok(ids)
+    }
+
+    /// A pending record reached its deadline unshown: `expired` (journaled with `detail`
+    /// `ttl`), its queued card dropped. Returns false when it was no longer pending.
+    pub fn expire_unshown(&mut self, id: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        self.write_effects(now, None, |tx, effects| {
+            let change = StateChange {
+                message: Some(
+                    "nobody answered before the ask's ttl; its card was never shown".into(),
+                ),
+                finished_at: Some(now),
+                ..StateChange::default()
+            };
+            match transition_in(tx, id, RecordState::Pending, RecordState::Expired, &change) {
+                Ok(()) => {}
+                Err(StoreError::StateConflict { .. }) => return Ok(false),
+                Err(error) => return Err(error),
+            }
+            tx.execute_cached(
+                "UPDATE outbox SET state = 'dropped', error = 'the ask reached its ttl unshown'
+                 WHERE record_id = ?1 AND what = 'card' AND state = 'queued'",
+                [id],
+            )?;
+            effects.changed.push((id.to_owned(), RecordState::Expired));
+            effects.push(
+                JournalEvent::new(EventName::Expired)
+                    .with("id", id)
+                    .with("detail", "ttl"),
+            );
+            Ok(true)
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "withdraw_tests.rs"]
+mod tests;

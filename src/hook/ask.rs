@@ -1,0 +1,272 @@
+//! Asking consentd for a routed or gated call, waiting at most `--max-wait`, and what its
+//! answer tells the agent: every outcome but a gate's `approved` is a deny whose message says
+//! what happened and whether to try again.
+
+use std::cell::RefCell;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use crate::client::{self, ClientError, Socket};
+
+use super::answer::Verdict;
+use super::rules::Ask;
+
+/// How long a withdraw may take after the wait is over.
+const WITHDRAW_PATIENCE: Duration = Duration::from_secs(5);
+
+/// How the ask is made: where, for how long, and what it carries beside the rule's values.
+#[derive(Debug, Clone)]
+pub(crate) struct Asking {
+    pub socket: Socket,
+    pub max_wait: Duration,
+    pub idempotency_key: Option<String>,
+    pub origin: Option<String>,
+}
+
+/// Whether consentd runs the action (route) or the agent does once approved (gate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Route,
+    Gate,
+}
+
+/// The socket request for `ask`.
+pub(crate) fn request(ask: &Ask, asking: &Asking) -> Value {
+    let mut request = Map::new();
+    request.insert("v".into(), json!(1));
+    request.insert("op".into(), json!("ask"));
+    request.insert("kind".into(), json!(ask.kind));
+    if let Some(target) = &ask.target {
+        request.insert("target".into(), json!(target));
+    }
+    if let Some(text) = &ask.text {
+        request.insert("text".into(), json!(text));
+    }
+    if !ask.fields.is_empty() {
+        request.insert("fields".into(), json!(ask.fields));
+    }
+    if let Some(cost) = &ask.cost_usd {
+        request.insert("cost_usd".into(), json!(cost));
+    }
+    if let Some(key) = &asking.idempotency_key {
+        request.insert("idempotency_key".into(), json!(key));
+    }
+    if let Some(origin) = &asking.origin {
+        request.insert("origin".into(), json!(origin));
+    }
+    request.insert("wait".into(), json!(true));
+    Value::Object(request)
+}
+
+/// Asks, waits, and turns the outcome into a verdict; `tool_input` is what a gate's allow pins.
+pub(crate) async fn ask(mode: Mode, ask: &Ask, asking: &Asking, tool_input: &Value) -> Verdict {
+    let frame = request(ask, asking);
+    let id = RefCell::new(None::<String>);
+    let waited = tokio::time::timeout(
+        asking.max_wait,
+        client::request(&asking.socket, &frame, |line| {
+            if let Some(seen) = line.get("id").and_then(Value::as_str) {
+                *id.borrow_mut() = Some(seen.to_owned());
+            }
+        }),
+    )
+    .await;
+    let id = id.into_inner();
+    match waited {
+        Ok(Ok(answer)) => outcome(mode, &answer, tool_input),
+        Ok(Err(error)) => failed(&error),
+        Err(_) => timed_out(mode, id.as_deref(), asking).await,
+    }
+}
+
+fn failed(error: &ClientError) -> Verdict {
+    Verdict::Fail {
+        message: format!("{error}; the call is blocked until consentd answers"),
+    }
+}
+
+fn text<'a>(answer: &'a Value, key: &str) -> &'a str {
+    answer.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The verdict for consentd's final answer.
+pub(crate) fn outcome(mode: Mode, answer: &Value, tool_input: &Value) -> Verdict {
+    let id = text(answer, "id");
+    let message = answer.get("message").and_then(Value::as_str);
+    let deny = |message: String| Verdict::Deny { message };
+    match (mode, text(answer, "status")) {
+        (Mode::Gate, "approved") => Verdict::Allow {
+            reason: format!("approved by the owner through consentd (record {id})"),
+            updated_input: Some(tool_input.clone()),
+        },
+        (Mode::Route, "executed") => deny(format!(
+            "done through consentd (record {id}): the owner approved it and consentd ran it{}; \
+             do not run it again",
+            answer
+                .get("result")
+                .and_then(Value::as_str)
+                .map(|r| format!("; result: {r}"))
+                .unwrap_or_default()
+        )),
+        (Mode::Gate, "executed") => deny(format!(
+            "consentd ran this itself (record {id}), as its category runs a command: do not \
+             run it again; the rules file should route this call, not gate it"
+        )),
+        (Mode::Route, "approved") => deny(format!(
+            "the owner approved it (record {id}), but its category is approval-only, so \
+             nothing ran; the rules file should gate this call, not route it; do not run it"
+        )),
+        (_, "refused") => deny(format!(
+            "consentd refused to ask the owner ({}): {}; the call is blocked: fix what this \
+             names, or leave it",
+            text(answer, "reason"),
+            message.unwrap_or("no message")
+        )),
+        (_, "declined") => deny(match message {
+            Some(reason) => format!(
+                "declined by the owner (record {id}), who said: {reason}\nDo not retry it as \
+                 it was; follow what they said"
+            ),
+            None => format!(
+                "declined by the owner (record {id}); do not retry it, and do not do it \
+                 another way"
+            ),
+        }),
+        (_, "expired") => deny(format!(
+            "the owner did not answer in time (record {id}); it did not run; do not retry it now"
+        )),
+        (_, "withdrawn") => deny(format!(
+            "the ask was withdrawn (record {id}); it did not run"
+        )),
+        (_, "failed") => deny(format!(
+            "the owner approved it and its run failed (record {id}){}; do not retry it \
+             yourself: tell the owner",
+            message.map(|m| format!(": {m}")).unwrap_or_default()
+        )),
+        (_, "outcome_unknown") => deny(format!(
+            "the owner approved it and whether it ran is unknown (record {id}); it will not \
+             be run again; do not retry it: tell the owner"
+        )),
+        (_, status @ ("pending" | "card_shown" | "granted" | "running")) => Verdict::Fail {
+            message: format!(
+                "consentd stopped answering before the owner's decision (record {id}, \
+                 {status}); the call is blocked; `consentd status {id}` tells the outcome"
+            ),
+        },
+        _ => Verdict::Fail {
+            message: format!("consentd answered {answer}; the call is blocked"),
+        },
+    }
+}
+
+/// The wait reached `--max-wait`: a route goes on in consentd; a gate's ask is withdrawn,
+/// so no card is left for an approval nobody waits for.
+async fn timed_out(mode: Mode, id: Option<&str>, asking: &Asking) -> Verdict {
+    let waited = asking.max_wait.as_secs();
+    let record = id.unwrap_or("not yet numbered");
+    let message = match (mode, id) {
+        (Mode::Route, _) => format!(
+            "still waiting for the owner after {waited} s (record {record}): if they say yes, \
+             consentd runs it; do not run it yourself and do not ask again; `consentd status \
+             {record}` tells the outcome"
+        ),
+        (Mode::Gate, Some(id)) => match withdraw(&asking.socket, id).await {
+            Ok(()) => format!(
+                "still waiting for the owner after {waited} s; the ask was withdrawn (record \
+                 {id}) and the command did not run; ask again later if it is still needed"
+            ),
+            Err(why) => format!(
+                "still waiting for the owner after {waited} s (record {id}), and the ask could \
+                 not be withdrawn ({why}); the call is denied: do not run the command"
+            ),
+        },
+        (Mode::Gate, None) => format!(
+            "still waiting for consentd after {waited} s; the call is denied: do not run the \
+             command"
+        ),
+    };
+    Verdict::Deny { message }
+}
+
+/// Takes back an open ask (op `withdraw`); why not, in words, when it could not.
+pub(crate) async fn withdraw(socket: &Socket, id: &str) -> Result<(), String> {
+    let frame = json!({"v": 1, "op": "withdraw", "id": id});
+    let answer = tokio::time::timeout(WITHDRAW_PATIENCE, client::request(socket, &frame, |_| {}))
+        .await
+        .map_err(|_| "consentd did not answer the withdraw".to_owned())?
+        .map_err(|error| error.to_string())?;
+    match text(&answer, "status") {
+        "withdrawn" => Ok(()),
+        _ => Err(answer
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| answer.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_gates_approval_allows() {
+        let input = json!({"command": "make"});
+        for status in [
+            "executed",
+            "approved",
+            "refused",
+            "declined",
+            "expired",
+            "withdrawn",
+            "failed",
+            "outcome_unknown",
+            "pending",
+            "granted",
+            "nonsense",
+        ] {
+            let answer = json!({"v": 1, "id": "r_1", "status": status});
+            for mode in [Mode::Route, Mode::Gate] {
+                let verdict = outcome(mode, &answer, &input);
+                let allows = matches!(verdict, Verdict::Allow { .. });
+                assert_eq!(
+                    allows,
+                    mode == Mode::Gate && status == "approved",
+                    "{mode:?} {status}: {verdict:?}"
+                );
+            }
+        }
+        let Verdict::Allow { updated_input, .. } = outcome(
+            Mode::Gate,
+            &json!({"id": "r_1", "status": "approved"}),
+            &input,
+        ) else {
+            panic!()
+        };
+        assert_eq!(updated_input, Some(input));
+    }
+
+    #[test]
+    fn the_request_carries_the_rule_values_and_the_key() {
+        let ask = Ask {
+            rule: "post".into(),
+            kind: "publish_x".into(),
+            target: Some("@mila".into()),
+            text: Some("Hi".into()),
+            fields: [("reply_to".to_owned(), "1".to_owned())].into(),
+            cost_usd: None,
+        };
+        let asking = Asking {
+            socket: client::socket_path(Some("/x".into())),
+            max_wait: Duration::from_secs(1),
+            idempotency_key: Some("hook:k".into()),
+            origin: None,
+        };
+        assert_eq!(
+            request(&ask, &asking),
+            json!({"v": 1, "op": "ask", "kind": "publish_x", "target": "@mila", "text": "Hi",
+                "fields": {"reply_to": "1"}, "idempotency_key": "hook:k", "wait": true})
+        );
+    }
+}

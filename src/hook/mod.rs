@@ -1,0 +1,229 @@
+//! `consentd hook claude-code` and `consentd hook codex`: an agent's permission hook that
+//! routes its outside actions through consentd (docs/HOOKS.md).
+//!
+//! One event on stdin, one answer in the agent's own format (`answer`), and it never fails
+//! open: an unreadable event, a bad rules file, a daemon that does not answer, a wait cut
+//! short and even a panic all block the call. The parts: `event` reads the event, `rules`
+//! maps the call to a decision (pure, shared with the MCP server), `shell` reads a command
+//! line for the rules, `ask` talks to the daemon through `client`.
+
+mod answer;
+mod ask;
+mod event;
+pub(crate) mod rules;
+mod shell;
+
+use std::io::{Read as _, Write as _};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use crate::client;
+
+use answer::{Reply, Verdict};
+use event::{Agent, Event};
+use rules::{Call, Decision};
+
+/// The most bytes an event may have; a larger one is blocked unread.
+const MAX_EVENT_BYTES: usize = 1024 * 1024;
+
+/// Where the rules are when neither `--rules` nor `$CONSENTD_HOOK_RULES` says.
+const DEFAULT_RULES: &str = "consentd/hook-rules.toml";
+
+const HOOK_AFTER: &str = "\
+Reads the agent's hook event on stdin and answers in its format. It never fails open: a bad
+event, a bad rules file, no daemon or a panic blocks the call (Claude Code: exit 2 and the
+reason on stderr; Codex: a deny). See docs/HOOKS.md.";
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum HookCommand {
+    /// Answer Claude Code's PreToolUse and PermissionRequest hooks
+    #[command(after_help = HOOK_AFTER)]
+    ClaudeCode(HookArgs),
+    /// Answer Codex's PermissionRequest hook
+    #[command(after_help = HOOK_AFTER)]
+    Codex(HookArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct HookArgs {
+    /// The rules file (default: $CONSENTD_HOOK_RULES, else
+    /// $XDG_CONFIG_HOME/consentd/hook-rules.toml, else ~/.config/consentd/hook-rules.toml)
+    #[arg(long, value_name = "PATH")]
+    rules: Option<PathBuf>,
+    /// The daemon's socket (default: $CONSENTD_SOCKET, else /run/consentd/consent.sock)
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Stop waiting for the owner after this many seconds: below the agent's hook timeout
+    /// (Claude Code's default is 600 s)
+    #[arg(long, value_name = "SECONDS", default_value_t = 540,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    max_wait: u64,
+    /// Send an origin line with each ask ("Claude Code · ~/src/blog"); needs a daemon that
+    /// knows `origin`
+    #[arg(long)]
+    origin: bool,
+}
+
+/// Runs the hook; whatever happens inside, the exit code never lets a failed call through.
+pub(crate) fn main(command: HookCommand) -> ExitCode {
+    let (agent, args) = match command {
+        HookCommand::ClaudeCode(args) => (Agent::ClaudeCode, args),
+        HookCommand::Codex(args) => (Agent::Codex, args),
+    };
+    emit(&guarded(|| run(agent, &args)))
+}
+
+/// Runs the hook, a panic turned into a block: left alone it would end the process with exit
+/// 101, which both agents read as a non-blocking error and let the call through.
+fn guarded(hook: impl FnOnce() -> Reply) -> Reply {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(hook))
+        .unwrap_or_else(|_| Reply::block("internal error; the call is blocked"))
+}
+
+fn emit(reply: &Reply) -> ExitCode {
+    if !reply.stdout.is_empty() {
+        let mut out = std::io::stdout().lock();
+        if writeln!(out, "{}", reply.stdout)
+            .and_then(|()| out.flush())
+            .is_err()
+        {
+            let _ = writeln!(
+                std::io::stderr(),
+                "consentd hook: cannot write the answer; the call is blocked"
+            );
+            return ExitCode::from(answer::EXIT_BLOCK);
+        }
+    }
+    if !reply.stderr.is_empty() {
+        let _ = writeln!(std::io::stderr(), "{}", reply.stderr);
+    }
+    ExitCode::from(reply.code)
+}
+
+fn run(agent: Agent, args: &HookArgs) -> Reply {
+    let event =
+        read_stdin().and_then(|bytes| event::parse(agent, &bytes).map_err(|e| e.to_string()));
+    match event {
+        Ok(event) => answer::render(agent, Some(event.name), &decide(agent, args, &event)),
+        Err(message) => answer::render(
+            agent,
+            None,
+            &Verdict::Fail {
+                message: format!("{message}; the call is blocked"),
+            },
+        ),
+    }
+}
+
+fn read_stdin() -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_EVENT_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read the event on stdin: {e}"))?;
+    if bytes.len() > MAX_EVENT_BYTES {
+        return Err(event::EventError::TooLarge(MAX_EVENT_BYTES).to_string());
+    }
+    Ok(bytes)
+}
+
+/// The rules file: `--rules`, else `$CONSENTD_HOOK_RULES`, else the user's config directory.
+fn rules_path(flag: Option<&PathBuf>) -> Result<PathBuf, String> {
+    if let Some(path) = flag {
+        return Ok(path.clone());
+    }
+    let env = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(path) = env("CONSENTD_HOOK_RULES") {
+        return Ok(PathBuf::from(path));
+    }
+    if let Some(config) = env("XDG_CONFIG_HOME") {
+        return Ok(PathBuf::from(config).join(DEFAULT_RULES));
+    }
+    env("HOME")
+        .map(|home| PathBuf::from(home).join(".config").join(DEFAULT_RULES))
+        .ok_or_else(|| "no rules file: give --rules or set $CONSENTD_HOOK_RULES".to_owned())
+}
+
+fn decide(agent: Agent, args: &HookArgs, event: &Event) -> Verdict {
+    let rules = match rules_path(args.rules.as_ref())
+        .and_then(|path| rules::load(&path).map_err(|e| e.to_string()))
+    {
+        Ok(rules) => rules,
+        Err(message) => {
+            return Verdict::Fail {
+                message: format!("{message}; every call is blocked until it is fixed"),
+            }
+        }
+    };
+    let call = Call {
+        tool_name: &event.tool_name,
+        tool_input: &event.tool_input,
+        cwd: event.cwd.as_deref(),
+    };
+    let (mode, ask) = match rules.decide(&call) {
+        Decision::Unmatched => return Verdict::NoDecision,
+        Decision::Pass { rule } => {
+            return Verdict::Allow {
+                reason: format!("allowed by consentd's hook rule {rule}"),
+                updated_input: None,
+            }
+        }
+        Decision::Block { message } => {
+            return Verdict::Deny {
+                message: format!("blocked by consentd: {message}"),
+            }
+        }
+        Decision::Route(ask) => (ask::Mode::Route, ask),
+        Decision::Gate(ask) => (ask::Mode::Gate, ask),
+    };
+    let home = std::env::var("HOME").ok();
+    let asking = ask::Asking {
+        socket: client::socket_path(args.socket.clone()),
+        max_wait: Duration::from_secs(args.max_wait),
+        idempotency_key: event.idempotency_key(),
+        origin: args.origin.then(|| event.origin(agent, home.as_deref())),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    match runtime {
+        Ok(runtime) => runtime.block_on(ask::ask(mode, &ask, &asking, &event.tool_input)),
+        Err(error) => Verdict::Fail {
+            message: format!("cannot start the async runtime: {error}; the call is blocked"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_blocks_the_call() {
+        let reply = guarded(|| panic!("a bug in the hook"));
+        assert_eq!(reply.code, answer::EXIT_BLOCK);
+        assert_eq!(reply.stdout, "");
+        assert!(reply.stderr.contains("blocked"), "{}", reply.stderr);
+    }
+
+    #[test]
+    fn a_zero_wait_is_a_usage_error() {
+        use clap::Parser as _;
+        let parse = |wait: &str| {
+            crate::cli::Cli::try_parse_from(["consentd", "hook", "codex", "--max-wait", wait])
+        };
+        // A usage error exits 2, which blocks in both agents.
+        assert_eq!(parse("0").unwrap_err().exit_code(), 2);
+        assert!(parse("1").is_ok());
+    }
+
+    #[test]
+    fn the_rules_path_is_the_flag_first() {
+        let flag = PathBuf::from("/etc/rules.toml");
+        assert_eq!(rules_path(Some(&flag)), Ok(flag));
+    }
+}

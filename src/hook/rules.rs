@@ -1,0 +1,649 @@
+//! The hook's rules file: which tool calls consentd routes, gates, lets pass or blocks.
+//!
+//! A TOML file of `[[rule]]` tables, read in order; the first rule that matches a call decides
+//! it (docs/HOOKS.md has the format). For a shell tool (`Bash` unless `shell_tools` says
+//! otherwise) the command line is cut into its simple commands (`shell`), each is matched on
+//! its own, and the strictest verdict wins: block, then route or gate, then unmatched, then
+//! pass. A command passes only when every one of its commands passes and nothing in it is
+//! opaque to the reader. Pure: the file's text in, a [`Decision`] out; the MCP server's
+//! `approval_prompt` uses the same [`Rules::decide`].
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use regex::Regex;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::shell::{self, Segment};
+
+/// The most bytes a rules file may have.
+const MAX_RULES_BYTES: u64 = 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RulesError {
+    #[error("cannot read the rules file {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("the rules file {path} is larger than 1 MiB")]
+    TooLarge { path: String },
+    #[error("the rules file is not valid: {0}")]
+    Syntax(String),
+    #[error("rule {rule}: {message}")]
+    Rule { rule: String, message: String },
+}
+
+/// A tool call as the agent asks for it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Call<'a> {
+    pub tool_name: &'a str,
+    pub tool_input: &'a Value,
+    /// The agent's working directory, when it said (for `{cwd}`).
+    pub cwd: Option<&'a str>,
+}
+
+/// What the rules say about one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// consentd runs it (its category's command): ask, wait, and never let the agent run it.
+    Route(Ask),
+    /// The agent runs it only once the owner approves it (an approval-only category).
+    Gate(Ask),
+    /// Let it through.
+    Pass { rule: String },
+    /// Refuse it, with the message for the agent.
+    Block { message: String },
+    /// No rule speaks: the agent's own permission flow decides.
+    Unmatched,
+}
+
+/// The ask a route or gate rule makes of a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ask {
+    /// The rule's name, for messages.
+    pub rule: String,
+    pub kind: String,
+    pub target: Option<String>,
+    pub text: Option<String>,
+    pub fields: BTreeMap<String, String>,
+    pub cost_usd: Option<String>,
+}
+
+/// A parsed rules file.
+#[derive(Debug)]
+pub(crate) struct Rules {
+    rules: Vec<Rule>,
+    shell_tools: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    shell_tools: Option<Vec<String>>,
+    #[serde(default)]
+    rule: Vec<RawRule>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    name: Option<String>,
+    tool: String,
+    program: Option<OneOrMany>,
+    args: Option<String>,
+    piped: Option<bool>,
+    #[serde(default)]
+    input: BTreeMap<String, String>,
+    action: String,
+    kind: Option<String>,
+    target: Option<String>,
+    text: Option<String>,
+    #[serde(default)]
+    fields: BTreeMap<String, String>,
+    cost_usd: Option<String>,
+    message: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Route,
+    Gate,
+    Pass,
+    Block,
+}
+
+#[derive(Debug)]
+struct Rule {
+    name: String,
+    tool: String,
+    programs: Vec<String>,
+    args: Option<Regex>,
+    piped: Option<bool>,
+    input: Vec<(String, Regex)>,
+    action: Action,
+    kind: String,
+    target: Option<Template>,
+    text: Option<Template>,
+    fields: BTreeMap<String, Template>,
+    cost_usd: Option<Template>,
+    message: String,
+}
+
+impl Rule {
+    fn is_shell_only(&self) -> bool {
+        !self.programs.is_empty() || self.args.is_some() || self.piped.is_some()
+    }
+}
+
+/// Reads and parses the rules file at `path`.
+pub(crate) fn load(path: &Path) -> Result<Rules, RulesError> {
+    use std::io::Read as _;
+    let shown = path.display().to_string();
+    let read = |source| RulesError::Read {
+        path: shown.clone(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(read)?;
+    let mut text = String::new();
+    file.take(MAX_RULES_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(read)?;
+    if text.len() as u64 > MAX_RULES_BYTES {
+        return Err(RulesError::TooLarge { path: shown });
+    }
+    parse(&text)
+}
+
+/// Parses a rules file's text; every rule is checked now, so a bad one is found before any call.
+pub(crate) fn parse(text: &str) -> Result<Rules, RulesError> {
+    let raw: RawFile = toml::from_str(text).map_err(|e| RulesError::Syntax(e.to_string()))?;
+    let rules = raw
+        .rule
+        .into_iter()
+        .enumerate()
+        .map(|(index, rule)| check_rule(index + 1, rule))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Rules {
+        rules,
+        shell_tools: raw.shell_tools.unwrap_or_else(|| vec!["Bash".to_owned()]),
+    })
+}
+
+fn check_rule(number: usize, raw: RawRule) -> Result<Rule, RulesError> {
+    let name = raw.name.clone().unwrap_or_else(|| format!("#{number}"));
+    let fail = |message: String| RulesError::Rule {
+        rule: name.clone(),
+        message,
+    };
+    let action = match raw.action.as_str() {
+        "route" => Action::Route,
+        "gate" => Action::Gate,
+        "pass" => Action::Pass,
+        "block" => Action::Block,
+        other => {
+            return Err(fail(format!(
+                "action {other:?}: expected route, gate, pass or block"
+            )))
+        }
+    };
+    let asks = matches!(action, Action::Route | Action::Gate);
+    let kind = match (&raw.kind, asks) {
+        (Some(kind), true) => kind.clone(),
+        (None, true) => return Err(fail("a route or gate rule needs a kind".into())),
+        (Some(_), false) => return Err(fail("only route and gate rules take a kind".into())),
+        (None, false) => String::new(),
+    };
+    let has_ask_values = raw.target.is_some()
+        || raw.text.is_some()
+        || !raw.fields.is_empty()
+        || raw.cost_usd.is_some();
+    if !asks && has_ask_values {
+        return Err(fail(
+            "target, text, fields and cost_usd belong to route and gate rules".into(),
+        ));
+    }
+    if action == Action::Gate && raw.text.is_some() {
+        return Err(fail(
+            "a gate rule takes no text: its card shows exactly the call the agent will make".into(),
+        ));
+    }
+    let message = match (raw.message, action) {
+        (Some(message), _) if !message.trim().is_empty() => message,
+        (_, Action::Block) => return Err(fail("a block rule needs a message".into())),
+        _ => String::new(),
+    };
+    let compile = |what: &str, pattern: &str| {
+        Regex::new(pattern).map_err(|e| fail(format!("{what}: not a valid regex: {e}")))
+    };
+    let args = raw
+        .args
+        .as_deref()
+        .map(|p| compile("args", p))
+        .transpose()?;
+    let mut input = Vec::new();
+    for (key, pattern) in &raw.input {
+        input.push((key.clone(), compile(&format!("input.{key}"), pattern)?));
+    }
+    let mut captures: Vec<String> = Vec::new();
+    for regex in args.iter().chain(input.iter().map(|(_, r)| r)) {
+        captures.extend(regex.capture_names().flatten().map(str::to_owned));
+    }
+    let template = |what: &str, source: &str| {
+        Template::parse(source, &captures).map_err(|e| fail(format!("{what}: {e}")))
+    };
+    let mut fields = BTreeMap::new();
+    for (key, source) in &raw.fields {
+        fields.insert(key.clone(), template(&format!("fields.{key}"), source)?);
+    }
+    let programs = match raw.program {
+        None => Vec::new(),
+        Some(OneOrMany::One(p)) => vec![p],
+        Some(OneOrMany::Many(ps)) => ps,
+    };
+    Ok(Rule {
+        target: raw
+            .target
+            .as_deref()
+            .map(|s| template("target", s))
+            .transpose()?,
+        text: raw
+            .text
+            .as_deref()
+            .map(|s| template("text", s))
+            .transpose()?,
+        cost_usd: raw
+            .cost_usd
+            .as_deref()
+            .map(|s| template("cost_usd", s))
+            .transpose()?,
+        name,
+        tool: raw.tool,
+        programs,
+        args,
+        piped: raw.piped,
+        input,
+        action,
+        kind,
+        fields,
+        message,
+    })
+}
+
+impl Rules {
+    /// Decides one call.
+    pub(crate) fn decide(&self, call: &Call<'_>) -> Decision {
+        let command = call.tool_input.get("command").and_then(Value::as_str);
+        match command {
+            Some(command) if self.shell_tools.iter().any(|t| t == call.tool_name) => {
+                self.decide_shell(call, command)
+            }
+            _ => self.decide_plain(call),
+        }
+    }
+
+    fn decide_plain(&self, call: &Call<'_>) -> Decision {
+        for rule in &self.rules {
+            if rule.is_shell_only() || !glob(&rule.tool, call.tool_name) {
+                continue;
+            }
+            let mut captures = BTreeMap::new();
+            if !input_matches(rule, call.tool_input, &mut captures) {
+                continue;
+            }
+            let scope = Scope {
+                call,
+                captures: &captures,
+                segment: None,
+            };
+            return verdict(rule, &scope);
+        }
+        Decision::Unmatched
+    }
+
+    fn decide_shell(&self, call: &Call<'_>, command: &str) -> Decision {
+        let line = shell::parse(command);
+        let mut found: Vec<(&Segment, Decision)> = Vec::new();
+        let mut blocked: Option<(bool, Decision)> = None;
+        for segment in &line.segments {
+            let (decision, by_block_rule) = self.decide_segment(call, segment);
+            if let Decision::Block { .. } = decision {
+                // A block rule's own message says more than a route's missing value.
+                if blocked
+                    .as_ref()
+                    .is_none_or(|(rule, _)| by_block_rule && !rule)
+                {
+                    blocked = Some((by_block_rule, decision));
+                }
+                continue;
+            }
+            found.push((segment, decision));
+        }
+        if let Some((_, decision)) = blocked {
+            return decision;
+        }
+        let asks: Vec<&(&Segment, Decision)> = found
+            .iter()
+            .filter(|(_, d)| matches!(d, Decision::Route(_) | Decision::Gate(_)))
+            .collect();
+        if asks.len() > 1 {
+            return Decision::Block {
+                message: format!(
+                    "this command line holds {} commands that need the owner's approval; \
+                     run each as a command of its own",
+                    asks.len()
+                ),
+            };
+        }
+        if let Some((segment, decision)) = asks.first() {
+            if let Decision::Route(ask) = decision {
+                if found.len() > 1 {
+                    return Decision::Block {
+                        message: format!(
+                            "`{}` goes through consentd (rule {}): run it alone, as a command \
+                             of its own, not beside other commands",
+                            segment.text, ask.rule
+                        ),
+                    };
+                }
+                if !line.opaque.is_empty() {
+                    return Decision::Block {
+                        message: format!(
+                            "`{}` goes through consentd (rule {}), and consentd cannot read \
+                             its values through {}: write them out literally",
+                            segment.text,
+                            ask.rule,
+                            line.opaque.join(", ")
+                        ),
+                    };
+                }
+            }
+            return decision.clone();
+        }
+        let all_pass = !found.is_empty()
+            && found
+                .iter()
+                .all(|(_, d)| matches!(d, Decision::Pass { .. }));
+        match (all_pass, found.first()) {
+            (true, Some((_, first))) if line.opaque.is_empty() => first.clone(),
+            _ => Decision::Unmatched,
+        }
+    }
+
+    /// The decision for one command, and whether a block rule made it.
+    fn decide_segment(&self, call: &Call<'_>, segment: &Segment) -> (Decision, bool) {
+        for rule in &self.rules {
+            if !glob(&rule.tool, call.tool_name) || !segment_matches(rule, segment) {
+                continue;
+            }
+            let mut captures = BTreeMap::new();
+            if let Some(args) = &rule.args {
+                match args.captures(&segment.args()) {
+                    Some(found) => collect(args, &found, &mut captures),
+                    None => continue,
+                }
+            }
+            if !input_matches(rule, call.tool_input, &mut captures) {
+                continue;
+            }
+            let scope = Scope {
+                call,
+                captures: &captures,
+                segment: Some(segment),
+            };
+            return (verdict(rule, &scope), rule.action == Action::Block);
+        }
+        (Decision::Unmatched, false)
+    }
+}
+
+fn segment_matches(rule: &Rule, segment: &Segment) -> bool {
+    if let Some(piped) = rule.piped {
+        if piped != segment.piped {
+            return false;
+        }
+    }
+    if rule.programs.is_empty() {
+        return true;
+    }
+    let (Some(program), Some(word)) = (segment.program(), segment.program_word()) else {
+        return false;
+    };
+    rule.programs.iter().any(|pattern| {
+        if pattern.contains('/') {
+            glob(pattern, word)
+        } else {
+            glob(pattern, program)
+        }
+    })
+}
+
+fn input_matches(rule: &Rule, input: &Value, captures: &mut BTreeMap<String, String>) -> bool {
+    for (key, regex) in &rule.input {
+        let Some(value) = input.get(key).map(value_text) else {
+            return false;
+        };
+        match regex.captures(&value) {
+            Some(found) => collect(regex, &found, captures),
+            None => return false,
+        }
+    }
+    true
+}
+
+fn collect(regex: &Regex, found: &regex::Captures<'_>, into: &mut BTreeMap<String, String>) {
+    for name in regex.capture_names().flatten() {
+        if let Some(m) = found.name(name) {
+            into.insert(name.to_owned(), m.as_str().to_owned());
+        }
+    }
+}
+
+/// A JSON value as text: a string as it is, anything else as compact JSON.
+fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// What a template may name.
+struct Scope<'a> {
+    call: &'a Call<'a>,
+    captures: &'a BTreeMap<String, String>,
+    segment: Option<&'a Segment>,
+}
+
+fn verdict(rule: &Rule, scope: &Scope<'_>) -> Decision {
+    match rule.action {
+        Action::Pass => Decision::Pass {
+            rule: rule.name.clone(),
+        },
+        Action::Block => Decision::Block {
+            message: rule.message.clone(),
+        },
+        Action::Route | Action::Gate => match build_ask(rule, scope) {
+            Ok(ask) if rule.action == Action::Route => Decision::Route(ask),
+            Ok(ask) => Decision::Gate(ask),
+            Err(message) => Decision::Block {
+                message: format!("rule {}: {message}", rule.name),
+            },
+        },
+    }
+}
+
+fn build_ask(rule: &Rule, scope: &Scope<'_>) -> Result<Ask, String> {
+    let render = |t: &Option<Template>| t.as_ref().map(|t| t.render(scope)).transpose();
+    let mut fields = BTreeMap::new();
+    for (key, template) in &rule.fields {
+        fields.insert(key.clone(), template.render(scope)?);
+    }
+    let text = match rule.action {
+        // The card shows exactly what the agent will be let to run: the whole call.
+        Action::Gate => Some(shown_call(scope.call)),
+        _ => render(&rule.text)?,
+    };
+    Ok(Ask {
+        rule: rule.name.clone(),
+        kind: rule.kind.clone(),
+        target: render(&rule.target)?,
+        text,
+        fields,
+        cost_usd: render(&rule.cost_usd)?,
+    })
+}
+
+/// The whole call as a gate's card shows it: a shell command as written, any other tool's
+/// input as its name and pretty JSON.
+pub(crate) fn shown_call(call: &Call<'_>) -> String {
+    if let Some(command) = call.tool_input.get("command").and_then(Value::as_str) {
+        if call.tool_input.as_object().is_some_and(|o| {
+            o.keys()
+                .all(|k| matches!(k.as_str(), "command" | "description"))
+        }) {
+            return command.to_owned();
+        }
+    }
+    let input = serde_json::to_string_pretty(call.tool_input).unwrap_or_default();
+    format!("{}\n{input}", call.tool_name)
+}
+
+/// A value built from text and `{name}` placeholders (`{{` and `}}` for braces).
+#[derive(Debug, Clone)]
+struct Template {
+    parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone)]
+enum Part {
+    Text(String),
+    Name(String),
+}
+
+/// The names every template may use besides the rule's own captures.
+const BUILTIN_NAMES: &[&str] = &["command", "segment", "program", "args", "tool", "cwd"];
+
+impl Template {
+    fn parse(source: &str, captures: &[String]) -> Result<Self, String> {
+        let mut parts = Vec::new();
+        let mut text = String::new();
+        let mut chars = source.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '{' if chars.peek() == Some(&'{') => {
+                    chars.next();
+                    text.push('{');
+                }
+                '}' if chars.peek() == Some(&'}') => {
+                    chars.next();
+                    text.push('}');
+                }
+                '{' => {
+                    let name: String = chars.by_ref().take_while(|&c| c != '}').collect();
+                    let known = BUILTIN_NAMES.contains(&name.as_str())
+                        || captures.contains(&name)
+                        || name.strip_prefix("input.").is_some_and(|k| !k.is_empty());
+                    if !known {
+                        return Err(format!(
+                            "{{{name}}} names nothing: use a capture of this rule's regexes, \
+                             input.NAME, or one of {}",
+                            BUILTIN_NAMES.join(", ")
+                        ));
+                    }
+                    if !text.is_empty() {
+                        parts.push(Part::Text(std::mem::take(&mut text)));
+                    }
+                    parts.push(Part::Name(name));
+                }
+                '}' => return Err("a lone `}`: write `}}` for a brace".into()),
+                _ => text.push(c),
+            }
+        }
+        if !text.is_empty() {
+            parts.push(Part::Text(text));
+        }
+        Ok(Self { parts })
+    }
+
+    fn render(&self, scope: &Scope<'_>) -> Result<String, String> {
+        let mut out = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Text(text) => out.push_str(text),
+                Part::Name(name) => out.push_str(&lookup(name, scope)?),
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn lookup(name: &str, scope: &Scope<'_>) -> Result<String, String> {
+    if let Some(value) = scope.captures.get(name) {
+        return Ok(value.clone());
+    }
+    let missing = || format!("the call has no {name} for {{{name}}}");
+    if let Some(key) = name.strip_prefix("input.") {
+        return scope
+            .call
+            .tool_input
+            .get(key)
+            .map(value_text)
+            .ok_or_else(|| format!("the tool input has no argument {key:?} for {{{name}}}"));
+    }
+    let segment = scope.segment;
+    match name {
+        "command" => scope
+            .call
+            .tool_input
+            .get("command")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(missing),
+        "segment" => segment.map(|s| s.text.clone()).ok_or_else(missing),
+        "program" => segment
+            .and_then(|s| s.program().map(str::to_owned))
+            .ok_or_else(missing),
+        "args" => segment.map(Segment::args).ok_or_else(missing),
+        "tool" => Ok(scope.call.tool_name.to_owned()),
+        "cwd" => scope.call.cwd.map(str::to_owned).ok_or_else(missing),
+        // A capture group that did not take part in the match.
+        _ => Err(format!("the capture {name} matched nothing")),
+    }
+}
+
+/// Matches `text` against a glob with `*` (any run) and `?` (any one character).
+pub(crate) fn glob(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+#[cfg(test)]
+#[path = "rules_tests.rs"]
+mod tests;

@@ -1,0 +1,134 @@
+//! The hooks' gate: an approval-only category (`mode = "approve"`), where the agent runs the
+//! command itself once the owner approves it. An approval allows exactly the input the card
+//! was made from (Claude Code's `updatedInput`); a No denies; a wait past `--max-wait`
+//! withdraws the ask and denies; `--origin` puts the agent and its directory on the card.
+//!
+//! These need the daemon's protocol additions (approve categories, `withdraw`, `origin`):
+//! register this module in main.rs once they are merged.
+
+use serde_json::json;
+
+use crate::fixture::Daemon;
+use crate::hooks::{
+    answer, answered, codex_decision, event as fixture_event, finish, permission_decision,
+    pre_tool_use, record_id, rules_file, spawn_hook, unanswered, Press,
+};
+
+/// An approval-only category for shell commands, as docs/HOOKS.md sets it up.
+const SHELL_CATEGORY: &str = r#"
+[categories.shell]
+label = { en = "Run a shell command" }
+class = "external"
+mode = "approve"
+enabled = true
+text = "required"
+fields = ["cwd"]
+"#;
+
+const GATE_RULES: &str = r#"
+[[rule]]
+name = "build"
+tool = "Bash"
+program = ["make", "npm"]
+action = "gate"
+kind = "shell"
+fields = { cwd = "{cwd}" }
+"#;
+
+fn daemon() -> Daemon {
+    Daemon::builder().config_tail(SHELL_CATEGORY).start()
+}
+
+#[test]
+fn a_gated_command_the_owner_approves_is_allowed_exactly_as_shown() {
+    let daemon = daemon();
+    let rules = rules_file(daemon.dir.path(), GATE_RULES);
+    let gated = |agent: &str, fixture: &str, command: &str| {
+        let event = fixture_event(fixture, Some(command));
+        let output = answered(&daemon, &rules, agent, &event, command, Press::Yes);
+        (event, output)
+    };
+
+    let (event, output) = gated(
+        "claude-code",
+        "claude-code/pre_tool_use_bash",
+        "make yes-pre",
+    );
+    let (decision, reason) = pre_tool_use(&output);
+    assert_eq!(decision, "allow", "{reason}");
+    assert!(reason.contains("approved by the owner"), "{reason}");
+    assert_eq!(
+        answer(&output)["hookSpecificOutput"]["updatedInput"],
+        event["tool_input"]
+    );
+    // Nothing runs in consentd for an approval-only category.
+    assert_eq!(daemon.runs(), 0);
+
+    let fixture = "claude-code/permission_request_bash";
+    let (event, output) = gated("claude-code", fixture, "make yes-request");
+    assert_eq!(
+        permission_decision(&output),
+        json!({"behavior": "allow", "updatedInput": event["tool_input"]})
+    );
+
+    let (_, output) = gated("codex", "codex/permission_request_bash", "make yes-codex");
+    assert_eq!(codex_decision(&output), json!({"behavior": "allow"}));
+}
+
+#[test]
+fn a_gated_command_the_owner_declines_is_denied() {
+    let daemon = daemon();
+    let rules = rules_file(daemon.dir.path(), GATE_RULES);
+    for (agent, fixture) in [
+        ("claude-code", "claude-code/pre_tool_use_bash"),
+        ("claude-code", "claude-code/permission_request_bash"),
+        ("codex", "codex/permission_request_bash"),
+    ] {
+        let command = format!("npm run no-{}", fixture.replace('/', "-"));
+        let event = fixture_event(fixture, Some(&command));
+        let output = answered(&daemon, &rules, agent, &event, &command, Press::No);
+        let message = if fixture.ends_with("pre_tool_use_bash") {
+            let (decision, reason) = pre_tool_use(&output);
+            assert_eq!(decision, "deny");
+            reason
+        } else {
+            let decision = permission_decision(&output);
+            assert_eq!(decision["behavior"], "deny", "{decision}");
+            decision["message"].as_str().unwrap().to_owned()
+        };
+        assert!(message.contains("declined by the owner"), "{message}");
+    }
+}
+
+#[test]
+fn a_gate_past_max_wait_is_withdrawn_and_denied() {
+    let daemon = daemon();
+    let rules = rules_file(daemon.dir.path(), GATE_RULES);
+    let event = fixture_event("claude-code/pre_tool_use_bash", Some("make gate-timeout"));
+    let output = unanswered(&daemon, &rules, &event);
+    let (decision, reason) = pre_tool_use(&output);
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("the ask was withdrawn"), "{reason}");
+    let withdrawn = daemon.wait_for_event("withdrawn");
+    assert_eq!(withdrawn["kind"], "shell");
+    daemon.wait_state(&record_id(&reason), "withdrawn");
+}
+
+#[test]
+fn the_origin_line_names_the_agent_and_its_directory() {
+    let daemon = daemon();
+    let rules = rules_file(daemon.dir.path(), GATE_RULES);
+    let event = fixture_event("claude-code/pre_tool_use_bash", Some("make gate-origin"));
+    let hook = spawn_hook(
+        "claude-code",
+        &rules,
+        &daemon.socket,
+        &["--origin"],
+        event.to_string().as_bytes(),
+    );
+    let card = daemon.card_of("make gate-origin");
+    let text = card.text.clone().unwrap_or_default();
+    assert!(text.contains("Claude Code · /home/mila/src/blog"), "{text}");
+    daemon.press_yes(&card);
+    assert_eq!(pre_tool_use(&finish(hook)).0, "allow");
+}

@@ -1,0 +1,149 @@
+//! The session's newer subcommands: `kinds`, `withdraw`, and Ctrl-C on a waiting `ask`.
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::{json, Value};
+
+use crate::fixture::{consentd, stderr, stdout, Daemon};
+
+fn ask_args<'a>(text: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "ask",
+        "--kind",
+        "publish_x",
+        "--target",
+        "@mila_news",
+        "--text",
+        text,
+        "--field",
+        "reply_to=https://example.org/1",
+        "--cost-usd",
+        "0.04",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+fn newest_id(daemon: &Daemon) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let page = daemon.request(&json!({"v": 1, "op": "list"}));
+        if let Some(id) = page["records"][0]["id"].as_str() {
+            return id.to_owned();
+        }
+        assert!(std::time::Instant::now() < deadline, "no record appeared");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn interrupt(child: &std::process::Child) {
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+}
+
+#[test]
+fn ctrl_c_on_a_waiting_ask_withdraws_it_and_exits_9() {
+    let daemon = Daemon::start();
+    let child = daemon.cli_spawn(&ask_args("Interrupted", &[]));
+    let id = newest_id(&daemon);
+    let card = daemon.card_of(&id);
+    interrupt(&child);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(9), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(&format!("withdrew {id}")),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(daemon.wait_state(&id, "withdrawn")["final"], true);
+    // The card lost its buttons; a press on the old ones changes nothing.
+    daemon.wait_for("the card loses its buttons", |bot| {
+        bot.messages(crate::fixture::OWNER)
+            .iter()
+            .any(|m| m.message_id == card.message_id && m.buttons().is_empty())
+    });
+    daemon.press_yes(&card);
+    daemon.settle();
+    assert_eq!(daemon.runs(), 0);
+    let verify = consentd(&["journal", "verify", daemon.journal.to_str().unwrap()]);
+    assert!(verify.status.success(), "{verify:?}");
+}
+
+#[test]
+fn ctrl_c_with_keep_open_leaves_the_ask_to_the_owner_and_exits_8() {
+    let daemon = Daemon::start();
+    let child = daemon.cli_spawn(&ask_args("Kept open", &["--keep-open"]));
+    let id = newest_id(&daemon);
+    daemon.card_of(&id);
+    interrupt(&child);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(8), "{}", stderr(&output));
+    assert_eq!(stdout(&output).trim(), id);
+    assert_eq!(daemon.wait_state(&id, "card_shown")["final"], false);
+    daemon.press_yes(&daemon.card_of(&id));
+    daemon.wait_state(&id, "executed");
+}
+
+#[test]
+fn withdraw_exits_9_then_3_once_the_owner_answered_and_1_for_no_such_record() {
+    let daemon = Daemon::start();
+    let open = daemon.request(&crate::fixture::good_ask("To withdraw"));
+    let open = open["id"].as_str().unwrap();
+    daemon.card_of(open);
+    let withdrawn = daemon.cli(&["withdraw", open]);
+    assert_eq!(withdrawn.status.code(), Some(9), "{}", stderr(&withdrawn));
+    let again = daemon.cli(&["withdraw", open, "--json"]);
+    assert_eq!(
+        again.status.code(),
+        Some(9),
+        "withdrawing twice is the same answer"
+    );
+    let line: Value = serde_json::from_str(stdout(&again).trim()).unwrap();
+    assert_eq!(line["status"], "withdrawn");
+
+    let answered = daemon.request(&crate::fixture::good_ask("Already declined"));
+    let answered = answered["id"].as_str().unwrap();
+    daemon.press_no(&daemon.card_of(answered));
+    daemon.wait_state(answered, "declined");
+    let late = daemon.cli(&["withdraw", answered]);
+    assert_eq!(late.status.code(), Some(3), "{}", stderr(&late));
+    assert!(
+        stderr(&late).contains("not_withdrawable"),
+        "{}",
+        stderr(&late)
+    );
+    assert_eq!(
+        daemon.wait_state(answered, "declined")["status"],
+        "declined"
+    );
+
+    let none = daemon.cli(&["withdraw", "r_00000000000000000000"]);
+    assert_eq!(none.status.code(), Some(1), "{}", stderr(&none));
+}
+
+#[test]
+fn kinds_lists_every_category_with_what_it_takes() {
+    let daemon = Daemon::start();
+    let output = daemon.cli(&["kinds"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    let kinds: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(kinds, ["publish_x", "send_letter", "wipe_drafts"], "{text}");
+    let publish = text.lines().next().unwrap();
+    for part in [
+        "on",
+        "run",
+        "target required",
+        "fields [reply_to]",
+        "cost request",
+        "Post to X",
+    ] {
+        assert!(publish.contains(part), "{part} in {publish}");
+    }
+    assert!(text.lines().nth(2).unwrap().contains(" off "), "{text}");
+    let json = daemon.cli(&["kinds", "--json"]);
+    let answer: Value = serde_json::from_str(stdout(&json).trim()).unwrap();
+    assert_eq!(answer["kinds"][0]["fields"], json!(["reply_to"]));
+}
