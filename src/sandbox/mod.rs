@@ -248,7 +248,7 @@ impl Banner {
             "env": {"CONSENTD_SOCKET": socket},
         }}});
         let hook_command = format!(
-            "CONSENTD_SOCKET={} {} hook claude-code --rules {} --origin 'Claude Code · sandbox'",
+            "CONSENTD_SOCKET={} {} hook claude-code --rules {}",
             shell_quote(&socket),
             shell_quote(&exe),
             shell_quote(&self.layout.rules.display().to_string()),
