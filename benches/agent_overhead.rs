@@ -136,6 +136,54 @@ fn cli(socket: &Path) -> Duration {
     started.elapsed()
 }
 
+/// The hook's rules: `post TEXT` in Bash is routed to `publish_x`.
+const RULES: &str = r#"
+[[rule]]
+name = "post"
+tool = "Bash"
+program = "post"
+args = '^(?P<text>.+)$'
+action = "route"
+kind = "publish_x"
+target = "@a"
+text = "{text}"
+cost_usd = "0.04"
+fields = { reply_to = "https://example.org/1" }
+"#;
+
+fn hook(socket: &Path, rules: &Path) -> Duration {
+    let event = json!({
+        "session_id": "bench", "transcript_path": "/tmp/t.jsonl", "cwd": "/tmp",
+        "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": format!("post {TEXT}")}, "tool_use_id": "toolu_bench",
+    });
+    let started = Instant::now();
+    let mut child = Command::new(BIN)
+        .args(["hook", "claude-code", "--no-origin", "--rules"])
+        .arg(rules)
+        .arg("--socket")
+        .arg(socket)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(event.to_string().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let elapsed = started.elapsed();
+    let answer: Value = serde_json::from_slice(&output.stdout).expect("the hook's answer");
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{answer}"
+    );
+    elapsed
+}
+
 fn summary(
     name: &str,
     mut times: Vec<Duration>,
@@ -165,15 +213,20 @@ fn main() {
     let socket = daemon.socket.clone();
     std::thread::sleep(Duration::from_millis(300));
     let mut mcp = Mcp::start(&socket);
+    let rules = daemon.dir.path().join("rules.toml");
+    std::fs::write(&rules, RULES).unwrap();
     // Interleaved, so that whatever the disk does meanwhile falls on every column alike.
-    let (mut direct_times, mut mcp_times, mut cli_times) = (vec![], vec![], vec![]);
+    let (mut direct_times, mut mcp_times, mut cli_times, mut hook_times) =
+        (vec![], vec![], vec![], vec![]);
     for _ in 0..asks {
         direct_times.push(direct(&socket));
         mcp_times.push(mcp.ask());
         cli_times.push(cli(&socket));
+        hook_times.push(hook(&socket, &rules));
     }
     println!("{asks} asks per column, each refused at once (recorded and journaled)");
     let base = summary("direct socket", direct_times, None);
     summary("consentd mcp (tools/call)", mcp_times, Some(base));
     summary("consentd ask (a process)", cli_times, Some(base));
+    summary("consentd hook claude-code", hook_times, Some(base));
 }

@@ -606,9 +606,10 @@ mod tests {
     #[test]
     fn ask_mandate_and_status_list_their_exit_codes() {
         for (text, codes) in [
-            (ASK_EXIT_CODES, &[0, 1, 2, 3, 4, 5, 6, 7, 8][..]),
-            (STATUS_EXIT_CODES, &[0, 1, 2, 3, 4, 5, 6, 7, 8][..]),
+            (ASK_EXIT_CODES, &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9][..]),
+            (STATUS_EXIT_CODES, &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9][..]),
             (MANDATE_EXIT_CODES, &[0, 1, 2, 3, 4, 5, 8][..]),
+            (WITHDRAW_EXIT_CODES, &[9, 1, 2, 3][..]),
         ] {
             let listed: Vec<u8> = text
                 .lines()

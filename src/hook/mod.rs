@@ -61,10 +61,10 @@ pub(crate) struct HookArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 540,
           value_parser = clap::value_parser!(u64).range(1..))]
     max_wait: u64,
-    /// Send an origin line with each ask ("Claude Code · ~/src/blog"); needs a daemon that
-    /// knows `origin`
+    /// Send no origin line with the asks (by default each card shows where it comes from:
+    /// the agent and its working directory, "Claude Code · ~/src/blog")
     #[arg(long)]
-    origin: bool,
+    no_origin: bool,
 }
 
 /// Runs the hook; whatever happens inside, the exit code never lets a failed call through.
@@ -185,7 +185,7 @@ fn decide(agent: Agent, args: &HookArgs, event: &Event) -> Verdict {
         socket: client::socket_path(args.socket.clone()),
         max_wait: Duration::from_secs(args.max_wait),
         idempotency_key: event.idempotency_key(),
-        origin: args.origin.then(|| event.origin(agent, home.as_deref())),
+        origin: (!args.no_origin).then(|| event.origin(agent, home.as_deref())),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

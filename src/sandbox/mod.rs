@@ -39,7 +39,13 @@ pub(crate) struct Layout {
     pub state_dir: PathBuf,
     pub journal: PathBuf,
     pub socket: PathBuf,
+    /// The rules `consentd hook` reads in the lines the sandbox prints.
+    pub rules: PathBuf,
 }
+
+/// The hook's rules for the sandbox: the example blog agent's (examples/hooks/rules.toml), whose
+/// categories the sandbox has.
+pub(crate) const HOOK_RULES: &str = include_str!("../../examples/hooks/rules.toml");
 
 impl Layout {
     pub(crate) fn new(dir: &Path) -> Layout {
@@ -49,6 +55,7 @@ impl Layout {
             state_dir: dir.join("state"),
             journal: dir.join("state/decisions.jsonl"),
             socket: dir.join("consent.sock"),
+            rules: dir.join("hook-rules.toml"),
         }
     }
 }
@@ -96,6 +103,7 @@ fn run_in(layout: &Layout, port: Option<u16>, fresh: bool) -> anyhow::Result<()>
     let page_addr = page_listener.local_addr()?;
     let text = config_text(layout, &api_url, nix::unistd::getuid().as_raw())?;
     write_private(&layout.config, &text)?;
+    write_private(&layout.rules, HOOK_RULES)?;
     let config = crate::config::load(&layout.config)?;
     let language = config.owner.language.unwrap_or(Language::En);
     let titles = card_titles(&config)?;
@@ -229,6 +237,34 @@ impl Banner {
         )
     }
 
+    /// What hooks Claude Code to this sandbox: the MCP server for `.mcp.json`, and the hook
+    /// for `.claude/settings.json`, with this sandbox's socket and rules file.
+    fn agent_lines(&self) -> String {
+        let exe = self.exe.display().to_string();
+        let socket = self.layout.socket.display().to_string();
+        let mcp = serde_json::json!({"mcpServers": {"consentd": {
+            "command": exe,
+            "args": ["mcp", "--origin", "Claude Code · sandbox", "--approval-kind", "shell"],
+            "env": {"CONSENTD_SOCKET": socket},
+        }}});
+        let hook_command = format!(
+            "CONSENTD_SOCKET={} {} hook claude-code --rules {}",
+            shell_quote(&socket),
+            shell_quote(&exe),
+            shell_quote(&self.layout.rules.display().to_string()),
+        );
+        let hooks = serde_json::json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
+            {"type": "command", "command": hook_command, "timeout": 600}]}]}});
+        format!(
+            "To hook Claude Code to this sandbox (docs/AGENT-AUTHOR.md, docs/HOOKS.md): its tools,\n\
+             in .mcp.json:\n\n  {mcp}\n\n\
+             and its tool calls, by the rules in {rules}, in .claude/settings.json:\n\n  {hooks}\n\n\
+             shell is approval-only: on Yes the agent runs the command itself; `consentd kinds` lists\n\
+             every kind.\n",
+            rules = self.layout.rules.display(),
+        )
+    }
+
     fn print(&self) {
         let kept = if self.fresh {
             " (removed when the sandbox stops; --state-dir keeps one)"
@@ -248,11 +284,13 @@ impl Banner {
              \x20 always_fails (--text): its command fails; ask exits 6 (failed)\n\
              \x20 always_hangs (--text): its command runs past its {HANG_TIMEOUT} timeout and is \
              killed; ask exits 7 (outcome_unknown)\n\
+             \n{}\n\
              Stop with Ctrl-C.\n",
             self.layout.dir.display(),
             self.layout.socket.display(),
             self.page,
             self.ask_line(),
+            self.agent_lines(),
         );
         // A closed stdout must not stop the sandbox; the page still works.
         crate::output::write(Stream::Stdout, format_args!("{text}"), "");
@@ -337,9 +375,9 @@ fn hanging_command() -> String {
 /// (and its test) costs a few seconds.
 pub(crate) const HANG_TIMEOUT: &str = "3s";
 
-/// The sandbox's config: the owner preset, English, UTC, no quiet hours, and five sample
-/// categories, all on: three whose commands only echo, one whose command fails and one whose
-/// command hangs past its timeout.
+/// The sandbox's config: the owner preset, English, UTC, no quiet hours, and six sample
+/// categories, all on: three whose commands only echo, one whose command fails, one whose
+/// command hangs past its timeout, and an approval-only `shell`.
 pub(crate) fn config_text(layout: &Layout, api_url: &str, uid: u32) -> anyhow::Result<String> {
     Ok(format!(
         r#"# Written by `consentd sandbox` at each start; edits are overwritten.
@@ -407,6 +445,17 @@ text = "required"
 command = {fails}
 timeout = "10s"
 
+# Approval-only: the agent runs the command itself once the owner approves it (the hook's gate
+# rules and the MCP server's approval_prompt ask with it). consentd runs nothing.
+[categories.shell]
+label = {{ en = "Run a shell command", ru = "Выполнить команду", pt = "Executar um comando" }}
+class = "external"
+mode = "approve"
+enabled = true
+text = "required"
+fields = ["cwd"]
+field_labels.cwd = {{ en = "In", ru = "В папке", pt = "Em" }}
+
 [categories.always_hangs]
 label = {{ en = "Always hangs (sandbox)", ru = "Всегда зависает (песочница)", pt = "Sempre trava (sandbox)" }}
 class = "external"
@@ -452,7 +501,8 @@ mod tests {
                 "always_hangs",
                 "delete_post",
                 "generate_image",
-                "publish_x"
+                "publish_x",
+                "shell"
             ]
         );
         assert!(config.categories.values().all(|c| c.enabled));
@@ -461,6 +511,45 @@ mod tests {
             config.categories["always_hangs"].timeout,
             Duration::from_secs(3)
         );
+    }
+
+    #[test]
+    fn the_printed_hook_rules_route_and_gate_to_the_sandboxs_own_kinds() {
+        use crate::hook::rules::{self, Call, Decision};
+        let layout = Layout::new(Path::new("/tmp/x"));
+        let config =
+            crate::config::parse(&config_text(&layout, "http://127.0.0.1:1", 0).unwrap(), "s")
+                .unwrap();
+        let rules = rules::parse(HOOK_RULES).unwrap_or_else(|e| panic!("{e}"));
+        let bash = |command: &str| serde_json::json!({ "command": command });
+        let decide = |input: &serde_json::Value| {
+            rules.decide(&Call {
+                tool_name: "Bash",
+                tool_input: input,
+                cwd: Some("/home/mila/blog"),
+            })
+        };
+        let Decision::Gate(gate) = decide(&bash("rm -rf build")) else {
+            panic!("a shell command is gated");
+        };
+        assert_eq!(
+            config.categories[&gate.kind].mode,
+            crate::config::Mode::Approve
+        );
+        assert_eq!(gate.fields["cwd"], "/home/mila/blog");
+        let Decision::Route(route) = decide(&bash("blog-post --to @mila_news Hello")) else {
+            panic!("a post is routed");
+        };
+        assert_eq!(
+            config.categories[&route.kind].mode,
+            crate::config::Mode::Run
+        );
+        assert_eq!(route.target.as_deref(), Some("@mila_news"));
+        assert!(matches!(decide(&bash("ls -la")), Decision::Pass { .. }));
+        assert!(matches!(
+            decide(&bash("curl https://x | sh")),
+            Decision::Block { .. }
+        ));
     }
 
     /// Runs a sandbox category's command as the executor does: its argv, an empty environment,
@@ -502,7 +591,7 @@ mod tests {
         let layout = Layout::new(Path::new("/tmp/x"));
         let text = config_text(&layout, "http://127.0.0.1:1", 0).unwrap();
         let titles = card_titles(&crate::config::parse(&text, "sandbox").unwrap()).unwrap();
-        assert_eq!(titles.len(), 5 * 3 * 2);
+        assert_eq!(titles.len(), 6 * 3 * 2);
         assert_eq!(titles["Delete a post (destructive)"], "destructive");
         assert_eq!(titles["СРОЧНО\nУдалить пост (необратимое)"], "destructive");
         assert_eq!(titles["Gerar uma imagem (com custo)"], "spend");

@@ -64,15 +64,11 @@ fn ask_mandate_and_status_list_their_exit_codes_in_their_help() {
     let ask = [(0, "executed"), (1, "could not talk to consentd"), usage]
         .into_iter()
         .chain(RUN_ENDS)
-        .chain([(8, "pending")]);
-    let status = [
-        (0, "executed, or a granted mandate"),
-        (1, "no such record"),
-        usage,
-    ]
-    .into_iter()
-    .chain(RUN_ENDS)
-    .chain([(8, "still open")]);
+        .chain([(8, "pending"), (9, "withdrawn")]);
+    let status = [(0, "executed, approved"), (1, "no such record"), usage]
+        .into_iter()
+        .chain(RUN_ENDS)
+        .chain([(8, "still open"), (9, "withdrawn")]);
     let mandate = [(0, "granted"), (1, "could not talk to consentd"), usage]
         .into_iter()
         .chain(RUN_ENDS[..3].iter().copied())

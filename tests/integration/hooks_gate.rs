@@ -1,7 +1,7 @@
 //! The hooks' gate: an approval-only category (`mode = "approve"`), where the agent runs the
 //! command itself once the owner approves it. An approval allows exactly the input the card
 //! was made from (Claude Code's `updatedInput`); a No denies; a wait past `--max-wait`
-//! withdraws the ask and denies; `--origin` puts the agent and its directory on the card.
+//! withdraws the ask and denies; the origin line puts the agent and its directory on the card.
 //!
 //! These need the daemon's protocol additions (approve categories, `withdraw`, `origin`):
 //! register this module in main.rs once they are merged.
@@ -115,7 +115,7 @@ fn a_gate_past_max_wait_is_withdrawn_and_denied() {
 }
 
 #[test]
-fn the_origin_line_names_the_agent_and_its_directory() {
+fn the_origin_line_names_the_agent_and_its_directory_by_default() {
     let daemon = daemon();
     let rules = rules_file(daemon.dir.path(), GATE_RULES);
     let event = fixture_event("claude-code/pre_tool_use_bash", Some("make gate-origin"));
@@ -123,7 +123,7 @@ fn the_origin_line_names_the_agent_and_its_directory() {
         "claude-code",
         &rules,
         &daemon.socket,
-        &["--origin"],
+        &[],
         event.to_string().as_bytes(),
     );
     let card = daemon.card_of("make gate-origin");

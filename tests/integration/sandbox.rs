@@ -216,7 +216,7 @@ fn a_press_on_the_page_is_a_callback_the_daemon_accepts() {
     ]);
     assert_eq!(check.status.code(), Some(0), "{}", stdout(&check));
     assert!(
-        stdout(&check).starts_with("ok: 5 categories (5 on)"),
+        stdout(&check).starts_with("ok: 6 categories (6 on)"),
         "{}",
         stdout(&check)
     );

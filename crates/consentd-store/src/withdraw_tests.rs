@@ -247,10 +247,10 @@ fn migration_8_keeps_every_record_and_what_names_it() {
              PRAGMA foreign_keys = ON;
              INSERT INTO records (id, peer_uid, kind, digest, state, created_at, stderr,
                                   decline_reason)
-                 VALUES ('r_old', 1000, 'publish_x', 'd1', 'card_shown',
+                 VALUES ('r_old', 1000, 'publish_x', 'd1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1', 'card_shown',
                          '2026-11-29T11:00:00.000Z', 'err', 'because');
              INSERT INTO records (id, peer_uid, kind, digest, subject, state, created_at)
-                 VALUES ('r_mandate', 1000, 'publish_x', 'd2', 'mandate', 'granted',
+                 VALUES ('r_mandate', 1000, 'publish_x', 'd2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2', 'mandate', 'granted',
                          '2026-11-29T11:00:00.000Z');
              INSERT INTO mandates (id, kind, targets, days, usd_per_day, actions_per_day)
                  VALUES ('r_mandate', 'publish_x', '[]', 1, '0.00', 1);
