@@ -193,7 +193,7 @@ fn summary(
     let (p50, p99) = (percentile(&times, 0.50), percentile(&times, 0.99));
     let ratio = baseline.map_or(String::new(), |(b50, b99)| {
         format!(
-            "  (+{:.3} ms p50, +{:.3} ms p99 over direct)",
+            "  ({:+.3} ms p50, {:+.3} ms p99 against direct)",
             (p50.as_secs_f64() - b50.as_secs_f64()) * 1e3,
             (p99.as_secs_f64() - b99.as_secs_f64()) * 1e3
         )

@@ -32,8 +32,9 @@ use rpc::{Incoming, RpcError};
 /// The revision this server implements; an `initialize` naming one it also speaks gets that one
 /// echoed, anything else gets this (the client then decides whether to go on).
 pub(crate) const PROTOCOL_VERSION: &str = "2025-11-25";
-/// Revisions whose tool calls, progress and cancellation are what this server does.
-const SPOKEN_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+/// Revisions whose tool calls, progress and cancellation are what this server does. Not
+/// 2025-03-26, whose servers must take JSON-RPC batches.
+const SPOKEN_VERSIONS: [&str; 2] = ["2025-11-25", "2025-06-18"];
 
 /// The longest line read from stdin. Attachments travel as file paths, never as bytes, so a
 /// legitimate message is small; a longer line is answered with a parse error and skipped.

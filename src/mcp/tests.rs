@@ -144,7 +144,7 @@ async fn initialize_echoes_a_revision_it_speaks_and_offers_its_own_otherwise() {
     let cases = [
         ("2025-11-25", "2025-11-25"),
         ("2025-06-18", "2025-06-18"),
-        ("2025-03-26", "2025-03-26"),
+        ("2025-03-26", "2025-11-25"),
         ("2024-11-05", "2025-11-25"),
         ("2026-07-28", "2025-11-25"),
     ];
@@ -520,5 +520,37 @@ async fn final_answers_become_results_that_say_whether_to_retry() {
         let text = result["content"][0]["text"].as_str().unwrap();
         assert!(text.contains(says), "{line}: {text}");
         daemon.requests.recv().await.unwrap();
+    }
+}
+
+#[test]
+fn attachments_are_read_only_from_regular_files_and_never_past_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let big = dir.path().join("big.bin");
+    std::fs::write(&big, vec![0u8; (20 << 20) + 1]).unwrap();
+    let exact = dir.path().join("exact.bin");
+    std::fs::write(&exact, vec![7u8; 20 << 20]).unwrap();
+    let cases: [(&std::path::Path, Option<&str>); 5] = [
+        // A FIFO would block the read forever waiting for a writer.
+        (&fifo, Some("not a regular file")),
+        (
+            std::path::Path::new("/dev/zero"),
+            Some("not a regular file"),
+        ),
+        (dir.path(), Some("not a regular file")),
+        (&big, Some("more than the 20971520 bytes")),
+        (&exact, None),
+    ];
+    for (path, refused) in cases {
+        let read = call::read_bounded(path);
+        match refused {
+            Some(says) => {
+                let error = read.expect_err(&path.display().to_string()).to_string();
+                assert!(error.contains(says), "{}: {error}", path.display());
+            }
+            None => assert_eq!(read.unwrap().len(), 20 << 20),
+        }
     }
 }
