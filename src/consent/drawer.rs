@@ -237,7 +237,9 @@ pub(super) fn with_view<T>(
         tz: consent.config.owner.timezone,
         urgent: record.urgent,
         origin: record.origin.as_deref(),
-        agent_runs: category.is_some_and(|c| c.mode == crate::config::Mode::Approve),
+        // As it was asked: a card says what the owner's Yes will do, whatever the config says
+        // by the time it is drawn.
+        agent_runs: record.agent_runs,
     };
     render(&view)
 }

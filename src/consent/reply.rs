@@ -198,6 +198,7 @@ mod tests {
             mandate_id: None,
             mandate: None,
             mandate_use: None,
+            agent_runs: false,
             decline_reason: reason.map(str::to_owned),
             origin: None,
         }

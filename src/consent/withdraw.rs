@@ -4,7 +4,6 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::config::Mode;
 use crate::store::consent::Finish;
 use crate::store::{Decided, Outgoing, Record, RecordState, StoreError, Withdrawal};
 
@@ -12,12 +11,11 @@ use super::{Consent, Decision};
 
 impl Consent {
     /// Whether `record`'s category is approval-only: the agent runs it, consentd never does.
+    /// As it was asked, not as the config says now: the card told the owner who runs it, and a
+    /// Yes to "the agent runs this; consentd runs nothing" must never start a command. (A
+    /// category that became approval-only after an ask is stopped at the claim instead.)
     pub(super) fn agent_runs(&self, record: &Record) -> bool {
-        record
-            .kind
-            .as_deref()
-            .and_then(|kind| self.config.categories.get(kind))
-            .is_some_and(|category| category.mode == Mode::Approve)
+        record.agent_runs
     }
 
     /// A session takes back its own open ask: withdrawn, and its card (if it was shown) edited

@@ -410,6 +410,8 @@ fn a_pending_ask_held_in_quiet_hours_expires_at_its_ttl_unshown() {
     let daemon = daemon()
         .gate("quiet_hours = \"00:00-23:59\"\nnight_card_limit = 0")
         .start();
+    // Inside the quiet hours whatever the real time is (23:59 is outside them).
+    daemon.set_clock(crate::fixture::noon_today());
     let mut ask = shell_ask("held, with a ttl");
     ask["ttl"] = json!(60);
     ask["wait"] = json!(true);
@@ -544,4 +546,28 @@ command = ["/bin/sh", "{dir}/action.sh"]
     assert_eq!(daemon.runs(), 0, "nothing ran");
     assert_eq!(daemon.wait_for_event("failed")["detail"], "not_started");
     journal_verifies(&daemon, "claim of an approve category", Some(&id));
+}
+
+#[test]
+fn a_yes_does_what_the_card_said_even_when_the_mode_changed_since() {
+    // Asked while `shell` was approval-only: its card says the agent runs it. The daemon comes
+    // back with `shell` running a command; the owner's Yes on that card must still run nothing.
+    let mut daemon = daemon().start();
+    let id = id_of(&daemon.request(&shell_ask("make deploy")));
+    let card = daemon.card_of(&id);
+    daemon.stop_with(nix::sys::signal::Signal::SIGTERM);
+    let config = std::fs::read_to_string(&daemon.config).unwrap();
+    let dir = daemon.dir.path().display().to_string();
+    let runs = config.replace(
+        "mode = \"approve\"\n",
+        &format!("command = [\"/bin/sh\", \"{dir}/action.sh\"]\n"),
+    );
+    assert_ne!(runs, config, "the config changed");
+    std::fs::write(&daemon.config, runs).unwrap();
+    let daemon = daemon.restart();
+    daemon.press_yes(&card);
+    assert_eq!(daemon.wait_state(&id, "approved")["final"], true);
+    daemon.settle();
+    assert_eq!(daemon.runs(), 0, "nothing ran");
+    journal_verifies(&daemon, "a yes after the mode changed", Some(&id));
 }

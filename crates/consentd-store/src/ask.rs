@@ -418,8 +418,9 @@ fn insert_pending(
         .map(|ttl| timestamp(now + ttl));
     tx.execute_cached(
         "INSERT INTO records (id, peer_uid, kind, target, text, fields, cost_usd, digest,
-                              idempotency_key, urgent, state, created_at, origin, expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', ?11, ?12, ?13)",
+                              idempotency_key, urgent, state, created_at, origin, expires_at,
+                              agent_runs)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', ?11, ?12, ?13, ?14)",
         params![
             id,
             ask.peer_uid,
@@ -433,7 +434,8 @@ fn insert_pending(
             ask.urgent,
             timestamp(now),
             action.origin,
-            deadline
+            deadline,
+            ask.agent_runs
         ],
     )?;
     for (position, attachment) in action.attachments.iter().enumerate() {

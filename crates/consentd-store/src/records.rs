@@ -65,6 +65,9 @@ pub struct Record {
     pub decline_reason: Option<String>,
     /// The client's one line on where the ask comes from, when it sent one.
     pub origin: Option<String>,
+    /// Whether its category was approval-only when it was asked, as its card says: then the
+    /// owner's Yes ends it `approved` and nothing runs, whatever the config says by then.
+    pub agent_runs: bool,
 }
 
 /// What every record that was asked has — all but one refused before it had them: the kind
@@ -169,7 +172,8 @@ pub(super) const OPEN_BY_DIGEST: &str =
 const RECORD_COLUMNS: &str = "seq, id, peer_uid, kind, target, text, fields, cost_usd, digest, \
     idempotency_key, urgent, state, reason, message, result, created_at, shown_at, expires_at, \
     decided_at, decided_by, finished_at, subject, mandate_id, decided_by_name, shown_boot, \
-    shown_since_boot_ms, mandate_actions_today, mandate_usd_today, decline_reason, origin";
+    shown_since_boot_ms, mandate_actions_today, mandate_usd_today, decline_reason, origin, \
+    agent_runs";
 
 /// The query [`record_where`] runs: the latest record meeting `condition`.
 pub(super) fn record_where_sql(condition: &str) -> String {
@@ -260,6 +264,7 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
         },
         decline_reason: row.get(28)?,
         origin: row.get(29)?,
+        agent_runs: row.get(30)?,
     })
 }
 

@@ -266,12 +266,16 @@ fn migration_8_keeps_every_record_and_what_names_it() {
         .connection()
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
     let old = db.record("r_old").unwrap().unwrap();
     assert_eq!(old.state, RecordState::CardShown);
     assert_eq!(old.attachments.len(), 1, "its attachment still names it");
     assert_eq!(old.decline_reason.as_deref(), Some("because"));
     assert_eq!(old.origin, None);
+    assert!(
+        !old.agent_runs,
+        "a record from before 0009 was asked of a category that runs"
+    );
     assert_eq!(db.record_message_id("r_old", "card").unwrap(), Some(7));
     let mandate = db.record("r_mandate").unwrap().unwrap();
     assert!(
