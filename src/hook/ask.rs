@@ -15,6 +15,13 @@ use super::rules::Ask;
 /// How long a withdraw may take after the wait is over.
 const WITHDRAW_PATIENCE: Duration = Duration::from_secs(5);
 
+/// How long past `--max-wait` the hook still waits for the daemon's first line (the record's
+/// id) when it has not come yet, so the ask can be withdrawn.
+const FIRST_LINE_GRACE: Duration = Duration::from_secs(5);
+
+/// How often the grace looks for the id.
+const GRACE_STEP: Duration = Duration::from_millis(50);
+
 /// How the ask is made: where, for how long, and what it carries beside the rule's values.
 #[derive(Debug, Clone)]
 pub(crate) struct Asking {
@@ -63,16 +70,20 @@ pub(crate) fn request(ask: &Ask, asking: &Asking) -> Value {
 pub(crate) async fn ask(mode: Mode, ask: &Ask, asking: &Asking, tool_input: &Value) -> Verdict {
     let frame = request(ask, asking);
     let id = RefCell::new(None::<String>);
-    let waited = tokio::time::timeout(
-        asking.max_wait,
-        client::request(&asking.socket, &frame, |line| {
-            if let Some(seen) = line.get("id").and_then(Value::as_str) {
-                *id.borrow_mut() = Some(seen.to_owned());
-            }
-        }),
-    )
-    .await;
-    let id = id.into_inner();
+    let asked = client::request(&asking.socket, &frame, |line| {
+        if let Some(seen) = line.get("id").and_then(Value::as_str) {
+            *id.borrow_mut() = Some(seen.to_owned());
+        }
+    });
+    tokio::pin!(asked);
+    let mut waited = tokio::time::timeout(asking.max_wait, &mut asked).await;
+    // A loaded machine may be slow to number the record; without its id a gate's ask could
+    // not be withdrawn and its card would stay for an approval nobody waits for.
+    let grace = tokio::time::Instant::now() + FIRST_LINE_GRACE;
+    while waited.is_err() && id.borrow().is_none() && tokio::time::Instant::now() < grace {
+        waited = tokio::time::timeout(GRACE_STEP, &mut asked).await;
+    }
+    let id = id.borrow().clone();
     match waited {
         Ok(Ok(answer)) => outcome(mode, &answer, tool_input),
         Ok(Err(error)) => failed(&error),

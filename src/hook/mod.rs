@@ -184,7 +184,14 @@ fn decide(agent: Agent, args: &HookArgs, event: &Event) -> Verdict {
     let asking = ask::Asking {
         socket: client::socket_path(args.socket.clone()),
         max_wait: Duration::from_secs(args.max_wait),
-        idempotency_key: event.idempotency_key(),
+        // A gate sends no key: the daemon answers a key it knows with its record in whatever
+        // state that is, so a replayed event (the same tool-use id, or Codex's same command in
+        // the same turn) would be `approved` again and allowed with no new Yes. Without a key
+        // each gated call gets a card of its own; a retried hook asks again.
+        idempotency_key: match mode {
+            ask::Mode::Route => event.idempotency_key(),
+            ask::Mode::Gate => None,
+        },
         origin: (!args.no_origin).then(|| event.origin(agent, home.as_deref())),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
