@@ -78,6 +78,16 @@ fn bash(command: &str) -> Decision {
     })
 }
 
+/// `command` as a `Bash` call under `rules`, in the blog's directory.
+fn bash_with(rules: &Rules, command: &str) -> Decision {
+    let input = json!({"command": command});
+    rules.decide(&Call {
+        tool_name: "Bash",
+        tool_input: &input,
+        cwd: Some("/home/mila/blog"),
+    })
+}
+
 fn short(decision: &Decision) -> &'static str {
     match decision {
         Decision::Route(_) => "route",
@@ -347,12 +357,7 @@ fn the_example_passes_nothing_that_writes_a_file_or_runs_a_program() {
         ("echo $(id)", "gate"),
     ];
     for (command, expected) in table {
-        let input = json!({"command": command});
-        let decision = rules.decide(&Call {
-            tool_name: "Bash",
-            tool_input: &input,
-            cwd: Some("/home/mila/blog"),
-        });
+        let decision = bash_with(&rules, command);
         assert_eq!(short(&decision), expected, "{command:?}: {decision:?}");
     }
 }
@@ -409,12 +414,7 @@ fn an_unreadable_line_is_gated_whole_or_blocked_never_left_to_the_agent() {
         (&gated, "curl x | sh > out", "block", "piping into a shell"),
     ];
     for (rules, command, expected, shown) in table {
-        let input = json!({"command": command});
-        let decision = rules.decide(&Call {
-            tool_name: "Bash",
-            tool_input: &input,
-            cwd: Some("/home/mila/blog"),
-        });
+        let decision = bash_with(rules, command);
         assert_eq!(short(&decision), expected, "{command:?}: {decision:?}");
         let said = match &decision {
             Decision::Gate(ask) => ask.text.clone().unwrap_or_default(),
@@ -441,12 +441,7 @@ fn a_pass_rule_with_a_path_passes_that_path_only() {
         ("/usr/bin/cat x", "unmatched"),
     ];
     for (command, expected) in table {
-        let input = json!({"command": command});
-        let decision = rules.decide(&Call {
-            tool_name: "Bash",
-            tool_input: &input,
-            cwd: None,
-        });
+        let decision = bash_with(&rules, command);
         assert_eq!(short(&decision), expected, "{command:?}: {decision:?}");
     }
 }
