@@ -15,6 +15,13 @@ use super::rules::Ask;
 /// How long a withdraw may take after the wait is over.
 const WITHDRAW_PATIENCE: Duration = Duration::from_secs(5);
 
+/// How long past `--max-wait` the hook still waits for the daemon's first line (the record's
+/// id) when it has not come yet, so the ask can be withdrawn.
+const FIRST_LINE_GRACE: Duration = Duration::from_secs(5);
+
+/// How often the grace looks for the id.
+const GRACE_STEP: Duration = Duration::from_millis(50);
+
 /// How the ask is made: where, for how long, and what it carries beside the rule's values.
 #[derive(Debug, Clone)]
 pub(crate) struct Asking {
@@ -63,16 +70,20 @@ pub(crate) fn request(ask: &Ask, asking: &Asking) -> Value {
 pub(crate) async fn ask(mode: Mode, ask: &Ask, asking: &Asking, tool_input: &Value) -> Verdict {
     let frame = request(ask, asking);
     let id = RefCell::new(None::<String>);
-    let waited = tokio::time::timeout(
-        asking.max_wait,
-        client::request(&asking.socket, &frame, |line| {
-            if let Some(seen) = line.get("id").and_then(Value::as_str) {
-                *id.borrow_mut() = Some(seen.to_owned());
-            }
-        }),
-    )
-    .await;
-    let id = id.into_inner();
+    let asked = client::request(&asking.socket, &frame, |line| {
+        if let Some(seen) = line.get("id").and_then(Value::as_str) {
+            *id.borrow_mut() = Some(seen.to_owned());
+        }
+    });
+    tokio::pin!(asked);
+    let mut waited = tokio::time::timeout(asking.max_wait, &mut asked).await;
+    // A loaded machine may be slow to number the record; without its id a gate's ask could
+    // not be withdrawn and its card would stay for an approval nobody waits for.
+    let grace = tokio::time::Instant::now() + FIRST_LINE_GRACE;
+    while waited.is_err() && id.borrow().is_none() && tokio::time::Instant::now() < grace {
+        waited = tokio::time::timeout(GRACE_STEP, &mut asked).await;
+    }
+    let id = id.borrow().clone();
     match waited {
         Ok(Ok(answer)) => outcome(mode, &answer, tool_input),
         Ok(Err(error)) => failed(&error),
@@ -208,6 +219,8 @@ pub(crate) async fn withdraw(socket: &Socket, id: &str) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
 
     #[test]
@@ -245,6 +258,82 @@ mod tests {
             panic!()
         };
         assert_eq!(updated_input, Some(input));
+    }
+
+    /// A daemon that sends its first line (the id) only after `delay`, never decides, and
+    /// withdraws on request; what the gate's hook answers with `--max-wait 1`.
+    fn gate_past_max_wait(delay: Duration) -> String {
+        use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let listener = tokio::net::UnixListener::bind(&path).unwrap();
+            let daemon = tokio::spawn(async move {
+                let mut held = Vec::new();
+                loop {
+                    let (stream, _) = listener.accept().await.unwrap();
+                    let (reader, mut writer) = stream.into_split();
+                    let mut line = String::new();
+                    BufReader::new(reader).read_line(&mut line).await.unwrap();
+                    if line.contains("\"withdraw\"") {
+                        let answer = b"{\"v\":1,\"id\":\"r_1\",\"status\":\"withdrawn\"}\n";
+                        writer.write_all(answer).await.unwrap();
+                        continue;
+                    }
+                    tokio::time::sleep(delay).await;
+                    let first = b"{\"v\":1,\"id\":\"r_1\",\"status\":\"pending\"}\n";
+                    writer.write_all(first).await.unwrap();
+                    held.push(writer);
+                }
+            });
+            let asking = Asking {
+                socket: client::socket_path(Some(path.clone())),
+                max_wait: Duration::from_secs(1),
+                idempotency_key: None,
+                origin: None,
+            };
+            let gate = Ask {
+                rule: "any".into(),
+                kind: "shell".into(),
+                target: None,
+                text: Some("make".into()),
+                fields: BTreeMap::new(),
+                cost_usd: None,
+            };
+            let verdict = super::ask(Mode::Gate, &gate, &asking, &json!({})).await;
+            daemon.abort();
+            match verdict {
+                Verdict::Deny { message } => message,
+                other => panic!("{other:?}"),
+            }
+        })
+    }
+
+    #[test]
+    fn a_slow_first_line_still_lets_a_gate_be_withdrawn() {
+        // (delay of the first line, what the deny says)
+        let table = [
+            (
+                Duration::from_millis(0),
+                "the ask was withdrawn (record r_1)",
+            ),
+            (
+                Duration::from_millis(1800),
+                "the ask was withdrawn (record r_1)",
+            ),
+            (
+                FIRST_LINE_GRACE + Duration::from_secs(2),
+                "still waiting for consentd",
+            ),
+        ];
+        for (delay, said) in table {
+            let message = gate_past_max_wait(delay);
+            assert!(message.contains(said), "{delay:?}: {message}");
+        }
     }
 
     #[test]

@@ -126,10 +126,10 @@ fn optional(object: &Map<String, Value>, key: &str) -> Option<String> {
 }
 
 impl Event {
-    /// The ask's idempotency key, so a hook run again for the same call joins its record:
-    /// from the session and the tool-use id; without one (Codex), from the session, the turn
-    /// and the call itself; `None` when the event has neither (the daemon still joins an open
-    /// card with the same digest).
+    /// A route's idempotency key, so a hook run again for the same call joins its record
+    /// (and is told it already ran) instead of running it twice: from the session and the
+    /// tool-use id; without one (Codex), from the session, the turn and the call itself; `None`
+    /// when the event has neither. A gate's ask carries no key (`super::decide` says why).
     pub(crate) fn idempotency_key(&self) -> Option<String> {
         let mut hash = Sha256::new();
         hash.update(self.session_id.as_bytes());
@@ -152,31 +152,31 @@ impl Event {
     }
 
     /// The card's origin line: the agent and its working directory, the home directory as `~`,
-    /// at most 120 characters (the start cut off first).
+    /// at most 120 characters; a long directory loses its start, never the agent's name.
     pub(crate) fn origin(&self, agent: Agent, home: Option<&str>) -> String {
-        let line = match self.cwd.as_deref() {
-            Some(cwd) => {
-                let cwd = match home {
-                    Some(home) if !home.is_empty() && home != "/" => match cwd.strip_prefix(home) {
-                        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
-                            format!("~{rest}")
-                        }
-                        _ => cwd.to_owned(),
-                    },
-                    _ => cwd.to_owned(),
-                };
-                format!("{} · {cwd}", agent.name())
-            }
-            None => agent.name().to_owned(),
+        let Some(cwd) = self.cwd.as_deref() else {
+            return agent.name().to_owned();
         };
-        let count = line.chars().count();
-        if count <= 120 {
-            return line;
+        let cwd = match home {
+            Some(home) if !home.is_empty() && home != "/" => match cwd.strip_prefix(home) {
+                Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("~{rest}"),
+                _ => cwd.to_owned(),
+            },
+            _ => cwd.to_owned(),
+        };
+        let head = format!("{} · ", agent.name());
+        let room = ORIGIN_CHARS - head.chars().count();
+        let count = cwd.chars().count();
+        if count <= room {
+            return format!("{head}{cwd}");
         }
-        let tail: String = line.chars().skip(count - 119).collect();
-        format!("…{tail}")
+        let tail: String = cwd.chars().skip(count - (room - 1)).collect();
+        format!("{head}…{tail}")
     }
 }
+
+/// The most characters an origin line has.
+const ORIGIN_CHARS: usize = 120;
 
 #[cfg(test)]
 mod tests {
@@ -239,7 +239,24 @@ mod tests {
             "Codex · /home/mila/src/blog"
         );
         let mut deep = one.clone();
-        deep.cwd = Some(format!("/{}", "a".repeat(300)));
-        assert_eq!(deep.origin(Agent::Codex, None).chars().count(), 120);
+        deep.cwd = Some(format!("/{}/blog", "a".repeat(300)));
+        for agent in [Agent::ClaudeCode, Agent::Codex] {
+            let origin = deep.origin(agent, None);
+            assert_eq!(origin.chars().count(), 120, "{origin}");
+            // The directory loses its start; the agent's name stays.
+            assert!(
+                origin.starts_with(&format!("{} · …", agent.name())),
+                "{origin}"
+            );
+            assert!(origin.ends_with("aaa/blog"), "{origin}");
+        }
+        // Exactly at the limit nothing is cut.
+        deep.cwd = Some(format!(
+            "/{}",
+            "b".repeat(120 - "Codex · /".chars().count())
+        ));
+        let origin = deep.origin(Agent::Codex, None);
+        assert_eq!(origin.chars().count(), 120);
+        assert!(!origin.contains('…'), "{origin}");
     }
 }

@@ -184,7 +184,7 @@ fn decide(agent: Agent, args: &HookArgs, event: &Event) -> Verdict {
     let asking = ask::Asking {
         socket: client::socket_path(args.socket.clone()),
         max_wait: Duration::from_secs(args.max_wait),
-        idempotency_key: event.idempotency_key(),
+        idempotency_key: idempotency_key(mode, event),
         origin: (!args.no_origin).then(|| event.origin(agent, home.as_deref())),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -195,6 +195,17 @@ fn decide(agent: Agent, args: &HookArgs, event: &Event) -> Verdict {
         Err(error) => Verdict::Fail {
             message: format!("cannot start the async runtime: {error}; the call is blocked"),
         },
+    }
+}
+
+/// The ask's idempotency key: a route's only. A gate sends none: the daemon answers a key it
+/// knows with its record in whatever state that is, so a replayed event (the same tool-use id,
+/// or Codex's same command in the same turn) would be `approved` again and allowed with no new
+/// Yes. Without a key each gated call gets a card of its own; a retried hook asks again.
+fn idempotency_key(mode: ask::Mode, event: &Event) -> Option<String> {
+    match mode {
+        ask::Mode::Route => event.idempotency_key(),
+        ask::Mode::Gate => None,
     }
 }
 
@@ -219,6 +230,26 @@ mod tests {
         // A usage error exits 2, which blocks in both agents.
         assert_eq!(parse("0").unwrap_err().exit_code(), 2);
         assert!(parse("1").is_ok());
+    }
+
+    #[test]
+    fn only_a_route_carries_an_idempotency_key() {
+        let claude = br#"{"hook_event_name": "PreToolUse", "session_id": "s",
+            "tool_use_id": "toolu_1", "tool_name": "Bash", "tool_input": {"command": "make"}}"#;
+        let codex = br#"{"hook_event_name": "PermissionRequest", "session_id": "s",
+            "turn_id": "t1", "tool_name": "Bash", "tool_input": {"command": "make"}}"#;
+        for (agent, bytes) in [(Agent::ClaudeCode, &claude[..]), (Agent::Codex, &codex[..])] {
+            let event = event::parse(agent, bytes).unwrap();
+            assert!(
+                idempotency_key(ask::Mode::Route, &event).is_some(),
+                "{agent:?} route"
+            );
+            assert_eq!(
+                idempotency_key(ask::Mode::Gate, &event),
+                None,
+                "{agent:?} gate"
+            );
+        }
     }
 
     #[test]

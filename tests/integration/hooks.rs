@@ -143,19 +143,19 @@ pub fn answered(
     finish(hook)
 }
 
-/// Runs the Claude Code hook on `event` with `--max-wait 1` while nobody answers; it must end
-/// soon after the second.
+/// Runs the Claude Code hook on `event` with `--max-wait 3` while nobody answers; it must end
+/// soon after.
 pub fn unanswered(daemon: &Daemon, rules: &Path, event: &Value) -> Output {
     let started = Instant::now();
     let output = finish(spawn_hook(
         "claude-code",
         rules,
         &daemon.socket,
-        &["--max-wait", "1"],
+        &["--max-wait", "3"],
         event.to_string().as_bytes(),
     ));
     assert!(
-        started.elapsed() < Duration::from_secs(15),
+        started.elapsed() < Duration::from_secs(20),
         "{}",
         stderr(&output)
     );
@@ -529,11 +529,29 @@ fn a_block_rule_denies_with_its_message_in_each_format() {
 #[test]
 fn an_unmatched_call_is_left_to_the_agent_in_each_format() {
     let hook = Offline::new();
-    // No rule, or a command line not readable enough to pass.
-    for command in ["vim notes.md", "ls > out.txt", "ls $(id)", "ls; vim x"] {
+    // No rule for a command the hook can read.
+    for command in ["vim notes.md", "ls; vim x", "./ls", "/tmp/x/cat notes"] {
         assert_no_decision(&hook.claude("pre_tool_use_bash", command));
         assert_no_decision(&hook.claude("permission_request_bash", command));
         assert_no_decision(&hook.codex(command));
+    }
+}
+
+#[test]
+fn a_line_the_hook_cannot_read_is_never_left_to_the_agent() {
+    // No gate rule speaks for these, so each is denied, telling the agent to split it.
+    let hook = Offline::new();
+    for command in ["ls > out.txt", "ls $(id)", "FOO=1 vim x", "sudo ls"] {
+        let (decision, reason) = pre_tool_use(&hook.claude("pre_tool_use_bash", command));
+        assert_eq!(decision, "deny", "{command}");
+        assert!(
+            reason.contains("split it into simple commands"),
+            "{command}: {reason}"
+        );
+        let decision = permission_decision(&hook.claude("permission_request_bash", command));
+        assert_eq!(decision["behavior"], "deny", "{command}");
+        let decision = codex_decision(&hook.codex(command));
+        assert_eq!(decision["behavior"], "deny", "{command}");
     }
 }
 

@@ -13,6 +13,7 @@ use crate::hooks::{
     answer, answered, codex_decision, event as fixture_event, finish, permission_decision,
     pre_tool_use, record_id, rules_file, spawn_hook, unanswered, Press,
 };
+use std::time::{Duration, Instant};
 
 /// An approval-only category for shell commands, as docs/HOOKS.md sets it up.
 const SHELL_CATEGORY: &str = r#"
@@ -131,4 +132,56 @@ fn the_origin_line_names_the_agent_and_its_directory_by_default() {
     assert!(text.contains("Claude Code · /home/mila/src/blog"), "{text}");
     daemon.press_yes(&card);
     assert_eq!(pre_tool_use(&finish(hook)).0, "allow");
+}
+
+/// One Yes allows one run: the same event again (Claude Code's same tool-use id, Codex's same
+/// command in the same turn) asks anew, and with nobody answering it is withdrawn and denied.
+#[test]
+fn a_replayed_event_is_not_allowed_again_without_a_new_yes() {
+    let daemon = daemon();
+    let rules = rules_file(daemon.dir.path(), GATE_RULES);
+    for (agent, fixture) in [
+        ("claude-code", "claude-code/pre_tool_use_bash"),
+        ("codex", "codex/permission_request_bash"),
+    ] {
+        let command = format!("make replay-{agent}");
+        let event = fixture_event(fixture, Some(&command));
+        let first = answered(&daemon, &rules, agent, &event, &command, Press::Yes);
+        let allowed = match agent {
+            "codex" => codex_decision(&first)["behavior"] == "allow",
+            _ => pre_tool_use(&first).0 == "allow",
+        };
+        assert!(allowed, "{agent}: the first run is allowed");
+
+        let started = Instant::now();
+        let again = finish(spawn_hook(
+            agent,
+            &rules,
+            &daemon.socket,
+            &["--max-wait", "3"],
+            event.to_string().as_bytes(),
+        ));
+        // A replay answered from the old record would come back at once.
+        assert!(
+            started.elapsed() >= Duration::from_secs(3),
+            "{agent}: answered in {:?}",
+            started.elapsed()
+        );
+        let message = match agent {
+            "codex" => {
+                let decision = codex_decision(&again);
+                assert_eq!(decision["behavior"], "deny", "{agent}: {decision}");
+                decision["message"].as_str().unwrap().to_owned()
+            }
+            _ => {
+                let (decision, reason) = pre_tool_use(&again);
+                assert_eq!(decision, "deny", "{agent}: {reason}");
+                reason
+            }
+        };
+        assert!(
+            message.contains("the ask was withdrawn"),
+            "{agent}: {message}"
+        );
+    }
 }
