@@ -140,6 +140,11 @@ fn hostile_command_lines() {
         ("nohup rm x", "block"),
         ("find . -exec rm {} ;", "unmatched"),
         ("find . -name x -delete", "unmatched"),
+        ("true\r# ; rm -rf ~", "block"),
+        ("X+=1 rm -rf ~", "block"),
+        ("A[0]=1 rm -rf ~", "block"),
+        ("bash -lc 'rm -rf ~'", "block"),
+        ("nice -n 5 rm x", "block"),
     ];
     let mut wrong = Vec::new();
     for (command, expected) in table {
