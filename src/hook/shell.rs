@@ -61,6 +61,8 @@ const RUNNERS: &[&str] = &[
     "fc",
     "complete",
     "bind",
+    "compgen",
+    "jobs",
     // Builtins that take a variable name: `a[$(cmd)]` in it runs `cmd`, and `PATH` is one.
     "let",
     "declare",

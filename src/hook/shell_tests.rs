@@ -236,6 +236,11 @@ const HOSTILE: &[&str] = &[
     "bash -lc 'rm -rf ~'",
     "export PATH=\"$PWD:$PATH\"",
     "case x in x) rm -rf ~;; esac",
+    "compgen -C 'rm -rf ~' x",
+    "jobs -x rm -rf ~",
+    "A[0]+=1 rm -rf ~",
+    "env -u X rm -rf ~",
+    "cat <> /dev/tcp/127.0.0.1/9",
 ];
 
 #[test]
