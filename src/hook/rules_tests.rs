@@ -162,6 +162,11 @@ fn hostile_command_lines() {
         ("nohup rm x", "block"),
         ("find . -exec rm {} ;", "block"),
         ("find . -name x -delete", "block"),
+        ("true\r# ; rm -rf ~", "block"),
+        ("X+=1 rm -rf ~", "block"),
+        ("A[0]=1 rm -rf ~", "block"),
+        ("bash -lc 'rm -rf ~'", "block"),
+        ("nice -n 5 rm x", "block"),
     ];
     let mut wrong = Vec::new();
     for (command, expected) in table {
