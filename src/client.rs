@@ -291,7 +291,14 @@ pub(crate) async fn request_with_progress(
             let withdrawn = match (on_interrupt, &id) {
                 (OnInterrupt::Withdraw, Some(id)) => {
                     let request = serde_json::json!({"v": 1, "op": "withdraw", "id": id});
-                    Some(self::request(socket, &request, |_| {}).await)
+                    // Bounded, and a second Ctrl-C gives up on it: an interrupted client
+                    // must never hang on a daemon that does not answer.
+                    let gave_up = || ClientError::Io(std::io::ErrorKind::TimedOut.into());
+                    Some(tokio::select! {
+                        answer = self::request(socket, &request, |_| {}) => answer,
+                        _ = tokio::time::sleep(Duration::from_secs(10)) => Err(gave_up()),
+                        _ = tokio::signal::ctrl_c() => Err(gave_up()),
+                    })
                 }
                 _ => None,
             };
