@@ -40,6 +40,8 @@ pub struct DaemonBuilder {
     mandate_kinds: bool,
     /// More config at the end (`{dir}` stands for the daemon's temp dir).
     tail: String,
+    /// More lines in `[limits]`.
+    limits: String,
 }
 
 /// Three kinds that take mandates without a target or without money (SPEC §7), for the tests
@@ -89,6 +91,7 @@ impl Default for DaemonBuilder {
             env: Vec::new(),
             mandate_kinds: false,
             tail: String::new(),
+            limits: String::new(),
         }
     }
 }
@@ -96,6 +99,18 @@ impl Default for DaemonBuilder {
 impl DaemonBuilder {
     pub fn allowed_uids(mut self, uids: Vec<u32>) -> Self {
         self.allowed_uids = uids;
+        self
+    }
+
+    /// Sets `limits.max_request_bytes` (the fixture's default is 1 MiB).
+    pub fn max_request_bytes(mut self, max: u64) -> Self {
+        self.max_request_bytes = max;
+        self
+    }
+
+    /// Adds `key = value` to `[limits]`.
+    pub fn limit(mut self, key: &str, value: &str) -> Self {
+        self.limits.push_str(&format!("{key} = {value}\n"));
         self
     }
 
@@ -193,7 +208,7 @@ max_pending = {max_pending}
 decline_streak = {decline_streak}
 card_ttl = "{card_ttl}"
 decline_reason_wait = "{decline_reason_wait}"
-
+{limits}
 [gate]
 {gate}
 
@@ -231,6 +246,7 @@ command = ["/bin/true"]
             decline_streak = self.decline_streak,
             card_ttl = self.card_ttl,
             decline_reason_wait = self.decline_reason_wait,
+            limits = self.limits,
             gate = self.gate,
         )
     }
