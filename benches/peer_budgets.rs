@@ -90,11 +90,11 @@ fn other_uid_client(socket: &Path, seconds: f64) -> Vec<Duration> {
 }
 
 fn show(name: &str, latencies: &[Duration]) -> Duration {
-    let p99 = percentile(latencies, 99.0);
+    let p99 = percentile(latencies, 0.99);
     println!(
         "{name}: {} round trips, p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
         latencies.len(),
-        percentile(latencies, 50.0).as_secs_f64() * 1e3,
+        percentile(latencies, 0.50).as_secs_f64() * 1e3,
         p99.as_secs_f64() * 1e3,
         latencies.last().unwrap().as_secs_f64() * 1e3
     );
@@ -113,9 +113,15 @@ fn frame_attack(daemon: &Daemon) {
     });
     let (peak, rss) = daemon.memory_kib();
     let budget_kib = 64 * 1024;
-    assert!(reasons.iter().all(|r| r == "too_large"), "{reasons:?}");
+    // Every frame is refused: most for room in the budget, the few read in full by their
+    // category (the bench's publish_x takes no attachment) or their size.
+    let mut counts = std::collections::BTreeMap::new();
+    for reason in &reasons {
+        *counts.entry(reason.as_str()).or_insert(0) += 1;
+    }
+    assert!(!counts.contains_key("none") && !counts.contains_key("no answer"), "{counts:?}");
     println!(
-        "64 concurrent 32 MiB frames in {:.2?}: all refused too_large; daemon VmHWM {idle_peak} -> \
+        "64 concurrent 32 MiB frames in {:.2?}: refused {counts:?}; daemon VmHWM {idle_peak} -> \
          {peak} KiB (VmRSS after: {rss} KiB); budget {budget_kib} KiB: peak is {:.2}x the budget",
         started.elapsed(),
         peak as f64 / budget_kib as f64
