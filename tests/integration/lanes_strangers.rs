@@ -90,3 +90,104 @@ fn an_urgent_notice_goes_before_a_backlog_of_cards_which_keep_their_order() {
         "cards are sent in the order they were asked"
     );
 }
+
+/// The urgent notices queued for the owner so far (each update handled has queued its own).
+fn urgent_rows(daemon: &Daemon) -> i64 {
+    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
+    db.query_row(
+        "SELECT count(*) FROM outbox WHERE chat_id = ?1 AND sound = 'urgent'",
+        [OWNER],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+/// The journal's `press_rejected` lines for presses by `user`.
+fn rejected_by(daemon: &Daemon, user: i64) -> Vec<serde_json::Value> {
+    daemon
+        .journal_events()
+        .into_iter()
+        .filter(|e| e["ev"] == "press_rejected" && e["by"] == user)
+        .collect()
+}
+
+/// How many presses the lines count: a line without `count` is one press.
+fn presses_counted(lines: &[serde_json::Value]) -> u64 {
+    lines
+        .iter()
+        .map(|line| line.get("count").map_or(1, |count| count.as_u64().unwrap()))
+        .sum()
+}
+
+#[test]
+fn thirty_presses_by_a_stranger_give_the_owner_one_notice_and_the_journal_a_count() {
+    let daemon = Daemon::start();
+    let id = daemon.request(&good_ask("a card someone forwarded"))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let card = daemon.card_of(&id);
+    let yes = card.buttons()[0].callback_data.clone().unwrap();
+    let (eve, mallory) = (stranger(777, "Eve"), stranger(888, "Mallory"));
+    let press = |who: &UserSpec| {
+        daemon
+            .bot
+            .push_press(who, ChatSpec::private(who.id), card.message_id, &yes);
+    };
+    for _ in 0..30 {
+        press(&eve);
+    }
+    daemon.settle();
+    assert_eq!(urgent_rows(&daemon), 1, "one notice for thirty presses");
+    daemon.wait_for("the owner's notice of Eve", |bot| {
+        bot.messages(OWNER).iter().any(|m| is_notice_of(m, "Eve"))
+    });
+    let lines = rejected_by(&daemon, 777);
+    assert_eq!(
+        lines.len(),
+        1,
+        "one line while the window is open: {lines:?}"
+    );
+    assert_eq!(lines[0]["reason"], "not_owner");
+    assert_eq!(lines[0]["subject"], id.as_str());
+
+    // Another stranger is another window: their own notice.
+    press(&mallory);
+    press(&mallory);
+    daemon.settle();
+    assert_eq!(urgent_rows(&daemon), 2, "the second stranger's own notice");
+    daemon.wait_for("the owner's notice of Mallory", |bot| {
+        bot.messages(OWNER)
+            .iter()
+            .any(|m| is_notice_of(m, "Mallory"))
+    });
+
+    // The hour passes: the sweep journals what each window counted.
+    daemon.advance_clock(3601);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while presses_counted(&rejected_by(&daemon, 777)) < 30 {
+        assert!(
+            Instant::now() < deadline,
+            "the window's count was never journaled"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let lines = rejected_by(&daemon, 777);
+    assert_eq!(lines.len(), 2, "two lines for thirty presses: {lines:?}");
+    assert_eq!(presses_counted(&lines), 30, "the lines count every press");
+    assert_eq!(lines[1]["count"], 29);
+    assert_eq!(presses_counted(&rejected_by(&daemon, 888)), 2);
+    let journal = std::fs::read_to_string(&daemon.journal).unwrap();
+    for name in ["Eve", "Mallory"] {
+        assert!(
+            !journal.contains(name),
+            "the journal never names a stranger"
+        );
+    }
+
+    // A press after the hour opens a new window: the owner hears of it again.
+    press(&eve);
+    daemon.settle();
+    assert_eq!(urgent_rows(&daemon), 3, "a new hour, a new notice");
+    assert_eq!(rejected_by(&daemon, 777).len(), 3);
+}
