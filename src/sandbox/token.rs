@@ -55,11 +55,17 @@ mod tests {
 
     #[test]
     fn a_token_is_64_hex_digits_and_new_each_time() {
-        let (a, b) = (PageToken::generate().unwrap(), PageToken::generate().unwrap());
+        let (a, b) = (
+            PageToken::generate().unwrap(),
+            PageToken::generate().unwrap(),
+        );
         assert_eq!(a.0.len(), 64);
         assert!(a.0.bytes().all(|b| b.is_ascii_hexdigit()));
         assert_ne!(a.0, b.0);
-        assert_eq!(a.url("127.0.0.1:9"), format!("http://127.0.0.1:9/s/{}/", a.0));
+        assert_eq!(
+            a.url("127.0.0.1:9"),
+            format!("http://127.0.0.1:9/s/{}/", a.0)
+        );
     }
 
     #[test]

@@ -82,7 +82,9 @@ impl Sandbox {
             .and_then(|rest| rest.strip_suffix('/'))
             .and_then(|rest| rest.split_once('/'))
             .expect("page: http://HOST:PORT/s/TOKEN/");
-        let token = prefix.strip_prefix("s/").expect("page: http://HOST:PORT/s/TOKEN/");
+        let token = prefix
+            .strip_prefix("s/")
+            .expect("page: http://HOST:PORT/s/TOKEN/");
         assert!(
             token.len() == 64 && token.bytes().all(|b| b.is_ascii_hexdigit()),
             "the page's token is 32 random bytes in hex: {url}"
@@ -534,11 +536,20 @@ fn a_press_without_the_pages_token_is_refused_and_the_ask_stays_pending() {
         ("no token, at the root", "/".to_owned()),
         ("a wrong token", format!("/s/{}/api/press", "0".repeat(64))),
         ("another run's token", format!("{}/api/press", other.prefix)),
-        ("the token cut short", format!("/s/{}/api/press", &token[..63])),
+        (
+            "the token cut short",
+            format!("/s/{}/api/press", &token[..63]),
+        ),
         ("the token and more", format!("/s/{token}0/api/press")),
-        ("the token in upper case", format!("/s/{}/api/press", token.to_uppercase())),
+        (
+            "the token in upper case",
+            format!("/s/{}/api/press", token.to_uppercase()),
+        ),
         ("the token as a query", format!("/api/press?t={token}")),
-        ("the token elsewhere in the path", format!("/api/press/s/{token}/")),
+        (
+            "the token elsewhere in the path",
+            format!("/api/press/s/{token}/"),
+        ),
     ];
     for (name, path) in &cases {
         let (code, body) = sandbox.http_at("POST", path, &json, press.as_bytes());
