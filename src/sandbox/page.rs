@@ -777,7 +777,8 @@ mod tests {
             "default-src 'none'; sandbox"
         );
         assert!(FAVICON.starts_with("<svg") && !FAVICON.contains("<script"));
-        assert!(PAGE.contains(r#"<link rel="icon" type="image/svg+xml" href="/favicon.svg">"#));
+        // Relative: under the page's secret path, like everything the page asks for.
+        assert!(PAGE.contains(r#"<link rel="icon" type="image/svg+xml" href="favicon.svg">"#));
     }
 
     /// The page's own words: `{"en": {key: text}, "ru": …, "pt": …}`.

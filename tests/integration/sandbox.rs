@@ -180,6 +180,21 @@ impl Sandbox {
         }
     }
 
+    /// Asks without waiting (`ask ARGS --no-wait`); the record's id and its card once the page
+    /// shows it with its buttons.
+    fn ask_card(&self, args: &[&str]) -> (String, Value) {
+        let asked = self.cli(&[&["ask"], args, &["--no-wait"]].concat());
+        assert_eq!(asked.status.code(), Some(8), "{}", stderr(&asked));
+        let id = stdout(&asked).trim().to_owned();
+        let messages = self.wait_chat("the card", |messages| {
+            messages
+                .iter()
+                .any(|m| text_of(m).contains(&id) && has_buttons(m))
+        });
+        let card = messages.iter().find(|m| text_of(m).contains(&id)).unwrap();
+        (id, card.clone())
+    }
+
     /// Runs a client command against the sandbox's socket.
     fn cli(&self, args: &[&str]) -> std::process::Output {
         Command::new(BIN)
@@ -256,24 +271,15 @@ fn a_press_on_the_page_is_a_callback_the_daemon_accepts() {
         "{chat}"
     );
 
-    let asked = sandbox.cli(&[
-        "ask",
+    let (id, card) = sandbox.ask_card(&[
         "--kind",
         "publish_x",
         "--target",
         "@example",
         "--text",
         "From the test",
-        "--no-wait",
     ]);
-    assert_eq!(asked.status.code(), Some(8), "{}", stderr(&asked));
-    let id = stdout(&asked).trim().to_owned();
-    let messages = sandbox.wait_chat("the card", |messages| {
-        messages
-            .iter()
-            .any(|m| text_of(m).contains(&id) && has_buttons(m))
-    });
-    let card = messages.iter().find(|m| text_of(m).contains(&id)).unwrap();
+    let card = &card;
     assert_eq!(card["from_bot"], true);
     assert_eq!(card["card"], true);
     assert_eq!(card["silent"], false, "no quiet hours in the sandbox");
@@ -507,22 +513,7 @@ fn a_press_without_the_pages_token_is_refused_and_the_ask_stays_pending() {
     let sandbox = Sandbox::start(&[]);
     let other = Sandbox::start(&[]);
     assert_ne!(sandbox.prefix, other.prefix, "each run has its own token");
-    let asked = sandbox.cli(&[
-        "ask",
-        "--kind",
-        "delete_post",
-        "--target",
-        "@example/1",
-        "--no-wait",
-    ]);
-    assert_eq!(asked.status.code(), Some(8), "{}", stderr(&asked));
-    let id = stdout(&asked).trim().to_owned();
-    let messages = sandbox.wait_chat("the card", |messages| {
-        messages
-            .iter()
-            .any(|m| text_of(m).contains(&id) && has_buttons(m))
-    });
-    let card = messages.iter().find(|m| text_of(m).contains(&id)).unwrap();
+    let (id, card) = sandbox.ask_card(&["--kind", "delete_post", "--target", "@example/1"]);
     let press = json!({"message_id": card["id"], "data": card["buttons"][0][0]["callback_data"]});
     let press = press.to_string();
     let token = sandbox.prefix.strip_prefix("/s/").unwrap();
