@@ -167,14 +167,7 @@ fn thirty_presses_by_a_stranger_give_the_owner_one_notice_and_the_journal_a_coun
 
     // The hour passes: the sweep journals what each window counted.
     daemon.advance_clock(3601);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while presses_counted(&rejected_by(&daemon, 777)) < 30 {
-        assert!(
-            Instant::now() < deadline,
-            "the window's count was never journaled"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_counted(&daemon, 777, 30);
     let lines = rejected_by(&daemon, 777);
     assert_eq!(lines.len(), 2, "two lines for thirty presses: {lines:?}");
     assert_eq!(presses_counted(&lines), 30, "the lines count every press");
@@ -193,4 +186,56 @@ fn thirty_presses_by_a_stranger_give_the_owner_one_notice_and_the_journal_a_coun
     daemon.settle();
     assert_eq!(urgent_rows(&daemon), 3, "a new hour, a new notice");
     assert_eq!(rejected_by(&daemon, 777).len(), 3);
+}
+
+/// Waits until the journal's lines for presses by `user` count `presses`; returns those lines.
+fn wait_counted(daemon: &Daemon, user: i64, presses: u64) -> Vec<serde_json::Value> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while presses_counted(&rejected_by(daemon, user)) < presses {
+        assert!(
+            Instant::now() < deadline,
+            "the count was never journaled: {:?}",
+            rejected_by(daemon, user)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    rejected_by(daemon, user)
+}
+
+#[test]
+fn a_restart_within_the_hour_neither_forgets_the_count_nor_notifies_again() {
+    let daemon = Daemon::start();
+    let id = daemon.request(&good_ask("a card someone forwarded"))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let card = daemon.card_of(&id);
+    let yes = card.buttons()[0].callback_data.clone().unwrap();
+    let eve = stranger(777, "Eve");
+    let press = |daemon: &Daemon| {
+        daemon
+            .bot
+            .push_press(&eve, ChatSpec::private(777), card.message_id, &yes);
+    };
+    for _ in 0..5 {
+        press(&daemon);
+    }
+    daemon.settle();
+    assert_eq!(urgent_rows(&daemon), 1);
+    let mut daemon = daemon;
+    assert!(daemon
+        .stop_with(nix::sys::signal::Signal::SIGTERM)
+        .success());
+    let daemon = daemon.restart();
+    press(&daemon);
+    daemon.settle();
+    assert_eq!(urgent_rows(&daemon), 1, "the window outlives a restart");
+    assert_eq!(rejected_by(&daemon, 777).len(), 1);
+    daemon.advance_clock(3601);
+    let lines = wait_counted(&daemon, 777, 6);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(
+        lines[1]["count"], 5,
+        "the presses before and after the restart"
+    );
 }
