@@ -122,15 +122,21 @@ fn presses_counted(lines: &[serde_json::Value]) -> u64 {
         .sum()
 }
 
-#[test]
-fn thirty_presses_by_a_stranger_give_the_owner_one_notice_and_the_journal_a_count() {
-    let daemon = Daemon::start();
+/// A card the owner forwarded: its record id, its message and its Yes's callback data.
+fn forwarded_card(daemon: &Daemon) -> (String, ChatMessage, String) {
     let id = daemon.request(&good_ask("a card someone forwarded"))["id"]
         .as_str()
         .unwrap()
         .to_owned();
     let card = daemon.card_of(&id);
     let yes = card.buttons()[0].callback_data.clone().unwrap();
+    (id, card, yes)
+}
+
+#[test]
+fn thirty_presses_by_a_stranger_give_the_owner_one_notice_and_the_journal_a_count() {
+    let daemon = Daemon::start();
+    let (id, card, yes) = forwarded_card(&daemon);
     let (eve, mallory) = (stranger(777, "Eve"), stranger(888, "Mallory"));
     let press = |who: &UserSpec| {
         daemon
@@ -205,12 +211,7 @@ fn wait_counted(daemon: &Daemon, user: i64, presses: u64) -> Vec<serde_json::Val
 #[test]
 fn a_restart_within_the_hour_neither_forgets_the_count_nor_notifies_again() {
     let daemon = Daemon::start();
-    let id = daemon.request(&good_ask("a card someone forwarded"))["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let card = daemon.card_of(&id);
-    let yes = card.buttons()[0].callback_data.clone().unwrap();
+    let (_, card, yes) = forwarded_card(&daemon);
     let eve = stranger(777, "Eve");
     let press = |daemon: &Daemon| {
         daemon
