@@ -48,4 +48,5 @@ pub mod reason;
 pub mod refusal;
 pub mod shown;
 pub mod split;
+pub mod stranger;
 pub mod styled;

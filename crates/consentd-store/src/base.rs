@@ -30,6 +30,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (7, include_str!("migrations/0007_decline_reason.sql")),
     (8, include_str!("migrations/0008_protocol_additions.sql")),
     (9, include_str!("migrations/0009_agent_runs.sql")),
+    (11, include_str!("migrations/0011_stranger_presses.sql")),
 ];
 
 /// The name of a journal event: the one place the names are written (SPEC §9's list, and

@@ -44,6 +44,7 @@ mod reply;
 pub mod settings;
 pub mod state;
 pub mod stored;
+pub mod strangers;
 mod withdraw;
 
 #[cfg(test)]
