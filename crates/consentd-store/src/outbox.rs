@@ -2,7 +2,7 @@
 //! the change it tells of, and sent in order by one sender.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{params, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use super::base::{timestamp, Db, Effects};
@@ -166,7 +166,7 @@ impl Outgoing {
     /// Queues the row in the transaction whose effects say a row was queued.
     pub(crate) fn queue_in(
         &self,
-        tx: &Transaction<'_>,
+        tx: &Connection,
         effects: &mut Effects,
     ) -> Result<(), StoreError> {
         match self {
@@ -198,7 +198,7 @@ impl Outgoing {
 
 /// Queues a row inside a transaction.
 pub fn queue_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     chat_id: i64,
     what: What,
     record_id: Option<&str>,
@@ -226,7 +226,7 @@ pub fn queue_in(
 /// Queues an edit of message `message_id` in `chat` (silent, like every edit): `body` is what it
 /// shows next, or, without text, the same text with no buttons.
 pub(crate) fn queue_message_edit(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     chat_id: i64,
     message_id: i64,
     body: &Body,
