@@ -119,7 +119,10 @@ fn frame_attack(daemon: &Daemon) {
     for reason in &reasons {
         *counts.entry(reason.as_str()).or_insert(0) += 1;
     }
-    assert!(!counts.contains_key("none") && !counts.contains_key("no answer"), "{counts:?}");
+    assert!(
+        !counts.contains_key("none") && !counts.contains_key("no answer"),
+        "{counts:?}"
+    );
     println!(
         "64 concurrent 32 MiB frames in {:.2?}: refused {counts:?}; daemon VmHWM {idle_peak} -> \
          {peak} KiB (VmRSS after: {rss} KiB); budget {budget_kib} KiB: peak is {:.2}x the budget",

@@ -3,7 +3,7 @@
 //! rest), each lane in the order it was queued.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{params, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use super::base::{timestamp, Db, Effects};
@@ -214,7 +214,7 @@ impl Outgoing {
     /// Queues the row in the transaction whose effects say a row was queued.
     pub(crate) fn queue_in(
         &self,
-        tx: &Transaction<'_>,
+        tx: &Connection,
         effects: &mut Effects,
     ) -> Result<(), StoreError> {
         match self {
@@ -246,7 +246,7 @@ impl Outgoing {
 
 /// Queues a row inside a transaction.
 pub fn queue_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     chat_id: i64,
     what: What,
     record_id: Option<&str>,
@@ -274,7 +274,7 @@ pub fn queue_in(
 /// Queues an edit of message `message_id` in `chat` (silent, like every edit): `body` is what it
 /// shows next, or, without text, the same text with no buttons.
 pub(crate) fn queue_message_edit(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     chat_id: i64,
     message_id: i64,
     body: &Body,
