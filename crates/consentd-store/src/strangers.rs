@@ -3,7 +3,7 @@
 //! costs the owner one notice an hour and the journal two lines per window.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{params, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use super::base::{parse_time, timestamp, Db, EventName, JournalEvent};
 use super::cached::Cached;
@@ -34,7 +34,7 @@ fn counted(user_id: i64, reason: &str, count: u32) -> JournalEvent {
 }
 
 fn window_of(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     user_id: i64,
     reason: &str,
 ) -> Result<Option<Window>, StoreError> {
