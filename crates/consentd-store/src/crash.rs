@@ -14,4 +14,3 @@ pub(crate) fn point(name: &str) {
         hook(name);
     }
 }
-

@@ -33,11 +33,7 @@ fn counted(user_id: i64, reason: &str, count: u32) -> JournalEvent {
         .with("count", count)
 }
 
-fn window_of(
-    tx: &Connection,
-    user_id: i64,
-    reason: &str,
-) -> Result<Option<Window>, StoreError> {
+fn window_of(tx: &Connection, user_id: i64, reason: &str) -> Result<Option<Window>, StoreError> {
     let row: Option<(String, u32)> = tx
         .query_row_cached(
             "SELECT opened_at, held FROM stranger_presses WHERE user_id = ?1 AND reason = ?2",
