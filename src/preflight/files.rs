@@ -45,7 +45,11 @@ pub(crate) fn check(telegram: &TelegramSection, paths: &Paths) -> Vec<ConfigProb
     };
     if let Some(token) = &telegram.token_file {
         // The token file may be a link (a credentials directory); what it names is judged.
-        let found = std::fs::metadata(token);
+        // What is no file at all cannot be read, which the token's own check says.
+        let found = std::fs::metadata(token).and_then(|meta| match meta.is_file() {
+            true => Ok(meta),
+            false => Err(ErrorKind::NotFound.into()),
+        });
         push(
             "telegram.token_file",
             judge(token, found, Rule::Secret, euid, true),
