@@ -61,7 +61,9 @@ pub(crate) fn serve(config_path: &Path) -> anyhow::Result<()> {
 /// Says loudly, in the log and on stderr, that a category's command runs as the daemon's user.
 fn warn_unconfined(name: &str) {
     let line = format!(
-        "category {name} is on and has no run_as: its command runs as the daemon's user and can          read the press key, the token file and the database, and write the journal          (docs/OPERATOR.md, \"Least privilege\")"
+        "category {name} is on and has no run_as: its command runs as the daemon's user and can \
+         read the press key, the token file and the database, and write the journal \
+         (docs/OPERATOR.md, \"Least privilege\")"
     );
     tracing::warn!("{line}");
     eprintln!("consentd: warning: {line}");

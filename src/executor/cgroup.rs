@@ -74,6 +74,9 @@ pub(super) struct RunCgroup {
     dir: PathBuf,
     /// Open for the command to write "0" to before it execs (see [`RunCgroup::join_fd`]).
     procs: File,
+    /// Whether [`RunCgroup::end`] ran; if not, dropping kills the cgroup all the same (a run
+    /// abandoned halfway).
+    ended: bool,
 }
 
 impl RunCgroup {
@@ -89,7 +92,11 @@ impl RunCgroup {
                 .open(dir.join("cgroup.procs"))
         });
         match made {
-            Ok(procs) => Some(RunCgroup { dir, procs }),
+            Ok(procs) => Some(RunCgroup {
+                dir,
+                procs,
+                ended: false,
+            }),
             Err(error) => {
                 tracing::warn!(%error, dir = %dir.display(), "cannot make a run's cgroup");
                 let _ = std::fs::remove_dir(&dir);
@@ -106,7 +113,8 @@ impl RunCgroup {
 
     /// Kills everything in the cgroup and removes it; the pids it held, for the caller to reap
     /// (the daemon is their subreaper).
-    pub(super) fn end(self) -> Vec<i32> {
+    pub(super) fn end(mut self) -> Vec<i32> {
+        self.ended = true;
         let pids = self.members();
         let killed = std::fs::OpenOptions::new()
             .write(true)
@@ -144,6 +152,16 @@ impl RunCgroup {
             .lines()
             .filter_map(|l| l.trim().parse().ok())
             .collect()
+    }
+}
+
+impl Drop for RunCgroup {
+    fn drop(&mut self) {
+        if !self.ended {
+            // No waiting here: the cgroup is removed once empty, or left for the operator.
+            let _ = std::fs::write(self.dir.join("cgroup.kill"), "1");
+            let _ = std::fs::remove_dir(&self.dir);
+        }
     }
 }
 

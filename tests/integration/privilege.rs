@@ -211,7 +211,10 @@ fn serve_warns_about_each_category_that_is_on_without_run_as() {
     let daemon = Daemon::start();
     let log = daemon.log();
     for on in ["publish_x", "send_letter"] {
-        let line = format!("category {on} is on and has no run_as");
+        let line = format!(
+            "category {on} is on and has no run_as: its command runs as the daemon's user and \
+             can read the press key, the token file and the database, and write the journal"
+        );
         assert!(log.contains(&line), "no warning for {on}: {log}");
         assert!(
             log.contains(&format!("consentd: warning: {line}")),
