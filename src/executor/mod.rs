@@ -23,7 +23,9 @@
 //!   where `path` is the absolute path of the copy;
 //! - its own process group. On timeout the whole group gets SIGKILL. When the command itself
 //!   exits, whatever it left running in its group is killed too: a run is over when its
-//!   command is, and nothing of it may outlive the working directory or the report.
+//!   command is, and nothing of it may outlive the working directory or the report. What left
+//!   the group (`setsid`) is killed as well: by the run's own cgroup where the host delegates
+//!   one (`cgroup`), and else by the daemon as child subreaper (`reaper`).
 //!
 //! With `run_as`, the daemon must be root; the user's groups are resolved before the fork and
 //! the child calls `setgroups`, `setgid`, `setuid` (in that order) just before `exec`. Because
