@@ -1,23 +1,48 @@
 //! Durable decisions per second under a mandate, for docs/BENCHMARKS.md: a release `consentd
 //! serve` and the Bot API emulator; the owner grants mandates (one per target, 100 actions a day
 //! each, the ceiling), then clients send asks they cover, each waiting for its final line — the
-//! covered claim committed and journaled, `/bin/true` run, the outcome committed and journaled
-//! with its receipt queued. Baseline in the same run: the raw fsync rate of the same disk. Also
-//! the daemon's memory idle and after the load.
+//! covered claim committed and journaled, the command run with the action's JSON on its stdin,
+//! the outcome committed and journaled with its receipt queued. First one client, then 16.
 //!
-//! Run: `cargo bench --bench decisions [-- MANDATES]` (default 10, so 1,000 decisions).
+//! Two baselines in the same run: the raw fsync rate of the same disk, and the rate at which 16
+//! threads can spawn the same command with a JSON action on its stdin and wait for it (on two
+//! cores the spawns, not the disk, may be the limit). Also the daemon's memory, idle and after
+//! the load.
+//!
+//! Run: `cargo bench --bench decisions [-- DECISIONS]` (default 1200 for 16 clients; one client
+//! makes a sixth of that).
 
 mod support;
 
+use std::io::Write;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use consentd_emulator::{ChatSpec, Emulator, UserSpec};
 use serde_json::json;
-use support::{percentile, Daemon, OWNER, PUBLISH_X, TOKEN};
+use support::{percentile, Daemon, OWNER, TOKEN};
 
-const CLIENTS: usize = 4;
 /// `mandate_max_actions_per_day`'s ceiling: the most one mandate covers in a day.
 const ACTIONS: usize = 100;
+/// The command every decision runs: it reads the action's JSON and prints its result, as an
+/// action command does (the example in the README), without leaving the machine.
+const COMMAND: [&str; 3] = ["/bin/sh", "-c", "cat >/dev/null; echo https://example.test/post"];
+
+fn category() -> String {
+    format!(
+        r#"
+[categories.publish_x]
+label = {{ en = "Post" }}
+class = "external"
+enabled = true
+mandate_ok = true
+target = "required"
+text = "required"
+cost = "none"
+command = {COMMAND:?}
+"#
+    )
+}
 
 fn line(value: &serde_json::Value) -> Vec<u8> {
     let mut frame = serde_json::to_vec(value).unwrap();
@@ -28,8 +53,9 @@ fn line(value: &serde_json::Value) -> Vec<u8> {
 /// Asks for a mandate on `target`, waits for its card and grants it as the owner.
 fn grant(daemon: &Daemon, bot: &Emulator, target: &str) {
     let request = json!({"v":1,"op":"mandate","kind":"publish_x","targets":[target],"days":1,
-        "usd_per_day":"1.00","actions_per_day":ACTIONS,"reason":"Benchmark","wait":false});
+        "usd_per_day":"0.00","actions_per_day":ACTIONS,"reason":"Benchmark","wait":false});
     let answer = support::request(&daemon.socket, &line(&request)).unwrap();
+    assert_eq!(answer[0]["status"], "pending", "the mandate request: {answer:?}");
     let id = answer[0]["id"].as_str().unwrap().to_owned();
     let card = || {
         bot.messages(OWNER).into_iter().find(|m| {
@@ -59,62 +85,95 @@ fn grant(daemon: &Daemon, bot: &Emulator, target: &str) {
     }
 }
 
+/// How fast `threads` threads spawn [`COMMAND`] with a JSON action on stdin and wait for it.
+fn spawn_rate(threads: usize, total: usize) -> f64 {
+    let action = br#"{"id":"r_bench","kind":"publish_x","target":"@bench","text":"decision"}"#;
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                for _ in 0..total / threads {
+                    let mut child = Command::new(COMMAND[0])
+                        .args(&COMMAND[1..])
+                        .stdin(Stdio::piped())
+                        .stdout(Stdio::piped())
+                        .spawn()
+                        .unwrap();
+                    child.stdin.take().unwrap().write_all(action).unwrap();
+                    let output = child.wait_with_output().unwrap();
+                    assert!(output.status.success());
+                }
+            });
+        }
+    });
+    (total / threads * threads) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// `count` covered asks from `clients` threads over `targets`; the time and each ask's latency.
+fn load(daemon: &Daemon, targets: &[String], clients: usize, count: usize) -> (Duration, Vec<Duration>) {
+    let started = Instant::now();
+    let mut latencies: Vec<Duration> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..clients)
+            .map(|client| {
+                scope.spawn(move || {
+                    let mut latencies = Vec::new();
+                    for n in (client..count).step_by(clients) {
+                        let ask = json!({"v":1,"op":"ask","kind":"publish_x",
+                            "target":targets[n % targets.len()],"text":format!("decision {n}")});
+                        let sent = Instant::now();
+                        let answer = support::request(&daemon.socket, &line(&ask)).unwrap();
+                        latencies.push(sent.elapsed());
+                        let last = answer.last().unwrap();
+                        assert_eq!(last["status"], "executed", "{answer:?}");
+                    }
+                    latencies
+                })
+            })
+            .collect();
+        threads.into_iter().flat_map(|t| t.join().unwrap()).collect()
+    });
+    latencies.sort();
+    (started.elapsed(), latencies)
+}
+
 fn main() {
-    let mandates: usize = support::argument().unwrap_or(10);
+    let decisions: usize = support::argument().unwrap_or(1200);
+    let single = decisions / 6;
     let (bot, _thread) = Emulator::start_in_thread(TOKEN).unwrap();
-    let daemon = Daemon::start(&bot, "max_pending = 100", PUBLISH_X);
+    let daemon = Daemon::start(&bot, "max_pending = 100", &category());
     std::thread::sleep(Duration::from_millis(500));
     let (_, idle_rss) = daemon.memory_kib();
+    let mandates = single.div_ceil(ACTIONS) + decisions.div_ceil(ACTIONS);
     let targets: Vec<String> = (0..mandates).map(|m| format!("@bench{m}")).collect();
     for target in &targets {
         grant(&daemon, &bot, target);
     }
-    let decisions = mandates * ACTIONS;
+    let (one_targets, many_targets) = targets.split_at(single.div_ceil(ACTIONS));
 
-    let load = || {
-        let started = Instant::now();
-        let latencies: Vec<Duration> = std::thread::scope(|scope| {
-            let clients: Vec<_> = (0..CLIENTS)
-                .map(|client| {
-                    let (daemon, targets) = (&daemon, &targets);
-                    scope.spawn(move || {
-                        let mut latencies = Vec::new();
-                        for n in (client..decisions).step_by(CLIENTS) {
-                            let ask = json!({"v":1,"op":"ask","kind":"publish_x",
-                            "target":targets[n % targets.len()],"text":format!("decision {n}")});
-                            let sent = Instant::now();
-                            let answer = support::request(&daemon.socket, &line(&ask)).unwrap();
-                            latencies.push(sent.elapsed());
-                            let last = answer.last().unwrap();
-                            assert_eq!(last["status"], "executed", "{answer:?}");
-                        }
-                        latencies
-                    })
-                })
-                .collect();
-            clients
-                .into_iter()
-                .flat_map(|c| c.join().unwrap())
-                .collect()
-        });
-        (started.elapsed(), latencies)
-    };
-    let (fsync, (elapsed, mut latencies)) = support::with_fsync_baseline(daemon.dir.path(), load);
+    let spawns = spawn_rate(16, 800);
+    let (fsync, (one, many)) = support::with_fsync_baseline(daemon.dir.path(), || {
+        let one = load(&daemon, one_targets, 1, single);
+        let many = load(&daemon, many_targets, 16, decisions);
+        (one, many)
+    });
     let (loaded_peak, loaded_rss) = daemon.memory_kib();
 
-    latencies.sort();
-    let rate = decisions as f64 / elapsed.as_secs_f64();
-    println!("{decisions} covered asks under {mandates} mandates from {CLIENTS} clients");
     println!("{fsync}");
-    println!(
-        "decisions (ask -> /bin/true -> receipt queued): {rate:.0}/s = {:.2}x the raw fsync rate",
-        rate / fsync.rate()
-    );
-    println!(
-        "ask to final line: p50 {:?}, p99 {:?}",
-        percentile(&latencies, 0.5),
-        percentile(&latencies, 0.99)
-    );
+    println!("16 threads spawning the command and waiting: {spawns:.0}/s");
+    let lower = fsync.rate().min(spawns);
+    for (clients, count, (elapsed, latencies)) in [(1, single, one), (16, decisions, many)] {
+        let rate = count as f64 / elapsed.as_secs_f64();
+        println!(
+            "{clients:>2} client(s), {count} decisions (ask -> command -> receipt queued): \
+             {rate:.0}/s = {:.2}x the raw fsync rate, {:.2}x the spawn rate, {:.2}x the lower; \
+             ask to final line p50 {:?}, p99 {:?}",
+            rate / fsync.rate(),
+            rate / spawns,
+            rate / lower,
+            percentile(&latencies, 0.5),
+            percentile(&latencies, 0.99)
+        );
+    }
     println!(
         "daemon memory: idle VmRSS {idle_rss} KiB; after the load VmRSS {loaded_rss} KiB, VmHWM \
          {loaded_peak} KiB"
