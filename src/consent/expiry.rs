@@ -36,6 +36,14 @@ impl Consent {
         if let Err(error) = self.summary_if_due(now).await {
             tracing::error!(%error, "cannot send the evening summary");
         }
+        // Refusal counts whose window has ended, when no later refusal wrote them.
+        if let Err(error) = self
+            .store
+            .call(move |db| db.flush_refusal_counts(now))
+            .await
+        {
+            tracing::error!(%error, "cannot journal the counted refusals");
+        }
         expired
     }
 

@@ -64,10 +64,12 @@ pub enum EventName {
     DeclineReason,
     Withdrawn,
     Approved,
+    /// Refusals counted, not recorded one by one, in one window of the refusal budget.
+    DeniedRepeats,
 }
 
 impl EventName {
-    pub const ALL: [EventName; 28] = [
+    pub const ALL: [EventName; 29] = [
         EventName::Started,
         EventName::OwnerSet,
         EventName::Asked,
@@ -96,6 +98,7 @@ impl EventName {
         EventName::DeclineReason,
         EventName::Withdrawn,
         EventName::Approved,
+        EventName::DeniedRepeats,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -128,6 +131,7 @@ impl EventName {
             EventName::DeclineReason => "decline_reason",
             EventName::Withdrawn => "withdrawn",
             EventName::Approved => "approved",
+            EventName::DeniedRepeats => "denied_repeats",
         }
     }
 }
@@ -186,6 +190,8 @@ pub struct OpenReport {
     pub torn_tail_cut_bytes: u64,
     /// Staged lines that a crash had kept from the journal file, appended now.
     pub lines_recovered: u64,
+    /// Attachment blobs (and half-written temporary files) no record named, removed.
+    pub orphans_removed: u64,
 }
 
 /// Columns a transition may set besides the state.
@@ -210,6 +216,18 @@ pub struct Db {
     pub(super) changed: Vec<(String, RecordState)>,
     /// Set when a transaction queued something for Telegram.
     pub(super) outbox_queued: bool,
+    /// The refusal budget, when the daemon set one; without it every refusal is recorded.
+    pub(super) refusals: Option<Refusals>,
+    /// Where an ask's attachment bytes are written, in its transaction; `None` (a bare `Db`, as
+    /// tests open it) writes none.
+    pub(super) attachments_dir: Option<std::path::PathBuf>,
+}
+
+/// The refusal budget the daemon configured, and its state; used by the `refusals` module.
+#[derive(Debug, Clone)]
+pub(crate) struct Refusals {
+    pub(crate) policy: consentd_core::refusal_budget::BudgetPolicy,
+    pub(crate) budget: consentd_core::refusal_budget::RefusalBudget,
 }
 
 pub fn timestamp(at: DateTime<Utc>) -> String {
@@ -281,11 +299,14 @@ impl Db {
             journal,
             changed: Vec::new(),
             outbox_queued: false,
+            refusals: None,
+            attachments_dir: None,
         };
         let lines_recovered = db.reconcile_journal(journal_path)?;
         let report = OpenReport {
             torn_tail_cut_bytes,
             lines_recovered,
+            orphans_removed: 0,
         };
         let mut started =
             JournalEvent::new(EventName::Started).with("version", env!("CARGO_PKG_VERSION"));

@@ -881,7 +881,7 @@ fn a_stored_attachment_changed_since_is_written_again() {
     for (what, change) in cases {
         let _ = std::fs::remove_file(&path);
         change(&path, &elsewhere);
-        super::save_attachment(dir.path(), &attachment).unwrap();
+        crate::blobs::save_all(dir.path(), std::slice::from_ref(&attachment)).unwrap();
         assert!(
             !std::fs::symlink_metadata(&path)
                 .unwrap()
