@@ -9,7 +9,6 @@
 use std::sync::Arc;
 
 use crate::intake::Intake;
-use crate::locale::FluentArg;
 use crate::refusal::{Reason, Refusal};
 use crate::store::outbox::{self, Body, Sound, What};
 use crate::store::space::{FreeSpace, Space, Statvfs};
@@ -91,12 +90,13 @@ impl Intake {
             return Ok(());
         };
         let floor = self.config.limits.min_free_bytes;
-        let args = [
-            ("dir", FluentArg::Str(dir)),
-            ("free_mib", FluentArg::from(free / MIB)),
-            ("floor_mib", FluentArg::from(floor.div_ceil(MIB))),
-        ];
-        let text = self.locales.t(owner.language, "disk-full", &args);
+        let text = crate::card::disk_full_notice(
+            &self.locales,
+            owner.language,
+            dir,
+            free / MIB,
+            floor.div_ceil(MIB),
+        );
         let body = Body::new(Styled::plain(text), Vec::new());
         let now = self.clock.now();
         self.store

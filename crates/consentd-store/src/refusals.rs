@@ -235,3 +235,6 @@ pub(crate) fn refuse_in(
     events.push(denied.with("reason", refusal.reason.as_str()));
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

@@ -70,7 +70,7 @@ fn action(kind: &str, text: &str) -> Action {
     }
 }
 
-fn new_ask(kind: &str, text: &str, key: Option<&str>) -> NewAsk {
+pub(super) fn new_ask(kind: &str, text: &str, key: Option<&str>) -> NewAsk {
     let action = action(kind, text);
     NewAsk {
         peer_uid: 1000,
@@ -83,7 +83,7 @@ fn new_ask(kind: &str, text: &str, key: Option<&str>) -> NewAsk {
     }
 }
 
-fn policy() -> AskPolicy {
+pub(super) fn policy() -> AskPolicy {
     AskPolicy {
         owner_known: true,
         card_chat: None,
