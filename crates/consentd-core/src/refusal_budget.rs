@@ -86,6 +86,9 @@ struct Window {
 pub struct RefusalBudget {
     windows: HashMap<RefusalKey, Window>,
     next_due: HashMap<u32, DateTime<Utc>>,
+    /// The latest time noted. Times are read before the store's queue, so one may come a moment
+    /// after a later one; each is taken as at least this, and the budget's time never goes back.
+    latest: Option<DateTime<Utc>>,
 }
 
 fn interval(policy: BudgetPolicy) -> chrono::Duration {
@@ -107,6 +110,7 @@ fn length(policy: BudgetPolicy, recorded: bool) -> chrono::Duration {
 impl RefusalBudget {
     /// What to do with a refusal of `key` at `now`. Changes nothing.
     pub fn judge(&self, key: &RefusalKey, policy: BudgetPolicy, now: DateTime<Utc>) -> Verdict {
+        let now = self.at(now);
         let key = self.effective_key(key, now);
         if let Some(open) = self.open_window(&key, now) {
             return Verdict::Count {
@@ -130,15 +134,22 @@ impl RefusalBudget {
         policy: BudgetPolicy,
         now: DateTime<Utc>,
     ) {
+        let now = self.at(now);
+        self.latest = Some(now);
         match verdict {
             Verdict::Record { key } => {
                 self.take_token(key.uid, policy, now);
-                let window = Window {
-                    until: now + length(policy, true),
-                    id,
-                    count: 0,
-                };
-                self.windows.insert(key.clone(), window);
+                let length = length(policy, true);
+                // With coalescing off no window opens, even for a refusal judged a moment
+                // earlier and noted later (the times are taken before the store's queue).
+                if length > chrono::Duration::zero() {
+                    let window = Window {
+                        until: now + length,
+                        id,
+                        count: 0,
+                    };
+                    self.windows.insert(key.clone(), window);
+                }
             }
             Verdict::Count { key, id } => {
                 let open = self.windows.entry(key.clone()).or_insert(Window {
@@ -153,6 +164,7 @@ impl RefusalBudget {
 
     /// The windows ended by `now` with something counted, whose lines are due. Changes nothing.
     pub fn due(&self, now: DateTime<Utc>) -> Vec<Closed> {
+        let now = self.at(now);
         let mut due: Vec<Closed> = self
             .windows
             .iter()
@@ -166,6 +178,7 @@ impl RefusalBudget {
     /// Forgets the windows ended by `now` (their lines, from [`Self::due`], are written) and the
     /// buckets that are full again.
     pub fn close_due(&mut self, now: DateTime<Utc>) {
+        let now = self.at(now);
         self.windows.retain(|_, open| open.until > now);
         self.next_due.retain(|_, due| *due > now);
     }
@@ -179,6 +192,7 @@ impl RefusalBudget {
             .map(|(key, open)| closed(&key, &open))
             .collect();
         self.next_due.clear();
+        self.latest = None;
         sort(&mut all);
         all
     }
@@ -186,6 +200,10 @@ impl RefusalBudget {
     /// The refusals counted and not yet written, over all open windows.
     pub fn pending_count(&self) -> u64 {
         self.windows.values().map(|open| open.count).sum()
+    }
+
+    fn at(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        self.latest.map_or(now, |latest| latest.max(now))
     }
 
     fn open_window(&self, key: &RefusalKey, now: DateTime<Utc>) -> Option<&Window> {

@@ -247,6 +247,17 @@ fn with_coalescing_off_each_refusal_is_recorded_while_the_bucket_lasts() {
         verdicts.push(recorded(&verdict));
     }
     assert_eq!(verdicts, [true, true, false, false, false]);
+    // A refusal timed a moment before the last one noted is taken as at its time: not a
+    // repeat of it, and judged by the same bucket.
+    let earlier = at(0) - chrono::Duration::milliseconds(5);
+    let off_but_roomy = BudgetPolicy {
+        window: Duration::ZERO,
+        ..POLICY
+    };
+    let mut fresh = RefusalBudget::default();
+    let record = fresh.judge(&flood, off_but_roomy, at(0));
+    fresh.note(&record, Some("r".into()), off_but_roomy, at(0));
+    assert!(recorded(&fresh.judge(&flood, off_but_roomy, earlier)));
     assert_eq!(budget.due(at(59)), [], "over the budget: a minute's window");
     let due = budget.due(at(60));
     assert_eq!(due.len(), 1);
