@@ -170,37 +170,38 @@ impl Db {
 
     /// Writes the lines of the windows ended by `now`; the sweep calls it. Answers how many.
     pub fn flush_refusal_counts(&mut self, now: DateTime<Utc>) -> Result<usize, StoreError> {
-        let due = match &self.refusals {
-            Some(refusals) => refusals.budget.due(now),
-            None => return Ok(0),
-        };
-        if due.is_empty() {
-            return Ok(0);
-        }
-        self.write(now, |_, events| {
-            events.extend(due.iter().map(count_line));
-            Ok(())
-        })?;
+        let due = self
+            .refusals
+            .as_ref()
+            .map(|refusals| refusals.budget.due(now))
+            .unwrap_or_default();
+        let written = self.write_counts(&due, now)?;
         if let Some(refusals) = &mut self.refusals {
             refusals.budget.close_due(now);
         }
-        Ok(due.len())
+        Ok(written)
     }
 
     /// Writes the lines of every window with something counted, open or not: at shutdown.
     pub fn drain_refusal_counts(&mut self, now: DateTime<Utc>) -> Result<usize, StoreError> {
-        let all = match &mut self.refusals {
-            Some(refusals) => refusals.budget.drain(),
-            None => return Ok(0),
-        };
-        if all.is_empty() {
+        let all = self
+            .refusals
+            .as_mut()
+            .map(|refusals| refusals.budget.drain())
+            .unwrap_or_default();
+        self.write_counts(&all, now)
+    }
+
+    /// One write with the `denied_repeats` lines of `closed`, if there are any.
+    fn write_counts(&mut self, closed: &[Closed], now: DateTime<Utc>) -> Result<usize, StoreError> {
+        if closed.is_empty() {
             return Ok(0);
         }
         self.write(now, |_, events| {
-            events.extend(all.iter().map(count_line));
+            events.extend(closed.iter().map(count_line));
             Ok(())
         })?;
-        Ok(all.len())
+        Ok(closed.len())
     }
 }
 
