@@ -64,7 +64,12 @@ fn main() {
         "the idle connections would be timed out mid-phase"
     );
     let (bot, _thread) = Emulator::start_in_thread(TOKEN).unwrap();
-    let daemon = Daemon::start(&bot, "max_request_bytes = 1048576", PUBLISH_X);
+    let daemon = Daemon::start(
+        &bot,
+        // One uid plays every part here, so its share of connections is the ceiling.
+        "max_request_bytes = 1048576\nmax_connections_per_uid = 1024",
+        PUBLISH_X,
+    );
     let socket = daemon.socket.clone();
 
     let stop = AtomicBool::new(false);

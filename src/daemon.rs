@@ -179,6 +179,8 @@ async fn run_sharing(
         read_timeout: server::READ_TIMEOUT,
         write_timeout: server::WRITE_TIMEOUT,
         max_connections: server::MAX_CONNECTIONS,
+        max_connections_per_uid: config.limits.max_connections_per_uid,
+        max_bytes_in_flight: config.limits.max_request_bytes_in_flight,
         allowed_uids: config.client.allowed_uids.clone(),
     };
     let config = Arc::new(config);

@@ -43,6 +43,8 @@ pub struct DaemonBuilder {
     /// `refusals_per_minute` and `refusal_window`: by default every refusal is recorded, as the
     /// tests written before the refusal budget count on; budgets_disk.rs sets the real ones.
     refusals: (u32, String),
+    /// More lines in `[limits]`.
+    limits: String,
 }
 
 /// Three kinds that take mandates without a target or without money (SPEC §7), for the tests
@@ -93,6 +95,7 @@ impl Default for DaemonBuilder {
             mandate_kinds: false,
             tail: String::new(),
             refusals: (6000, "0s".to_owned()),
+            limits: String::new(),
         }
     }
 }
@@ -104,6 +107,18 @@ impl DaemonBuilder {
     }
     pub fn allowed_uids(mut self, uids: Vec<u32>) -> Self {
         self.allowed_uids = uids;
+        self
+    }
+
+    /// Sets `limits.max_request_bytes` (the fixture's default is 1 MiB).
+    pub fn max_request_bytes(mut self, max: u64) -> Self {
+        self.max_request_bytes = max;
+        self
+    }
+
+    /// Adds `key = value` to `[limits]`.
+    pub fn limit(mut self, key: &str, value: &str) -> Self {
+        self.limits.push_str(&format!("{key} = {value}\n"));
         self
     }
 
@@ -203,7 +218,7 @@ card_ttl = "{card_ttl}"
 decline_reason_wait = "{decline_reason_wait}"
 refusals_per_minute = {refusals_per_minute}
 refusal_window = "{refusal_window}"
-
+{limits}
 [gate]
 {gate}
 
@@ -243,6 +258,7 @@ command = ["/bin/true"]
             decline_reason_wait = self.decline_reason_wait,
             refusals_per_minute = self.refusals.0,
             refusal_window = self.refusals.1,
+            limits = self.limits,
             gate = self.gate,
         )
     }

@@ -24,7 +24,7 @@ const MAX_PENDING: usize = 5;
 const STUCK: Duration = Duration::from_secs(30);
 
 /// `VmHWM` (peak) and `VmRSS` of a process, in KiB.
-fn memory_kib(pid: nix::unistd::Pid) -> (u64, u64) {
+pub(crate) fn memory_kib(pid: nix::unistd::Pid) -> (u64, u64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let field = |name: &str| {
         status
@@ -179,7 +179,13 @@ fn gigabyte_frame(daemon: &Daemon) -> (u64, Value) {
 
 #[test]
 fn hostile_clients_each_get_their_refusal_while_a_well_behaved_one_is_served() {
-    let daemon = Arc::new(Daemon::start());
+    // The idle connections, the attackers and the well-behaved client share one uid here, so
+    // its share of connections is raised to the ceiling (1,024).
+    let daemon = Arc::new(
+        Daemon::builder()
+            .limit("max_connections_per_uid", "1024")
+            .start(),
+    );
     // 1,000 connections that never send: each holds a slot until the read timeout answers it.
     let idle: Vec<UnixStream> = (0..1000)
         .map(|_| UnixStream::connect(&daemon.socket).unwrap())

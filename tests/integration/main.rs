@@ -4,6 +4,7 @@
 mod ask;
 mod attachments;
 mod binding;
+mod budgets;
 mod budgets_disk;
 mod chat;
 mod cli_help;

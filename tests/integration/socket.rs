@@ -82,7 +82,11 @@ fn hostile_frames_are_refused_bad_request_and_the_daemon_lives_on() {
 
 #[test]
 fn idle_connections_do_not_delay_a_well_behaved_client() {
-    let daemon = Daemon::start();
+    // One uid's idle connections, within its share (raised to the ceiling); another uid's are
+    // `budgets::a_second_uid_is_served_while_the_first_holds_its_whole_connection_cap`.
+    let daemon = Daemon::builder()
+        .limit("max_connections_per_uid", "1024")
+        .start();
     let idle: Vec<UnixStream> = (0..200)
         .map(|_| UnixStream::connect(&daemon.socket).unwrap())
         .collect();

@@ -24,6 +24,10 @@ pub struct Limits {
     pub max_attachments: usize,
     pub max_attachment_bytes: u64,
     pub max_request_bytes: u64,
+    /// Request bytes all connections together may hold while they are read and handled.
+    pub max_request_bytes_in_flight: u64,
+    /// Connections one uid may hold open at once.
+    pub max_connections_per_uid: usize,
     /// How long a No waits for the owner's reply with a reason before the session's final
     /// `declined` line goes without one; zero turns the wait (and the invitation) off.
     pub decline_reason_wait: Duration,
@@ -235,6 +239,24 @@ pub(crate) const MAX_REQUEST_BYTES: LimitRule = LimitRule {
     lower: Some((KIB, Lower::Minimum)),
     ceiling: Some(32 * MIB),
 };
+/// Two requests of the largest size at once: enough for an agent that sends big attachments
+/// while another asks, and the daemon's memory stays bounded however many connect.
+pub(crate) const MAX_REQUEST_BYTES_IN_FLIGHT: LimitRule = LimitRule {
+    key: "max_request_bytes_in_flight",
+    kind: Bytes,
+    default: 64 * MIB,
+    lower: Some((KIB, Lower::Minimum)),
+    ceiling: Some(256 * MIB),
+};
+/// Far below the socket's 4,096 connections in all, so one uid holding its whole share
+/// leaves room for every other; 64 is more than any agent waits on at once.
+pub(crate) const MAX_CONNECTIONS_PER_UID: LimitRule = LimitRule {
+    key: "max_connections_per_uid",
+    kind: Count,
+    default: 64,
+    lower: Some((1, Lower::Minimum)),
+    ceiling: Some(1024),
+};
 /// The session's final line waits this long for the owner's reason, and an agent blocked ten
 /// minutes on a No is long enough.
 pub(crate) const DECLINE_REASON_WAIT: LimitRule = LimitRule {
@@ -272,7 +294,7 @@ pub(crate) const MIN_FREE_BYTES: LimitRule = LimitRule {
 };
 
 /// Every limit, in the order the walk reads them and reports their problems.
-pub(crate) const RULES: [LimitRule; 15] = [
+pub(crate) const RULES: [LimitRule; 17] = [
     CARD_TTL,
     DECLINE_MEMORY,
     DECLINE_STREAK,
@@ -284,6 +306,8 @@ pub(crate) const RULES: [LimitRule; 15] = [
     MAX_ATTACHMENTS,
     MAX_ATTACHMENT_BYTES,
     MAX_REQUEST_BYTES,
+    MAX_REQUEST_BYTES_IN_FLIGHT,
+    MAX_CONNECTIONS_PER_UID,
     DECLINE_REASON_WAIT,
     REFUSALS_PER_MINUTE,
     REFUSAL_WINDOW,
@@ -327,6 +351,8 @@ impl Limits {
             max_attachments: source.number(&MAX_ATTACHMENTS) as usize,
             max_attachment_bytes: source.number(&MAX_ATTACHMENT_BYTES),
             max_request_bytes: source.number(&MAX_REQUEST_BYTES),
+            max_request_bytes_in_flight: source.number(&MAX_REQUEST_BYTES_IN_FLIGHT),
+            max_connections_per_uid: source.number(&MAX_CONNECTIONS_PER_UID) as usize,
             decline_reason_wait: source.duration(&DECLINE_REASON_WAIT),
             refusals_per_minute: source.number(&REFUSALS_PER_MINUTE) as u32,
             refusal_window: source.duration(&REFUSAL_WINDOW),
@@ -431,7 +457,19 @@ impl Source for Written<'_> {
 /// Reads `[limits]` from `table`, reporting every problem under its key.
 pub(super) fn limits(walker: &mut Walker, table: &Table) -> Limits {
     walker.unknown_keys(table, SECTION, LIMITS_KEYS);
-    Limits::build(&mut Written { walker, table })
+    let limits = Limits::build(&mut Written { walker, table });
+    if limits.max_request_bytes_in_flight < limits.max_request_bytes {
+        // A request the budget can never hold would be refused however idle the daemon is.
+        walker.report(
+            join(SECTION, MAX_REQUEST_BYTES_IN_FLIGHT.key),
+            format!(
+                "{} is below max_request_bytes ({}): one request of the largest size must fit",
+                fmt_bytes(limits.max_request_bytes_in_flight),
+                fmt_bytes(limits.max_request_bytes)
+            ),
+        );
+    }
+    limits
 }
 
 #[cfg(test)]

@@ -950,6 +950,57 @@ fn limits_max_request_bytes_bounds() {
 }
 
 #[test]
+fn limits_bytes_in_flight_bounds_and_room_for_one_largest_request() {
+    let key = "limits.max_request_bytes_in_flight";
+    check_problem(
+        "[limits]\nmax_request_bytes_in_flight = 268435457\n",
+        key,
+        "over the ceiling of 268435456 (256 MiB)",
+    );
+    // Below the largest request at the defaults (32 MiB), and below a lowered one.
+    check_problem(
+        "[limits]\nmax_request_bytes_in_flight = 33554431\n",
+        key,
+        "33554431 is below max_request_bytes (33554432 (32 MiB))",
+    );
+    check_problem(
+        "[limits]\nmax_request_bytes = 4096\nmax_request_bytes_in_flight = 4095\n",
+        key,
+        "4095 is below max_request_bytes (4096 (4 KiB))",
+    );
+    let limits =
+        check_ok("[limits]\nmax_request_bytes = 4096\nmax_request_bytes_in_flight = 4096\n").limits;
+    assert_eq!(limits.max_request_bytes_in_flight, 4096);
+    assert_eq!(
+        check_ok("").limits.max_request_bytes_in_flight,
+        64 * MIB,
+        "the default holds two requests of the largest size"
+    );
+}
+
+#[test]
+fn limits_connections_per_uid_bounds() {
+    let key = "limits.max_connections_per_uid";
+    check_problem(
+        "[limits]\nmax_connections_per_uid = 1025\n",
+        key,
+        "1025 is over the ceiling of 1024",
+    );
+    check_problem(
+        "[limits]\nmax_connections_per_uid = 0\n",
+        key,
+        "0 is under the minimum of 1",
+    );
+    assert_eq!(check_ok("").limits.max_connections_per_uid, 64);
+    assert_eq!(
+        check_ok("[limits]\nmax_connections_per_uid = 1024\n")
+            .limits
+            .max_connections_per_uid,
+        1024
+    );
+}
+
+#[test]
 fn limits_decline_reason_wait_ceiling_zero_and_syntax() {
     let key = "limits.decline_reason_wait";
     check_problem(
