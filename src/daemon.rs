@@ -245,6 +245,9 @@ async fn open_store(
 ) -> anyhow::Result<(Store, store::StoreThread)> {
     let state_dir = config.paths.state_dir.clone();
     let journal = config.paths.journal.clone();
+    // A test build lets `CONSENTD_CRASH_AT=mid_batch` kill the daemon inside a group commit.
+    #[cfg(feature = "test-hooks")]
+    store::set_crash_hook(crate::failpoint::hit);
     let (store, store_thread, report) =
         tokio::task::spawn_blocking(move || Store::open(&state_dir, &journal, now))
             .await

@@ -2,7 +2,8 @@
 //! to prove that what was durable before the point is enough.
 //!
 //! Built with the `test-hooks` feature (only tests and benches turn it on), setting
-//! `CONSENTD_CRASH_AT` to a point's name (`before_claim`, `after_claim`, `after_exit`) makes the
+//! `CONSENTD_CRASH_AT` to a point's name (`before_claim`, `after_claim`, `after_exit`, and the
+//! store's `mid_batch`: two requests of a group commit applied, none committed) makes the
 //! daemon abort when it reaches it. A build without the feature has no such variable: a point is
 //! an empty function and the name is not in the binary.
 

@@ -1,5 +1,6 @@
 //! The sweep, ticked every [`SWEEP_EVERY`]: cards past their ttl expire (silence is never
-//! consent), mandates past their term end, and once a local day the evening summary is sent.
+//! consent), mandates past their term end, once a local day the evening summary is sent, and
+//! strangers' press windows that have closed journal what they counted.
 
 use std::time::Duration;
 
@@ -35,6 +36,14 @@ impl Consent {
         };
         if let Err(error) = self.summary_if_due(now).await {
             tracing::error!(%error, "cannot send the evening summary");
+        }
+        // A stranger's window that has closed journals the presses it counted.
+        let closed = self
+            .store
+            .call(move |db| db.close_stranger_windows(now))
+            .await;
+        if let Err(error) = closed {
+            tracing::error!(%error, "cannot close strangers' press windows");
         }
         // Refusal counts whose window has ended, when no later refusal wrote them.
         if let Err(error) = self

@@ -16,16 +16,17 @@ use crate::press::{
 use crate::store::consent::ClaimWindow;
 use crate::store::db::EventName;
 use crate::store::outbox::{Body, Sound, What};
+use crate::store::strangers::StrangerPress;
 use crate::store::{
     Applied, CardDecision, Decided, JournalEvent, Outgoing, Record, RecordState, StoreError,
     Subject,
 };
 use crate::styled::Styled;
-use crate::telegram::{ChatRef, Press};
+use crate::telegram::{ChatRef, Person, Press};
 
 use super::queue::{queue, say, text_body};
 use super::stale;
-use super::{Consent, Decision, PressFacts, PressSubject, Wake};
+use super::{Consent, Decision, Owner, PressFacts, PressSubject, Wake};
 
 /// How long a press waits for a send in flight to be recorded before it is judged (see
 /// [`Drawing`](crate::sender::Drawing)). A send stalled longer than this leaves the press judged
@@ -414,7 +415,9 @@ impl Consent {
     }
 
     /// A press that did not count: journaled, and the owner told at once when someone else
-    /// pressed their buttons or a card's message was changed behind their back.
+    /// pressed their buttons or a card's message was changed behind their back. Someone else's
+    /// presses go by windows (`crate::stranger`): the owner hears of a stranger once an hour at
+    /// most, and the journal counts the rest in one line.
     async fn rejected(
         &self,
         rejection: PressRejection,
@@ -431,25 +434,28 @@ impl Consent {
             "press rejected"
         );
         let owner = self.owner();
-        let worth_telling = match rejection {
-            PressRejection::NotOwner => owner.is_some_and(|owner| owner.id != from.id),
-            PressRejection::CardAltered => true,
-            _ => false,
-        };
-        let notice = owner.filter(|_| worth_telling).map(|owner| {
-            let who = if from.name.is_empty() {
-                from.id.to_string()
-            } else {
-                format!("{} ({})", from.name, from.id)
+        let subject = subject.filter(|s| press::is_record_id(s) || press::is_kind_name(s));
+        let Some(owner) = owner.filter(|owner| owner.id == from.id) else {
+            let notice = owner
+                .filter(|_| rejection == PressRejection::NotOwner)
+                .map(|owner| self.stranger_notice(owner, from, rejection))
+                .map(|(chat, body)| Outgoing::message(chat, body, Sound::Urgent));
+            let press = StrangerPress {
+                user_id: from.id,
+                reason: rejection.as_str(),
+                subject,
+                notice,
             };
-            let text = card::press_rejected_notice(
-                &self.locales,
-                owner.language,
-                &who,
-                rejection.as_str(),
-            );
-            (owner.id, Body::new(text, Vec::new()))
-        });
+            return self
+                .store
+                .call(move |db| db.stranger_press_rejected(press, Some(next), now))
+                .await
+                .map(|_| ());
+        };
+        // The owner's own presses: each is journaled; a changed message is told every time
+        // (only the owner's account can press as the owner, so nobody else can flood it).
+        let notice = (rejection == PressRejection::CardAltered)
+            .then(|| self.stranger_notice(owner, from, rejection));
         let presser = from.id;
         self.store
             .call(move |db| {
@@ -457,19 +463,37 @@ impl Consent {
                     let mut event = JournalEvent::new(EventName::PressRejected)
                         .with("reason", rejection.as_str())
                         .with("by", presser);
-                    if let Some(subject) =
-                        subject.filter(|s| press::is_record_id(s) || press::is_kind_name(s))
-                    {
+                    if let Some(subject) = subject {
                         event = event.with("subject", subject);
                     }
                     effects.push(event);
-                    if let Some((chat, body)) = notice {
-                        queue(tx, effects, chat, What::Message, None, body, Sound::Urgent)?;
+                    match notice {
+                        Some((chat, body)) => {
+                            queue(tx, effects, chat, What::Message, None, body, Sound::Urgent)
+                        }
+                        None => Ok(()),
                     }
-                    Ok(())
                 })
             })
             .await
+    }
+
+    /// The owner's urgent notice that `from` pressed one of their buttons and why it did not
+    /// count.
+    fn stranger_notice(
+        &self,
+        owner: Owner,
+        from: &Person,
+        rejection: PressRejection,
+    ) -> (i64, Body) {
+        let who = if from.name.is_empty() {
+            from.id.to_string()
+        } else {
+            format!("{} ({})", from.name, from.id)
+        };
+        let text =
+            card::press_rejected_notice(&self.locales, owner.language, &who, rejection.as_str());
+        (owner.id, Body::new(text, Vec::new()))
     }
 }
 

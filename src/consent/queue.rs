@@ -10,7 +10,7 @@ pub(super) fn text_body(text: String) -> Body {
 }
 
 pub(super) fn queue(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &rusqlite::Connection,
     effects: &mut Effects,
     chat: i64,
     what: What,
@@ -26,7 +26,7 @@ pub(super) fn queue(
 /// Queues a message to `chat` that sounds as `sound` says: `Gated` for a notice (with sound by
 /// day), `Urgent` for one that sounds at once even at night, `Silent` for a reply.
 pub(super) fn say(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &rusqlite::Connection,
     effects: &mut Effects,
     chat: i64,
     text: String,
@@ -46,7 +46,7 @@ pub(super) fn say(
 /// Queues the edit of a record's card in `chat` (silently: outcomes are not urgent). The edit
 /// has no buttons: the card can no longer be answered.
 pub(super) fn queue_card_edit(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &rusqlite::Connection,
     effects: &mut Effects,
     chat: i64,
     record_id: &str,

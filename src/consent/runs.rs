@@ -344,7 +344,7 @@ pub(super) struct Ending {
 impl Ending {
     pub(super) fn queue(
         self,
-        tx: &rusqlite::Transaction<'_>,
+        tx: &rusqlite::Connection,
         effects: &mut Effects,
         chat: i64,
     ) -> Result<(), StoreError> {

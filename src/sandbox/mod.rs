@@ -7,6 +7,7 @@
 //! [`consentd_emulator::Emulator`], the one the tests use; [`page`] serves the chat.
 
 mod page;
+mod token;
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -108,9 +109,12 @@ fn run_in(layout: &Layout, port: Option<u16>, fresh: bool) -> anyhow::Result<()>
     let language = config.owner.language.unwrap_or(Language::En);
     let titles = card_titles(&config)?;
     let exe = std::env::current_exe().context("cannot find the path of this executable")?;
+    let token =
+        token::PageToken::generate().context("cannot make the page's secret from getrandom")?;
     let banner = Banner {
         layout: layout.clone(),
         page: page_addr,
+        token,
         exe,
         fresh,
     };
@@ -180,6 +184,7 @@ async fn beside(
         emulator: emulator.clone(),
         owner: owner(),
         port: banner.page.port(),
+        token: banner.token.clone(),
         try_line: banner.ask_line(),
         shutdown: shutdown.clone(),
         daemon_owner: daemon.owner,
@@ -223,6 +228,8 @@ async fn beside(
 struct Banner {
     layout: Layout,
     page: SocketAddr,
+    /// The page's secret, in the `page:` line's address.
+    token: token::PageToken,
     exe: PathBuf,
     fresh: bool,
 }
@@ -275,7 +282,7 @@ impl Banner {
             "consentd sandbox: the daemon, with a local Telegram emulator; nothing leaves this machine.\n\
              state: {}{kept}\n\
              socket: {}\n\
-             page: http://{}/\n\
+             page: {}\n\
              \n\
              Open the page, then ask from another terminal:\n\
              \n  {}\n\n\
@@ -288,7 +295,7 @@ impl Banner {
              Stop with Ctrl-C.\n",
             self.layout.dir.display(),
             self.layout.socket.display(),
-            self.page,
+            self.token.url(self.page),
             self.ask_line(),
             self.agent_lines(),
         );

@@ -1,5 +1,6 @@
 //! The sandbox's chat page: one embedded HTML file and a small JSON API over the emulator's
-//! chat with the owner, on 127.0.0.1 only.
+//! chat with the owner, on 127.0.0.1 only, every path under the page's secret token
+//! (`/s/<token>/`, see `token.rs`); the paths below are relative to it.
 //!
 //! - `GET /` — the page (`page.html`, vanilla JS, no external resources).
 //! - `GET /api/chat[?after=VERSION]` — the chat as the owner sees it; with `after`, a long poll
@@ -11,7 +12,8 @@
 //! - `GET /favicon.svg` — the page's icon, embedded like the page.
 //!
 //! Anything on the machine can reach a loopback port, a web page in the owner's browser among
-//! them. So every request must name this page's own host (a DNS-rebinding page names its own),
+//! them. So every request must carry the token (refused 403 without it: only who was shown the
+//! `page:` line can read the chat or press), name this page's own host (a DNS-rebinding page names its own),
 //! a `POST` must carry JSON (a cross-site form cannot, and a cross-site `fetch` with JSON
 //! needs a CORS preflight this server never grants) and, when the browser sends an `Origin`,
 //! come from this page. The page itself runs under a CSP with a per-response nonce, and
@@ -34,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::token::PageToken;
 use crate::consent::OwnerCell;
 use crate::locale::Language;
 use consentd_emulator::{
@@ -58,6 +61,8 @@ pub(super) struct Page {
     pub owner: UserSpec,
     /// The port the page is served on, for the Host and Origin checks.
     pub port: u16,
+    /// The secret every path starts with.
+    pub token: PageToken,
     /// A ready `consentd ask` line, shown while the chat is empty.
     pub try_line: String,
     /// Ends long polls at once when the sandbox stops.
@@ -100,6 +105,8 @@ pub(super) enum PageError {
     WrongHost(u16),
     #[error("requests must come from the page itself")]
     CrossOrigin,
+    #[error("this page answers only at the address printed as `page:`")]
+    NoToken,
     #[error("{0}")]
     BadRequest(String),
     #[error(transparent)]
@@ -112,7 +119,7 @@ impl IntoResponse for PageError {
     fn into_response(self) -> Response {
         let status = match self {
             PageError::WrongHost(_) => StatusCode::MISDIRECTED_REQUEST,
-            PageError::CrossOrigin => StatusCode::FORBIDDEN,
+            PageError::CrossOrigin | PageError::NoToken => StatusCode::FORBIDDEN,
             PageError::BadRequest(_) => StatusCode::BAD_REQUEST,
             PageError::Press(_) | PageError::NoFile => StatusCode::NOT_FOUND,
         };
@@ -133,17 +140,19 @@ pub(super) async fn serve(page: Page, listener: TcpListener) -> anyhow::Result<(
 
 pub(super) fn router(page: Page) -> Router {
     Router::new()
-        .route("/", get(index))
-        .route("/api/chat", get(chat))
-        .route("/api/press", post(press))
-        .route("/api/send", post(send))
-        .route("/api/file/{file_id}", get(file))
-        .route("/favicon.svg", get(favicon))
+        .route("/s/{token}", get(to_page))
+        .route("/s/{token}/", get(index))
+        .route("/s/{token}/api/chat", get(chat))
+        .route("/s/{token}/api/press", post(press))
+        .route("/s/{token}/api/send", post(send))
+        .route("/s/{token}/api/file/{file_id}", get(file))
+        .route("/s/{token}/favicon.svg", get(favicon))
         .layer(axum::middleware::from_fn_with_state(page.clone(), guard))
         .with_state(page)
 }
 
-/// The Host and Origin checks of the module's header, before any handler.
+/// The Host, token and Origin checks of the module's header, before any handler (an unknown
+/// path without the token is refused too, so the refusal says nothing of which paths exist).
 async fn guard(State(page): State<Page>, request: Request, next: Next) -> Response {
     let headers = request.headers();
     let host = headers
@@ -151,6 +160,9 @@ async fn guard(State(page): State<Page>, request: Request, next: Next) -> Respon
         .and_then(|value| value.to_str().ok());
     if !host.is_some_and(|host| page.host_allowed(host)) {
         return PageError::WrongHost(page.port).into_response();
+    }
+    if !page.token.admits(request.uri().path()) {
+        return PageError::NoToken.into_response();
     }
     if request.method() != Method::GET {
         let origin = headers
@@ -161,6 +173,12 @@ async fn guard(State(page): State<Page>, request: Request, next: Next) -> Respon
         }
     }
     next.run(request).await
+}
+
+/// The address without its last `/`: the page's relative paths need it.
+async fn to_page(request: Request) -> Response {
+    let to = format!("{}/", request.uri().path());
+    axum::response::Redirect::permanent(&to).into_response()
 }
 
 async fn index() -> Response {
@@ -294,7 +312,7 @@ async fn send(
 /// CSP `sandbox` keeps even an opened image from running anything.
 async fn file(
     State(page): State<Page>,
-    Path(file_id): Path<String>,
+    Path((_token, file_id)): Path<(String, String)>,
 ) -> Result<Response, PageError> {
     let (info, bytes) = page
         .emulator
@@ -724,6 +742,7 @@ mod tests {
             emulator: emulator.clone(),
             owner: UserSpec::new(5, "Ann"),
             port: 1,
+            token: PageToken::from_hex("00"),
             try_line: String::new(),
             shutdown: CancellationToken::new(),
             daemon_owner: daemon_owner.clone(),
@@ -758,7 +777,8 @@ mod tests {
             "default-src 'none'; sandbox"
         );
         assert!(FAVICON.starts_with("<svg") && !FAVICON.contains("<script"));
-        assert!(PAGE.contains(r#"<link rel="icon" type="image/svg+xml" href="/favicon.svg">"#));
+        // Relative: under the page's secret path, like everything the page asks for.
+        assert!(PAGE.contains(r#"<link rel="icon" type="image/svg+xml" href="favicon.svg">"#));
     }
 
     /// The page's own words: `{"en": {key: text}, "ru": …, "pt": …}`.

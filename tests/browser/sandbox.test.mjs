@@ -148,7 +148,8 @@ test('the sandbox page, as the owner uses it', async () => {
   let context = null;
   try {
     const { socket, page: pageUrl } = await banner(sandbox, () => sandboxErr);
-    assert.match(pageUrl, /^http:\/\/127\.0\.0\.1:\d+\/$/);
+    // The page's address carries its secret: 32 random bytes in hex.
+    assert.match(pageUrl, /^http:\/\/127\.0\.0\.1:\d+\/s\/[0-9a-f]{64}\/$/);
     mkdirSync(SHOTS, { recursive: true });
 
     const asked = ask(socket, ['--kind', 'publish_x', '--target', '@example', '--text', TEXT, '--attach', cover, '--json']);
@@ -272,6 +273,17 @@ test('the sandbox page, as the owner uses it', async () => {
       return [response.status, response.headers.get('content-type')];
     });
     assert.deepEqual(icon, [200, 'image/svg+xml']);
+
+    // The page's API answers only under its secret: the same requests without it are refused.
+    const refused = await page.evaluate(async () => {
+      const statuses = [];
+      statuses.push((await fetch('/api/chat')).status);
+      const body = JSON.stringify({ message_id: 1, data: 'x' });
+      const headers = { 'Content-Type': 'application/json' };
+      statuses.push((await fetch('/api/press', { method: 'POST', headers, body })).status);
+      return statuses;
+    });
+    assert.deepEqual(refused, [403, 403]);
 
     // The page's own words follow the owner's language.
     assert.equal(await page.locator('#send').innerText(), 'Send');

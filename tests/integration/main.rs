@@ -20,6 +20,7 @@ mod gate;
 mod hooks;
 mod hooks_gate;
 mod journal_cli;
+mod lanes_strangers;
 mod load;
 mod locales;
 mod lookalike;

@@ -25,6 +25,8 @@ struct Sandbox {
     banner: Vec<(String, String)>,
     /// `127.0.0.1:PORT` of the page.
     page: String,
+    /// `/s/TOKEN`: the page's secret path, before every path of the page.
+    prefix: String,
     socket: PathBuf,
     /// The test clock's file: noon today, so the evening summary never joins the chat.
     _clock: tempfile::NamedTempFile,
@@ -74,16 +76,26 @@ impl Sandbox {
                 .map(|(_, v)| v.clone())
                 .unwrap_or_else(|| panic!("no {name}: line in {banner:?}"))
         };
-        let page = value("page")
+        let url = value("page");
+        let (page, prefix) = url
             .strip_prefix("http://")
             .and_then(|rest| rest.strip_suffix('/'))
-            .expect("page: http://HOST:PORT/")
-            .to_owned();
+            .and_then(|rest| rest.split_once('/'))
+            .expect("page: http://HOST:PORT/s/TOKEN/");
+        let token = prefix
+            .strip_prefix("s/")
+            .expect("page: http://HOST:PORT/s/TOKEN/");
+        assert!(
+            token.len() == 64 && token.bytes().all(|b| b.is_ascii_hexdigit()),
+            "the page's token is 32 random bytes in hex: {url}"
+        );
+        let (page, prefix) = (page.to_owned(), format!("/{prefix}"));
         let socket = PathBuf::from(value("socket"));
         Sandbox {
             child: Some(child),
             banner,
             page,
+            prefix,
             socket,
             _clock: clock,
         }
@@ -93,8 +105,20 @@ impl Sandbox {
         &self.banner.iter().find(|(n, _)| n == name).unwrap().1
     }
 
-    /// One HTTP/1.1 request to the page; `Host` is the page's unless `headers` name one.
+    /// One HTTP/1.1 request to the page at `path` under its secret prefix; `Host` is the page's
+    /// unless `headers` name one.
     fn http(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> (u16, String) {
+        self.http_at(method, &format!("{}{path}", self.prefix), headers, body)
+    }
+
+    /// One HTTP/1.1 request to the page at `path` as it is (without the secret prefix).
+    fn http_at(
         &self,
         method: &str,
         path: &str,
@@ -154,6 +178,21 @@ impl Sandbox {
             assert!(Instant::now() < deadline, "never {what}: {chat:#}");
             chat = self.get_json(&format!("/api/chat?after={}", chat["version"]));
         }
+    }
+
+    /// Asks without waiting (`ask ARGS --no-wait`); the record's id and its card once the page
+    /// shows it with its buttons.
+    fn ask_card(&self, args: &[&str]) -> (String, Value) {
+        let asked = self.cli(&[&["ask"], args, &["--no-wait"]].concat());
+        assert_eq!(asked.status.code(), Some(8), "{}", stderr(&asked));
+        let id = stdout(&asked).trim().to_owned();
+        let messages = self.wait_chat("the card", |messages| {
+            messages
+                .iter()
+                .any(|m| text_of(m).contains(&id) && has_buttons(m))
+        });
+        let card = messages.iter().find(|m| text_of(m).contains(&id)).unwrap();
+        (id, card.clone())
     }
 
     /// Runs a client command against the sandbox's socket.
@@ -232,24 +271,15 @@ fn a_press_on_the_page_is_a_callback_the_daemon_accepts() {
         "{chat}"
     );
 
-    let asked = sandbox.cli(&[
-        "ask",
+    let (id, card) = sandbox.ask_card(&[
         "--kind",
         "publish_x",
         "--target",
         "@example",
         "--text",
         "From the test",
-        "--no-wait",
     ]);
-    assert_eq!(asked.status.code(), Some(8), "{}", stderr(&asked));
-    let id = stdout(&asked).trim().to_owned();
-    let messages = sandbox.wait_chat("the card", |messages| {
-        messages
-            .iter()
-            .any(|m| text_of(m).contains(&id) && has_buttons(m))
-    });
-    let card = messages.iter().find(|m| text_of(m).contains(&id)).unwrap();
+    let card = &card;
     assert_eq!(card["from_bot"], true);
     assert_eq!(card["card"], true);
     assert_eq!(card["silent"], false, "no quiet hours in the sandbox");
@@ -476,4 +506,61 @@ fn a_fresh_state_dir_is_removed_when_sigint_stops_the_sandbox() {
     assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
     assert!(sandbox.stop(Signal::SIGINT).success());
     assert!(!std::path::Path::new(&state).exists(), "{state} is left");
+}
+
+#[test]
+fn a_press_without_the_pages_token_is_refused_and_the_ask_stays_pending() {
+    let sandbox = Sandbox::start(&[]);
+    let other = Sandbox::start(&[]);
+    assert_ne!(sandbox.prefix, other.prefix, "each run has its own token");
+    let (id, card) = sandbox.ask_card(&["--kind", "delete_post", "--target", "@example/1"]);
+    let press = json!({"message_id": card["id"], "data": card["buttons"][0][0]["callback_data"]});
+    let press = press.to_string();
+    let token = sandbox.prefix.strip_prefix("/s/").unwrap();
+    let status = || {
+        let done = sandbox.cli(&["status", &id, "--json"]);
+        serde_json::from_str::<Value>(stdout(&done).trim()).unwrap()["status"].clone()
+    };
+    let json = [("Content-Type", "application/json")];
+    let cases = [
+        ("no token", "/api/press".to_owned()),
+        ("no token, at the root", "/".to_owned()),
+        ("a wrong token", format!("/s/{}/api/press", "0".repeat(64))),
+        ("another run's token", format!("{}/api/press", other.prefix)),
+        (
+            "the token cut short",
+            format!("/s/{}/api/press", &token[..63]),
+        ),
+        ("the token and more", format!("/s/{token}0/api/press")),
+        (
+            "the token in upper case",
+            format!("/s/{}/api/press", token.to_uppercase()),
+        ),
+        ("the token as a query", format!("/api/press?t={token}")),
+        (
+            "the token elsewhere in the path",
+            format!("/api/press/s/{token}/"),
+        ),
+    ];
+    for (name, path) in &cases {
+        let (code, body) = sandbox.http_at("POST", path, &json, press.as_bytes());
+        assert_eq!(code, 403, "{name}: {body}");
+        assert_eq!(status(), "card_shown", "{name}: the ask is still waiting");
+    }
+    // Nor can the chat be read, or the page loaded, without it.
+    for path in ["/api/chat", "/", "/favicon.svg", "/api/file/x"] {
+        let (code, _) = sandbox.http_at("GET", path, &[], b"");
+        assert_eq!(code, 403, "GET {path}");
+    }
+    let (code, _) = sandbox.http_at("GET", &format!("{}/api/chat", other.prefix), &[], b"");
+    assert_eq!(code, 403, "another run's token reads nothing");
+    // The address without its last slash leads to the page.
+    let (code, _) = sandbox.http_at("GET", &sandbox.prefix, &[], b"");
+    assert_eq!(code, 308);
+
+    let (code, body) = sandbox.http("POST", "/api/press", &json, press.as_bytes());
+    assert_eq!(code, 200, "with the token the press counts: {body}");
+    let done = sandbox.cli(&["status", &id, "--wait", "--json"]);
+    let done: Value = serde_json::from_str(stdout(&done).trim()).unwrap();
+    assert_eq!(done["status"], "executed", "{done}");
 }

@@ -49,4 +49,5 @@ pub mod refusal;
 pub mod refusal_budget;
 pub mod shown;
 pub mod split;
+pub mod stranger;
 pub mod styled;

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use rusqlite::{params, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use super::base::EventName;
 use super::base::{
@@ -147,7 +147,7 @@ impl Db {
 /// The refusals an ask and a mandate request meet in the store before anything else: no owner,
 /// the identical request declined recently, the kind silenced.
 pub(super) fn stateful_refusal(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     digest: &str,
     kind: &str,
     policy: AskPolicy,
@@ -193,7 +193,7 @@ pub(super) fn stateful_refusal(
 
 /// `max_pending` asks are already waiting for the owner.
 pub(super) fn pending_refusal(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     policy: AskPolicy,
 ) -> Result<Option<Refusal>, StoreError> {
     let open: i64 = tx.query_row_cached(
@@ -230,7 +230,7 @@ enum AskVerdict {
 /// The stateful checks in their fixed order: idempotency, the stateful refusals, joining an
 /// open record, a covering mandate, `max_pending`.
 fn judge_ask(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     ask: &NewAsk,
     policy: AskPolicy,
     now: DateTime<Utc>,
@@ -279,7 +279,7 @@ fn judge_ask(
 
 /// A new pending record, with its card queued for `card_chat` in the same transaction.
 fn created_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     events: &mut Vec<JournalEvent>,
     id: &str,
     ask: &NewAsk,
@@ -324,7 +324,7 @@ fn asked_event(id: &str, ask: &NewAsk) -> JournalEvent {
 /// transaction, which is also the one that takes its share of the mandate's day — so two asks
 /// racing for the last action of a day are decided one after the other, by the store's lock.
 fn covered_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     events: &mut Vec<JournalEvent>,
     id: &str,
     ask: &NewAsk,
@@ -386,7 +386,7 @@ fn covered_in(
 }
 
 fn insert_pending(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     id: &str,
     ask: &NewAsk,
     now: DateTime<Utc>,

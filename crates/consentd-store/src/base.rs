@@ -30,6 +30,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (7, include_str!("migrations/0007_decline_reason.sql")),
     (8, include_str!("migrations/0008_protocol_additions.sql")),
     (9, include_str!("migrations/0009_agent_runs.sql")),
+    (11, include_str!("migrations/0011_stranger_presses.sql")),
 ];
 
 /// The name of a journal event: the one place the names are written (SPEC §9's list, and
@@ -207,6 +208,16 @@ pub struct StateChange {
     pub finished_at: Option<DateTime<Utc>>,
 }
 
+/// What a batch's writes produced, kept until it commits.
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    pub(super) lines: Vec<Line>,
+    pub(super) changed: Vec<(String, RecordState)>,
+    pub(super) queued: bool,
+    /// Writes applied so far.
+    pub(super) writes: usize,
+}
+
 /// The owner of the database and the journal file.
 #[derive(Debug)]
 pub struct Db {
@@ -216,6 +227,10 @@ pub struct Db {
     pub(super) changed: Vec<(String, RecordState)>,
     /// Set when a transaction queued something for Telegram.
     pub(super) outbox_queued: bool,
+    /// The open batch, while the store's thread applies one ([`crate::batch`]).
+    pub(super) batch: Option<Batch>,
+    /// Transactions committed since the store opened: a batch counts once.
+    pub(super) commits: u64,
     /// The refusal budget, when the daemon set one; without it every refusal is recorded.
     pub(super) refusals: Option<Refusals>,
     /// Where an ask's attachment bytes are written, in its transaction; `None` (a bare `Db`, as
@@ -301,6 +316,8 @@ impl Db {
             outbox_queued: false,
             refusals: None,
             attachments_dir: None,
+            batch: None,
+            commits: 0,
         };
         let lines_recovered = db.reconcile_journal(journal_path)?;
         let report = OpenReport {
@@ -404,7 +421,7 @@ impl Db {
             .unwrap_or((0, journal::GENESIS_PREV.to_owned())))
     }
 
-    fn append_journal(&mut self, lines: &[Line]) -> Result<(), StoreError> {
+    pub(super) fn append_journal(&mut self, lines: &[Line]) -> Result<(), StoreError> {
         self.journal
             .append(lines)
             .map_err(|error| StoreError::JournalWrite(error.to_string()))
@@ -415,7 +432,7 @@ impl Db {
     pub fn write<T>(
         &mut self,
         now: DateTime<Utc>,
-        change: impl FnOnce(&Transaction<'_>, &mut Vec<JournalEvent>) -> Result<T, StoreError>,
+        change: impl FnOnce(&Connection, &mut Vec<JournalEvent>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         self.write_effects(now, None, |tx, effects| change(tx, &mut effects.events))
     }
@@ -426,8 +443,11 @@ impl Db {
         &mut self,
         now: DateTime<Utc>,
         next_offset: Option<i64>,
-        change: impl FnOnce(&Transaction<'_>, &mut Effects) -> Result<T, StoreError>,
+        change: impl FnOnce(&Connection, &mut Effects) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        if self.in_batch() {
+            return self.write_in_batch(now, next_offset, change);
+        }
         let written_up_to = self.journal.head().n as i64;
         let tx = Transaction::new(&mut self.conn, TransactionBehavior::Immediate)?;
         // Lines the file already has need not be kept; doing it here costs no extra commit.
@@ -435,18 +455,48 @@ impl Db {
         let mut effects = Effects::new(now);
         let value = change(&tx, &mut effects)?;
         if let Some(offset) = next_offset {
-            tx.execute_cached(
-                "INSERT INTO telegram_state (id, next_offset) VALUES (1, ?1)
-                 ON CONFLICT (id) DO UPDATE SET next_offset = max(next_offset, excluded.next_offset)",
-                [offset],
-            )?;
+            store_offset(&tx, offset)?;
         }
         let lines = stage(&tx, now, &effects.events)?;
         tx.commit()?;
+        self.commits += 1;
         self.changed.extend(effects.changed);
         self.outbox_queued |= effects.queued;
         if !lines.is_empty() {
             self.append_journal(&lines)?;
+        }
+        Ok(value)
+    }
+
+    /// Whether writes now go into a batch.
+    pub(crate) fn in_batch(&self) -> bool {
+        self.batch.is_some()
+    }
+
+    /// One write of a batch, in its own savepoint: [`Db::write_effects`] inside a batch.
+    pub(crate) fn write_in_batch<T>(
+        &mut self,
+        now: DateTime<Utc>,
+        next_offset: Option<i64>,
+        change: impl FnOnce(&Connection, &mut Effects) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        // Dropped on an error, the savepoint rolls back to where it began and is released.
+        let savepoint = self.conn.savepoint()?;
+        let mut effects = Effects::new(now);
+        let value = change(&savepoint, &mut effects)?;
+        if let Some(offset) = next_offset {
+            store_offset(&savepoint, offset)?;
+        }
+        let lines = stage(&savepoint, now, &effects.events)?;
+        savepoint.commit()?;
+        let batch = self.batch.as_mut().expect("write_in_batch outside a batch");
+        batch.lines.extend(lines);
+        batch.changed.extend(effects.changed);
+        batch.queued |= effects.queued;
+        batch.writes += 1;
+        if batch.writes == 2 {
+            // Two requests applied, none committed: where a kill tests the batch's atomicity.
+            crate::crash::point("mid_batch");
         }
         Ok(value)
     }
@@ -465,6 +515,11 @@ impl Db {
     /// The records whose state changed since the last call, for waiters.
     pub(crate) fn take_changes(&mut self) -> Vec<(String, RecordState)> {
         std::mem::take(&mut self.changed)
+    }
+
+    /// Transactions committed since the store opened; a batch of requests counts once.
+    pub fn commits(&self) -> u64 {
+        self.commits
     }
 
     /// Where the journal stands: the last line's number and hash.
@@ -523,9 +578,19 @@ fn dangling_references(conn: &Connection) -> rusqlite::Result<()> {
     }
 }
 
+/// Stores the next Telegram offset with what its update changed; it only ever moves forward.
+pub(super) fn store_offset(tx: &Connection, offset: i64) -> Result<(), StoreError> {
+    tx.execute_cached(
+        "INSERT INTO telegram_state (id, next_offset) VALUES (1, ?1)
+         ON CONFLICT (id) DO UPDATE SET next_offset = max(next_offset, excluded.next_offset)",
+        [offset],
+    )?;
+    Ok(())
+}
+
 /// Turns events into chained lines and stages them in the transaction.
-fn stage(
-    tx: &Transaction<'_>,
+pub(super) fn stage(
+    tx: &Connection,
     now: DateTime<Utc>,
     events: &[JournalEvent],
 ) -> Result<Vec<Line>, StoreError> {
@@ -562,7 +627,7 @@ fn stage(
 /// The claim (SPEC §8): granted → running. Returns the `used` line, for the caller to journal
 /// in the same transaction, after whatever must precede it.
 pub(crate) fn claim_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     id: &str,
     digest: &str,
 ) -> Result<JournalEvent, StoreError> {
@@ -579,11 +644,7 @@ pub(crate) fn claim_in(
 }
 
 /// Keeps the display name of whoever decided `id`, for the card's later edits.
-pub(super) fn note_decider_name(
-    tx: &Transaction<'_>,
-    id: &str,
-    name: &str,
-) -> Result<(), StoreError> {
+pub(super) fn note_decider_name(tx: &Connection, id: &str, name: &str) -> Result<(), StoreError> {
     tx.execute_cached(
         "UPDATE records SET decided_by_name = ?2 WHERE id = ?1",
         params![id, name],
@@ -592,7 +653,7 @@ pub(super) fn note_decider_name(
 }
 
 pub(crate) fn transition_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     id: &str,
     from: RecordState,
     to: RecordState,

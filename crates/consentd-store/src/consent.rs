@@ -78,7 +78,7 @@ pub struct ClaimNotices {
 impl ClaimNotices {
     fn queue(
         &self,
-        tx: &rusqlite::Transaction<'_>,
+        tx: &rusqlite::Connection,
         effects: &mut Effects,
         record_id: &str,
         edit: Option<&Body>,
@@ -159,11 +159,7 @@ impl Db {
         candidate: OwnerRow,
         next_offset: i64,
         now: DateTime<Utc>,
-        reply: impl FnOnce(
-            &rusqlite::Transaction<'_>,
-            &mut Effects,
-            &PairVerdict,
-        ) -> Result<(), StoreError>,
+        reply: impl FnOnce(&rusqlite::Connection, &mut Effects, &PairVerdict) -> Result<(), StoreError>,
     ) -> Result<PairVerdict, StoreError> {
         self.write_effects(now, Some(next_offset), |tx, effects| {
             let state = tx
@@ -220,7 +216,7 @@ impl Db {
         user_id: i64,
         next_offset: i64,
         now: DateTime<Utc>,
-        reply: impl FnOnce(&rusqlite::Transaction<'_>, &mut Effects) -> Result<(), StoreError>,
+        reply: impl FnOnce(&rusqlite::Connection, &mut Effects) -> Result<(), StoreError>,
     ) -> Result<bool, StoreError> {
         let since = timestamp(now - chrono::Duration::hours(1));
         self.write_effects(now, Some(next_offset), |tx, effects| {
@@ -428,7 +424,7 @@ impl Db {
         &mut self,
         id: &str,
         finish: &Finish,
-        after: impl FnOnce(&rusqlite::Transaction<'_>, &mut Effects, &Record) -> Result<(), StoreError>,
+        after: impl FnOnce(&rusqlite::Connection, &mut Effects, &Record) -> Result<(), StoreError>,
         now: DateTime<Utc>,
     ) -> Result<Record, StoreError> {
         self.write_effects(now, None, |tx, effects| {
@@ -544,7 +540,7 @@ impl Db {
 /// one) is left alone: an old Resume lifts only its own. (A silence from before silences were
 /// named, after an upgrade, is lifted by any Resume of its kind.) Returns whether it lifted one.
 pub(super) fn resume_in(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &rusqlite::Connection,
     effects: &mut Effects,
     kind: &str,
     silenced_by: &str,

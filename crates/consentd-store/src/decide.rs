@@ -3,7 +3,7 @@
 //! opened).
 
 use chrono::{DateTime, Utc};
-use rusqlite::{params, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use super::base::EventName;
 use super::base::{
@@ -82,7 +82,7 @@ pub struct CardDecision {
 
 impl CardDecision {
     /// Keeps who decided and queues the card's edit.
-    fn noted_in(&self, tx: &Transaction<'_>, effects: &mut Effects) -> Result<(), StoreError> {
+    fn noted_in(&self, tx: &Connection, effects: &mut Effects) -> Result<(), StoreError> {
         note_decider_name(tx, &self.id, &self.decider_name)?;
         match &self.card_edit {
             Some(edit) => edit.queue_in(tx, effects),
@@ -226,7 +226,7 @@ impl Db {
 /// The owner's no: the card is declined, its digest remembered, and the kind's streak grows; at
 /// `streak_limit` the kind is silenced for a day. Returns whether this no silenced it.
 fn decline_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     effects: &mut Effects,
     card: &CardDecision,
     streak_limit: u32,
@@ -277,11 +277,7 @@ fn decline_in(
 
 /// The owner's yes: the card is granted and the kind's streak of no's ends; a granted mandate
 /// request opens its mandate.
-fn grant_in(
-    tx: &Transaction<'_>,
-    effects: &mut Effects,
-    card: &CardDecision,
-) -> Result<(), StoreError> {
+fn grant_in(tx: &Connection, effects: &mut Effects, card: &CardDecision) -> Result<(), StoreError> {
     let (id, by, now) = (card.id.as_str(), card.by, effects.now);
     let record = decided_in(tx, effects, card, RecordState::Granted)?;
     let asked = record.asked()?;
@@ -323,7 +319,7 @@ fn grant_in(
 /// nothing is claimed or run), journaled `approved` with who decided. Like any yes it ends the
 /// kind's streak of no's and lifts its silence.
 fn approve_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     effects: &mut Effects,
     card: &CardDecision,
 ) -> Result<(), StoreError> {
@@ -358,7 +354,7 @@ fn approve_in(
 /// A yes ends the kind's streak of no's, and with it a silence: the silence's notice loses its
 /// Resume, which could only be refused now.
 pub(super) fn lift_silence_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     effects: &mut Effects,
     kind: &str,
 ) -> Result<(), StoreError> {
@@ -389,7 +385,7 @@ pub(super) fn lift_silence_in(
 /// The owner's press moves a shown card to `to`, decided at the transaction's time; the record
 /// as it now stands.
 fn decided_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     effects: &mut Effects,
     card: &CardDecision,
     to: RecordState,

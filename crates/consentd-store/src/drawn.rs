@@ -5,7 +5,7 @@
 //! [`consentd_core::press::MessageFacts`]).
 
 use chrono::{DateTime, Utc};
-use rusqlite::{params, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use super::base::{timestamp, Db, Effects};
 use super::cached::Cached;
@@ -25,7 +25,7 @@ pub struct Drawn {
 
 /// Remembers (or replaces) what `message_id` in `chat_id` was drawn with, inside a transaction.
 pub(crate) fn drawn_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     chat_id: i64,
     message_id: i64,
     drawn: &Drawn,
@@ -49,7 +49,7 @@ pub(crate) fn drawn_in(
 /// that one button. The sender forgets a message once its buttons are gone; until then a press
 /// on it is judged as before (and refused as no longer open). Returns how many were queued.
 pub(crate) fn unbutton_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     effects: &mut Effects,
     action: PressAction,
     subject: &str,

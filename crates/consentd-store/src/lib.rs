@@ -31,9 +31,11 @@
 
 mod ask;
 mod base;
+mod batch;
 mod blobs;
 mod cached;
 pub mod consent;
+mod crash;
 pub mod db;
 mod decide;
 pub mod drawn;
@@ -50,8 +52,11 @@ pub mod settings;
 pub mod space;
 pub mod state;
 pub mod stored;
+pub mod strangers;
 mod withdraw;
 
+#[cfg(test)]
+mod batch_tests;
 #[cfg(test)]
 mod tests;
 
@@ -63,6 +68,8 @@ use tokio::sync::{broadcast, oneshot, Notify};
 
 pub use ask::{AskOutcome, AskPolicy, NewAsk};
 pub use base::{Db, Effects, JournalEvent, OpenReport, StateChange};
+pub use batch::MAX_BATCH;
+pub use crash::set_crash_hook;
 pub use decide::{Applied, CardDecision, Decided, OwnerDecision};
 pub use mandates::{MandateRow, NewMandate};
 pub use outbox::Outgoing;
@@ -123,6 +130,8 @@ pub enum StoreError {
     Locked { path: String, detail: String },
     #[error("the store's thread has stopped")]
     Stopped,
+    #[error("the batch this request was applied in was not made durable: {0}")]
+    Batch(String),
     #[error("database error: {0}")]
     Sql(#[from] rusqlite::Error),
 }
@@ -134,7 +143,10 @@ pub struct RecordChanged {
     pub state: RecordState,
 }
 
-type Job = Box<dyn FnOnce(&mut Db) + Send>;
+/// A request for the store's thread: it runs, and gives back how to answer once its batch is
+/// durable (or not: the batch's failure, if any).
+type Job = Box<dyn FnOnce(&mut Db) -> Answer + Send>;
+type Answer = Box<dyn FnOnce(Option<&StoreError>) + Send>;
 
 /// The async handle to the store's thread. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -186,8 +198,10 @@ impl Store {
             .spawn(move || {
                 // Held while the thread owns the database: released when it ends.
                 let _lock = lock;
-                for job in queue {
-                    job(&mut db);
+                while let Ok(first) = queue.recv() {
+                    let mut jobs = vec![first];
+                    jobs.extend(queue.try_iter().take(MAX_BATCH - 1));
+                    run_batch(&mut db, jobs);
                     for (id, state) in db.take_changes() {
                         // No receiver is fine: nobody is waiting.
                         let _ = announcer.send(RecordChanged { id, state });
@@ -213,18 +227,33 @@ impl Store {
         ))
     }
 
-    /// Runs `job` on the store's thread and returns its answer.
+    /// Runs `job` on the store's thread and returns its answer, once what it wrote is durable.
     pub async fn call<T: Send + 'static>(
         &self,
         job: impl FnOnce(&mut Db) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
+        self.submit(job)?.await.map_err(|_| StoreError::Stopped)?
+    }
+
+    /// Queues `job` now; the returned receiver gets its answer once its batch is durable.
+    fn submit<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut Db) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<oneshot::Receiver<Result<T, StoreError>>, StoreError> {
         let (reply, answer) = oneshot::channel();
         self.jobs
-            .send(Box::new(move |db: &mut Db| {
-                let _ = reply.send(job(db));
+            .send(Box::new(move |db: &mut Db| -> Answer {
+                let result = job(db);
+                Box::new(move |failed: Option<&StoreError>| {
+                    let result = match (result, failed) {
+                        (Ok(_), Some(failure)) => Err(StoreError::Batch(failure.to_string())),
+                        (result, _) => result,
+                    };
+                    let _ = reply.send(result);
+                })
             }))
             .map_err(|_| StoreError::Stopped)?;
-        answer.await.map_err(|_| StoreError::Stopped)?
+        Ok(answer)
     }
 
     /// Applies an owner's decision on the store's thread (see [`Db::decide`]).
@@ -284,6 +313,30 @@ impl Store {
     /// Stops the thread after the queued jobs; the returned thread handle can then be joined.
     pub fn close(self) {
         drop(self.jobs);
+    }
+}
+
+/// Applies `jobs` as one batch ([`batch`]) and answers them once it is durable. When a batch
+/// cannot even begin, each job runs on its own, as before batching, and is answered at once.
+fn run_batch(db: &mut Db, jobs: Vec<Job>) {
+    // A batch that cannot begin (the disk failing, say) is not an error of its own: each write
+    // then tries its own transaction and reports what stops it to its request.
+    let batched = db.begin_batch().is_ok();
+    let answers: Vec<Answer> = jobs.into_iter().map(|job| job(db)).collect();
+    let failure = if batched {
+        db.finish_batch().err()
+    } else {
+        None
+    };
+    if failure.is_some() {
+        // Nothing of the batch is announced: what changed was rolled back or is not journaled.
+        db.take_changes();
+        db.take_outbox_queued();
+        // Nor may a refusal's window name a record the batch rolled back.
+        db.forget_refusal_windows();
+    }
+    for answer in answers {
+        answer(failure.as_ref());
     }
 }
 

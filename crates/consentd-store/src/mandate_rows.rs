@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension};
 use rust_decimal::Decimal;
 
 use super::base::{parse_time, timestamp};
@@ -187,7 +187,7 @@ pub(crate) fn usage_on_day(
 /// The first open mandate (oldest first) that covers `action` now, with its usage before it.
 /// Only the mandates `peer_uid` asked for: a standing yes given to one session is not another's.
 pub(crate) fn covering_mandate(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     action: &Action,
     peer_uid: u32,
     now: DateTime<Utc>,

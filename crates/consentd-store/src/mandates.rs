@@ -6,7 +6,7 @@
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use rusqlite::{params, Transaction};
+use rusqlite::{params, Connection};
 use rust_decimal::Decimal;
 
 use super::ask::{pending_refusal, stateful_refusal, AskOutcome, AskPolicy};
@@ -140,7 +140,7 @@ impl Db {
     pub fn end_due_mandates(
         &mut self,
         now: DateTime<Utc>,
-        mut notice: impl FnMut(&Transaction<'_>, &mut Effects, &MandateRow) -> Result<(), StoreError>,
+        mut notice: impl FnMut(&Connection, &mut Effects, &MandateRow) -> Result<(), StoreError>,
     ) -> Result<usize, StoreError> {
         // Looked for first without the write lock: the sweep asks every second.
         let any_due: bool = self.conn.query_row_cached(
@@ -230,7 +230,7 @@ pub(crate) fn with_money_term(event: JournalEvent, usd_per_day: Option<Decimal>)
 
 /// The same peer's open request with this digest.
 fn open_request(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     digest: &str,
     peer_uid: u32,
 ) -> Result<Option<Record>, StoreError> {
@@ -246,7 +246,7 @@ pub(super) const OPEN_REQUEST_BY_DIGEST: &str =
 /// The owner's Stop on mandate `id`, while it is open: stopped, `mandate_stop` journaled, its
 /// Stop buttons taken away and `reply` queued. Returns whether it stopped it.
 pub(super) fn stop_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     effects: &mut Effects,
     id: &str,
     by: i64,

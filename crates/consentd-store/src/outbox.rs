@@ -1,8 +1,9 @@
 //! The durable outbox: what consentd will send to Telegram, queued in the same transaction as
-//! the change it tells of, and sent in order by one sender.
+//! the change it tells of, and sent by one sender in lanes (urgent notices, then cards, then the
+//! rest), each lane in the order it was queued.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{params, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use super::base::{timestamp, Db, Effects};
@@ -72,6 +73,53 @@ impl Sound {
             _ => Sound::Gated,
         }
     }
+}
+
+/// The sender's lanes, highest first: each time it may send, it takes the oldest row of the
+/// highest lane that has one ready, so an urgent notice never waits behind a backlog of cards,
+/// and a card never behind edits and receipts. A row's lane follows from what it is, so it is
+/// not stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Lane {
+    /// Messages that sound at once even at night (SPEC §10's urgent class).
+    Urgent,
+    /// Cards (their text parts and attachments travel with them).
+    Card,
+    /// Everything else: edits, receipts, summaries, notices, replies.
+    Rest,
+}
+
+impl Lane {
+    /// Every lane, highest first.
+    pub const ALL: [Lane; 3] = [Lane::Urgent, Lane::Card, Lane::Rest];
+
+    /// The lane of a row that does `what` and sounds as `sound`.
+    pub fn of(what: What, sound: Sound) -> Lane {
+        match (what, sound) {
+            (What::Card, _) => Lane::Card,
+            (What::Message, Sound::Urgent) => Lane::Urgent,
+            (What::Message | What::Edit, _) => Lane::Rest,
+        }
+    }
+
+    /// The rows of this lane, as an SQL condition over `outbox` (the same rule as [`Lane::of`]).
+    fn condition(self) -> &'static str {
+        match self {
+            Lane::Urgent => "what = 'message' AND sound = 'urgent'",
+            Lane::Card => "what = 'card'",
+            Lane::Rest => "what <> 'card' AND NOT (what = 'message' AND sound = 'urgent')",
+        }
+    }
+}
+
+/// The oldest ready row of a lane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    pub row: Row,
+    /// The row edits a record's card whose own row is still queued and due: it must wait until
+    /// that card is sent (an edit that went first would find no card and be dropped, and the card
+    /// would then be shown as it was drawn, buttons and all).
+    pub waits_for_card: bool,
 }
 
 /// A row's content.
@@ -166,7 +214,7 @@ impl Outgoing {
     /// Queues the row in the transaction whose effects say a row was queued.
     pub(crate) fn queue_in(
         &self,
-        tx: &Transaction<'_>,
+        tx: &Connection,
         effects: &mut Effects,
     ) -> Result<(), StoreError> {
         match self {
@@ -198,7 +246,7 @@ impl Outgoing {
 
 /// Queues a row inside a transaction.
 pub fn queue_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     chat_id: i64,
     what: What,
     record_id: Option<&str>,
@@ -226,7 +274,7 @@ pub fn queue_in(
 /// Queues an edit of message `message_id` in `chat` (silent, like every edit): `body` is what it
 /// shows next, or, without text, the same text with no buttons.
 pub(crate) fn queue_message_edit(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     chat_id: i64,
     message_id: i64,
     body: &Body,
@@ -242,14 +290,44 @@ pub(crate) fn queue_message_edit(
 }
 
 impl Db {
-    /// The oldest queued row that is not held past `now`.
+    /// The oldest queued row that is not held past `now`, whatever its lane.
     pub fn next_outbox(&self, now: DateTime<Utc>) -> Result<Option<Row>, StoreError> {
+        self.next_where("TRUE", now)
+    }
+
+    /// The oldest queued row of `lane` that is not held past `now`, and whether it must wait for
+    /// a card of the same record queued before it.
+    pub fn next_in_lane(&self, lane: Lane, now: DateTime<Utc>) -> Result<Option<Head>, StoreError> {
+        let Some(row) = self.next_where(lane.condition(), now)? else {
+            return Ok(None);
+        };
+        let waits_for_card = match (&row.record_id, row.what) {
+            (Some(record_id), What::Edit) => self.conn.query_row_cached(
+                "SELECT EXISTS (SELECT 1 FROM outbox WHERE state = 'queued' AND what = 'card'
+                 AND record_id = ?1 AND seq < ?2 AND (hold_until IS NULL OR hold_until <= ?3))",
+                params![record_id, row.seq, timestamp(now)],
+                |found| found.get(0),
+            )?,
+            _ => false,
+        };
+        Ok(Some(Head {
+            row,
+            waits_for_card,
+        }))
+    }
+
+    /// The oldest queued row, not held past `now`, of those `condition` selects.
+    fn next_where(&self, condition: &str, now: DateTime<Utc>) -> Result<Option<Row>, StoreError> {
         let row = self
             .conn
             .query_row_cached(
-                "SELECT seq, chat_id, what, record_id, body, sound, attempts, message_id FROM outbox
-                 WHERE state = 'queued' AND (hold_until IS NULL OR hold_until <= ?1)
-                 ORDER BY seq LIMIT 1",
+                &format!(
+                    "SELECT seq, chat_id, what, record_id, body, sound, attempts, message_id
+                     FROM outbox
+                     WHERE state = 'queued' AND (hold_until IS NULL OR hold_until <= ?1)
+                     AND ({condition})
+                     ORDER BY seq LIMIT 1"
+                ),
                 [timestamp(now)],
                 |row| {
                     Ok((

@@ -7,10 +7,12 @@
 //! until its window ends, and written at the next write that meets a refusal, at the sweep
 //! ([`Db::flush_refusal_counts`]) or at shutdown ([`Db::drain_refusal_counts`]). A crash loses
 //! at most the counts of the windows still open — never a record, never a decision: a refusal
-//! decides nothing, and its session had its answer.
+//! decides nothing, and its session had its answer. A batch whose commit fails (group commit,
+//! [`crate::batch`]) forgets the windows too, since one may name a record it rolled back: their
+//! counts are lost the same way.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{params, Transaction};
+use rusqlite::{params, Connection};
 
 use consentd_core::reason::Refusal;
 use consentd_core::refusal_budget::{BudgetPolicy, Closed, RefusalBudget, RefusalKey, Verdict};
@@ -33,7 +35,7 @@ pub(crate) struct Judged {
 /// its repeats are counted under, or none.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn refusal_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     events: &mut Vec<JournalEvent>,
     refusals: Option<&Refusals>,
     id: &str,
@@ -108,7 +110,15 @@ impl Db {
         }
     }
 
-    /// Notes a committed write's refusal in the budget, and its record for waiters.
+    /// Forgets every window and bucket (their counts unwritten): after a batch that failed to
+    /// commit, whose records a window may name.
+    pub(crate) fn forget_refusal_windows(&mut self) {
+        if let Some(refusals) = &mut self.refusals {
+            refusals.budget = RefusalBudget::default();
+        }
+    }
+
+    /// Notes a write's refusal in the budget, and its record for waiters.
     pub(crate) fn note_refusal(&mut self, judged: Judged, now: DateTime<Utc>) {
         if let Some(id) = &judged.recorded {
             self.note_change(id, RecordState::Refused);
@@ -126,7 +136,7 @@ impl Db {
     pub(crate) fn write_with_refusals<T>(
         &mut self,
         now: DateTime<Utc>,
-        change: impl FnOnce(&Transaction<'_>, &mut Effects, Option<&Refusals>) -> Result<T, StoreError>,
+        change: impl FnOnce(&Connection, &mut Effects, Option<&Refusals>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let refusals = self.refusals.take();
         let result = self.write_effects(now, None, |tx, effects| {
@@ -207,7 +217,7 @@ impl Db {
 
 /// A refused record and its `denied` line.
 pub(crate) fn refuse_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     events: &mut Vec<JournalEvent>,
     id: &str,
     peer_uid: u32,

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use rust_decimal::Decimal;
 
 use super::base::EventName;
@@ -87,7 +87,7 @@ impl Db {
         by: i64,
         next_offset: i64,
         now: DateTime<Utc>,
-        reply: impl FnOnce(&Transaction<'_>, &mut Effects) -> Result<(), StoreError>,
+        reply: impl FnOnce(&Connection, &mut Effects) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         self.write_effects(now, Some(next_offset), |tx, effects| {
             tx.execute_cached(
@@ -149,7 +149,7 @@ impl Db {
         &mut self,
         day: NaiveDate,
         now: DateTime<Utc>,
-        compose: impl FnOnce(&Transaction<'_>, &mut Effects, &str) -> Result<(), StoreError>,
+        compose: impl FnOnce(&Connection, &mut Effects, &str) -> Result<(), StoreError>,
     ) -> Result<bool, StoreError> {
         self.write_effects(now, None, |tx, effects| {
             let sent: Option<i64> = tx
@@ -266,7 +266,7 @@ impl Db {
 /// The owner's On or Off for a category, journaled `category_on` or `category_off` when it
 /// `changed` anything (an old button pressed again changes nothing).
 pub(super) fn switch_category_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     effects: &mut Effects,
     kind: &str,
     on: bool,

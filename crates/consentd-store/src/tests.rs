@@ -619,7 +619,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 9);
+    assert_eq!(version, 11);
     let mode: String = db
         .connection()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -645,7 +645,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
             error,
             StoreError::TooNew {
                 found: 99,
-                latest: 9
+                latest: 11
             }
         ),
         "{error}"
@@ -1425,5 +1425,91 @@ mod decide {
             ]
         );
         assert_eq!(next_offset(&db), 3);
+    }
+}
+
+/// The outbox's lanes: each lane's oldest ready row, and an edit that waits for its card.
+mod lanes {
+    use super::super::outbox::{Body, Lane, Outgoing, Sound};
+    use super::*;
+
+    fn head(db: &Db, lane: Lane, now: DateTime<Utc>) -> Option<(String, Option<String>, bool)> {
+        db.next_in_lane(lane, now).unwrap().map(|head| {
+            let what = format!("{:?}", head.row.what);
+            (what, head.row.record_id, head.waits_for_card)
+        })
+    }
+
+    fn queue(db: &mut Db, outgoing: Outgoing) {
+        db.write_effects(t0(), None, |tx, effects| outgoing.queue_in(tx, effects))
+            .unwrap();
+    }
+
+    fn carded() -> AskPolicy {
+        AskPolicy {
+            card_chat: Some(42),
+            ..policy()
+        }
+    }
+
+    #[test]
+    fn each_lane_offers_its_oldest_row_and_an_edit_waits_for_its_card() {
+        let fixture = Fixture::new();
+        let mut db = fixture.open();
+        let a = created(db.ask(&new_ask("k", "one", None), carded(), t0()).unwrap()).id;
+        queue(
+            &mut db,
+            Outgoing::message(42, Body::default(), Sound::Receipt),
+        );
+        queue(
+            &mut db,
+            Outgoing::message(42, Body::default(), Sound::Urgent),
+        );
+        let edit = Outgoing::card_edit(42, &a, consentd_core::styled::Styled::plain("ended"));
+        queue(&mut db, edit);
+        let b = created(db.ask(&new_ask("k", "two", None), carded(), t0()).unwrap()).id;
+        let card = |id: &str| Some(("Card".to_owned(), Some(id.to_owned()), false));
+        assert_eq!(
+            head(&db, Lane::Urgent, t0()),
+            Some(("Message".to_owned(), None, false)),
+            "the urgent notice, though queued after a card and a receipt"
+        );
+        assert_eq!(head(&db, Lane::Card, t0()), card(&a), "the first card");
+        assert_eq!(
+            head(&db, Lane::Rest, t0()),
+            Some(("Message".to_owned(), None, false)),
+            "the receipt"
+        );
+        let urgent = db.next_in_lane(Lane::Urgent, t0()).unwrap().unwrap();
+        db.outbox_sent(urgent.row.seq).unwrap();
+        assert_eq!(head(&db, Lane::Urgent, t0()), None);
+        let receipt = db.next_in_lane(Lane::Rest, t0()).unwrap().unwrap();
+        db.outbox_sent(receipt.row.seq).unwrap();
+        assert_eq!(
+            head(&db, Lane::Rest, t0()),
+            Some(("Edit".to_owned(), Some(a.clone()), true)),
+            "the edit of a card still queued waits for it"
+        );
+        // A card held for the morning holds up neither its lane nor the edit.
+        let held = db.next_in_lane(Lane::Card, t0()).unwrap().unwrap();
+        let morning = t0() + chrono::Duration::hours(8);
+        db.outbox_hold(held.row.seq, morning).unwrap();
+        assert_eq!(head(&db, Lane::Card, t0()), card(&b), "the next card goes");
+        assert_eq!(
+            head(&db, Lane::Rest, t0()),
+            Some(("Edit".to_owned(), Some(a.clone()), false)),
+            "an edit does not wait for a card held until the morning"
+        );
+        assert_eq!(
+            head(&db, Lane::Rest, morning),
+            Some(("Edit".to_owned(), Some(a.clone()), true)),
+            "but does once that card is due"
+        );
+        db.outbox_sent(held.row.seq).unwrap();
+        assert_eq!(
+            head(&db, Lane::Rest, morning),
+            Some(("Edit".to_owned(), Some(a), false)),
+            "nor once the card was sent"
+        );
     }
 }

@@ -1,9 +1,13 @@
-//! The outbox's one sender: sends queued rows in order, paced to about one message a second to
-//! the owner's chat with short bursts, retrying network errors and 5xx with backoff and honouring
+//! The outbox's one sender: sends queued rows lane by lane (urgent notices, then cards, then
+//! edits, receipts and the rest; `lanes`), each lane in order, all paced together to about one
+//! message a second to the owner's chat with short bursts, retrying network errors and 5xx with backoff and honouring
 //! a 429's `retry_after`. A card row is drawn when it is sent, so its ttl starts when the owner
 //! can see it; its text parts and attachments go first, each remembered once sent, so a restart
 //! resumes where it stopped.
 
+mod lanes;
+
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,12 +20,15 @@ use crate::clock::Clock;
 use crate::digest::AttachmentFacts;
 use crate::gate::{self, Delivery, NoticeClass};
 use crate::lookalike::KnownTargets;
+use crate::store::db::Db;
 use crate::store::drawn::Drawn;
-use crate::store::outbox::{ButtonSpec, Row, Sound, What};
+use crate::store::outbox::{ButtonSpec, Head, Lane, Row, Sound, What};
 use crate::store::{Record, RecordState, Store, StoreError};
 use crate::stored;
 use crate::styled::Styled;
 use crate::telegram::{SendError, Sent, Telegram};
+
+use lanes::{Choice, LaneView};
 
 /// Messages a burst may hold; after it, one a second.
 pub(crate) const BURST: f64 = 3.0;
@@ -124,8 +131,8 @@ impl From<StoreError> for RowError {
     }
 }
 
-/// Runs the sender until `shutdown`. Returns an error only for a 409 Conflict, which stops the
-/// daemon.
+/// Runs the sender until `shutdown`. Returns an error only for a 409 Conflict, which
+/// stops the daemon.
 pub(crate) async fn run(
     store: Store,
     telegram: Telegram,
@@ -136,6 +143,7 @@ pub(crate) async fn run(
 ) -> Result<(), SendError> {
     let ready = store.outbox_ready();
     let mut pace = Pace::new();
+    let mut backoffs = Backoffs::default();
     let out = Out {
         store: &store,
         telegram: &telegram,
@@ -150,8 +158,8 @@ pub(crate) async fn run(
             return Ok(());
         }
         let now = clock.now();
-        let row = match store.call(move |db| db.next_outbox(now)).await {
-            Ok(row) => row,
+        let heads = match store.call(move |db| lane_heads(db, now)).await {
+            Ok(heads) => heads,
             Err(error) => {
                 tracing::error!(%error, "cannot read the outbox");
                 if sleep_or_stop(Duration::from_secs(1), &shutdown).await {
@@ -160,55 +168,121 @@ pub(crate) async fn run(
                 continue;
             }
         };
-        tracing::debug!(row = ?row.as_ref().map(|r| (r.seq, r.what)), "outbox");
-        let Some(row) = row else {
+        let views: Vec<(Lane, LaneView)> = heads
+            .iter()
+            .map(|(lane, head)| (*lane, backoffs.view(*lane, head.as_ref())))
+            .collect();
+        let wake = match lanes::choose(&views, Instant::now()) {
+            Choice::Send(lane) => {
+                let Some(head) = heads
+                    .into_iter()
+                    .find(|(l, _)| *l == lane)
+                    .and_then(|h| h.1)
+                else {
+                    continue;
+                };
+                tracing::debug!(seq = head.row.seq, what = ?head.row.what, ?lane, "outbox");
+                let outcome = send_row(&out, &mut pace, head.row.clone()).await;
+                match settle(&out, lane, &head.row, outcome, &mut backoffs).await? {
+                    Some(wait) if sleep_or_stop(wait, &shutdown).await => return Ok(()),
+                    _ => continue,
+                }
+            }
+            Choice::WaitUntil(until) => until.min(Instant::now() + HELD_RECHECK),
             // Held cards become due by time, not by a new row: look again at least every second.
-            tokio::select! {
-                () = shutdown.cancelled() => return Ok(()),
-                () = ready.notified() => continue,
-                () = tokio::time::sleep(HELD_RECHECK) => continue,
-            }
+            Choice::Idle => Instant::now() + HELD_RECHECK,
         };
-        let seq = row.seq;
-        let attempts = row.attempts;
-        let card_of = (row.what == What::Card)
-            .then(|| row.record_id.clone())
-            .flatten();
-        match send_row(&out, &mut pace, row).await {
-            Ok(()) => {}
-            Err(RowError::Send(SendError::Conflict)) => return Err(SendError::Conflict),
-            Err(RowError::Send(SendError::Permanent(reason))) => {
-                tracing::warn!(seq, %reason, "Telegram refused an outbox row; dropping it");
-                let now = clock.now();
-                let _ = match card_of {
-                    Some(record_id) => {
-                        store
-                            .call(move |db| db.card_undeliverable(seq, &record_id, &reason, now))
-                            .await
-                    }
-                    None => store.call(move |db| db.outbox_dropped(seq, &reason)).await,
-                };
-            }
-            Err(RowError::Send(error)) => {
-                let wait = match &error {
-                    SendError::RetryAfter(after) => *after,
-                    _ => backoff(attempts),
-                };
-                tracing::info!(seq, %error, ?wait, "send failed; retrying");
-                let text = error.to_string();
-                let _ = store
-                    .call(move |db| db.outbox_attempt_failed(seq, &text))
-                    .await;
-                if sleep_or_stop(wait, &shutdown).await {
-                    return Ok(());
+        tokio::select! {
+            () = shutdown.cancelled() => return Ok(()),
+            () = ready.notified() => {}
+            () = tokio::time::sleep_until(wake) => {}
+        }
+    }
+}
+
+/// The oldest ready row of each lane.
+fn lane_heads(db: &mut Db, now: DateTime<Utc>) -> Result<Vec<(Lane, Option<Head>)>, StoreError> {
+    Lane::ALL
+        .into_iter()
+        .map(|lane| Ok((lane, db.next_in_lane(lane, now)?)))
+        .collect()
+}
+
+/// The lanes whose oldest row failed, each with that row and when it may be tried again. A
+/// lane waits out its own backoff; the others go on meanwhile.
+#[derive(Debug, Default)]
+struct Backoffs(HashMap<Lane, (i64, Instant)>);
+
+impl Backoffs {
+    /// What `lane` offers, its oldest row being `head`.
+    fn view(&self, lane: Lane, head: Option<&Head>) -> LaneView {
+        let backoff_until = match (self.0.get(&lane), head) {
+            (Some((seq, until)), Some(head)) if *seq == head.row.seq => Some(*until),
+            _ => None,
+        };
+        LaneView {
+            has_row: head.is_some(),
+            waits_for_card: head.is_some_and(|head| head.waits_for_card),
+            backoff_until,
+        }
+    }
+}
+
+/// Records how a row's send went. Returns how long the whole sender waits before the next row
+/// (a 429's `retry_after` holds every lane: Telegram's limit is the bot's, not a lane's), or
+/// the 409 that stops the daemon.
+async fn settle(
+    out: &Out<'_>,
+    lane: Lane,
+    row: &Row,
+    outcome: Result<(), RowError>,
+    backoffs: &mut Backoffs,
+) -> Result<Option<Duration>, SendError> {
+    let (store, seq) = (out.store, row.seq);
+    match outcome {
+        Ok(()) => {
+            backoffs.0.remove(&lane);
+            Ok(None)
+        }
+        Err(RowError::Send(SendError::Conflict)) => Err(SendError::Conflict),
+        Err(RowError::Send(SendError::Permanent(reason))) => {
+            backoffs.0.remove(&lane);
+            tracing::warn!(seq, %reason, "Telegram refused an outbox row; dropping it");
+            let now = out.clock.now();
+            let card_of = (row.what == What::Card)
+                .then(|| row.record_id.clone())
+                .flatten();
+            let _ = match card_of {
+                Some(record_id) => {
+                    store
+                        .call(move |db| db.card_undeliverable(seq, &record_id, &reason, now))
+                        .await
+                }
+                None => store.call(move |db| db.outbox_dropped(seq, &reason)).await,
+            };
+            Ok(None)
+        }
+        Err(RowError::Send(error)) => {
+            let text = error.to_string();
+            let _ = store
+                .call(move |db| db.outbox_attempt_failed(seq, &text))
+                .await;
+            match error {
+                SendError::RetryAfter(after) => {
+                    tracing::info!(seq, %error, ?after, "rate limited; every lane waits");
+                    Ok(Some(after))
+                }
+                _ => {
+                    let wait = backoff(row.attempts);
+                    tracing::info!(seq, %error, ?wait, ?lane, "send failed; retrying");
+                    backoffs.0.insert(lane, (seq, Instant::now() + wait));
+                    Ok(None)
                 }
             }
-            Err(RowError::Store(error)) => {
-                tracing::error!(seq, %error, "outbox row failed in the store");
-                if sleep_or_stop(Duration::from_secs(1), &shutdown).await {
-                    return Ok(());
-                }
-            }
+        }
+        Err(RowError::Store(error)) => {
+            tracing::error!(seq, %error, "outbox row failed in the store");
+            Ok(Some(Duration::from_secs(1)))
         }
     }
 }

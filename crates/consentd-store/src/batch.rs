@@ -1,0 +1,65 @@
+//! Group commit: the store's thread applies every request waiting in its queue in one
+//! transaction, each request's writes in its own savepoint, and makes them durable together.
+//!
+//! Policy:
+//! - A batch is what is waiting when the thread turns to its queue, at most [`MAX_BATCH`]
+//!   requests; one waiting request is a batch of one, and costs what it did before batching
+//!   (one commit, one journal fsync).
+//! - Each write ([`Db::write_effects`]) inside a batch is a savepoint: its error rolls back that
+//!   write alone, and the request that made it gets the error; the others go on.
+//! - The batch commits once (one WAL fsync under `synchronous=FULL`), then its journal lines are
+//!   appended in one write and one fsync. The chain's order is the order of the writes, which is
+//!   the commit order.
+//! - No request is answered, and no record change is announced, before that: an answer reports
+//!   only what is durable. If the commit or the journal's append fails, every request of the
+//!   batch is answered with the failure (a request that had failed on its own keeps its own
+//!   error).
+//! - A crash anywhere in a batch leaves the state of the last commit: none of the batch, or all
+//!   of it with its journal lines staged in the same commit (appended at the next start, as for
+//!   a single write). No request of a batch was answered before its commit.
+
+use crate::base::{Batch, Db};
+use crate::cached::Cached;
+use crate::StoreError;
+
+/// The most requests one batch takes: enough to share one fsync among a burst of agents, few
+/// enough that the first of them is not held long behind the last.
+pub const MAX_BATCH: usize = 256;
+
+impl Db {
+    /// Opens a batch: one IMMEDIATE transaction that the writes until [`Db::finish_batch`] share.
+    pub(crate) fn begin_batch(&mut self) -> Result<(), StoreError> {
+        debug_assert!(self.batch.is_none(), "a batch inside a batch");
+        let written_up_to = self.journal_head().n as i64;
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        // Lines the file already has need not be kept; doing it here costs no extra commit.
+        if let Err(error) = self
+            .conn
+            .execute_cached("DELETE FROM journal_staged WHERE n <= ?1", [written_up_to])
+        {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            return Err(error.into());
+        }
+        self.batch = Some(Batch::default());
+        Ok(())
+    }
+
+    /// Commits the batch, then appends its journal lines with one write and one fsync. Only
+    /// after this returns may the batch's requests be answered.
+    pub(crate) fn finish_batch(&mut self) -> Result<(), StoreError> {
+        let Some(batch) = self.batch.take() else {
+            return Ok(());
+        };
+        if let Err(error) = self.conn.execute_batch("COMMIT") {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            return Err(error.into());
+        }
+        self.commits += 1;
+        self.changed.extend(batch.changed);
+        self.outbox_queued |= batch.queued;
+        if batch.lines.is_empty() {
+            return Ok(());
+        }
+        self.append_journal(&batch.lines)
+    }
+}

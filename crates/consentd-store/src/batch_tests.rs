@@ -1,0 +1,145 @@
+//! Group commit ([`crate::batch`]): savepoints, one commit per batch, answers only once durable.
+
+use std::sync::mpsc;
+
+use super::base::{EventName, JournalEvent};
+use super::tests::{t0, Fixture};
+use super::{Store, StoreError};
+use crate::journal;
+
+/// A write that journals `settings` with `tag`, and fails after it when `fail`.
+fn tagged_write(db: &mut super::Db, tag: &str, fail: bool) -> Result<(), StoreError> {
+    let tag = tag.to_owned();
+    db.write(t0(), move |_, events| {
+        events.push(JournalEvent::new(EventName::Settings).with("tag", tag));
+        if fail {
+            Err(StoreError::Missing)
+        } else {
+            Ok(())
+        }
+    })
+}
+
+fn tags(fixture: &Fixture) -> Vec<String> {
+    std::fs::read_to_string(&fixture.journal_path)
+        .unwrap()
+        .lines()
+        .filter_map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            value["tag"].as_str().map(str::to_owned)
+        })
+        .collect()
+}
+
+#[test]
+fn a_failed_write_rolls_back_its_own_savepoint_and_no_other() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let commits = db.commits();
+    db.begin_batch().unwrap();
+    tagged_write(&mut db, "a", false).unwrap();
+    assert!(matches!(
+        tagged_write(&mut db, "b", true),
+        Err(StoreError::Missing)
+    ));
+    tagged_write(&mut db, "c", false).unwrap();
+    // Nothing reaches the journal file before the batch commits.
+    assert_eq!(tags(&fixture), Vec::<String>::new());
+    db.finish_batch().unwrap();
+    assert_eq!(db.commits(), commits + 1, "one commit for the batch");
+    assert_eq!(
+        tags(&fixture),
+        ["a", "c"],
+        "b's staged line was rolled back"
+    );
+    let head = fixture.journal_verifies();
+    assert_eq!(head, db.journal_head());
+    // The chain goes on from the batch's last line.
+    tagged_write(&mut db, "d", false).unwrap();
+    assert_eq!(tags(&fixture), ["a", "c", "d"]);
+    fixture.journal_verifies();
+}
+
+#[test]
+fn a_crash_before_the_batch_commits_leaves_none_of_it() {
+    let fixture = Fixture::new();
+    {
+        let mut db = fixture.open();
+        tagged_write(&mut db, "before", false).unwrap();
+        db.begin_batch().unwrap();
+        tagged_write(&mut db, "lost-1", false).unwrap();
+        tagged_write(&mut db, "lost-2", false).unwrap();
+        // Dropped with the batch open: the connection closes without COMMIT, as a kill would.
+    }
+    let db = fixture.open();
+    assert_eq!(tags(&fixture), ["before"]);
+    let staged: i64 = db
+        .connection()
+        .query_row("SELECT last_n FROM journal_state", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(
+        staged as u64,
+        db.journal_head().n,
+        "store and journal agree"
+    );
+    fixture.journal_verifies();
+}
+
+/// A store whose thread is held by a first request until `release` is sent, so the requests
+/// queued meanwhile are one batch.
+async fn held_store(dir: &std::path::Path) -> (Store, super::StoreThread, mpsc::Sender<()>) {
+    let (store, thread, _) = Store::open(dir, &dir.join("j.jsonl"), t0()).unwrap();
+    let (release, held) = mpsc::channel::<()>();
+    let (started, running) = tokio::sync::oneshot::channel();
+    let holder = store.submit(move |_| {
+        let _ = started.send(());
+        held.recv().unwrap();
+        Ok(())
+    });
+    drop(holder);
+    running.await.unwrap();
+    (store, thread, release)
+}
+
+#[tokio::test]
+async fn requests_waiting_together_share_one_commit_and_are_answered_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, thread, release) = held_store(dir.path()).await;
+    let answers: Vec<_> = (0..50)
+        .map(|i| {
+            store
+                .submit(move |db| tagged_write(db, &format!("w{i}"), i == 7).map(|()| i))
+                .unwrap()
+        })
+        .collect();
+    let commits_before = store.submit(|db| Ok(db.commits())).unwrap();
+    release.send(()).unwrap();
+    for (i, answer) in answers.into_iter().enumerate() {
+        let answer = answer.await.unwrap();
+        if i == 7 {
+            assert!(matches!(answer, Err(StoreError::Missing)), "{answer:?}");
+        } else {
+            assert_eq!(answer.unwrap(), i);
+        }
+    }
+    let seen_in_batch = commits_before.await.unwrap().unwrap();
+    let after = store.call(|db| Ok(db.commits())).await.unwrap();
+    assert_eq!(after, seen_in_batch + 1, "the 50 writes were one commit");
+    let journal_path = dir.path().join("j.jsonl");
+    let text = std::fs::read_to_string(&journal_path).unwrap();
+    let written: Vec<String> = text
+        .lines()
+        .filter_map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            value["tag"].as_str().map(str::to_owned)
+        })
+        .collect();
+    let expected: Vec<String> = (0..50)
+        .filter(|&i| i != 7)
+        .map(|i| format!("w{i}"))
+        .collect();
+    assert_eq!(written, expected, "the chain is in the order of the writes");
+    assert!(journal::verify_file(&journal_path, None).unwrap().is_ok());
+    store.close();
+    thread.join();
+}
