@@ -24,21 +24,81 @@ use crate::telegram::Telegram;
 /// as the owner last switched it in the chat, else as the config says: the switches are read
 /// from the store before anything is created.
 pub(crate) fn serve(config_path: &Path) -> anyhow::Result<()> {
+    let mut unconfined = Vec::new();
     let config = config::load_checked(config_path, &mut |telegram, categories, paths| {
-        let (switches, mut problems) = match paths.map(|p| stored_switches(&p.state_dir)) {
-            Some(Err(problem)) => (Default::default(), vec![problem]),
-            Some(Ok(switches)) => (switches, Vec::new()),
-            None => Default::default(),
+        // Owners and modes first: nothing in a refused state directory is opened, not even to
+        // read the switches.
+        let refused = paths.map(|p| preflight::check_files(telegram, p));
+        let (switches, mut problems) = match (refused, paths) {
+            (Some(problems), _) if !problems.is_empty() => (Default::default(), problems),
+            (_, Some(p)) => match stored_switches(&p.state_dir) {
+                Err(problem) => (Default::default(), vec![problem]),
+                Ok(switches) => (switches, Vec::new()),
+            },
+            _ => Default::default(),
         };
         let findings = preflight::check(telegram, categories, &switches);
         for note in &findings.notes {
             tracing::warn!("{note}");
         }
+        unconfined = preflight::unconfined(categories, &switches)
+            .map(str::to_owned)
+            .collect();
         problems.extend(findings.problems);
         problems
     })?;
+    for name in &unconfined {
+        warn_unconfined(name);
+    }
     let token = preflight::bot_token(&config.telegram).map_err(|p| anyhow::anyhow!("{p}"))?;
+    if config.telegram.token_file.is_none() {
+        // Still one thread: the runtime starts in `serve_with`.
+        scrub_env(preflight::TOKEN_ENV);
+    }
     serve_with(config, &token, |_| std::future::ready(Ok(())))
+}
+
+/// Says loudly, in the log and on stderr, that a category's command runs as the daemon's user.
+fn warn_unconfined(name: &str) {
+    let line = format!(
+        "category {name} is on and has no run_as: its command runs as the daemon's user and can \
+         read the press key, the token file and the database, and write the journal \
+         (docs/OPERATOR.md, \"Least privilege\")"
+    );
+    tracing::warn!("{line}");
+    eprintln!("consentd: warning: {line}");
+}
+
+/// Removes `name` from this process's environment, and its value from the bytes the kernel
+/// shows in `/proc/<pid>/environ`, so neither a child nor a reader of that file finds it.
+///
+/// `/proc/<pid>/environ` reads the environment block the process was started with, which
+/// `remove_var` does not touch (it edits libc's `environ` array only). While a variable was
+/// never set again, `getenv` points into that block, so its value is overwritten there first.
+///
+/// Must be called while the process has one thread: `getenv`, the writes and `remove_var` race
+/// with any other thread reading the environment. `serve` calls it before the runtime starts.
+fn scrub_env(name: &str) {
+    let Ok(key) = std::ffi::CString::new(name) else {
+        return;
+    };
+    #[allow(unsafe_code)]
+    // SAFETY: one thread (above), so nothing reads or changes the environment meanwhile.
+    // `getenv` returns null or a pointer to the value's NUL-terminated bytes inside the
+    // environment, which stay valid until the environment changes; `strlen` stops at that NUL,
+    // and each byte before it is overwritten in place, never past it.
+    unsafe {
+        let value = nix::libc::getenv(key.as_ptr());
+        if !value.is_null() {
+            let len = nix::libc::strlen(value);
+            for i in 0..len {
+                // Volatile: a write to memory nothing reads afterwards must not be optimised
+                // away.
+                std::ptr::write_volatile(value.add(i), 0);
+            }
+        }
+    }
+    std::env::remove_var(name);
 }
 
 /// The owner's category switches kept in `state_dir`, or why they cannot be read (under the
@@ -69,6 +129,8 @@ where
     Fut: std::future::Future<Output = anyhow::Result<()>> + Send + 'static,
 {
     raise_descriptor_limit();
+    // Before the runtime starts, while the process has one thread: the cgroup setup moves it.
+    crate::executor::contain_runs();
     // Everything the daemon creates is its own unless a mode says otherwise (the journal 0640,
     // the socket 0660): the agent must not read the database, the key or the attachments.
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));

@@ -26,6 +26,10 @@ use nix::unistd::{AccessFlags, User};
 
 use crate::config::{Category, ConfigProblem, TelegramSection};
 
+mod files;
+
+pub(crate) use files::check as check_files;
+
 /// The environment variable that may carry the bot token instead of `telegram.token_file`.
 pub(crate) const TOKEN_ENV: &str = "CONSENTD_BOT_TOKEN";
 
@@ -80,6 +84,23 @@ pub(crate) fn check(
         }
     }
     findings
+}
+
+/// The categories that are on, run a command, and have no `run_as`: their command runs as the
+/// daemon's user, so it can read the press key, the token file and the database, and write the
+/// journal. `serve` warns about each at start (docs/OPERATOR.md, "Least privilege").
+pub(crate) fn unconfined<'a>(
+    categories: &'a BTreeMap<String, Category>,
+    switches: &'a BTreeMap<String, bool>,
+) -> impl Iterator<Item = &'a str> {
+    categories
+        .iter()
+        .filter(|(name, category)| {
+            switches.get(*name).copied().unwrap_or(category.enabled)
+                && category.mode == crate::config::Mode::Run
+                && category.run_as.is_none()
+        })
+        .map(|(name, _)| name.as_str())
 }
 
 /// The first reason a category's runs could not start here, if there is one, with the key's

@@ -24,6 +24,16 @@ pub enum KeyError {
         path.display()
     )]
     TooOpen { path: PathBuf, mode: u32 },
+    #[error(
+        "press key file {} is owned by uid {owner}, not by uid {euid} that the daemon runs as; \
+         fix it with chown",
+        path.display()
+    )]
+    NotOwn {
+        path: PathBuf,
+        owner: u32,
+        euid: u32,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> KeyError + '_ {
@@ -74,6 +84,15 @@ fn read_key(path: &Path) -> Result<PressKey, KeyError> {
     let meta = file.metadata().map_err(io_err(path))?;
     if !meta.is_file() {
         return Err(not_a_file());
+    }
+    // Another user who owns it could have chosen the key, or read it.
+    let euid = nix::unistd::geteuid().as_raw();
+    if meta.uid() != euid && meta.uid() != 0 {
+        return Err(KeyError::NotOwn {
+            path: path.to_path_buf(),
+            owner: meta.uid(),
+            euid,
+        });
     }
     let mode = meta.mode() & 0o7777;
     if mode & !0o600 != 0 {

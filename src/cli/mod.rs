@@ -408,10 +408,14 @@ fn check_config(file: &Path, file_only: bool) -> ExitCode {
         config::load(file)
     } else {
         // The file alone decides what is on: the owner's switches live in the daemon's store.
-        config::load_checked(file, &mut |telegram, categories, _| {
+        config::load_checked(file, &mut |telegram, categories, paths| {
             let findings = preflight::check(telegram, categories, &Default::default());
             notes = findings.notes;
-            findings.problems
+            let mut problems = paths
+                .map(|p| preflight::check_files(telegram, p))
+                .unwrap_or_default();
+            problems.extend(findings.problems);
+            problems
         })
     };
     // Whom the machine was checked as: another user (the daemon's) may find other answers.

@@ -129,8 +129,6 @@ pub(crate) enum Wake {
     Updates(Vec<Incoming>, oneshot::Sender<()>),
     /// Time to expire cards past their ttl.
     Sweep,
-    /// A run ended.
-    RunEnded { id: String, outcome: RunOutcome },
     /// An ask an open mandate covered: the store has already claimed it (running, `used`
     /// durable) in the transaction that took its share of the mandate; its run starts. (An
     /// approval-only category's is `approved` instead: its receipt is sent.)
@@ -238,23 +236,15 @@ impl Consent {
         let tasks = self.spawn_helpers(&events, &shutdown, &conflict);
 
         self.set_command_menu();
-        self.recover(&runs, &events).await?;
+        self.recover(&runs).await?;
         let _ = recovered.send(());
         let result = self
-            .handle_until_stopped(
-                &shutdown,
-                &conflict,
-                &mut inbox,
-                &mut covered,
-                &runs,
-                &events,
-            )
+            .handle_until_stopped(&shutdown, &conflict, &mut inbox, &mut covered, &runs)
             .await;
         shutdown.cancel();
         // The loop ends the daemon too (a 409 ends it from here).
         daemon_shutdown.cancel();
-        self.run_covered_while_stopping(covered, &runs, &events)
-            .await;
+        self.run_covered_while_stopping(covered, &runs).await;
         self.finish_runs(&runs, inbox).await;
         tasks.wait().await;
         result
@@ -308,7 +298,6 @@ impl Consent {
         inbox: &mut mpsc::Receiver<Wake>,
         covered: &mut mpsc::UnboundedReceiver<Handoff>,
         runs: &TaskTracker,
-        events: &mpsc::Sender<Wake>,
     ) -> anyhow::Result<()> {
         loop {
             let event = tokio::select! {
@@ -318,7 +307,7 @@ impl Consent {
                 Some(handed) = covered.recv() => Some(Wake::from(handed)),
             };
             let Some(event) = event else { return Ok(()) };
-            if let Err(error) = self.handle(event, runs, events).await {
+            if let Err(error) = self.handle(event, runs).await {
                 tracing::error!(%error, "the consent loop could not handle an event");
             }
         }
@@ -331,11 +320,10 @@ impl Consent {
         &self,
         mut covered: mpsc::UnboundedReceiver<Handoff>,
         runs: &TaskTracker,
-        events: &mpsc::Sender<Wake>,
     ) {
         while let Some(handed) = covered.recv().await {
             // A withdraw that came in while stopping is still answered.
-            if let Err(error) = self.handle(Wake::from(handed), runs, events).await {
+            if let Err(error) = self.handle(Wake::from(handed), runs).await {
                 tracing::error!(%error, "could not settle a handed-over request while stopping");
             }
         }
@@ -346,46 +334,46 @@ impl Consent {
     /// fetched again after the restart, and the sweep runs again.
     async fn finish_runs(&self, runs: &TaskTracker, mut inbox: mpsc::Receiver<Wake>) {
         runs.close();
+        // Each run records its own outcome before its task ends. Events still arriving are
+        // dropped, so no helper blocks on a full inbox meanwhile.
         loop {
             tokio::select! {
                 () = runs.wait() => break,
-                event = inbox.recv() => match event {
-                    Some(Wake::RunEnded { id, outcome }) => self.record_outcome(id, outcome).await,
-                    Some(_) => {}
-                    None => break,
+                event = inbox.recv() => if event.is_none() {
+                    runs.wait().await;
+                    break;
                 },
             }
         }
-        // A run that ended just before `runs.wait()` returned may have queued its outcome last.
-        while let Ok(event) = inbox.try_recv() {
-            if let Wake::RunEnded { id, outcome } = event {
-                self.record_outcome(id, outcome).await;
-            }
-        }
     }
 
+    /// Records a run's outcome; called by the run's own task when its command has ended.
     async fn record_outcome(&self, id: String, outcome: RunOutcome) {
-        if let Err(error) = self.run_ended(id, outcome).await {
-            tracing::error!(%error, "could not record a run's outcome while stopping");
+        if let Err(error) = self.run_ended(id.clone(), outcome).await {
+            tracing::error!(%error, record = %id, "could not record a run's outcome");
         }
     }
 
-    async fn handle(
-        &self,
-        event: Wake,
-        runs: &TaskTracker,
-        events: &mpsc::Sender<Wake>,
-    ) -> Result<(), StoreError> {
+    async fn handle(&self, event: Wake, runs: &TaskTracker) -> Result<(), StoreError> {
         match event {
             Wake::Updates(batch, done) => {
                 for incoming in batch {
-                    self.incoming(incoming, runs, events).await?;
+                    self.incoming(incoming, runs).await?;
                 }
                 let _ = done.send(());
             }
             Wake::Sweep => self.expire_due().await?,
-            Wake::RunEnded { id, outcome } => self.run_ended(id, outcome).await?,
-            Wake::Covered(id) => self.run_claimed(id, runs, events).await?,
+            Wake::Covered(id) => {
+                // Covered asks start side by side, each on its own task (never two for one
+                // record: the store handed each over once), so a burst of them is bounded by
+                // the disk and the spawns, not by the loop taking them one at a time.
+                let (consent, tracker) = (self.clone(), runs.clone());
+                runs.spawn(async move {
+                    if let Err(error) = consent.run_claimed(id.clone(), &tracker).await {
+                        tracing::error!(%error, record = %id, "could not start a covered ask");
+                    }
+                });
+            }
             Wake::Withdraw {
                 id,
                 peer_uid,
@@ -397,12 +385,7 @@ impl Consent {
         Ok(())
     }
 
-    async fn incoming(
-        &self,
-        incoming: Incoming,
-        runs: &TaskTracker,
-        events: &mpsc::Sender<Wake>,
-    ) -> Result<(), StoreError> {
+    async fn incoming(&self, incoming: Incoming, runs: &TaskTracker) -> Result<(), StoreError> {
         let next = incoming.update_id() + 1;
         let stored = self.store.call(|db| db.next_offset()).await?;
         if incoming.update_id() < stored {
@@ -437,7 +420,7 @@ impl Consent {
                 };
                 self.text(from, said, next, now).await
             }
-            Incoming::Press { press, .. } => self.press(press, next, runs, events).await,
+            Incoming::Press { press, .. } => self.press(press, next, runs).await,
         }
     }
 }

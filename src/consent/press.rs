@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use tokio::sync::mpsc;
 use tokio_util::task::TaskTracker;
 
 use crate::card;
@@ -26,7 +25,7 @@ use crate::telegram::{ChatRef, Person, Press};
 
 use super::queue::{queue, say, text_body};
 use super::stale;
-use super::{Consent, Decision, Owner, PressFacts, PressSubject, Wake};
+use super::{Consent, Decision, Owner, PressFacts, PressSubject};
 
 /// How long a press waits for a send in flight to be recorded before it is judged (see
 /// [`Drawing`](crate::sender::Drawing)). A send stalled longer than this leaves the press judged
@@ -46,7 +45,6 @@ impl Consent {
         press: Press,
         next: i64,
         runs: &TaskTracker,
-        events: &mpsc::Sender<Wake>,
     ) -> Result<(), StoreError> {
         let owner = self.owner();
         let (facts, now) = self.press_facts(&press).await?;
@@ -87,7 +85,7 @@ impl Consent {
         match verdict {
             Verdict::Reject(rejection) => self.rejected(rejection, &decision, subject).await,
             Verdict::Accept { action, subject } => {
-                self.pressed(action, subject, facts.record, decision, runs, events)
+                self.pressed(action, subject, facts.record, decision, runs)
                     .await
             }
         }
@@ -214,7 +212,6 @@ impl Consent {
         record: Option<Record>,
         decision: Decision,
         runs: &TaskTracker,
-        events: &mpsc::Sender<Wake>,
     ) -> Result<(), StoreError> {
         if is_switch(action) {
             let on = action == PressAction::CategoryOn;
@@ -231,7 +228,7 @@ impl Consent {
                 self.approved(record, decision).await
             }
             (PressAction::Yes, Subject::Action) | (PressAction::Grant, Subject::Mandate) => {
-                self.granted(record, decision, runs, events).await
+                self.granted(record, decision, runs).await
             }
             (PressAction::No, Subject::Action) | (PressAction::Decline, Subject::Mandate) => {
                 self.declined(record, decision).await
@@ -254,7 +251,6 @@ impl Consent {
         record: Record,
         decision: Decision,
         runs: &TaskTracker,
-        events: &mpsc::Sender<Wake>,
     ) -> Result<(), StoreError> {
         let edit = self
             .outcome_text(
@@ -272,7 +268,7 @@ impl Consent {
         match self.lost_race(granted, &decision, &record.id).await? {
             Some(_) if record.subject == Subject::Mandate => Ok(()),
             Some(_) => {
-                self.claim_and_run(record.id, ClaimWindow::JudgedAtGrant, runs, events)
+                self.claim_and_run(record.id, ClaimWindow::JudgedAtGrant, runs)
                     .await
             }
             None => Ok(()),

@@ -3,7 +3,6 @@
 //! and run, so nothing the owner granted is lost to a restart.
 
 use chrono::{DateTime, Utc};
-use tokio::sync::mpsc;
 use tokio_util::task::TaskTracker;
 
 use crate::card;
@@ -13,16 +12,12 @@ use crate::store::{Record, RecordState, StoreError, Subject};
 use crate::styled::Styled;
 
 use super::queue::say;
-use super::{Consent, Wake};
+use super::Consent;
 
 impl Consent {
     /// At start: claims without an outcome become outcome_unknown (never re-run), with an urgent
     /// notice; granted records not yet claimed are claimed and run.
-    pub(super) async fn recover(
-        &self,
-        runs: &TaskTracker,
-        events: &mpsc::Sender<Wake>,
-    ) -> Result<(), StoreError> {
+    pub(super) async fn recover(&self, runs: &TaskTracker) -> Result<(), StoreError> {
         let now = self.clock.now();
         let orphans = self
             .store
@@ -65,7 +60,7 @@ impl Consent {
             .await?;
         // A granted mandate request is where it ends: it opened a mandate and never runs.
         for record in granted.into_iter().filter(|r| r.subject == Subject::Action) {
-            self.claim_and_run(record.id, ClaimWindow::JudgeAgain, runs, events)
+            self.claim_and_run(record.id, ClaimWindow::JudgeAgain, runs)
                 .await?;
         }
         Ok(())

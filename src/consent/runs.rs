@@ -3,7 +3,6 @@
 //! outcome, or for an ask a mandate answered a receipt.
 
 use chrono::{DateTime, Utc};
-use tokio::sync::mpsc;
 use tokio_util::task::TaskTracker;
 
 use crate::card::mandate::UsageView;
@@ -18,7 +17,7 @@ use crate::styled::Styled;
 
 use super::drawer::with_view;
 use super::queue::{queue, queue_card_edit, text_body};
-use super::{Consent, Wake};
+use super::Consent;
 
 impl Consent {
     /// The claim, then the run on its own task; the run's end comes back as an event.
@@ -27,7 +26,6 @@ impl Consent {
         id: String,
         window: ClaimWindow,
         runs: &TaskTracker,
-        events: &mpsc::Sender<Wake>,
     ) -> Result<(), StoreError> {
         let lookup = id.clone();
         let Some(record) = self.store.call(move |db| db.record(&lookup)).await? else {
@@ -44,7 +42,7 @@ impl Consent {
             .await?;
         match claim {
             Claim::CategoryOff(_) | Claim::Expired(_) => Ok(()),
-            Claim::Claimed(record) => self.spawn_run(record, runs, events),
+            Claim::Claimed(record) => self.spawn_run(record, runs),
         }
     }
 
@@ -78,7 +76,6 @@ impl Consent {
         &self,
         id: String,
         runs: &TaskTracker,
-        events: &mpsc::Sender<Wake>,
     ) -> Result<(), StoreError> {
         let Some(record) = self.store.call(move |db| db.record(&id)).await? else {
             return Err(StoreError::Missing);
@@ -94,16 +91,11 @@ impl Consent {
                 actual: record.state,
             });
         }
-        self.spawn_run(record, runs, events)
+        self.spawn_run(record, runs)
     }
 
     /// Starts a claimed record's command on its own task; its end comes back as an event.
-    fn spawn_run(
-        &self,
-        record: Record,
-        runs: &TaskTracker,
-        events: &mpsc::Sender<Wake>,
-    ) -> Result<(), StoreError> {
+    fn spawn_run(&self, record: Record, runs: &TaskTracker) -> Result<(), StoreError> {
         // The claim and its `used` line are durable: from here the command may start.
         crate::failpoint::hit("after_claim");
         let kind = record.asked()?.kind.to_owned();
@@ -115,7 +107,7 @@ impl Consent {
             // `granted`. A record claimed anyway (its category changed to approve since the yes)
             // ends `failed` without the executor: consentd never runs an approve category.
             tracing::error!(id = %record.id, %kind, "a claim of an approval-only category; nothing runs");
-            let events = events.clone();
+            let consent = self.clone();
             let id = record.id;
             runs.spawn(async move {
                 let outcome = RunOutcome::NotStarted {
@@ -123,17 +115,19 @@ impl Consent {
                         "{kind} is approval-only (mode = \"approve\"): consentd runs nothing"
                     ),
                 };
-                let _ = events.send(Wake::RunEnded { id, outcome }).await;
+                consent.record_outcome(id, outcome).await;
             });
             return Ok(());
         }
         let spec = self.run_spec(&record, category);
-        let events = events.clone();
+        // The run records its own outcome: runs of different records end side by side, and
+        // their store calls share commits (group commit), instead of queueing in the loop.
+        let consent = self.clone();
         let id = record.id;
         runs.spawn(async move {
             let outcome = executor::run(&spec).await;
             crate::failpoint::hit("after_exit");
-            let _ = events.send(Wake::RunEnded { id, outcome }).await;
+            consent.record_outcome(id, outcome).await;
         });
         Ok(())
     }

@@ -23,7 +23,9 @@
 //!   where `path` is the absolute path of the copy;
 //! - its own process group. On timeout the whole group gets SIGKILL. When the command itself
 //!   exits, whatever it left running in its group is killed too: a run is over when its
-//!   command is, and nothing of it may outlive the working directory or the report.
+//!   command is, and nothing of it may outlive the working directory or the report. What left
+//!   the group (`setsid`) is killed as well: by the run's own cgroup where the host delegates
+//!   one (`cgroup`), and else by the daemon as child subreaper (`reaper`).
 //!
 //! With `run_as`, the daemon must be root; the user's groups are resolved before the fork and
 //! the child calls `setgroups`, `setgid`, `setuid` (in that order) just before `exec`. Because
@@ -35,7 +37,9 @@
 //! Writing stdin relies on SIGPIPE being ignored, which the Rust runtime does for every
 //! binary: a command that never reads stdin makes the write fail with EPIPE, which is ignored.
 
+mod cgroup;
 mod output;
+mod reaper;
 mod workdir;
 
 use output::{describe_exit, drain, FirstLine, StderrTail};
@@ -193,9 +197,13 @@ pub async fn run(spec: &RunSpec) -> RunOutcome {
         payload,
     } = prepared;
 
-    let child = match spawn(spec, &work_dir.path, identity.as_ref(), &env) {
+    let cgroup = cgroup::RunCgroup::create();
+    let (child, listed) = match spawn(spec, &work_dir.path, identity.as_ref(), &env, &cgroup) {
         Ok(c) => c,
         Err(e) => {
+            if let Some(cgroup) = cgroup {
+                let _ = tokio::task::spawn_blocking(move || cgroup.end()).await;
+            }
             work_dir.remove().await;
             return RunOutcome::NotStarted {
                 reason: e.to_string(),
@@ -204,6 +212,14 @@ pub async fn run(spec: &RunSpec) -> RunOutcome {
     };
 
     let (end, stdout, stderr) = supervise(child, &payload, spec.timeout).await;
+    // What left the process group dies with the run too (see `reaper` and `cgroup`).
+    let _ = tokio::task::spawn_blocking(move || {
+        let also = cgroup.map(cgroup::RunCgroup::end).unwrap_or_default();
+        if let Some(listed) = listed {
+            reaper::finish(listed, &also);
+        }
+    })
+    .await;
     work_dir.remove().await;
 
     match end {
@@ -579,12 +595,35 @@ struct StdinAttachment<'a> {
     sha256: &'a str,
 }
 
+/// Runs are held whole where the host allows it: a cgroup each where a cgroup v2 subtree is
+/// delegated, and the daemon a child subreaper in any case (see `cgroup` and `reaper`). Called
+/// once at the daemon's start, while it has one thread; says which holds.
+pub(crate) fn contain_runs() {
+    let cgroup = cgroup::take_delegated();
+    let subreaper = reaper::become_subreaper();
+    match (cgroup, subreaper) {
+        (Ok(base), _) => tracing::info!(
+            cgroup = %base.display(),
+            "each run gets its own cgroup, killed whole at the run's end"
+        ),
+        (Err(why), true) => tracing::info!(
+            "no delegated cgroup ({why}): each run is held by its process group, and what \
+             leaves the group is adopted by the daemon and killed at the run's end"
+        ),
+        (Err(why), false) => tracing::warn!(
+            "no delegated cgroup ({why}) and the daemon cannot be a subreaper: a process that \
+             leaves its run's process group can outlive the run"
+        ),
+    }
+}
+
 fn spawn(
     spec: &RunSpec,
     dir: &Path,
     identity: Option<&Identity>,
     env: &[(String, String)],
-) -> Result<Child, NotStarted> {
+    cgroup: &Option<cgroup::RunCgroup>,
+) -> Result<(Child, Option<reaper::Listed>), NotStarted> {
     let mut cmd = Command::new(&spec.command[0]);
     cmd.args(&spec.command[1..])
         .env_clear()
@@ -595,6 +634,23 @@ fn spawn(
         .stderr(Stdio::piped())
         // Its own group, so a timeout reaches everything it started.
         .process_group(0);
+    if let Some(cgroup) = cgroup {
+        let fd = cgroup.join_fd();
+        #[allow(unsafe_code)]
+        // SAFETY: runs in the forked child before exec (and before the user switch below,
+        // which would take the right to move). It makes one write(2) of a static byte to a
+        // descriptor the parent opened and keeps open until spawn returns; write(2) is
+        // async-signal-safe, and nothing is allocated or locked.
+        unsafe {
+            cmd.pre_exec(move || {
+                if nix::libc::write(fd, b"0".as_ptr().cast(), 1) == 1 {
+                    Ok(())
+                } else {
+                    Err(io::Error::last_os_error())
+                }
+            });
+        }
+    }
     if let Some(id) = identity {
         // Moved into the closure whole, so the child only reads them.
         let groups = id.groups.clone();
@@ -621,7 +677,7 @@ fn spawn(
     }
     // Spawn returns only once exec has succeeded or failed (std reports pre-exec and exec
     // errors back through a close-on-exec pipe), so an error means the command never ran.
-    cmd.spawn().map_err(|error| NotStarted::Spawn {
+    reaper::spawn_listed(|| cmd.spawn(), Child::id).map_err(|error| NotStarted::Spawn {
         command: spec.command[0].clone(),
         error,
     })

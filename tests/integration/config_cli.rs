@@ -108,6 +108,12 @@ struct Broken {
 impl Broken {
     fn in_dir(dir: &Path) -> Broken {
         std::fs::write(dir.join("bot-token"), format!("{TOKEN}\n")).unwrap();
+        // The daemon's alone, as serve requires of a token file.
+        std::fs::set_permissions(
+            dir.join("bot-token"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .unwrap();
         Broken {
             token_line: format!("token_file = \"{}/bot-token\"", dir.display()),
             enabled: true,

@@ -27,6 +27,7 @@ mod lookalike;
 mod mandates;
 mod mcp;
 mod owner;
+mod privilege;
 mod protocol_additions;
 mod runs;
 mod sandbox;

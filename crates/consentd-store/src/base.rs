@@ -280,10 +280,13 @@ impl Db {
         journal_path: &Path,
         now: DateTime<Utc>,
     ) -> Result<(Db, OpenReport), StoreError> {
-        let conn = Connection::open(db_path).map_err(|source| StoreError::Open {
-            path: db_path.display().to_string(),
-            source,
-        })?;
+        // SQLite's own open, with no symlink followed to the database or its -wal and -shm.
+        let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn =
+            Connection::open_with_flags(db_path, flags).map_err(|source| StoreError::Open {
+                path: db_path.display().to_string(),
+                source,
+            })?;
         conn.busy_timeout(Duration::from_secs(5))?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
         // WAL keeps readers off the writer's back; FULL syncs the WAL on every commit, so an

@@ -350,6 +350,7 @@ fn lock_state_dir(state_dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, 
         .truncate(false)
         .write(true)
         .mode(0o600)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
         .open(&path)
         .map_err(|source| StoreError::File {
             path: path.display().to_string(),
@@ -363,12 +364,19 @@ fn lock_state_dir(state_dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, 
     )
 }
 
-/// Creates a directory (and its parents) only the daemon can enter.
+/// Creates a directory (and its parents) only the daemon can enter. A symlink in its place is
+/// refused, not followed: it could lead the daemon's files anywhere.
 pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(path)?;
+    if std::fs::symlink_metadata(path)?.file_type().is_symlink() {
+        return Err(std::io::Error::other(format!(
+            "{} is a symlink, not a directory",
+            path.display()
+        )));
+    }
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
 }

@@ -102,11 +102,15 @@ impl JournalFile {
     /// daemon's `started` line. Fails with `Damaged` when the last line
     /// cannot be continued.
     pub fn open(path: &Path) -> Result<(JournalFile, u64), JournalError> {
+        // No symlink is followed to the journal: one planted in its place would send the
+        // daemon's lines (and their tail cut) to another file.
+        let nofollow = nix::fcntl::OFlag::O_NOFOLLOW.bits();
         let created = OpenOptions::new()
             .read(true)
             .append(true)
             .create_new(true)
             .mode(JOURNAL_MODE)
+            .custom_flags(nofollow)
             .open(path);
         let (file, cut) = match created {
             Ok(file) => {
@@ -117,7 +121,11 @@ impl JournalFile {
                 (file, 0)
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                let file = OpenOptions::new().read(true).append(true).open(path)?;
+                let file = OpenOptions::new()
+                    .read(true)
+                    .append(true)
+                    .custom_flags(nofollow)
+                    .open(path)?;
                 let cut = cut_torn_tail(&file)?;
                 (file, cut)
             }

@@ -1,0 +1,238 @@
+//! No child outlives its run, where no cgroup holds the run whole: the daemon is a child
+//! subreaper, so a process that leaves its run's process group (`setsid`, `setpgid`) and whose
+//! parent then exits is reparented to the daemon instead of to init, and the end of each run
+//! kills and reaps the adopted processes that are that run's.
+//!
+//! Which adopted process is whose. The daemon's direct children are the commands of the runs
+//! going on (listed in [`LIVE`] from their spawn until their run's end) and the processes
+//! adopted from runs' trees; anything it spawns otherwise stays in its own process group. At the
+//! end of a run, an adopted process (parent: the daemon; not a live command; not in the daemon's
+//! own group) is that run's leftover, and is killed with everything below it, when
+//! - it is in the run's process group, or
+//! - it started before every run still going started (the kernel's start time, in clock
+//!   ticks): nothing a run still going started can be older than that run's command, so it
+//!   belongs to a run that is over.
+//!
+//! Any other adopted process may be a run's still going, and waits for a later run's end, when
+//! the runs older than it are over. So a concurrent run's process is never killed, and a
+//! leftover is killed at the end of its own run, or at the latest when the last run that was
+//! going when it started ends.
+//!
+//! Reaping: each process killed here is waited for by its pid (`waitpid(pid, WNOHANG)`), never
+//! with `waitpid(-1)`, which would take the exit status of a command tokio is waiting for.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+
+/// Whether this process is a child subreaper (set once at the daemon's start).
+static SUBREAPER: AtomicBool = AtomicBool::new(false);
+
+/// The commands of the runs going on: pid and start time in clock ticks since boot (0 when it
+/// could not be read, which makes every adopted process wait: nothing starts before 0).
+static LIVE: Mutex<Vec<(i32, u64)>> = Mutex::new(Vec::new());
+
+/// How often, and how long apart, a run's end looks for leftovers still to kill or reap.
+const ROUNDS: u32 = 200;
+const ROUND_PAUSE: Duration = Duration::from_millis(10);
+
+/// Makes this process a child subreaper; returns whether it is one now.
+pub(super) fn become_subreaper() -> bool {
+    let done = nix::sys::prctl::set_child_subreaper(true).is_ok();
+    SUBREAPER.store(done, Ordering::SeqCst);
+    done
+}
+
+fn live() -> MutexGuard<'static, Vec<(i32, u64)>> {
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Spawns with `spawn` and lists the command as live, under the lock a run's end takes, so an
+/// end never sees the new command before it is listed.
+pub(super) fn spawn_listed<T>(
+    spawn: impl FnOnce() -> std::io::Result<T>,
+    pid_of: impl Fn(&T) -> Option<u32>,
+) -> std::io::Result<(T, Option<Listed>)> {
+    let mut live = live();
+    let child = spawn()?;
+    let listed = pid_of(&child).map(|pid| {
+        let pid = pid as i32;
+        live.push((pid, read_stat(pid).map_or(0, |s| s.start)));
+        Listed(pid)
+    });
+    Ok((child, listed))
+}
+
+/// A command on the live list; off it when dropped (a run abandoned halfway too).
+#[derive(Debug)]
+pub(super) struct Listed(pub(super) i32);
+
+impl Drop for Listed {
+    fn drop(&mut self) {
+        live().retain(|(p, _)| *p != self.0);
+    }
+}
+
+/// At the end of the run whose command was `listed` (its process group too): takes it off the
+/// live list, then kills and reaps its leftovers (and older runs') as the module says. `also`
+/// are pids known to be the run's (a cgroup's members), killed and reaped the same way.
+pub(super) fn finish(listed: Listed, also: &[i32]) {
+    let pid = listed.0;
+    drop(listed);
+    if !SUBREAPER.load(Ordering::SeqCst) {
+        // Not a subreaper (a test process): escaped processes went to init, out of reach.
+        return;
+    }
+    let me = nix::unistd::getpid().as_raw();
+    let own_group = nix::unistd::getpgrp().as_raw();
+    let mut killed: BTreeSet<i32> = also.iter().copied().collect();
+    for _ in 0..ROUNDS {
+        let table = scan();
+        let roots = {
+            let live = live();
+            let oldest = live.iter().map(|(_, start)| *start).min();
+            table
+                .iter()
+                .filter(|(p, s)| {
+                    s.ppid == me
+                        && !live.iter().any(|(l, _)| l == *p)
+                        && (killed.contains(*p)
+                            || (s.pgid != own_group
+                                && (s.pgid == pid || oldest.is_none_or(|o| s.start < o))))
+                })
+                .map(|(p, _)| *p)
+                .collect::<Vec<_>>()
+        };
+        if roots.is_empty() {
+            return;
+        }
+        for root in &roots {
+            for victim in subtree(&table, *root) {
+                // Each is in this scan, so its pid is not yet anyone else's.
+                let _ = kill(Pid::from_raw(victim), Signal::SIGKILL);
+                killed.insert(victim);
+            }
+        }
+        for root in roots {
+            // Exited (a zombie now) or not yet: the next round looks again.
+            let _ = reap(root);
+        }
+        std::thread::sleep(ROUND_PAUSE);
+    }
+    tracing::warn!(
+        pid,
+        "some of a run's leftover processes were not reaped in time"
+    );
+}
+
+/// Reaps `pid` if it has exited; whether it has.
+fn reap(pid: i32) -> bool {
+    !matches!(
+        waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)),
+        Ok(WaitStatus::StillAlive)
+    )
+}
+
+/// `root` and every process below it in `table`.
+fn subtree(table: &BTreeMap<i32, Stat>, root: i32) -> Vec<i32> {
+    let mut found = vec![root];
+    let mut next = 0;
+    while next < found.len() {
+        let parent = found[next];
+        let children: Vec<i32> = table
+            .iter()
+            .filter(|(p, s)| s.ppid == parent && !found.contains(p))
+            .map(|(p, _)| *p)
+            .collect();
+        found.extend(children);
+        next += 1;
+    }
+    found
+}
+
+/// What `/proc/<pid>/stat` says that matters here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Stat {
+    pub(super) ppid: i32,
+    pub(super) pgid: i32,
+    /// Clock ticks after boot.
+    pub(super) start: u64,
+}
+
+/// Every process in `/proc` whose stat can be read.
+fn scan() -> BTreeMap<i32, Stat> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return BTreeMap::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| Some((pid, read_stat(pid)?)))
+        .collect()
+}
+
+fn read_stat(pid: i32) -> Option<Stat> {
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Parses a `/proc/<pid>/stat` line. The command name (field 2) is in parentheses and may hold
+/// spaces and parentheses itself, so the fields are counted from the last `)`.
+pub(super) fn parse_stat(line: &str) -> Option<Stat> {
+    let rest = &line[line.rfind(')')? + 1..];
+    // After the name: state(3) ppid(4) pgrp(5) session(6) … starttime(22).
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some(Stat {
+        ppid: fields.get(1)?.parse().ok()?,
+        pgid: fields.get(2)?.parse().ok()?,
+        start: fields.get(19)?.parse().ok()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stat_line_is_read_from_after_the_last_parenthesis() {
+        let line = "4242 (a (b) c) S 17 4242 17 0 -1 4194560 99 0 0 0 0 0 0 0 20 0 1 0 \
+                    123456 1000 10 18446744073709551615";
+        assert_eq!(
+            parse_stat(line),
+            Some(Stat {
+                ppid: 17,
+                pgid: 4242,
+                start: 123456
+            })
+        );
+        assert_eq!(parse_stat("4242 (sh) S 17"), None);
+        let own = read_stat(std::process::id() as i32).unwrap();
+        assert_eq!(own.pgid, nix::unistd::getpgrp().as_raw());
+    }
+
+    #[test]
+    fn a_subtree_holds_the_root_and_everything_below_it_only() {
+        let stat = |ppid| Stat {
+            ppid,
+            pgid: 1,
+            start: 0,
+        };
+        let table: BTreeMap<i32, Stat> = [
+            (10, stat(1)),
+            (11, stat(10)),
+            (12, stat(11)),
+            (13, stat(10)),
+            (20, stat(1)),
+            (21, stat(20)),
+        ]
+        .into_iter()
+        .collect();
+        let mut below = subtree(&table, 10);
+        below.sort();
+        assert_eq!(below, [10, 11, 12, 13]);
+        assert_eq!(subtree(&table, 21), [21]);
+    }
+}
