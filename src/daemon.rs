@@ -256,6 +256,7 @@ async fn run_sharing(
         locales: locales.clone(),
         handoff,
     };
+    let clock_at_stop = clock.clone();
     let consent = Consent {
         config,
         store: store.clone(),
@@ -283,6 +284,14 @@ async fn run_sharing(
     let _ = recovery_done.await;
     server::run(listener, intake, limits, shutdown).await;
     let loop_result = consent_loop.await.context("the consent loop panicked")?;
+    // The refusals counted in windows still open: their lines, before the store stops.
+    let stopped_at = clock_at_stop.now();
+    if let Err(error) = store
+        .call(move |db| db.drain_refusal_counts(stopped_at))
+        .await
+    {
+        tracing::error!(%error, "cannot journal the counted refusals");
+    }
     store.close();
     tokio::task::spawn_blocking(move || store_thread.join())
         .await
@@ -317,7 +326,23 @@ async fn open_store(
             "appended journal lines a crash had held back"
         );
     }
-    Ok((store, store_thread))
+    if report.orphans_removed > 0 {
+        tracing::info!(
+            files = report.orphans_removed,
+            "removed attachment files no record names"
+        );
+    }
+    let budget = consentd_core::refusal_budget::BudgetPolicy {
+        per_minute: config.limits.refusals_per_minute,
+        window: config.limits.refusal_window,
+    };
+    store
+        .call(move |db| {
+            db.set_refusal_budget(budget);
+            Ok(())
+        })
+        .await?;
+    Ok((store.with_free_space(crate::disk::probe()), store_thread))
 }
 
 /// The owner at start: the config's or the paired one, in the language the owner chose with

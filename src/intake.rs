@@ -125,6 +125,9 @@ impl Intake {
         if let Err(refusal) = self.card_fits(&action, ask.urgent, now) {
             return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await;
         }
+        if let Some(refusal) = self.disk_refusal().await {
+            return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
+        }
         let new = NewAsk {
             peer_uid,
             digest: action.digest().to_hex(),
@@ -162,6 +165,9 @@ impl Intake {
         if let Err(refusal) = self.mandate_card_fits(&request, &known, now) {
             return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await;
         }
+        if let Some(refusal) = self.disk_refusal().await {
+            return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
+        }
         let new = NewMandate {
             peer_uid,
             digest: request.digest().to_hex(),
@@ -194,7 +200,7 @@ impl Intake {
     fn answer(&self, outcome: AskOutcome, wait: bool) -> Reply {
         let record = match outcome {
             AskOutcome::Refused { id, refusal } => {
-                return Reply::Final(Response::refused(Some(id), &refusal).to_line())
+                return Reply::Final(Response::refused(id, &refusal).to_line())
             }
             AskOutcome::Covered(record) => {
                 // The claim is durable; if the loop is gone the daemon is stopping, and the
@@ -326,7 +332,8 @@ impl Intake {
         )
     }
 
-    /// Records and journals a refused ask, and answers it.
+    /// Records and journals a refused ask, or counts it as the peer's refusal budget says, and
+    /// answers it with its own reason and message.
     async fn refuse_ask(
         &self,
         peer_uid: u32,
@@ -339,9 +346,7 @@ impl Intake {
             .store
             .call(move |db| db.refuse(peer_uid, kind.as_deref(), stored, now))
             .await?;
-        Ok(Reply::Final(
-            Response::refused(Some(id), &refusal).to_line(),
-        ))
+        Ok(Reply::Final(Response::refused(id, &refusal).to_line()))
     }
 
     async fn status(&self, peer_uid: u32, id: String, wait: bool) -> Result<Reply, StoreError> {

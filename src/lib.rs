@@ -41,6 +41,7 @@ pub mod clock;
 pub mod config;
 pub(crate) mod consent;
 pub(crate) mod daemon;
+pub(crate) mod disk;
 pub(crate) mod executor;
 pub(crate) mod failpoint;
 pub(crate) mod hook;

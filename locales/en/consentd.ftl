@@ -108,6 +108,7 @@ press-rejected = A button press was not accepted, and nothing was done. Pressed 
 altered = A message with your buttons was changed after consentd sent it: someone holding the bot's token may be editing its messages. Your press on it counted only because it takes something back (No, Stop or Off); nothing was run.
 expired-at-claim = Your yes to “{ $label }” ({ $id }) came in time, but consentd stopped before it could run it, and by the time it was back the card's time was up. Nothing ran; if it is still wanted, it has to be asked again.
 outcome-unknown = consentd restarted while “{ $label }” ({ $id }) was running. It may or may not have run, and it will not be run again by itself: please check what happened.
+disk-full = The disk of consentd's state directory { $dir } is nearly full: { $free_mib } MiB free, under the { $floor_mib } MiB it keeps. New asks are refused until there is room; what is already running still ends and is recorded. Please free some space.
 resumed = “{ $label }” cards can come again.
 not-owner = Sorry, this bot answers only its owner.
 not-accepted = Not accepted.

@@ -110,6 +110,7 @@ press-rejected = Um toque em um botão não foi aceito e nada foi feito. Quem to
 altered = Uma mensagem com seus botões foi alterada depois que o consentd a enviou: alguém com o token do bot pode estar editando as mensagens dele. Seu toque valeu só porque desfaz algo (Não, Parar ou Desligar); nada foi executado.
 expired-at-claim = Seu Sim para “{ $label }” ({ $id }) chegou a tempo, mas o consentd parou antes de executar a ação e, quando voltou, o prazo do cartão já tinha acabado. Nada foi executado; se ainda for preciso, o pedido terá de ser feito de novo.
 outcome-unknown = O consentd reiniciou enquanto “{ $label }” ({ $id }) estava em execução. A ação pode ter sido executada ou não, e não será executada de novo automaticamente: verifique o que aconteceu.
+disk-full = O disco do diretório de estado do consentd { $dir } está quase cheio: { $free_mib } MiB livres, abaixo dos { $floor_mib } MiB que ele reserva. Novos pedidos são recusados até haver espaço; o que já está em execução termina e fica registrado. Libere algum espaço, por favor.
 resumed = Os cartões de “{ $label }” voltam a chegar.
 not-owner = Desculpe, este bot só responde ao próprio dono.
 not-accepted = Não aceito.

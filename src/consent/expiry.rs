@@ -45,6 +45,14 @@ impl Consent {
         if let Err(error) = closed {
             tracing::error!(%error, "cannot close strangers' press windows");
         }
+        // Refusal counts whose window has ended, when no later refusal wrote them.
+        if let Err(error) = self
+            .store
+            .call(move |db| db.flush_refusal_counts(now))
+            .await
+        {
+            tracing::error!(%error, "cannot journal the counted refusals");
+        }
         expired
     }
 

@@ -154,6 +154,10 @@ fn refused(answer: &Value) -> String {
             the user."
         }
         "not_withdrawable" => "It can no longer be withdrawn.",
+        "disk_full" => {
+            "The disk consentd stores asks on is nearly full; nothing was stored. Tell \
+            the user, and do not retry until they have freed space."
+        }
         _ => "Do not retry it unchanged.",
     };
     format!("Refused ({reason}): {message}. {advice}")

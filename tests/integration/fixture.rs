@@ -40,6 +40,9 @@ pub struct DaemonBuilder {
     mandate_kinds: bool,
     /// More config at the end (`{dir}` stands for the daemon's temp dir).
     tail: String,
+    /// `refusals_per_minute` and `refusal_window`: by default every refusal is recorded, as the
+    /// tests written before the refusal budget count on; budgets_disk.rs sets the real ones.
+    refusals: (u32, String),
     /// More lines in `[limits]`.
     limits: String,
 }
@@ -91,12 +94,17 @@ impl Default for DaemonBuilder {
             env: Vec::new(),
             mandate_kinds: false,
             tail: String::new(),
+            refusals: (6000, "0s".to_owned()),
             limits: String::new(),
         }
     }
 }
 
 impl DaemonBuilder {
+    pub fn refusal_budget(mut self, per_minute: u32, window: &str) -> Self {
+        self.refusals = (per_minute, window.to_owned());
+        self
+    }
     pub fn allowed_uids(mut self, uids: Vec<u32>) -> Self {
         self.allowed_uids = uids;
         self
@@ -208,6 +216,8 @@ max_pending = {max_pending}
 decline_streak = {decline_streak}
 card_ttl = "{card_ttl}"
 decline_reason_wait = "{decline_reason_wait}"
+refusals_per_minute = {refusals_per_minute}
+refusal_window = "{refusal_window}"
 {limits}
 [gate]
 {gate}
@@ -246,6 +256,8 @@ command = ["/bin/true"]
             decline_streak = self.decline_streak,
             card_ttl = self.card_ttl,
             decline_reason_wait = self.decline_reason_wait,
+            refusals_per_minute = self.refusals.0,
+            refusal_window = self.refusals.1,
             limits = self.limits,
             gate = self.gate,
         )

@@ -5,6 +5,7 @@ mod ask;
 mod attachments;
 mod binding;
 mod budgets;
+mod budgets_disk;
 mod chat;
 mod cli_help;
 mod clients;

@@ -91,6 +91,7 @@ pub mod msg {
     pub(crate) const RESUMED: &str = "resumed";
     pub(crate) const PRESS_REJECTED: &str = "press-rejected";
     pub(crate) const OUTCOME_UNKNOWN: &str = "outcome-unknown";
+    pub(crate) const DISK_FULL: &str = "disk-full";
     pub(crate) const EXPIRED_AT_CLAIM: &str = "expired-at-claim";
     pub(crate) const ALTERED: &str = "altered";
     pub(crate) const NOT_OWNER: &str = "not-owner";
@@ -225,6 +226,7 @@ pub mod msg {
         SILENCED,
         PRESS_REJECTED,
         OUTCOME_UNKNOWN,
+        DISK_FULL,
         EXPIRED_AT_CLAIM,
         ALTERED,
         NOT_OWNER,
@@ -1112,6 +1114,23 @@ pub fn outcome_unknown_notice(
     label: &str,
 ) -> String {
     record_notice(locales, lang, msg::OUTCOME_UNKNOWN, record_id, label)
+}
+
+/// The urgent notice that asks are refused `disk_full`: the state directory, the MiB free and
+/// the MiB kept free.
+pub fn disk_full_notice(
+    locales: &Locales,
+    lang: Language,
+    state_dir: &str,
+    free_mib: u64,
+    floor_mib: u64,
+) -> String {
+    let args = [
+        ("dir", state_dir.into()),
+        ("free_mib", free_mib.into()),
+        ("floor_mib", floor_mib.into()),
+    ];
+    locales.t(lang, msg::DISK_FULL, &args)
 }
 
 /// The one line anyone but the owner gets.

@@ -46,6 +46,7 @@ pub mod press;
 pub mod protocol;
 pub mod reason;
 pub mod refusal;
+pub mod refusal_budget;
 pub mod shown;
 pub mod split;
 pub mod stranger;

@@ -33,10 +33,12 @@ pub enum Reason {
     MandateTerms,
     /// A withdraw of a record that is no longer open (granted, running or ended).
     NotWithdrawable,
+    /// The state directory's file system is under `limits.min_free_bytes` free: nothing is stored.
+    DiskFull,
 }
 
 impl Reason {
-    pub(crate) const ALL: [Reason; 15] = [
+    pub(crate) const ALL: [Reason; 16] = [
         Reason::BadRequest,
         Reason::UnknownKind,
         Reason::CategoryOff,
@@ -52,6 +54,7 @@ impl Reason {
         Reason::PeerNotAllowed,
         Reason::MandateTerms,
         Reason::NotWithdrawable,
+        Reason::DiskFull,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -71,6 +74,7 @@ impl Reason {
             Reason::PeerNotAllowed => "peer_not_allowed",
             Reason::MandateTerms => "mandate_terms",
             Reason::NotWithdrawable => "not_withdrawable",
+            Reason::DiskFull => "disk_full",
         }
     }
 

@@ -14,6 +14,7 @@ use super::base::{
 use super::cached::Cached;
 use super::mandate_rows::{covering_mandate, MandateRow};
 use super::records::{record_where, Record, OPEN_BY_DIGEST};
+use super::refusals::refusal_in;
 use super::state::RecordState;
 use super::StoreError;
 use consentd_core::action::{format_usd, Action};
@@ -62,13 +63,21 @@ pub enum AskOutcome {
     Covered(Record),
     /// The same idempotency key and digest: the record asked before, in whatever state it is.
     Existing(Record),
-    /// Refused; a refused record was stored and journaled.
-    Refused { id: String, refusal: Refusal },
+    /// Refused: `id` is the refused record stored and journaled for it, or the one its repeats
+    /// are counted under, or none when the peer's refusal budget is spent (see
+    /// [`crate::refusals`]).
+    Refused {
+        id: Option<String>,
+        refusal: Refusal,
+    },
 }
 
 impl Db {
     /// Stores an ask, or refuses it by the stateful rules: idempotency, owner, decline memory,
-    /// a silenced kind, joining an open card, `max_pending`.
+    /// a silenced kind, joining an open card, `max_pending`. A refusal is recorded or only
+    /// counted as the refusal budget says. The attachment bytes are written only for an ask
+    /// that creates or is covered by a record, inside its transaction before the commit: a
+    /// committed record always has its blobs, and a refused ask leaves none.
     pub fn ask(
         &mut self,
         ask: &NewAsk,
@@ -77,52 +86,61 @@ impl Db {
     ) -> Result<AskOutcome, StoreError> {
         let id = new_record_id()?;
         let mut queued_card = false;
-        let outcome = self.write(now, |tx, events| match judge_ask(tx, ask, policy, now)? {
-            AskVerdict::Existing(record) => Ok(AskOutcome::Existing(record)),
-            AskVerdict::Refuse(refusal) => refuse_in(
-                tx,
-                events,
-                &id,
-                ask.peer_uid,
-                Some(&ask.action.kind),
-                refusal,
-                now,
-            ),
-            AskVerdict::Join(open) => Ok(AskOutcome::Joined(open)),
-            AskVerdict::Cover(mandate, usage) => {
-                covered_in(tx, events, &id, ask, &mandate, usage, now)
+        let blobs = self.attachments_dir.clone();
+        let mut wrote_blobs = false;
+        let written = self.write_with_refusals(now, |tx, effects, refusals| {
+            let events = &mut effects.events;
+            let mut store_blobs = || -> Result<(), StoreError> {
+                if let Some(dir) = &blobs {
+                    wrote_blobs = !ask.action.attachments.is_empty();
+                    crate::blobs::save_all(dir, &ask.action.attachments)?;
+                }
+                Ok(())
+            };
+            let outcome = match judge_ask(tx, ask, policy, now)? {
+                AskVerdict::Existing(record) => AskOutcome::Existing(record),
+                AskVerdict::Refuse(refusal) => {
+                    let kind = Some(ask.action.kind.as_str());
+                    let (answered, judged) =
+                        refusal_in(tx, events, refusals, &id, ask.peer_uid, kind, &refusal, now)?;
+                    let refused = AskOutcome::Refused {
+                        id: answered,
+                        refusal,
+                    };
+                    return Ok((refused, Some(judged)));
+                }
+                AskVerdict::Join(open) => AskOutcome::Joined(open),
+                AskVerdict::Cover(mandate, usage) => {
+                    store_blobs()?;
+                    covered_in(tx, events, &id, ask, &mandate, usage, now)?
+                }
+                AskVerdict::Create => {
+                    store_blobs()?;
+                    let created = created_in(tx, events, &id, ask, policy.card_chat, now)?;
+                    queued_card = policy.card_chat.is_some();
+                    created
+                }
+            };
+            Ok((outcome, None))
+        });
+        let (outcome, judged) = match written {
+            Ok(written) => written,
+            Err(error) => {
+                // The commit failed: bytes written for it that no record names go now.
+                if let (Some(dir), true) = (&blobs, wrote_blobs) {
+                    crate::blobs::remove_unnamed(&self.conn, dir, &ask.action.attachments);
+                }
+                return Err(error);
             }
-            AskVerdict::Create => {
-                let created = created_in(tx, events, &id, ask, policy.card_chat, now)?;
-                queued_card = policy.card_chat.is_some();
-                Ok(created)
-            }
-        })?;
+        };
         self.outbox_queued |= queued_card;
-        match &outcome {
-            AskOutcome::Created(record) | AskOutcome::Covered(record) => {
-                self.changed.push((record.id.clone(), record.state))
-            }
-            AskOutcome::Refused { id, .. } => self.changed.push((id.clone(), RecordState::Refused)),
-            AskOutcome::Joined(_) | AskOutcome::Existing(_) => {}
+        if let Some(judged) = judged {
+            self.note_refusal(judged, now);
+        }
+        if let AskOutcome::Created(record) | AskOutcome::Covered(record) = &outcome {
+            self.changed.push((record.id.clone(), record.state));
         }
         Ok(outcome)
-    }
-
-    /// Stores a refusal decided before the store saw the ask (the refusal gate's).
-    pub fn refuse(
-        &mut self,
-        peer_uid: u32,
-        kind: Option<&str>,
-        refusal: Refusal,
-        now: DateTime<Utc>,
-    ) -> Result<String, StoreError> {
-        let id = new_record_id()?;
-        self.write(now, |tx, events| {
-            refuse_in(tx, events, &id, peer_uid, kind, refusal, now)
-        })?;
-        self.changed.push((id.clone(), RecordState::Refused));
-        Ok(id)
     }
 }
 
@@ -365,40 +383,6 @@ fn covered_in(
     }
     let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
     Ok(AskOutcome::Covered(record))
-}
-
-pub(crate) fn refuse_in(
-    tx: &Connection,
-    events: &mut Vec<JournalEvent>,
-    id: &str,
-    peer_uid: u32,
-    kind: Option<&str>,
-    refusal: Refusal,
-    now: DateTime<Utc>,
-) -> Result<AskOutcome, StoreError> {
-    // Only a well-formed kind is kept; an unknown one is the session's text and may be anything.
-    let kind = kind.filter(|kind| consentd_core::config::is_valid_kind(kind));
-    tx.execute_cached(
-        "INSERT INTO records (id, peer_uid, kind, state, reason, message, created_at, finished_at)
-         VALUES (?1, ?2, ?3, 'refused', ?4, ?5, ?6, ?6)",
-        params![
-            id,
-            peer_uid,
-            kind,
-            refusal.reason.as_str(),
-            refusal.message,
-            timestamp(now)
-        ],
-    )?;
-    let mut denied = JournalEvent::new(EventName::Denied).with("id", id);
-    if let Some(kind) = kind {
-        denied = denied.with("kind", kind);
-    }
-    events.push(denied.with("reason", refusal.reason.as_str()));
-    Ok(AskOutcome::Refused {
-        id: id.to_owned(),
-        refusal,
-    })
 }
 
 fn insert_pending(

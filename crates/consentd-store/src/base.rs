@@ -65,10 +65,12 @@ pub enum EventName {
     DeclineReason,
     Withdrawn,
     Approved,
+    /// Refusals counted, not recorded one by one, in one window of the refusal budget.
+    DeniedRepeats,
 }
 
 impl EventName {
-    pub const ALL: [EventName; 28] = [
+    pub const ALL: [EventName; 29] = [
         EventName::Started,
         EventName::OwnerSet,
         EventName::Asked,
@@ -97,6 +99,7 @@ impl EventName {
         EventName::DeclineReason,
         EventName::Withdrawn,
         EventName::Approved,
+        EventName::DeniedRepeats,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -129,6 +132,7 @@ impl EventName {
             EventName::DeclineReason => "decline_reason",
             EventName::Withdrawn => "withdrawn",
             EventName::Approved => "approved",
+            EventName::DeniedRepeats => "denied_repeats",
         }
     }
 }
@@ -187,6 +191,8 @@ pub struct OpenReport {
     pub torn_tail_cut_bytes: u64,
     /// Staged lines that a crash had kept from the journal file, appended now.
     pub lines_recovered: u64,
+    /// Attachment blobs (and half-written temporary files) no record named, removed.
+    pub orphans_removed: u64,
 }
 
 /// Columns a transition may set besides the state.
@@ -225,6 +231,18 @@ pub struct Db {
     pub(super) batch: Option<Batch>,
     /// Transactions committed since the store opened: a batch counts once.
     pub(super) commits: u64,
+    /// The refusal budget, when the daemon set one; without it every refusal is recorded.
+    pub(super) refusals: Option<Refusals>,
+    /// Where an ask's attachment bytes are written, in its transaction; `None` (a bare `Db`, as
+    /// tests open it) writes none.
+    pub(super) attachments_dir: Option<std::path::PathBuf>,
+}
+
+/// The refusal budget the daemon configured, and its state; used by the `refusals` module.
+#[derive(Debug, Clone)]
+pub(crate) struct Refusals {
+    pub(crate) policy: consentd_core::refusal_budget::BudgetPolicy,
+    pub(crate) budget: consentd_core::refusal_budget::RefusalBudget,
 }
 
 pub fn timestamp(at: DateTime<Utc>) -> String {
@@ -299,6 +317,8 @@ impl Db {
             journal,
             changed: Vec::new(),
             outbox_queued: false,
+            refusals: None,
+            attachments_dir: None,
             batch: None,
             commits: 0,
         };
@@ -306,6 +326,7 @@ impl Db {
         let report = OpenReport {
             torn_tail_cut_bytes,
             lines_recovered,
+            orphans_removed: 0,
         };
         let mut started =
             JournalEvent::new(EventName::Started).with("version", env!("CARGO_PKG_VERSION"));

@@ -4,8 +4,11 @@
 //! What this crate offers:
 //! - [`Store`], the async handle: it sends closures to the thread that owns [`Db`] and awaits
 //!   their answers. The thread also tells waiters when a record's state changes. Attachment bytes
-//!   are kept beside the database, named by their SHA-256, written and synced before the record
-//!   that names them is committed.
+//!   are kept beside the database, named by their SHA-256, written and synced inside the
+//!   transaction of the record that names them, before its commit, and only for an ask that
+//!   creates or is covered by a record (`blobs`); blobs no record names are removed at open.
+//! - The refusal budget's state (`refusals`): which refused asks are recorded, which only counted
+//!   in a `denied_repeats` line; the rule is consentd-core's `refusal_budget`.
 //! - The migrations (`migrations/*.sql`, applied in order when the database opens) and the typed
 //!   records read from it: [`Record`] and its [`state`] machine, [`mandates`], the [`outbox`], the
 //!   [`drawn`] messages, the owner's [`settings`].
@@ -29,6 +32,7 @@
 mod ask;
 mod base;
 mod batch;
+mod blobs;
 mod cached;
 pub mod consent;
 mod crash;
@@ -42,8 +46,10 @@ pub mod mandates;
 pub mod outbox;
 pub mod pairing;
 mod records;
+mod refusals;
 mod reply;
 pub mod settings;
+pub mod space;
 pub mod state;
 pub mod stored;
 pub mod strangers;
@@ -54,7 +60,6 @@ mod batch_tests;
 #[cfg(test)]
 mod tests;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 
@@ -64,7 +69,6 @@ use tokio::sync::{broadcast, oneshot, Notify};
 pub use ask::{AskOutcome, AskPolicy, NewAsk};
 pub use base::{Db, Effects, JournalEvent, OpenReport, StateChange};
 pub use batch::MAX_BATCH;
-use consentd_core::action::Attachment;
 pub use crash::set_crash_hook;
 pub use decide::{Applied, CardDecision, Decided, OwnerDecision};
 pub use mandates::{MandateRow, NewMandate};
@@ -151,6 +155,7 @@ pub struct Store {
     changes: broadcast::Sender<RecordChanged>,
     attachments_dir: PathBuf,
     outbox_ready: Arc<Notify>,
+    space: Arc<space::SpaceWatch>,
 }
 
 /// The store's thread; joining it waits until every queued job has run.
@@ -178,8 +183,11 @@ impl Store {
             path: attachments_dir.display().to_string(),
             source,
         })?;
-        let (mut db, report) = Db::open(&state_dir.join(DB_FILE), journal_path, now)?;
+        let (mut db, mut report) = Db::open(&state_dir.join(DB_FILE), journal_path, now)?;
         db.take_changes();
+        // What a crash left between a blob's write and its record's commit.
+        report.orphans_removed = blobs::remove_orphans(&db.conn, &attachments_dir)?;
+        db.attachments_dir = Some(attachments_dir.clone());
         let (jobs, queue) = mpsc::channel::<Job>();
         let (changes, _) = broadcast::channel(1024);
         let announcer = changes.clone();
@@ -212,6 +220,7 @@ impl Store {
                 changes,
                 attachments_dir,
                 outbox_ready,
+                space: Arc::new(space::SpaceWatch::new(Arc::new(space::Statvfs))),
             },
             StoreThread(thread),
             report,
@@ -262,21 +271,33 @@ impl Store {
         self.changes.subscribe()
     }
 
-    /// Stores an ask: its attachment bytes first (synced), then the record.
+    /// Stores an ask (and, for one that creates or is covered by a record, its attachment bytes,
+    /// synced before the record's commit; see [`Db::ask`]).
     pub async fn ask(
         &self,
         ask: NewAsk,
         policy: AskPolicy,
         now: DateTime<Utc>,
     ) -> Result<AskOutcome, StoreError> {
-        let dir = self.attachments_dir.clone();
-        self.call(move |db| {
-            for attachment in &ask.action.attachments {
-                save_attachment(&dir, attachment)?;
-            }
-            db.ask(&ask, policy, now)
-        })
-        .await
+        self.call(move |db| db.ask(&ask, policy, now)).await
+    }
+
+    /// The state directory, whose file system's free space the daemon watches.
+    pub fn state_dir(&self) -> &Path {
+        self.attachments_dir
+            .parent()
+            .unwrap_or(&self.attachments_dir)
+    }
+
+    /// Watches free space with `probe` instead of the kernel's `statvfs` (a test's full disk).
+    pub fn with_free_space(mut self, probe: Arc<dyn space::FreeSpace>) -> Store {
+        self.space = Arc::new(space::SpaceWatch::new(probe));
+        self
+    }
+
+    /// The state directory's free space against `floor` bytes (see [`space::SpaceWatch::check`]).
+    pub fn space(&self, floor: u64) -> space::Space {
+        self.space.check(self.state_dir(), floor)
     }
 
     /// Notified whenever a transaction queued something for Telegram.
@@ -311,6 +332,8 @@ fn run_batch(db: &mut Db, jobs: Vec<Job>) {
         // Nothing of the batch is announced: what changed was rolled back or is not journaled.
         db.take_changes();
         db.take_outbox_queued();
+        // Nor may a refusal's window name a record the batch rolled back.
+        db.forget_refusal_windows();
     }
     for answer in answers {
         answer(failure.as_ref());
@@ -356,34 +379,4 @@ pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
         )));
     }
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
-}
-
-/// Writes an attachment under its hash: to a temporary name, synced, renamed, directory synced.
-/// Content-addressed, so a second write of the same bytes is skipped — if the file under that
-/// name still holds them. One changed behind the daemon's back is replaced (the rename replaces a
-/// symlink too), so a bad copy cannot keep failing every later ask of the same bytes.
-fn save_attachment(dir: &Path, attachment: &Attachment) -> Result<(), StoreError> {
-    let name = attachment.sha256.to_hex();
-    let path = dir.join(&name);
-    let failed = |source| StoreError::File {
-        path: path.display().to_string(),
-        source,
-    };
-    let expected = crate::stored::Expected {
-        sha256: name.clone(),
-        bytes: attachment.data.len() as u64,
-    };
-    let intact = crate::stored::open(&path)
-        .and_then(|file| crate::stored::copy(file, &expected, &mut std::io::sink()));
-    if intact.is_ok() {
-        return Ok(());
-    }
-    let temporary = dir.join(format!(".{name}.tmp"));
-    let mut file = std::fs::File::create(&temporary).map_err(failed)?;
-    file.write_all(&attachment.data).map_err(failed)?;
-    file.sync_all().map_err(failed)?;
-    std::fs::rename(&temporary, &path).map_err(failed)?;
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(failed)
 }

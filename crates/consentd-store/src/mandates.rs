@@ -9,7 +9,7 @@ use chrono_tz::Tz;
 use rusqlite::{params, Connection};
 use rust_decimal::Decimal;
 
-use super::ask::{pending_refusal, refuse_in, stateful_refusal, AskOutcome, AskPolicy};
+use super::ask::{pending_refusal, stateful_refusal, AskOutcome, AskPolicy};
 use super::base::EventName;
 use super::base::{new_record_id, timestamp, Db, Effects, JournalEvent};
 use super::cached::Cached;
@@ -20,10 +20,12 @@ use super::mandate_rows::{
 };
 use super::outbox::Outgoing;
 use super::records::{record_where, Record};
+use super::refusals::refusal_in;
 use super::StoreError;
 use consentd_core::action::format_usd;
 use consentd_core::mandate::{self, MandateRequest, Usage};
 use consentd_core::press::PressAction;
+use consentd_core::reason::Refusal;
 
 /// A mandate request that passed the refusal gate.
 #[derive(Debug, Clone)]
@@ -45,24 +47,24 @@ impl Db {
     ) -> Result<AskOutcome, StoreError> {
         let id = new_record_id()?;
         let request = &ask.request;
-        let outcome = self.write_effects(now, None, |tx, effects| {
-            let refuse = |effects: &mut Effects, refusal| {
-                refuse_in(
-                    tx,
-                    &mut effects.events,
-                    &id,
-                    ask.peer_uid,
-                    Some(&request.kind),
+        let written = self.write_with_refusals(now, |tx, effects, refusals| {
+            let refuse = |effects: &mut Effects, refusal: Refusal| {
+                let kind = Some(request.kind.as_str());
+                let events = &mut effects.events;
+                let (answered, judged) =
+                    refusal_in(tx, events, refusals, &id, ask.peer_uid, kind, &refusal, now)?;
+                let refused = AskOutcome::Refused {
+                    id: answered,
                     refusal,
-                    now,
-                )
+                };
+                Ok((refused, Some(judged)))
             };
             if let Some(refusal) = stateful_refusal(tx, &ask.digest, &request.kind, policy, now)? {
                 return refuse(effects, refusal);
             }
             // The same open request is joined, not asked again: no second card.
             if let Some(open) = open_request(tx, &ask.digest, ask.peer_uid)? {
-                return Ok(AskOutcome::Joined(open));
+                return Ok((AskOutcome::Joined(open), None));
             }
             if let Some(refusal) = pending_refusal(tx, policy)? {
                 return refuse(effects, refusal);
@@ -124,10 +126,11 @@ impl Db {
             );
             let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
             effects.changed.push((id.clone(), record.state));
-            Ok(AskOutcome::Created(record))
+            Ok((AskOutcome::Created(record), None))
         })?;
-        if let AskOutcome::Refused { id, .. } = &outcome {
-            self.note_change(id, super::RecordState::Refused);
+        let (outcome, judged) = written;
+        if let Some(judged) = judged {
+            self.note_refusal(judged, now);
         }
         Ok(outcome)
     }

@@ -70,7 +70,7 @@ fn action(kind: &str, text: &str) -> Action {
     }
 }
 
-fn new_ask(kind: &str, text: &str, key: Option<&str>) -> NewAsk {
+pub(super) fn new_ask(kind: &str, text: &str, key: Option<&str>) -> NewAsk {
     let action = action(kind, text);
     NewAsk {
         peer_uid: 1000,
@@ -83,7 +83,7 @@ fn new_ask(kind: &str, text: &str, key: Option<&str>) -> NewAsk {
     }
 }
 
-fn policy() -> AskPolicy {
+pub(super) fn policy() -> AskPolicy {
     AskPolicy {
         owner_known: true,
         card_chat: None,
@@ -881,7 +881,7 @@ fn a_stored_attachment_changed_since_is_written_again() {
     for (what, change) in cases {
         let _ = std::fs::remove_file(&path);
         change(&path, &elsewhere);
-        super::save_attachment(dir.path(), &attachment).unwrap();
+        crate::blobs::save_all(dir.path(), std::slice::from_ref(&attachment)).unwrap();
         assert!(
             !std::fs::symlink_metadata(&path)
                 .unwrap()

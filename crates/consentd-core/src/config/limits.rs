@@ -31,6 +31,13 @@ pub struct Limits {
     /// How long a No waits for the owner's reply with a reason before the session's final
     /// `declined` line goes without one; zero turns the wait (and the invitation) off.
     pub decline_reason_wait: Duration,
+    /// Refused asks recorded one by one per peer uid and minute; the rest are counted
+    /// ([`crate::refusal_budget`]).
+    pub refusals_per_minute: u32,
+    /// How long repeats of one refusal are counted under its record; zero for never.
+    pub refusal_window: Duration,
+    /// Asks are refused `disk_full` while the state directory's file system has less free.
+    pub min_free_bytes: u64,
 }
 
 impl Default for Limits {
@@ -260,8 +267,34 @@ pub(crate) const DECLINE_REASON_WAIT: LimitRule = LimitRule {
     ceiling: Some(10 * 60),
 };
 
+/// A minute's burst of distinct refusals is recorded; beyond 100 a second, a flood would be
+/// what the budget is there to stop.
+pub(crate) const REFUSALS_PER_MINUTE: LimitRule = LimitRule {
+    key: "refusals_per_minute",
+    kind: Count,
+    default: 60,
+    lower: Some((1, Lower::Minimum)),
+    ceiling: Some(6000),
+};
+/// A day of repeats under one record is the longest a count may wait for its line.
+pub(crate) const REFUSAL_WINDOW: LimitRule = LimitRule {
+    key: "refusal_window",
+    kind: DurationOrOff,
+    default: 60,
+    lower: None,
+    ceiling: Some(24 * 3600),
+};
+/// Room kept for the database and journal writes of work already accepted.
+pub(crate) const MIN_FREE_BYTES: LimitRule = LimitRule {
+    key: "min_free_bytes",
+    kind: Bytes,
+    default: 64 * MIB,
+    lower: Some((0, Lower::Minimum)),
+    ceiling: Some(64 * 1024 * MIB),
+};
+
 /// Every limit, in the order the walk reads them and reports their problems.
-pub(crate) const RULES: [LimitRule; 14] = [
+pub(crate) const RULES: [LimitRule; 17] = [
     CARD_TTL,
     DECLINE_MEMORY,
     DECLINE_STREAK,
@@ -276,6 +309,9 @@ pub(crate) const RULES: [LimitRule; 14] = [
     MAX_REQUEST_BYTES_IN_FLIGHT,
     MAX_CONNECTIONS_PER_UID,
     DECLINE_REASON_WAIT,
+    REFUSALS_PER_MINUTE,
+    REFUSAL_WINDOW,
+    MIN_FREE_BYTES,
 ];
 
 /// The keys `[limits]` may hold: the table's, in its order.
@@ -302,7 +338,7 @@ trait Source {
 impl Limits {
     /// The one place each field meets its rule.
     fn build(source: &mut impl Source) -> Limits {
-        // Every number is at most its ceiling (256 MiB at most), so the casts cannot truncate.
+        // The casts are of counts, each at most its ceiling (6000 at most): none can truncate.
         Limits {
             card_ttl: source.duration(&CARD_TTL),
             decline_memory: source.duration(&DECLINE_MEMORY),
@@ -318,6 +354,9 @@ impl Limits {
             max_request_bytes_in_flight: source.number(&MAX_REQUEST_BYTES_IN_FLIGHT),
             max_connections_per_uid: source.number(&MAX_CONNECTIONS_PER_UID) as usize,
             decline_reason_wait: source.duration(&DECLINE_REASON_WAIT),
+            refusals_per_minute: source.number(&REFUSALS_PER_MINUTE) as u32,
+            refusal_window: source.duration(&REFUSAL_WINDOW),
+            min_free_bytes: source.number(&MIN_FREE_BYTES),
         }
     }
 }

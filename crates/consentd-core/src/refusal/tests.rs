@@ -465,7 +465,8 @@ fn reason_codes_are_stable() {
             "identity_conflict",
             "peer_not_allowed",
             "mandate_terms",
-            "not_withdrawable"
+            "not_withdrawable",
+            "disk_full"
         ]
     );
     for reason in Reason::ALL {

@@ -1,0 +1,129 @@
+//! The free space of the state directory's file system, against the floor under which asks are
+//! refused `disk_full` (`[limits] min_free_bytes`). The probe is a trait so a test can say the
+//! disk is full without filling one; the watch remembers whether the disk is already low, so
+//! the owner hears of it once each time it runs low, not once per ask.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Tells how many bytes an unprivileged writer may still write on a directory's file system.
+pub trait FreeSpace: Send + Sync + std::fmt::Debug {
+    fn free_bytes(&self, dir: &Path) -> std::io::Result<u64>;
+}
+
+/// The kernel's answer (`statvfs`): blocks available to an unprivileged user times their size.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Statvfs;
+
+impl FreeSpace for Statvfs {
+    fn free_bytes(&self, dir: &Path) -> std::io::Result<u64> {
+        let stats = nix::sys::statvfs::statvfs(dir).map_err(std::io::Error::from)?;
+        // The widths differ by platform; both are unsigned.
+        #[allow(clippy::unnecessary_cast)]
+        let free = (stats.blocks_available() as u64).saturating_mul(stats.fragment_size() as u64);
+        Ok(free)
+    }
+}
+
+/// What the watch found.
+#[derive(Debug)]
+pub enum Space {
+    /// At or over the floor (or the floor is zero: no check).
+    Room,
+    /// Under the floor: `free` bytes left; `first` when the disk was not low at the last check,
+    /// so this is the one check of the episode that tells the owner.
+    Low { free: u64, first: bool },
+    /// The probe failed: nothing is refused on a guess.
+    Unknown(std::io::Error),
+}
+
+/// A probe and whether the disk was low when it last answered.
+#[derive(Debug)]
+pub struct SpaceWatch {
+    probe: Arc<dyn FreeSpace>,
+    low: AtomicBool,
+}
+
+impl SpaceWatch {
+    pub fn new(probe: Arc<dyn FreeSpace>) -> SpaceWatch {
+        SpaceWatch {
+            probe,
+            low: AtomicBool::new(false),
+        }
+    }
+
+    /// Checks `dir`'s file system against `floor` bytes. Space back over the floor ends the
+    /// episode, so the next time it runs low is told again.
+    pub fn check(&self, dir: &Path, floor: u64) -> Space {
+        if floor == 0 {
+            return Space::Room;
+        }
+        match self.probe.free_bytes(dir) {
+            Ok(free) if free < floor => {
+                let was_low = self.low.swap(true, Ordering::SeqCst);
+                Space::Low {
+                    free,
+                    first: !was_low,
+                }
+            }
+            Ok(_) => {
+                self.low.store(false, Ordering::SeqCst);
+                Space::Room
+            }
+            Err(error) => Space::Unknown(error),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    #[derive(Debug, Default)]
+    struct Fixed(AtomicU64);
+
+    impl FreeSpace for Fixed {
+        fn free_bytes(&self, _: &Path) -> std::io::Result<u64> {
+            Ok(self.0.load(Ordering::SeqCst))
+        }
+    }
+
+    #[test]
+    fn the_owner_is_told_once_per_episode() {
+        let probe = Arc::new(Fixed::default());
+        let watch = SpaceWatch::new(probe.clone());
+        // (free bytes, what the check says: None for room, Some(first) for low)
+        let cases: [(u64, Option<bool>); 7] = [
+            (500, None),
+            (99, Some(true)),
+            (10, Some(false)),
+            (0, Some(false)),
+            (100, None),
+            (50, Some(true)),
+            (50, Some(false)),
+        ];
+        for (n, (free, expected)) in cases.into_iter().enumerate() {
+            probe.0.store(free, Ordering::SeqCst);
+            let found = match watch.check(Path::new("/"), 100) {
+                Space::Room => None,
+                Space::Low { free: left, first } => {
+                    assert_eq!(left, free, "case {n}");
+                    Some(first)
+                }
+                Space::Unknown(error) => panic!("case {n}: {error}"),
+            };
+            assert_eq!(found, expected, "case {n}: {free} bytes free");
+        }
+    }
+
+    #[test]
+    fn a_zero_floor_never_checks_and_the_real_probe_answers() {
+        let probe = Arc::new(Fixed::default());
+        let watch = SpaceWatch::new(probe);
+        assert!(matches!(watch.check(Path::new("/"), 0), Space::Room));
+        let real = Statvfs.free_bytes(&std::env::temp_dir()).unwrap();
+        assert!(real > 0);
+    }
+}
