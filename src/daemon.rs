@@ -234,6 +234,10 @@ async fn open_store(
 ) -> anyhow::Result<(Store, store::StoreThread)> {
     let state_dir = config.paths.state_dir.clone();
     let journal = config.paths.journal.clone();
+    // A crash test stops an epoch change at each of its steps (`CONSENTD_CRASH_AT`).
+    #[cfg(feature = "test-hooks")]
+    store::journal::set_crash_hook(crate::failpoint::hit);
+    // Opening verifies the whole chain, and the current epoch's seals, and refuses a break.
     let (store, store_thread, report) =
         tokio::task::spawn_blocking(move || Store::open(&state_dir, &journal, now))
             .await

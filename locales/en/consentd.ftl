@@ -181,7 +181,7 @@ nightcards-set = { $count ->
     }
 summary-set = The evening summary comes at { $hm }.
 lang-set = Language: English.
-anchor = Journal anchor: { $anchor }
+anchor = Journal anchor: { $anchor } (short: { $short })
 anchor-empty = The journal is empty.
 categories-title = Kinds of action:
 category-item = { $label } ({ $class }): { $on ->
@@ -206,7 +206,7 @@ summary-mandate-actions = { $id } · { $label }: { $actions } { $actions ->
         [one] action
        *[other] actions
     }
-summary-anchor = Journal anchor: { $anchor }
+summary-anchor = Journal anchor: { $anchor } (short: { $short })
 
 ## The owner's chat: a No's reason, the settings as they are, a stray message, stale buttons.
 ## A toast ($label …) is at most 200 characters.

@@ -184,7 +184,7 @@ nightcards-set = { $count ->
     }
 summary-set = O resumo da noite chega às { $hm }.
 lang-set = Idioma: português.
-anchor = Âncora do diário: { $anchor }
+anchor = Âncora do diário: { $anchor } (curta: { $short })
 anchor-empty = O diário está vazio.
 categories-title = Tipos de ação:
 category-item = { $label } ({ $class }): { $on ->
@@ -209,7 +209,7 @@ summary-mandate-actions = { $id } · { $label }: { $actions } { $actions ->
         [one] ação
        *[other] ações
     }
-summary-anchor = Âncora do diário: { $anchor }
+summary-anchor = Âncora do diário: { $anchor } (curta: { $short })
 
 ## O chat do dono: o motivo de um não, as configurações atuais, uma mensagem avulsa, botões
 ## vencidos. Um aviso rápido ($label …) tem no máximo 200 caracteres.

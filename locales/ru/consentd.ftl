@@ -194,7 +194,7 @@ nightcards-set = { $count ->
     }
 summary-set = Вечерняя сводка приходит в { $hm }.
 lang-set = Язык: русский.
-anchor = Якорь журнала: { $anchor }
+anchor = Якорь журнала: { $anchor } (кратко: { $short })
 anchor-empty = Журнал пуст.
 categories-title = Виды действий:
 category-item = { $label } ({ $class }): { $on ->
@@ -221,7 +221,7 @@ summary-mandate-actions = { $id } · { $label }: { $actions } { $actions ->
         [few] действия
        *[many] действий
     }
-summary-anchor = Якорь журнала: { $anchor }
+summary-anchor = Якорь журнала: { $anchor } (кратко: { $short })
 
 ## Чат владельца: причина отказа, текущие настройки, случайное сообщение, устаревшие кнопки.
 ## Всплывающий ответ ($label …) — не длиннее 200 символов.

@@ -30,6 +30,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (7, include_str!("migrations/0007_decline_reason.sql")),
     (8, include_str!("migrations/0008_protocol_additions.sql")),
     (9, include_str!("migrations/0009_agent_runs.sql")),
+    (12, include_str!("migrations/0012_journal_seal.sql")),
 ];
 
 /// The name of a journal event: the one place the names are written (SPEC §9's list, and
@@ -64,10 +65,12 @@ pub enum EventName {
     DeclineReason,
     Withdrawn,
     Approved,
+    SealStarted,
+    SealRotated,
 }
 
 impl EventName {
-    pub const ALL: [EventName; 28] = [
+    pub const ALL: [EventName; 30] = [
         EventName::Started,
         EventName::OwnerSet,
         EventName::Asked,
@@ -96,6 +99,8 @@ impl EventName {
         EventName::DeclineReason,
         EventName::Withdrawn,
         EventName::Approved,
+        EventName::SealStarted,
+        EventName::SealRotated,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -128,6 +133,8 @@ impl EventName {
             EventName::DeclineReason => "decline_reason",
             EventName::Withdrawn => "withdrawn",
             EventName::Approved => "approved",
+            EventName::SealStarted => journal::SEAL_STARTED,
+            EventName::SealRotated => journal::SEAL_ROTATED,
         }
     }
 }
@@ -206,6 +213,8 @@ pub struct StateChange {
 pub struct Db {
     pub(super) conn: Connection,
     journal: JournalFile,
+    /// The sealing key, once `consentd journal seal-init` made one.
+    pub(super) sealer: Option<journal::KeyFile>,
     /// Records whose state changed since the last call to [`Db::take_changes`].
     pub(super) changed: Vec<(String, RecordState)>,
     /// Set when a transaction queued something for Telegram.
@@ -276,9 +285,11 @@ impl Db {
                 path: journal_path.display().to_string(),
                 detail: source.to_string(),
             })?;
+        let sealer = crate::sealing::check_at_start(db_path, journal_path)?;
         let mut db = Db {
             conn,
             journal,
+            sealer,
             changed: Vec::new(),
             outbox_queued: false,
         };
@@ -413,6 +424,17 @@ impl Db {
         tx.execute_cached("DELETE FROM journal_staged WHERE n <= ?1", [written_up_to])?;
         let mut effects = Effects::new(now);
         let value = change(&tx, &mut effects)?;
+        let sealing = crate::sealing::prepare(&tx, &mut self.sealer, now)?;
+        if let Some(announce) = sealing.announce {
+            let ev = if announce.rotated {
+                EventName::SealRotated
+            } else {
+                EventName::SealStarted
+            };
+            let mut line = JournalEvent::new(ev);
+            line.members = announce.members;
+            effects.events.insert(0, line);
+        }
         if let Some(offset) = next_offset {
             tx.execute_cached(
                 "INSERT INTO telegram_state (id, next_offset) VALUES (1, ?1)
@@ -420,7 +442,7 @@ impl Db {
                 [offset],
             )?;
         }
-        let lines = stage(&tx, now, &effects.events)?;
+        let lines = stage(&tx, sealing.ts, &effects.events, sealing.key.as_ref())?;
         tx.commit()?;
         self.changed.extend(effects.changed);
         self.outbox_queued |= effects.queued;
@@ -507,6 +529,7 @@ fn stage(
     tx: &Transaction<'_>,
     now: DateTime<Utc>,
     events: &[JournalEvent],
+    seal: Option<&journal::SealKey>,
 ) -> Result<Vec<Line>, StoreError> {
     if events.is_empty() {
         return Ok(Vec::new());
@@ -522,7 +545,10 @@ fn stage(
     let mut lines = Vec::with_capacity(events.len());
     for event in events {
         n += 1;
-        let line = journal::build_line(n, &prev, now, event.ev.as_str(), &event.members);
+        let mut line = journal::build_line(n, &prev, now, event.ev.as_str(), &event.members);
+        if let Some(key) = seal {
+            key.seal(&mut line);
+        }
         tx.execute_cached(
             "INSERT INTO journal_staged (n, prev, h, line) VALUES (?1, ?2, ?3, ?4)",
             params![n as i64, prev, line.h, line.text],

@@ -41,6 +41,7 @@ pub mod outbox;
 pub mod pairing;
 mod records;
 mod reply;
+mod sealing;
 pub mod settings;
 pub mod state;
 pub mod stored;
@@ -268,7 +269,8 @@ impl Store {
 
 /// Takes the state directory for this process alone: two daemons on one state directory would
 /// each turn the other's running claims into `outcome_unknown` and fork the journal's chain.
-fn lock_state_dir(state_dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, StoreError> {
+/// `consentd journal seal-init`/`rotate` take it too, so they run only while `serve` does not.
+pub fn lock_state_dir(state_dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, StoreError> {
     use std::os::unix::fs::OpenOptionsExt;
     let path = state_dir.join("lock");
     let file = std::fs::OpenOptions::new()
