@@ -645,7 +645,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
             error,
             StoreError::TooNew {
                 found: 99,
-                latest: 9
+                latest: 12
             }
         ),
         "{error}"
