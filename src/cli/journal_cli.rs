@@ -138,7 +138,9 @@ fn make_key(config_path: &Path, rotate: bool) -> anyhow::Result<()> {
             old.key_id
         ),
         (None, true) => {
-            anyhow::bail!("the journal has no sealing key yet; `consentd journal seal-init` makes one")
+            anyhow::bail!(
+                "the journal has no sealing key yet; `consentd journal seal-init` makes one"
+            )
         }
         // A new family's epochs continue after the old one's, so a verifier sees them in order.
         (Some(old), true) => old.key().epoch + 1,

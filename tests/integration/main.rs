@@ -18,6 +18,7 @@ mod gate;
 mod hooks;
 mod hooks_gate;
 mod journal_cli;
+mod journal_seals;
 mod load;
 mod locales;
 mod lookalike;

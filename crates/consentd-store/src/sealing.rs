@@ -104,9 +104,7 @@ pub(crate) fn check_at_start(
     let sealer = KeyFile::load(dir).map_err(|e| refuse(e.to_string()))?;
     let keys = SealKeys {
         k0s: Vec::new(),
-        current: sealer
-            .as_ref()
-            .map(|f| (f.key_id.clone(), f.key().clone())),
+        current: sealer.as_ref().map(|f| (f.key_id.clone(), f.key().clone())),
     };
     let verified = journal::verify_file_sealed(journal_path, None, keys)
         .map_err(|e| refuse(e.to_string()))?

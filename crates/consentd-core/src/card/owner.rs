@@ -208,7 +208,10 @@ pub fn anchor(locales: &Locales, lang: Language, head: Option<(u64, &str)>) -> S
         Some((n, hash)) => {
             let anchor = format!("{n}:{hash}");
             let short = short_anchor(&anchor);
-            let args = [("anchor", anchor.as_str().into()), ("short", short.as_str().into())];
+            let args = [
+                ("anchor", anchor.as_str().into()),
+                ("short", short.as_str().into()),
+            ];
             locales.t(lang, msg::ANCHOR, &args)
         }
         None => locales.t(lang, msg::ANCHOR_EMPTY, &[]),

@@ -22,9 +22,7 @@ use consentd_core::journal::{check_continues, head_of_line, verify_read, verify_
 mod file;
 mod seal_key;
 pub use file::{head, repair_torn_tail, JournalFile};
-pub use seal_key::{
-    new_k0, set_crash_hook, KeyFile, SealKeyError, MIN_EPOCH_SECS, SEAL_KEY_FILE,
-};
+pub use seal_key::{new_k0, set_crash_hook, KeyFile, SealKeyError, MIN_EPOCH_SECS, SEAL_KEY_FILE};
 
 /// Mode of a newly created journal: the daemon writes, its group may audit.
 const JOURNAL_MODE: u32 = 0o640;
