@@ -1629,12 +1629,13 @@ fn seal_epoch_is_whole_minutes_from_one_minute_to_a_day() {
         let c = check_ok(&format!("[journal]\nseal_epoch = {text}\n"));
         assert_eq!(c.journal.seal_epoch, Duration::from_secs(secs), "{text}");
     }
-    for text in ["\"59s\"", "\"90s\"", "\"25h\"", "\"0s\""] {
+    for text in ["\"59s\"", "\"90s\"", "\"25h\""] {
         check_problem(
             &format!("[journal]\nseal_epoch = {text}\n"),
             "journal.seal_epoch",
             "whole minutes from 1m to 24h",
         );
     }
+    check_problem("[journal]\nseal_epoch = \"0s\"\n", "journal.seal_epoch", "zero");
     check_problem("[journal]\nepoch = \"1m\"\n", "journal.epoch", "");
 }
