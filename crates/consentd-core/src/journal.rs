@@ -20,6 +20,10 @@
 //! `h` is the lowercase hex SHA-256 of the line with its `,"h":"…"` member
 //! removed, i.e. of everything before the last `,"h":"` followed by `}`.
 //!
+//! A sealed line carries one more member after `h`, `"s":"<epoch>:<64 hex>"`, which `h` does not
+//! cover and nothing else may follow; the seal and its keys are [`seal`]'s (`journal/seal.rs`,
+//! docs/adr/0004-journal-seals.md).
+//!
 //! Verification never parses JSON: every line is checked at fixed offsets
 //! (`{"n":` digits `,"prev":"` hex `","ts":"` … `,"h":"` hex `"}`) and hashed
 //! in place, so it runs at close to the speed of SHA-256 itself. Whatever lies
