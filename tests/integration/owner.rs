@@ -295,7 +295,11 @@ fn each_command_with_good_and_bad_arguments_from_the_owner() {
         .split_once(" (short: ")
         .unwrap();
     let (n, h) = full.split_once(':').unwrap();
-    assert_eq!(short, format!("{n}:{})", &h[..12]), "the short form follows");
+    assert_eq!(
+        short,
+        format!("{n}:{})", &h[..12]),
+        "the short form follows"
+    );
     let line = daemon
         .journal_events()
         .into_iter()

@@ -124,3 +124,67 @@ pub(crate) fn check_at_start(
     }
     Ok(sealer)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::{Db, EventName, JournalEvent};
+    use chrono::Duration;
+
+    const K0: journal::Key = [0x42; 32];
+
+    fn t0() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 3, 14, 9, 0, 0).unwrap()
+    }
+
+    fn note(db: &mut Db, at: DateTime<Utc>) {
+        db.write(at, |_, events| {
+            events.push(JournalEvent::new(EventName::Settings).with("key", "x"));
+            Ok(())
+        })
+        .unwrap();
+    }
+
+    fn lines(path: &Path) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_key_made_long_ago_starts_at_its_announcement_and_a_clock_gone_back_keeps_the_epoch() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db_path, journal_path) = (dir.path().join("c.db"), dir.path().join("j.jsonl"));
+        drop(Db::open(&db_path, &journal_path, t0()).unwrap());
+        // Made a day before the daemon's next start: its first epoch starts at the announcement.
+        let from = (t0() - Duration::days(1)).timestamp_millis();
+        KeyFile::create(dir.path(), &K0, 1, from, 60).unwrap();
+        let (mut db, _) = Db::open(&db_path, &journal_path, t0()).unwrap();
+        let announced = lines(&journal_path);
+        let seal_line = announced
+            .iter()
+            .find(|l| l["ev"] == "seal_started")
+            .unwrap();
+        assert_eq!(seal_line["from_ms"], t0().timestamp_millis());
+        assert!(seal_line["s"].as_str().unwrap().starts_with("1:"));
+        // Three epochs on, then the clock steps back two minutes: the epoch stays, and the line's
+        // time is the epoch's start, so it still falls in the epoch it is sealed in.
+        note(&mut db, t0() + Duration::seconds(185));
+        note(&mut db, t0() + Duration::seconds(65));
+        let all = lines(&journal_path);
+        let back = all.last().unwrap();
+        assert!(back["s"].as_str().unwrap().starts_with("4:"), "{back}");
+        assert_eq!(back["ts"], "2026-03-14T09:03:00.000Z");
+        drop(db);
+        let keys = SealKeys::verification(&[K0]);
+        let verified = journal::verify_file_sealed(&journal_path, None, keys)
+            .unwrap()
+            .unwrap();
+        assert_eq!(verified.seals.last_epoch.map(|(e, _, _)| e), Some(4));
+        // Reopened: the key on disk decides the epoch, and the start's check passes.
+        let (db, _) = Db::open(&db_path, &journal_path, t0()).unwrap();
+        assert_eq!(db.sealer.as_ref().unwrap().key().epoch, 4);
+    }
+}

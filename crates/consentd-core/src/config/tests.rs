@@ -1636,6 +1636,10 @@ fn seal_epoch_is_whole_minutes_from_one_minute_to_a_day() {
             "whole minutes from 1m to 24h",
         );
     }
-    check_problem("[journal]\nseal_epoch = \"0s\"\n", "journal.seal_epoch", "zero");
+    check_problem(
+        "[journal]\nseal_epoch = \"0s\"\n",
+        "journal.seal_epoch",
+        "zero",
+    );
     check_problem("[journal]\nepoch = \"1m\"\n", "journal.epoch", "");
 }
