@@ -183,6 +183,7 @@ summary-set = The evening summary comes at { $hm }.
 lang-set = Language: English.
 anchor = Journal anchor: { $anchor } (short: { $short })
 anchor-empty = The journal is empty.
+seal-key = Journal verification key, id { $id }: { $key } — keep it off the machine consentd runs on (here, a password manager, paper). `consentd journal verify FILE --key KEY` checks every seal with it; whoever has it can forge seals, so keep it like a password.
 categories-title = Kinds of action:
 category-item = { $label } ({ $class }): { $on ->
         [yes] on

@@ -170,5 +170,39 @@ fn make_key(config_path: &Path, rotate: bool) -> anyhow::Result<()> {
         file.key_id,
         secs
     );
+    match super::with_runtime(send_to_owner(&config, &k0_hex, &file.key_id)) {
+        Ok(Some(id)) => outln!("Also sent to the owner's chat (Telegram id {id})."),
+        Ok(None) => {
+            outln!("No owner is paired yet, so it was not sent to a chat: keep the printed key.")
+        }
+        Err(error) => {
+            outln!("It could not be sent to the owner's chat ({error:#}): keep the printed key.")
+        }
+    }
     Ok(())
+}
+
+/// Sends the new verification key to the owner's chat, straight from this process: not through
+/// the outbox, so the key is never written to the database (a row wiped after sending would
+/// still linger in the WAL and free pages). Returns the owner's id, or `None` with nobody paired.
+async fn send_to_owner(
+    config: &crate::config::Config,
+    k0_hex: &str,
+    key_id: &str,
+) -> anyhow::Result<Option<i64>> {
+    let stored = crate::store::paired_owner(&config.paths.state_dir.join(crate::store::DB_FILE))?;
+    let Some(owner) = crate::consent::load_owner(config, stored) else {
+        return Ok(None);
+    };
+    let token =
+        crate::preflight::bot_token(&config.telegram).map_err(|p| anyhow::anyhow!("{p}"))?;
+    let telegram = crate::telegram::Telegram::new(&token, &config.telegram.api_url)
+        .map_err(anyhow::Error::msg)?;
+    let locales = crate::locale::Locales::new().context("the built-in locales do not load")?;
+    let text = crate::card::owner::seal_key(&locales, owner.language, k0_hex, key_id);
+    telegram
+        .send_text(owner.id, &crate::styled::Styled::plain(text), &[], false)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(Some(owner.id))
 }

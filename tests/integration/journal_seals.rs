@@ -71,6 +71,18 @@ fn sealed_daemon() -> (Daemon, Key) {
         .and_then(parse_key)
         .unwrap_or_else(|| panic!("no key printed: {printed}"));
     assert!(printed.contains(&format!("key id: {}", key_id(&k0))));
+    // Sent to the owner's chat as well, straight from the command: never through the database
+    // (the scan below finds k0 in no file of the state directory).
+    assert!(
+        printed.contains("Also sent to the owner's chat"),
+        "{printed}"
+    );
+    let sent = daemon.owner_chat().into_iter().any(|m| {
+        m.text
+            .as_deref()
+            .is_some_and(|t| t.contains(&hex(&k0)) && t.contains(&key_id(&k0)))
+    });
+    assert!(sent, "the owner's chat has no message with the key");
     // A QR code of it, drawn with half blocks as `pair` draws its link.
     assert!(printed.contains('▀') || printed.contains('▄'), "{printed}");
     let again = daemon.cli(&["journal", "seal-init", "--config", &config]);

@@ -218,6 +218,16 @@ pub fn anchor(locales: &Locales, lang: Language, head: Option<(u64, &str)>) -> S
     }
 }
 
+/// The message that gives the owner a new journal verification key (`consentd journal
+/// seal-init` or `rotate`), so a copy lives off the machine.
+pub fn seal_key(locales: &Locales, lang: Language, key_hex: &str, key_id: &str) -> String {
+    locales.t(
+        lang,
+        msg::SEAL_KEY,
+        &[("key", key_hex.into()), ("id", key_id.into())],
+    )
+}
+
 /// `N:` and the first 12 hex digits of an anchor `N:<hex>`. The whole hash is what a verifier
 /// should be given (a 12-digit prefix can be matched by about 2^48 tries); the short one is for
 /// comparing by eye.
@@ -374,6 +384,7 @@ mod tests {
                 lang_set(&locales, lang),
                 anchor(&locales, lang, Some((42, &"ab".repeat(32)))),
                 anchor(&locales, lang, None),
+                seal_key(&locales, lang, &"5e".repeat(32), "9e859a2beec0eb20"),
                 categories_title(&locales, lang),
                 format!("{on}\n----\n[{}]", on_button.label),
                 format!("{off}\n----\n[{}]", off_button.label),
