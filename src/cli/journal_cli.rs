@@ -190,7 +190,13 @@ async fn send_to_owner(
     k0_hex: &str,
     key_id: &str,
 ) -> anyhow::Result<Option<i64>> {
-    let stored = crate::store::paired_owner(&config.paths.state_dir.join(crate::store::DB_FILE))?;
+    let stored = crate::store::paired_owner(&config.paths.state_dir.join(crate::store::DB_FILE))?
+        .map(
+            |(telegram_id, language_code)| crate::store::consent::OwnerRow {
+                telegram_id,
+                language_code,
+            },
+        );
     let Some(owner) = crate::consent::load_owner(config, stored) else {
         return Ok(None);
     };

@@ -125,10 +125,10 @@ pub(crate) fn check_at_start(
     Ok(sealer)
 }
 
-/// The paired owner, for `seal-init`/`rotate` to send the new verification key to: read with a
-/// short read-only connection (the key itself never goes near the database). `None` when the
-/// database does not exist yet or nobody paired.
-pub fn paired_owner(db_path: &Path) -> Result<Option<crate::consent::OwnerRow>, StoreError> {
+/// The paired owner's Telegram id and language code, for `seal-init`/`rotate` to send the new
+/// verification key to: read with a short read-only connection (the key itself never goes near
+/// the database). `None` when the database does not exist yet or nobody paired.
+pub fn paired_owner(db_path: &Path) -> Result<Option<(i64, Option<String>)>, StoreError> {
     if !db_path.exists() {
         return Ok(None);
     }
@@ -138,12 +138,7 @@ pub fn paired_owner(db_path: &Path) -> Result<Option<crate::consent::OwnerRow>, 
         .query_row(
             "SELECT telegram_id, language_code FROM owner WHERE id = 1",
             [],
-            |row| {
-                Ok(crate::consent::OwnerRow {
-                    telegram_id: row.get(0)?,
-                    language_code: row.get(1)?,
-                })
-            },
+            |row| Ok((row.get(0)?, row.get(1)?)),
         )
         .optional();
     // A database from before pairing existed has no owner table: nobody is paired.
