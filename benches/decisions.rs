@@ -26,7 +26,11 @@ use support::{percentile, Daemon, OWNER, TOKEN};
 const ACTIONS: usize = 100;
 /// The command every decision runs: it reads the action's JSON and prints its result, as an
 /// action command does (the example in the README), without leaving the machine.
-const COMMAND: [&str; 3] = ["/bin/sh", "-c", "cat >/dev/null; echo https://example.test/post"];
+const COMMAND: [&str; 3] = [
+    "/bin/sh",
+    "-c",
+    "cat >/dev/null; echo https://example.test/post",
+];
 
 fn category() -> String {
     format!(
@@ -55,7 +59,10 @@ fn grant(daemon: &Daemon, bot: &Emulator, target: &str) {
     let request = json!({"v":1,"op":"mandate","kind":"publish_x","targets":[target],"days":1,
         "usd_per_day":"0.00","actions_per_day":ACTIONS,"reason":"Benchmark","wait":false});
     let answer = support::request(&daemon.socket, &line(&request)).unwrap();
-    assert_eq!(answer[0]["status"], "pending", "the mandate request: {answer:?}");
+    assert_eq!(
+        answer[0]["status"], "pending",
+        "the mandate request: {answer:?}"
+    );
     let id = answer[0]["id"].as_str().unwrap().to_owned();
     let card = || {
         bot.messages(OWNER).into_iter().find(|m| {
@@ -110,7 +117,12 @@ fn spawn_rate(threads: usize, total: usize) -> f64 {
 }
 
 /// `count` covered asks from `clients` threads over `targets`; the time and each ask's latency.
-fn load(daemon: &Daemon, targets: &[String], clients: usize, count: usize) -> (Duration, Vec<Duration>) {
+fn load(
+    daemon: &Daemon,
+    targets: &[String],
+    clients: usize,
+    count: usize,
+) -> (Duration, Vec<Duration>) {
     let started = Instant::now();
     let mut latencies: Vec<Duration> = std::thread::scope(|scope| {
         let threads: Vec<_> = (0..clients)
@@ -130,7 +142,10 @@ fn load(daemon: &Daemon, targets: &[String], clients: usize, count: usize) -> (D
                 })
             })
             .collect();
-        threads.into_iter().flat_map(|t| t.join().unwrap()).collect()
+        threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect()
     });
     latencies.sort();
     (started.elapsed(), latencies)

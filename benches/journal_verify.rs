@@ -4,6 +4,10 @@
 //! `cargo bench --bench journal_verify [-- PATH]` writes a 1,000,000-line
 //! journal of realistic lines to PATH (default: a temporary directory), then
 //! times `sha256sum PATH` and `verify_file` alternately, best of 3 each.
+//! Then the same for a sealed journal (15-minute epochs): `sha256sum`,
+//! verification with the verification key (`journal verify --key`), and the
+//! check `serve` makes at start (the chain and the current epoch's seals);
+//! and what sealing adds per decision against the raw fsync rate.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -58,15 +62,46 @@ fn event(n: u64) -> (&'static str, Vec<(&'static str, Value)>) {
     }
 }
 
-fn generate(path: &Path) -> u64 {
-    let t0 = Utc.with_ymd_and_hms(2025, 1, 1, 0, 0, 0).unwrap();
+/// The sealed journal's verification key, and its epochs (15 minutes, from the first line).
+const K0: journal::Key = [0x5e; 32];
+const EPOCH_MS: i64 = 15 * 60 * 1000;
+
+fn t0() -> chrono::DateTime<Utc> {
+    Utc.with_ymd_and_hms(2025, 1, 1, 0, 0, 0).unwrap()
+}
+
+fn epochs() -> journal::Epochs {
+    journal::Epochs {
+        first: 1,
+        from_ms: (t0() + chrono::Duration::milliseconds(250)).timestamp_millis(),
+        length_ms: EPOCH_MS,
+    }
+}
+
+/// Writes the journal; `sealed`: line 1 is `seal_started` and every line is sealed.
+fn generate(path: &Path, sealed: bool) -> u64 {
+    let t0 = t0();
     let mut out = BufWriter::with_capacity(1 << 20, File::create(path).expect("create journal"));
     let mut prev = journal::GENESIS_PREV.to_string();
     let mut bytes = 0u64;
+    let mut key = journal::SealKey::first(&K0, 1);
     for n in 1..=LINES {
-        let (ev, members) = event(n);
+        let (ev, members) = if sealed && n == 1 {
+            (
+                journal::SEAL_STARTED,
+                journal::announcement(&journal::key_id(&K0), &epochs()),
+            )
+        } else {
+            event(n)
+        };
         let ts = t0 + chrono::Duration::milliseconds(n as i64 * 250);
-        let line = journal::build_line(n, &prev, ts, ev, &members);
+        let mut line = journal::build_line(n, &prev, ts, ev, &members);
+        if sealed {
+            while key.epoch < epochs().at(ts.timestamp_millis()) {
+                key = key.next();
+            }
+            key.seal(&mut line);
+        }
         out.write_all(line.text.as_bytes()).expect("write journal");
         bytes += line.text.len() as u64;
         prev = line.h;
@@ -90,14 +125,24 @@ fn time_sha256sum(path: &Path) -> Duration {
     took
 }
 
-fn time_verify(path: &Path) -> Duration {
+fn time_verify(path: &Path, keys: journal::SealKeys) -> Duration {
     let start = Instant::now();
-    let verified = journal::verify_file(path, None)
+    let verified = journal::verify_file_sealed(path, None, keys)
         .expect("read journal")
         .expect("journal verifies");
     let took = start.elapsed();
     assert_eq!(verified.head.n, LINES);
     took
+}
+
+/// The key the machine would hold at the sealed journal's end.
+fn last_key() -> journal::SealKey {
+    let end = (t0() + chrono::Duration::milliseconds(LINES as i64 * 250)).timestamp_millis();
+    let mut key = journal::SealKey::first(&K0, 1);
+    while key.epoch < epochs().at(end) {
+        key = key.next();
+    }
+    key
 }
 
 fn mb_per_s(bytes: u64, d: Duration) -> f64 {
@@ -109,9 +154,14 @@ fn main() {
     let arg = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let tmp = tempfile::tempdir().expect("temp dir");
     let path = arg.map_or_else(|| tmp.path().join("journal.jsonl"), PathBuf::from);
+    plain(&path);
+    sealed(&path);
+    sealing_cost(tmp.path());
+}
 
+fn plain(path: &Path) {
     let start = Instant::now();
-    let bytes = generate(&path);
+    let bytes = generate(path, false);
     println!(
         "generated {} lines, {} bytes ({:.0} bytes/line) at {} in {:.1} s",
         LINES,
@@ -124,8 +174,8 @@ fn main() {
     // Alternate the two so both see the same page cache and machine load.
     let (mut sha, mut ver) = (Duration::MAX, Duration::MAX);
     for _ in 0..RUNS {
-        sha = sha.min(time_sha256sum(&path));
-        ver = ver.min(time_verify(&path));
+        sha = sha.min(time_sha256sum(path));
+        ver = ver.min(time_verify(path, journal::SealKeys::default()));
     }
     let (sha_mbs, ver_mbs) = (mb_per_s(bytes, sha), mb_per_s(bytes, ver));
     println!("bytes:        {bytes}");
@@ -142,5 +192,84 @@ fn main() {
     println!(
         "ratio verify_file/sha256sum: {:.2} (target >= 0.33)",
         ver_mbs / sha_mbs
+    );
+}
+
+fn sealed(path: &Path) {
+    let bytes = generate(path, true);
+    let key = last_key();
+    println!(
+        "sealed: {LINES} lines, {bytes} bytes ({:.0} bytes/line), {} epochs of 15 min",
+        bytes as f64 / LINES as f64,
+        key.epoch
+    );
+    let (mut sha, mut with_key, mut at_start) = (Duration::MAX, Duration::MAX, Duration::MAX);
+    for _ in 0..RUNS {
+        sha = sha.min(time_sha256sum(path));
+        with_key = with_key.min(time_verify(path, journal::SealKeys::verification(&[K0])));
+        let machine = journal::SealKeys {
+            k0s: Vec::new(),
+            current: Some((journal::key_id(&K0), key.clone())),
+        };
+        at_start = at_start.min(time_verify(path, machine));
+    }
+    let sha_mbs = mb_per_s(bytes, sha);
+    for (name, d) in [("verify --key", with_key), ("start check", at_start)] {
+        println!(
+            "{name:<13} {:>8.3} s  {:>8.1} MB/s  ratio to sha256sum {:.2} (sha256sum {:.3} s)",
+            d.as_secs_f64(),
+            mb_per_s(bytes, d),
+            mb_per_s(bytes, d) / sha_mbs,
+            sha.as_secs_f64()
+        );
+    }
+}
+
+/// What sealing adds to a decision: the MAC on each line (CPU), and once an epoch the key's
+/// change (write, fsync, rename, directory fsync, erase, fsync); against 512-byte appends with an
+/// `fdatasync` each on the same disk, the floor of every journaled decision.
+fn sealing_cost(dir: &Path) {
+    const MACS: u32 = 200_000;
+    let (ev, members) = event(1);
+    let line = journal::build_line(1, journal::GENESIS_PREV, t0(), ev, &members);
+    let key = journal::SealKey::first(&K0, 1);
+    let start = Instant::now();
+    for _ in 0..MACS {
+        let mut l = line.clone();
+        key.seal(&mut l);
+        std::hint::black_box(&l);
+    }
+    let seal = start.elapsed() / MACS;
+    const CHANGES: i64 = 200;
+    let mut file = journal::KeyFile::create(dir, &K0, 1, 0, 60).expect("key file");
+    let start = Instant::now();
+    for i in 1..=CHANGES {
+        file.key_at(i * 60_000).expect("evolve");
+    }
+    let change = start.elapsed() / CHANGES as u32;
+    const SYNCS: u32 = 500;
+    let mut raw = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("raw"))
+        .expect("raw file");
+    let start = Instant::now();
+    for _ in 0..SYNCS {
+        raw.write_all(&[b'x'; 512]).expect("append");
+        raw.sync_data().expect("fdatasync");
+    }
+    let fsync = start.elapsed() / SYNCS;
+    println!(
+        "seal per line: {:.2} us (build and seal a line, clone included); raw fsync: {:.3} ms ({:.0}/s); \
+         sealing a line = {:.4} of an fsync",
+        seal.as_secs_f64() * 1e6,
+        fsync.as_secs_f64() * 1e3,
+        1.0 / fsync.as_secs_f64(),
+        seal.as_secs_f64() / fsync.as_secs_f64()
+    );
+    println!(
+        "epoch change: {:.3} ms = {:.1} raw fsyncs, once per epoch (15 min: 96 a day)",
+        change.as_secs_f64() * 1e3,
+        change.as_secs_f64() / fsync.as_secs_f64()
     );
 }

@@ -307,9 +307,11 @@ async fn open_store(
 ) -> anyhow::Result<(Store, store::StoreThread)> {
     let state_dir = config.paths.state_dir.clone();
     let journal = config.paths.journal.clone();
-    // A test build lets `CONSENTD_CRASH_AT=mid_batch` kill the daemon inside a group commit.
+    // A test build lets `CONSENTD_CRASH_AT` kill the daemon inside a group commit (`mid_batch`)
+    // or at each step of a seal key's epoch change.
     #[cfg(feature = "test-hooks")]
     store::set_crash_hook(crate::failpoint::hit);
+    // Opening verifies the whole chain, and the current epoch's seals, and refuses a break.
     let (store, store_thread, report) =
         tokio::task::spawn_blocking(move || Store::open(&state_dir, &journal, now))
             .await

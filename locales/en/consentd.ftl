@@ -182,8 +182,9 @@ nightcards-set = { $count ->
     }
 summary-set = The evening summary comes at { $hm }.
 lang-set = Language: English.
-anchor = Journal anchor: { $anchor }
+anchor = Journal anchor: { $anchor } (short: { $short })
 anchor-empty = The journal is empty.
+seal-key = Journal verification key, id { $id }: { $key } — keep it off the machine consentd runs on (here, a password manager, paper). `consentd journal verify FILE --key KEY` checks every seal with it; whoever has it can forge seals, so keep it like a password.
 categories-title = Kinds of action:
 category-item = { $label } ({ $class }): { $on ->
         [yes] on
@@ -207,7 +208,7 @@ summary-mandate-actions = { $id } · { $label }: { $actions } { $actions ->
         [one] action
        *[other] actions
     }
-summary-anchor = Journal anchor: { $anchor }
+summary-anchor = Journal anchor: { $anchor } (short: { $short })
 
 ## The owner's chat: a No's reason, the settings as they are, a stray message, stale buttons.
 ## A toast ($label …) is at most 200 characters.

@@ -185,8 +185,9 @@ nightcards-set = { $count ->
     }
 summary-set = O resumo da noite chega às { $hm }.
 lang-set = Idioma: português.
-anchor = Âncora do diário: { $anchor }
+anchor = Âncora do diário: { $anchor } (curta: { $short })
 anchor-empty = O diário está vazio.
+seal-key = Chave de verificação do diário, id { $id }: { $key } — guarde-a fora da máquina onde o consentd roda (aqui, num gerenciador de senhas, em papel). `consentd journal verify FILE --key KEY` confere cada selo com ela; quem a tiver pode forjar selos, então guarde-a como uma senha.
 categories-title = Tipos de ação:
 category-item = { $label } ({ $class }): { $on ->
         [yes] ligado
@@ -210,7 +211,7 @@ summary-mandate-actions = { $id } · { $label }: { $actions } { $actions ->
         [one] ação
        *[other] ações
     }
-summary-anchor = Âncora do diário: { $anchor }
+summary-anchor = Âncora do diário: { $anchor } (curta: { $short })
 
 ## O chat do dono: o motivo de um não, as configurações atuais, uma mensagem avulsa, botões
 ## vencidos. Um aviso rápido ($label …) tem no máximo 200 caracteres.

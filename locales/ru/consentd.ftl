@@ -195,8 +195,9 @@ nightcards-set = { $count ->
     }
 summary-set = Вечерняя сводка приходит в { $hm }.
 lang-set = Язык: русский.
-anchor = Якорь журнала: { $anchor }
+anchor = Якорь журнала: { $anchor } (кратко: { $short })
 anchor-empty = Журнал пуст.
+seal-key = Ключ проверки журнала, id { $id }: { $key } — храните его не на машине, где работает consentd (здесь, в менеджере паролей, на бумаге). `consentd journal verify FILE --key KEY` проверяет им каждую печать; кто владеет ключом, может подделать печати, поэтому храните его как пароль.
 categories-title = Виды действий:
 category-item = { $label } ({ $class }): { $on ->
         [yes] включено
@@ -222,7 +223,7 @@ summary-mandate-actions = { $id } · { $label }: { $actions } { $actions ->
         [few] действия
        *[many] действий
     }
-summary-anchor = Якорь журнала: { $anchor }
+summary-anchor = Якорь журнала: { $anchor } (кратко: { $short })
 
 ## Чат владельца: причина отказа, текущие настройки, случайное сообщение, устаревшие кнопки.
 ## Всплывающий ответ ($label …) — не длиннее 200 символов.

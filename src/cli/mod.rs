@@ -11,11 +11,11 @@ use serde_json::{json, Map, Value};
 
 use crate::client::{self, OnInterrupt};
 use crate::config::{self, ConfigError};
-use crate::journal;
 use crate::output::{errln, outln};
 use crate::preflight;
 use session::{ask, kinds, list, status, withdraw};
 
+mod journal_cli;
 mod session;
 
 /// Exit code: could not talk to the daemon, or an internal error.
@@ -138,9 +138,9 @@ enum Command {
     /// Serve MCP on stdin and stdout: the agent's tools for asking the owner (one line in
     /// an MCP client's config; see docs/AGENT-AUTHOR.md)
     Mcp(crate::mcp::McpArgs),
-    /// Check or read the decisions journal
+    /// Check, read or seal the decisions journal
     #[command(subcommand)]
-    Journal(JournalCommand),
+    Journal(journal_cli::JournalCommand),
     /// Print a one-time pairing code, its t.me link and a QR code
     Pair {
         /// The running daemon's config file
@@ -170,25 +170,6 @@ enum Command {
         /// Keep the state here (default: a fresh temp dir, removed at the end)
         #[arg(long, value_name = "DIR")]
         state_dir: Option<PathBuf>,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-enum JournalCommand {
-    /// Check the hash chain (and an anchor from the evening summary)
-    Verify {
-        /// The journal (decisions.jsonl)
-        #[arg(value_name = "FILE")]
-        file: PathBuf,
-        /// N:HEX, with 12 to 64 hex digits of line N's hash
-        #[arg(long, value_name = "N:HEX")]
-        anchor: Option<String>,
-    },
-    /// Print the anchor N:H12 of the last line
-    Head {
-        /// The journal (decisions.jsonl)
-        #[arg(value_name = "FILE")]
-        file: PathBuf,
     },
 }
 
@@ -326,10 +307,7 @@ pub fn main() -> ExitCode {
             );
             Ok(0)
         })),
-        Command::Journal(JournalCommand::Verify { file, anchor }) => {
-            journal_verify(&file, anchor.as_deref())
-        }
-        Command::Journal(JournalCommand::Head { file }) => journal_head(&file),
+        Command::Journal(command) => journal_cli::run(command),
         Command::Kinds { common } => report(with_runtime(kinds(common))),
         Command::Withdraw { id, common } => {
             let request = json!({"v": 1, "op": "withdraw", "id": id});
@@ -456,47 +434,6 @@ fn check_config(file: &Path, file_only: bool) -> ExitCode {
         }
         Err(error) => {
             errln!("consentd: {error}");
-            ExitCode::from(EXIT_ERROR)
-        }
-    }
-}
-
-fn journal_verify(file: &Path, anchor: Option<&str>) -> ExitCode {
-    let anchor = match anchor.map(str::parse::<journal::Anchor>).transpose() {
-        Ok(anchor) => anchor,
-        Err(error) => {
-            errln!("consentd journal verify: --anchor: {error}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
-    match journal::verify_file(file, anchor.as_ref()) {
-        Ok(Ok(verified)) => {
-            outln!("{}", verified.summary());
-            ExitCode::SUCCESS
-        }
-        Ok(Err(problem)) => {
-            outln!("{problem}");
-            ExitCode::from(EXIT_ERROR)
-        }
-        Err(error) => {
-            errln!("consentd journal verify: {}: {error}", file.display());
-            ExitCode::from(EXIT_ERROR)
-        }
-    }
-}
-
-fn journal_head(file: &Path) -> ExitCode {
-    match journal::head(file) {
-        Ok(Ok(head)) => {
-            outln!("{}", head.anchor());
-            ExitCode::SUCCESS
-        }
-        Ok(Err(problem)) => {
-            outln!("{problem}");
-            ExitCode::from(EXIT_ERROR)
-        }
-        Err(error) => {
-            errln!("consentd journal head: {}: {error}", file.display());
             ExitCode::from(EXIT_ERROR)
         }
     }

@@ -51,7 +51,7 @@ impl Rng {
 
 /// Compiles `tests/crashfs/<name>.c` into the target dir with `cc` (`extra`: its flags). No C
 /// compiler is a failure, not a skip: without the shim these tests would prove nothing.
-fn build(name: &str, output: &str, extra: &[&str]) -> PathBuf {
+pub(crate) fn build(name: &str, output: &str, extra: &[&str]) -> PathBuf {
     let source = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/crashfs")
         .join(format!("{name}.c"));
@@ -79,12 +79,12 @@ fn build(name: &str, output: &str, extra: &[&str]) -> PathBuf {
 }
 
 /// The shim (each test builds its own copy: tests run in parallel).
-fn build_shim(output: &str) -> PathBuf {
+pub(crate) fn build_shim(output: &str) -> PathBuf {
     build("shim", output, &["-shared", "-fPIC"])
 }
 
 /// The daemon's environment under the shim, watching `state` and keeping its image in `image`.
-fn shim_env(shim: &Path, state: &Path, image: &Path) -> Vec<(String, String)> {
+pub(crate) fn shim_env(shim: &Path, state: &Path, image: &Path) -> Vec<(String, String)> {
     vec![
         ("LD_PRELOAD".into(), shim.display().to_string()),
         ("CRASHFS_ROOT".into(), state.display().to_string()),
@@ -94,7 +94,7 @@ fn shim_env(shim: &Path, state: &Path, image: &Path) -> Vec<(String, String)> {
 
 /// Turns the shim's image back into a directory at `to`: the names its directories' last syncs
 /// saw, each file with the content of its last sync (empty when it never had one).
-fn materialize(image: &Path, to: &Path) {
+pub(crate) fn materialize(image: &Path, to: &Path) {
     fn directory(image: &Path, id: &str, to: &Path, mode: u32) {
         std::fs::create_dir(to).unwrap();
         let listing = std::fs::read_to_string(image.join("dirs").join(id)).unwrap_or_default();

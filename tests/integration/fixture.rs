@@ -504,7 +504,11 @@ impl Daemon {
     /// Shifts the daemon's wall clock by `wall` seconds and its monotonic clock by `monotonic`
     /// seconds from the real ones (a wall clock stepped back, time passed on the monotonic one).
     pub fn set_clocks(&self, wall: i64, monotonic: i64) {
-        std::fs::write(self.dir.path().join("clock"), format!("{wall} {monotonic}")).unwrap();
+        // Renamed into place: the daemon reads the file on every clock call, and a read between
+        // a truncation and the write would see no shift at all (the real time, hours away).
+        let temp = self.dir.path().join("clock.next");
+        std::fs::write(&temp, format!("{wall} {monotonic}")).unwrap();
+        std::fs::rename(&temp, self.dir.path().join("clock")).unwrap();
     }
 
     /// How many times the category's command has run.

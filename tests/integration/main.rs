@@ -20,6 +20,7 @@ mod gate;
 mod hooks;
 mod hooks_gate;
 mod journal_cli;
+mod journal_seals;
 mod lanes_strangers;
 mod load;
 mod locales;

@@ -290,10 +290,16 @@ fn each_command_with_good_and_bad_arguments_from_the_owner() {
     // /anchor gives the last line's whole hash.
     let reply = say(&daemon, "/anchor", "Journal anchor: ");
     let anchor = reply.text.unwrap();
-    let (n, h) = anchor
+    let (full, short) = anchor
         .trim_start_matches("Journal anchor: ")
-        .split_once(':')
+        .split_once(" (short: ")
         .unwrap();
+    let (n, h) = full.split_once(':').unwrap();
+    assert_eq!(
+        short,
+        format!("{n}:{})", &h[..12]),
+        "the short form follows"
+    );
     let line = daemon
         .journal_events()
         .into_iter()

@@ -122,6 +122,7 @@ pub mod msg {
     pub(crate) const LANG_SET: &str = "lang-set";
     pub(crate) const ANCHOR: &str = "anchor";
     pub(crate) const ANCHOR_EMPTY: &str = "anchor-empty";
+    pub(crate) const SEAL_KEY: &str = "seal-key";
     pub(crate) const CATEGORIES_TITLE: &str = "categories-title";
     pub(crate) const CATEGORY_ITEM: &str = "category-item";
     pub(crate) const CATEGORY_SWITCHED: &str = "category-switched";
@@ -257,6 +258,7 @@ pub mod msg {
         LANG_SET,
         ANCHOR,
         ANCHOR_EMPTY,
+        SEAL_KEY,
         CATEGORIES_TITLE,
         CATEGORY_ITEM,
         CATEGORY_SWITCHED,

@@ -20,6 +20,10 @@
 //! `h` is the lowercase hex SHA-256 of the line with its `,"h":"…"` member
 //! removed, i.e. of everything before the last `,"h":"` followed by `}`.
 //!
+//! A sealed line carries one more member after `h`, `"s":"<epoch>:<64 hex>"`, which `h` does not
+//! cover and nothing else may follow; the seal and its keys are [`seal`]'s (`journal/seal.rs`,
+//! docs/adr/0004-journal-seals.md).
+//!
 //! Verification never parses JSON: every line is checked at fixed offsets
 //! (`{"n":` digits `,"prev":"` hex `","ts":"` … `,"h":"` hex `"}`) and hashed
 //! in place, so it runs at close to the speed of SHA-256 itself. Whatever lies
@@ -32,6 +36,12 @@ use std::str::FromStr;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use sha2::{Digest, Sha256};
+
+mod seal;
+pub use seal::{
+    announcement, evolve, key_id, parse_key, ts_millis, Epochs, Key, SealKey, SealKeys, SealReport,
+    SEAL_ROTATED, SEAL_STARTED,
+};
 
 /// `prev` of line 1.
 pub const GENESIS_PREV: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -47,9 +57,9 @@ const PREV_KEY: &[u8] = b",\"prev\":\"";
 const TS_KEY: &[u8] = b"\",\"ts\":\"";
 const H_KEY: &[u8] = b",\"h\":\"";
 const LINE_END: &[u8] = b"\"}";
-/// `,"h":"` + 64 hex + `"}`: the unhashed end of every line (before `\n`).
+/// `,"h":"` + 64 hex + `"}`: the unhashed end of an unsealed line (before `\n`).
 /// Since hex never contains `,"h":"`, the last `,"h":"` of a well-shaped line
-/// always starts exactly this many bytes before its end.
+/// always starts exactly this many bytes before its end, or before its seal.
 const H_MEMBER_LEN: usize = H_KEY.len() + HEX_LEN + LINE_END.len();
 /// Largest number of decimal digits of a u64.
 const MAX_N_DIGITS: usize = 20;
@@ -230,6 +240,22 @@ pub enum Problem {
     AnchorBeyondEnd { anchor: u64, lines: u64 },
     /// The anchored line's `h` does not start with the anchor's hex.
     AnchorMismatch { anchor: u64 },
+    /// The seal is not the MAC of the line under its epoch's key.
+    BadSeal { line: u64 },
+    /// Sealed in an epoch its place or its time does not allow.
+    WrongEpoch {
+        line: u64,
+        found: u64,
+        expected: u64,
+    },
+    /// Not sealed, though seals began at line `first` (or it starts them).
+    Unsealed { line: u64, first: u64 },
+    /// Sealed, but no `seal_started`/`seal_rotated` line precedes it.
+    Unannounced { line: u64 },
+    /// Starts a family of keys none of the given keys belongs to.
+    UnknownKey { line: u64, key_id: String },
+    /// A key was given but no line is sealed.
+    NoSeals { lines: u64 },
 }
 
 impl Problem {
@@ -242,6 +268,12 @@ impl Problem {
             | Problem::BrokenLink { line }
             | Problem::HashMismatch { line } => *line,
             Problem::AnchorBeyondEnd { anchor, .. } | Problem::AnchorMismatch { anchor } => *anchor,
+            Problem::BadSeal { line }
+            | Problem::WrongEpoch { line, .. }
+            | Problem::Unsealed { line, .. }
+            | Problem::Unannounced { line }
+            | Problem::UnknownKey { line, .. } => *line,
+            Problem::NoSeals { lines } => *lines,
         }
     }
 }
@@ -280,6 +312,34 @@ impl fmt::Display for Problem {
                 f,
                 "anchor {anchor}: line {anchor}'s h does not match the anchor"
             ),
+            Problem::BadSeal { line } => write!(
+                f,
+                "line {line}: the seal does not match (the line was altered, moved or sealed with another key)"
+            ),
+            Problem::WrongEpoch { line, found, expected } => write!(
+                f,
+                "line {line}: sealed in epoch {found}, expected epoch {expected} (a seal from the wrong epoch)"
+            ),
+            Problem::Unsealed { line, first } if line == first => write!(
+                f,
+                "line {line}: it starts seals but is not sealed (seals stripped)"
+            ),
+            Problem::Unsealed { line, first } => write!(
+                f,
+                "line {line}: not sealed, though seals began at line {first} (seals stripped or a line inserted)"
+            ),
+            Problem::Unannounced { line } => write!(
+                f,
+                "line {line}: sealed, but no seal_started or seal_rotated line comes before it"
+            ),
+            Problem::UnknownKey { line, key_id } => write!(
+                f,
+                "line {line}: seals from here on use key {key_id}, which no --key given matches"
+            ),
+            Problem::NoSeals { lines } => write!(
+                f,
+                "line {lines}: no line of the file is sealed, though a key was given (seals stripped, or the key is another journal's)"
+            ),
         }
     }
 }
@@ -295,6 +355,8 @@ pub struct Verified {
     /// Lines after the anchor, which no anchor vouches for yet. Without an
     /// anchor that is every line (only the chain itself vouches for them).
     pub unanchored_after: u64,
+    /// What is known about seals, by range.
+    pub seals: SealReport,
 }
 
 impl Verified {
@@ -328,6 +390,10 @@ struct Shape<'a> {
     /// Everything before the `h` member: hashed, followed by `}`.
     hashed: &'a [u8],
     h: &'a [u8],
+    /// From the first byte of `ts` on.
+    after_ts: &'a [u8],
+    /// The seal after `h`, when the line is sealed.
+    seal: Option<seal::Found<'a>>,
 }
 
 /// Check a line's shape at fixed offsets, without parsing its JSON.
@@ -371,12 +437,15 @@ fn shape(line: &[u8]) -> Result<Shape<'_>, &'static str> {
         return Err("prev is not followed by ts");
     }
     at += TS_KEY.len();
-    if line.len() < at + H_MEMBER_LEN {
+    let (end, seal) = split_seal(&line[at..])?;
+    // `end` is just past `h`'s closing quote.
+    let end = at + end;
+    if end < at + H_MEMBER_LEN - 1 {
         return Err("too short to end with the h member");
     }
-    let tail_at = line.len() - H_MEMBER_LEN;
-    let tail = &line[tail_at..];
-    if !tail.starts_with(H_KEY) || !tail.ends_with(LINE_END) {
+    let tail_at = end - (H_MEMBER_LEN - 1);
+    let tail = &line[tail_at..end];
+    if !tail.starts_with(H_KEY) || !tail.ends_with(b"\"") {
         return Err("does not end with ,\"h\":\"<64 hex>\"}");
     }
     let h = &tail[H_KEY.len()..H_KEY.len() + HEX_LEN];
@@ -388,7 +457,48 @@ fn shape(line: &[u8]) -> Result<Shape<'_>, &'static str> {
         prev,
         hashed: &line[..tail_at],
         h,
+        after_ts: &line[at..],
+        seal,
     })
+}
+
+/// Splits a sealed line's seal off its end. Returns where `h`'s closing quote ends and the
+/// seal. Only `,"s":"<epoch>:<64 hex>"` may follow `h`: anything else after it fails the `h`
+/// member's shape.
+fn split_seal(rest: &[u8]) -> Result<(usize, Option<seal::Found<'_>>), &'static str> {
+    if !rest.ends_with(LINE_END) {
+        return Err("does not end with ,\"h\":\"<64 hex>\"}");
+    }
+    // An unsealed line has `"` where a sealed one has the `:` before its MAC.
+    let colon = rest.len().checked_sub(LINE_END.len() + HEX_LEN + 1);
+    let Some(colon) = colon.filter(|&c| rest[c] == b':') else {
+        return Ok((rest.len() - 1, None));
+    };
+    let mac = &rest[colon + 1..colon + 1 + HEX_LEN];
+    if !is_lower_hex(mac) {
+        return Err("the seal's MAC is not 64 lowercase hex digits");
+    }
+    let digits = rest[..colon]
+        .iter()
+        .rev()
+        .take(MAX_N_DIGITS + 1)
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    let epoch_at = colon - digits;
+    let epoch_text = &rest[epoch_at..colon];
+    if digits == 0 || digits > MAX_N_DIGITS || (digits > 1 && epoch_text[0] == b'0') {
+        return Err("the seal's epoch is not a decimal number");
+    }
+    let epoch = std::str::from_utf8(epoch_text)
+        .ok()
+        .and_then(|t| t.parse::<u64>().ok())
+        .ok_or("the seal's epoch is too large")?;
+    let s_at = epoch_at
+        .checked_sub(seal::S_KEY.len())
+        .filter(|&i| &rest[i..epoch_at] == seal::S_KEY)
+        .ok_or("a member other than the seal follows h")?;
+    // `h`'s closing quote is the byte before `,"s":"`; the caller checks it and `h`.
+    Ok((s_at, Some(seal::Found { epoch, mac })))
 }
 
 /// Whether `h` (64 lowercase hex) is the SHA-256 of `hashed` + `}`. One
@@ -447,6 +557,7 @@ enum OwnFault {
 /// Walks lines in order, holding only the previous line's `h`.
 struct Verifier<'a> {
     anchor: Option<&'a Anchor>,
+    seals: seal::SealCheck,
     /// The number the next line must carry.
     next: u64,
     /// The `h` the next line's `prev` must equal.
@@ -454,9 +565,10 @@ struct Verifier<'a> {
 }
 
 impl<'a> Verifier<'a> {
-    fn new(anchor: Option<&'a Anchor>) -> Self {
+    fn new(anchor: Option<&'a Anchor>, keys: SealKeys) -> Self {
         Verifier {
             anchor,
+            seals: seal::SealCheck::new(keys),
             next: 1,
             prev: [b'0'; HEX_LEN],
         }
@@ -491,6 +603,7 @@ impl<'a> Verifier<'a> {
                 })
             }
         }
+        self.seals.line(n, line, s.after_ts, s.h, s.seal)?;
         if let Some(a) = self.anchor {
             if a.n == n && !s.h.starts_with(a.hash_prefix.as_bytes()) {
                 return Err(Problem::AnchorMismatch { anchor: n });
@@ -522,13 +635,23 @@ impl<'a> Verifier<'a> {
             head,
             anchored: self.anchor.map(|a| a.n),
             unanchored_after: lines - self.anchor.map_or(0, |a| a.n),
+            seals: self.seals.finish(lines)?,
         })
     }
 }
 
-/// Verify a whole journal held in memory.
+/// Verify a whole journal held in memory; seals are checked for shape and order only.
 pub fn verify_bytes(bytes: &[u8], anchor: Option<&Anchor>) -> Result<Verified, Problem> {
-    let mut v = Verifier::new(anchor);
+    verify_bytes_sealed(bytes, anchor, SealKeys::default())
+}
+
+/// [`verify_bytes`], checking seals with `keys`.
+pub fn verify_bytes_sealed(
+    bytes: &[u8],
+    anchor: Option<&Anchor>,
+    keys: SealKeys,
+) -> Result<Verified, Problem> {
+    let mut v = Verifier::new(anchor, keys);
     let mut rest = bytes;
     while let Some(i) = memchr::memchr(b'\n', rest) {
         v.line(&rest[..i])?;
@@ -541,15 +664,25 @@ pub fn verify_bytes(bytes: &[u8], anchor: Option<&Anchor>) -> Result<Verified, P
 /// large chunks. The outer error is I/O only; what is wrong with the journal is
 /// the inner `Problem`.
 pub fn verify_read(r: impl Read, anchor: Option<&Anchor>) -> io::Result<Result<Verified, Problem>> {
-    verify_chunked(r, anchor, READ_CHUNK)
+    verify_chunked(r, anchor, SealKeys::default(), READ_CHUNK)
+}
+
+/// [`verify_read`], checking seals with `keys`.
+pub fn verify_read_sealed(
+    r: impl Read,
+    anchor: Option<&Anchor>,
+    keys: SealKeys,
+) -> io::Result<Result<Verified, Problem>> {
+    verify_chunked(r, anchor, keys, READ_CHUNK)
 }
 
 fn verify_chunked(
     mut r: impl Read,
     anchor: Option<&Anchor>,
+    keys: SealKeys,
     chunk: usize,
 ) -> io::Result<Result<Verified, Problem>> {
-    let mut v = Verifier::new(anchor);
+    let mut v = Verifier::new(anchor, keys);
     let mut buf = vec![0u8; chunk.max(1)];
     // buf[start..end] is read but not yet verified, and holds no '\n'.
     let (mut start, mut end) = (0, 0);
@@ -589,7 +722,7 @@ fn verify_chunked(
 /// `h` and text are checked, as verification would check them once written.
 /// The error says which line is refused and why, in one English line.
 pub fn check_continues(head: &Head, lines: &[Line]) -> Result<(), String> {
-    let mut expect = Verifier::new(None);
+    let mut expect = Verifier::new(None, SealKeys::default());
     expect.next = head.n + 1;
     expect.prev.copy_from_slice(head.h.as_bytes());
     lines.iter().try_for_each(|line| {
@@ -1189,7 +1322,13 @@ mod tests {
         for v in &variants {
             let want = verify_bytes(v, Some(&anchor(&lines, 20)));
             for chunk in [1, 2, 7, 64, 333, 4096, READ_CHUNK] {
-                let got = verify_chunked(&v[..], Some(&anchor(&lines, 20)), chunk).unwrap();
+                let got = verify_chunked(
+                    &v[..],
+                    Some(&anchor(&lines, 20)),
+                    SealKeys::default(),
+                    chunk,
+                )
+                .unwrap();
                 assert_eq!(got, want, "chunk {chunk}");
             }
         }

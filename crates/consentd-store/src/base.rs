@@ -31,6 +31,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (8, include_str!("migrations/0008_protocol_additions.sql")),
     (9, include_str!("migrations/0009_agent_runs.sql")),
     (11, include_str!("migrations/0011_stranger_presses.sql")),
+    (12, include_str!("migrations/0012_journal_seal.sql")),
 ];
 
 /// The name of a journal event: the one place the names are written (SPEC §9's list, and
@@ -67,10 +68,12 @@ pub enum EventName {
     Approved,
     /// Refusals counted, not recorded one by one, in one window of the refusal budget.
     DeniedRepeats,
+    SealStarted,
+    SealRotated,
 }
 
 impl EventName {
-    pub const ALL: [EventName; 29] = [
+    pub const ALL: [EventName; 31] = [
         EventName::Started,
         EventName::OwnerSet,
         EventName::Asked,
@@ -100,6 +103,8 @@ impl EventName {
         EventName::Withdrawn,
         EventName::Approved,
         EventName::DeniedRepeats,
+        EventName::SealStarted,
+        EventName::SealRotated,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -133,6 +138,8 @@ impl EventName {
             EventName::Withdrawn => "withdrawn",
             EventName::Approved => "approved",
             EventName::DeniedRepeats => "denied_repeats",
+            EventName::SealStarted => journal::SEAL_STARTED,
+            EventName::SealRotated => journal::SEAL_ROTATED,
         }
     }
 }
@@ -223,6 +230,8 @@ pub(crate) struct Batch {
 pub struct Db {
     pub(super) conn: Connection,
     journal: JournalFile,
+    /// The sealing key, once `consentd journal seal-init` made one.
+    pub(super) sealer: Option<journal::KeyFile>,
     /// Records whose state changed since the last call to [`Db::take_changes`].
     pub(super) changed: Vec<(String, RecordState)>,
     /// Set when a transaction queued something for Telegram.
@@ -312,9 +321,11 @@ impl Db {
                 path: journal_path.display().to_string(),
                 detail: source.to_string(),
             })?;
+        let sealer = crate::sealing::check_at_start(db_path, journal_path)?;
         let mut db = Db {
             conn,
             journal,
+            sealer,
             changed: Vec::new(),
             outbox_queued: false,
             refusals: None,
@@ -457,10 +468,7 @@ impl Db {
         tx.execute_cached("DELETE FROM journal_staged WHERE n <= ?1", [written_up_to])?;
         let mut effects = Effects::new(now);
         let value = change(&tx, &mut effects)?;
-        if let Some(offset) = next_offset {
-            store_offset(&tx, offset)?;
-        }
-        let lines = stage(&tx, now, &effects.events)?;
+        let lines = seal_and_stage(&tx, &mut self.sealer, now, next_offset, &mut effects)?;
         tx.commit()?;
         self.commits += 1;
         self.changed.extend(effects.changed);
@@ -487,10 +495,7 @@ impl Db {
         let savepoint = self.conn.savepoint()?;
         let mut effects = Effects::new(now);
         let value = change(&savepoint, &mut effects)?;
-        if let Some(offset) = next_offset {
-            store_offset(&savepoint, offset)?;
-        }
-        let lines = stage(&savepoint, now, &effects.events)?;
+        let lines = seal_and_stage(&savepoint, &mut self.sealer, now, next_offset, &mut effects)?;
         savepoint.commit()?;
         let batch = self.batch.as_mut().expect("write_in_batch outside a batch");
         batch.lines.extend(lines);
@@ -581,6 +586,33 @@ fn dangling_references(conn: &Connection) -> rusqlite::Result<()> {
     }
 }
 
+/// What every write does after its change, in its transaction or savepoint: the seal's key
+/// made ready (an epoch change, or the announcement of a new key, journaled first), the next
+/// Telegram offset stored, and the events staged as sealed, chained lines.
+fn seal_and_stage(
+    tx: &Connection,
+    sealer: &mut Option<journal::KeyFile>,
+    now: DateTime<Utc>,
+    next_offset: Option<i64>,
+    effects: &mut Effects,
+) -> Result<Vec<Line>, StoreError> {
+    let sealing = crate::sealing::prepare(tx, sealer, now)?;
+    if let Some(announce) = sealing.announce {
+        let ev = if announce.rotated {
+            EventName::SealRotated
+        } else {
+            EventName::SealStarted
+        };
+        let mut line = JournalEvent::new(ev);
+        line.members = announce.members;
+        effects.events.insert(0, line);
+    }
+    if let Some(offset) = next_offset {
+        store_offset(tx, offset)?;
+    }
+    stage(tx, sealing.ts, &effects.events, sealing.key.as_ref())
+}
+
 /// Stores the next Telegram offset with what its update changed; it only ever moves forward.
 pub(super) fn store_offset(tx: &Connection, offset: i64) -> Result<(), StoreError> {
     tx.execute_cached(
@@ -596,6 +628,7 @@ pub(super) fn stage(
     tx: &Connection,
     now: DateTime<Utc>,
     events: &[JournalEvent],
+    seal: Option<&journal::SealKey>,
 ) -> Result<Vec<Line>, StoreError> {
     if events.is_empty() {
         return Ok(Vec::new());
@@ -611,7 +644,10 @@ pub(super) fn stage(
     let mut lines = Vec::with_capacity(events.len());
     for event in events {
         n += 1;
-        let line = journal::build_line(n, &prev, now, event.ev.as_str(), &event.members);
+        let mut line = journal::build_line(n, &prev, now, event.ev.as_str(), &event.members);
+        if let Some(key) = seal {
+            key.seal(&mut line);
+        }
         tx.execute_cached(
             "INSERT INTO journal_staged (n, prev, h, line) VALUES (?1, ?2, ?3, ?4)",
             params![n as i64, prev, line.h, line.text],

@@ -1,4 +1,6 @@
-//! A crash point a test build of the daemon may set, for the store's own steps.
+//! The crash hook a test build of the daemon sets, for the store's own steps: `mid_batch` (two
+//! requests of a group commit applied, none committed) and each step of a seal key's epoch
+//! change (`journal::seal_key`).
 
 /// A crash point a test build may set (the daemon's `CONSENTD_CRASH_AT`), called by name where
 /// a batch is half applied.

@@ -48,6 +48,7 @@ pub mod pairing;
 mod records;
 mod refusals;
 mod reply;
+mod sealing;
 pub mod settings;
 pub mod space;
 pub mod state;
@@ -74,6 +75,7 @@ pub use decide::{Applied, CardDecision, Decided, OwnerDecision};
 pub use mandates::{MandateRow, NewMandate};
 pub use outbox::Outgoing;
 pub use records::{Asked, Record, Subject};
+pub use sealing::paired_owner;
 pub use state::RecordState;
 pub use withdraw::Withdrawal;
 
@@ -342,7 +344,8 @@ fn run_batch(db: &mut Db, jobs: Vec<Job>) {
 
 /// Takes the state directory for this process alone: two daemons on one state directory would
 /// each turn the other's running claims into `outcome_unknown` and fork the journal's chain.
-fn lock_state_dir(state_dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, StoreError> {
+/// `consentd journal seal-init`/`rotate` take it too, so they run only while `serve` does not.
+pub fn lock_state_dir(state_dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, StoreError> {
     use std::os::unix::fs::OpenOptionsExt;
     let path = state_dir.join("lock");
     let file = std::fs::OpenOptions::new()

@@ -175,7 +175,9 @@ impl Db {
                 "INSERT INTO summaries (day, sent_at, anchor) VALUES (?1, ?2, ?3)",
                 params![day.to_string(), timestamp(now), anchor],
             )?;
-            compose(tx, effects, &anchor)?;
+            // The owner is shown the whole hash (and the short form): the table and the
+            // journal keep the contract's `N:H12`.
+            compose(tx, effects, &format!("{n}:{h}"))?;
             effects.push(
                 JournalEvent::new(EventName::SummarySent)
                     .with("day", day.to_string())

@@ -201,14 +201,40 @@ pub fn lang_set(locales: &Locales, lang: Language) -> String {
     locales.t(lang, msg::LANG_SET, &[])
 }
 
-/// The reply to `/anchor`: the last line's number and its whole hash, `N:<64 hex>`.
+/// The reply to `/anchor`: the last line's number and its whole hash, `N:<64 hex>`, and the
+/// short form `N:<12 hex>` for the eye.
 pub fn anchor(locales: &Locales, lang: Language, head: Option<(u64, &str)>) -> String {
     match head {
         Some((n, hash)) => {
             let anchor = format!("{n}:{hash}");
-            locales.t(lang, msg::ANCHOR, &[("anchor", anchor.as_str().into())])
+            let short = short_anchor(&anchor);
+            let args = [
+                ("anchor", anchor.as_str().into()),
+                ("short", short.as_str().into()),
+            ];
+            locales.t(lang, msg::ANCHOR, &args)
         }
         None => locales.t(lang, msg::ANCHOR_EMPTY, &[]),
+    }
+}
+
+/// The message that gives the owner a new journal verification key (`consentd journal
+/// seal-init` or `rotate`), so a copy lives off the machine.
+pub fn seal_key(locales: &Locales, lang: Language, key_hex: &str, key_id: &str) -> String {
+    locales.t(
+        lang,
+        msg::SEAL_KEY,
+        &[("key", key_hex.into()), ("id", key_id.into())],
+    )
+}
+
+/// `N:` and the first 12 hex digits of an anchor `N:<hex>`. The whole hash is what a verifier
+/// should be given (a 12-digit prefix can be matched by about 2^48 tries); the short one is for
+/// comparing by eye.
+fn short_anchor(anchor: &str) -> String {
+    match anchor.split_once(':') {
+        Some((n, hex)) => format!("{n}:{}", &hex[..hex.len().min(12)]),
+        None => anchor.to_owned(),
     }
 }
 
@@ -269,7 +295,8 @@ pub struct MandateDay<'a> {
     pub usd: Option<Decimal>,
 }
 
-/// The evening summary: the day's counts, each mandate's use, and the journal's anchor `N:H12`.
+/// The evening summary: the day's counts, each mandate's use, and the journal's anchor: `anchor`
+/// is `N:<64 hex>`, shown whole and in its 12-digit short form.
 pub fn summary(
     locales: &Locales,
     lang: Language,
@@ -318,7 +345,9 @@ pub fn summary(
         };
         lines.push(locales.t(lang, id, &args));
     }
-    lines.push(locales.t(lang, msg::SUMMARY_ANCHOR, &[("anchor", anchor.into())]));
+    let short = short_anchor(anchor);
+    let args = [("anchor", anchor.into()), ("short", short.as_str().into())];
+    lines.push(locales.t(lang, msg::SUMMARY_ANCHOR, &args));
     lines.join("\n")
 }
 
@@ -355,6 +384,7 @@ mod tests {
                 lang_set(&locales, lang),
                 anchor(&locales, lang, Some((42, &"ab".repeat(32)))),
                 anchor(&locales, lang, None),
+                seal_key(&locales, lang, &"5e".repeat(32), "9e859a2beec0eb20"),
                 categories_title(&locales, lang),
                 format!("{on}\n----\n[{}]", on_button.label),
                 format!("{off}\n----\n[{}]", off_button.label),

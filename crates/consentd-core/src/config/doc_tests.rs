@@ -8,13 +8,14 @@ use super::*;
 const DOC: &str = include_str!("../../../../docs/CONFIG.md");
 
 /// Each table of the config, as the document heads its section, with the keys the walk knows.
-const TABLES: [(&str, &[&str]); 7] = [
+const TABLES: [(&str, &[&str]); 8] = [
     ("owner", OWNER_KEYS),
     ("telegram", TELEGRAM_KEYS),
     ("paths", PATHS_KEYS),
     ("client", CLIENT_KEYS),
     ("limits", LIMITS_KEYS),
     ("gate", GATE_KEYS),
+    ("journal", JOURNAL_KEYS),
     ("categories.NAME", CATEGORY_KEYS),
 ];
 

@@ -44,7 +44,7 @@ use limits::limits;
 pub(crate) use limits::Limits;
 use problems::syntax_problem;
 pub use problems::{ConfigError, ConfigProblem};
-use sections::{client, gate, owner, paths, telegram};
+use sections::{client, gate, journal, owner, paths, telegram};
 use syntax::hm;
 pub use syntax::is_valid_kind;
 pub use syntax::parse_duration;
@@ -77,6 +77,7 @@ const TOP_KEYS: &[&str] = &[
     "client",
     "limits",
     "gate",
+    "journal",
     "categories",
 ];
 const OWNER_KEYS: &[&str] = &["telegram_id", "language", "timezone"];
@@ -84,6 +85,13 @@ const TELEGRAM_KEYS: &[&str] = &["token_file", "api_url"];
 const PATHS_KEYS: &[&str] = &["state_dir", "journal", "socket"];
 const CLIENT_KEYS: &[&str] = &["allowed_uids"];
 const GATE_KEYS: &[&str] = &["quiet_hours", "night_card_limit", "summary_at", "receipts"];
+const JOURNAL_KEYS: &[&str] = &["seal_epoch"];
+/// How long a sealing key lives by default (docs/adr/0004-journal-seals.md).
+const DEFAULT_SEAL_EPOCH: Duration = Duration::from_secs(15 * 60);
+/// The shortest epoch: each change costs a rename and three fsyncs.
+const MIN_SEAL_EPOCH: Duration = Duration::from_secs(60);
+/// The longest: a key kept a day is a day of lines a thief can rewrite.
+const MAX_SEAL_EPOCH: Duration = Duration::from_secs(24 * 3600);
 const CATEGORY_KEYS: &[&str] = &[
     "label",
     "class",
@@ -157,6 +165,7 @@ pub struct Config {
     pub client: Client,
     pub limits: Limits,
     pub gate: Gate,
+    pub journal: JournalSection,
     /// Keyed by category name (the request `kind`).
     pub categories: BTreeMap<String, Category>,
 }
@@ -227,6 +236,22 @@ impl Default for Gate {
             night_card_limit: 2,
             summary_at: hm(21, 0),
             receipts: Receipts::Each,
+        }
+    }
+}
+
+/// `[journal]`: how the journal is sealed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalSection {
+    /// How long each sealing key lives before it evolves and is erased; used by
+    /// `consentd journal seal-init` and `rotate` (a family keeps the length it started with).
+    pub seal_epoch: Duration,
+}
+
+impl Default for JournalSection {
+    fn default() -> Self {
+        JournalSection {
+            seal_epoch: DEFAULT_SEAL_EPOCH,
         }
     }
 }
@@ -444,6 +469,7 @@ fn validate(root: &Table, more: MoreChecks<'_>) -> Result<Config, Vec<ConfigProb
         section("gate"),
         section("categories"),
     );
+    let s_journal = section("journal");
 
     let owner = owner(&mut w, s_owner);
     let telegram = telegram(&mut w, s_telegram);
@@ -451,6 +477,7 @@ fn validate(root: &Table, more: MoreChecks<'_>) -> Result<Config, Vec<ConfigProb
     let client = client(&mut w, s_client);
     let limits = limits(&mut w, s_limits);
     let gate = gate(&mut w, s_gate);
+    let journal = journal(&mut w, s_journal);
     let categories = categories(&mut w, s_categories, limits.max_attachments);
     w.problems
         .extend(more(&telegram, &categories, paths.as_ref()));
@@ -463,6 +490,7 @@ fn validate(root: &Table, more: MoreChecks<'_>) -> Result<Config, Vec<ConfigProb
             client,
             limits,
             gate,
+            journal,
             categories,
         }),
         _ => Err(w.problems),

@@ -9,9 +9,10 @@ use toml::{Table, Value};
 use super::syntax::not_a_time;
 use super::walker::{join, type_name, Walker};
 use super::{
-    parse_hhmm, parse_quiet_hours, Client, Gate, Language, OwnerSection, Paths, Receipts,
-    TelegramSection, CLIENT_KEYS, DEFAULT_SOCKET, GATE_KEYS, JOURNAL_FILE_NAME,
-    NIGHT_CARD_LIMIT_MAX, OWNER_KEYS, PATHS_KEYS, TELEGRAM_KEYS,
+    parse_hhmm, parse_quiet_hours, Client, Gate, JournalSection, Language, OwnerSection, Paths,
+    Receipts, TelegramSection, CLIENT_KEYS, DEFAULT_SOCKET, GATE_KEYS, JOURNAL_FILE_NAME,
+    JOURNAL_KEYS, MAX_SEAL_EPOCH, MIN_SEAL_EPOCH, NIGHT_CARD_LIMIT_MAX, OWNER_KEYS, PATHS_KEYS,
+    TELEGRAM_KEYS,
 };
 
 pub(super) fn owner(w: &mut Walker, t: &Table) -> OwnerSection {
@@ -181,4 +182,22 @@ pub(super) fn gate(w: &mut Walker, t: &Table) -> Gate {
         gate.receipts = r;
     }
     gate
+}
+
+/// `[journal]`: the sealing epoch, from one minute to a day.
+pub(super) fn journal(w: &mut Walker, t: &Table) -> JournalSection {
+    let p = "journal";
+    w.unknown_keys(t, p, JOURNAL_KEYS);
+    let mut journal = JournalSection::default();
+    if let Some((d, raw)) = w.duration(t, p, "seal_epoch") {
+        if !(MIN_SEAL_EPOCH..=MAX_SEAL_EPOCH).contains(&d) || d.as_secs() % 60 != 0 {
+            w.report(
+                join(p, "seal_epoch"),
+                format!("{raw} is not whole minutes from 1m to 24h"),
+            );
+        } else {
+            journal.seal_epoch = d;
+        }
+    }
+    journal
 }

@@ -1672,3 +1672,25 @@ fn a_run_category_still_requires_its_command_and_mode_is_one_of_two() {
     );
     check_category_problem("mode = \"later\"", "categories.publish_x.mode", "\"later\"");
 }
+
+#[test]
+fn seal_epoch_is_whole_minutes_from_one_minute_to_a_day() {
+    assert_eq!(check_ok("").journal.seal_epoch, Duration::from_secs(900));
+    for (text, secs) in [("\"1m\"", 60), ("\"90m\"", 5400), ("\"24h\"", 86_400)] {
+        let c = check_ok(&format!("[journal]\nseal_epoch = {text}\n"));
+        assert_eq!(c.journal.seal_epoch, Duration::from_secs(secs), "{text}");
+    }
+    for text in ["\"59s\"", "\"90s\"", "\"25h\""] {
+        check_problem(
+            &format!("[journal]\nseal_epoch = {text}\n"),
+            "journal.seal_epoch",
+            "whole minutes from 1m to 24h",
+        );
+    }
+    check_problem(
+        "[journal]\nseal_epoch = \"0s\"\n",
+        "journal.seal_epoch",
+        "zero",
+    );
+    check_problem("[journal]\nepoch = \"1m\"\n", "journal.epoch", "");
+}

@@ -13,12 +13,16 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 pub use consentd_core::journal::{
-    build_line, verify_bytes, Anchor, AnchorError, Head, Line, Problem, Verified, GENESIS_PREV,
+    announcement, build_line, key_id, parse_key, verify_bytes, Anchor, AnchorError, Epochs, Head,
+    Key, Line, Problem, SealKey, SealKeys, SealReport, Verified, GENESIS_PREV, SEAL_ROTATED,
+    SEAL_STARTED,
 };
-use consentd_core::journal::{check_continues, head_of_line, verify_read};
+use consentd_core::journal::{check_continues, head_of_line, verify_read, verify_read_sealed};
 
 mod file;
+mod seal_key;
 pub use file::{head, repair_torn_tail, JournalFile};
+pub use seal_key::{new_k0, KeyFile, SealKeyError, MIN_EPOCH_SECS, SEAL_KEY_FILE};
 
 /// Mode of a newly created journal: the daemon writes, its group may audit.
 const JOURNAL_MODE: u32 = 0o640;
@@ -51,6 +55,16 @@ pub fn verify_file(
 ) -> Result<Result<Verified, Problem>, JournalError> {
     let file = File::open(path)?;
     Ok(verify_read(file, anchor)?)
+}
+
+/// [`verify_file`], checking seals with `keys`.
+pub fn verify_file_sealed(
+    path: &Path,
+    anchor: Option<&Anchor>,
+    keys: SealKeys,
+) -> Result<Result<Verified, Problem>, JournalError> {
+    let file = File::open(path)?;
+    Ok(verify_read_sealed(file, anchor, keys)?)
 }
 
 /// Reads a file by position, leaving any cursor alone.
