@@ -207,4 +207,32 @@ mod tests {
         let (db, _) = Db::open(&db_path, &journal_path, t0()).unwrap();
         assert_eq!(db.sealer.as_ref().unwrap().key().epoch, 4);
     }
+
+    #[test]
+    fn a_key_made_after_the_old_one_was_lost_continues_the_journals_epochs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db_path, journal_path) = (dir.path().join("c.db"), dir.path().join("j.jsonl"));
+        drop(Db::open(&db_path, &journal_path, t0()).unwrap());
+        KeyFile::create(dir.path(), &K0, 1, t0().timestamp_millis(), 60).unwrap();
+        let (mut db, _) = Db::open(&db_path, &journal_path, t0()).unwrap();
+        note(&mut db, t0() + Duration::seconds(185));
+        drop(db);
+        // The key file is lost. The start is refused, as it should be; `rotate` needs an old key,
+        // so the owner runs `seal-init`, which has no old epoch to go on and starts at epoch 1.
+        std::fs::remove_file(dir.path().join(journal::SEAL_KEY_FILE)).unwrap();
+        assert!(Db::open(&db_path, &journal_path, t0() + Duration::minutes(9)).is_err());
+        const K1: journal::Key = [0x17; 32];
+        let later = t0() + Duration::minutes(10);
+        KeyFile::create(dir.path(), &K1, 1, later.timestamp_millis(), 60).unwrap();
+        let (mut db, _) = Db::open(&db_path, &journal_path, later).unwrap();
+        note(&mut db, later + Duration::seconds(30));
+        drop(db);
+        // The new family's epochs continue after the old one's: the journal still verifies, and
+        // the daemon starts again.
+        let keys = SealKeys::verification(&[K0, K1]);
+        journal::verify_file_sealed(&journal_path, None, keys)
+            .unwrap()
+            .unwrap();
+        Db::open(&db_path, &journal_path, later + Duration::minutes(1)).unwrap();
+    }
 }
