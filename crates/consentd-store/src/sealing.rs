@@ -60,9 +60,15 @@ pub(crate) fn prepare(
                 file.key_id
             )));
         }
-        if file.epochs.at(now_ms) != file.key().epoch {
+        // A family's epochs continue after every epoch the journal was sealed in, or the
+        // verifier (and the next start) refuses its announcement.
+        let first = file
+            .key()
+            .epoch
+            .max(file.sealed_up_to.map_or(0, |e| e.saturating_add(1)));
+        if first != file.key().epoch || file.epochs.at(now_ms) != first {
             // Made by `seal-init` a while ago and never used: its first epoch starts now.
-            file.rebase(now_ms).map_err(seal_error)?;
+            file.rebase(first, now_ms).map_err(seal_error)?;
         }
         tx.execute(
             "INSERT INTO journal_seal (id, key_id) VALUES (1, ?1)
@@ -101,7 +107,7 @@ pub(crate) fn check_at_start(
         detail,
     };
     let dir = db_path.parent().unwrap_or(Path::new("."));
-    let sealer = KeyFile::load(dir).map_err(|e| refuse(e.to_string()))?;
+    let mut sealer = KeyFile::load(dir).map_err(|e| refuse(e.to_string()))?;
     let keys = SealKeys {
         k0s: Vec::new(),
         current: sealer.as_ref().map(|f| (f.key_id.clone(), f.key().clone())),
@@ -114,10 +120,14 @@ pub(crate) fn check_at_start(
                  a new one (docs/OPERATOR.md, \"A broken journal\")"
             ))
         })?;
-    if sealer.is_none() && verified.seals.last_epoch.is_some() {
+    let sealed_up_to = verified.seals.last_epoch.map(|(e, _, _)| e);
+    if let Some(file) = sealer.as_mut() {
+        file.sealed_up_to = sealed_up_to;
+    }
+    if sealer.is_none() && sealed_up_to.is_some() {
         return Err(refuse(format!(
             "the journal is sealed, but {} is missing from {}; lines written now would be \
-             unsealed. Make a new key with `consentd journal rotate --config FILE`",
+             unsealed. Make a new key with `consentd journal seal-init --config FILE`",
             journal::SEAL_KEY_FILE,
             dir.display()
         )));
