@@ -439,3 +439,42 @@ fn keys_evolve_one_way_and_times_parse() {
     assert_eq!(parse_key(&hex::encode(K0)), Some(K0));
     assert_eq!(parse_key("abc"), None);
 }
+
+#[test]
+fn an_announcement_with_an_epoch_length_past_i64_ms_is_named_not_a_panic() {
+    // Appended by whoever holds the machine: a family whose epoch length in ms overflows.
+    let lines = journal();
+    let n = LINES + 1;
+    let at = ts(n);
+    let first = epochs().at(at.timestamp_millis()) + 1;
+    let mut l = build_line(
+        n,
+        &lines.last().unwrap().h,
+        at,
+        SEAL_ROTATED,
+        &[
+            ("key_id", json!("0000000000000000")),
+            ("epoch", json!(first)),
+            ("epoch_secs", json!(i64::MAX)),
+            ("from_ms", json!(0)),
+        ],
+    );
+    SealKey {
+        epoch: first,
+        key: [0; 32],
+    }
+    .seal(&mut l);
+    let mut all = lines;
+    all.push(l);
+    let b = bytes(&all);
+    for result in [
+        verify_bytes(&b, None).map(|v| v.seals),
+        verify(&b),
+        verify_bytes_sealed(&b, None, SealKeys::default()).map(|v| v.seals),
+    ] {
+        assert!(
+            matches!(result, Err(Problem::Malformed { line, .. }) if line == n),
+            "{result:?}"
+        );
+    }
+}
