@@ -378,9 +378,12 @@ impl SealCheck {
             serde_json::from_slice(body).map_err(|_| malformed("not JSON"))?;
         let id = v["key_id"].as_str().ok_or_else(|| malformed("no key_id"))?;
         let first = v["epoch"].as_u64().ok_or_else(|| malformed("no epoch"))?;
-        let secs = v["epoch_secs"]
+        // In ms it must fit an i64: the line is unchecked until its key is known, so whoever
+        // holds the machine can write any number here.
+        let length_ms = v["epoch_secs"]
             .as_i64()
             .filter(|s| *s >= 60)
+            .and_then(|s| s.checked_mul(1000))
             .ok_or_else(|| malformed("no epoch_secs of at least 60"))?;
         let from_ms = v["from_ms"]
             .as_i64()
@@ -404,7 +407,7 @@ impl SealCheck {
         let epochs = Epochs {
             first,
             from_ms,
-            length_ms: secs * 1000,
+            length_ms,
         };
         let key = if let Some((_, k0)) = self.keys.k0s.iter().find(|(k, _)| k == id) {
             let k = SealKey::first(k0, first);
