@@ -127,6 +127,9 @@ fn new_key(config: &Path, rotate: bool) -> ExitCode {
 /// journal's announcement of it are the daemon's to write, at its next start.
 fn make_key(config_path: &Path, rotate: bool) -> anyhow::Result<()> {
     let config = crate::config::load(config_path)?;
+    // A test build lets `CONSENTD_CRASH_AT` kill the command at each step of writing the key.
+    #[cfg(feature = "test-hooks")]
+    crate::store::set_crash_hook(crate::failpoint::hit);
     let dir = &config.paths.state_dir;
     let _lock = crate::store::lock_state_dir(dir).context(
         "the state directory is locked: stop `consentd serve` first (it holds the lock while it runs)",

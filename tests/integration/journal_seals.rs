@@ -484,10 +484,71 @@ fn rotate_announces_a_new_key_and_both_keys_verify_their_ranges() {
     );
     let py = python(&daemon.journal, &["--key", &b]);
     assert_eq!((py.status.code(), named_line(&py)), (Some(1), started));
-    // A sealed journal whose key file is gone is refused at start.
+    // A sealed journal whose key file is gone is refused at start, pointing to `seal-init`
+    // (`rotate` needs an old key to replace).
     std::fs::remove_file(daemon.state_dir.join(consentd::journal::SEAL_KEY_FILE)).unwrap();
     let message = serve_until_it_exits(&daemon);
-    assert!(message.contains("journal rotate"), "{message}");
+    assert!(message.contains("journal seal-init"), "{message}");
+    let no_old = daemon.cli(&["journal", "rotate", "--config", &config]);
+    assert_eq!(no_old.status.code(), Some(1), "{}", stdout(&no_old));
+    let init = daemon.cli(&["journal", "seal-init", "--config", &config]);
+    assert_eq!(init.status.code(), Some(0), "{}", stderr(&init));
+    let k2 = stdout(&init)
+        .lines()
+        .find_map(|l| l.strip_prefix("verification key: "))
+        .and_then(parse_key)
+        .unwrap();
+    // The new family continues after the journal's last epoch: it verifies with all three keys,
+    // and the daemon starts again after writing it.
+    let mut daemon = daemon.restart();
+    asks_across(&daemon, 1);
+    assert!(daemon.stop_with(Signal::SIGTERM).success());
+    let c = hex(&k2);
+    let all = [
+        "--key",
+        a.as_str(),
+        "--key",
+        b.as_str(),
+        "--key",
+        c.as_str(),
+    ];
+    let ok = verify(&daemon, &daemon.journal, &all);
+    assert_eq!(ok.status.code(), Some(0), "{}", stdout(&ok));
+    assert_eq!(python(&daemon.journal, &all).status.code(), Some(0));
+    let daemon = daemon.restart();
+    let answer = daemon.request(&good_ask("after a new key"));
+    assert!(answer["id"].is_string(), "{answer}");
+}
+
+#[test]
+fn a_kill_inside_seal_init_never_leaves_a_key_in_use_that_nobody_saw() {
+    let mut daemon = Daemon::builder().config_tail(EPOCH).start();
+    assert!(daemon.stop_with(Signal::SIGTERM).success());
+    let config = daemon.config.to_str().unwrap().to_owned();
+    for point in ["seal_key_renamed", "seal_key_dir_synced"] {
+        let killed = Command::new(crate::fixture::BIN)
+            .args(["journal", "seal-init", "--config", &config])
+            .env("CONSENTD_BOT_TOKEN", crate::fixture::TOKEN)
+            .env("CONSENTD_TEST_CLOCK_FILE", daemon.dir.path().join("clock"))
+            .env("CONSENTD_CRASH_AT", point)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(!killed.status.success(), "{point}: {}", stderr(&killed));
+        let key_file = daemon.state_dir.join(consentd::journal::SEAL_KEY_FILE);
+        if key_file.exists() {
+            // The key file the next start seals with is one whose verification key was shown.
+            let printed = stdout(&killed)
+                .lines()
+                .find_map(|l| l.strip_prefix("verification key: "))
+                .and_then(parse_key);
+            assert!(
+                printed.is_some(),
+                "{point}: a key file is in use whose verification key nobody saw"
+            );
+            std::fs::remove_file(&key_file).unwrap();
+        }
+    }
 }
 
 fn hex(key: &Key) -> String {
