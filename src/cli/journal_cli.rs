@@ -152,7 +152,7 @@ fn make_key(config_path: &Path, rotate: bool) -> anyhow::Result<()> {
     let k0 = journal::new_k0()?;
     let now = crate::clock::from_env().now().timestamp_millis();
     let secs = config.journal.seal_epoch.as_secs() as i64;
-    let file = KeyFile::create(dir, &k0, first, now, secs)?;
+    let key_id = journal::key_id(&k0);
     let k0_hex = hex::encode(k0);
     let qr = qrcode::QrCode::new(k0_hex.as_bytes())
         .context("cannot make a QR code of the key")?
@@ -161,7 +161,7 @@ fn make_key(config_path: &Path, rotate: bool) -> anyhow::Result<()> {
         .build();
     outln!("{qr}");
     outln!("verification key: {k0_hex}");
-    outln!("key id: {}", file.key_id);
+    outln!("key id: {key_id}");
     outln!(
         "Keep this key OFF this machine (a password manager, paper, another computer): it is shown once \
          and is not stored anywhere. With it, `consentd journal verify FILE --key KEY` checks every seal; \
@@ -170,9 +170,13 @@ fn make_key(config_path: &Path, rotate: bool) -> anyhow::Result<()> {
     outln!(
         "Sealing starts at the daemon's next start: its first line is `{}` with key id {}, and each key lives {}s.",
         if rotate { journal::SEAL_ROTATED } else { journal::SEAL_STARTED },
-        file.key_id,
+        key_id,
         secs
     );
+    // Written only once the key is shown: a kill before this leaves the old key (or none) in use
+    // and the printed key unused, never a key in use that nobody saw.
+    let file = KeyFile::create(dir, &k0, first, now, secs)
+        .context("the key printed above was not put in use")?;
     match super::with_runtime(send_to_owner(&config, &k0_hex, &file.key_id)) {
         Ok(Some(id)) => outln!("Also sent to the owner's chat (Telegram id {id})."),
         Ok(None) => {
