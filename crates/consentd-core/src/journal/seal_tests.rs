@@ -478,3 +478,39 @@ fn an_announcement_with_an_epoch_length_past_i64_ms_is_named_not_a_panic() {
         );
     }
 }
+
+#[test]
+fn a_line_dated_centuries_ahead_is_named_without_evolving_the_key_there() {
+    // Whoever holds the machine appends one line dated in 9999 with any seal: with one-minute
+    // epochs its epoch is four billion epochs away, and evolving the key that far before the MAC
+    // can be compared takes hours (in Python, days). The owner's verify must name it promptly.
+    let lines = journal();
+    let n = LINES + 1;
+    let at = Utc.with_ymd_and_hms(9999, 12, 31, 23, 59, 59).unwrap();
+    let mut l = build_line(
+        n,
+        &lines.last().unwrap().h,
+        at,
+        "asked",
+        &[("id", json!("x"))],
+    );
+    SealKey {
+        epoch: epochs().at(at.timestamp_millis()),
+        key: [0; 32],
+    }
+    .seal(&mut l);
+    let mut all = lines;
+    all.push(l);
+    let b = bytes(&all);
+    let (tx, rx) = std::sync::mpsc::channel();
+    // A thread, so a failure is a timeout, not a hung run (it dies with the test binary).
+    std::thread::spawn(move || {
+        let _ = tx.send(verify(&b).map(|_| ()).map_err(|p| p.line()));
+    });
+    let named = rx.recv_timeout(std::time::Duration::from_secs(10));
+    assert_eq!(
+        named,
+        Ok(Err(n)),
+        "verify did not name line {n} within 10 s"
+    );
+}
