@@ -74,7 +74,8 @@ fn verify(file: &Path, anchor: Option<&str>, keys: &[String]) -> ExitCode {
             }
         }
     }
-    let keys = journal::SealKeys::verification(&k0s);
+    let keys = journal::SealKeys::verification(&k0s)
+        .dated_up_to(crate::clock::from_env().now().timestamp_millis());
     match journal::verify_file_sealed(file, anchor.as_ref(), keys) {
         Ok(Ok(verified)) => {
             outln!("{}", verified.summary());

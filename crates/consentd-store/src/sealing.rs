@@ -111,6 +111,7 @@ pub(crate) fn check_at_start(
     let keys = SealKeys {
         k0s: Vec::new(),
         current: sealer.as_ref().map(|f| (f.key_id.clone(), f.key().clone())),
+        not_after_ms: None,
     };
     let verified = journal::verify_file_sealed(journal_path, None, keys)
         .map_err(|e| refuse(e.to_string()))?

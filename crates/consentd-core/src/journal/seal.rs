@@ -31,6 +31,8 @@ pub const SEAL_STARTED: &str = "seal_started";
 pub const SEAL_ROTATED: &str = "seal_rotated";
 /// What a key is evolved with.
 const NEXT: &[u8] = b"next";
+/// How far past the verifier's clock a line may be dated (a daemon's clock a little ahead).
+const LEEWAY_MS: i64 = 86_400_000;
 /// What a key's public id is computed with (distinct from [`NEXT`] and from a seal's 48 bytes).
 const ID: &[u8] = b"consentd seal key id";
 
@@ -211,6 +213,9 @@ pub struct SealKeys {
     pub k0s: Vec<(String, Key)>,
     /// The current epoch's key and its family's id.
     pub current: Option<(String, SealKey)>,
+    /// With verification keys: lines dated after this (ms since 1970) are refused before their
+    /// key is evolved, so one line dated centuries ahead cannot make verification take hours.
+    pub not_after_ms: Option<i64>,
 }
 
 impl fmt::Debug for SealKeys {
@@ -230,7 +235,14 @@ impl SealKeys {
         SealKeys {
             k0s: k0s.iter().map(|k| (key_id(k), *k)).collect(),
             current: None,
+            not_after_ms: None,
         }
+    }
+
+    /// Refuses lines dated more than a day after `now_ms`, the verifier's clock.
+    pub fn dated_up_to(mut self, now_ms: i64) -> SealKeys {
+        self.not_after_ms = Some(now_ms.saturating_add(LEEWAY_MS));
+        self
     }
 
     /// Whether anything can be checked.
@@ -455,6 +467,9 @@ impl SealCheck {
             });
         }
         if !self.keys.k0s.is_empty() {
+            if self.keys.not_after_ms.is_some_and(|limit| ts > limit) {
+                return Err(Problem::Future { line: n });
+            }
             let Some((key, keyed)) = family.key.as_mut() else {
                 return Ok(());
             };

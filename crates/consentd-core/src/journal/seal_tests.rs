@@ -379,6 +379,7 @@ fn the_machine_checks_its_current_epoch_only() {
     let keys = SealKeys {
         k0s: Vec::new(),
         current: Some((key_id(&K0), key_at(&K0, last))),
+        not_after_ms: None,
     };
     let r = verify_bytes_sealed(&bytes(&j), None, keys.clone())
         .unwrap()
@@ -403,6 +404,7 @@ fn the_machine_checks_its_current_epoch_only() {
     let old = SealKeys {
         k0s: Vec::new(),
         current: Some((key_id(&K0), key_at(&K0, last - 1))),
+        not_after_ms: None,
     };
     assert!(matches!(
         verify_bytes_sealed(&bytes(&j), None, old).unwrap_err(),
@@ -505,7 +507,13 @@ fn a_line_dated_centuries_ahead_is_named_without_evolving_the_key_there() {
     let (tx, rx) = std::sync::mpsc::channel();
     // A thread, so a failure is a timeout, not a hung run (it dies with the test binary).
     std::thread::spawn(move || {
-        let _ = tx.send(verify(&b).map(|_| ()).map_err(|p| p.line()));
+        // As `journal verify` runs it: with the verifier's clock (here a day after the journal).
+        let keys = SealKeys::verification(&[K0]).dated_up_to(ts(LINES + 4320).timestamp_millis());
+        let _ = tx.send(
+            verify_bytes_sealed(&b, None, keys)
+                .map(|_| ())
+                .map_err(|p| p.line()),
+        );
     });
     let named = rx.recv_timeout(std::time::Duration::from_secs(10));
     assert_eq!(
