@@ -452,16 +452,8 @@ fn rotate_announces_a_new_key_and_both_keys_verify_their_ranges() {
     asks_across(&daemon, 1);
     assert!(daemon.stop_with(Signal::SIGTERM).success());
     let config = daemon.config.to_str().unwrap().to_owned();
-    let rotated = daemon.cli(&["journal", "rotate", "--config", &config]);
-    assert_eq!(rotated.status.code(), Some(0), "{}", stderr(&rotated));
-    let k1 = stdout(&rotated)
-        .lines()
-        .find_map(|l| l.strip_prefix("verification key: "))
-        .and_then(parse_key)
-        .unwrap();
-    let mut daemon = daemon.restart();
-    asks_across(&daemon, 1);
-    assert!(daemon.stop_with(Signal::SIGTERM).success());
+    let k1 = new_key(&daemon, "rotate", &config);
+    let daemon = ask_across_a_restart(daemon);
     let events = daemon.journal_events();
     let rotation = events.iter().find(|e| e["ev"] == "seal_rotated").unwrap();
     assert_eq!(rotation["key_id"], key_id(&k1));
@@ -491,18 +483,10 @@ fn rotate_announces_a_new_key_and_both_keys_verify_their_ranges() {
     assert!(message.contains("journal seal-init"), "{message}");
     let no_old = daemon.cli(&["journal", "rotate", "--config", &config]);
     assert_eq!(no_old.status.code(), Some(1), "{}", stdout(&no_old));
-    let init = daemon.cli(&["journal", "seal-init", "--config", &config]);
-    assert_eq!(init.status.code(), Some(0), "{}", stderr(&init));
-    let k2 = stdout(&init)
-        .lines()
-        .find_map(|l| l.strip_prefix("verification key: "))
-        .and_then(parse_key)
-        .unwrap();
+    let k2 = new_key(&daemon, "seal-init", &config);
     // The new family continues after the journal's last epoch: it verifies with all three keys,
     // and the daemon starts again after writing it.
-    let mut daemon = daemon.restart();
-    asks_across(&daemon, 1);
-    assert!(daemon.stop_with(Signal::SIGTERM).success());
+    let daemon = ask_across_a_restart(daemon);
     let c = hex(&k2);
     let all = [
         "--key",
@@ -549,6 +533,25 @@ fn a_kill_inside_seal_init_never_leaves_a_key_in_use_that_nobody_saw() {
             std::fs::remove_file(&key_file).unwrap();
         }
     }
+}
+
+/// `consentd journal <command>` (seal-init or rotate) with the daemon stopped: the key it printed.
+fn new_key(daemon: &Daemon, command: &str, config: &str) -> Key {
+    let made = daemon.cli(&["journal", command, "--config", config]);
+    assert_eq!(made.status.code(), Some(0), "{}", stderr(&made));
+    stdout(&made)
+        .lines()
+        .find_map(|l| l.strip_prefix("verification key: "))
+        .and_then(parse_key)
+        .unwrap()
+}
+
+/// Restarts the stopped daemon, asks across an epoch, and stops it again.
+fn ask_across_a_restart(daemon: Daemon) -> Daemon {
+    let mut daemon = daemon.restart();
+    asks_across(&daemon, 1);
+    assert!(daemon.stop_with(Signal::SIGTERM).success());
+    daemon
 }
 
 fn hex(key: &Key) -> String {
