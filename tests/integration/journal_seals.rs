@@ -557,3 +557,30 @@ fn ask_across_a_restart(daemon: Daemon) -> Daemon {
 fn hex(key: &Key) -> String {
     key.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[test]
+fn a_quiet_daemon_still_erases_each_epochs_key_when_the_epoch_ends() {
+    // Nothing is written for five epochs (a quiet night): the key of the last line's epoch must
+    // not stay on disk for whoever takes the machine later, or they rewrite that epoch's lines.
+    let (daemon, _) = sealed_daemon();
+    let lines = || {
+        std::fs::read_to_string(&daemon.journal)
+            .unwrap()
+            .lines()
+            .count()
+    };
+    let before = lines();
+    let written_in = key_on_disk(&daemon.state_dir).epoch;
+    daemon.advance_clock(300);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let mut now_on_disk = key_on_disk(&daemon.state_dir).epoch;
+    while now_on_disk < written_in + 5 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        now_on_disk = key_on_disk(&daemon.state_dir).epoch;
+    }
+    assert!(
+        now_on_disk >= written_in + 5,
+        "five epochs after the last line, the key on disk is still epoch {now_on_disk} (the last line's: {written_in})"
+    );
+    assert_eq!(lines(), before, "a quiet night writes nothing");
+}
