@@ -95,6 +95,29 @@ pub(crate) fn prepare(
     })
 }
 
+impl crate::base::Db {
+    /// Evolves the seal key to `now`'s epoch (durably, erasing the old one) without writing a
+    /// line, so a past epoch's key does not wait on disk for the next decision (a quiet night)
+    /// for whoever takes the machine. Only an announced family evolves: one not yet announced
+    /// starts its first epoch at its announcement.
+    pub fn evolve_seal_key(&mut self, now: DateTime<Utc>) -> Result<(), StoreError> {
+        let Some(file) = self.sealer.as_mut() else {
+            return Ok(());
+        };
+        let announced: Option<String> = self
+            .conn
+            .query_row("SELECT key_id FROM journal_seal WHERE id = 1", [], |row| {
+                row.get(0)
+            })
+            .optional()?;
+        if announced.as_deref() == Some(file.key_id.as_str()) {
+            file.key_at(now.timestamp_millis())
+                .map_err(|e| StoreError::JournalWrite(e.to_string()))?;
+        }
+        Ok(())
+    }
+}
+
 /// At start: loads the key file beside the database and verifies the whole journal, with the
 /// seals of the current epoch (the only key the machine holds). Refuses a break, naming the
 /// first bad line, and a sealed journal whose key file is gone.
