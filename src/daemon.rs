@@ -187,11 +187,7 @@ const SEAL_TICK: std::time::Duration = std::time::Duration::from_secs(5);
 /// Evolves the journal's seal key as epochs end, even when no line is written
 /// (docs/adr/0004-journal-seals.md): otherwise the last line's key stays on disk until the next
 /// decision, and whoever takes the machine meanwhile can rewrite that epoch.
-fn spawn_seal_clock(
-    store: Store,
-    clock: Arc<dyn Clock>,
-    shutdown: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
+fn spawn_seal_clock(store: Store, clock: Arc<dyn Clock>, shutdown: CancellationToken) {
     tokio::spawn(async move {
         loop {
             tokio::select! {
@@ -199,11 +195,13 @@ fn spawn_seal_clock(
                 () = tokio::time::sleep(SEAL_TICK) => {}
             }
             let now = clock.now();
-            if let Err(error) = store.call(move |db| db.evolve_seal_key(now)).await {
+            let evolved = store.call(move |db| db.evolve_seal_key(now)).await;
+            // A store closed at shutdown is not an error worth a line.
+            if let (Err(error), false) = (evolved, shutdown.is_cancelled()) {
                 tracing::error!(%error, "cannot evolve the journal's seal key");
             }
         }
-    })
+    });
 }
 
 /// Creates the state directory (0700) and the journal's directory.
@@ -283,7 +281,7 @@ async fn run_sharing(
         handoff,
     };
     let clock_at_stop = clock.clone();
-    let seal_clock = spawn_seal_clock(store.clone(), clock.clone(), shutdown.clone());
+    spawn_seal_clock(store.clone(), clock.clone(), shutdown.clone());
     let consent = Consent {
         config,
         store: store.clone(),
@@ -311,7 +309,6 @@ async fn run_sharing(
     let _ = recovery_done.await;
     server::run(listener, intake, limits, shutdown).await;
     let loop_result = consent_loop.await.context("the consent loop panicked")?;
-    seal_clock.abort();
     // The refusals counted in windows still open: their lines, before the store stops.
     let stopped_at = clock_at_stop.now();
     if let Err(error) = store

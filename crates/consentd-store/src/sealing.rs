@@ -44,11 +44,7 @@ pub(crate) fn prepare(
     };
     let seal_error = |e: journal::SealKeyError| StoreError::JournalWrite(e.to_string());
     let now_ms = now.timestamp_millis();
-    let announced: Option<String> = tx
-        .query_row("SELECT key_id FROM journal_seal WHERE id = 1", [], |row| {
-            row.get(0)
-        })
-        .optional()?;
+    let announced = announced(tx)?;
     let mut announce = None;
     if announced.as_deref() == Some(file.key_id.as_str()) {
         file.key_at(now_ms).map_err(seal_error)?;
@@ -95,27 +91,32 @@ pub(crate) fn prepare(
     })
 }
 
-impl crate::base::Db {
-    /// Evolves the seal key to `now`'s epoch (durably, erasing the old one) without writing a
-    /// line, so a past epoch's key does not wait on disk for the next decision (a quiet night)
-    /// for whoever takes the machine. Only an announced family evolves: one not yet announced
-    /// starts its first epoch at its announcement.
-    pub fn evolve_seal_key(&mut self, now: DateTime<Utc>) -> Result<(), StoreError> {
-        let Some(file) = self.sealer.as_mut() else {
-            return Ok(());
-        };
-        let announced: Option<String> = self
-            .conn
-            .query_row("SELECT key_id FROM journal_seal WHERE id = 1", [], |row| {
-                row.get(0)
-            })
-            .optional()?;
-        if announced.as_deref() == Some(file.key_id.as_str()) {
-            file.key_at(now.timestamp_millis())
-                .map_err(|e| StoreError::JournalWrite(e.to_string()))?;
-        }
-        Ok(())
+/// Evolves the seal key to `now`'s epoch (durably, erasing the old one) without writing a line,
+/// so a past epoch's key does not wait on disk for the next decision (a quiet night) for whoever
+/// takes the machine. Only an announced family evolves: one not yet announced starts its first
+/// epoch at its announcement.
+pub(crate) fn evolve(
+    conn: &Connection,
+    sealer: &mut Option<KeyFile>,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let Some(file) = sealer.as_mut() else {
+        return Ok(());
+    };
+    if announced(conn)?.as_deref() == Some(file.key_id.as_str()) {
+        file.key_at(now.timestamp_millis())
+            .map_err(|e| StoreError::JournalWrite(e.to_string()))?;
     }
+    Ok(())
+}
+
+/// The id of the family the journal last announced.
+fn announced(conn: &Connection) -> Result<Option<String>, StoreError> {
+    Ok(conn
+        .query_row("SELECT key_id FROM journal_seal WHERE id = 1", [], |row| {
+            row.get(0)
+        })
+        .optional()?)
 }
 
 /// At start: loads the key file beside the database and verifies the whole journal, with the
