@@ -292,7 +292,7 @@ impl SealReport {
         if let Some(r) = self.sealed {
             out.push(if self.checked {
                 format!(
-                    "{}: sealed and intact (earlier epochs, keys no longer on the machine)",
+                    "{}: sealed and intact (earlier epochs: each key was erased when its epoch ended, so only someone on the machine before then could have written them)",
                     range(r)
                 )
             } else {
