@@ -373,7 +373,11 @@ fn serve_refuses_a_journal_broken_in_the_middle_naming_the_line() {
 /// Asks once, reading whatever comes back until the daemon dies (a reset is expected).
 fn ask_into_a_crash(socket: &Path) {
     use std::io::{Read as _, Write as _};
-    let mut stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    // The daemon's seal clock may reach the epoch change first and die there: that is the same
+    // crash, so a refused connection is fine.
+    let Ok(mut stream) = std::os::unix::net::UnixStream::connect(socket) else {
+        return;
+    };
     stream
         .set_read_timeout(Some(std::time::Duration::from_secs(30)))
         .unwrap();
