@@ -210,6 +210,7 @@ fn sealed(path: &Path) {
         let machine = journal::SealKeys {
             k0s: Vec::new(),
             current: Some((journal::key_id(&K0), key.clone())),
+            not_after_ms: None,
         };
         at_start = at_start.min(time_verify(path, machine));
     }

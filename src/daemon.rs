@@ -180,6 +180,30 @@ where
     result
 }
 
+/// How often the seal key is brought to the current epoch when nothing is written: an epoch's
+/// key outlives its epoch by at most this (epochs last a minute at least).
+const SEAL_TICK: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Evolves the journal's seal key as epochs end, even when no line is written
+/// (docs/adr/0004-journal-seals.md): otherwise the last line's key stays on disk until the next
+/// decision, and whoever takes the machine meanwhile can rewrite that epoch.
+fn spawn_seal_clock(store: Store, clock: Arc<dyn Clock>, shutdown: CancellationToken) {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(SEAL_TICK) => {}
+            }
+            let now = clock.now();
+            let evolved = store.call(move |db| db.evolve_seal_key(now)).await;
+            // A store closed at shutdown is not an error worth a line.
+            if let (Err(error), false) = (evolved, shutdown.is_cancelled()) {
+                tracing::error!(%error, "cannot evolve the journal's seal key");
+            }
+        }
+    });
+}
+
 /// Creates the state directory (0700) and the journal's directory.
 pub(crate) fn prepare_dirs(config: &Config) -> anyhow::Result<()> {
     store::create_private_dir(&config.paths.state_dir).with_context(|| {
@@ -257,6 +281,7 @@ async fn run_sharing(
         handoff,
     };
     let clock_at_stop = clock.clone();
+    spawn_seal_clock(store.clone(), clock.clone(), shutdown.clone());
     let consent = Consent {
         config,
         store: store.clone(),

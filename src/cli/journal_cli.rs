@@ -74,7 +74,8 @@ fn verify(file: &Path, anchor: Option<&str>, keys: &[String]) -> ExitCode {
             }
         }
     }
-    let keys = journal::SealKeys::verification(&k0s);
+    let keys = journal::SealKeys::verification(&k0s)
+        .dated_up_to(crate::clock::from_env().now().timestamp_millis());
     match journal::verify_file_sealed(file, anchor.as_ref(), keys) {
         Ok(Ok(verified)) => {
             outln!("{}", verified.summary());
@@ -127,6 +128,9 @@ fn new_key(config: &Path, rotate: bool) -> ExitCode {
 /// journal's announcement of it are the daemon's to write, at its next start.
 fn make_key(config_path: &Path, rotate: bool) -> anyhow::Result<()> {
     let config = crate::config::load(config_path)?;
+    // A test build lets `CONSENTD_CRASH_AT` kill the command at each step of writing the key.
+    #[cfg(feature = "test-hooks")]
+    crate::store::set_crash_hook(crate::failpoint::hit);
     let dir = &config.paths.state_dir;
     let _lock = crate::store::lock_state_dir(dir).context(
         "the state directory is locked: stop `consentd serve` first (it holds the lock while it runs)",
@@ -149,7 +153,7 @@ fn make_key(config_path: &Path, rotate: bool) -> anyhow::Result<()> {
     let k0 = journal::new_k0()?;
     let now = crate::clock::from_env().now().timestamp_millis();
     let secs = config.journal.seal_epoch.as_secs() as i64;
-    let file = KeyFile::create(dir, &k0, first, now, secs)?;
+    let key_id = journal::key_id(&k0);
     let k0_hex = hex::encode(k0);
     let qr = qrcode::QrCode::new(k0_hex.as_bytes())
         .context("cannot make a QR code of the key")?
@@ -158,7 +162,7 @@ fn make_key(config_path: &Path, rotate: bool) -> anyhow::Result<()> {
         .build();
     outln!("{qr}");
     outln!("verification key: {k0_hex}");
-    outln!("key id: {}", file.key_id);
+    outln!("key id: {key_id}");
     outln!(
         "Keep this key OFF this machine (a password manager, paper, another computer): it is shown once \
          and is not stored anywhere. With it, `consentd journal verify FILE --key KEY` checks every seal; \
@@ -167,9 +171,13 @@ fn make_key(config_path: &Path, rotate: bool) -> anyhow::Result<()> {
     outln!(
         "Sealing starts at the daemon's next start: its first line is `{}` with key id {}, and each key lives {}s.",
         if rotate { journal::SEAL_ROTATED } else { journal::SEAL_STARTED },
-        file.key_id,
+        key_id,
         secs
     );
+    // Written only once the key is shown: a kill before this leaves the old key (or none) in use
+    // and the printed key unused, never a key in use that nobody saw.
+    let file = KeyFile::create(dir, &k0, first, now, secs)
+        .context("the key printed above was not put in use")?;
     match super::with_runtime(send_to_owner(&config, &k0_hex, &file.key_id)) {
         Ok(Some(id)) => outln!("Also sent to the owner's chat (Telegram id {id})."),
         Ok(None) => {

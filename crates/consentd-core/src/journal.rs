@@ -256,6 +256,9 @@ pub enum Problem {
     UnknownKey { line: u64, key_id: String },
     /// A key was given but no line is sealed.
     NoSeals { lines: u64 },
+    /// Dated after the verifier's clock (and a day's leeway): its key would be evolved that far
+    /// before its seal could be compared.
+    Future { line: u64 },
 }
 
 impl Problem {
@@ -272,7 +275,8 @@ impl Problem {
             | Problem::WrongEpoch { line, .. }
             | Problem::Unsealed { line, .. }
             | Problem::Unannounced { line }
-            | Problem::UnknownKey { line, .. } => *line,
+            | Problem::UnknownKey { line, .. }
+            | Problem::Future { line } => *line,
             Problem::NoSeals { lines } => *lines,
         }
     }
@@ -339,6 +343,10 @@ impl fmt::Display for Problem {
             Problem::NoSeals { lines } => write!(
                 f,
                 "line {lines}: no line of the file is sealed, though a key was given (seals stripped, or the key is another journal's)"
+            ),
+            Problem::Future { line } => write!(
+                f,
+                "line {line}: dated more than a day after this machine's clock (a clock that ran ahead, or a line written to make verification evolve keys for hours)"
             ),
         }
     }

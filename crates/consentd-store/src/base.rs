@@ -481,6 +481,11 @@ impl Db {
         Ok(value)
     }
 
+    /// Evolves the seal key to `now`'s epoch when no line is written (the daemon's seal clock).
+    pub fn evolve_seal_key(&mut self, now: DateTime<Utc>) -> Result<(), StoreError> {
+        crate::sealing::evolve(&self.conn, &mut self.sealer, now)
+    }
+
     /// Whether writes now go into a batch.
     pub(crate) fn in_batch(&self) -> bool {
         self.batch.is_some()

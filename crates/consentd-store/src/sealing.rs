@@ -44,11 +44,7 @@ pub(crate) fn prepare(
     };
     let seal_error = |e: journal::SealKeyError| StoreError::JournalWrite(e.to_string());
     let now_ms = now.timestamp_millis();
-    let announced: Option<String> = tx
-        .query_row("SELECT key_id FROM journal_seal WHERE id = 1", [], |row| {
-            row.get(0)
-        })
-        .optional()?;
+    let announced = announced(tx)?;
     let mut announce = None;
     if announced.as_deref() == Some(file.key_id.as_str()) {
         file.key_at(now_ms).map_err(seal_error)?;
@@ -60,9 +56,15 @@ pub(crate) fn prepare(
                 file.key_id
             )));
         }
-        if file.epochs.at(now_ms) != file.key().epoch {
+        // A family's epochs continue after every epoch the journal was sealed in, or the
+        // verifier (and the next start) refuses its announcement.
+        let first = file
+            .key()
+            .epoch
+            .max(file.sealed_up_to.map_or(0, |e| e.saturating_add(1)));
+        if first != file.key().epoch || file.epochs.at(now_ms) != first {
             // Made by `seal-init` a while ago and never used: its first epoch starts now.
-            file.rebase(now_ms).map_err(seal_error)?;
+            file.rebase(first, now_ms).map_err(seal_error)?;
         }
         tx.execute(
             "INSERT INTO journal_seal (id, key_id) VALUES (1, ?1)
@@ -89,6 +91,34 @@ pub(crate) fn prepare(
     })
 }
 
+/// Evolves the seal key to `now`'s epoch (durably, erasing the old one) without writing a line,
+/// so a past epoch's key does not wait on disk for the next decision (a quiet night) for whoever
+/// takes the machine. Only an announced family evolves: one not yet announced starts its first
+/// epoch at its announcement.
+pub(crate) fn evolve(
+    conn: &Connection,
+    sealer: &mut Option<KeyFile>,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let Some(file) = sealer.as_mut() else {
+        return Ok(());
+    };
+    if announced(conn)?.as_deref() == Some(file.key_id.as_str()) {
+        file.key_at(now.timestamp_millis())
+            .map_err(|e| StoreError::JournalWrite(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// The id of the family the journal last announced.
+fn announced(conn: &Connection) -> Result<Option<String>, StoreError> {
+    Ok(conn
+        .query_row("SELECT key_id FROM journal_seal WHERE id = 1", [], |row| {
+            row.get(0)
+        })
+        .optional()?)
+}
+
 /// At start: loads the key file beside the database and verifies the whole journal, with the
 /// seals of the current epoch (the only key the machine holds). Refuses a break, naming the
 /// first bad line, and a sealed journal whose key file is gone.
@@ -101,10 +131,11 @@ pub(crate) fn check_at_start(
         detail,
     };
     let dir = db_path.parent().unwrap_or(Path::new("."));
-    let sealer = KeyFile::load(dir).map_err(|e| refuse(e.to_string()))?;
+    let mut sealer = KeyFile::load(dir).map_err(|e| refuse(e.to_string()))?;
     let keys = SealKeys {
         k0s: Vec::new(),
         current: sealer.as_ref().map(|f| (f.key_id.clone(), f.key().clone())),
+        not_after_ms: None,
     };
     let verified = journal::verify_file_sealed(journal_path, None, keys)
         .map_err(|e| refuse(e.to_string()))?
@@ -114,10 +145,14 @@ pub(crate) fn check_at_start(
                  a new one (docs/OPERATOR.md, \"A broken journal\")"
             ))
         })?;
-    if sealer.is_none() && verified.seals.last_epoch.is_some() {
+    let sealed_up_to = verified.seals.last_epoch.map(|(e, _, _)| e);
+    if let Some(file) = sealer.as_mut() {
+        file.sealed_up_to = sealed_up_to;
+    }
+    if sealer.is_none() && sealed_up_to.is_some() {
         return Err(refuse(format!(
             "the journal is sealed, but {} is missing from {}; lines written now would be \
-             unsealed. Make a new key with `consentd journal rotate --config FILE`",
+             unsealed. Make a new key with `consentd journal seal-init --config FILE`",
             journal::SEAL_KEY_FILE,
             dir.display()
         )));
@@ -206,5 +241,33 @@ mod tests {
         // Reopened: the key on disk decides the epoch, and the start's check passes.
         let (db, _) = Db::open(&db_path, &journal_path, t0()).unwrap();
         assert_eq!(db.sealer.as_ref().unwrap().key().epoch, 4);
+    }
+
+    #[test]
+    fn a_key_made_after_the_old_one_was_lost_continues_the_journals_epochs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db_path, journal_path) = (dir.path().join("c.db"), dir.path().join("j.jsonl"));
+        drop(Db::open(&db_path, &journal_path, t0()).unwrap());
+        KeyFile::create(dir.path(), &K0, 1, t0().timestamp_millis(), 60).unwrap();
+        let (mut db, _) = Db::open(&db_path, &journal_path, t0()).unwrap();
+        note(&mut db, t0() + Duration::seconds(185));
+        drop(db);
+        // The key file is lost. The start is refused, as it should be; `rotate` needs an old key,
+        // so the owner runs `seal-init`, which has no old epoch to go on and starts at epoch 1.
+        std::fs::remove_file(dir.path().join(journal::SEAL_KEY_FILE)).unwrap();
+        assert!(Db::open(&db_path, &journal_path, t0() + Duration::minutes(9)).is_err());
+        const K1: journal::Key = [0x17; 32];
+        let later = t0() + Duration::minutes(10);
+        KeyFile::create(dir.path(), &K1, 1, later.timestamp_millis(), 60).unwrap();
+        let (mut db, _) = Db::open(&db_path, &journal_path, later).unwrap();
+        note(&mut db, later + Duration::seconds(30));
+        drop(db);
+        // The new family's epochs continue after the old one's: the journal still verifies, and
+        // the daemon starts again.
+        let keys = SealKeys::verification(&[K0, K1]);
+        journal::verify_file_sealed(&journal_path, None, keys)
+            .unwrap()
+            .unwrap();
+        Db::open(&db_path, &journal_path, later + Duration::minutes(1)).unwrap();
     }
 }

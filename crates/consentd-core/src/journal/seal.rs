@@ -31,6 +31,8 @@ pub const SEAL_STARTED: &str = "seal_started";
 pub const SEAL_ROTATED: &str = "seal_rotated";
 /// What a key is evolved with.
 const NEXT: &[u8] = b"next";
+/// How far past the verifier's clock a line may be dated (a daemon's clock a little ahead).
+const LEEWAY_MS: i64 = 86_400_000;
 /// What a key's public id is computed with (distinct from [`NEXT`] and from a seal's 48 bytes).
 const ID: &[u8] = b"consentd seal key id";
 
@@ -211,6 +213,9 @@ pub struct SealKeys {
     pub k0s: Vec<(String, Key)>,
     /// The current epoch's key and its family's id.
     pub current: Option<(String, SealKey)>,
+    /// With verification keys: lines dated after this (ms since 1970) are refused before their
+    /// key is evolved, so one line dated centuries ahead cannot make verification take hours.
+    pub not_after_ms: Option<i64>,
 }
 
 impl fmt::Debug for SealKeys {
@@ -230,7 +235,14 @@ impl SealKeys {
         SealKeys {
             k0s: k0s.iter().map(|k| (key_id(k), *k)).collect(),
             current: None,
+            not_after_ms: None,
         }
+    }
+
+    /// Refuses lines dated more than a day after `now_ms`, the verifier's clock.
+    pub fn dated_up_to(mut self, now_ms: i64) -> SealKeys {
+        self.not_after_ms = Some(now_ms.saturating_add(LEEWAY_MS));
+        self
     }
 
     /// Whether anything can be checked.
@@ -280,7 +292,7 @@ impl SealReport {
         if let Some(r) = self.sealed {
             out.push(if self.checked {
                 format!(
-                    "{}: sealed and intact (earlier epochs, keys no longer on the machine)",
+                    "{}: sealed and intact (earlier epochs: each key was erased when its epoch ended, so only someone on the machine before then could have written them)",
                     range(r)
                 )
             } else {
@@ -378,9 +390,12 @@ impl SealCheck {
             serde_json::from_slice(body).map_err(|_| malformed("not JSON"))?;
         let id = v["key_id"].as_str().ok_or_else(|| malformed("no key_id"))?;
         let first = v["epoch"].as_u64().ok_or_else(|| malformed("no epoch"))?;
-        let secs = v["epoch_secs"]
+        // In ms it must fit an i64: the line is unchecked until its key is known, so whoever
+        // holds the machine can write any number here.
+        let length_ms = v["epoch_secs"]
             .as_i64()
             .filter(|s| *s >= 60)
+            .and_then(|s| s.checked_mul(1000))
             .ok_or_else(|| malformed("no epoch_secs of at least 60"))?;
         let from_ms = v["from_ms"]
             .as_i64()
@@ -404,7 +419,7 @@ impl SealCheck {
         let epochs = Epochs {
             first,
             from_ms,
-            length_ms: secs * 1000,
+            length_ms,
         };
         let key = if let Some((_, k0)) = self.keys.k0s.iter().find(|(k, _)| k == id) {
             let k = SealKey::first(k0, first);
@@ -452,6 +467,9 @@ impl SealCheck {
             });
         }
         if !self.keys.k0s.is_empty() {
+            if self.keys.not_after_ms.is_some_and(|limit| ts > limit) {
+                return Err(Problem::Future { line: n });
+            }
             let Some((key, keyed)) = family.key.as_mut() else {
                 return Ok(());
             };

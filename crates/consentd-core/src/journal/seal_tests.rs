@@ -379,6 +379,7 @@ fn the_machine_checks_its_current_epoch_only() {
     let keys = SealKeys {
         k0s: Vec::new(),
         current: Some((key_id(&K0), key_at(&K0, last))),
+        not_after_ms: None,
     };
     let r = verify_bytes_sealed(&bytes(&j), None, keys.clone())
         .unwrap()
@@ -403,6 +404,7 @@ fn the_machine_checks_its_current_epoch_only() {
     let old = SealKeys {
         k0s: Vec::new(),
         current: Some((key_id(&K0), key_at(&K0, last - 1))),
+        not_after_ms: None,
     };
     assert!(matches!(
         verify_bytes_sealed(&bytes(&j), None, old).unwrap_err(),
@@ -438,4 +440,85 @@ fn keys_evolve_one_way_and_times_parse() {
     }
     assert_eq!(parse_key(&hex::encode(K0)), Some(K0));
     assert_eq!(parse_key("abc"), None);
+}
+
+#[test]
+fn an_announcement_with_an_epoch_length_past_i64_ms_is_named_not_a_panic() {
+    // Appended by whoever holds the machine: a family whose epoch length in ms overflows.
+    let lines = journal();
+    let n = LINES + 1;
+    let at = ts(n);
+    let first = epochs().at(at.timestamp_millis()) + 1;
+    let mut l = build_line(
+        n,
+        &lines.last().unwrap().h,
+        at,
+        SEAL_ROTATED,
+        &[
+            ("key_id", json!("0000000000000000")),
+            ("epoch", json!(first)),
+            ("epoch_secs", json!(i64::MAX)),
+            ("from_ms", json!(0)),
+        ],
+    );
+    SealKey {
+        epoch: first,
+        key: [0; 32],
+    }
+    .seal(&mut l);
+    let mut all = lines;
+    all.push(l);
+    let b = bytes(&all);
+    for result in [
+        verify_bytes(&b, None).map(|v| v.seals),
+        verify(&b),
+        verify_bytes_sealed(&b, None, SealKeys::default()).map(|v| v.seals),
+    ] {
+        assert!(
+            matches!(result, Err(Problem::Malformed { line, .. }) if line == n),
+            "{result:?}"
+        );
+    }
+}
+
+#[test]
+fn a_line_dated_centuries_ahead_is_named_without_evolving_the_key_there() {
+    // Whoever holds the machine appends one line dated in 9999 with any seal: with one-minute
+    // epochs its epoch is four billion epochs away, and evolving the key that far before the MAC
+    // can be compared takes hours (in Python, days). The owner's verify must name it promptly.
+    let lines = journal();
+    let n = LINES + 1;
+    let at = Utc.with_ymd_and_hms(9999, 12, 31, 23, 59, 59).unwrap();
+    let mut l = build_line(
+        n,
+        &lines.last().unwrap().h,
+        at,
+        "asked",
+        &[("id", json!("x"))],
+    );
+    SealKey {
+        epoch: epochs().at(at.timestamp_millis()),
+        key: [0; 32],
+    }
+    .seal(&mut l);
+    let mut all = lines;
+    all.push(l);
+    let b = bytes(&all);
+    let (tx, rx) = std::sync::mpsc::channel();
+    // A thread, so a failure is a timeout, not a hung run (it dies with the test binary).
+    std::thread::spawn(move || {
+        // As `journal verify` runs it: with the verifier's clock (here a day after the journal).
+        let keys = SealKeys::verification(&[K0]).dated_up_to(ts(LINES + 4320).timestamp_millis());
+        let _ = tx.send(
+            verify_bytes_sealed(&b, None, keys)
+                .map(|_| ())
+                .map_err(|p| p.line()),
+        );
+    });
+    let named = rx.recv_timeout(std::time::Duration::from_secs(10));
+    assert_eq!(
+        named,
+        Ok(Err(n)),
+        "verify did not name line {n} within 10 s"
+    );
 }

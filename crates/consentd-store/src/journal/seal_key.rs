@@ -44,6 +44,10 @@ pub struct KeyFile {
     pub key_id: String,
     pub epochs: Epochs,
     key: SealKey,
+    /// The last epoch the journal was sealed in when the store opened, by whatever family: a
+    /// family not yet announced must start after it (a key made after the old one was lost
+    /// cannot know it).
+    pub(crate) sealed_up_to: Option<u64>,
 }
 
 impl std::fmt::Debug for KeyFile {
@@ -82,6 +86,7 @@ impl KeyFile {
             key_id,
             epochs,
             key,
+            sealed_up_to: None,
         }))
     }
 
@@ -103,6 +108,7 @@ impl KeyFile {
                 length_ms: epoch_secs.max(MIN_EPOCH_SECS) * 1000,
             },
             key: SealKey::first(k0, first),
+            sealed_up_to: None,
         };
         file.persist()?;
         Ok(file)
@@ -128,10 +134,13 @@ impl KeyFile {
         Ok(&self.key)
     }
 
-    /// Starts the family's first epoch at `from_ms` (nothing is sealed with it yet).
-    pub fn rebase(&mut self, from_ms: i64) -> Result<(), SealKeyError> {
+    /// Starts the family's first epoch, numbered `first`, at `from_ms`. Nothing is sealed with
+    /// it yet, so its key (`HMAC(k0, "next")` whatever its number) may take any number.
+    pub fn rebase(&mut self, first: u64, from_ms: i64) -> Result<(), SealKeyError> {
         debug_assert_eq!(self.key.epoch, self.epochs.first);
+        self.epochs.first = first;
         self.epochs.from_ms = from_ms;
+        self.key.epoch = first;
         self.persist()
     }
 
