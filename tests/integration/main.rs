@@ -29,6 +29,7 @@ mod mandates;
 mod mcp;
 mod owner;
 mod privilege;
+mod review17;
 mod protocol_additions;
 mod runs;
 mod sandbox;
