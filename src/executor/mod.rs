@@ -631,9 +631,17 @@ fn spawn(
         .current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own group, so a timeout reaches everything it started.
-        .process_group(0);
+        .stderr(Stdio::piped());
+    // Its own session, and so its own group, so a timeout reaches everything it started. A
+    // group alone would leave it in the daemon's session, where `setpgid` lets it move a child
+    // into the daemon's own group, which the subreaper spares; no process joins another session.
+    #[allow(unsafe_code)]
+    // SAFETY: runs in the forked child before exec, first of its closures; setsid(2) is
+    // async-signal-safe and allocates nothing. It fails only for a group leader, which the
+    // freshly forked child is not.
+    unsafe {
+        cmd.pre_exec(|| nix::unistd::setsid().map(drop).map_err(io::Error::from));
+    }
     if let Some(cgroup) = cgroup {
         let fd = cgroup.join_fd();
         #[allow(unsafe_code)]

@@ -61,3 +61,94 @@ fn memory_stays_bounded_when_a_frame_parses_into_many_small_values() {
         "peak {peak} KiB over {bound} KiB under two 32 MiB frames of small JSON values"
     );
 }
+
+/// A category whose command forks a child that moves itself into the daemon's own process
+/// group (the command runs in the daemon's session, so `setpgid` allows it), writes its pid and
+/// becomes `sleep 1000`; the command exits at once.
+const JOIN_GROUP: &str = r#"
+[categories.joingroup]
+label = { en = "Join group" }
+class = "external"
+enabled = true
+text = "required"
+command = ["/usr/bin/perl", "{dir}/join.pl"]
+"#;
+
+fn write_join_script(dir: &std::path::Path) {
+    let d = dir.display();
+    std::fs::write(
+        dir.join("join.pl"),
+        format!(
+            r#"local $/; my $input = <STDIN>;
+open(my $stat, "<", "/proc/" . getppid() . "/stat") or die "stat: $!";
+my $line = <$stat>; $line =~ s/^.*\) //s; my @f = split / /, $line; my $pgid = $f[2];
+my $pid = fork();
+if ($pid == 0) {{
+    # Refused (EPERM) once the command has a session of its own; it goes on either way.
+    setpgrp(0, $pgid);
+    open(my $out, ">", "{d}/joined.tmp") or die; print $out $$; close $out;
+    rename("{d}/joined.tmp", "{d}/joined.pid");
+    exec("/bin/sleep", "1000");
+}}
+while (!-s "{d}/joined.pid") {{ select(undef, undef, undef, 0.01); }}
+print "done\n";
+"#
+        ),
+    )
+    .unwrap();
+}
+
+/// The subreaper spares an adopted process in the daemon's own process group, taking it for one
+/// the daemon started itself. A command runs in the daemon's session (`process_group(0)`, not
+/// `setsid`), so it may move a child into that group: the child outlives its run, where no
+/// cgroup holds the run (the test host has none, like most hosts without `Delegate=yes`).
+#[test]
+fn a_child_that_joins_the_daemons_process_group_is_gone_when_its_run_ends() {
+    let daemon = Daemon::builder().config_tail(JOIN_GROUP).start();
+    let dir = daemon.dir.path();
+    write_join_script(dir);
+    let answer = daemon.request(
+        &serde_json::json!({"v":1,"op":"ask","kind":"joingroup","text":"go","wait":false}),
+    );
+    let id = answer["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .to_owned();
+    daemon.press_yes(&daemon.card_of(&id));
+    daemon.wait_state(&id, "executed");
+    let pid: i32 = {
+        let path = dir.join("joined.pid");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            if let Some(pid) = std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+            {
+                break pid;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no joined.pid\n{}",
+                daemon.log()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    };
+    let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while proc_dir.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let survived = proc_dir.exists();
+    if survived {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert!(
+        !survived,
+        "the process {pid} that joined the daemon's process group outlived its run\n{}",
+        daemon.log()
+    );
+}

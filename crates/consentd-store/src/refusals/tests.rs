@@ -160,10 +160,14 @@ fn the_days_refused_count_includes_the_counted_repeats() {
     let mut db = fixture.open();
     db.set_refusal_budget(POLICY);
     for n in 0..10 {
-        db.refuse(1000, Some("k"), not_nfc(n), at(n as i64)).unwrap();
+        db.refuse(1000, Some("k"), not_nfc(n), at(n as i64))
+            .unwrap();
     }
     // The window ends and its line is written, as the sweep does.
     db.flush_refusal_counts(at(120)).unwrap();
     let counts = db.day_counts(at(-3600), at(3600)).unwrap();
-    assert_eq!(counts.refused, 10, "the owner's summary counts every refused ask");
+    assert_eq!(
+        counts.refused, 10,
+        "the owner's summary counts every refused ask"
+    );
 }
