@@ -152,3 +152,47 @@ fn a_child_that_joins_the_daemons_process_group_is_gone_when_its_run_ends() {
         daemon.log()
     );
 }
+
+/// The byte budget is shared by all uids with no share per uid: one uid whose two unfinished
+/// 32 MiB lines hold the whole default budget (each for up to the 10 s read timeout, and again
+/// on a new connection) leaves another uid's one-line `list` refused `too_large`.
+#[test]
+fn a_uid_holding_the_whole_byte_budget_does_not_lock_out_another_uid() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    const OTHER_UID: u32 = 65534;
+    assert_eq!(super::fixture::current_uid(), 0, "this test switches uid");
+    let daemon = Daemon::builder()
+        .max_request_bytes(32 * MIB)
+        .allowed_uids(vec![0, OTHER_UID])
+        .start();
+    for dir in [daemon.dir.path(), daemon.socket.parent().unwrap()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711)).unwrap();
+    }
+    std::fs::set_permissions(&daemon.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    // Two lines one byte short of the cap, never ended: the budget (64 MiB) is all theirs.
+    let chunk = vec![b' '; (32 * MIB - 1) as usize];
+    let holders: Vec<UnixStream> = (0..2)
+        .map(|_| {
+            let mut stream = UnixStream::connect(&daemon.socket).unwrap();
+            stream.write_all(&chunk).unwrap();
+            stream
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let output = std::process::Command::new(super::fixture::BIN)
+        .args(["list", "--json"])
+        .env("CONSENTD_SOCKET", &daemon.socket)
+        .uid(OTHER_UID)
+        .gid(OTHER_UID)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    drop(holders);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && !stdout.contains("too_large"),
+        "another uid was refused while one uid held the byte budget: {stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
