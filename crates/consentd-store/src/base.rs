@@ -491,6 +491,14 @@ impl Db {
         next_offset: Option<i64>,
         change: impl FnOnce(&Connection, &mut Effects) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        if self.conn.is_autocommit() {
+            // SQLite rolled the batch's transaction back itself (a full disk, an I/O error):
+            // a savepoint now would open a transaction of its own and its release commit it,
+            // apart from the batch and ahead of the journal file.
+            return Err(StoreError::Batch(
+                "the batch's transaction was rolled back".to_owned(),
+            ));
+        }
         // Dropped on an error, the savepoint rolls back to where it began and is released.
         let savepoint = self.conn.savepoint()?;
         let mut effects = Effects::new(now);
