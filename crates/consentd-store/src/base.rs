@@ -223,6 +223,8 @@ pub(crate) struct Batch {
     pub(super) queued: bool,
     /// Writes applied so far.
     pub(super) writes: usize,
+    /// Whether the staged lines the journal file already has were deleted in this batch.
+    pub(super) pruned: bool,
 }
 
 /// The owner of the database and the journal file.
@@ -498,6 +500,15 @@ impl Db {
             return Err(StoreError::Batch(
                 "the batch's transaction was rolled back".to_owned(),
             ));
+        }
+        let batch = self.batch.as_mut().expect("write_in_batch outside a batch");
+        if !batch.pruned {
+            // Lines the file already has need not be kept. Done by the batch's first write, not
+            // when it begins: a batch of reads alone then changes nothing and costs no fsync.
+            let written_up_to = self.journal.head().n as i64;
+            self.conn
+                .execute_cached("DELETE FROM journal_staged WHERE n <= ?1", [written_up_to])?;
+            batch.pruned = true;
         }
         // Dropped on an error, the savepoint rolls back to where it began and is released.
         let savepoint = self.conn.savepoint()?;

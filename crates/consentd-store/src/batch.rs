@@ -19,7 +19,6 @@
 //!   a single write). No request of a batch was answered before its commit.
 
 use crate::base::{Batch, Db};
-use crate::cached::Cached;
 use crate::StoreError;
 
 /// The most requests one batch takes: enough to share one fsync among a burst of agents, few
@@ -30,16 +29,7 @@ impl Db {
     /// Opens a batch: one IMMEDIATE transaction that the writes until [`Db::finish_batch`] share.
     pub(crate) fn begin_batch(&mut self) -> Result<(), StoreError> {
         debug_assert!(self.batch.is_none(), "a batch inside a batch");
-        let written_up_to = self.journal_head().n as i64;
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
-        // Lines the file already has need not be kept; doing it here costs no extra commit.
-        if let Err(error) = self
-            .conn
-            .execute_cached("DELETE FROM journal_staged WHERE n <= ?1", [written_up_to])
-        {
-            let _ = self.conn.execute_batch("ROLLBACK");
-            return Err(error.into());
-        }
         self.batch = Some(Batch::default());
         Ok(())
     }

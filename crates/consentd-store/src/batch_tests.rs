@@ -181,3 +181,35 @@ fn a_transaction_sqlite_rolled_back_mid_batch_commits_nothing_and_the_store_goes
     tagged_write(&mut db, "after", false).expect("the store goes on after a failed batch");
     fixture.journal_verifies();
 }
+
+fn staged_rows(db: &super::Db) -> i64 {
+    db.connection()
+        .query_row("SELECT count(*) FROM journal_staged", [], |row| row.get(0))
+        .unwrap()
+}
+
+#[test]
+fn a_batch_of_reads_alone_writes_nothing_and_the_next_write_prunes_what_the_file_has() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    db.begin_batch().unwrap();
+    tagged_write(&mut db, "a", false).unwrap();
+    db.finish_batch().unwrap();
+    let staged = staged_rows(&db);
+    assert!(
+        staged >= 1,
+        "a's line is staged until a later write prunes it"
+    );
+    // Reads only: the staged rows stay, so the batch changed no page and cost no fsync.
+    db.begin_batch().unwrap();
+    let _ = db.journal_head();
+    db.finish_batch().unwrap();
+    assert_eq!(staged_rows(&db), staged);
+    // The next write prunes the lines the file has; its own line is staged.
+    db.begin_batch().unwrap();
+    tagged_write(&mut db, "b", false).unwrap();
+    db.finish_batch().unwrap();
+    assert_eq!(staged_rows(&db), 1);
+    assert_eq!(tags(&fixture), ["a", "b"]);
+    fixture.journal_verifies();
+}
