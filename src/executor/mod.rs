@@ -21,7 +21,7 @@
 //! - on stdin one JSON object followed by a newline, then end of file:
 //!   `{"id","kind","target","text","fields","cost_usd","attachments":[{"name","media_type","path","sha256"}]}`
 //!   where `path` is the absolute path of the copy;
-//! - its own process group. On timeout the whole group gets SIGKILL. When the command itself
+//! - its own session and process group. On timeout the whole group gets SIGKILL. When the command itself
 //!   exits, whatever it left running in its group is killed too: a run is over when its
 //!   command is, and nothing of it may outlive the working directory or the report. What left
 //!   the group (`setsid`) is killed as well: by the run's own cgroup where the host delegates
@@ -631,9 +631,14 @@ fn spawn(
         .current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own group, so a timeout reaches everything it started.
-        .process_group(0);
+        .stderr(Stdio::piped());
+    // Its own session and group, so a timeout reaches all it started (in the daemon's session
+    // `setpgid` could move a child into the daemon's group, which the subreaper spares).
+    #[allow(unsafe_code)]
+    // SAFETY: in the forked child before exec; setsid(2) is async-signal-safe, allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| nix::unistd::setsid().map(drop).map_err(io::Error::from))
+    };
     if let Some(cgroup) = cgroup {
         let fd = cgroup.join_fd();
         #[allow(unsafe_code)]

@@ -9,8 +9,9 @@
 //!   systemd's `LoadCredential=`).
 //! - the state directory, the journal, and every entry directly inside the state directory (the
 //!   database and its `-wal`/`-shm`, `press.key`, `attachments/`, `runs/`, `lock`, …): not a
-//!   symlink, owned by that uid or by root, not writable by group or other. `press.key` may have
-//!   no bit for group or other at all. A missing file is no problem: the daemon makes it.
+//!   symlink, owned by that uid or by root, not writable by group or other. `press.key` and
+//!   `journal-seal.key` may have no bit for group or other at all. A missing file is no
+//!   problem: the daemon makes it.
 //!
 //! Only the entries directly inside the state directory are looked at; what the daemon makes
 //! below them (attachments, run directories) is opened without following symlinks.
@@ -94,7 +95,10 @@ fn inside_state_dir(state_dir: &Path, euid: u32) -> Vec<String> {
             }
         };
         let path = entry.path();
-        let rule = if entry.file_name() == "press.key" {
+        // The press key and the journal's seal key: either read by another user forges what
+        // they protect (a press, the current epoch's lines).
+        let name = entry.file_name();
+        let rule = if name == "press.key" || name == crate::journal::SEAL_KEY_FILE {
             Rule::Secret
         } else {
             Rule::Kept
@@ -176,7 +180,7 @@ mod tests {
     fn each_unsafe_mode_or_symlink_is_named() {
         // (what to do to a fresh tree, the key, the file the message names, a word of it)
         type Spoil = fn(&Path);
-        let cases: [(&str, Spoil, &str, &str, &str); 7] = [
+        let cases: [(&str, Spoil, &str, &str, &str); 8] = [
             (
                 "token 0644",
                 |d| chmod(&d.join("token"), 0o644),
@@ -210,6 +214,17 @@ mod tests {
                 |d| chmod(&d.join("state/press.key"), 0o640),
                 "paths.state_dir",
                 "press.key",
+                "secret",
+            ),
+            (
+                "seal key 0644",
+                |d| {
+                    let key = d.join("state/journal-seal.key");
+                    std::fs::write(&key, "").unwrap();
+                    chmod(&key, 0o644);
+                },
+                "paths.state_dir",
+                "journal-seal.key",
                 "secret",
             ),
             (

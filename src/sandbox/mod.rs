@@ -24,9 +24,18 @@ use consentd_emulator::{self as emulator, Emulator, UserSpec};
 
 /// The page's port when `--port` is not given; taken when free, else any free port.
 pub(crate) const DEFAULT_PORT: u16 = 8340;
-/// The emulated bot's token: given to the daemon in-process, and no secret (nothing but the
-/// emulator on loopback takes it).
-pub(crate) const TOKEN: &str = "1000001:sandbox-token-not-a-secret";
+/// The emulated bot's id, before the token's random secret.
+const BOT_ID: &str = "1000001";
+
+/// A bot token for one run: given to the daemon in-process and to the emulator, never shown.
+/// Secret, since the emulator listens on loopback where any local process reaches it: with the
+/// token it could poll as the bot, which ends the daemon's long poll with 409 (the daemon stops)
+/// and takes the owner's presses before the daemon sees them.
+fn bot_token() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 24];
+    getrandom::fill(&mut bytes)?;
+    Ok(format!("{BOT_ID}:{}", hex::encode(bytes)))
+}
 /// The sandbox owner's Telegram id, preset in the config so no pairing is needed.
 pub(crate) const OWNER_ID: i64 = 1001;
 /// How long the daemon may take to make its first `getUpdates` before the sandbox gives up.
@@ -111,14 +120,16 @@ fn run_in(layout: &Layout, port: Option<u16>, fresh: bool) -> anyhow::Result<()>
     let exe = std::env::current_exe().context("cannot find the path of this executable")?;
     let token =
         token::PageToken::generate().context("cannot make the page's secret from getrandom")?;
+    let bot_token = bot_token().context("cannot make the bot's token from getrandom")?;
     let banner = Banner {
         layout: layout.clone(),
         page: page_addr,
         token,
+        bot_token: bot_token.clone(),
         exe,
         fresh,
     };
-    crate::daemon::serve_with(config, TOKEN, move |daemon| {
+    crate::daemon::serve_with(config, &bot_token, move |daemon| {
         let chat = Chat {
             language,
             titles: Arc::new(titles),
@@ -172,7 +183,7 @@ async fn beside(
     daemon: crate::daemon::Beside,
 ) -> anyhow::Result<()> {
     let shutdown = daemon.shutdown;
-    let mut bot = emulator::Config::new(TOKEN);
+    let mut bot = emulator::Config::new(&banner.bot_token);
     bot.bot_first_name = "consentd".to_owned();
     bot.bot_username = "consentd_sandbox_bot".to_owned();
     // The page shows photos and offers documents, so their bytes are kept from the first upload.
@@ -230,6 +241,8 @@ struct Banner {
     page: SocketAddr,
     /// The page's secret, in the `page:` line's address.
     token: token::PageToken,
+    /// The emulated bot's token for this run (never printed).
+    bot_token: String,
     exe: PathBuf,
     fresh: bool,
 }

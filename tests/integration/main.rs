@@ -30,6 +30,7 @@ mod mcp;
 mod owner;
 mod privilege;
 mod protocol_additions;
+mod review17;
 mod runs;
 mod sandbox;
 mod session_cli;

@@ -564,3 +564,79 @@ fn a_press_without_the_pages_token_is_refused_and_the_ask_stays_pending() {
     let done: Value = serde_json::from_str(stdout(&done).trim()).unwrap();
     assert_eq!(done["status"], "executed", "{done}");
 }
+
+/// The loopback ports the process `pid` listens on (from `/proc/<pid>/net/tcp` and the socket
+/// inodes among its descriptors).
+fn listening_ports(pid: u32) -> Vec<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_string_lossy().into_owned();
+            Some(
+                target
+                    .strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_owned(),
+            )
+        })
+        .collect();
+    std::fs::read_to_string(format!("/proc/{pid}/net/tcp"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (local, state, inode) = (fields.get(1)?, fields.get(3)?, fields.get(9)?);
+            let (addr, port) = local.split_once(':')?;
+            (addr == "0100007F" && *state == "0A" && inodes.iter().any(|i| i == inode))
+                .then(|| u16::from_str_radix(port, 16).ok())?
+        })
+        .collect()
+}
+
+/// The page is behind a secret token, and so is the sandbox's Bot API emulator on its other
+/// loopback port: with a known bot token (the sandbox once had a fixed, published one) any local
+/// process that finds the port could call `getUpdates` as the bot, which ends the daemon's long
+/// poll with 409 Conflict, as Telegram does, and stops the daemon (a poller of its own would take
+/// the owner's presses before the daemon saw them).
+#[test]
+fn a_local_process_without_the_page_token_cannot_stop_the_sandbox_through_its_bot_api() {
+    let mut sandbox = Sandbox::start(&[]);
+    let pid = sandbox.child.as_ref().unwrap().id();
+    let page_port: u16 = sandbox.page.rsplit(':').next().unwrap().parse().unwrap();
+    let ports: Vec<u16> = listening_ports(pid)
+        .into_iter()
+        .filter(|port| *port != page_port)
+        .collect();
+    assert!(!ports.is_empty(), "the emulator's port is found");
+    for port in ports {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+            continue;
+        };
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let request = format!(
+            "GET /bot1000001:sandbox-token-not-a-secret/getUpdates?timeout=0 HTTP/1.1\r\n\
+             Host: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+        );
+        let _ = stream.write_all(request.as_bytes());
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let running = sandbox
+        .child
+        .as_mut()
+        .unwrap()
+        .try_wait()
+        .unwrap()
+        .is_none();
+    assert!(
+        running,
+        "a local process stopped the sandbox through the emulator"
+    );
+    let asked = sandbox.cli(&["kinds"]);
+    assert!(asked.status.success(), "{}", stderr(&asked));
+}

@@ -155,6 +155,38 @@ pub fn parse_request(frame: &[u8]) -> Result<Request, Rejection> {
     })
 }
 
+/// The most JSON values a request line may hold: far above any request's (a few fields, at
+/// most 4 attachments, at most 20 targets), far below what would weigh on memory once parsed.
+pub const MAX_JSON_VALUES: usize = 4096;
+
+/// An upper bound of the JSON values in `frame`: one for the line, and one more for each `,`,
+/// `:`, `[` and `{` outside strings. Stops counting past [`MAX_JSON_VALUES`].
+fn json_values(frame: &[u8]) -> usize {
+    let (mut count, mut in_string, mut escaped) = (1usize, false, false);
+    for &byte in frame {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b',' | b':' | b'[' | b'{' => {
+                count += 1;
+                if count > MAX_JSON_VALUES {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    count
+}
+
 fn parse_object(frame: &[u8]) -> Result<Map<String, Value>, Refusal> {
     let text = std::str::from_utf8(frame).map_err(|error| {
         bad(format!(
@@ -162,6 +194,14 @@ fn parse_object(frame: &[u8]) -> Result<Map<String, Value>, Refusal> {
             error.valid_up_to()
         ))
     })?;
+    // A JSON value costs some 32 bytes parsed however few bytes it took on the line (`0,` is
+    // two), so a line of small values would parse into many times the bytes the socket's budget
+    // held for it. No request has more than a few hundred; counted before anything is parsed.
+    if json_values(frame) > MAX_JSON_VALUES {
+        return Err(bad(format!(
+            "the request has more than {MAX_JSON_VALUES} JSON values"
+        )));
+    }
     // serde_json stops at 128 levels of nesting, so hostile depth is an error, not a stack overflow.
     let value: Value = serde_json::from_str(text)
         .map_err(|error| bad(format!("the request is not valid JSON: {error}")))?;
@@ -487,6 +527,28 @@ mod tests {
 
     fn refusal_of(frame: &str) -> Refusal {
         parse_request(frame.as_bytes()).expect_err(frame).refusal
+    }
+
+    #[test]
+    fn a_line_of_more_values_than_any_request_has_is_refused_before_it_is_parsed() {
+        let zeros = |n: usize| {
+            let array = vec!["0"; n].join(",");
+            format!(r#"{{"v":1,"op":"list","x":[{array}]}}"#)
+        };
+        // One for the line, then the `{`, three `:`, two `,` and the `[`: seven, and one for
+        // each zero after the first.
+        let at_most = zeros(MAX_JSON_VALUES - 7);
+        assert_eq!(json_values(at_most.as_bytes()), MAX_JSON_VALUES);
+        assert!(!refusal_of(&at_most).message.contains("JSON values"));
+        let refusal = refusal_of(&zeros(MAX_JSON_VALUES - 6));
+        assert_eq!(refusal.reason, Reason::BadRequest);
+        assert_eq!(
+            refusal.message,
+            format!("the request has more than {MAX_JSON_VALUES} JSON values")
+        );
+        // What strings hold is not counted, escaped quotes included.
+        let text = r#"{"v":1,"op":"list","x":"a,b:c[d{e\",f"}"#;
+        assert_eq!(json_values(text.as_bytes()), 7);
     }
 
     #[test]

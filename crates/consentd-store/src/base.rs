@@ -498,6 +498,14 @@ impl Db {
         next_offset: Option<i64>,
         change: impl FnOnce(&Connection, &mut Effects) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        if self.conn.is_autocommit() {
+            // SQLite rolled the batch's transaction back itself (a full disk, an I/O error):
+            // a savepoint now would open a transaction of its own and its release commit it,
+            // apart from the batch and ahead of the journal file.
+            return Err(StoreError::Batch(
+                "the batch's transaction was rolled back".to_owned(),
+            ));
+        }
         let batch = self.batch.as_mut().expect("write_in_batch outside a batch");
         if !batch.pruned {
             // Lines the file already has need not be kept. Done by the batch's first write, not

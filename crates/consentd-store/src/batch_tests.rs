@@ -144,6 +144,44 @@ async fn requests_waiting_together_share_one_commit_and_are_answered_after_it() 
     thread.join();
 }
 
+/// SQLite rolls back the whole transaction itself on some errors (SQLITE_FULL, SQLITE_IOERR,
+/// SQLITE_NOMEM: "either the individual statement or the entire transaction is rolled back").
+/// Inside a batch that ends the batch's transaction under its savepoints: the next write's
+/// `SAVEPOINT` then opens a transaction of its own and its `RELEASE` commits it, so its rows and
+/// staged lines are committed while the batch's `COMMIT` fails and every request is told so;
+/// its lines never reach the file, and from then on the database's chain is ahead of the
+/// file's, so every later append is refused until a restart. Simulated here with the
+/// `ROLLBACK` SQLite would have done.
+#[test]
+fn a_transaction_sqlite_rolled_back_mid_batch_commits_nothing_and_the_store_goes_on() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    tagged_write(&mut db, "before", false).unwrap();
+    db.begin_batch().unwrap();
+    tagged_write(&mut db, "a", false).unwrap();
+    let failed = db.write(t0(), |tx, events| {
+        events.push(JournalEvent::new(EventName::Settings).with("tag", "b"));
+        tx.execute_batch("ROLLBACK").unwrap();
+        Err::<(), _>(StoreError::Missing)
+    });
+    assert!(failed.is_err());
+    let c = tagged_write(&mut db, "c", false);
+    let finished = db.finish_batch();
+    let committed: i64 = db
+        .connection()
+        .query_row("SELECT last_n FROM journal_state", [], |row| row.get(0))
+        .unwrap();
+    if c.is_ok() && finished.is_err() {
+        assert_eq!(
+            committed as u64,
+            db.journal_head().n,
+            "c was told its batch failed, yet its lines are committed and not in the file"
+        );
+    }
+    tagged_write(&mut db, "after", false).expect("the store goes on after a failed batch");
+    fixture.journal_verifies();
+}
+
 fn staged_rows(db: &super::Db) -> i64 {
     db.connection()
         .query_row("SELECT count(*) FROM journal_staged", [], |row| row.get(0))

@@ -150,3 +150,24 @@ fn a_stateful_refusal_is_coalesced_too_and_its_due_line_goes_with_the_next_one()
     let events = fixture.journal_events();
     assert_eq!(events, ["started", "denied", "denied_repeats", "denied"]);
 }
+
+/// SPEC §11: the evening summary gives the day's count of refused asks. With the budget on, the
+/// repeats of a refusal are only counted in memory and in a `denied_repeats` line, and
+/// `day_counts` counts records alone: a flood of ten refusals shows the owner one.
+#[test]
+fn the_days_refused_count_includes_the_counted_repeats() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    db.set_refusal_budget(POLICY);
+    for n in 0..10 {
+        db.refuse(1000, Some("k"), not_nfc(n), at(n as i64))
+            .unwrap();
+    }
+    // The window ends and its line is written, as the sweep does.
+    db.flush_refusal_counts(at(120)).unwrap();
+    let counts = db.day_counts(at(-3600), at(3600)).unwrap();
+    assert_eq!(
+        counts.refused, 10,
+        "the owner's summary counts every refused ask"
+    );
+}
