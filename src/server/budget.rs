@@ -12,6 +12,10 @@
 //!   waits while holding room another needs (holding and waiting is how partial lines would
 //!   starve each other until the read timeout). Two requests of the largest size always fit the
 //!   default budget side by side.
+//! - **Each uid's share of the bytes.** One uid may hold at most half the budget, or one
+//!   request of the largest size if that is more ([`ByteBudget::with_share`]); past its share it
+//!   is refused at once, so one uid's unfinished lines can never take the room every other uid
+//!   needs.
 //! - **Connections per uid.** Each uid may hold `max_connections_per_uid` connections (waiting
 //!   ones included), far below the socket's cap in all, so one uid holding its whole share, or
 //!   every waiting ask it may have, leaves the socket open to every other uid.
@@ -29,40 +33,104 @@ pub(crate) const BUDGET_WAIT: Duration = Duration::from_secs(1);
 const FIRST_STEP: usize = 4 * 1024;
 const LARGEST_STEP: usize = 1024 * 1024;
 
-/// The request bytes all connections may hold together.
+/// The request bytes all connections may hold together, and each uid.
 #[derive(Debug, Clone)]
 pub(crate) struct ByteBudget {
     room: Arc<Semaphore>,
     total: u64,
+    /// Bytes each uid holds, and the most one may.
+    shares: Arc<Mutex<HashMap<u32, usize>>>,
+    share: usize,
 }
 
 /// The budget one connection holds; given back when dropped.
 #[derive(Debug, Default)]
-pub(crate) struct Held(Option<OwnedSemaphorePermit>);
+pub(crate) struct Held {
+    permit: Option<OwnedSemaphorePermit>,
+    share: Option<ShareHeld>,
+}
+
+/// What one connection holds of its uid's share.
+#[derive(Debug)]
+struct ShareHeld {
+    uid: u32,
+    bytes: usize,
+    shares: Arc<Mutex<HashMap<u32, usize>>>,
+}
+
+impl Drop for ShareHeld {
+    fn drop(&mut self) {
+        let mut shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(held) = shares.get_mut(&self.uid) {
+            *held = held.saturating_sub(self.bytes);
+            if *held == 0 {
+                shares.remove(&self.uid);
+            }
+        }
+    }
+}
 
 impl Held {
     /// Bytes held.
     #[cfg(test)]
     pub(crate) fn bytes(&self) -> usize {
-        self.0.as_ref().map_or(0, OwnedSemaphorePermit::num_permits)
+        self.permit
+            .as_ref()
+            .map_or(0, OwnedSemaphorePermit::num_permits)
     }
 }
 
-/// The budget had no room within the wait.
+/// The budget, or the uid's share of it, had no room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Exhausted {
     /// The whole budget, for the refusal's message.
     pub total: u64,
+    /// The uid's share, when that is what ran out.
+    pub share: Option<usize>,
 }
 
 impl ByteBudget {
+    /// A budget of `total` bytes, a uid's share being all of it (one peer alone, in tests).
+    #[cfg(test)]
     pub(crate) fn new(total: u64) -> Self {
+        Self::with_share(total, usize::try_from(total).unwrap_or(usize::MAX))
+    }
+
+    /// A budget of `total` bytes of which one uid may hold `share`.
+    pub(crate) fn with_share(total: u64, share: usize) -> Self {
         // The config's ceiling (256 MiB) is far below what a semaphore can count.
         let permits = usize::try_from(total).unwrap_or(Semaphore::MAX_PERMITS);
         ByteBudget {
             room: Arc::new(Semaphore::new(permits.min(Semaphore::MAX_PERMITS))),
             total,
+            shares: Arc::default(),
+            share,
         }
+    }
+
+    /// Counts `bytes` more against `uid`'s share, or says the share is full.
+    fn take_share(&self, held: &mut Held, uid: u32, bytes: usize) -> Result<(), Exhausted> {
+        let mut shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
+        let holds = shares.entry(uid).or_insert(0);
+        if *holds + bytes > self.share {
+            return Err(Exhausted {
+                total: self.total,
+                share: Some(self.share),
+            });
+        }
+        *holds += bytes;
+        drop(shares);
+        match &mut held.share {
+            Some(share) => share.bytes += bytes,
+            empty => {
+                *empty = Some(ShareHeld {
+                    uid,
+                    bytes,
+                    shares: self.shares.clone(),
+                })
+            }
+        }
+        Ok(())
     }
 
     /// How much room a line of `len` bytes asks for next: as much again as it holds, within
@@ -77,21 +145,27 @@ impl ByteBudget {
     pub(crate) async fn take(
         &self,
         held: &mut Held,
+        uid: u32,
         bytes: usize,
         wait: Duration,
     ) -> Result<(), Exhausted> {
-        let exhausted = Exhausted { total: self.total };
+        let exhausted = Exhausted {
+            total: self.total,
+            share: None,
+        };
         let count = u32::try_from(bytes).map_err(|_| exhausted)?;
         let more = match self.room.clone().try_acquire_many_owned(count) {
             Ok(more) => more,
-            Err(_) if held.0.is_some() => return Err(exhausted),
+            Err(_) if held.permit.is_some() => return Err(exhausted),
             Err(_) => tokio::time::timeout(wait, self.room.clone().acquire_many_owned(count))
                 .await
                 .map_err(|_| exhausted)?
                 // The semaphore is never closed.
                 .map_err(|_| exhausted)?,
         };
-        match &mut held.0 {
+        // Dropping `more` on a full share gives the room back.
+        self.take_share(held, uid, bytes)?;
+        match &mut held.permit {
             Some(permit) => permit.merge(more),
             empty => *empty = Some(more),
         }
@@ -187,15 +261,18 @@ mod tests {
     async fn room_is_shared_waited_for_within_the_bound_and_given_back() {
         let budget = ByteBudget::new(10);
         let mut first = Held::default();
-        budget.take(&mut first, 6, BUDGET_WAIT).await.unwrap();
-        budget.take(&mut first, 2, BUDGET_WAIT).await.unwrap();
+        budget.take(&mut first, 1, 6, BUDGET_WAIT).await.unwrap();
+        budget.take(&mut first, 1, 2, BUDGET_WAIT).await.unwrap();
         assert_eq!(first.bytes(), 8);
         assert_eq!(budget.free(), 2);
         // Holding room, it does not wait for more: refused at once, keeping what it holds.
         let started = tokio::time::Instant::now();
         assert_eq!(
-            budget.take(&mut first, 3, BUDGET_WAIT).await,
-            Err(Exhausted { total: 10 })
+            budget.take(&mut first, 1, 3, BUDGET_WAIT).await,
+            Err(Exhausted {
+                total: 10,
+                share: None
+            })
         );
         assert_eq!(started.elapsed(), Duration::ZERO);
         assert_eq!(first.bytes(), 8);
@@ -203,8 +280,11 @@ mod tests {
         let mut second = Held::default();
         let started = tokio::time::Instant::now();
         assert_eq!(
-            budget.take(&mut second, 3, BUDGET_WAIT).await,
-            Err(Exhausted { total: 10 })
+            budget.take(&mut second, 1, 3, BUDGET_WAIT).await,
+            Err(Exhausted {
+                total: 10,
+                share: None
+            })
         );
         assert_eq!(started.elapsed(), BUDGET_WAIT);
         assert_eq!(second.bytes(), 0);
@@ -214,7 +294,7 @@ mod tests {
             tokio::spawn(async move {
                 let mut third = Held::default();
                 budget
-                    .take(&mut third, 9, BUDGET_WAIT)
+                    .take(&mut third, 1, 9, BUDGET_WAIT)
                     .await
                     .map(|()| third)
             })
@@ -233,10 +313,33 @@ mod tests {
         let budget = ByteBudget::new(4);
         let mut held = Held::default();
         assert!(budget
-            .take(&mut held, 5, Duration::from_millis(1))
+            .take(&mut held, 1, 5, Duration::from_millis(1))
             .await
             .is_err());
         assert_eq!(budget.free(), 4);
+    }
+
+    #[tokio::test]
+    async fn one_uid_holds_at_most_its_share_and_another_finds_room() {
+        let budget = ByteBudget::with_share(10, 6);
+        let mut first = Held::default();
+        budget.take(&mut first, 1, 4, BUDGET_WAIT).await.unwrap();
+        // The same uid on another connection: past its share of 6, refused at once.
+        let mut second = Held::default();
+        assert_eq!(
+            budget.take(&mut second, 1, 3, BUDGET_WAIT).await,
+            Err(Exhausted {
+                total: 10,
+                share: Some(6)
+            })
+        );
+        assert_eq!(budget.free(), 6, "the refused take gave its room back");
+        // Another uid has the rest.
+        let mut other = Held::default();
+        budget.take(&mut other, 2, 6, BUDGET_WAIT).await.unwrap();
+        drop(first);
+        budget.take(&mut second, 1, 3, BUDGET_WAIT).await.unwrap();
+        assert_eq!(second.bytes(), 3, "the share given back is free again");
     }
 
     #[test]

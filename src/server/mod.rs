@@ -18,7 +18,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use self::budget::{ByteBudget, Held, PeerSlots, BUDGET_WAIT};
+use self::budget::{ByteBudget, Exhausted, Held, PeerSlots, BUDGET_WAIT};
 use crate::intake::{Intake, Reply};
 use crate::protocol::Response;
 use crate::refusal::{Reason, Refusal};
@@ -134,11 +134,11 @@ pub(crate) async fn run(
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let peers = Arc::new(PeerSlots::new(limits.max_connections_per_uid));
     // One more byte than the largest line: a line exactly at the cap is read with its newline.
-    let budget = ByteBudget::new(
-        limits
-            .max_bytes_in_flight
-            .max(limits.max_frame_bytes.saturating_add(1)),
-    );
+    let largest = limits.max_frame_bytes.saturating_add(1);
+    let total = limits.max_bytes_in_flight.max(largest);
+    // A uid's share: half the budget, or one line of the largest size if that is more.
+    let share = usize::try_from((total / 2).max(largest)).unwrap_or(usize::MAX);
+    let budget = ByteBudget::with_share(total, share);
     let tracker = TaskTracker::new();
     let limits = Arc::new(limits);
     let mut backoff = Duration::from_millis(10);
@@ -242,10 +242,8 @@ async fn write_line(
 enum Frame {
     Line(Vec<u8>),
     TooLarge,
-    /// The bytes in flight budget had no room for the rest of it in time.
-    Busy {
-        total: u64,
-    },
+    /// The bytes in flight budget, or the uid's share of it, had no room for the rest of it.
+    Busy(Exhausted),
     Empty,
 }
 
@@ -256,6 +254,7 @@ async fn read_frame(
     stream: &mut UnixStream,
     max: u64,
     budget: &ByteBudget,
+    uid: u32,
 ) -> std::io::Result<(Frame, Held)> {
     let limit = usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX);
     let mut frame: Vec<u8> = Vec::new();
@@ -265,13 +264,8 @@ async fn read_frame(
         stream.readable().await?;
         if frame.capacity() == frame.len() {
             let step = ByteBudget::next_step(frame.len(), limit - frame.len().min(limit));
-            if let Err(exhausted) = budget.take(&mut held, step, BUDGET_WAIT).await {
-                return Ok((
-                    Frame::Busy {
-                        total: exhausted.total,
-                    },
-                    Held::default(),
-                ));
+            if let Err(exhausted) = budget.take(&mut held, uid, step, BUDGET_WAIT).await {
+                return Ok((Frame::Busy(exhausted), Held::default()));
             }
             frame.reserve_exact(step);
         }
@@ -304,6 +298,33 @@ async fn read_frame(
     }
 }
 
+/// The refusal of a line the budget, or its uid's share, had no room for.
+fn busy_refusal(exhausted: Exhausted, uid: u32) -> Refusal {
+    let Exhausted { total, share } = exhausted;
+    let message = match share {
+        Some(share) => {
+            tracing::warn!(
+                uid,
+                share,
+                "a uid is holding its share of the request bytes"
+            );
+            format!(
+                "this uid is holding its share ({share} bytes) of the daemon's {total} request \
+                 bytes in flight (max_request_bytes_in_flight); send the request again once its \
+                 other requests are read"
+            )
+        }
+        None => {
+            tracing::warn!(total, "request bytes in flight at their budget");
+            format!(
+                "the daemon is holding its budget of {total} request bytes in flight \
+                 (max_request_bytes_in_flight); send the request again shortly"
+            )
+        }
+    };
+    Refusal::new(Reason::TooLarge, message)
+}
+
 /// One connection and what it may use of the daemon.
 struct Connection {
     intake: Intake,
@@ -324,7 +345,7 @@ impl Connection {
                         \"message\":\"this uid may not use the consentd socket\"}\n";
             return write_line(&mut stream, line, limits).await;
         }
-        let Some((frame, held)) = self.read_request(&mut stream).await? else {
+        let Some((frame, held)) = self.read_request(&mut stream, uid).await? else {
             return Ok(());
         };
         let reply = self.intake.handle(uid, &frame).await;
@@ -347,11 +368,12 @@ impl Connection {
     async fn read_request(
         &self,
         stream: &mut UnixStream,
+        uid: u32,
     ) -> std::io::Result<Option<(Vec<u8>, Held)>> {
         let limits = &*self.limits;
         let read = tokio::time::timeout(
             limits.read_timeout,
-            read_frame(stream, limits.max_frame_bytes, &self.budget),
+            read_frame(stream, limits.max_frame_bytes, &self.budget, uid),
         );
         // A client that has not sent its request does not hold up a shutdown.
         let read = tokio::select! {
@@ -375,14 +397,8 @@ impl Connection {
                         .await?;
                     return Ok(None);
                 }
-                (Frame::Busy { total }, _) => {
-                    tracing::warn!(total, "request bytes in flight at their budget");
-                    let message = format!(
-                        "the daemon is holding its budget of {total} request bytes in flight \
-                         (max_request_bytes_in_flight); send the request again shortly"
-                    );
-                    self.refuse(stream, &Refusal::new(Reason::TooLarge, message))
-                        .await?;
+                (Frame::Busy(exhausted), _) => {
+                    self.refuse(stream, &busy_refusal(exhausted, uid)).await?;
                     return Ok(None);
                 }
             },

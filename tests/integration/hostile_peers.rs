@@ -1,5 +1,6 @@
-//! Findings of the review of issues 17 and 19: each test fails on the code it was written
-//! against and says what the bound or the contract is.
+//! Hostile peers the budgets must hold: frames that parse into many small values, a command's
+//! child that joins the daemon's process group, one uid holding the byte budget. Each test says
+//! the bound or the contract it holds the daemon to.
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -50,7 +51,11 @@ fn memory_stays_bounded_when_a_frame_parses_into_many_small_values() {
         .collect();
     for sender in senders {
         let answer = sender.join().unwrap();
-        assert!(answer.contains("bad_request"), "{answer}");
+        // Too many values (`bad_request`), or past the uid's share of the bytes (`too_large`).
+        assert!(
+            answer.contains("bad_request") || answer.contains("its share"),
+            "{answer}"
+        );
     }
     let (peak, _) = memory_kib(daemon.pid());
     // The bound the budget's own test holds the daemon to under 64 frames of 32 MiB.
@@ -175,7 +180,8 @@ fn a_uid_holding_the_whole_byte_budget_does_not_lock_out_another_uid() {
     let holders: Vec<UnixStream> = (0..2)
         .map(|_| {
             let mut stream = UnixStream::connect(&daemon.socket).unwrap();
-            stream.write_all(&chunk).unwrap();
+            // The second is past the uid's share and refused part way: its write may fail.
+            let _ = stream.write_all(&chunk);
             stream
         })
         .collect();
