@@ -32,6 +32,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (9, include_str!("migrations/0009_agent_runs.sql")),
     (11, include_str!("migrations/0011_stranger_presses.sql")),
     (12, include_str!("migrations/0012_journal_seal.sql")),
+    (13, include_str!("migrations/0013_refusal_repeats.sql")),
 ];
 
 /// The name of a journal event: the one place the names are written (SPEC §9's list, and

@@ -207,7 +207,23 @@ impl Db {
         if closed.is_empty() {
             return Ok(0);
         }
-        self.write(now, |_, events| {
+        let closed_at = timestamp(now);
+        self.write(now, |tx, events| {
+            for window in closed.iter().filter(|window| window.count > 0) {
+                // Beside its line, for the evening summary's count of the day's refusals.
+                tx.execute_cached(
+                    "INSERT INTO refusal_repeats (closed_at, uid, kind, reason, count)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![
+                        closed_at,
+                        window.key.uid,
+                        window.key.kind,
+                        window.key.reason.as_str(),
+                        // A count of refusals in one window: far below i64's range.
+                        i64::try_from(window.count).unwrap_or(i64::MAX)
+                    ],
+                )?;
+            }
             events.extend(closed.iter().map(count_line));
             Ok(())
         })?;

@@ -212,7 +212,14 @@ impl Db {
             expired: count("state = 'expired' AND finished_at >= ?1 AND finished_at < ?2")?,
             executed: count("state = 'executed' AND finished_at >= ?1 AND finished_at < ?2")?,
             failed: count("state = 'failed' AND finished_at >= ?1 AND finished_at < ?2")?,
-            refused: count("state = 'refused' AND created_at >= ?1 AND created_at < ?2")?,
+            refused: count("state = 'refused' AND created_at >= ?1 AND created_at < ?2")?
+                + self.conn.query_row_cached(
+                    // The refusals the budget counted, not recorded one by one (0013).
+                    "SELECT coalesce(sum(count), 0) FROM refusal_repeats
+                     WHERE closed_at >= ?1 AND closed_at < ?2",
+                    params![start, end],
+                    |row| row.get::<_, u32>(0),
+                )?,
         })
     }
 
