@@ -52,12 +52,14 @@ pub(crate) fn probe() -> Arc<dyn FreeSpace> {
 }
 
 impl Intake {
-    /// `disk_full` when the state directory's file system is under the floor; the first time
-    /// of an episode, the owner's urgent notice is queued too.
-    pub(crate) async fn disk_refusal(&self) -> Option<Refusal> {
+    /// `disk_full` when the state directory's file system is under the floor, or would be once
+    /// the request's `needs` bytes (its attachments) are written; the first time of an episode,
+    /// the owner's urgent notice is queued too.
+    pub(crate) async fn disk_refusal(&self, needs: u64) -> Option<Refusal> {
         let floor = self.config.limits.min_free_bytes;
-        let (free, first) = match self.store.space(floor) {
+        let (free, first) = match self.store.space(floor, needs) {
             Space::Room => return None,
+            Space::NoRoomFor { free } => (free, false),
             Space::Unknown(error) => {
                 tracing::warn!(%error, "cannot tell the state directory's free space");
                 return None;
@@ -73,10 +75,18 @@ impl Intake {
         }
         Some(Refusal::new(
             Reason::DiskFull,
-            format!(
-                "the state directory {dir} has {free} bytes free, under limits.min_free_bytes \
-                 ({floor}); nothing is stored until there is room"
-            ),
+            if needs > 0 && free >= floor {
+                format!(
+                    "the state directory {dir} has {free} bytes free: this ask's {needs} bytes \
+                     of attachments would leave less than limits.min_free_bytes ({floor}); \
+                     nothing is stored until there is room"
+                )
+            } else {
+                format!(
+                    "the state directory {dir} has {free} bytes free, under limits.min_free_bytes \
+                     ({floor}); nothing is stored until there is room"
+                )
+            },
         ))
     }
 

@@ -125,7 +125,9 @@ impl Intake {
         if let Err(refusal) = self.card_fits(&action, ask.urgent, now) {
             return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await;
         }
-        if let Some(refusal) = self.disk_refusal().await {
+        // The ask's own attachments count against the floor: they are written with its record.
+        let needs: u64 = action.attachments.iter().map(|a| a.data.len() as u64).sum();
+        if let Some(refusal) = self.disk_refusal(needs).await {
             return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
         }
         let new = NewAsk {
@@ -165,7 +167,7 @@ impl Intake {
         if let Err(refusal) = self.mandate_card_fits(&request, &known, now) {
             return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await;
         }
-        if let Some(refusal) = self.disk_refusal().await {
+        if let Some(refusal) = self.disk_refusal(0).await {
             return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
         }
         let new = NewMandate {

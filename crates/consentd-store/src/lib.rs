@@ -298,8 +298,8 @@ impl Store {
     }
 
     /// The state directory's free space against `floor` bytes (see [`space::SpaceWatch::check`]).
-    pub fn space(&self, floor: u64) -> space::Space {
-        self.space.check(self.state_dir(), floor)
+    pub fn space(&self, floor: u64, needs: u64) -> space::Space {
+        self.space.check(self.state_dir(), floor, needs)
     }
 
     /// Notified whenever a transaction queued something for Telegram.

@@ -34,6 +34,9 @@ pub enum Space {
     /// Under the floor: `free` bytes left; `first` when the disk was not low at the last check,
     /// so this is the one check of the episode that tells the owner.
     Low { free: u64, first: bool },
+    /// Over the floor, but not by the request's own bytes: refused, yet the disk is not low (no
+    /// episode begins, so a session cannot make the owner's notice come again and again).
+    NoRoomFor { free: u64 },
     /// The probe failed: nothing is refused on a guess.
     Unknown(std::io::Error),
 }
@@ -55,7 +58,7 @@ impl SpaceWatch {
 
     /// Checks `dir`'s file system against `floor` bytes. Space back over the floor ends the
     /// episode, so the next time it runs low is told again.
-    pub fn check(&self, dir: &Path, floor: u64) -> Space {
+    pub fn check(&self, dir: &Path, floor: u64, needs: u64) -> Space {
         if floor == 0 {
             return Space::Room;
         }
@@ -67,9 +70,13 @@ impl SpaceWatch {
                     first: !was_low,
                 }
             }
-            Ok(_) => {
+            Ok(free) => {
                 self.low.store(false, Ordering::SeqCst);
-                Space::Room
+                if free - floor < needs {
+                    Space::NoRoomFor { free }
+                } else {
+                    Space::Room
+                }
             }
             Err(error) => Space::Unknown(error),
         }
@@ -106,12 +113,13 @@ mod tests {
         ];
         for (n, (free, expected)) in cases.into_iter().enumerate() {
             probe.0.store(free, Ordering::SeqCst);
-            let found = match watch.check(Path::new("/"), 100) {
+            let found = match watch.check(Path::new("/"), 100, 0) {
                 Space::Room => None,
                 Space::Low { free: left, first } => {
                     assert_eq!(left, free, "case {n}");
                     Some(first)
                 }
+                Space::NoRoomFor { .. } => panic!("case {n}: nothing was asked for"),
                 Space::Unknown(error) => panic!("case {n}: {error}"),
             };
             assert_eq!(found, expected, "case {n}: {free} bytes free");
@@ -119,10 +127,36 @@ mod tests {
     }
 
     #[test]
+    fn a_request_that_would_pass_the_floor_is_refused_without_an_episode() {
+        let probe = Arc::new(Fixed::default());
+        let watch = SpaceWatch::new(probe.clone());
+        probe.0.store(150, Ordering::SeqCst);
+        // 150 free, floor 100: 50 fits, 51 does not, and neither begins an episode.
+        assert!(matches!(watch.check(Path::new("/"), 100, 50), Space::Room));
+        assert!(matches!(
+            watch.check(Path::new("/"), 100, 51),
+            Space::NoRoomFor { free: 150 }
+        ));
+        assert!(matches!(
+            watch.check(Path::new("/"), 100, 1_000),
+            Space::NoRoomFor { free: 150 }
+        ));
+        // Under the floor later, the owner is told: this is the episode's first check.
+        probe.0.store(99, Ordering::SeqCst);
+        assert!(matches!(
+            watch.check(Path::new("/"), 100, 0),
+            Space::Low {
+                free: 99,
+                first: true
+            }
+        ));
+    }
+
+    #[test]
     fn a_zero_floor_never_checks_and_the_real_probe_answers() {
         let probe = Arc::new(Fixed::default());
         let watch = SpaceWatch::new(probe);
-        assert!(matches!(watch.check(Path::new("/"), 0), Space::Room));
+        assert!(matches!(watch.check(Path::new("/"), 0, 0), Space::Room));
         let real = Statvfs.free_bytes(&std::env::temp_dir()).unwrap();
         assert!(real > 0);
     }
