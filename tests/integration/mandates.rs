@@ -496,7 +496,19 @@ fn only_the_owners_signed_stop_stops_a_mandate_and_it_holds_from_the_next_ask() 
     daemon.settle();
     let last = daemon.journal_events().into_iter().last().unwrap();
     assert_eq!(last["ev"], "press_rejected");
-    assert_eq!(last["reason"], "wrong_message");
+    // Not drawn there any more; or, when the press races the record of the edit the chat
+    // already shows, a Stop for a mandate that is no longer open. Either way nothing stops twice.
+    assert!(
+        matches!(last["reason"].as_str(), Some("wrong_message" | "not_open")),
+        "{last}"
+    );
+    assert_eq!(
+        events_of(&daemon, &mandate)
+            .iter()
+            .filter(|ev| *ev == "mandate_stop")
+            .count(),
+        1
+    );
 }
 
 #[test]
