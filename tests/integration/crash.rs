@@ -24,6 +24,35 @@ fn ask(socket: &std::path::Path, request: &Value) -> Option<String> {
     value["id"].as_str().map(str::to_owned)
 }
 
+/// The database's records are the journal's asked and denied ids, every acknowledged ask among
+/// them, and its record of the journal's head is the file's.
+fn assert_store_agrees(
+    daemon: &Daemon,
+    journaled: &BTreeSet<String>,
+    acknowledged: &BTreeSet<String>,
+    head: &consentd::journal::Head,
+) {
+    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
+    let mut statement = db.prepare("SELECT id FROM records").unwrap();
+    let stored: BTreeSet<String> = statement
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        &stored, journaled,
+        "every record has its line and every line its record"
+    );
+    let lost: Vec<_> = acknowledged.difference(&stored).collect();
+    assert!(lost.is_empty(), "acknowledged asks lost: {lost:?}");
+    let (n, h): (i64, String) = db
+        .query_row("SELECT last_n, last_h FROM journal_state", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!((n as u64, &h), (head.n, &head.h));
+}
+
 #[test]
 fn sigkill_at_any_moment_leaves_store_and_journal_in_agreement() {
     let mut daemon = Daemon::builder().max_pending(100).start();
@@ -82,25 +111,7 @@ fn sigkill_at_any_moment_leaves_store_and_journal_in_agreement() {
             );
         }
     }
-    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
-    let mut statement = db.prepare("SELECT id FROM records").unwrap();
-    let stored: BTreeSet<String> = statement
-        .query_map([], |row| row.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    assert_eq!(
-        stored, journaled,
-        "every record has its line and every line its record"
-    );
-    let lost: Vec<_> = acknowledged.difference(&stored).collect();
-    assert!(lost.is_empty(), "acknowledged asks lost: {lost:?}");
-    let (n, h): (i64, String) = db
-        .query_row("SELECT last_n, last_h FROM journal_state", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .unwrap();
-    assert_eq!((n as u64, h), (verified.head.n, verified.head.h));
+    assert_store_agrees(&daemon, &journaled, &acknowledged, &verified.head);
     // 7 starts and at least one line per acknowledged ask.
     assert!(verified.head.n as usize >= 7 + acknowledged.len());
 }
@@ -158,23 +169,5 @@ fn a_kill_in_the_middle_of_a_batch_keeps_every_answer_and_half_applies_nothing()
         .filter(|value| matches!(value["ev"].as_str(), Some("asked" | "denied")))
         .map(|value| value["id"].as_str().unwrap().to_owned())
         .collect();
-    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
-    let mut statement = db.prepare("SELECT id FROM records").unwrap();
-    let stored: BTreeSet<String> = statement
-        .query_map([], |row| row.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    assert_eq!(
-        stored, journaled,
-        "every record has its line and every line its record"
-    );
-    let lost: Vec<_> = acknowledged.difference(&stored).collect();
-    assert!(lost.is_empty(), "acknowledged asks lost: {lost:?}");
-    let (n, h): (i64, String) = db
-        .query_row("SELECT last_n, last_h FROM journal_state", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .unwrap();
-    assert_eq!((n as u64, h), (verified.head.n, verified.head.h));
+    assert_store_agrees(&daemon, &journaled, &acknowledged, &verified.head);
 }
