@@ -20,7 +20,7 @@ const IN_FLIGHT_KIB: u64 = 64 * 1024;
 
 /// Lets `OTHER_UID` reach the socket: the test dir and the socket's directory traversable, the
 /// socket writable. The state directory itself stays the daemon's alone.
-fn open_socket_to_others(daemon: &Daemon) {
+pub(super) fn open_socket_to_others(daemon: &Daemon) {
     for dir in [daemon.dir.path(), daemon.socket.parent().unwrap()] {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711)).unwrap();
     }
@@ -85,6 +85,31 @@ fn a_second_uid_is_served_while_the_first_holds_its_whole_connection_cap() {
     assert!(answer["records"].is_array(), "{answer}");
 }
 
+/// Sends `frame` on `count` connections at once; each one's last answer line. A frame refused
+/// before it is all read makes the rest of its write fail: that is expected.
+pub(super) fn send_at_once(
+    socket: &std::path::Path,
+    frame: Vec<u8>,
+    count: usize,
+) -> Vec<serde_json::Value> {
+    let frame = std::sync::Arc::new(frame);
+    let senders: Vec<_> = (0..count)
+        .map(|_| {
+            let (socket, frame) = (socket.to_owned(), frame.clone());
+            std::thread::spawn(move || {
+                let mut stream = UnixStream::connect(socket).unwrap();
+                let _ = stream.write_all(&frame);
+                let _ = stream.shutdown(std::net::Shutdown::Write);
+                let mut answer = Vec::new();
+                let _ = stream.read_to_end(&mut answer);
+                let text = String::from_utf8(answer).unwrap();
+                serde_json::from_str(text.lines().last().expect("every frame is answered")).unwrap()
+            })
+        })
+        .collect();
+    senders.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
 /// An ask whose one attachment fills a frame of `bytes` (the newline included).
 fn big_frame(bytes: usize) -> Vec<u8> {
     let head = br#"{"v":1,"op":"ask","kind":"publish_x","target":"@a","text":"hi","cost_usd":"0.04","attachments":[{"name":"a.png","media_type":"image/png","data_b64":""#;
@@ -100,31 +125,17 @@ fn big_frame(bytes: usize) -> Vec<u8> {
 fn memory_stays_bounded_under_64_concurrent_frames_of_32_mib() {
     let daemon = Daemon::builder().max_request_bytes(32 * MIB).start();
     let (idle_peak, _) = memory_kib(daemon.pid());
-    let frame = std::sync::Arc::new(big_frame(32 * MIB as usize));
-    let senders: Vec<_> = (0..64)
-        .map(|_| {
-            let socket = daemon.socket.clone();
-            let frame = frame.clone();
-            std::thread::spawn(move || {
-                let mut stream = UnixStream::connect(socket).unwrap();
-                // Refused before it is all read, the rest of the write fails: that is expected.
-                let _ = stream.write_all(&frame);
-                let _ = stream.shutdown(std::net::Shutdown::Write);
-                let mut answer = Vec::new();
-                let _ = stream.read_to_end(&mut answer);
-                let text = String::from_utf8(answer).unwrap();
-                let last: serde_json::Value =
-                    serde_json::from_str(text.lines().last().expect("every frame is answered"))
-                        .unwrap();
-                format!(
-                    "{} {}",
-                    last["reason"].as_str().unwrap_or_default(),
-                    last["message"]
-                )
-            })
+    let answers = send_at_once(&daemon.socket, big_frame(32 * MIB as usize), 64);
+    let reasons: Vec<String> = answers
+        .iter()
+        .map(|last| {
+            format!(
+                "{} {}",
+                last["reason"].as_str().unwrap_or_default(),
+                last["message"]
+            )
         })
         .collect();
-    let reasons: Vec<String> = senders.into_iter().map(|t| t.join().unwrap()).collect();
     // Each is refused: its 24 MiB attachment is over max_attachment_bytes once read in full,
     // or it waited for room in the budget and was refused before it was read.
     assert!(

@@ -2,9 +2,10 @@
 //! child that joins the daemon's process group, one uid holding the byte budget. Each test says
 //! the bound or the contract it holds the daemon to.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::net::UnixStream;
 
+use super::budgets::{open_socket_to_others, send_at_once};
 use super::fixture::Daemon;
 use super::load::memory_kib;
 
@@ -34,26 +35,11 @@ fn zeros_frame(bytes: usize) -> Vec<u8> {
 fn memory_stays_bounded_when_a_frame_parses_into_many_small_values() {
     let daemon = Daemon::builder().max_request_bytes(32 * MIB).start();
     let (idle_peak, _) = memory_kib(daemon.pid());
-    let frame = std::sync::Arc::new(zeros_frame(32 * MIB as usize));
-    let senders: Vec<_> = (0..2)
-        .map(|_| {
-            let socket = daemon.socket.clone();
-            let frame = frame.clone();
-            std::thread::spawn(move || {
-                let mut stream = UnixStream::connect(socket).unwrap();
-                let _ = stream.write_all(&frame);
-                let _ = stream.shutdown(std::net::Shutdown::Write);
-                let mut answer = Vec::new();
-                let _ = stream.read_to_end(&mut answer);
-                String::from_utf8_lossy(&answer).into_owned()
-            })
-        })
-        .collect();
-    for sender in senders {
-        let answer = sender.join().unwrap();
+    for answer in send_at_once(&daemon.socket, zeros_frame(32 * MIB as usize), 2) {
         // Too many values (`bad_request`), or past the uid's share of the bytes (`too_large`).
+        let message = answer["message"].as_str().unwrap_or_default();
         assert!(
-            answer.contains("bad_request") || answer.contains("its share"),
+            answer["reason"] == "bad_request" || message.contains("its share"),
             "{answer}"
         );
     }
@@ -163,7 +149,6 @@ fn a_child_that_joins_the_daemons_process_group_is_gone_when_its_run_ends() {
 /// on a new connection) leaves another uid's one-line `list` refused `too_large`.
 #[test]
 fn a_uid_holding_the_whole_byte_budget_does_not_lock_out_another_uid() {
-    use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::CommandExt;
     const OTHER_UID: u32 = 65534;
     assert_eq!(super::fixture::current_uid(), 0, "this test switches uid");
@@ -171,10 +156,7 @@ fn a_uid_holding_the_whole_byte_budget_does_not_lock_out_another_uid() {
         .max_request_bytes(32 * MIB)
         .allowed_uids(vec![0, OTHER_UID])
         .start();
-    for dir in [daemon.dir.path(), daemon.socket.parent().unwrap()] {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711)).unwrap();
-    }
-    std::fs::set_permissions(&daemon.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    open_socket_to_others(&daemon);
     // Two lines one byte short of the cap, never ended: the budget (64 MiB) is all theirs.
     let chunk = vec![b' '; (32 * MIB - 1) as usize];
     let holders: Vec<UnixStream> = (0..2)
