@@ -312,6 +312,7 @@ impl Intake {
             reason: request.reason.as_deref(),
             tz: self.config.owner.timezone,
             origin: request.origin.as_deref(),
+            suggested_after: None,
         };
         card::mandate::try_render_mandate_card(&view, now, &self.locales, lang, now)
             .map(|_| ())

@@ -252,9 +252,9 @@ suggest-days = For { $days } { $days ->
        *[other] days
     }
 suggest-explain = “Review terms” shows them on a standing-permission card. Nothing changes until you press Grant there; ignore this and it is not suggested again for 7 days.
-suggest-reason = suggested by consentd after { $approvals } { $approvals ->
-        [one] yes
-       *[other] yeses
-    } in 7 days
+suggest-card = Suggested by consentd after you said yes { $approvals } { $approvals ->
+        [one] time
+       *[other] times
+    } in 7 days; the agent did not ask for it.
 button-suggest = Review terms
 stale-suggestion = This suggestion was already opened, or is over.

@@ -255,9 +255,9 @@ suggest-days = Por { $days } { $days ->
        *[other] dias
     }
 suggest-explain = “Ver termos” mostra-os num cartão de permissão. Nada muda até você tocar em Conceder nele; se ignorar, isto não é sugerido de novo por 7 dias.
-suggest-reason = sugerido pelo consentd após { $approvals } { $approvals ->
-        [one] sim
-       *[other] sins
-    } em 7 dias
+suggest-card = Sugerido pelo consentd após { $approvals } { $approvals ->
+        [one] sim seu
+       *[other] sins seus
+    } em 7 dias; o agente não pediu isto.
 button-suggest = Ver termos
 stale-suggestion = Esta sugestão já foi aberta ou terminou.

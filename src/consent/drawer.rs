@@ -64,6 +64,7 @@ impl Consent {
             reason: row.reason.as_deref(),
             tz: self.config.owner.timezone,
             origin: row.origin.as_deref(),
+            suggested_after: row.suggested_after,
         }
     }
 

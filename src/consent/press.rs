@@ -420,7 +420,7 @@ impl Consent {
     /// pressed their buttons or a card's message was changed behind their back. Someone else's
     /// presses go by windows (`crate::stranger`): the owner hears of a stranger once an hour at
     /// most, and the journal counts the rest in one line.
-    async fn rejected(
+    pub(super) async fn rejected(
         &self,
         rejection: PressRejection,
         decision: &Decision,

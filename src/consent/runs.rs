@@ -291,12 +291,8 @@ impl Consent {
             actions: usage.actions,
             usd: usage.usd,
         };
-        // A routine receipt never makes a sound and waits out quiet hours; a failure (SPEC §8's
-        // short reason) and the last action the mandate allows today are told, since the next
-        // ask will be a card. With receipts in the summary, routine ones are only counted.
-        let last_today = usage.actions >= row.actions_per_day
-            || row.usd_per_day.is_some_and(|max| usage.usd >= max);
-        let routine = succeeded && !last_today;
+        // With receipts in the summary, routine ones are only counted.
+        let routine = succeeded && !last_today(&row, usage, record.cost_usd.unwrap_or_default());
         if receipts == crate::config::Receipts::Summary && routine {
             return none;
         }
@@ -354,5 +350,107 @@ impl Ending {
             queue(tx, effects, chat, What::Message, None, body, self.sound)?;
         }
         Ok(())
+    }
+}
+
+/// Whether the action just run, at `usage` today, was the last its mandate allows today: its
+/// count is used up, or another action of this one's `cost` would not fit in its money. Its
+/// receipt is then told (with a sound by day), since the next ask will be a card; a routine
+/// receipt never makes a sound and waits out quiet hours.
+fn last_today(
+    row: &crate::store::MandateRow,
+    usage: UsageView,
+    cost: rust_decimal::Decimal,
+) -> bool {
+    usage.actions >= row.actions_per_day
+        || row
+            .usd_per_day
+            .is_some_and(|max| usage.usd >= max || usage.usd + cost > max)
+}
+
+#[cfg(test)]
+mod tests {
+    use rust_decimal::Decimal;
+
+    use super::*;
+    use crate::store::MandateRow;
+
+    fn mandate(usd: Option<&str>, actions: u32) -> MandateRow {
+        MandateRow {
+            id: "r_00000000000000000001".into(),
+            digest: crate::digest::Sha256Hash::of(b"terms"),
+            kind: "publish_x".into(),
+            targets: vec!["@news".into()],
+            days: 7,
+            usd_per_day: usd.map(|u| u.parse().unwrap()),
+            actions_per_day: actions,
+            reason: None,
+            opened_at: None,
+            ends_at: None,
+            stopped_at: None,
+            ended_at: None,
+            origin: None,
+            suggested_after: None,
+        }
+    }
+
+    fn used(actions: u32, usd: &str) -> UsageView {
+        UsageView {
+            actions,
+            usd: usd.parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn the_last_action_a_mandate_allows_today_is_told() {
+        let money: Decimal = "0.30".parse().unwrap();
+        type Case = (&'static str, MandateRow, UsageView, Decimal, bool);
+        let cases: [Case; 6] = [
+            (
+                "the first of 3",
+                mandate(None, 3),
+                used(1, "0"),
+                Decimal::ZERO,
+                false,
+            ),
+            (
+                "the third of 3",
+                mandate(None, 3),
+                used(3, "0"),
+                Decimal::ZERO,
+                true,
+            ),
+            (
+                "$0.30 of $0.50: the next would not fit",
+                mandate(Some("0.50"), 10),
+                used(1, "0.30"),
+                money,
+                true,
+            ),
+            (
+                "$0.30 of $1.00: room for another",
+                mandate(Some("1.00"), 10),
+                used(1, "0.30"),
+                money,
+                false,
+            ),
+            (
+                "the money used up exactly",
+                mandate(Some("0.60"), 10),
+                used(2, "0.60"),
+                money,
+                true,
+            ),
+            (
+                "a free action under a money term",
+                mandate(Some("0.50"), 10),
+                used(1, "0"),
+                Decimal::ZERO,
+                false,
+            ),
+        ];
+        for (name, row, usage, cost, want) in cases {
+            assert_eq!(last_today(&row, usage, cost), want, "{name}");
+        }
     }
 }

@@ -5,12 +5,14 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::card::mandate::{render_suggestion, suggestion_reason, SuggestionView};
+use crate::card::mandate::{render_suggestion, SuggestionView};
 use crate::deadline::Now;
+use crate::lookalike;
 use crate::mandate;
+use crate::press::PressRejection;
 use crate::store::outbox::{Body, Sound};
 use crate::store::suggestions::{new_suggestion_id, Suggestion};
-use crate::store::{Decided, Outgoing, Record, RecordState, StoreError, Subject};
+use crate::store::{Applied, Decided, Outgoing, Record, RecordState, StoreError, Subject};
 use crate::suggest::{self, Asked};
 
 use super::stale;
@@ -54,6 +56,7 @@ impl Consent {
         let asked = Asked {
             category,
             target: target.as_deref(),
+            enabled: self.category_enabled(&kind),
         };
         let offer = match suggest::decide(asked, &self.config.limits, &history, now, tz) {
             Ok(offer) => offer,
@@ -63,12 +66,15 @@ impl Consent {
             }
         };
         let lang = owner.language;
-        let mut request = offer.request;
-        request.reason = Some(suggestion_reason(&self.locales, lang, offer.approvals));
+        let request = offer.request;
         let digest = request.digest().to_hex();
+        // The target's warnings, as every card that named it showed them.
+        let known = self.store.call(move |db| db.known_targets(now)).await?;
+        let warnings = lookalike::warnings_each(&request.targets, &known);
         let view = SuggestionView {
             label: category.label(lang),
             targets: &request.targets,
+            target_warnings: &warnings,
             days: request.days,
             usd_per_day: request.usd_per_day,
             actions_per_day: request.actions_per_day,
@@ -98,8 +104,10 @@ impl Consent {
         Ok(())
     }
 
-    /// A suggestion as the subject of a press of its button: open while not opened and within
-    /// its week; its button is signed for the digest of the mandate request it opens.
+    /// A suggestion as the subject of a press of its button: open while not opened, within its
+    /// week, and still what a mandate request could be now (`suggest::still_offered`: the kind
+    /// on, the config's ceilings in force); its button is signed for the digest of the mandate
+    /// request it opens.
     pub(super) async fn suggestion_subject(
         &self,
         id: &str,
@@ -109,7 +117,19 @@ impl Consent {
         let Some(found) = self.store.call(move |db| db.suggestion(&lookup)).await? else {
             return Ok(None);
         };
-        let open = found.is_open(now.wall);
+        let still = self
+            .config
+            .categories
+            .get(&found.request.kind)
+            .map(|category| {
+                let asked = Asked {
+                    category,
+                    target: found.target(),
+                    enabled: self.category_enabled(&found.request.kind),
+                };
+                suggest::still_offered(&found.request, asked, &self.config.limits)
+            });
+        let open = found.is_open(now.wall) && matches!(still, Some(Ok(())));
         Ok(Some(PressSubject {
             digest: found.digest,
             open,
@@ -119,7 +139,9 @@ impl Consent {
     }
 
     /// The owner's press on a suggestion's button: its mandate request is made and its card
-    /// queued, as if the session had asked for exactly those terms.
+    /// queued, as if the session had asked for exactly those terms. One that finds it opened
+    /// already (a second press racing the first) or a mandate granted for it since is journaled
+    /// as not open, and nothing is made.
     pub(super) async fn suggestion_opened(
         &self,
         suggestion_id: String,
@@ -127,12 +149,17 @@ impl Consent {
     ) -> Result<(), StoreError> {
         let card_chat = self.owner().map_or(decision.from.id, |o| o.id);
         let decided = Decided::OpenSuggestion {
-            suggestion_id,
+            suggestion_id: suggestion_id.clone(),
             card_chat,
         };
-        self.store
+        let applied = self
+            .store
             .decide(decision.offset_with(decided), decision.now)
-            .await
-            .map(|_| ())
+            .await?;
+        if applied == Applied::Unchanged {
+            self.rejected(PressRejection::NotOpen, &decision, Some(suggestion_id))
+                .await?;
+        }
+        Ok(())
     }
 }

@@ -327,7 +327,13 @@ async fn send_row(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowErr
                     let (settings, tz) = out.drawer.gate();
                     match gate::decide(class, &settings, 0, out.clock.now(), tz) {
                         Delivery::Loud => false,
-                        Delivery::Silent | Delivery::HoldUntil(_) => true,
+                        Delivery::Silent => true,
+                        // A routine receipt in quiet hours waits for the evening summary,
+                        // which releases it (`Db::send_summary`); later rows go on meanwhile.
+                        Delivery::HoldUntil(until) => {
+                            store.call(move |db| db.outbox_hold(seq, until)).await?;
+                            return Ok(());
+                        }
                         // Counted in the evening summary instead.
                         Delivery::SummaryOnly => {
                             store.call(move |db| db.outbox_sent(seq)).await?;

@@ -36,5 +36,6 @@ mod sandbox;
 mod session_cli;
 mod socket;
 mod suggestions;
+mod suggestions_hostile;
 mod tamper;
 mod unicode;

@@ -154,7 +154,7 @@ pub mod msg {
     pub(crate) const SUGGEST_WOULD_COVER: &str = "suggest-would-cover";
     pub(crate) const SUGGEST_DAYS: &str = "suggest-days";
     pub(crate) const SUGGEST_EXPLAIN: &str = "suggest-explain";
-    pub(crate) const SUGGEST_REASON: &str = "suggest-reason";
+    pub(crate) const SUGGEST_CARD: &str = "suggest-card";
     pub(crate) const STALE_SUGGESTION: &str = "stale-suggestion";
 
     // The owner's chat: a No's reason, what a setting is now, a stray text, stale buttons.
@@ -236,7 +236,7 @@ pub mod msg {
         SUGGEST_WOULD_COVER,
         SUGGEST_DAYS,
         SUGGEST_EXPLAIN,
-        SUGGEST_REASON,
+        SUGGEST_CARD,
         STALE_SUGGESTION,
         SILENCED,
         PRESS_REJECTED,

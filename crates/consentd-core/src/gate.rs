@@ -55,10 +55,12 @@ pub struct DayCounts {
 /// sound. Everything but urgent messages is silent at night.
 ///
 /// A routine receipt (an action a mandate answered, which succeeded and left the mandate room
-/// for more today) never makes a sound: it goes silently by day and is held for the evening
-/// summary in quiet hours, so a mandate doing what it was granted for does not nag. The receipt
-/// of the last action a mandate allows today, and of a failure, is a `Summary` message: with
-/// sound by day, silent at night. With `receipts = "summary"` routine receipts are only counted.
+/// for more today) never makes a sound: it goes silently by day, and in quiet hours it is held
+/// until the next evening summary (`summary_at`), which releases it to go, silently, just
+/// before the summary itself: a mandate doing what it was granted for does not nag, and the
+/// owner still sees each action it took. The receipt of the last action a mandate allows today,
+/// and of a failure, is a `Summary` message: with sound by day, silent at night. With
+/// `receipts = "summary"` routine receipts are only counted.
 pub fn decide(
     class: NoticeClass,
     settings: &Gate,
@@ -73,7 +75,7 @@ pub fn decide(
     if class == NoticeClass::Receipt {
         return match window {
             None => Delivery::Silent,
-            Some(_) => Delivery::SummaryOnly,
+            Some(_) => Delivery::HoldUntil(next_summary(settings.summary_at, now, tz)),
         };
     }
     let Some((_, end)) = window else {
@@ -91,8 +93,24 @@ pub fn decide(
             }
         }
         NoticeClass::Summary => Delivery::Silent,
-        NoticeClass::Receipt => Delivery::SummaryOnly,
+        NoticeClass::Receipt => Delivery::Silent,
     }
+}
+
+/// The first evening summary after `now`: today's `summary_at` in the owner's zone if it is
+/// still ahead, else tomorrow's.
+pub fn next_summary(summary_at: NaiveTime, now: DateTime<Utc>, tz: Tz) -> DateTime<Utc> {
+    let today = now.with_timezone(&tz).date_naive();
+    [
+        Some(today),
+        today.succ_opt(),
+        today.succ_opt().and_then(|d| d.succ_opt()),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|date| local_instant(date, summary_at, tz))
+    .find(|at| *at > now)
+    .unwrap_or(now + Duration::days(1))
 }
 
 /// The config's gate with what the owner set in the chat (`/quiet`, `/nightcards`, `/summary`):
@@ -196,6 +214,10 @@ mod tests {
         let tz = chrono_tz::Europe::Moscow;
         let night = settings(NIGHT, 1);
         let no_quiet = settings(None, 1);
+        let late_summary = Gate {
+            summary_at: hm(23, 30),
+            ..settings(NIGHT, 1)
+        };
         let morning = at(tz, 2026, 11, 30, 8, 0);
         let card = NoticeClass::Card { urgent_ask: false };
         let urgent_card = NoticeClass::Card { urgent_ask: true };
@@ -275,12 +297,12 @@ mod tests {
                 Delivery::Loud,
             ),
             (
-                "a routine receipt at night is held for the summary",
+                "a routine receipt at night is held until the evening summary",
                 NoticeClass::Receipt,
                 &night,
                 0,
                 at(tz, 2026, 11, 30, 3, 0),
-                Delivery::SummaryOnly,
+                Delivery::HoldUntil(at(tz, 2026, 11, 30, 21, 0)),
             ),
             (
                 "a routine receipt by day is silent",
@@ -299,12 +321,12 @@ mod tests {
                 Delivery::Silent,
             ),
             (
-                "a receipt at the first minute of quiet hours is held",
+                "a receipt at the first minute of quiet hours waits for the next day's summary",
                 NoticeClass::Receipt,
                 &night,
                 0,
                 at(tz, 2026, 11, 29, 23, 0),
-                Delivery::SummaryOnly,
+                Delivery::HoldUntil(at(tz, 2026, 11, 30, 21, 0)),
             ),
             (
                 "a receipt at the last minute of quiet hours is held",
@@ -312,7 +334,15 @@ mod tests {
                 &night,
                 0,
                 at(tz, 2026, 11, 30, 7, 59),
-                Delivery::SummaryOnly,
+                Delivery::HoldUntil(at(tz, 2026, 11, 30, 21, 0)),
+            ),
+            (
+                "a receipt when the summary itself falls in quiet hours waits for it",
+                NoticeClass::Receipt,
+                &late_summary,
+                0,
+                at(tz, 2026, 11, 30, 3, 0),
+                Delivery::HoldUntil(at(tz, 2026, 11, 30, 23, 30)),
             ),
             (
                 "a receipt at their end goes silently",

@@ -254,7 +254,9 @@ impl PressKey {
     /// Telegram's 64 bytes).
     pub fn sign(&self, action: PressAction, subject: &str, digest: &str, owner_id: i64) -> String {
         debug_assert!(
-            is_kind_name(subject) && (!action.needs_record_id() || is_record_id(subject)),
+            is_kind_name(subject)
+                && (!action.needs_record_id() || is_record_id(subject))
+                && (action != PressAction::Suggest || is_suggestion_id(subject)),
             "subject {subject:?} is not valid for {action}"
         );
         let tag = self.tag(action, subject, digest, owner_id);
@@ -368,6 +370,10 @@ pub fn parse_callback(data: &str) -> Result<Callback, PressRejection> {
     };
 
     if !is_kind_name(subject) || (action.needs_record_id() && !is_record_id(subject)) {
+        return Err(Malformed);
+    }
+    // A suggestion's button names a suggestion and nothing else.
+    if action == PressAction::Suggest && !is_suggestion_id(subject) {
         return Err(Malformed);
     }
 
@@ -642,10 +648,10 @@ mod tests {
     #[test]
     fn every_action_round_trips() {
         for action in PressAction::ALL {
-            let subject = if action.needs_record_id() {
-                REC
-            } else {
-                "shell_exec"
+            let subject = match action {
+                _ if action.needs_record_id() => REC,
+                PressAction::Suggest => "m_0123456789abcdef0123",
+                _ => "shell_exec",
             };
             let data = key().sign(action, subject, DIGEST, OWNER);
             let cb = parse_callback(&data).unwrap();
@@ -691,10 +697,10 @@ mod tests {
         let longest_kind = format!("a{}", "_".repeat(31));
         assert!(is_kind_name(&longest_kind));
         for action in PressAction::ALL {
-            let subject = if action.needs_record_id() {
-                REC
-            } else {
-                longest_kind.as_str()
+            let subject = match action {
+                _ if action.needs_record_id() => REC,
+                PressAction::Suggest => "m_0123456789abcdef0123",
+                _ => longest_kind.as_str(),
             };
             let data = key().sign(action, subject, DIGEST, i64::MIN);
             assert!(data.len() <= MAX_CALLBACK_LEN, "{action}: {}", data.len());

@@ -6,15 +6,21 @@
 //!
 //! 1. `off` — `[limits] suggest_mandate_after` is zero.
 //! 2. `no_mandates` — the category never takes a mandate (destructive, or not `mandate_ok`).
-//! 3. `too_few` — fewer than `suggest_mandate_after` of the owner's yeses to this kind and
+//! 3. `kind_off` — the owner switched the kind off: a mandate request for it would be refused.
+//! 4. `too_few` — fewer than `suggest_mandate_after` of the owner's yeses to this kind and
 //!    target in the last 7 days, the one just run included.
-//! 4. `covered` — an open mandate already names this kind and target: its limits are what sent
+//! 5. `covered` — an open mandate already names this kind and target: its limits are what sent
 //!    the card, and a second mandate beside it would double them behind the owner's back.
-//! 5. `repeated` — a suggestion for this kind and target was made in the last 7 days. Granted,
-//!    declined or ignored, the owner has seen it; asking again within the week is nagging.
-//! 6. `one_a_day` — a suggestion (for anything) was already made today, in the owner's day.
-//! 7. `terms` — the terms would not pass the checks every mandate request meets (a target with
+//! 6. `repeated` — a suggestion for this kind and target (for any uid) was made, or its card
+//!    answered, in the last 7 days. Granted, declined or ignored, the owner has seen it; asking
+//!    again within the week is nagging.
+//! 7. `one_a_day` — a suggestion (for anything) was already made today, in the owner's day.
+//! 8. `terms` — the terms would not pass the checks every mandate request meets (a target with
 //!    a wildcard, or a look-alike of another, say): nothing is offered that could not be asked.
+//!
+//! The same checks but the history's run again when the owner presses the suggestion's button
+//! ([`still_offered`]): a kind switched off since, ceilings lowered since, or a mandate granted
+//! for it since, and the button opens nothing.
 //!
 //! The terms offered are the least that would have covered the week, with room: that target
 //! (none for a kind without one), the longest term the config allows (at most 7 days), and the
@@ -50,7 +56,8 @@ pub struct History {
     pub approvals: Vec<Approval>,
     /// An open mandate names this kind and target (or, for a kind without one, the kind).
     pub covered_by_open_mandate: bool,
-    /// When the last suggestion for this kind and target was made.
+    /// When the last suggestion for this kind and target (any uid's) was made, or its card
+    /// answered, whichever is later.
     pub last_suggested: Option<DateTime<Utc>>,
     /// When the last suggestion for anything was made.
     pub last_suggested_any: Option<DateTime<Utc>>,
@@ -61,6 +68,7 @@ pub struct History {
 pub enum NotSuggested {
     Off,
     NoMandates,
+    KindOff,
     TooFew { approvals: u32 },
     Covered,
     Repeated,
@@ -74,6 +82,7 @@ impl NotSuggested {
         match self {
             NotSuggested::Off => "off",
             NotSuggested::NoMandates => "no_mandates",
+            NotSuggested::KindOff => "kind_off",
             NotSuggested::TooFew { .. } => "too_few",
             NotSuggested::Covered => "covered",
             NotSuggested::Repeated => "repeated",
@@ -99,6 +108,8 @@ pub struct Offer {
 pub struct Asked<'a> {
     pub category: &'a Category,
     pub target: Option<&'a str>,
+    /// The kind is on (the owner's switch, else the config's `enabled`).
+    pub enabled: bool,
 }
 
 /// Decides whether the owner's latest yes to `asked` is followed by a suggestion.
@@ -116,6 +127,9 @@ pub fn decide(
     let rules = mandate::KindRules::of(asked.category);
     if rules.destructive || !rules.mandate_ok {
         return Err(NotSuggested::NoMandates);
+    }
+    if !asked.enabled {
+        return Err(NotSuggested::KindOff);
     }
     let since = now - Duration::days(WINDOW_DAYS);
     let recent: Vec<&Approval> = history
@@ -150,17 +164,38 @@ pub fn decide(
         reason: None,
         origin: None,
     };
-    mandate::check_terms(&request, &rules, &ceilings)
-        .map_err(|refusal| NotSuggested::Terms(refusal.message))?;
-    if let Some(message) = crate::lookalike::mandate_targets_refusal(&request.targets) {
-        return Err(NotSuggested::Terms(message));
-    }
+    still_offered(&request, asked, limits)?;
     Ok(Offer {
         request,
         approvals,
         busiest_actions,
         busiest_usd,
     })
+}
+
+/// Whether a suggestion's request may still be opened, as the owner presses its button: the
+/// kind still takes a mandate and is on, and the terms pass what a session's request for them
+/// would meet now — the ceilings of the config in force (which may be lower than when it was
+/// made), the targets' rules and the look-alike check between them.
+pub fn still_offered(
+    request: &MandateRequest,
+    asked: Asked<'_>,
+    limits: &Limits,
+) -> Result<(), NotSuggested> {
+    let rules = mandate::KindRules::of(asked.category);
+    if rules.destructive || !rules.mandate_ok {
+        return Err(NotSuggested::NoMandates);
+    }
+    if !asked.enabled {
+        return Err(NotSuggested::KindOff);
+    }
+    let ceilings = Ceilings::of(limits);
+    mandate::check_terms(request, &rules, &ceilings)
+        .map_err(|refusal| NotSuggested::Terms(refusal.message))?;
+    if let Some(message) = crate::lookalike::mandate_targets_refusal(&request.targets) {
+        return Err(NotSuggested::Terms(message));
+    }
+    Ok(())
 }
 
 /// The busiest local day's count of yeses and their money (each the day's highest, which may

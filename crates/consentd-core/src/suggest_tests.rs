@@ -5,6 +5,7 @@ use rust_decimal::Decimal;
 
 use super::*;
 use crate::config::{self, Config};
+use crate::press::{parse_callback, PressAction, PressKey, PressRejection, KEY_LEN};
 
 const CONFIG: &str = r#"
 [paths]
@@ -78,6 +79,7 @@ fn decide_for(kind: &str, target: Option<&str>, history: &History) -> Result<Off
     let asked = Asked {
         category: &config.categories[kind],
         target,
+        enabled: true,
     };
     decide(asked, &config.limits, history, at(10, 12), chrono_tz::UTC)
 }
@@ -93,6 +95,7 @@ fn the_rules_in_order_each_with_its_reason() {
     let asked = Asked {
         category: &off.categories["post"],
         target: Some("@news"),
+        enabled: true,
     };
     let got = decide(
         asked,
@@ -253,6 +256,7 @@ fn terms_never_exceed_a_ceiling() {
     let asked = Asked {
         category: &spec.categories["image"],
         target: None,
+        enabled: true,
     };
     let offer = decide(
         asked,
@@ -295,6 +299,7 @@ fn days_are_the_owners_local_days() {
     let asked = Asked {
         category: &config.categories["post"],
         target: Some("@news"),
+        enabled: true,
     };
     let offer = decide(
         asked,
@@ -305,4 +310,47 @@ fn days_are_the_owners_local_days() {
     )
     .unwrap();
     assert_eq!(offer.busiest_actions, 2);
+}
+
+#[test]
+fn an_offer_is_checked_again_against_the_config_and_switch_in_force_when_it_is_opened() {
+    let config = config();
+    let offer = decide_for("post", Some("@news"), &history(three_posts())).unwrap();
+    let asked = Asked {
+        category: &config.categories["post"],
+        target: Some("@news"),
+        enabled: true,
+    };
+    assert_eq!(still_offered(&offer.request, asked, &config.limits), Ok(()));
+    let mut lowered = config.limits.clone();
+    lowered.mandate_max_days = 2;
+    let got = still_offered(&offer.request, asked, &lowered).map_err(|w| w.as_str());
+    assert_eq!(got, Err("terms"), "ceilings lowered since it was made");
+    lowered = config.limits.clone();
+    lowered.mandate_max_actions_per_day = 4;
+    let got = still_offered(&offer.request, asked, &lowered).map_err(|w| w.as_str());
+    assert_eq!(got, Err("terms"), "a count over the new ceiling");
+    let off = Asked {
+        enabled: false,
+        ..asked
+    };
+    let got = still_offered(&offer.request, off, &config.limits).map_err(|w| w.as_str());
+    assert_eq!(got, Err("kind_off"), "switched off since");
+}
+
+/// A suggestion's button names a suggestion (`m_` + 20 hex): data with `m` and a kind name or
+/// a record id is malformed, never read as a subject to look up.
+#[test]
+fn a_suggest_press_names_a_suggestion_id_or_is_malformed() {
+    let key = PressKey::from_bytes([7u8; KEY_LEN]);
+    let digest = "ab".repeat(32);
+    for subject in ["publish_x", "r_0123456789abcdef0123"] {
+        let data = key.sign(PressAction::CategoryOn, subject, &digest, 42);
+        let as_suggest = data.replacen(".o.", ".m.", 1);
+        assert_eq!(
+            parse_callback(&as_suggest).map(|c| c.subject),
+            Err(PressRejection::Malformed),
+            "{subject} after m"
+        );
+    }
 }

@@ -211,7 +211,7 @@ impl Db {
                     card_chat,
                 } => {
                     let opened = open_suggestion_in(tx, effects, suggestion_id, *card_chat)?;
-                    Ok(Applied::done_if(opened != Opened::NotOpen))
+                    Ok(Applied::done_if(matches!(opened, Opened::Card(_))))
                 }
                 Decided::Expire { id, card_edit } => {
                     let change = StateChange {

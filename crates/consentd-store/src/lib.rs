@@ -60,6 +60,8 @@ mod withdraw;
 #[cfg(test)]
 mod batch_tests;
 #[cfg(test)]
+mod suggestions_tests;
+#[cfg(test)]
 mod tests;
 
 use std::path::{Path, PathBuf};

@@ -35,6 +35,9 @@ pub struct MandateRow {
     pub ended_at: Option<DateTime<Utc>>,
     /// The client's one line on where the request came from, when it sent one.
     pub origin: Option<String>,
+    /// For a request the owner opened from a suggestion, the yeses it was suggested after:
+    /// read from the suggestion, which no session can write.
+    pub suggested_after: Option<u32>,
 }
 
 impl MandateRow {
@@ -80,7 +83,8 @@ pub(super) const MANDATE_COLUMNS: &str =
     "id, kind, targets, days, usd_per_day, actions_per_day, reason, \
     opened_at, ends_at, stopped_at, ended_at, \
     (SELECT digest FROM records WHERE records.id = mandates.id), \
-    (SELECT origin FROM records WHERE records.id = mandates.id)";
+    (SELECT origin FROM records WHERE records.id = mandates.id), \
+    (SELECT approvals FROM suggestions WHERE suggestions.mandate_id = mandates.id)";
 
 pub(super) fn mandate_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<MandateRow> {
     let invalid = |column: usize, what: String| {
@@ -118,6 +122,7 @@ pub(super) fn mandate_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Mand
             rusqlite::types::Type::Null,
         ))?,
         origin: row.get(12)?,
+        suggested_after: row.get(13)?,
     })
 }
 

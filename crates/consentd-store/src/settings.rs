@@ -175,6 +175,14 @@ impl Db {
                 "INSERT INTO summaries (day, sent_at, anchor) VALUES (?1, ?2, ?3)",
                 params![day.to_string(), timestamp(now), anchor],
             )?;
+            // Receipts held through quiet hours go now, silently, just before the summary (their
+            // rows are older, and their lane keeps its order).
+            tx.execute_cached(
+                "UPDATE outbox SET hold_until = NULL, sound = 'silent'
+                 WHERE state = 'queued' AND sound = 'receipt' AND hold_until IS NOT NULL",
+                [],
+            )?;
+            effects.queued = true;
             // The owner is shown the whole hash (and the short form): the table and the
             // journal keep the contract's `N:H12`.
             compose(tx, effects, &format!("{n}:{h}"))?;

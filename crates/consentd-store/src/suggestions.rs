@@ -18,6 +18,14 @@ use consentd_core::mandate::MandateRequest;
 use consentd_core::press::PressAction;
 use consentd_core::suggest::{Approval, History, WINDOW_DAYS};
 
+/// The latest moment the owner met a suggestion for kind `?1` and target `?2` (any uid's): when
+/// it was made, or when the card it opened was answered, whichever is later. A Decline on day 6
+/// keeps the next one away until day 13, not day 7.
+const LAST_MET: &str = "SELECT max(max(s.created_at, coalesce(s.opened_at, ''),
+                                      coalesce(r.decided_at, '')))
+                        FROM suggestions s LEFT JOIN records r ON r.id = s.mandate_id
+                        WHERE s.kind = ?1 AND s.target IS ?2";
+
 /// A suggestion as stored: the mandate request its button opens and what it stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Suggestion {
@@ -60,12 +68,15 @@ pub enum Opened {
     Card(String),
     /// Opened before, or past its week: nothing changed.
     NotOpen,
+    /// An open mandate names its kind and target now: nothing changed.
+    Covered,
 }
 
 impl Db {
     /// The history [`consentd_core::suggest::decide`] needs for `peer_uid`'s asks of `kind` to
     /// `target` as of `now`: the owner's yeses in the last 7 days (asks a mandate answered are
-    /// not yeses), whether an open mandate of that uid names them, and the last suggestions.
+    /// not yeses), whether an open mandate of that uid names them, and the last suggestions (for
+    /// this kind and target whoever's, and for anything).
     pub fn suggestion_history(
         &self,
         peer_uid: u32,
@@ -103,18 +114,14 @@ impl Db {
         Ok(History {
             approvals,
             covered_by_open_mandate: open_mandate_names(&self.conn, peer_uid, kind, target, now)?,
-            last_suggested: last(
-                "SELECT max(created_at) FROM suggestions WHERE kind = ?1 AND target IS ?2
-                   AND peer_uid = ?3",
-                &[&kind, &target, &peer_uid],
-            )?,
+            last_suggested: last(LAST_MET, &[&kind, &target])?,
             last_suggested_any: last("SELECT max(created_at) FROM suggestions", &[])?,
         })
     }
 
     /// Makes a suggestion: its row, its `mandate_suggested` line and `message` (the owner's
     /// silent message with its signed button), in one transaction. Made only if, inside that
-    /// transaction, no suggestion for the same uid, kind and target came in the last 7 days
+    /// transaction, none for the same kind and target was made or answered in the last 7 days
     /// and none at all since `day_start`: two runs ending at once cannot both suggest.
     /// Returns whether it was made.
     pub fn offer_suggestion(
@@ -128,20 +135,14 @@ impl Db {
             let week = timestamp(now - Duration::days(WINDOW_DAYS));
             let request = &suggestion.request;
             let target = suggestion.target();
-            let made_since: bool = tx.query_row_cached(
-                "SELECT EXISTS (SELECT 1 FROM suggestions WHERE created_at >= ?1)
-                     OR EXISTS (SELECT 1 FROM suggestions WHERE kind = ?2 AND target IS ?3
-                                  AND peer_uid = ?4 AND created_at > ?5)",
-                params![
-                    timestamp(day_start),
-                    request.kind,
-                    target,
-                    suggestion.peer_uid,
-                    week
-                ],
+            let today: bool = tx.query_row_cached(
+                "SELECT EXISTS (SELECT 1 FROM suggestions WHERE created_at >= ?1)",
+                [timestamp(day_start)],
                 |row| row.get(0),
             )?;
-            if made_since {
+            let met: Option<String> =
+                tx.query_row_cached(LAST_MET, params![request.kind, target], |row| row.get(0))?;
+            if today || met.is_some_and(|at| at > week) {
                 return Ok(false);
             }
             tx.execute_cached(
@@ -202,6 +203,11 @@ pub(crate) fn open_suggestion_in(
     let Some(suggestion) = suggestion_in(tx, suggestion_id)?.filter(|s| s.is_open(now)) else {
         return Ok(Opened::NotOpen);
     };
+    // A mandate granted for it since would be doubled behind the owner's back.
+    let (kind, target) = (&suggestion.request.kind, suggestion.target());
+    if open_mandate_names(tx, suggestion.peer_uid, kind, target, now)? {
+        return Ok(Opened::Covered);
+    }
     let changed = tx.execute_cached(
         "UPDATE suggestions SET opened_at = ?2, mandate_id = ?3 WHERE id = ?1 AND opened_at IS NULL",
         params![suggestion_id, timestamp(now), mandate_id],

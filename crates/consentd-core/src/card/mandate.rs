@@ -37,6 +37,9 @@ pub struct MandateView<'a> {
     pub tz: Tz,
     /// The client's one line on where the request came from, set apart on its own line.
     pub origin: Option<&'a str>,
+    /// For a request the owner opened from consentd's suggestion (never one a session made),
+    /// the yeses it was suggested after: the card says so in a line of its own.
+    pub suggested_after: Option<u32>,
 }
 
 /// A mandate's use today, against its terms.
@@ -69,6 +72,9 @@ fn terms_lines(
     )];
     if let Some(origin) = view.origin {
         lines.push(locales.styled(lang, msg::CARD_ORIGIN, &[], &[("origin", origin)]));
+    }
+    if let Some(approvals) = view.suggested_after {
+        lines.push(plain(msg::SUGGEST_CARD, &[("approvals", approvals.into())]));
     }
     for (index, target) in view.targets.iter().enumerate() {
         lines.push(locales.styled(lang, msg::CARD_TARGET, &[], &[("target", target)]));
@@ -267,6 +273,8 @@ pub struct SuggestionView<'a> {
     pub label: &'a str,
     /// Empty for a kind with no target.
     pub targets: &'a [String],
+    /// Each target's look-alike warnings, in the order of `targets`, as its cards showed them.
+    pub target_warnings: &'a [Vec<Warning>],
     pub days: u32,
     pub usd_per_day: Option<Decimal>,
     pub actions_per_day: u32,
@@ -289,8 +297,13 @@ pub fn render_suggestion(view: &SuggestionView, locales: &Locales, lang: Languag
         ),
         plain(msg::SUGGEST_WOULD_COVER, &[]),
     ];
-    for target in view.targets {
+    for (index, target) in view.targets.iter().enumerate() {
         lines.push(locales.styled(lang, msg::CARD_TARGET, &[], &[("target", target)]));
+        let warnings = view
+            .target_warnings
+            .get(index)
+            .map_or(&[][..], Vec::as_slice);
+        lines.extend(super::warning_lines(warnings, locales, lang));
     }
     if view.targets.is_empty() {
         lines.push(plain(msg::MANDATE_ANY_USE, &[("label", view.label.into())]));
@@ -308,15 +321,6 @@ pub fn render_suggestion(view: &SuggestionView, locales: &Locales, lang: Languag
         card: Styled::join(&lines, "\n"),
         buttons: vec![button(locales, lang, ButtonAction::Suggest)],
     }
-}
-
-/// The reason a suggested mandate's card gives, in the owner's language.
-pub fn suggestion_reason(locales: &Locales, lang: Language, approvals: u32) -> String {
-    locales.t(
-        lang,
-        msg::SUGGEST_REASON,
-        &[("approvals", approvals.into())],
-    )
 }
 
 /// The reply to the owner's Stop.
@@ -361,6 +365,7 @@ pub(super) mod tests {
             reason: Some("Daily news posts while I am away"),
             tz: chrono_tz::Europe::Moscow,
             origin: None,
+            suggested_after: None,
         }
     }
 
@@ -400,15 +405,16 @@ pub(super) mod tests {
         let targets = vec!["@mila_news".to_owned()];
         for lang in Language::ALL {
             for (usd, approvals) in [(Some(Decimal::new(50, 2)), 3), (None, 21)] {
-                let view = SuggestionView {
+                let offered = SuggestionView {
                     label: "Post to X",
                     targets: &targets,
+                    target_warnings: &[],
                     days: 7,
                     usd_per_day: usd,
                     actions_per_day: 5,
                     approvals,
                 };
-                let rendered = render_suggestion(&view, &locales, lang);
+                let rendered = render_suggestion(&offered, &locales, lang);
                 let actions: Vec<_> = rendered.buttons.iter().map(|b| b.action).collect();
                 assert_eq!(
                     actions,
@@ -425,10 +431,18 @@ pub(super) mod tests {
                     "a money line only with a money term"
                 );
                 assert_clean(&rendered.card.text);
-                let reason = suggestion_reason(&locales, lang, approvals);
-                assert_clean(&reason);
+                // The card its button opens says, in a line no session can write, whose it is.
+                let card_targets = targets.clone();
+                let card = MandateView {
+                    reason: None,
+                    suggested_after: Some(approvals),
+                    ..view(&card_targets, lang)
+                };
+                let expires = now() + chrono::Duration::minutes(15);
+                let card = render_mandate_card(&card, expires, &locales, lang, now());
+                assert_clean(&card.card.text);
                 let name = format!("suggestion_{approvals}_{lang}");
-                snapshot(name, format!("{}\n---\n{reason}", show(&rendered)));
+                snapshot(name, format!("{}\n---\n{}", show(&rendered), show(&card)));
             }
         }
     }

@@ -21,3 +21,4 @@ CREATE TABLE suggestions (
 );
 CREATE INDEX suggestions_by_subject ON suggestions (kind, target, created_at);
 CREATE INDEX suggestions_by_time ON suggestions (created_at);
+CREATE INDEX suggestions_by_mandate ON suggestions (mandate_id) WHERE mandate_id IS NOT NULL;
