@@ -39,43 +39,32 @@ const OWNER_DELAY: i64 = 60;
 /// How long the daemon may take to finish a step before the replay fails, in real time.
 const PATIENCE: Duration = Duration::from_secs(20);
 
-/// The week's categories, beside the fixture's own. Every one runs the fixture's action script.
-const CATEGORIES: &str = r#"
-[categories.post_news]
-label = { en = "Post to a channel" }
-class = "external"
-enabled = true
-mandate_ok = true
-target = "required"
-text = "required"
-command = ["/bin/sh", "{dir}/action.sh"]
+/// A post or a reply: each names its one target, and a mandate may cover it.
+const EXTERNAL: &str =
+    "class = \"external\"\nmandate_ok = true\ntarget = \"required\"\ntext = \"required\"";
 
-[categories.generate_image]
-label = { en = "Generate an image" }
-class = "spend"
-enabled = true
-mandate_ok = true
-target = "none"
-text = "required"
-cost = "request"
-command = ["/bin/sh", "{dir}/action.sh"]
-
-[categories.reply_reader]
-label = { en = "Reply to a reader" }
-class = "external"
-enabled = true
-mandate_ok = true
-target = "required"
-text = "required"
-command = ["/bin/sh", "{dir}/action.sh"]
-
-[categories.delete_post]
-label = { en = "Delete a post" }
-class = "destructive"
-enabled = true
-target = "required"
-command = ["/bin/sh", "{dir}/action.sh"]
-"#;
+/// The week's categories beside the fixture's own (whose `generate_image`, from
+/// `DaemonBuilder::mandate_kinds`, is the images'): each runs the fixture's action script.
+fn categories() -> String {
+    [
+        ("post_news", "Post to a channel", EXTERNAL),
+        ("reply_reader", "Reply to a reader", EXTERNAL),
+        // Destructive: never mandate_ok, every deletion has its card.
+        (
+            "delete_post",
+            "Delete a post",
+            "class = \"destructive\"\ntarget = \"required\"",
+        ),
+    ]
+    .iter()
+    .map(|(kind, label, rules)| {
+        format!(
+            "\n[categories.{kind}]\nlabel = {{ en = \"{label}\" }}\nenabled = true\n{rules}\n\
+             command = [\"/bin/sh\", \"{{dir}}/action.sh\"]\n"
+        )
+    })
+    .collect()
+}
 
 #[derive(Debug, Deserialize)]
 struct Week {
@@ -243,7 +232,8 @@ impl Replay {
                 "quiet_hours = \"23:00-08:00\"\nnight_card_limit = {NIGHT_CARD_LIMIT}\n\
                  summary_at = \"21:00\"\nreceipts = \"each\""
             ))
-            .config_tail(CATEGORIES)
+            .mandate_kinds()
+            .config_tail(&categories())
             .start();
         let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
         // Tomorrow at 00:00: the simulated week only ever moves the clock forward.
@@ -339,7 +329,7 @@ impl Replay {
             .filter(|m| m.message_id > self.seen)
             .collect();
         let quiet = in_quiet_hours(at);
-        for message in fresh {
+        for message in fresh.iter().map(as_sent) {
             self.seen = self.seen.max(message.message_id);
             let letters = letters(&message);
             let card = matches!(letters.first().map(String::as_str), Some("y" | "g"));
@@ -576,6 +566,17 @@ fn hours(h: i64) -> chrono::Duration {
 /// 23:00-08:00 in the owner's zone (UTC).
 fn in_quiet_hours(at: DateTime<Utc>) -> bool {
     at.hour() >= 23 || at.hour() < 8
+}
+
+/// The message as it was sent, before any edit: a card answered within the step that showed it
+/// has lost its buttons since.
+fn as_sent(message: &ChatMessage) -> ChatMessage {
+    let mut sent = message.clone();
+    if let Some(first) = message.history.first() {
+        sent.text = first.text.clone();
+        sent.reply_markup = first.reply_markup.clone();
+    }
+    sent
 }
 
 /// The action letter of each of the message's buttons (`1.<kid>.<a>.<subject>.<tag>`).
