@@ -158,19 +158,25 @@ fn per_100(cards: usize, routine: usize) -> f64 {
 #[derive(Debug)]
 struct Figures {
     name: &'static str,
+    /// The replay's real time.
+    took: Duration,
     days: BTreeMap<u32, DayRow>,
 }
 
 impl Figures {
+    /// The figures as a Markdown table, as docs/BENCHMARKS.md shows them.
     fn table(&self) -> String {
         let mut out = format!(
-            "{}\nday | asks | refused | messages | cards | receipts | loud in quiet hours (urgent) | \
-             suggestions | routine ran | cards per 100 routine\n",
-            self.name
+            "{} (replayed in {:.1} s)\n\n| day | asks | refused | messages | cards | receipts | \
+             loud in quiet hours (urgent) | suggestions | routine actions ran | cards per 100 \
+             routine |\n|{}\n",
+            self.name,
+            self.took.as_secs_f64(),
+            " --- |".repeat(10)
         );
         for (day, row) in &self.days {
             out.push_str(&format!(
-                "{day} | {} | {} | {} | {} | {} | {} ({}) | {} | {} | {:.1}\n",
+                "| {day} | {} | {} | {} | {} | {} | {} ({}) | {} | {} | {:.1} |\n",
                 row.asks,
                 row.refused,
                 row.messages,
@@ -185,8 +191,8 @@ impl Figures {
         }
         let (cards, routine) = self.since_day_2();
         out.push_str(&format!(
-            "days 2-7: {cards} cards, {routine} routine actions ran: {:.1} cards per 100 routine \
-             actions (goal: at most 3)\n",
+            "\nDays 2-7: {cards} cards for {routine} routine actions, {:.1} cards per 100 routine \
+             actions (goal: at most 3).\n",
             per_100(cards, routine)
         ));
         out
@@ -493,6 +499,7 @@ impl Replay {
 
     /// The whole week, day by day.
     fn run(mut self, name: &'static str) -> Figures {
+        let began = Instant::now();
         let week: Week = toml::from_str(WEEK).unwrap();
         for day in &week.day {
             let (night, daytime): (Vec<&Ask>, Vec<&Ask>) =
@@ -513,6 +520,7 @@ impl Replay {
         self.check_limits(name);
         Figures {
             name,
+            took: began.elapsed(),
             days: self.days,
         }
     }
