@@ -161,6 +161,8 @@ struct Figures {
     /// The replay's real time.
     took: Duration,
     days: BTreeMap<u32, DayRow>,
+    /// The cards of days 2-7 by kind ("mandate" for a mandate card).
+    cards_by_kind: BTreeMap<String, usize>,
 }
 
 impl Figures {
@@ -192,8 +194,13 @@ impl Figures {
         let (cards, routine) = self.since_day_2();
         out.push_str(&format!(
             "\nDays 2-7: {cards} cards for {routine} routine actions, {:.1} cards per 100 routine \
-             actions (goal: at most 3).\n",
-            per_100(cards, routine)
+             actions (goal: at most 3). Those cards by kind: {}.\n",
+            per_100(cards, routine),
+            self.cards_by_kind
+                .iter()
+                .map(|(kind, n)| format!("{kind} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
         out
     }
@@ -217,6 +224,7 @@ struct Replay {
     /// The last owner-chat message already counted.
     seen: i64,
     days: BTreeMap<u32, DayRow>,
+    cards_by_kind: BTreeMap<String, usize>,
     /// Each record asked for, by id.
     asked: HashMap<String, Ask>,
     /// Cards, by message id, the owner has answered or left.
@@ -256,6 +264,7 @@ impl Replay {
             wall_at_start,
             seen: 0,
             days: BTreeMap::new(),
+            cards_by_kind: BTreeMap::new(),
             asked: HashMap::new(),
             handled: HashSet::new(),
             accepted: HashSet::new(),
@@ -339,6 +348,13 @@ impl Replay {
             self.seen = self.seen.max(message.message_id);
             let letters = letters(&message);
             let card = matches!(letters.first().map(String::as_str), Some("y" | "g"));
+            if card && self.day_of(at) >= 2 {
+                let kind = self
+                    .asked
+                    .get(&subject(&message, 0))
+                    .map_or("mandate", |ask| ask.kind.as_str());
+                *self.cards_by_kind.entry(kind.to_owned()).or_default() += 1;
+            }
             let urgent = message
                 .text
                 .as_deref()
@@ -522,6 +538,7 @@ impl Replay {
             name,
             took: began.elapsed(),
             days: self.days,
+            cards_by_kind: self.cards_by_kind,
         }
     }
 
