@@ -192,10 +192,16 @@ impl Figures {
             ));
         }
         let (cards, routine) = self.since_day_2();
+        let routine_cards: usize = ["post_news", "generate_image"]
+            .iter()
+            .filter_map(|kind| self.cards_by_kind.get(*kind))
+            .sum();
         out.push_str(&format!(
             "\nDays 2-7: {cards} cards for {routine} routine actions, {:.1} cards per 100 routine \
-             actions (goal: at most 3). Those cards by kind: {}.\n",
+             actions (goal: at most 3); of them {routine_cards} for posts and images, {:.1} per \
+             100. The cards by kind: {}.\n",
             per_100(cards, routine),
+            per_100(routine_cards, routine),
             self.cards_by_kind
                 .iter()
                 .map(|(kind, n)| format!("{kind} {n}"))
