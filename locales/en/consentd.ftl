@@ -240,3 +240,21 @@ stale-category = “{ $label }” is already { $on ->
        *[no] off
     }.
 category-cannot-run = “{ $label }” cannot be turned on: fix { $key } first (consentd check-config says what is wrong).
+
+# A suggested standing permission: the owner keeps saying yes to the same thing.
+suggest-title = You said yes to “{ $label }” { $approvals } { $approvals ->
+        [one] time
+       *[other] times
+    } in the last 7 days.
+suggest-would-cover = A standing permission with these terms would have covered them:
+suggest-days = For { $days } { $days ->
+        [one] day
+       *[other] days
+    }
+suggest-explain = “Review terms” shows them on a standing-permission card. Nothing changes until you press Grant there; ignore this and it is not suggested again for 7 days.
+suggest-reason = suggested by consentd after { $approvals } { $approvals ->
+        [one] yes
+       *[other] yeses
+    } in 7 days
+button-suggest = Review terms
+stale-suggestion = This suggestion was already opened, or is over.

@@ -243,3 +243,21 @@ stale-category = “{ $label }” já está { $on ->
        *[no] desligado
     }.
 category-cannot-run = “{ $label }” não pode ser ligado: corrija primeiro { $key } (consentd check-config diz o que está errado).
+
+# Uma permissão temporária sugerida: o dono diz sim à mesma coisa repetidas vezes.
+suggest-title = Você disse sim a “{ $label }” { $approvals } { $approvals ->
+        [one] vez
+       *[other] vezes
+    } nos últimos 7 dias.
+suggest-would-cover = Uma permissão temporária com estes termos as teria coberto:
+suggest-days = Por { $days } { $days ->
+        [one] dia
+       *[other] dias
+    }
+suggest-explain = “Ver termos” mostra-os num cartão de permissão. Nada muda até você tocar em Conceder nele; se ignorar, isto não é sugerido de novo por 7 dias.
+suggest-reason = sugerido pelo consentd após { $approvals } { $approvals ->
+        [one] sim
+       *[other] sins
+    } em 7 dias
+button-suggest = Ver termos
+stale-suggestion = Esta sugestão já foi aberta ou terminou.

@@ -15,6 +15,7 @@
 //! - `reply`: a reply to a declined card, the No's reason;
 //! - `pairing`: `/start` with a pairing code while there is no owner;
 //! - `runs`: claiming a granted record, running it, recording how it ended;
+//! - `suggest`: a mandate suggested after the owner's yeses, and its button's press;
 //! - `recover`: at start, the claims a crash left without an outcome, and granted records;
 //! - `expiry`: the sweep — cards past their ttl, mandates past their term, the evening summary;
 //! - `drawer`: cards, outcomes and receipts drawn for the owner, and the sender's [`Drawer`];
@@ -37,6 +38,7 @@ mod recover;
 mod reply;
 mod runs;
 mod stale;
+mod suggest;
 mod withdraw;
 
 pub(crate) use crate::owner::{owner_language, Owner, OwnerCell};

@@ -111,6 +111,9 @@ impl Consent {
             (Some(callback), _) if is_switch(callback.action) => {
                 self.switch_subject(&callback.subject, callback.action)
             }
+            (Some(callback), _) if callback.action == PressAction::Suggest => {
+                self.suggestion_subject(&callback.subject, &now).await?
+            }
             (Some(_), None) => None,
             (Some(callback), Some(record)) => {
                 Some(self.record_subject(callback.action, record, &now).await?)
@@ -216,6 +219,9 @@ impl Consent {
         if is_switch(action) {
             let on = action == PressAction::CategoryOn;
             return self.switch_category(subject, on, &decision).await;
+        }
+        if action == PressAction::Suggest {
+            return self.suggestion_opened(subject, decision).await;
         }
         let Some(record) = record else {
             return self

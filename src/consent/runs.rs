@@ -204,7 +204,7 @@ impl Consent {
             return Err(StoreError::Missing);
         };
         let ending = self.ending(&record, &finish, now).await;
-        let owner = self.owner();
+        let (owner, ended) = (self.owner(), finish.state);
         self.store
             .call(move |db| {
                 db.finish(
@@ -218,6 +218,7 @@ impl Consent {
                 )
             })
             .await?;
+        self.suggest_after(&record, ended, now).await;
         Ok(())
     }
 
@@ -255,13 +256,8 @@ impl Consent {
             messages: Vec::new(),
             sound: Sound::Silent,
         };
-        // With receipts in the summary, a run that did not succeed is still told at once: the
-        // owner gets a short reason for a failure (SPEC §8).
         let receipts = self.gate.read().unwrap_or_else(|p| p.into_inner()).receipts;
         let succeeded = matches!(finish.state, RecordState::Executed | RecordState::Approved);
-        if receipts == crate::config::Receipts::Summary && succeeded {
-            return none;
-        }
         let tz = self.config.owner.timezone;
         // The day the ask was claimed in, so a run that crosses midnight counts where it was
         // taken. Its use as of its own claim is kept with it; only an ask claimed before the
@@ -295,6 +291,15 @@ impl Consent {
             actions: usage.actions,
             usd: usage.usd,
         };
+        // A routine receipt never makes a sound and waits out quiet hours; a failure (SPEC §8's
+        // short reason) and the last action the mandate allows today are told, since the next
+        // ask will be a card. With receipts in the summary, routine ones are only counted.
+        let last_today = usage.actions >= row.actions_per_day
+            || row.usd_per_day.is_some_and(|max| usage.usd >= max);
+        let routine = succeeded && !last_today;
+        if receipts == crate::config::Receipts::Summary && routine {
+            return none;
+        }
         let known = self.known_for(&record.id, now).await;
         let rendered = with_view(self, record, &known, lang, now, |action| {
             card::mandate::render_receipt(action, &view, usage, &outcome, &self.locales, lang, now)
@@ -315,7 +320,7 @@ impl Consent {
             record_id: record.id.clone(),
             edit: None,
             messages,
-            sound: if succeeded {
+            sound: if routine {
                 Sound::Receipt
             } else {
                 Sound::Gated
@@ -331,7 +336,7 @@ pub(super) struct Ending {
     record_id: String,
     edit: Option<Styled>,
     messages: Vec<Body>,
-    /// A receipt of success is one the gate may keep for the summary; a failure is told.
+    /// A routine receipt is one the gate keeps quiet; a failure or a day's last is told.
     sound: Sound,
 }
 

@@ -35,6 +35,11 @@ pub(super) fn stop(mandate: Option<&MandateRow>) -> Option<Stale> {
     })
 }
 
+/// Why a suggestion's button no longer counts: it opened its card already, or its week is over.
+pub(super) fn suggestion(open: bool) -> Option<Stale> {
+    (!open).then_some(Stale::Suggestion)
+}
+
 /// Why a Resume no longer counts: its silence is over, or a newer one (with its own notice)
 /// took its place (`silenced`: the kind is silenced now).
 pub(super) fn resume(silenced: bool) -> Option<Stale> {

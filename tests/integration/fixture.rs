@@ -116,6 +116,12 @@ impl DaemonBuilder {
         self
     }
 
+    /// Turns suggested mandates on after `after` yeses (the fixture's default is off, so the
+    /// older tests' chats hold only what they expect; `0` is off).
+    pub fn suggestions(self, after: u32) -> Self {
+        self.limit("suggest_mandate_after", &after.to_string())
+    }
+
     /// Adds `key = value` to `[limits]`.
     pub fn limit(mut self, key: &str, value: &str) -> Self {
         self.limits.push_str(&format!("{key} = {value}\n"));
@@ -224,7 +230,7 @@ card_ttl = "{card_ttl}"
 decline_reason_wait = "{decline_reason_wait}"
 refusals_per_minute = {refusals_per_minute}
 refusal_window = "{refusal_window}"
-{limits}
+{suggestions}{limits}
 [gate]
 {gate}
 
@@ -265,6 +271,11 @@ command = ["/bin/true"]
             refusals_per_minute = self.refusals.0,
             refusal_window = self.refusals.1,
             limits = self.limits,
+            suggestions = if self.limits.contains("suggest_mandate_after") {
+                ""
+            } else {
+                "suggest_mandate_after = 0\n"
+            },
             gate = self.gate,
         )
     }

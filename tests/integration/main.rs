@@ -36,5 +36,6 @@ mod runs;
 mod sandbox;
 mod session_cli;
 mod socket;
+mod suggestions;
 mod tamper;
 mod unicode;

@@ -86,6 +86,7 @@ pub mod msg {
     pub(crate) const BUTTON_STOP: &str = "button-stop";
     pub(crate) const BUTTON_ON: &str = "button-on";
     pub(crate) const BUTTON_OFF: &str = "button-off";
+    pub(crate) const BUTTON_SUGGEST: &str = "button-suggest";
 
     pub(crate) const SILENCED: &str = "silenced";
     pub(crate) const RESUMED: &str = "resumed";
@@ -149,6 +150,12 @@ pub mod msg {
     pub(crate) const MANDATES_COUNT: &str = "mandates-count";
     pub(crate) const MANDATE_STOPPED: &str = "mandate-stopped";
     pub(crate) const MANDATE_ENDED: &str = "mandate-ended";
+    pub(crate) const SUGGEST_TITLE: &str = "suggest-title";
+    pub(crate) const SUGGEST_WOULD_COVER: &str = "suggest-would-cover";
+    pub(crate) const SUGGEST_DAYS: &str = "suggest-days";
+    pub(crate) const SUGGEST_EXPLAIN: &str = "suggest-explain";
+    pub(crate) const SUGGEST_REASON: &str = "suggest-reason";
+    pub(crate) const STALE_SUGGESTION: &str = "stale-suggestion";
 
     // The owner's chat: a No's reason, what a setting is now, a stray text, stale buttons.
     pub(crate) const CARD_REPLY_INVITE: &str = "card-reply-invite";
@@ -224,6 +231,13 @@ pub mod msg {
         BUTTON_STOP,
         BUTTON_ON,
         BUTTON_OFF,
+        BUTTON_SUGGEST,
+        SUGGEST_TITLE,
+        SUGGEST_WOULD_COVER,
+        SUGGEST_DAYS,
+        SUGGEST_EXPLAIN,
+        SUGGEST_REASON,
+        STALE_SUGGESTION,
         SILENCED,
         PRESS_REJECTED,
         OUTCOME_UNKNOWN,
@@ -941,6 +955,7 @@ pub(crate) fn button(locales: &Locales, lang: Language, action: ButtonAction) ->
         ButtonAction::Stop => msg::BUTTON_STOP,
         ButtonAction::CategoryOn => msg::BUTTON_ON,
         ButtonAction::CategoryOff => msg::BUTTON_OFF,
+        ButtonAction::Suggest => msg::BUTTON_SUGGEST,
     };
     Button {
         label: locales.t(lang, id, &[]),

@@ -53,6 +53,12 @@ pub struct DayCounts {
 /// tonight, else it waits for the end of quiet hours; an urgent ask counts like any card (so a
 /// session cannot wake the owner all night by marking every ask urgent) but, when shown, has
 /// sound. Everything but urgent messages is silent at night.
+///
+/// A routine receipt (an action a mandate answered, which succeeded and left the mandate room
+/// for more today) never makes a sound: it goes silently by day and is held for the evening
+/// summary in quiet hours, so a mandate doing what it was granted for does not nag. The receipt
+/// of the last action a mandate allows today, and of a failure, is a `Summary` message: with
+/// sound by day, silent at night. With `receipts = "summary"` routine receipts are only counted.
 pub fn decide(
     class: NoticeClass,
     settings: &Gate,
@@ -63,7 +69,14 @@ pub fn decide(
     if class == NoticeClass::Receipt && settings.receipts == Receipts::Summary {
         return Delivery::SummaryOnly;
     }
-    let Some((_, end)) = quiet_window(settings.quiet_hours, now, tz) else {
+    let window = quiet_window(settings.quiet_hours, now, tz);
+    if class == NoticeClass::Receipt {
+        return match window {
+            None => Delivery::Silent,
+            Some(_) => Delivery::SummaryOnly,
+        };
+    }
+    let Some((_, end)) = window else {
         return Delivery::Loud;
     };
     match class {
@@ -77,7 +90,8 @@ pub fn decide(
                 Delivery::Silent
             }
         }
-        NoticeClass::Receipt | NoticeClass::Summary => Delivery::Silent,
+        NoticeClass::Summary => Delivery::Silent,
+        NoticeClass::Receipt => Delivery::SummaryOnly,
     }
 }
 
@@ -181,6 +195,7 @@ mod tests {
     fn the_gate_table() {
         let tz = chrono_tz::Europe::Moscow;
         let night = settings(NIGHT, 1);
+        let no_quiet = settings(None, 1);
         let morning = at(tz, 2026, 11, 30, 8, 0);
         let card = NoticeClass::Card { urgent_ask: false };
         let urgent_card = NoticeClass::Card { urgent_ask: true };
@@ -260,20 +275,52 @@ mod tests {
                 Delivery::Loud,
             ),
             (
-                "a receipt at night",
+                "a routine receipt at night is held for the summary",
                 NoticeClass::Receipt,
                 &night,
+                0,
+                at(tz, 2026, 11, 30, 3, 0),
+                Delivery::SummaryOnly,
+            ),
+            (
+                "a routine receipt by day is silent",
+                NoticeClass::Receipt,
+                &night,
+                0,
+                at(tz, 2026, 11, 30, 9, 0),
+                Delivery::Silent,
+            ),
+            (
+                "a routine receipt with no quiet hours is silent",
+                NoticeClass::Receipt,
+                &no_quiet,
                 0,
                 at(tz, 2026, 11, 30, 3, 0),
                 Delivery::Silent,
             ),
             (
-                "a receipt by day",
+                "a receipt at the first minute of quiet hours is held",
                 NoticeClass::Receipt,
                 &night,
                 0,
-                at(tz, 2026, 11, 30, 9, 0),
-                Delivery::Loud,
+                at(tz, 2026, 11, 29, 23, 0),
+                Delivery::SummaryOnly,
+            ),
+            (
+                "a receipt at the last minute of quiet hours is held",
+                NoticeClass::Receipt,
+                &night,
+                0,
+                at(tz, 2026, 11, 30, 7, 59),
+                Delivery::SummaryOnly,
+            ),
+            (
+                "a receipt at their end goes silently",
+                NoticeClass::Receipt,
+                &night,
+                0,
+                at(tz, 2026, 11, 30, 8, 0),
+                Delivery::Silent,
             ),
             (
                 "a notice at night",

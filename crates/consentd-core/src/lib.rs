@@ -51,3 +51,4 @@ pub mod shown;
 pub mod split;
 pub mod stranger;
 pub mod styled;
+pub mod suggest;

@@ -37,8 +37,17 @@ impl Ceilings {
         }
     }
 
+    /// The config's ceilings.
+    pub(crate) fn of(limits: &crate::config::Limits) -> Self {
+        Ceilings {
+            max_days: limits.mandate_max_days,
+            max_usd_per_day: limits.mandate_max_usd_per_day,
+            max_actions_per_day: limits.mandate_max_actions_per_day,
+        }
+    }
+
     /// The ceilings actually applied: the config's, never above SPEC's.
-    fn effective(&self) -> Ceilings {
+    pub(crate) fn effective(&self) -> Ceilings {
         let spec = Ceilings::spec();
         Ceilings {
             max_days: self.max_days.min(spec.max_days),
@@ -120,6 +129,20 @@ pub(crate) struct KindRules {
     pub(crate) targeted: bool,
     /// Its asks can cost money (`cost` is not "none"), so its mandates bound the day's money.
     pub(crate) costs: bool,
+}
+
+impl KindRules {
+    /// What a configured category allows.
+    pub(crate) fn of(category: &crate::config::Category) -> Self {
+        use crate::config::{Class, Cost, Presence};
+        KindRules {
+            exists: true,
+            mandate_ok: category.mandate_ok,
+            destructive: category.class == Class::Destructive,
+            targeted: category.target != Presence::None,
+            costs: category.cost != Cost::None,
+        }
+    }
 }
 
 /// Why requested terms were refused. `term` is one of `"kind"`, `"targets"`,

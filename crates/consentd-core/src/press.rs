@@ -49,10 +49,13 @@ pub enum PressAction {
     Stop,
     CategoryOn,
     CategoryOff,
+    /// Opens the mandate card a suggestion offers (`crate::suggest`); its subject is the
+    /// suggestion's id. It opens nothing by itself: the card still needs the owner's Grant.
+    Suggest,
 }
 
 impl PressAction {
-    pub(crate) const ALL: [PressAction; 8] = [
+    pub(crate) const ALL: [PressAction; 9] = [
         PressAction::Yes,
         PressAction::No,
         PressAction::Resume,
@@ -61,6 +64,7 @@ impl PressAction {
         PressAction::Stop,
         PressAction::CategoryOn,
         PressAction::CategoryOff,
+        PressAction::Suggest,
     ];
 
     /// The letter written in the callback data.
@@ -74,6 +78,7 @@ impl PressAction {
             PressAction::Stop => 's',
             PressAction::CategoryOn => 'o',
             PressAction::CategoryOff => 'f',
+            PressAction::Suggest => 'm',
         }
     }
 
@@ -92,6 +97,7 @@ impl PressAction {
             PressAction::Stop => "stop",
             PressAction::CategoryOn => "category_on",
             PressAction::CategoryOff => "category_off",
+            PressAction::Suggest => "suggest",
         }
     }
 
@@ -119,6 +125,16 @@ impl fmt::Display for PressAction {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// A suggestion's id: "m_" and 20 lowercase hex digits (also of a kind name's shape, which is
+/// what callback data allows for a subject that is not a record).
+pub fn is_suggestion_id(s: &str) -> bool {
+    s.len() == 22
+        && s.starts_with("m_")
+        && s.bytes()
+            .skip(2)
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// A record id: "r_" and 20 lowercase hex digits.

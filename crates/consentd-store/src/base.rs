@@ -33,6 +33,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (11, include_str!("migrations/0011_stranger_presses.sql")),
     (12, include_str!("migrations/0012_journal_seal.sql")),
     (13, include_str!("migrations/0013_refusal_repeats.sql")),
+    (14, include_str!("migrations/0014_suggestions.sql")),
 ];
 
 /// The name of a journal event: the one place the names are written (SPEC §9's list, and
@@ -71,10 +72,12 @@ pub enum EventName {
     DeniedRepeats,
     SealStarted,
     SealRotated,
+    /// A mandate suggested to the owner after their yeses to the same kind and target.
+    MandateSuggested,
 }
 
 impl EventName {
-    pub const ALL: [EventName; 31] = [
+    pub const ALL: [EventName; 32] = [
         EventName::Started,
         EventName::OwnerSet,
         EventName::Asked,
@@ -106,6 +109,7 @@ impl EventName {
         EventName::DeniedRepeats,
         EventName::SealStarted,
         EventName::SealRotated,
+        EventName::MandateSuggested,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -141,6 +145,7 @@ impl EventName {
             EventName::DeniedRepeats => "denied_repeats",
             EventName::SealStarted => journal::SEAL_STARTED,
             EventName::SealRotated => journal::SEAL_ROTATED,
+            EventName::MandateSuggested => "mandate_suggested",
         }
     }
 }

@@ -16,6 +16,7 @@ use super::outbox::Outgoing;
 use super::records::{record_where, Record, Subject};
 use super::settings::switch_category_in;
 use super::state::RecordState;
+use super::suggestions::{open_suggestion_in, Opened};
 use super::StoreError;
 
 /// What the owner decided (or the sweep, for an expiry), drawn by the consent loop as a value
@@ -62,6 +63,12 @@ pub enum Decided {
         changed: bool,
         by: i64,
         replies: Vec<Outgoing>,
+    },
+    /// The owner's press on a suggestion's button: its mandate request is made and its card
+    /// queued for `card_chat` (`suggestions::open_suggestion_in`).
+    OpenSuggestion {
+        suggestion_id: String,
+        card_chat: i64,
     },
     /// The card's ttl passed: it expires, and its edit (when there is an owner) is queued.
     Expire {
@@ -198,6 +205,13 @@ impl Db {
                         reply.queue_in(tx, effects)?;
                     }
                     Ok(Applied::Done)
+                }
+                Decided::OpenSuggestion {
+                    suggestion_id,
+                    card_chat,
+                } => {
+                    let opened = open_suggestion_in(tx, effects, suggestion_id, *card_chat)?;
+                    Ok(Applied::done_if(opened != Opened::NotOpen))
                 }
                 Decided::Expire { id, card_edit } => {
                     let change = StateChange {

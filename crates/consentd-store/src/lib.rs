@@ -54,6 +54,7 @@ pub mod space;
 pub mod state;
 pub mod stored;
 pub mod strangers;
+pub mod suggestions;
 mod withdraw;
 
 #[cfg(test)]

@@ -69,61 +69,8 @@ impl Db {
             if let Some(refusal) = pending_refusal(tx, policy)? {
                 return refuse(effects, refusal);
             }
-            tx.execute_cached(
-                "INSERT INTO records (id, peer_uid, kind, digest, subject, state, created_at,
-                                      origin)
-                 VALUES (?1, ?2, ?3, ?4, 'mandate', 'pending', ?5, ?6)",
-                params![
-                    id,
-                    ask.peer_uid,
-                    request.kind,
-                    ask.digest,
-                    timestamp(now),
-                    request.origin
-                ],
-            )?;
-            let targets = serde_json::to_string(&request.targets)
-                .map_err(|e| StoreError::Encode(e.to_string()))?;
-            tx.execute_cached(
-                "INSERT INTO mandates (id, kind, targets, days, usd_per_day, actions_per_day, reason,
-                                       ends_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
-                    id,
-                    request.kind,
-                    targets,
-                    request.days,
-                    money_column(request.usd_per_day),
-                    request.actions_per_day,
-                    request.reason,
-                    timestamp(mandate::ends_at(now, request.days))
-                ],
-            )?;
-            if let Some(chat) = policy.card_chat {
-                super::outbox::queue_in(
-                    tx,
-                    chat,
-                    super::outbox::What::Card,
-                    Some(&id),
-                    &super::outbox::Body::default(),
-                    super::outbox::Sound::Gated,
-                    now,
-                )?;
-                effects.queued = true;
-            }
-            // Amounts and counts, never the targets or the reason: the journal holds no text.
-            // No money term has no amount to journal.
-            let asked = JournalEvent::new(EventName::MandateAsked)
-                .with("id", id.as_str())
-                .with("kind", request.kind.as_str())
-                .with("digest", ask.digest.as_str())
-                .with("uid", ask.peer_uid)
-                .with("targets", request.targets.len())
-                .with("days", request.days);
-            effects.push(
-                with_money_term(asked, request.usd_per_day)
-                    .with("actions_per_day", request.actions_per_day),
-            );
+            let asked = insert_request(tx, effects, ask, &id, policy.card_chat, now)?;
+            effects.push(asked);
             let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
             effects.changed.push((id.clone(), record.state));
             Ok((AskOutcome::Created(record), None))
@@ -273,4 +220,73 @@ pub(super) fn stop_in(
     unbutton_in(tx, effects, PressAction::Stop, id)?;
     reply.queue_in(tx, effects)?;
     Ok(true)
+}
+
+/// Stores a mandate request that may be made — its record, its terms, and its card queued for
+/// `card_chat` — and returns its `mandate_asked` line, for the caller to add members to and
+/// journal. The session's request and a suggestion the owner opened both come here.
+pub(crate) fn insert_request(
+    tx: &Connection,
+    effects: &mut Effects,
+    ask: &NewMandate,
+    id: &str,
+    card_chat: Option<i64>,
+    now: DateTime<Utc>,
+) -> Result<JournalEvent, StoreError> {
+    let request = &ask.request;
+    tx.execute_cached(
+        "INSERT INTO records (id, peer_uid, kind, digest, subject, state, created_at,
+                              origin)
+         VALUES (?1, ?2, ?3, ?4, 'mandate', 'pending', ?5, ?6)",
+        params![
+            id,
+            ask.peer_uid,
+            request.kind,
+            ask.digest,
+            timestamp(now),
+            request.origin
+        ],
+    )?;
+    let targets =
+        serde_json::to_string(&request.targets).map_err(|e| StoreError::Encode(e.to_string()))?;
+    tx.execute_cached(
+        "INSERT INTO mandates (id, kind, targets, days, usd_per_day, actions_per_day, reason,
+                               ends_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            id,
+            request.kind,
+            targets,
+            request.days,
+            money_column(request.usd_per_day),
+            request.actions_per_day,
+            request.reason,
+            timestamp(mandate::ends_at(now, request.days))
+        ],
+    )?;
+    if let Some(chat) = card_chat {
+        super::outbox::queue_in(
+            tx,
+            chat,
+            super::outbox::What::Card,
+            Some(id),
+            &super::outbox::Body::default(),
+            super::outbox::Sound::Gated,
+            now,
+        )?;
+        effects.queued = true;
+    }
+    // Amounts and counts, never the targets or the reason: the journal holds no text.
+    // No money term has no amount to journal.
+    let asked = JournalEvent::new(EventName::MandateAsked)
+        .with("id", id)
+        .with("kind", request.kind.as_str())
+        .with("digest", ask.digest.as_str())
+        .with("uid", ask.peer_uid)
+        .with("targets", request.targets.len())
+        .with("days", request.days);
+    Ok(
+        with_money_term(asked, request.usd_per_day)
+            .with("actions_per_day", request.actions_per_day),
+    )
 }

@@ -82,24 +82,42 @@ fn terms_lines(
         lines.push(plain(msg::MANDATE_ANY_USE, &[("label", view.label.into())]));
     }
     lines.push(plain(msg::MANDATE_UNTIL, &[("when", (&until).into())]));
-    lines.push(match view.usd_per_day {
-        Some(usd) => plain(
-            msg::MANDATE_LIMITS,
-            &[
-                ("usd", super::usd(lang, usd).as_str().into()),
-                ("actions", view.actions_per_day.into()),
-            ],
-        ),
-        None => plain(
-            msg::MANDATE_LIMITS_ACTIONS,
-            &[("actions", view.actions_per_day.into())],
-        ),
-    });
+    lines.push(limits_line(
+        view.usd_per_day,
+        view.actions_per_day,
+        locales,
+        lang,
+    ));
     if let Some(reason) = view.reason {
         lines.push(locales.styled(lang, msg::MANDATE_REASON, &[], &[("reason", reason)]));
     }
     lines.push(plain(msg::CARD_RECORD, &[("id", view.record_id.into())]));
     lines
+}
+
+/// "At most $5.00 and 10 actions a day"; with no money term, "At most 10 actions a day".
+fn limits_line(
+    usd_per_day: Option<Decimal>,
+    actions_per_day: u32,
+    locales: &Locales,
+    lang: Language,
+) -> Styled {
+    let text = match usd_per_day {
+        Some(usd) => locales.t(
+            lang,
+            msg::MANDATE_LIMITS,
+            &[
+                ("usd", super::usd(lang, usd).as_str().into()),
+                ("actions", actions_per_day.into()),
+            ],
+        ),
+        None => locales.t(
+            lang,
+            msg::MANDATE_LIMITS_ACTIONS,
+            &[("actions", actions_per_day.into())],
+        ),
+    };
+    Styled::plain(text)
 }
 
 /// The card asking for a mandate, answerable until `expires_at`, with Grant and Decline.
@@ -241,6 +259,66 @@ pub fn render_receipt(
     }
 }
 
+/// What a suggestion offers (`crate::suggest`): the terms a mandate would have, and how many of
+/// the owner's yeses they stand for.
+#[derive(Debug, Clone)]
+pub struct SuggestionView<'a> {
+    /// The category's label in the owner's language.
+    pub label: &'a str,
+    /// Empty for a kind with no target.
+    pub targets: &'a [String],
+    pub days: u32,
+    pub usd_per_day: Option<Decimal>,
+    pub actions_per_day: u32,
+    pub approvals: u32,
+}
+
+/// The suggestion: the yeses it comes from, the terms that would have covered them, that
+/// nothing changes until Grant on the card its one button opens, and that button.
+pub fn render_suggestion(view: &SuggestionView, locales: &Locales, lang: Language) -> Rendered {
+    let plain = |id: &str, args: &[(&str, crate::locale::FluentArg)]| {
+        Styled::plain(locales.t(lang, id, args))
+    };
+    let mut lines = vec![
+        plain(
+            msg::SUGGEST_TITLE,
+            &[
+                ("label", view.label.into()),
+                ("approvals", view.approvals.into()),
+            ],
+        ),
+        plain(msg::SUGGEST_WOULD_COVER, &[]),
+    ];
+    for target in view.targets {
+        lines.push(locales.styled(lang, msg::CARD_TARGET, &[], &[("target", target)]));
+    }
+    if view.targets.is_empty() {
+        lines.push(plain(msg::MANDATE_ANY_USE, &[("label", view.label.into())]));
+    }
+    lines.push(plain(msg::SUGGEST_DAYS, &[("days", view.days.into())]));
+    lines.push(limits_line(
+        view.usd_per_day,
+        view.actions_per_day,
+        locales,
+        lang,
+    ));
+    lines.push(plain(msg::SUGGEST_EXPLAIN, &[]));
+    Rendered {
+        parts: Vec::new(),
+        card: Styled::join(&lines, "\n"),
+        buttons: vec![button(locales, lang, ButtonAction::Suggest)],
+    }
+}
+
+/// The reason a suggested mandate's card gives, in the owner's language.
+pub fn suggestion_reason(locales: &Locales, lang: Language, approvals: u32) -> String {
+    locales.t(
+        lang,
+        msg::SUGGEST_REASON,
+        &[("approvals", approvals.into())],
+    )
+}
+
 /// The reply to the owner's Stop.
 pub fn mandate_stopped(locales: &Locales, lang: Language, label: &str) -> String {
     locales.t(lang, msg::MANDATE_STOPPED, &[("label", label.into())])
@@ -313,6 +391,45 @@ pub(super) mod tests {
                 .contains(&crate::card::usd_digits(lang, "5.00")));
             assert_clean(&rendered.card.text);
             snapshot(format!("mandate_card_{lang}"), show(&rendered));
+        }
+    }
+
+    #[test]
+    fn snapshot_suggestion() {
+        let locales = locales();
+        let targets = vec!["@mila_news".to_owned()];
+        for lang in Language::ALL {
+            for (usd, approvals) in [(Some(Decimal::new(50, 2)), 3), (None, 21)] {
+                let view = SuggestionView {
+                    label: "Post to X",
+                    targets: &targets,
+                    days: 7,
+                    usd_per_day: usd,
+                    actions_per_day: 5,
+                    approvals,
+                };
+                let rendered = render_suggestion(&view, &locales, lang);
+                let actions: Vec<_> = rendered.buttons.iter().map(|b| b.action).collect();
+                assert_eq!(
+                    actions,
+                    [ButtonAction::Suggest],
+                    "one button, which grants nothing"
+                );
+                assert!(rendered.card.text.contains("@mila_news"));
+                assert_eq!(
+                    rendered
+                        .card
+                        .text
+                        .contains(&crate::card::usd_digits(lang, "0.50")),
+                    usd.is_some(),
+                    "a money line only with a money term"
+                );
+                assert_clean(&rendered.card.text);
+                let reason = suggestion_reason(&locales, lang, approvals);
+                assert_clean(&reason);
+                let name = format!("suggestion_{approvals}_{lang}");
+                snapshot(name, format!("{}\n---\n{reason}", show(&rendered)));
+            }
         }
     }
 

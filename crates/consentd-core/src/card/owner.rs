@@ -107,6 +107,8 @@ pub enum Stale {
     /// An On for a kind whose runs could not start: the key `categories.KIND.{leaf}` names
     /// what to fix (`command`, `run_as`, `env_file`).
     CategoryCannotRun { leaf: &'static str },
+    /// A suggestion's button pressed again, or after its 7 days.
+    Suggestion,
 }
 
 /// The press's answer for a stale button (at most `CALLBACK_TEXT_LIMIT` characters);
@@ -124,6 +126,7 @@ pub fn stale_toast(
         Stale::CardWithdrawn => locales.t(lang, msg::STALE_CARD_WITHDRAWN, &[]),
         Stale::MandateStopped => locales.t(lang, msg::STALE_MANDATE_STOPPED, &[]),
         Stale::MandateEnded => locales.t(lang, msg::STALE_MANDATE_ENDED, &[]),
+        Stale::Suggestion => locales.t(lang, msg::STALE_SUGGESTION, &[]),
         Stale::Resumed => locales.t(lang, msg::STALE_RESUMED, &[]),
         Stale::SilencedAgain => locales.t(lang, msg::STALE_SILENCED_AGAIN, &[]),
         Stale::CategoryAlready { on } => locales.t(
@@ -410,6 +413,7 @@ mod tests {
             Stale::CardExpired,
             Stale::MandateStopped,
             Stale::MandateEnded,
+            Stale::Suggestion,
             Stale::Resumed,
             Stale::SilencedAgain,
             Stale::CategoryAlready { on: true },

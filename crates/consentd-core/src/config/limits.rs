@@ -38,6 +38,9 @@ pub struct Limits {
     pub refusal_window: Duration,
     /// Asks are refused `disk_full` while the state directory's file system has less free.
     pub min_free_bytes: u64,
+    /// Approvals of one kind and target within 7 days after which a mandate is suggested
+    /// ([`crate::suggest`]); zero turns suggestions off.
+    pub suggest_mandate_after: u32,
 }
 
 impl Default for Limits {
@@ -293,8 +296,18 @@ pub(crate) const MIN_FREE_BYTES: LimitRule = LimitRule {
     ceiling: Some(64 * 1024 * MIB),
 };
 
+/// Three yeses to the same thing in a week is a habit worth a bounded mandate; a threshold
+/// above a hundred would never be met by anyone who still reads the cards. Zero is off.
+pub(crate) const SUGGEST_MANDATE_AFTER: LimitRule = LimitRule {
+    key: "suggest_mandate_after",
+    kind: Count,
+    default: 3,
+    lower: Some((0, Lower::Minimum)),
+    ceiling: Some(100),
+};
+
 /// Every limit, in the order the walk reads them and reports their problems.
-pub(crate) const RULES: [LimitRule; 17] = [
+pub(crate) const RULES: [LimitRule; 18] = [
     CARD_TTL,
     DECLINE_MEMORY,
     DECLINE_STREAK,
@@ -312,6 +325,7 @@ pub(crate) const RULES: [LimitRule; 17] = [
     REFUSALS_PER_MINUTE,
     REFUSAL_WINDOW,
     MIN_FREE_BYTES,
+    SUGGEST_MANDATE_AFTER,
 ];
 
 /// The keys `[limits]` may hold: the table's, in its order.
@@ -357,6 +371,7 @@ impl Limits {
             refusals_per_minute: source.number(&REFUSALS_PER_MINUTE) as u32,
             refusal_window: source.duration(&REFUSAL_WINDOW),
             min_free_bytes: source.number(&MIN_FREE_BYTES),
+            suggest_mandate_after: source.number(&SUGGEST_MANDATE_AFTER) as u32,
         }
     }
 }

@@ -85,18 +85,8 @@ pub fn check_mandate(
         reason: ask.reason.clone().filter(|reason| !reason.is_empty()),
         origin: ask.origin.clone(),
     };
-    let rules = KindRules {
-        exists: true,
-        mandate_ok: category.mandate_ok,
-        destructive: category.class == config::Class::Destructive,
-        targeted: category.target != Presence::None,
-        costs: category.cost != Cost::None,
-    };
-    let ceilings = Ceilings {
-        max_days: limits.mandate_max_days,
-        max_usd_per_day: limits.mandate_max_usd_per_day,
-        max_actions_per_day: limits.mandate_max_actions_per_day,
-    };
+    let rules = KindRules::of(category);
+    let ceilings = Ceilings::of(limits);
     mandate::check_terms(&request, &rules, &ceilings)
         .map_err(|refusal| Refusal::new(Reason::MandateTerms, refusal.message))?;
     if let Some(message) = crate::lookalike::mandate_targets_refusal(&request.targets) {

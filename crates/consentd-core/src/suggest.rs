@@ -1,0 +1,194 @@
+//! Suggested mandates: when the owner keeps saying yes to the same kind and target, consentd
+//! offers the bounded mandate that would have covered those yeses, instead of the next card.
+//! Pure: the caller reads the history from the store and applies what this decides.
+//!
+//! Policy, checked in this order, the first that holds giving its reason:
+//!
+//! 1. `off` — `[limits] suggest_mandate_after` is zero.
+//! 2. `no_mandates` — the category never takes a mandate (destructive, or not `mandate_ok`).
+//! 3. `too_few` — fewer than `suggest_mandate_after` of the owner's yeses to this kind and
+//!    target in the last 7 days, the one just run included.
+//! 4. `covered` — an open mandate already names this kind and target: its limits are what sent
+//!    the card, and a second mandate beside it would double them behind the owner's back.
+//! 5. `repeated` — a suggestion for this kind and target was made in the last 7 days. Granted,
+//!    declined or ignored, the owner has seen it; asking again within the week is nagging.
+//! 6. `one_a_day` — a suggestion (for anything) was already made today, in the owner's day.
+//! 7. `terms` — the terms would not pass the checks every mandate request meets (a target with
+//!    a wildcard, or a look-alike of another, say): nothing is offered that could not be asked.
+//!
+//! The terms offered are the least that would have covered the week, with room: that target
+//! (none for a kind without one), the longest term the config allows (at most 7 days), and the
+//! busiest local day's count and money rounded up to the next step above them — a multiple of 5
+//! actions, of $0.50 — and never above a ceiling. A kind that never costs gets no money term.
+
+use chrono::{DateTime, Duration, Utc};
+use chrono_tz::Tz;
+use rust_decimal::Decimal;
+use std::collections::BTreeMap;
+
+use crate::config::{Category, Limits};
+use crate::mandate::{self, Ceilings, MandateRequest};
+
+/// How far back approvals count, and how long a suggestion is not made again.
+pub const WINDOW_DAYS: i64 = 7;
+/// Actions a day are offered in steps of this many.
+const ACTIONS_STEP: u32 = 5;
+/// Money a day is offered in steps of this many cents.
+const USD_STEP_CENTS: i64 = 50;
+
+/// One of the owner's yeses to this kind and target: when it was asked and what it cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Approval {
+    pub asked_at: DateTime<Utc>,
+    pub cost_usd: Option<Decimal>,
+}
+
+/// What the store knows of this kind and target, as of now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct History {
+    /// The owner's yeses in the last [`WINDOW_DAYS`], the one just run included.
+    pub approvals: Vec<Approval>,
+    /// An open mandate names this kind and target (or, for a kind without one, the kind).
+    pub covered_by_open_mandate: bool,
+    /// When the last suggestion for this kind and target was made.
+    pub last_suggested: Option<DateTime<Utc>>,
+    /// When the last suggestion for anything was made.
+    pub last_suggested_any: Option<DateTime<Utc>>,
+}
+
+/// Why no suggestion is made; see the module's policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotSuggested {
+    Off,
+    NoMandates,
+    TooFew { approvals: u32 },
+    Covered,
+    Repeated,
+    OneADay,
+    Terms(String),
+}
+
+impl NotSuggested {
+    /// A stable lowercase name, for logs and tests.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            NotSuggested::Off => "off",
+            NotSuggested::NoMandates => "no_mandates",
+            NotSuggested::TooFew { .. } => "too_few",
+            NotSuggested::Covered => "covered",
+            NotSuggested::Repeated => "repeated",
+            NotSuggested::OneADay => "one_a_day",
+            NotSuggested::Terms(_) => "terms",
+        }
+    }
+}
+
+/// A suggestion to make: the mandate request its button opens (the caller sets its `reason`
+/// in the owner's words before taking its digest), how many yeses it stands for, and the busiest
+/// day's count and money it was drawn from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offer {
+    pub request: MandateRequest,
+    pub approvals: u32,
+    pub busiest_actions: u32,
+    pub busiest_usd: Decimal,
+}
+
+/// What to say about one kind and target just approved and run.
+#[derive(Debug, Clone, Copy)]
+pub struct Asked<'a> {
+    pub category: &'a Category,
+    pub target: Option<&'a str>,
+}
+
+/// Decides whether the owner's latest yes to `asked` is followed by a suggestion.
+pub fn decide(
+    asked: Asked<'_>,
+    limits: &Limits,
+    history: &History,
+    now: DateTime<Utc>,
+    tz: Tz,
+) -> Result<Offer, NotSuggested> {
+    let after = limits.suggest_mandate_after;
+    if after == 0 {
+        return Err(NotSuggested::Off);
+    }
+    let rules = mandate::KindRules::of(asked.category);
+    if rules.destructive || !rules.mandate_ok {
+        return Err(NotSuggested::NoMandates);
+    }
+    let since = now - Duration::days(WINDOW_DAYS);
+    let recent: Vec<&Approval> = history
+        .approvals
+        .iter()
+        .filter(|a| a.asked_at > since && a.asked_at <= now)
+        .collect();
+    let approvals = u32::try_from(recent.len()).unwrap_or(u32::MAX);
+    if approvals < after {
+        return Err(NotSuggested::TooFew { approvals });
+    }
+    if history.covered_by_open_mandate {
+        return Err(NotSuggested::Covered);
+    }
+    if history.last_suggested.is_some_and(|at| at > since) {
+        return Err(NotSuggested::Repeated);
+    }
+    let (today, _) = mandate::local_day(now, tz);
+    if history.last_suggested_any.is_some_and(|at| at >= today) {
+        return Err(NotSuggested::OneADay);
+    }
+    let (busiest_actions, busiest_usd) = busiest_day(&recent, tz);
+    let ceilings = Ceilings::of(limits).effective();
+    let request = MandateRequest {
+        kind: asked.category.name.clone(),
+        targets: asked.target.map(str::to_owned).into_iter().collect(),
+        days: ceilings.max_days,
+        usd_per_day: rules
+            .costs
+            .then(|| step_above_usd(busiest_usd).min(ceilings.max_usd_per_day)),
+        actions_per_day: step_above_actions(busiest_actions).min(ceilings.max_actions_per_day),
+        reason: None,
+        origin: None,
+    };
+    mandate::check_terms(&request, &rules, &ceilings)
+        .map_err(|refusal| NotSuggested::Terms(refusal.message))?;
+    if let Some(message) = crate::lookalike::mandate_targets_refusal(&request.targets) {
+        return Err(NotSuggested::Terms(message));
+    }
+    Ok(Offer {
+        request,
+        approvals,
+        busiest_actions,
+        busiest_usd,
+    })
+}
+
+/// The busiest local day's count of yeses and their money (each the day's highest, which may
+/// be two different days).
+fn busiest_day(approvals: &[&Approval], tz: Tz) -> (u32, Decimal) {
+    let mut days: BTreeMap<DateTime<Utc>, (u32, Decimal)> = BTreeMap::new();
+    for approval in approvals {
+        let (start, _) = mandate::local_day(approval.asked_at, tz);
+        let day = days.entry(start).or_default();
+        day.0 += 1;
+        day.1 += approval.cost_usd.unwrap_or_default();
+    }
+    days.values().fold((0, Decimal::ZERO), |(count, usd), day| {
+        (count.max(day.0), usd.max(day.1))
+    })
+}
+
+/// The next multiple of [`ACTIONS_STEP`] above `busiest`: room for a busier day than any seen.
+fn step_above_actions(busiest: u32) -> u32 {
+    (busiest / ACTIONS_STEP + 1).saturating_mul(ACTIONS_STEP)
+}
+
+/// The next multiple of $0.50 above `busiest`.
+fn step_above_usd(busiest: Decimal) -> Decimal {
+    let step = Decimal::new(USD_STEP_CENTS, 2);
+    ((busiest / step).floor() + Decimal::ONE) * step
+}
+
+#[cfg(test)]
+#[path = "suggest_tests.rs"]
+mod tests;

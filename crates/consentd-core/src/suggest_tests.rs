@@ -1,0 +1,308 @@
+//! The suggestion rules, one case per rule, and the terms never above a ceiling.
+
+use chrono::TimeZone;
+use rust_decimal::Decimal;
+
+use super::*;
+use crate::config::{self, Config};
+
+const CONFIG: &str = r#"
+[paths]
+state_dir = "/var/lib/consentd"
+
+[limits]
+mandate_max_days = 5
+mandate_max_usd_per_day = "2.00"
+mandate_max_actions_per_day = 12
+
+[categories.post]
+label = { en = "Post" }
+class = "external"
+enabled = true
+mandate_ok = true
+target = "required"
+text = "required"
+command = ["/bin/true"]
+
+[categories.image]
+label = { en = "Generate an image" }
+class = "spend"
+enabled = true
+mandate_ok = true
+cost = "request"
+command = ["/bin/true"]
+
+[categories.letter]
+label = { en = "Send a letter" }
+class = "external"
+enabled = true
+target = "required"
+command = ["/bin/true"]
+
+[categories.wipe]
+label = { en = "Delete a post" }
+class = "destructive"
+enabled = true
+target = "required"
+command = ["/bin/true"]
+"#;
+
+/// The test config; its destructive kind is made `mandate_ok` after the check (which refuses
+/// that), to show the suggestion's own rule holds even then.
+fn config() -> Config {
+    let mut config = config::parse(CONFIG, "test").unwrap();
+    config.categories.get_mut("wipe").unwrap().mandate_ok = true;
+    config
+}
+
+fn at(day: u32, hour: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 12, day, hour, 0, 0).unwrap()
+}
+
+fn yes(day: u32, hour: u32, cost: Option<&str>) -> Approval {
+    Approval {
+        asked_at: at(day, hour),
+        cost_usd: cost.map(|c| c.parse().unwrap()),
+    }
+}
+
+fn history(approvals: Vec<Approval>) -> History {
+    History {
+        approvals,
+        ..History::default()
+    }
+}
+
+fn decide_for(kind: &str, target: Option<&str>, history: &History) -> Result<Offer, NotSuggested> {
+    let config = config();
+    let asked = Asked {
+        category: &config.categories[kind],
+        target,
+    };
+    decide(asked, &config.limits, history, at(10, 12), chrono_tz::UTC)
+}
+
+fn three_posts() -> Vec<Approval> {
+    vec![yes(8, 9, None), yes(9, 9, None), yes(10, 11, None)]
+}
+
+#[test]
+fn the_rules_in_order_each_with_its_reason() {
+    let mut off = config();
+    off.limits.suggest_mandate_after = 0;
+    let asked = Asked {
+        category: &off.categories["post"],
+        target: Some("@news"),
+    };
+    let got = decide(
+        asked,
+        &off.limits,
+        &history(three_posts()),
+        at(10, 12),
+        chrono_tz::UTC,
+    );
+    assert_eq!(
+        got.unwrap_err(),
+        NotSuggested::Off,
+        "zero turns suggestions off"
+    );
+
+    type Case = (
+        &'static str,
+        &'static str,
+        Option<&'static str>,
+        History,
+        &'static str,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "a destructive kind, even mandate_ok",
+            "wipe",
+            Some("@news"),
+            history(three_posts()),
+            "no_mandates",
+        ),
+        (
+            "a kind that is not mandate_ok",
+            "letter",
+            Some("a@b.c"),
+            history(three_posts()),
+            "no_mandates",
+        ),
+        (
+            "the second yes",
+            "post",
+            Some("@news"),
+            history(three_posts()[1..].to_vec()),
+            "too_few",
+        ),
+        (
+            "a yes older than 7 days does not count",
+            "post",
+            Some("@news"),
+            history(vec![yes(3, 11, None), yes(9, 9, None), yes(10, 11, None)]),
+            "too_few",
+        ),
+        (
+            "an open mandate already names it",
+            "post",
+            Some("@news"),
+            History {
+                covered_by_open_mandate: true,
+                ..history(three_posts())
+            },
+            "covered",
+        ),
+        (
+            "suggested for it 6 days ago",
+            "post",
+            Some("@news"),
+            History {
+                last_suggested: Some(at(4, 13)),
+                ..history(three_posts())
+            },
+            "repeated",
+        ),
+        (
+            "something else was suggested this morning",
+            "post",
+            Some("@news"),
+            History {
+                last_suggested_any: Some(at(10, 0)),
+                ..history(three_posts())
+            },
+            "one_a_day",
+        ),
+        (
+            "a target no mandate may name",
+            "post",
+            Some("@news*"),
+            history(three_posts()),
+            "terms",
+        ),
+    ];
+    for (name, kind, target, history, want) in cases {
+        let got = decide_for(kind, target, &history);
+        assert_eq!(got.map_err(|why| why.as_str()).err(), Some(want), "{name}");
+    }
+}
+
+#[test]
+fn the_third_yes_suggests_and_the_old_suggestion_lapses_after_7_days() {
+    let offer = decide_for("post", Some("@news"), &history(three_posts())).unwrap();
+    assert_eq!(offer.approvals, 3);
+    assert_eq!(offer.request.targets, vec!["@news".to_owned()]);
+    assert_eq!(offer.request.usd_per_day, None, "a kind that never costs");
+    assert_eq!(offer.request.days, 5, "the config's ceiling, below 7");
+    let lapsed = History {
+        last_suggested: Some(at(3, 11)),
+        last_suggested_any: Some(at(9, 23)),
+        ..history(three_posts())
+    };
+    assert!(decide_for("post", Some("@news"), &lapsed).is_ok());
+}
+
+#[test]
+fn terms_round_the_busiest_day_up_to_the_next_step() {
+    // Day 9: 3 images, $0.12; day 10: 1 image at $0.45. Count and money each take their day.
+    let images = vec![
+        yes(9, 9, Some("0.04")),
+        yes(9, 10, Some("0.04")),
+        yes(9, 11, Some("0.04")),
+        yes(10, 9, Some("0.45")),
+    ];
+    let offer = decide_for("image", None, &history(images)).unwrap();
+    assert_eq!(
+        (offer.busiest_actions, offer.busiest_usd),
+        (3, "0.45".parse().unwrap())
+    );
+    assert_eq!(offer.request.actions_per_day, 5);
+    assert_eq!(offer.request.usd_per_day, Some("0.50".parse().unwrap()));
+    assert!(
+        offer.request.targets.is_empty(),
+        "a kind without a target names none"
+    );
+    let cases: [(u32, u32); 5] = [(0, 5), (3, 5), (4, 5), (5, 10), (12, 15)];
+    for (busiest, want) in cases {
+        assert_eq!(step_above_actions(busiest), want, "{busiest} actions");
+    }
+    let money: [(&str, &str); 4] = [
+        ("0", "0.50"),
+        ("0.24", "0.50"),
+        ("0.50", "1.00"),
+        ("1.01", "1.50"),
+    ];
+    for (busiest, want) in money {
+        let got = step_above_usd(busiest.parse().unwrap());
+        assert_eq!(got, want.parse::<Decimal>().unwrap(), "${busiest}");
+    }
+}
+
+#[test]
+fn terms_never_exceed_a_ceiling() {
+    // 20 yeses in one day at $0.30: above both of this config's ceilings (12 a day, $2.00).
+    let busy: Vec<Approval> = (0..20).map(|i| yes(10, i / 2, Some("0.30"))).collect();
+    let offer = decide_for("image", None, &history(busy)).unwrap();
+    assert_eq!(offer.request.actions_per_day, 12);
+    assert_eq!(offer.request.usd_per_day, Some("2.00".parse().unwrap()));
+    assert_eq!(offer.request.days, 5);
+    // And SPEC's own ceilings hold for a config that lowers none.
+    let mut spec = config();
+    spec.limits = crate::config::Limits::default();
+    let many: Vec<Approval> = (0..200).map(|i| yes(10, i / 20, Some("1.00"))).collect();
+    let asked = Asked {
+        category: &spec.categories["image"],
+        target: None,
+    };
+    let offer = decide(
+        asked,
+        &spec.limits,
+        &history(many),
+        at(10, 12),
+        chrono_tz::UTC,
+    )
+    .unwrap();
+    assert_eq!(offer.request.actions_per_day, 100);
+    assert_eq!(offer.request.usd_per_day, Some("10.00".parse().unwrap()));
+    assert_eq!(offer.request.days, 7);
+}
+
+#[test]
+fn days_are_the_owners_local_days() {
+    // 23:30 and 00:30 in Moscow are two days there, though one UTC day: two yeses a day at
+    // most, so the count offered is 5, and the third yes still suggests.
+    let tz = chrono_tz::Europe::Moscow;
+    let local = |d: u32, h: u32, m: u32| {
+        tz.with_ymd_and_hms(2026, 12, d, h, m, 0)
+            .unwrap()
+            .with_timezone(&Utc)
+    };
+    let approvals = vec![
+        Approval {
+            asked_at: local(9, 22, 0),
+            cost_usd: None,
+        },
+        Approval {
+            asked_at: local(9, 23, 30),
+            cost_usd: None,
+        },
+        Approval {
+            asked_at: local(10, 0, 30),
+            cost_usd: None,
+        },
+    ];
+    let config = config();
+    let asked = Asked {
+        category: &config.categories["post"],
+        target: Some("@news"),
+    };
+    let offer = decide(
+        asked,
+        &config.limits,
+        &history(approvals),
+        local(10, 1, 0),
+        tz,
+    )
+    .unwrap();
+    assert_eq!(offer.busiest_actions, 2);
+}

@@ -1,0 +1,138 @@
+//! Suggested mandates in the chat: after the owner's yes to a card has run, whether to offer a
+//! mandate instead of the next card (the pure [`crate::suggest::decide`]) and, when it says so,
+//! the silent message with its one signed button; and that button's press, which opens an
+//! ordinary mandate card — granting still takes the owner's Grant on it.
+
+use chrono::{DateTime, Utc};
+
+use crate::card::mandate::{render_suggestion, suggestion_reason, SuggestionView};
+use crate::deadline::Now;
+use crate::mandate;
+use crate::store::outbox::{Body, Sound};
+use crate::store::suggestions::{new_suggestion_id, Suggestion};
+use crate::store::{Decided, Outgoing, Record, RecordState, StoreError, Subject};
+use crate::suggest::{self, Asked};
+
+use super::stale;
+use super::{Consent, Decision, PressSubject};
+
+impl Consent {
+    /// After a run a card's yes started has ended: a suggestion when the rules say so. Never
+    /// fails the run's outcome, which is already recorded: a problem here is logged.
+    pub(super) async fn suggest_after(
+        &self,
+        record: &Record,
+        ended: RecordState,
+        now: DateTime<Utc>,
+    ) {
+        if ended != RecordState::Executed
+            || record.mandate_id.is_some()
+            || record.subject != Subject::Action
+            || record.decided_by.is_none()
+        {
+            return;
+        }
+        if let Err(error) = self.try_suggest(record, now).await {
+            tracing::warn!(%error, id = %record.id, "no suggestion: the store failed");
+        }
+    }
+
+    async fn try_suggest(&self, record: &Record, now: DateTime<Utc>) -> Result<(), StoreError> {
+        let (Some(owner), Some(kind)) = (self.owner(), record.kind.clone()) else {
+            return Ok(());
+        };
+        let Some(category) = self.config.categories.get(&kind) else {
+            return Ok(());
+        };
+        let (uid, target) = (record.peer_uid, record.target.clone());
+        let lookup = (kind.clone(), target.clone());
+        let history = self
+            .store
+            .call(move |db| db.suggestion_history(uid, &lookup.0, lookup.1.as_deref(), now))
+            .await?;
+        let tz = self.config.owner.timezone;
+        let asked = Asked {
+            category,
+            target: target.as_deref(),
+        };
+        let offer = match suggest::decide(asked, &self.config.limits, &history, now, tz) {
+            Ok(offer) => offer,
+            Err(why) => {
+                tracing::debug!(id = %record.id, reason = why.as_str(), "no suggestion");
+                return Ok(());
+            }
+        };
+        let lang = owner.language;
+        let mut request = offer.request;
+        request.reason = Some(suggestion_reason(&self.locales, lang, offer.approvals));
+        let digest = request.digest().to_hex();
+        let view = SuggestionView {
+            label: category.label(lang),
+            targets: &request.targets,
+            days: request.days,
+            usd_per_day: request.usd_per_day,
+            actions_per_day: request.actions_per_day,
+            approvals: offer.approvals,
+        };
+        let rendered = render_suggestion(&view, &self.locales, lang);
+        let id = new_suggestion_id()?;
+        let buttons = self.signed(rendered.buttons, &id, &digest);
+        let message = Outgoing::message(owner.id, Body::new(rendered.card, buttons), Sound::Silent);
+        let suggestion = Suggestion {
+            id,
+            peer_uid: uid,
+            request,
+            digest,
+            approvals: offer.approvals,
+            created_at: now,
+            opened_at: None,
+        };
+        let (day_start, _) = mandate::local_day(now, tz);
+        let made = self
+            .store
+            .call(move |db| db.offer_suggestion(&suggestion, &message, day_start, now))
+            .await?;
+        if !made {
+            tracing::debug!(id = %record.id, "no suggestion: another was made meanwhile");
+        }
+        Ok(())
+    }
+
+    /// A suggestion as the subject of a press of its button: open while not opened and within
+    /// its week; its button is signed for the digest of the mandate request it opens.
+    pub(super) async fn suggestion_subject(
+        &self,
+        id: &str,
+        now: &Now,
+    ) -> Result<Option<PressSubject>, StoreError> {
+        let lookup = id.to_owned();
+        let Some(found) = self.store.call(move |db| db.suggestion(&lookup)).await? else {
+            return Ok(None);
+        };
+        let open = found.is_open(now.wall);
+        Ok(Some(PressSubject {
+            digest: found.digest,
+            open,
+            window: None,
+            stale: stale::suggestion(open),
+        }))
+    }
+
+    /// The owner's press on a suggestion's button: its mandate request is made and its card
+    /// queued, as if the session had asked for exactly those terms.
+    pub(super) async fn suggestion_opened(
+        &self,
+        suggestion_id: String,
+        decision: Decision,
+    ) -> Result<(), StoreError> {
+        let card_chat = self.owner().map_or(decision.from.id, |o| o.id);
+        let decided = Decided::OpenSuggestion {
+            suggestion_id,
+            card_chat,
+        };
+        self.store
+            .decide(decision.offset_with(decided), decision.now)
+            .await
+            .map(|_| ())
+    }
+}
