@@ -628,7 +628,11 @@ fn subject(message: &ChatMessage, button: usize) -> String {
 
 #[test]
 fn a_news_agents_week_keeps_the_owners_attention_within_the_contracts_limits() {
-    let variants: [(&'static str, DaemonBuilder); 1] = [("suggestions off", Daemon::builder())];
+    // The limit set both ways, not left to the fixture's default.
+    let variants = [
+        ("suggestions on", Daemon::builder().suggestions(3)),
+        ("suggestions off", Daemon::builder().suggestions(0)),
+    ];
     let figures: Vec<Figures> = std::thread::scope(|scope| {
         let runs: Vec<_> = variants
             .into_iter()
