@@ -104,6 +104,25 @@ impl Clock for OffsetClock {
     }
 }
 
+/// The environment variable that turns off the sender's pacing, for [`unpaced`].
+#[cfg(feature = "test-hooks")]
+pub const UNPACED_ENV: &str = "CONSENTD_TEST_UNPACED";
+
+/// Whether the sender sends without its pace of about one message a second: only in a
+/// `test-hooks` build whose environment sets `CONSENTD_TEST_UNPACED`, so that a test replaying a
+/// week of simulated time does not wait a real second for each of its messages.
+#[cfg(feature = "test-hooks")]
+pub(crate) fn unpaced() -> bool {
+    std::env::var_os(UNPACED_ENV).is_some()
+}
+
+/// In a build without the `test-hooks` feature the sender is always paced.
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+pub(crate) fn unpaced() -> bool {
+    false
+}
+
 /// The daemon's clock: the system clock, or (in a `test-hooks` build) an [`OffsetClock`] when the
 /// environment asks for one.
 #[cfg(feature = "test-hooks")]

@@ -146,6 +146,12 @@ impl DaemonBuilder {
         self
     }
 
+    /// Turns off the sender's pace of about one message a second (`CONSENTD_TEST_UNPACED`), for
+    /// a test that sends days of simulated messages and must not wait a real second for each.
+    pub fn unpaced(self) -> Self {
+        self.env("CONSENTD_TEST_UNPACED", "1")
+    }
+
     /// Sets `limits.decline_streak` (the default is the ceiling, 3).
     pub fn decline_streak(mut self, streak: u32) -> Self {
         self.decline_streak = streak;

@@ -3,6 +3,7 @@
 
 mod ask;
 mod attachments;
+mod attention;
 mod binding;
 mod budgets;
 mod budgets_disk;
