@@ -32,6 +32,7 @@ mod mcp;
 mod owner;
 mod privilege;
 mod protocol_additions;
+mod review2_suggest;
 mod runs;
 mod sandbox;
 mod session_cli;

@@ -13,12 +13,12 @@ use crate::owner::{events, say};
 /// "@mіla_news" with a Cyrillic і (U+0456).
 const CYRILLIC_I: &str = "@m\u{456}la_news";
 
-fn daemon() -> Daemon {
+pub(crate) fn daemon() -> Daemon {
     DaemonBuilder::default().suggestions(3).start()
 }
 
 /// Asks `request`, says yes on its card and waits until it ran; returns the card as drawn.
-fn approved(daemon: &Daemon, request: &Value) -> ChatMessage {
+pub(crate) fn approved(daemon: &Daemon, request: &Value) -> ChatMessage {
     let (id, status) = ask(daemon, request);
     assert_eq!(status, "pending", "{id}");
     let card = daemon.card_of(&id);
@@ -27,11 +27,11 @@ fn approved(daemon: &Daemon, request: &Value) -> ChatMessage {
     card
 }
 
-fn post(target: &str, n: usize) -> Value {
+pub(crate) fn post(target: &str, n: usize) -> Value {
     ask_to(target, &format!("News item {n} for {target}"), "0.10")
 }
 
-fn suggestions(daemon: &Daemon) -> Vec<ChatMessage> {
+pub(crate) fn suggestions(daemon: &Daemon) -> Vec<ChatMessage> {
     daemon
         .owner_chat()
         .into_iter()
@@ -45,7 +45,7 @@ fn suggestions(daemon: &Daemon) -> Vec<ChatMessage> {
 }
 
 /// Three yeses to posts to `target`, and the suggestion that follows them.
-fn suggested(daemon: &Daemon, target: &str) -> (Vec<ChatMessage>, ChatMessage) {
+pub(crate) fn suggested(daemon: &Daemon, target: &str) -> (Vec<ChatMessage>, ChatMessage) {
     let cards: Vec<ChatMessage> = (0..3).map(|n| approved(daemon, &post(target, n))).collect();
     daemon.wait_for("a suggestion", |_| !suggestions(daemon).is_empty());
     (cards, suggestions(daemon).pop().unwrap())

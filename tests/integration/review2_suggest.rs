@@ -1,0 +1,282 @@
+//! A second review of suggested mandates and held receipts: each test states a rule the fixes
+//! claim, and fails where the daemon breaks it.
+
+use chrono::{DateTime, Duration, Utc};
+use nix::sys::signal::Signal;
+use serde_json::{json, Value};
+
+use crate::fixture::{noon_today, Daemon, DaemonBuilder};
+use crate::mandates::{ask, ask_to, grant};
+use crate::owner::{events, say};
+use crate::suggestions_hostile::{approved, daemon, post, suggested};
+
+/// A minute past `base`, `d` days on.
+fn days_on(base: DateTime<Utc>, d: i64) -> DateTime<Utc> {
+    base + Duration::days(d) + Duration::minutes(1)
+}
+
+/// Open mandates (granted, not stopped, not ended) that name `target`.
+fn open_mandates_naming(daemon: &Daemon, target: &str) -> Vec<String> {
+    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
+    let mut statement = db
+        .prepare(
+            "SELECT id, targets FROM mandates WHERE opened_at IS NOT NULL
+             AND stopped_at IS NULL AND ended_at IS NULL",
+        )
+        .unwrap();
+    let rows = statement
+        .query_map([], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+        })
+        .unwrap();
+    rows.map(Result::unwrap)
+        .filter(|(_, targets)| {
+            serde_json::from_str::<Vec<String>>(targets)
+                .unwrap()
+                .iter()
+                .any(|t| t == target)
+        })
+        .map(|(id, _)| id)
+        .collect()
+}
+
+/// suggest.rs: "a second mandate beside [an open one] would double [its limits] behind the
+/// owner's back", and the first review made the button check it. The check runs only when the
+/// button is pressed: the card it opens stays grantable. Pressed, then a session's own mandate
+/// for @news granted, then the suggested card's Grant opens a second mandate for @news beside
+/// it — on a card that says "Suggested by consentd".
+#[test]
+fn a_suggested_card_granted_after_a_mandate_for_its_target_opens_no_second_one() {
+    let daemon = daemon();
+    let (_, suggestion) = suggested(&daemon, "@news");
+    daemon.tap(&suggestion, 0);
+    let asked = daemon.wait_for_event("mandate_asked");
+    let suggested_id = asked["id"].as_str().unwrap().to_owned();
+    let card = daemon.card_of(&suggested_id);
+    let own = grant(&daemon, &["@news"], 2, "5.00", 5);
+    daemon.press_yes(&card);
+    daemon.settle();
+    let open = open_mandates_naming(&daemon, "@news");
+    assert!(
+        open.len() <= 1,
+        "two open mandates for @news, the session's {own} and the suggested one: {open:?}"
+    );
+}
+
+/// The rule a session's mandate request meets (`ask_mandate`): "The same open request is
+/// joined, not asked again: no second card." A session asks exactly the terms consentd is
+/// suggesting (same digest); the owner then presses the suggestion: a second card for the very
+/// same request, and Grant on both opens the same terms twice.
+#[test]
+fn a_suggestion_for_terms_already_asked_joins_the_open_request_and_draws_no_second_card() {
+    let daemon = daemon();
+    let (_, suggestion) = suggested(&daemon, "@news");
+    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
+    let (days, usd, actions, digest): (u32, String, u32, String) = db
+        .query_row(
+            "SELECT days, usd_per_day, actions_per_day, digest FROM suggestions",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+        )
+        .unwrap();
+    let mut request = json!({"v":1,"op":"mandate","kind":"publish_x","targets":["@news"],
+        "days":days,"actions_per_day":actions,"wait":false});
+    if !usd.is_empty() {
+        request["usd_per_day"] = Value::String(usd);
+    }
+    let own = daemon.request(&request);
+    assert_eq!(own["status"], "pending", "{own}");
+    let same: Vec<Value> = events(&daemon, "mandate_asked")
+        .into_iter()
+        .filter(|e| e["digest"] == digest.as_str())
+        .collect();
+    assert_eq!(
+        same.len(),
+        1,
+        "the session asked the suggested terms: {same:?}"
+    );
+    daemon.tap(&suggestion, 0);
+    daemon.settle();
+    let same: Vec<Value> = events(&daemon, "mandate_asked")
+        .into_iter()
+        .filter(|e| e["digest"] == digest.as_str())
+        .collect();
+    assert_eq!(
+        same.len(),
+        1,
+        "a second card for the same open request (digest {digest}): {same:?}"
+    );
+}
+
+/// The 7-day rule now runs from the owner's last answer to a suggestion ("Granted, declined or
+/// ignored, the owner has seen it; asking again within the week is nagging"). A Stop is the
+/// owner's latest and plainest answer to a suggested mandate, and it does not count: granted
+/// on day 0 and stopped on day 6, the same standing permission is offered again on day 7.
+#[test]
+fn a_suggested_mandate_the_owner_stopped_is_not_suggested_again_the_next_day() {
+    let daemon = daemon();
+    let base = noon_today();
+    let (_, first) = suggested(&daemon, "@news");
+    daemon.tap(&first, 0);
+    let asked = daemon.wait_for_event("mandate_asked");
+    let id = asked["id"].as_str().unwrap().to_owned();
+    daemon.press_yes(&daemon.card_of(&id));
+    daemon.wait_state(&id, "granted");
+    daemon.set_clock(days_on(base, 6));
+    let listed = say(&daemon, "/mandates", &id);
+    daemon.tap(&listed, 0);
+    daemon.wait_for_event("mandate_stop");
+    daemon.set_clock(days_on(base, 7));
+    for n in 10..13 {
+        approved(&daemon, &post("@news", n));
+    }
+    daemon.settle();
+    let made = events(&daemon, "mandate_suggested");
+    assert_eq!(
+        made.len(),
+        1,
+        "suggested again a day after the owner stopped the suggested mandate: {made:?}"
+    );
+}
+
+/// A receipt held through quiet hours is sent with the evening summary, hours later. The owner
+/// stopped its mandate in the morning: every Stop already drawn was taken away, but the held
+/// receipt is not drawn yet, and goes out at 21:00 with a live Stop for a mandate that is over.
+#[test]
+fn a_held_receipt_of_a_mandate_stopped_since_comes_without_a_stop() {
+    let daemon = DaemonBuilder::default()
+        .gate("quiet_hours = \"23:00-08:00\"\nnight_card_limit = 3")
+        .start();
+    let mandate = grant(&daemon, &["@news"], 2, "5.00", 5);
+    // 02:00 the next day.
+    daemon.set_clock(noon_today() + Duration::hours(14));
+    let (night, status) = ask(
+        &daemon,
+        &ask_to("@news", "Posted at two in the night", "0.10"),
+    );
+    assert_eq!(status, "running", "{night}");
+    daemon.wait_state(&night, "executed");
+    daemon.settle();
+    // 10:00: the owner stops the mandate.
+    daemon.set_clock(noon_today() + Duration::hours(22));
+    let listed = say(&daemon, "/mandates", &mandate);
+    daemon.tap(&listed, 0);
+    daemon.wait_for_event("mandate_stop");
+    // 21:01: the summary releases the held receipt.
+    daemon.set_clock(noon_today() + Duration::hours(33) + Duration::minutes(1));
+    daemon.wait_for_event("summary_sent");
+    crate::suggestions::drain_last_lane(&daemon);
+    let told = daemon
+        .owner_chat()
+        .into_iter()
+        .find(|m| {
+            m.text
+                .as_deref()
+                .is_some_and(|t| t.contains("Posted at two in the night"))
+        })
+        .expect("the held receipt reached the owner with the summary");
+    let stops: Vec<String> = told
+        .buttons()
+        .iter()
+        .filter(|b| b.text == "Stop")
+        .map(|b| b.callback_data.clone().unwrap_or_default())
+        .collect();
+    assert!(
+        stops.is_empty(),
+        "a receipt shown at 21:00 offers Stop on mandate {mandate}, stopped at 10:00: {stops:?}"
+    );
+}
+
+/// SPEC §10: "With `receipts = "summary"` receipts are not sent one by one, only counted in the
+/// evening summary." A receipt held overnight under `receipts = "each"` is kept in the outbox
+/// across a restart; the owner switches to `receipts = "summary"` and restarts, and the summary
+/// still releases it, so it is sent one by one under a config that says it never is. (The
+/// summary is moved to 20:00 too, so that it comes before the hold runs out: at 21:00 the sender
+/// and the summary race for the row, and only the sender drops it.)
+#[test]
+fn a_receipt_held_before_receipts_became_summary_only_is_not_sent_one_by_one() {
+    let mut daemon = DaemonBuilder::default()
+        .gate("quiet_hours = \"23:00-08:00\"\nnight_card_limit = 3\nreceipts = \"each\"")
+        .start();
+    grant(&daemon, &["@news"], 2, "5.00", 5);
+    // 02:00 the next day.
+    daemon.set_clock(noon_today() + Duration::hours(14));
+    let (night, status) = ask(
+        &daemon,
+        &ask_to("@news", "Posted at two in the night", "0.10"),
+    );
+    assert_eq!(status, "running", "{night}");
+    daemon.wait_state(&night, "executed");
+    wait_held_receipt(&daemon);
+    assert!(daemon.stop_with(Signal::SIGTERM).success());
+    let config = std::fs::read_to_string(&daemon.config).unwrap();
+    assert!(config.contains("receipts = \"each\""));
+    std::fs::write(
+        &daemon.config,
+        config.replace(
+            "receipts = \"each\"",
+            "receipts = \"summary\"\nsummary_at = \"20:00\"",
+        ),
+    )
+    .unwrap();
+    let daemon = daemon.restart();
+    // 20:01: the evening summary, before the receipt's hold (21:00) is over.
+    daemon.set_clock(noon_today() + Duration::hours(32) + Duration::minutes(1));
+    daemon.wait_for_event("summary_sent");
+    crate::suggestions::drain_last_lane(&daemon);
+    let sent: Vec<String> = daemon
+        .owner_chat()
+        .into_iter()
+        .filter_map(|m| m.text)
+        .filter(|t| t.contains(&night) || t.contains("Posted at two in the night"))
+        .collect();
+    assert!(
+        sent.is_empty(),
+        "a receipt sent one by one under receipts = \"summary\": {sent:?}"
+    );
+}
+
+/// Waits until a receipt is held in the outbox.
+fn wait_held_receipt(daemon: &Daemon) {
+    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let held: i64 = db
+            .query_row(
+                "SELECT count(*) FROM outbox WHERE state = 'queued' AND sound = 'receipt'
+                 AND hold_until IS NOT NULL",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        if held > 0 {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "no receipt was held");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// `.ci/no-test-hooks` says "The dist build is checked the same way by .ci/dist-check", and
+/// lists four hooks; the shipped build's check looks for two of them.
+#[test]
+fn the_dist_check_looks_for_every_test_hook() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let no_hooks = std::fs::read_to_string(root.join(".ci/no-test-hooks")).unwrap();
+    let dist = std::fs::read_to_string(root.join(".ci/dist-check")).unwrap();
+    let line = no_hooks
+        .lines()
+        .find(|l| l.starts_with("hooks=("))
+        .expect("no-test-hooks lists its hooks");
+    let hooks: Vec<&str> = line
+        .trim_start_matches("hooks=(")
+        .trim_end_matches(')')
+        .split_whitespace()
+        .collect();
+    assert!(hooks.contains(&"CONSENTD_TEST_UNPACED"), "{hooks:?}");
+    let missing: Vec<&&str> = hooks.iter().filter(|h| !dist.contains(**h)).collect();
+    assert!(
+        missing.is_empty(),
+        ".ci/dist-check does not look for {missing:?} in the shipped binary"
+    );
+}
