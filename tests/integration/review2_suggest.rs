@@ -108,6 +108,61 @@ fn a_suggestion_for_terms_already_asked_joins_the_open_request_and_draws_no_seco
     );
 }
 
+/// `[limits] max_pending`: a session's mandate request is refused `too_many_pending` once that
+/// many asks wait for the owner. The suggestion's button makes a mandate request "as if the
+/// session had asked for exactly those terms", but past that limit.
+#[test]
+fn a_suggestion_opens_no_card_beyond_max_pending() {
+    let daemon = DaemonBuilder::default()
+        .suggestions(3)
+        .max_pending(1)
+        .start();
+    let (_, suggestion) = suggested(&daemon, "@news");
+    let (waiting, status) = ask(&daemon, &post("@other", 9));
+    assert_eq!(status, "pending", "{waiting}");
+    let own = daemon.request(&crate::mandates::mandate_request(&["@news"], 7, "0.50", 5));
+    assert_eq!(own["status"], "refused", "{own}");
+    daemon.tap(&suggestion, 0);
+    daemon.settle();
+    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
+    let open: i64 = db
+        .query_row(
+            "SELECT count(*) FROM records WHERE state IN ('pending', 'card_shown')",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert!(
+        open <= 1,
+        "{open} asks wait for the owner; max_pending is 1"
+    );
+}
+
+/// The operator turns suggestions off (`suggest_mandate_after = 0`) and restarts: a suggestion
+/// made before still opens a card that says "Suggested by consentd" — `still_offered` checks
+/// the kind, its switch and the ceilings, not whether suggestions are on.
+#[test]
+fn a_suggestion_made_before_suggestions_were_turned_off_opens_no_card() {
+    let mut daemon = daemon();
+    let (_, suggestion) = suggested(&daemon, "@news");
+    assert!(daemon.stop_with(Signal::SIGTERM).success());
+    let config = std::fs::read_to_string(&daemon.config).unwrap();
+    assert!(config.contains("suggest_mandate_after = 3"), "{config}");
+    std::fs::write(
+        &daemon.config,
+        config.replace("suggest_mandate_after = 3", "suggest_mandate_after = 0"),
+    )
+    .unwrap();
+    let daemon = daemon.restart();
+    daemon.tap(&suggestion, 0);
+    daemon.settle();
+    let asked = events(&daemon, "mandate_asked");
+    assert!(
+        asked.is_empty(),
+        "suggestions are off, and one still opened a card: {asked:?}"
+    );
+}
+
 /// The 7-day rule now runs from the owner's last answer to a suggestion ("Granted, declined or
 /// ignored, the owner has seen it; asking again within the week is nagging"). A Stop is the
 /// owner's latest and plainest answer to a suggested mandate, and it does not count: granted
