@@ -1512,4 +1512,37 @@ mod lanes {
             "nor once the card was sent"
         );
     }
+
+    /// The sender decides a row on what it read, then writes the hold; the evening summary may
+    /// release the row in between (summary_at inside quiet hours: the hold runs out the moment
+    /// the summary is due, and both wake). The stale hold then holds the released row a whole
+    /// day more, now `silent`, which the next summary no longer releases.
+    #[test]
+    fn a_hold_decided_before_the_summary_released_the_row_does_not_hold_it_again() {
+        let fixture = Fixture::new();
+        let mut db = fixture.open();
+        queue(
+            &mut db,
+            Outgoing::message(42, Body::default(), Sound::Receipt),
+        );
+        let summary = t0() + chrono::Duration::hours(11);
+        let seq = db.next_in_lane(Lane::Rest, t0()).unwrap().unwrap().row.seq;
+        db.outbox_hold(seq, summary).unwrap();
+        assert_eq!(head(&db, Lane::Rest, t0()), None, "held for the summary");
+        // The hold runs out: the sender reads the row, and decides (still quiet hours) to hold
+        // it until tomorrow's summary...
+        let read = db.next_in_lane(Lane::Rest, summary).unwrap().unwrap();
+        assert_eq!(read.row.seq, seq);
+        // ...while the summary's transaction releases it...
+        let day = summary.date_naive();
+        assert!(db.send_summary(day, summary, |_, _, _| Ok(())).unwrap());
+        // ...and then writes what it decided.
+        db.outbox_hold(seq, summary + chrono::Duration::days(1))
+            .unwrap();
+        assert_eq!(
+            head(&db, Lane::Rest, summary).map(|(what, _, _)| what),
+            Some("Message".to_owned()),
+            "the receipt the summary released is held another day"
+        );
+    }
 }
