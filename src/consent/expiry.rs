@@ -151,6 +151,14 @@ impl Consent {
             .store
             .call(move |db| db.mandate_spend(start, now))
             .await?;
+        // Receipts held through quiet hours go just before the summary (its transaction
+        // releases them), unless receipts are only counted now.
+        let receipts = self.gate.read().unwrap_or_else(|p| p.into_inner()).receipts;
+        if receipts == crate::config::Receipts::Summary {
+            self.store
+                .call(|db| db.outbox_count_held_receipts())
+                .await?;
+        }
         let lang = owner.language;
         let labels = self.labels(lang);
         let locales = self.locales.clone();

@@ -151,6 +151,7 @@ impl Consent {
         let decided = Decided::OpenSuggestion {
             suggestion_id: suggestion_id.clone(),
             card_chat,
+            max_pending: self.config.limits.max_pending,
         };
         let applied = self
             .store

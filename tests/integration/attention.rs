@@ -238,6 +238,8 @@ struct Replay {
     accepted: HashSet<&'static str>,
     /// Whether the owner also accepts the first suggestion that names no channel (the images').
     accepts_every_first: bool,
+    /// Whether the daemon makes suggestions at all in this run.
+    suggestions_on: bool,
     /// Each mandate card the owner granted, with the journal's length just before the press.
     grants: Vec<(String, usize)>,
     /// Cards shown in quiet hours, by the morning that ends the night.
@@ -247,7 +249,7 @@ struct Replay {
 }
 
 impl Replay {
-    fn start(builder: DaemonBuilder, accepts_every_first: bool) -> Replay {
+    fn start(builder: DaemonBuilder, suggestions_on: bool, accepts_every_first: bool) -> Replay {
         let daemon = builder
             .unpaced()
             .gate(&format!(
@@ -277,6 +279,7 @@ impl Replay {
             handled: HashSet::new(),
             accepted: HashSet::new(),
             accepts_every_first,
+            suggestions_on,
             grants: Vec::new(),
             night_cards: BTreeMap::new(),
             urgent: HashSet::new(),
@@ -364,10 +367,12 @@ impl Replay {
                     .map_or("mandate", |ask| ask.kind.as_str());
                 *self.cards_by_kind.entry(kind.to_owned()).or_default() += 1;
             }
-            let urgent = message
-                .text
-                .as_deref()
-                .is_some_and(|text| self.urgent.iter().any(|id| text.contains(id.as_str())));
+            // Only an urgent ask's own card may sound at night: not its outcome, not its receipt.
+            let urgent = card
+                && message
+                    .text
+                    .as_deref()
+                    .is_some_and(|text| self.urgent.iter().any(|id| text.contains(id.as_str())));
             if card && quiet {
                 let morning = if at.hour() >= 12 {
                     at.date_naive() + chrono::Duration::days(1)
@@ -376,11 +381,18 @@ impl Replay {
                 };
                 *self.night_cards.entry(morning).or_default() += 1;
             }
+            // The open mandates the summary lists carry Stop too; a receipt names its record.
+            let receipt = letters.iter().any(|l| l == "s")
+                && (step != Step::Summary
+                    || message.text.as_deref().is_some_and(|t| {
+                        !t.starts_with("Summary")
+                            && self.asked.keys().any(|id| t.contains(id.as_str()))
+                    }));
             let row = self.row(at);
             row.messages += 1;
             row.cards += usize::from(card);
             row.suggestions += usize::from(letters == ["m"]);
-            row.receipts += usize::from(step != Step::Summary && letters.iter().any(|l| l == "s"));
+            row.receipts += usize::from(receipt);
             if quiet && !message.disable_notification {
                 if urgent {
                     row.urgent_in_quiet += 1;
@@ -594,6 +606,18 @@ impl Replay {
             self.grants.len(),
             "{name}: each Grant opens one mandate"
         );
+        // The runs with suggestions on must have made and granted some: else the checks above
+        // would pass on nothing.
+        let suggested = self.events("mandate_suggested").len();
+        let (made, granted) = match self.suggestions_on {
+            true => (suggested >= 2, self.grants.len() >= 2),
+            false => (suggested == 0, self.grants.is_empty()),
+        };
+        assert!(
+            made && granted,
+            "{name}: {suggested} suggestions, {} granted",
+            self.grants.len()
+        );
     }
 }
 
@@ -637,19 +661,30 @@ fn subject(message: &ChatMessage, button: usize) -> String {
 fn a_news_agents_week_keeps_the_owners_attention_within_the_contracts_limits() {
     // The limit set both ways, not left to the fixture's default.
     let variants = [
-        ("suggestions on", Daemon::builder().suggestions(3), false),
-        ("suggestions off", Daemon::builder().suggestions(0), false),
+        (
+            "suggestions on",
+            Daemon::builder().suggestions(3),
+            true,
+            false,
+        ),
+        (
+            "suggestions off",
+            Daemon::builder().suggestions(0),
+            false,
+            false,
+        ),
         (
             "suggestions on, every first one accepted",
             Daemon::builder().suggestions(3),
+            true,
             true,
         ),
     ];
     let figures: Vec<Figures> = std::thread::scope(|scope| {
         let runs: Vec<_> = variants
             .into_iter()
-            .map(|(name, builder, every)| {
-                scope.spawn(move || Replay::start(builder, every).run(name))
+            .map(|(name, builder, on, every)| {
+                scope.spawn(move || Replay::start(builder, on, every).run(name))
             })
             .collect();
         runs.into_iter().map(|run| run.join().unwrap()).collect()

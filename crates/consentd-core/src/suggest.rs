@@ -173,8 +173,8 @@ pub fn decide(
     })
 }
 
-/// Whether a suggestion's request may still be opened, as the owner presses its button: the
-/// kind still takes a mandate and is on, and the terms pass what a session's request for them
+/// Whether a suggestion's request may still be opened, as the owner presses its button:
+/// suggestions are still on, the kind still takes a mandate and is on, and the terms pass what a session's request for them
 /// would meet now — the ceilings of the config in force (which may be lower than when it was
 /// made), the targets' rules and the look-alike check between them.
 pub fn still_offered(
@@ -182,6 +182,9 @@ pub fn still_offered(
     asked: Asked<'_>,
     limits: &Limits,
 ) -> Result<(), NotSuggested> {
+    if limits.suggest_mandate_after == 0 {
+        return Err(NotSuggested::Off);
+    }
     let rules = mandate::KindRules::of(asked.category);
     if rules.destructive || !rules.mandate_ok {
         return Err(NotSuggested::NoMandates);

@@ -16,7 +16,7 @@ use super::outbox::Outgoing;
 use super::records::{record_where, Record, Subject};
 use super::settings::switch_category_in;
 use super::state::RecordState;
-use super::suggestions::{open_suggestion_in, Opened};
+use super::suggestions::{open_suggestion_in, suggested_and_covered, Opened};
 use super::StoreError;
 
 /// What the owner decided (or the sweep, for an expiry), drawn by the consent loop as a value
@@ -69,6 +69,8 @@ pub enum Decided {
     OpenSuggestion {
         suggestion_id: String,
         card_chat: i64,
+        /// The config's `max_pending`, which the card it opens counts against.
+        max_pending: u32,
     },
     /// The card's ttl passed: it expires, and its edit (when there is an owner) is queued.
     Expire {
@@ -209,8 +211,10 @@ impl Db {
                 Decided::OpenSuggestion {
                     suggestion_id,
                     card_chat,
+                    max_pending,
                 } => {
-                    let opened = open_suggestion_in(tx, effects, suggestion_id, *card_chat)?;
+                    let opened =
+                        open_suggestion_in(tx, effects, suggestion_id, *card_chat, *max_pending)?;
                     Ok(Applied::done_if(matches!(opened, Opened::Card(_))))
                 }
                 Decided::Expire { id, card_edit } => {
@@ -293,6 +297,15 @@ fn decline_in(
 /// request opens its mandate.
 fn grant_in(tx: &Connection, effects: &mut Effects, card: &CardDecision) -> Result<(), StoreError> {
     let (id, by, now) = (card.id.as_str(), card.by, effects.now);
+    // A suggested mandate's card granted after a mandate for its target was: it would double
+    // the day's limits. Refused as a press on a card no longer open (the consent loop says so).
+    if suggested_and_covered(tx, id, now)? {
+        return Err(StoreError::StateConflict {
+            id: id.to_owned(),
+            expected: RecordState::CardShown,
+            actual: RecordState::CardShown,
+        });
+    }
     let record = decided_in(tx, effects, card, RecordState::Granted)?;
     let asked = record.asked()?;
     let (kind, digest) = (asked.kind, asked.digest.to_hex());

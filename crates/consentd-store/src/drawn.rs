@@ -47,7 +47,9 @@ pub(crate) fn drawn_in(
 /// Resume), an edit that takes the buttons away from every message carrying that button, so
 /// the owner is not left with a button that can only be refused. Each such message carries
 /// that one button. The sender forgets a message once its buttons are gone; until then a press
-/// on it is judged as before (and refused as no longer open). Returns how many were queued.
+/// on it is judged as before (and refused as no longer open). A message not sent yet (a receipt
+/// held through quiet hours, say) loses the button before it goes. Returns how many edits were
+/// queued.
 pub(crate) fn unbutton_in(
     tx: &Connection,
     effects: &mut Effects,
@@ -62,10 +64,12 @@ pub(crate) fn unbutton_in(
             "SELECT chat_id, message_id, buttons FROM drawn_messages WHERE buttons LIKE ?1
              ORDER BY drawn_at, message_id",
         )?;
-        let rows =
-            statement.query_map([pattern], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+        let rows = statement.query_map([&pattern], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })?;
         rows.collect::<Result<_, _>>()?
     };
+    unbutton_unsent(tx, &pattern, action, subject)?;
     let mut queued = 0;
     for (chat_id, message_id, buttons) in found {
         let buttons: Vec<String> =
@@ -81,6 +85,41 @@ pub(crate) fn unbutton_in(
     }
     effects.queued |= queued > 0;
     Ok(queued)
+}
+
+/// Takes `subject`'s `action` button off the messages still waiting in the outbox.
+fn unbutton_unsent(
+    tx: &Connection,
+    pattern: &str,
+    action: PressAction,
+    subject: &str,
+) -> Result<(), StoreError> {
+    let waiting: Vec<(i64, String)> = {
+        let mut statement = tx.prepare_cached(
+            "SELECT seq, body FROM outbox
+             WHERE state = 'queued' AND what = 'message' AND body LIKE ?1",
+        )?;
+        let rows = statement.query_map([pattern], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    for (seq, body) in waiting {
+        let mut body: Body =
+            serde_json::from_str(&body).map_err(|e| StoreError::Encode(e.to_string()))?;
+        let before = body.buttons.len();
+        body.buttons.retain(|button| {
+            !press::parse_callback(&button.data)
+                .is_ok_and(|callback| callback.action == action && callback.subject == subject)
+        });
+        if body.buttons.len() != before {
+            let body =
+                serde_json::to_string(&body).map_err(|e| StoreError::Encode(e.to_string()))?;
+            tx.execute_cached(
+                "UPDATE outbox SET body = ?2 WHERE seq = ?1",
+                params![seq, body],
+            )?;
+        }
+    }
+    Ok(())
 }
 
 impl Db {

@@ -176,7 +176,7 @@ pub(crate) fn with_money_term(event: JournalEvent, usd_per_day: Option<Decimal>)
 }
 
 /// The same peer's open request with this digest.
-fn open_request(
+pub(super) fn open_request(
     tx: &Connection,
     digest: &str,
     peer_uid: u32,

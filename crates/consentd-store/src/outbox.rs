@@ -358,13 +358,26 @@ impl Db {
         }))
     }
 
-    /// A card over tonight's limit waits until `until`; later rows go on meanwhile.
+    /// A card over tonight's limit, or a routine receipt in quiet hours, waits until `until`;
+    /// later rows go on meanwhile. A row made `silent` since the sender read it (a receipt the
+    /// evening summary released) is not held again: it goes now.
     pub fn outbox_hold(&mut self, seq: i64, until: DateTime<Utc>) -> Result<(), StoreError> {
         self.conn.execute_cached(
-            "UPDATE outbox SET hold_until = ?2 WHERE seq = ?1",
+            "UPDATE outbox SET hold_until = ?2 WHERE seq = ?1 AND sound <> 'silent'",
             params![seq, timestamp(until)],
         )?;
         Ok(())
+    }
+
+    /// With receipts only counted in the summary (`receipts = "summary"`, perhaps set since
+    /// they were held), the receipts held through quiet hours are not sent one by one: they
+    /// are marked sent, as the gate's summary-only receipts are. Returns how many.
+    pub fn outbox_count_held_receipts(&mut self) -> Result<usize, StoreError> {
+        Ok(self.conn.execute_cached(
+            "UPDATE outbox SET state = 'sent'
+             WHERE state = 'queued' AND sound = 'receipt' AND hold_until IS NOT NULL",
+            [],
+        )?)
     }
 
     /// A held card is decided again at once.

@@ -10,7 +10,7 @@ use super::base::{new_record_id, parse_time, timestamp, Db, Effects, EventName, 
 use super::cached::Cached;
 use super::drawn::unbutton_in;
 use super::mandate_rows::{money_column, money_from_column};
-use super::mandates::{insert_request, NewMandate};
+use super::mandates::{insert_request, open_request, NewMandate};
 use super::outbox::Outgoing;
 use super::records::record_where;
 use super::StoreError;
@@ -19,11 +19,12 @@ use consentd_core::press::PressAction;
 use consentd_core::suggest::{Approval, History, WINDOW_DAYS};
 
 /// The latest moment the owner met a suggestion for kind `?1` and target `?2` (any uid's): when
-/// it was made, or when the card it opened was answered, whichever is later. A Decline on day 6
-/// keeps the next one away until day 13, not day 7.
+/// it was made, opened, its card answered, or the mandate it became stopped, whichever is
+/// latest. A Decline (or a Stop) on day 6 keeps the next one away until day 13, not day 7.
 const LAST_MET: &str = "SELECT max(max(s.created_at, coalesce(s.opened_at, ''),
-                                      coalesce(r.decided_at, '')))
+                                      coalesce(r.decided_at, ''), coalesce(m.stopped_at, '')))
                         FROM suggestions s LEFT JOIN records r ON r.id = s.mandate_id
+                                           LEFT JOIN mandates m ON m.id = s.mandate_id
                         WHERE s.kind = ?1 AND s.target IS ?2";
 
 /// A suggestion as stored: the mandate request its button opens and what it stands for.
@@ -70,6 +71,11 @@ pub enum Opened {
     NotOpen,
     /// An open mandate names its kind and target now: nothing changed.
     Covered,
+    /// The uid already asked for exactly these terms, and that card is open: it stands for
+    /// this one (as a second identical request would join it), and nothing changed.
+    AskedAlready,
+    /// `max_pending` asks already wait for the owner: nothing changed.
+    Full,
 }
 
 impl Db {
@@ -196,6 +202,7 @@ pub(crate) fn open_suggestion_in(
     effects: &mut Effects,
     suggestion_id: &str,
     card_chat: i64,
+    max_pending: u32,
 ) -> Result<Opened, StoreError> {
     let now = effects.now;
     let mandate_id = new_record_id()?;
@@ -207,6 +214,18 @@ pub(crate) fn open_suggestion_in(
     let (kind, target) = (&suggestion.request.kind, suggestion.target());
     if open_mandate_names(tx, suggestion.peer_uid, kind, target, now)? {
         return Ok(Opened::Covered);
+    }
+    // What a session's identical request meets: joining the open one, and `max_pending`.
+    if open_request(tx, &suggestion.digest, suggestion.peer_uid)?.is_some() {
+        return Ok(Opened::AskedAlready);
+    }
+    let waiting: u32 = tx.query_row_cached(
+        "SELECT count(*) FROM records WHERE state IN ('pending', 'card_shown')",
+        [],
+        |row| row.get(0),
+    )?;
+    if waiting >= max_pending {
+        return Ok(Opened::Full);
     }
     let changed = tx.execute_cached(
         "UPDATE suggestions SET opened_at = ?2, mandate_id = ?3 WHERE id = ?1 AND opened_at IS NULL",
@@ -289,6 +308,27 @@ fn suggestion_in(conn: &Connection, id: &str) -> Result<Option<Suggestion>, Stor
         created_at: stored_time(&at)?,
         opened_at: opened.as_deref().map(stored_time).transpose()?,
     }))
+}
+
+/// Whether the mandate request `id` came from a suggestion whose kind and target an open mandate
+/// of the same uid names now: its Grant would open a second one beside it, doubling the day's
+/// limits behind the owner's back.
+pub(crate) fn suggested_and_covered(
+    tx: &Connection,
+    id: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let found: Option<(String, Option<String>, u32)> = tx
+        .query_row_cached(
+            "SELECT kind, target, peer_uid FROM suggestions WHERE mandate_id = ?1",
+            [id],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .optional()?;
+    match found {
+        Some((kind, target, uid)) => open_mandate_names(tx, uid, &kind, target.as_deref(), now),
+        None => Ok(false),
+    }
 }
 
 /// Whether an open mandate of `peer_uid` names `kind` and `target` (for a kind without one,

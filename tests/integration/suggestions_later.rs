@@ -1,5 +1,5 @@
-//! A second review of suggested mandates and held receipts: each test states a rule the fixes
-//! claim, and fails where the daemon breaks it.
+//! Suggested mandates and held receipts against what changes after them: a mandate granted, a
+//! Stop, a config restarted with other limits, a receipt held while its mandate was stopped.
 
 use chrono::{DateTime, Duration, Utc};
 use nix::sys::signal::Signal;
@@ -41,7 +41,7 @@ fn open_mandates_naming(daemon: &Daemon, target: &str) -> Vec<String> {
 }
 
 /// suggest.rs: "a second mandate beside [an open one] would double [its limits] behind the
-/// owner's back", and the first review made the button check it. The check runs only when the
+/// owner's back", and the button checks it. The check runs only when the
 /// button is pressed: the card it opens stays grantable. Pressed, then a session's own mandate
 /// for @news granted, then the suggested card's Grant opens a second mandate for @news beside
 /// it — on a card that says "Suggested by consentd".
