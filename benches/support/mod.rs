@@ -103,7 +103,11 @@ quiet_hours = "off"
             (None, Some(path)) => ("warn", append(path)),
             (None, None) => ("warn", Stdio::null()),
         };
-        let mut command = Command::new(env!("CARGO_BIN_EXE_consentd"));
+        // CONSENTD_BENCH_BIN=PATH runs another build of the daemon (e.g. one from before a
+        // change), so a before and an after can be taken back to back on the same machine.
+        let binary = std::env::var_os("CONSENTD_BENCH_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_consentd").into());
+        let mut command = Command::new(binary);
         command
             .args(["serve", "--config"])
             .arg(&config)

@@ -18,16 +18,21 @@
 //! leftover is killed at the end of its own run, or at the latest when the last run that was
 //! going when it started ends.
 //!
+//! Runs that end while a pass over `/proc` is going share the next pass, which reads every
+//! process's stat once for all of them; and a run's end with no child left at all (none
+//! adopted) needs no pass.
+//!
 //! Reaping: each process killed here is waited for by its pid (`waitpid(pid, WNOHANG)`), never
 //! with `waitpid(-1)`, which would take the exit status of a command tokio is waiting for.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
+use nix::errno::Errno;
 use nix::sys::signal::{kill, Signal};
-use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
 /// Whether this process is a child subreaper (set once at the daemon's start).
@@ -78,9 +83,41 @@ impl Drop for Listed {
     }
 }
 
+/// Run ends waiting for a pass over the adopted processes, and whether a pass is going.
+struct Passes {
+    going: bool,
+    waiting: Vec<Ended>,
+    /// Tickets handed to run ends, and the last one a finished pass covered.
+    issued: u64,
+    covered: u64,
+}
+
+/// One run's end, as a pass needs it: its command's pid (its process group's id) and the pids
+/// known to be the run's.
+struct Ended {
+    pid: i32,
+    also: Vec<i32>,
+}
+
+static PASSES: Mutex<Passes> = Mutex::new(Passes {
+    going: false,
+    waiting: Vec::new(),
+    issued: 0,
+    covered: 0,
+});
+static PASSED: Condvar = Condvar::new();
+
+fn passes() -> MutexGuard<'static, Passes> {
+    PASSES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// At the end of the run whose command was `listed` (its process group too): takes it off the
 /// live list, then kills and reaps its leftovers (and older runs') as the module says. `also`
 /// are pids known to be the run's (a cgroup's members), killed and reaped the same way.
+///
+/// Returns only after a pass that began after this run's command was off the live list has
+/// ended. Run ends that come while a pass is going share the next one: each pass reads every
+/// process's stat, and runs that end together need that read once, not once each.
 pub(super) fn finish(listed: Listed, also: &[i32]) {
     let pid = listed.0;
     drop(listed);
@@ -88,9 +125,46 @@ pub(super) fn finish(listed: Listed, also: &[i32]) {
         // Not a subreaper (a test process): escaped processes went to init, out of reach.
         return;
     }
+    if !has_children() {
+        // No child at all, so none adopted: nothing of any run is left to kill.
+        return;
+    }
+    let mut passes = passes();
+    passes.issued += 1;
+    let ticket = passes.issued;
+    passes.waiting.push(Ended {
+        pid,
+        also: also.to_vec(),
+    });
+    while passes.covered < ticket {
+        if passes.going {
+            passes = PASSED.wait(passes).unwrap_or_else(|p| p.into_inner());
+            continue;
+        }
+        passes.going = true;
+        let ended = std::mem::take(&mut passes.waiting);
+        let upto = passes.issued;
+        drop(passes);
+        sweep(&ended);
+        passes = self::passes();
+        passes.going = false;
+        passes.covered = upto;
+        PASSED.notify_all();
+    }
+}
+
+/// Whether this process has a child, running or exited and not yet reaped (`waitid` with
+/// `WNOWAIT` leaves an exited one to whoever waits for it).
+fn has_children() -> bool {
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    !matches!(waitid(Id::All, flags), Err(Errno::ECHILD))
+}
+
+/// One pass for the runs `ended`: their adopted leftovers, and older runs', killed and reaped.
+fn sweep(ended: &[Ended]) {
     let me = nix::unistd::getpid().as_raw();
     let own_group = nix::unistd::getpgrp().as_raw();
-    let mut killed: BTreeSet<i32> = also.iter().copied().collect();
+    let mut killed: BTreeSet<i32> = ended.iter().flat_map(|e| e.also.iter().copied()).collect();
     for _ in 0..ROUNDS {
         let table = scan();
         let roots = {
@@ -103,7 +177,8 @@ pub(super) fn finish(listed: Listed, also: &[i32]) {
                         && !live.iter().any(|(l, _)| l == *p)
                         && (killed.contains(*p)
                             || (s.pgid != own_group
-                                && (s.pgid == pid || oldest.is_none_or(|o| s.start < o))))
+                                && (ended.iter().any(|e| s.pgid == e.pid)
+                                    || oldest.is_none_or(|o| s.start < o))))
                 })
                 .map(|(p, _)| *p)
                 .collect::<Vec<_>>()
@@ -124,8 +199,9 @@ pub(super) fn finish(listed: Listed, also: &[i32]) {
         }
         std::thread::sleep(ROUND_PAUSE);
     }
+    let pids: Vec<i32> = ended.iter().map(|e| e.pid).collect();
     tracing::warn!(
-        pid,
+        ?pids,
         "some of a run's leftover processes were not reaped in time"
     );
 }
