@@ -477,11 +477,23 @@ async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
     let (store, seq) = (out.store, row.seq);
     let record_id = row.record_id.clone().unwrap_or_default();
     let lookup = record_id.clone();
-    let record = store.call(move |db| db.record(&lookup)).await?;
-    // Pending, or opened by an earlier attempt whose send failed: both still need their card.
-    let Some(record) = record
-        .filter(|record| matches!(record.state, RecordState::Pending | RecordState::CardShown))
-    else {
+    // Drawn against the targets known as the card is shown: now, for its parts and attachments.
+    // They are read with the record, in one store call.
+    let first = out.clock.now();
+    let found = store
+        .call(move |db| {
+            let record = db.record(&lookup)?;
+            // Pending, or opened by an earlier attempt whose send failed: both still need their
+            // card.
+            match record.filter(|record| {
+                matches!(record.state, RecordState::Pending | RecordState::CardShown)
+            }) {
+                Some(record) => Ok(Some((db.known_targets_for(&lookup, first)?, record))),
+                None => Ok(None),
+            }
+        })
+        .await?;
+    let Some((known, record)) = found else {
         let reason = format!("record {record_id} ended before its card was sent");
         store
             .call(move |db| db.outbox_dropped(seq, &reason))
@@ -504,42 +516,19 @@ async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
     let Some(silent) = card_delivery(out, &record, seq).await? else {
         return Ok(());
     };
-    // Drawn against the targets known as the card is shown: now, for its parts and attachments.
-    let now = out.clock.now();
-    let drawn = draw(out, &record, now, now + out.drawer.ttl()).await?;
+    let drawn = draw(out, &record, &known, first, first + out.drawer.ttl())?;
     send_before_card(out, pace, &row, &record, &drawn, silent).await?;
     // Opened now, after the parts and attachments: the ttl runs from when the card is shown,
     // and the card must be open before it can be pressed. A retry keeps the first deadline.
     pace.take().await;
     let now = out.clock.now();
-    let expires_at = match record.expires_at {
-        Some(expires_at) if record.state == RecordState::CardShown => expires_at,
-        _ => {
-            // An ask's own ttl set a deadline when it was taken (kept in `expires_at` while it
-            // is pending): the card is answerable until the earlier of the two.
-            let usual = now + out.drawer.ttl();
-            let expires_at = record
-                .expires_at
-                .map_or(usual, |deadline| deadline.min(usual));
-            let opening = record_id.clone();
-            let monotonic = out.clock.monotonic();
-            let opened = store
-                .call(move |db| db.card_showing(&opening, expires_at, now, &monotonic))
-                .await?;
-            if !opened {
-                let reason = format!("record {record_id} ended before its card was sent");
-                store
-                    .call(move |db| db.outbox_dropped(seq, &reason))
-                    .await?;
-                return Ok(());
-            }
-            expires_at
-        }
-    };
     // Drawn again against the targets known at its `shown_at`, as its edits will be. A target
     // approved in the seconds since the first drawing can move the text into parts: those are
     // sent now, before the card (what was sent already is skipped).
-    let card = draw(out, &record, now, expires_at).await?;
+    let Some((expires_at, known)) = open_card(out, &record, seq, now).await? else {
+        return Ok(());
+    };
+    let card = draw(out, &record, &known, now, expires_at)?;
     send_before_card(out, pace, &row, &record, &card, silent).await?;
     let _drawing = out.drawing.lock().await;
     let sent = out
@@ -562,22 +551,69 @@ async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
     Ok(())
 }
 
-/// A record's card as of `now`, against the targets known for it then
-/// (`Db::known_targets_for`). A card that cannot be one message is a permanent failure: it is
-/// dropped as undeliverable and its record ends expired.
-async fn draw(
+/// Opens a pending record's card as it is about to be sent: its ttl starts `now` and
+/// `card_shown` is journaled (a retry of a card already open keeps its first deadline). Returns
+/// the card's deadline and the targets known as of its `shown_at`; `None` when the record ended
+/// meanwhile, its row then dropped.
+async fn open_card(
     out: &Out<'_>,
     record: &Record,
+    seq: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<(DateTime<Utc>, KnownTargets)>, RowError> {
+    let (store, record_id) = (out.store, &record.id);
+    let opened = match record.expires_at {
+        Some(expires_at) if record.state == RecordState::CardShown => {
+            let lookup = record_id.clone();
+            let known = store
+                .call(move |db| db.known_targets_for(&lookup, now))
+                .await?;
+            (expires_at, known)
+        }
+        _ => {
+            // An ask's own ttl set a deadline when it was taken (kept in `expires_at` while it
+            // is pending): the card is answerable until the earlier of the two.
+            let usual = now + out.drawer.ttl();
+            let expires_at = record
+                .expires_at
+                .map_or(usual, |deadline| deadline.min(usual));
+            let opening = record_id.clone();
+            let monotonic = out.clock.monotonic();
+            // The targets as of its `shown_at` (`now`) are read in the same store call as the
+            // opening: one round trip less between the card's commit and its send.
+            let opened = store
+                .call(move |db| {
+                    if !db.card_showing(&opening, expires_at, now, &monotonic)? {
+                        return Ok(None);
+                    }
+                    db.known_targets_for(&opening, now).map(Some)
+                })
+                .await?;
+            let Some(known) = opened else {
+                let reason = format!("record {record_id} ended before its card was sent");
+                store
+                    .call(move |db| db.outbox_dropped(seq, &reason))
+                    .await?;
+                return Ok(None);
+            };
+            (expires_at, known)
+        }
+    };
+    Ok(Some(opened))
+}
+
+/// A record's card as of `now`, against `known`, the targets known for it then
+/// (`Db::known_targets_for`). A card that cannot be one message is a permanent failure: it is
+/// dropped as undeliverable and its record ends expired.
+fn draw(
+    out: &Out<'_>,
+    record: &Record,
+    known: &KnownTargets,
     now: DateTime<Utc>,
     expires_at: DateTime<Utc>,
 ) -> Result<DrawnCard, RowError> {
-    let lookup = record.id.clone();
-    let known = out
-        .store
-        .call(move |db| db.known_targets_for(&lookup, now))
-        .await?;
     out.drawer
-        .draw(record, &known, now, expires_at)
+        .draw(record, known, now, expires_at)
         .map_err(|error| {
             RowError::Send(SendError::Permanent(format!(
                 "it would not fit one message with the look-alike warnings it has now: \
