@@ -436,7 +436,6 @@ pub(crate) fn fresh_temp_dir(prefix: &str, mode: u32) -> anyhow::Result<std::pat
     Ok(dir)
 }
 
-/// Idle clients hold a descriptor each; raise the soft limit to the hard one.
 /// At most this many malloc arenas. glibc gives each new thread that meets a locked arena one
 /// of its own, up to eight per core, and keeps them all for good: a burst of runs, each with
 /// blocking work on a pool thread, left the daemon's memory a third larger than at idle.
@@ -457,6 +456,7 @@ fn bound_malloc_arenas() {
     }
 }
 
+/// Idle clients hold a descriptor each; raise the soft limit to the hard one.
 fn raise_descriptor_limit() {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
     if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {

@@ -67,19 +67,28 @@ pub(super) fn spawn_listed<T>(
     let child = spawn()?;
     let listed = pid_of(&child).map(|pid| {
         let pid = pid as i32;
-        live.push((pid, read_stat(pid).map_or(0, |s| s.start)));
-        Listed(pid)
+        let start = read_stat(pid).map_or(0, |s| s.start);
+        live.push((pid, start));
+        Listed(pid, start)
     });
     Ok((child, listed))
 }
 
-/// A command on the live list; off it when dropped (a run abandoned halfway too).
+/// A command on the live list, by pid and start time; off it when dropped (a run abandoned
+/// halfway too).
+///
+/// Once tokio has reaped a command its pid is free, and a concurrent run's command may be given
+/// it before this run ends: so only this entry leaves the list, never another with the same
+/// pid.
 #[derive(Debug)]
-pub(super) struct Listed(pub(super) i32);
+pub(super) struct Listed(pub(super) i32, u64);
 
 impl Drop for Listed {
     fn drop(&mut self) {
-        live().retain(|(p, _)| *p != self.0);
+        let mut live = live();
+        if let Some(at) = live.iter().position(|entry| *entry == (self.0, self.1)) {
+            live.swap_remove(at);
+        }
     }
 }
 
@@ -177,7 +186,7 @@ fn sweep(ended: &[Ended]) {
                         && !live.iter().any(|(l, _)| l == *p)
                         && (killed.contains(*p)
                             || (s.pgid != own_group
-                                && (ended.iter().any(|e| s.pgid == e.pid)
+                                && (ended.iter().any(|e| in_group_of(s, e.pid, &live))
                                     || oldest.is_none_or(|o| s.start < o))))
                 })
                 .map(|(p, _)| *p)
@@ -204,6 +213,13 @@ fn sweep(ended: &[Ended]) {
         ?pids,
         "some of a run's leftover processes were not reaped in time"
     );
+}
+
+/// Whether `stat` is in the process group of an ended run's command `pid`. Not when `pid` is a
+/// live command's now: the kernel gives a pid out again only once no process has it as its
+/// group, so the ended run's group is empty and that group is the new command's.
+fn in_group_of(stat: &Stat, pid: i32, live: &[(i32, u64)]) -> bool {
+    stat.pgid == pid && !live.iter().any(|(l, _)| *l == pid)
 }
 
 /// Reaps `pid` if it has exited; whether it has.
@@ -287,6 +303,39 @@ mod tests {
         assert_eq!(parse_stat("4242 (sh) S 17"), None);
         let own = read_stat(std::process::id() as i32).unwrap();
         assert_eq!(own.pgid, nix::unistd::getpgrp().as_raw());
+    }
+
+    /// A command's pid is free again once tokio has reaped it, while its run is still listed
+    /// (its output drained, its cgroup ended): a concurrent run's command may be given that pid.
+    /// The earlier run's end must leave the later command listed, or its pass kills it.
+    #[test]
+    fn an_ended_run_leaves_a_later_command_with_its_old_pid_listed() {
+        // Above any pid_max: no real process has it.
+        const PID: u32 = 99_999_999;
+        let (_, earlier) = spawn_listed(|| Ok(()), |_| Some(PID)).unwrap();
+        let (_, later) = spawn_listed(|| Ok(()), |_| Some(PID)).unwrap();
+        drop(earlier);
+        let listed = live().iter().filter(|(p, _)| *p == PID as i32).count();
+        drop(later);
+        assert_eq!(
+            listed, 1,
+            "the earlier run's end took the later command off the list"
+        );
+    }
+
+    #[test]
+    fn a_group_whose_leader_pid_is_a_live_command_now_is_not_an_ended_runs() {
+        let stat = Stat {
+            ppid: 1,
+            pgid: 4242,
+            start: 7,
+        };
+        assert!(in_group_of(&stat, 4242, &[]), "the ended run's group");
+        assert!(
+            !in_group_of(&stat, 4242, &[(4242, 9)]),
+            "the pid is a live command's now: the group is that command's"
+        );
+        assert!(!in_group_of(&stat, 4243, &[]), "another group");
     }
 
     #[test]

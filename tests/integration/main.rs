@@ -33,6 +33,7 @@ mod owner;
 mod privilege;
 mod protocol_additions;
 mod runs;
+mod runs_reaped;
 mod sandbox;
 mod session_cli;
 mod socket;

@@ -19,12 +19,12 @@ use super::state::RecordState;
 use super::StoreError;
 use crate::journal::{self, JournalFile, Line};
 
-/// The numbered migrations, applied in order.
 /// SQLite's page cache for the store's one connection, in KiB (SQLite's default is 2,000).
 /// The file's pages stay in the kernel's page cache anyway; this is only what SQLite keeps
 /// parsed on top of it, and it counted toward the daemon's memory once a load had filled it.
 const PAGE_CACHE_KIB: u32 = 512;
 
+/// The numbered migrations, applied in order.
 const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("migrations/0001_init.sql")),
     (2, include_str!("migrations/0002_telegram.sql")),
