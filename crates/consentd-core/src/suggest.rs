@@ -121,16 +121,7 @@ pub fn decide(
     tz: Tz,
 ) -> Result<Offer, NotSuggested> {
     let after = limits.suggest_mandate_after;
-    if after == 0 {
-        return Err(NotSuggested::Off);
-    }
-    let rules = mandate::KindRules::of(asked.category);
-    if rules.destructive || !rules.mandate_ok {
-        return Err(NotSuggested::NoMandates);
-    }
-    if !asked.enabled {
-        return Err(NotSuggested::KindOff);
-    }
+    let rules = kind_rules(asked, limits)?;
     let since = now - Duration::days(WINDOW_DAYS);
     let recent: Vec<&Approval> = history
         .approvals
@@ -182,6 +173,18 @@ pub fn still_offered(
     asked: Asked<'_>,
     limits: &Limits,
 ) -> Result<(), NotSuggested> {
+    let rules = kind_rules(asked, limits)?;
+    let ceilings = Ceilings::of(limits);
+    mandate::check_terms(request, &rules, &ceilings)
+        .map_err(|refusal| NotSuggested::Terms(refusal.message))?;
+    if let Some(message) = crate::lookalike::mandate_targets_refusal(&request.targets) {
+        return Err(NotSuggested::Terms(message));
+    }
+    Ok(())
+}
+
+/// The first three rules: suggestions on, a kind that takes a mandate, switched on.
+fn kind_rules(asked: Asked<'_>, limits: &Limits) -> Result<mandate::KindRules, NotSuggested> {
     if limits.suggest_mandate_after == 0 {
         return Err(NotSuggested::Off);
     }
@@ -192,13 +195,7 @@ pub fn still_offered(
     if !asked.enabled {
         return Err(NotSuggested::KindOff);
     }
-    let ceilings = Ceilings::of(limits);
-    mandate::check_terms(request, &rules, &ceilings)
-        .map_err(|refusal| NotSuggested::Terms(refusal.message))?;
-    if let Some(message) = crate::lookalike::mandate_targets_refusal(&request.targets) {
-        return Err(NotSuggested::Terms(message));
-    }
-    Ok(())
+    Ok(rules)
 }
 
 /// The busiest local day's count of yeses and their money (each the day's highest, which may

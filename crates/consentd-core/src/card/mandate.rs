@@ -76,17 +76,13 @@ fn terms_lines(
     if let Some(approvals) = view.suggested_after {
         lines.push(plain(msg::SUGGEST_CARD, &[("approvals", approvals.into())]));
     }
-    for (index, target) in view.targets.iter().enumerate() {
-        lines.push(locales.styled(lang, msg::CARD_TARGET, &[], &[("target", target)]));
-        let warnings = view
-            .target_warnings
-            .get(index)
-            .map_or(&[][..], Vec::as_slice);
-        lines.extend(super::warning_lines(warnings, locales, lang));
-    }
-    if view.targets.is_empty() {
-        lines.push(plain(msg::MANDATE_ANY_USE, &[("label", view.label.into())]));
-    }
+    lines.extend(target_lines(
+        view.targets,
+        view.target_warnings,
+        view.label,
+        locales,
+        lang,
+    ));
     lines.push(plain(msg::MANDATE_UNTIL, &[("when", (&until).into())]));
     lines.push(limits_line(
         view.usd_per_day,
@@ -98,6 +94,31 @@ fn terms_lines(
         lines.push(locales.styled(lang, msg::MANDATE_REASON, &[], &[("reason", reason)]));
     }
     lines.push(plain(msg::CARD_RECORD, &[("id", view.record_id.into())]));
+    lines
+}
+
+/// Each target with its look-alike warnings; for a kind with no target, that the mandate covers
+/// any use of it.
+fn target_lines(
+    targets: &[String],
+    warnings: &[Vec<Warning>],
+    label: &str,
+    locales: &Locales,
+    lang: Language,
+) -> Vec<Styled> {
+    let mut lines = Vec::new();
+    for (index, target) in targets.iter().enumerate() {
+        lines.push(locales.styled(lang, msg::CARD_TARGET, &[], &[("target", target)]));
+        let warnings = warnings.get(index).map_or(&[][..], Vec::as_slice);
+        lines.extend(super::warning_lines(warnings, locales, lang));
+    }
+    if targets.is_empty() {
+        lines.push(Styled::plain(locales.t(
+            lang,
+            msg::MANDATE_ANY_USE,
+            &[("label", label.into())],
+        )));
+    }
     lines
 }
 
@@ -297,17 +318,13 @@ pub fn render_suggestion(view: &SuggestionView, locales: &Locales, lang: Languag
         ),
         plain(msg::SUGGEST_WOULD_COVER, &[]),
     ];
-    for (index, target) in view.targets.iter().enumerate() {
-        lines.push(locales.styled(lang, msg::CARD_TARGET, &[], &[("target", target)]));
-        let warnings = view
-            .target_warnings
-            .get(index)
-            .map_or(&[][..], Vec::as_slice);
-        lines.extend(super::warning_lines(warnings, locales, lang));
-    }
-    if view.targets.is_empty() {
-        lines.push(plain(msg::MANDATE_ANY_USE, &[("label", view.label.into())]));
-    }
+    lines.extend(target_lines(
+        view.targets,
+        view.target_warnings,
+        view.label,
+        locales,
+        lang,
+    ));
     lines.push(plain(msg::SUGGEST_DAYS, &[("days", view.days.into())]));
     lines.push(limits_line(
         view.usd_per_day,
