@@ -56,9 +56,8 @@ fn warnings(text: &str) -> Vec<&str> {
 }
 
 /// Every card that showed the owner this target warned that it mixes scripts and looks like
-/// a target they approved; the suggestion that offers a standing permission for it shows it
-/// bare. The owner decides whether to "Review terms" on a message that hides what every other
-/// message naming the target says.
+/// a target they approved; the suggestion that offers a standing permission for it warns the
+/// same, so the owner decides on "Review terms" knowing what every other message said.
 #[test]
 fn a_suggestion_for_a_look_alike_target_shows_its_warnings_as_the_cards_did() {
     let daemon = daemon();
@@ -77,9 +76,9 @@ fn a_suggestion_for_a_look_alike_target_shows_its_warnings_as_the_cards_did() {
     );
 }
 
-/// The owner lowers `mandate_max_days` to 2 and restarts; the suggestion made the day before
-/// still opens a 7-day mandate card, which a session's own request could not get (refused
-/// `mandate_terms`), and the owner's Grant would open it above the ceiling.
+/// The owner lowers `mandate_max_days` to 2 and restarts: the suggestion made the day before,
+/// for 7 days, opens no card (a session's own request for it is refused `mandate_terms`), and
+/// no Grant can open a mandate above the new ceiling.
 #[test]
 fn a_suggestion_opened_after_the_ceilings_were_lowered_offers_nothing_above_them() {
     let mut daemon = daemon();
@@ -117,8 +116,8 @@ fn a_suggestion_opened_after_the_ceilings_were_lowered_offers_nothing_above_them
     );
 }
 
-/// The owner switches "Post to X" off in /categories after the suggestion came; its button
-/// still opens a mandate card for a kind whose mandate requests are now refused.
+/// The owner switches "Post to X" off in /categories after the suggestion came: its button
+/// opens no card, as a session's mandate request for the kind is refused now.
 #[test]
 fn a_suggestion_for_a_kind_switched_off_opens_no_card() {
     let daemon = daemon();
@@ -138,10 +137,9 @@ fn a_suggestion_for_a_kind_switched_off_opens_no_card() {
     );
 }
 
-/// The card a suggestion opens tells the owner it was consentd's suggestion only through its
-/// reason, a field every session writes. A session's own request with that reason gets the
-/// very same line, so the provenance the owner is taught to trust (OPERATOR.md: "the reason
-/// 'suggested by consentd after 3 yeses in 7 days'") can be forged.
+/// The card a suggestion opens says it was consentd's suggestion in a line of its own; a
+/// session's request whose reason copies those words gets a "Reason:" line set apart, never
+/// that line.
 #[test]
 fn a_session_cannot_dress_its_mandate_request_as_a_consentd_suggestion() {
     let daemon = daemon();
@@ -169,11 +167,9 @@ fn a_session_cannot_dress_its_mandate_request_as_a_consentd_suggestion() {
     );
 }
 
-/// Issue 20: routine receipts are "held for the evening summary in quiet hours". With
-/// `receipts = "each"` (SPEC §10: each receipt is sent, silently at night) a covered action at
-/// night is now never shown to the owner at all — not at night, not with the summary, which
-/// gives only a count — so what ran overnight under a mandate (its target, its text, its Stop)
-/// never reaches the chat, and the journal holds no text either.
+/// Routine receipts are held for the evening summary in quiet hours, not dropped: what ran
+/// overnight under a mandate (its target, its text, its Stop) reaches the chat, silently, with
+/// the summary.
 #[test]
 fn a_receipt_held_in_quiet_hours_reaches_the_owner_with_the_evening_summary() {
     let daemon = DaemonBuilder::default()
@@ -210,10 +206,9 @@ fn a_receipt_held_in_quiet_hours_reaches_the_owner_with_the_evening_summary() {
     assert!(told.disable_notification, "a held receipt goes silently");
 }
 
-/// Issue 20: "A suggestion the owner ignores or declines is not made again for that kind and
-/// target for 7 days." The 7 days run from when the suggestion was made, not from the owner's
-/// Decline: opened and declined on day 6, the same terms (the same digest, which decline
-/// memory would refuse from the session) are offered again on day 7.
+/// "A suggestion the owner ignores or declines is not made again for that kind and target for
+/// 7 days": the 7 days run from the owner's Decline, so one opened and declined on day 6 is not
+/// offered again on day 7.
 #[test]
 fn a_declined_suggestion_is_not_made_again_within_7_days_of_the_decline() {
     let daemon = daemon();
@@ -242,10 +237,8 @@ fn a_declined_suggestion_is_not_made_again_within_7_days_of_the_decline() {
     );
 }
 
-/// suggest.rs's rule `covered`: "an open mandate already names this kind and target: ... a
-/// second mandate beside it would double them behind the owner's back". It is checked only
-/// when the suggestion is made. Granted a mandate for the target since, the owner's later
-/// "Review terms" still opens a second card for it, and its Grant doubles the day's limits.
+/// suggest.rs's rule `covered` holds when the button is pressed, not only when the suggestion
+/// is made: granted a mandate for the target since, "Review terms" opens no second card.
 #[test]
 fn a_suggestion_opened_after_a_mandate_for_its_target_was_granted_opens_no_second_one() {
     let daemon = daemon();

@@ -41,10 +41,8 @@ fn open_mandates_naming(daemon: &Daemon, target: &str) -> Vec<String> {
 }
 
 /// suggest.rs: "a second mandate beside [an open one] would double [its limits] behind the
-/// owner's back", and the button checks it. The check runs only when the
-/// button is pressed: the card it opens stays grantable. Pressed, then a session's own mandate
-/// for @news granted, then the suggested card's Grant opens a second mandate for @news beside
-/// it — on a card that says "Suggested by consentd".
+/// owner's back" — checked at the Grant too: pressed, then a session's own mandate for @news
+/// granted, then the suggested card's Grant opens no second mandate for @news.
 #[test]
 fn a_suggested_card_granted_after_a_mandate_for_its_target_opens_no_second_one() {
     let daemon = daemon();
@@ -65,8 +63,7 @@ fn a_suggested_card_granted_after_a_mandate_for_its_target_opens_no_second_one()
 
 /// The rule a session's mandate request meets (`ask_mandate`): "The same open request is
 /// joined, not asked again: no second card." A session asks exactly the terms consentd is
-/// suggesting (same digest); the owner then presses the suggestion: a second card for the very
-/// same request, and Grant on both opens the same terms twice.
+/// suggesting (same digest); the owner's press on the suggestion then draws no second card.
 #[test]
 fn a_suggestion_for_terms_already_asked_joins_the_open_request_and_draws_no_second_card() {
     let daemon = daemon();
@@ -109,8 +106,8 @@ fn a_suggestion_for_terms_already_asked_joins_the_open_request_and_draws_no_seco
 }
 
 /// `[limits] max_pending`: a session's mandate request is refused `too_many_pending` once that
-/// many asks wait for the owner. The suggestion's button makes a mandate request "as if the
-/// session had asked for exactly those terms", but past that limit.
+/// many asks wait for the owner, and the suggestion's button, which makes a mandate request as
+/// if the session had asked, meets the same limit.
 #[test]
 fn a_suggestion_opens_no_card_beyond_max_pending() {
     let daemon = DaemonBuilder::default()
@@ -139,8 +136,7 @@ fn a_suggestion_opens_no_card_beyond_max_pending() {
 }
 
 /// The operator turns suggestions off (`suggest_mandate_after = 0`) and restarts: a suggestion
-/// made before still opens a card that says "Suggested by consentd" — `still_offered` checks
-/// the kind, its switch and the ceilings, not whether suggestions are on.
+/// made before opens no card.
 #[test]
 fn a_suggestion_made_before_suggestions_were_turned_off_opens_no_card() {
     let mut daemon = daemon();
@@ -163,10 +159,9 @@ fn a_suggestion_made_before_suggestions_were_turned_off_opens_no_card() {
     );
 }
 
-/// The 7-day rule now runs from the owner's last answer to a suggestion ("Granted, declined or
-/// ignored, the owner has seen it; asking again within the week is nagging"). A Stop is the
-/// owner's latest and plainest answer to a suggested mandate, and it does not count: granted
-/// on day 0 and stopped on day 6, the same standing permission is offered again on day 7.
+/// The 7-day rule runs from the owner's last answer to a suggestion, and a Stop is the plainest
+/// answer to a suggested mandate: granted on day 0 and stopped on day 6, the same standing
+/// permission is not offered again on day 7.
 #[test]
 fn a_suggested_mandate_the_owner_stopped_is_not_suggested_again_the_next_day() {
     let daemon = daemon();
@@ -207,8 +202,7 @@ fn a_suggested_mandate_the_owner_stopped_is_not_suggested_again_the_next_day() {
 }
 
 /// A receipt held through quiet hours is sent with the evening summary, hours later. The owner
-/// stopped its mandate in the morning: every Stop already drawn was taken away, but the held
-/// receipt is not drawn yet, and goes out at 21:00 with a live Stop for a mandate that is over.
+/// stopped its mandate in the morning: the held receipt, not drawn yet, loses its Stop too.
 #[test]
 fn a_held_receipt_of_a_mandate_stopped_since_comes_without_a_stop() {
     let daemon = DaemonBuilder::default()
@@ -257,9 +251,8 @@ fn a_held_receipt_of_a_mandate_stopped_since_comes_without_a_stop() {
 /// SPEC §10: "With `receipts = "summary"` receipts are not sent one by one, only counted in the
 /// evening summary." A receipt held overnight under `receipts = "each"` is kept in the outbox
 /// across a restart; the owner switches to `receipts = "summary"` and restarts, and the summary
-/// still releases it, so it is sent one by one under a config that says it never is. (The
-/// summary is moved to 20:00 too, so that it comes before the hold runs out: at 21:00 the sender
-/// and the summary race for the row, and only the sender drops it.)
+/// only counts it. (The summary is moved to 20:00 too, so that it comes before the hold runs
+/// out and the summary, not the sender, decides the row.)
 #[test]
 fn a_receipt_held_before_receipts_became_summary_only_is_not_sent_one_by_one() {
     let mut daemon = DaemonBuilder::default()
@@ -324,8 +317,8 @@ fn wait_held_receipt(daemon: &Daemon) {
     }
 }
 
-/// `.ci/no-test-hooks` says "The dist build is checked the same way by .ci/dist-check", and
-/// lists four hooks; the shipped build's check looks for two of them.
+/// `.ci/no-test-hooks` says "The dist build is checked the same way by .ci/dist-check": the
+/// shipped build's check looks for every hook it lists.
 #[test]
 fn the_dist_check_looks_for_every_test_hook() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));

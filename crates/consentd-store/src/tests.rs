@@ -1515,8 +1515,8 @@ mod lanes {
 
     /// The sender decides a row on what it read, then writes the hold; the evening summary may
     /// release the row in between (summary_at inside quiet hours: the hold runs out the moment
-    /// the summary is due, and both wake). The stale hold then holds the released row a whole
-    /// day more, now `silent`, which the next summary no longer releases.
+    /// the summary is due, and both wake). The stale hold must not hold the released row, now
+    /// `silent`, a whole day more.
     #[test]
     fn a_hold_decided_before_the_summary_released_the_row_does_not_hold_it_again() {
         let fixture = Fixture::new();
@@ -1542,7 +1542,7 @@ mod lanes {
         assert_eq!(
             head(&db, Lane::Rest, summary).map(|(what, _, _)| what),
             Some("Message".to_owned()),
-            "the receipt the summary released is held another day"
+            "the receipt the summary released goes now, not a day later"
         );
     }
 }
