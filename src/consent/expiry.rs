@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::card;
 use crate::deadline::Now;
 use crate::store::outbox::{Sound, What};
+use crate::store::settings::HeldReceipts;
 use crate::store::{Decided, Outgoing, OwnerDecision, RecordState, StoreError};
 
 use super::queue::{queue, say};
@@ -151,14 +152,13 @@ impl Consent {
             .store
             .call(move |db| db.mandate_spend(start, now))
             .await?;
-        // Receipts held through quiet hours go just before the summary (its transaction
-        // releases them), unless receipts are only counted now.
+        // Receipts held through quiet hours go just before the summary, unless receipts are
+        // only counted now (the config may have changed since they were held).
         let receipts = self.gate.read().unwrap_or_else(|p| p.into_inner()).receipts;
-        if receipts == crate::config::Receipts::Summary {
-            self.store
-                .call(|db| db.outbox_count_held_receipts())
-                .await?;
-        }
+        let held = match receipts {
+            crate::config::Receipts::Summary => HeldReceipts::Count,
+            crate::config::Receipts::Each => HeldReceipts::Send,
+        };
         let lang = owner.language;
         let labels = self.labels(lang);
         let locales = self.locales.clone();
@@ -180,7 +180,7 @@ impl Consent {
         let sent = self
             .store
             .call(move |db| {
-                db.send_summary(day, now, |tx, effects, anchor| {
+                db.send_summary(day, now, held, |tx, effects, anchor| {
                     say(tx, effects, owner.id, render(anchor), Sound::Gated)?;
                     for body in open.into_iter().skip(1) {
                         queue(

@@ -47,17 +47,22 @@ impl Consent {
             return Ok(());
         };
         let (uid, target) = (record.peer_uid, record.target.clone());
+        let asked = Asked {
+            category,
+            target: target.as_deref(),
+            enabled: self.category_enabled(&kind),
+        };
+        // The rules that need no history first: most runs end here, with no store read.
+        if let Err(why) = suggest::may_suggest(asked, &self.config.limits) {
+            tracing::debug!(id = %record.id, reason = why.as_str(), "no suggestion");
+            return Ok(());
+        }
         let lookup = (kind.clone(), target.clone());
         let history = self
             .store
             .call(move |db| db.suggestion_history(uid, &lookup.0, lookup.1.as_deref(), now))
             .await?;
         let tz = self.config.owner.timezone;
-        let asked = Asked {
-            category,
-            target: target.as_deref(),
-            enabled: self.category_enabled(&kind),
-        };
         let offer = match suggest::decide(asked, &self.config.limits, &history, now, tz) {
             Ok(offer) => offer,
             Err(why) => {

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use crate::fixture::{noon_today, Daemon, DaemonBuilder, OWNER};
 use crate::mandates::{ask, ask_to, button, owner, press};
+use crate::owner::events;
 
 /// A destructive kind with a target, and a kind whose command always fails.
 const EXTRA_KINDS: &str = r#"
@@ -42,7 +43,7 @@ fn letter(data: &str) -> &str {
 
 /// The bot's suggestions in the owner's chat (in English, the owner's language here), oldest
 /// first.
-fn suggestions(daemon: &Daemon) -> Vec<ChatMessage> {
+pub(crate) fn suggestions(daemon: &Daemon) -> Vec<ChatMessage> {
     suggestions_in(daemon.owner_chat())
 }
 
@@ -56,14 +57,6 @@ fn suggestions_in(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
     messages.into_iter().filter(suggests).collect()
 }
 
-fn events(daemon: &Daemon, ev: &str) -> Vec<Value> {
-    daemon
-        .journal_events()
-        .into_iter()
-        .filter(|e| e["ev"] == ev)
-        .collect()
-}
-
 /// Asks `request`, says yes on its card, and waits until it ran; returns its id.
 fn approved(daemon: &Daemon, request: &Value) -> String {
     let (id, status) = ask(daemon, request);
@@ -73,7 +66,8 @@ fn approved(daemon: &Daemon, request: &Value) -> String {
     id
 }
 
-fn post(target: &str, n: usize) -> Value {
+/// A post to `target` at $0.10, its text numbered `n` so that no two are the same action.
+pub(crate) fn post(target: &str, n: usize) -> Value {
     ask_to(target, &format!("News item {n} for {target}"), "0.10")
 }
 

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use crate::fixture::{Daemon, DaemonBuilder};
 use crate::mandates::{ask, ask_to};
 use crate::owner::{events, say};
+use crate::suggestions::{post, suggestions};
 
 /// "@mіla_news" with a Cyrillic і (U+0456).
 const CYRILLIC_I: &str = "@m\u{456}la_news";
@@ -25,23 +26,6 @@ pub(crate) fn approved(daemon: &Daemon, request: &Value) -> ChatMessage {
     daemon.press_yes(&card);
     daemon.wait_state(&id, "executed");
     card
-}
-
-pub(crate) fn post(target: &str, n: usize) -> Value {
-    ask_to(target, &format!("News item {n} for {target}"), "0.10")
-}
-
-pub(crate) fn suggestions(daemon: &Daemon) -> Vec<ChatMessage> {
-    daemon
-        .owner_chat()
-        .into_iter()
-        .filter(|m| {
-            m.outgoing
-                && m.text
-                    .as_deref()
-                    .is_some_and(|t| t.starts_with("You said yes"))
-        })
-        .collect()
 }
 
 /// Three yeses to posts to `target`, and the suggestion that follows them.

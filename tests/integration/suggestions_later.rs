@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 use crate::fixture::{noon_today, Daemon, DaemonBuilder};
 use crate::mandates::{ask, ask_to, grant};
 use crate::owner::{events, say};
-use crate::suggestions_hostile::{approved, daemon, post, suggested};
+use crate::suggestions::post;
+use crate::suggestions_hostile::{approved, daemon, suggested};
 
 /// A minute past `base`, `d` days on.
 fn days_on(base: DateTime<Utc>, d: i64) -> DateTime<Utc> {

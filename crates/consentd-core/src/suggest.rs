@@ -183,6 +183,12 @@ pub fn still_offered(
     Ok(())
 }
 
+/// The first three rules, which need no history: suggestions on, a kind that takes a mandate,
+/// switched on. The caller checks them before it reads the history.
+pub fn may_suggest(asked: Asked<'_>, limits: &Limits) -> Result<(), NotSuggested> {
+    kind_rules(asked, limits).map(|_| ())
+}
+
 /// The first three rules: suggestions on, a kind that takes a mandate, switched on.
 fn kind_rules(asked: Asked<'_>, limits: &Limits) -> Result<mandate::KindRules, NotSuggested> {
     if limits.suggest_mandate_after == 0 {

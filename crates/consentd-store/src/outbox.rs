@@ -369,17 +369,6 @@ impl Db {
         Ok(())
     }
 
-    /// With receipts only counted in the summary (`receipts = "summary"`, perhaps set since
-    /// they were held), the receipts held through quiet hours are not sent one by one: they
-    /// are marked sent, as the gate's summary-only receipts are. Returns how many.
-    pub fn outbox_count_held_receipts(&mut self) -> Result<usize, StoreError> {
-        Ok(self.conn.execute_cached(
-            "UPDATE outbox SET state = 'sent'
-             WHERE state = 'queued' AND sound = 'receipt' AND hold_until IS NOT NULL",
-            [],
-        )?)
-    }
-
     /// A held card is decided again at once.
     pub fn outbox_release(&mut self, seq: i64) -> Result<(), StoreError> {
         self.conn

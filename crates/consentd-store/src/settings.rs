@@ -59,6 +59,15 @@ pub fn read_switches(state_dir: &Path) -> Result<BTreeMap<String, bool>, StoreEr
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// What the evening summary does with the receipts held through quiet hours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeldReceipts {
+    /// Sends them, silently, just before itself (`receipts = "each"`).
+    Send,
+    /// Only counts them (`receipts = "summary"`, perhaps set since they were held).
+    Count,
+}
+
 impl Db {
     /// The owner's switch for a category, where they have set one.
     pub fn category_switches(&self) -> Result<BTreeMap<String, bool>, StoreError> {
@@ -149,6 +158,7 @@ impl Db {
         &mut self,
         day: NaiveDate,
         now: DateTime<Utc>,
+        held: HeldReceipts,
         compose: impl FnOnce(&Connection, &mut Effects, &str) -> Result<(), StoreError>,
     ) -> Result<bool, StoreError> {
         self.write_effects(now, None, |tx, effects| {
@@ -176,10 +186,19 @@ impl Db {
                 params![day.to_string(), timestamp(now), anchor],
             )?;
             // Receipts held through quiet hours go now, silently, just before the summary (their
-            // rows are older, and their lane keeps its order).
+            // rows are older, and their lane keeps its order); or, with receipts only counted,
+            // are marked sent as the gate's summary-only ones are.
             tx.execute_cached(
-                "UPDATE outbox SET hold_until = NULL, sound = 'silent'
-                 WHERE state = 'queued' AND sound = 'receipt' AND hold_until IS NOT NULL",
+                match held {
+                    HeldReceipts::Send => {
+                        "UPDATE outbox SET hold_until = NULL, sound = 'silent'
+                         WHERE state = 'queued' AND sound = 'receipt' AND hold_until IS NOT NULL"
+                    }
+                    HeldReceipts::Count => {
+                        "UPDATE outbox SET state = 'sent'
+                         WHERE state = 'queued' AND sound = 'receipt' AND hold_until IS NOT NULL"
+                    }
+                },
                 [],
             )?;
             effects.queued = true;

@@ -1535,7 +1535,14 @@ mod lanes {
         assert_eq!(read.row.seq, seq);
         // ...while the summary's transaction releases it...
         let day = summary.date_naive();
-        assert!(db.send_summary(day, summary, |_, _, _| Ok(())).unwrap());
+        assert!(db
+            .send_summary(
+                day,
+                summary,
+                crate::settings::HeldReceipts::Send,
+                |_, _, _| Ok(())
+            )
+            .unwrap());
         // ...and then writes what it decided.
         db.outbox_hold(seq, summary + chrono::Duration::days(1))
             .unwrap();

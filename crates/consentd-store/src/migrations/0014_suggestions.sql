@@ -22,3 +22,8 @@ CREATE TABLE suggestions (
 CREATE INDEX suggestions_by_subject ON suggestions (kind, target, created_at);
 CREATE INDEX suggestions_by_time ON suggestions (created_at);
 CREATE INDEX suggestions_by_mandate ON suggestions (mandate_id) WHERE mandate_id IS NOT NULL;
+
+-- The owner's yeses of a kind and target, read after each card's run ends: without it the read
+-- would walk every record of the uid, which are never deleted.
+CREATE INDEX records_yeses ON records (kind, target, created_at)
+    WHERE decided_by IS NOT NULL AND mandate_id IS NULL;
