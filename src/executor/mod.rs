@@ -38,6 +38,7 @@
 //! binary: a command that never reads stdin makes the write fail with EPIPE, which is ignored.
 
 mod cgroup;
+mod child;
 mod output;
 mod reaper;
 mod workdir;
@@ -59,7 +60,9 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::{Gid, Pid, Uid, User};
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::{ChildStdin, Command};
+
+use child::{Program, RunChild};
 use tokio::time::Instant;
 
 use crate::stored;
@@ -623,7 +626,36 @@ fn spawn(
     identity: Option<&Identity>,
     env: &[(String, String)],
     cgroup: &Option<cgroup::RunCgroup>,
-) -> Result<(Child, Option<reaper::Listed>), NotStarted> {
+) -> Result<(RunChild, Option<reaper::Listed>), NotStarted> {
+    let not_started = |error| NotStarted::Spawn {
+        command: spec.command[0].clone(),
+        error,
+    };
+    // Nothing to do between fork and exec: no copy of the daemon is made (`child`).
+    if identity.is_none() && cgroup.is_none() && child::spawn_supported() {
+        let program = Program {
+            argv: &spec.command,
+            env,
+            dir,
+        };
+        return reaper::spawn_listed(|| child::spawn_in_session(&program), RunChild::id)
+            .map_err(not_started);
+    }
+    let mut cmd = forked_command(spec, dir, identity, env, cgroup);
+    // Spawn returns only once exec has succeeded or failed (std reports pre-exec and exec
+    // errors back through a close-on-exec pipe), so an error means the command never ran.
+    reaper::spawn_listed(|| cmd.spawn().map(RunChild::forked), RunChild::id).map_err(not_started)
+}
+
+/// The command as std's `Command` starts it, by a fork: for a `run_as` user or a run's cgroup,
+/// which need work between the fork and the exec, or where `posix_spawn` cannot be used.
+fn forked_command(
+    spec: &RunSpec,
+    dir: &Path,
+    identity: Option<&Identity>,
+    env: &[(String, String)],
+    cgroup: &Option<cgroup::RunCgroup>,
+) -> Command {
     let mut cmd = Command::new(&spec.command[0]);
     cmd.args(&spec.command[1..])
         .env_clear()
@@ -680,12 +712,7 @@ fn spawn(
             });
         }
     }
-    // Spawn returns only once exec has succeeded or failed (std reports pre-exec and exec
-    // errors back through a close-on-exec pipe), so an error means the command never ran.
-    reaper::spawn_listed(|| cmd.spawn(), Child::id).map_err(|error| NotStarted::Spawn {
-        command: spec.command[0].clone(),
-        error,
-    })
+    cmd
 }
 
 enum End {
@@ -697,7 +724,7 @@ enum End {
 /// Feeds stdin, drains stdout and stderr, and waits for the command, all at once, so no
 /// pipe can fill up and stall the command; enforces the timeout on the process group.
 async fn supervise(
-    mut child: Child,
+    mut child: RunChild,
     payload: &[u8],
     timeout: Duration,
 ) -> (End, FirstLine, StderrTail) {
@@ -938,6 +965,107 @@ mod tests {
 
     fn read_pid(path: &Path) -> i32 {
         fs::read_to_string(path).unwrap().trim().parse().unwrap()
+    }
+
+    /// What a command sees of its start: printed by the command itself, one fact a line.
+    const START_PROBE: &str = r#"exec 3>"$1"; echo "the first line"; exec 1>&3 3>&-
+read -r _ pid_comm state ppid pgrp sid _ < /proc/$$/stat
+[ "$pgrp" = "$$" ] && echo "own process group"
+[ "$sid" = "$$" ] && echo "own session"
+echo "cwd $(/bin/pwd)"
+/usr/bin/env | /usr/bin/sort
+/bin/ls /proc/self/fd | /usr/bin/tr '\n' ' '; echo
+/bin/grep -E '^Sig(Blk|Ign)' /proc/self/status
+read -r line; echo "stdin $line"
+echo "on stderr" >&2"#;
+
+    /// Both ways a command starts — `posix_spawn` (most runs) and std's fork (`run_as`, a
+    /// cgroup) — give it the same start: its own session and group, the run's directory, the
+    /// given environment only, stdin, stdout and stderr and no other descriptor, no signal
+    /// blocked or ignored.
+    #[tokio::test]
+    async fn a_command_starts_the_same_spawned_or_forked() {
+        assert!(child::spawn_supported(), "this machine has pidfds");
+        let s = Scratch::new();
+        let dir = s.work_root();
+        let env = vec![("ONLY".to_owned(), "this one".to_owned())];
+        let (spawned_out, forked_out) = (s.path("spawned.txt"), s.path("forked.txt"));
+        let spawned = s.spec(START_PROBE, &[&spawned_out.display().to_string()]);
+        let spawned = child::spawn_in_session(&Program {
+            argv: &spawned.command,
+            env: &env,
+            dir: &dir,
+        })
+        .unwrap();
+        let forked = s.spec(START_PROBE, &[&forked_out.display().to_string()]);
+        let forked = RunChild::forked(
+            forked_command(&forked, &dir, None, &env, &None)
+                .spawn()
+                .unwrap(),
+        );
+        let mut seen = Vec::new();
+        for (child, out) in [(spawned, spawned_out), (forked, forked_out)] {
+            let (end, first, tail) = supervise(child, b"the action\n", WAIT).await;
+            assert!(matches!(end, End::Exited(s) if s.success()), "{out:?}");
+            assert_eq!(first.result().as_deref(), Some("the first line"));
+            assert_eq!(tail.finish(), "on stderr\n");
+            seen.push(fs::read_to_string(out).unwrap());
+        }
+        // Descriptors the test process itself lets children inherit (its harness's), which
+        // either way of starting passes on; the daemon's own are all close-on-exec.
+        let inherited: BTreeSet<i32> = fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|fd| fd.ok()?.file_name().to_str()?.parse().ok())
+            .filter(|fd| {
+                // fdinfo's `flags` (octal) carry O_CLOEXEC; a descriptor gone by now is skipped.
+                let info =
+                    fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).unwrap_or_default();
+                let flags = info.lines().find_map(|l| l.strip_prefix("flags:"));
+                flags
+                    .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+                    .is_some_and(|f| f & 0o2_000_000 == 0)
+            })
+            .collect();
+        for seen in &seen {
+            let lines: Vec<&str> = seen.lines().collect();
+            for line in [
+                "own process group",
+                "own session",
+                &format!("cwd {}", dir.display()),
+                "ONLY=this one",
+                "stdin the action",
+            ] {
+                assert!(lines.contains(&line), "{line:?} not in {lines:?}");
+            }
+            // Nothing else in the environment but what the shell itself sets.
+            let env: Vec<&&str> = lines.iter().filter(|l| l.contains('=')).collect();
+            assert!(
+                env.iter()
+                    .all(|l| l.starts_with("ONLY=") || l.starts_with("PWD=")),
+                "{env:?}"
+            );
+            // 0, 1, 2, and 3 that ls opened to list them; nothing of the daemon's.
+            let fds = lines.iter().find(|l| l.starts_with("0 1")).unwrap();
+            for fd in fds.split_whitespace().map(|fd| fd.parse::<i32>().unwrap()) {
+                assert!(fd <= 3 || inherited.contains(&fd), "fd {fd} leaked: {fds}");
+            }
+            // No standard signal blocked or ignored: SIGPIPE at its default above all. (The
+            // bits past 31 are glibc's own signals, which its posix_spawn leaves ignored.)
+            for mask in ["SigBlk", "SigIgn"] {
+                let line = lines.iter().find(|l| l.starts_with(mask)).unwrap();
+                let bits = u64::from_str_radix(line.rsplit('\t').next().unwrap(), 16).unwrap();
+                assert_eq!(bits & 0x7fff_ffff, 0, "{line}");
+            }
+        }
+        let without_ignored = |seen: &str| {
+            let kept: Vec<&str> = seen.lines().filter(|l| !l.starts_with("SigIgn")).collect();
+            kept.join("\n")
+        };
+        assert_eq!(
+            without_ignored(&seen[0]),
+            without_ignored(&seen[1]),
+            "spawned and forked starts differ"
+        );
     }
 
     #[tokio::test]

@@ -134,8 +134,8 @@ pub(super) fn finish(listed: Listed, also: &[i32]) {
         // Not a subreaper (a test process): escaped processes went to init, out of reach.
         return;
     }
-    if !has_children() {
-        // No child at all, so none adopted: nothing of any run is left to kill.
+    if also.is_empty() && !may_have_adopted() {
+        // No child but live commands, so none adopted: nothing of any run is left to kill.
         return;
     }
     let mut passes = passes();
@@ -167,6 +167,47 @@ pub(super) fn finish(listed: Listed, also: &[i32]) {
 fn has_children() -> bool {
     let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
     !matches!(waitid(Id::All, flags), Err(Errno::ECHILD))
+}
+
+/// Whether the daemon may have a child that is not a live command: one adopted from a run's
+/// tree, which a pass would find (its roots are exactly the children not listed as live).
+/// Asked first of `waitid` (no child at all), then of each thread's `children` list, which is
+/// far cheaper than the pass's read of every process's stat; without such lists (a kernel
+/// built without `CONFIG_PROC_CHILDREN`) the answer is yes.
+fn may_have_adopted() -> bool {
+    if !has_children() {
+        return false;
+    }
+    let Some(children) = children() else {
+        return true;
+    };
+    let live = live();
+    children
+        .iter()
+        .any(|child| !live.iter().any(|(pid, _)| pid == child))
+}
+
+/// The daemon's children, from every thread's `children` list: a process's parent is the
+/// thread that started it, or the one the kernel chose when it adopted it. `None` where the
+/// kernel keeps no such list.
+fn children() -> Option<BTreeSet<i32>> {
+    let me = nix::unistd::getpid();
+    // The main thread's list exists whenever the kernel keeps lists at all.
+    let main = std::fs::read_to_string(format!("/proc/{me}/task/{me}/children")).ok()?;
+    let mut all: BTreeSet<i32> = pids(&main).collect();
+    for task in std::fs::read_dir(format!("/proc/{me}/task")).ok()? {
+        let path = task.ok()?.path().join("children");
+        // A thread that ended since the listing has no children left to name.
+        if let Ok(list) = std::fs::read_to_string(path) {
+            all.extend(pids(&list));
+        }
+    }
+    Some(all)
+}
+
+fn pids(list: &str) -> impl Iterator<Item = i32> + '_ {
+    list.split_ascii_whitespace()
+        .filter_map(|pid| pid.parse().ok())
 }
 
 /// One pass for the runs `ended`: their adopted leftovers, and older runs', killed and reaped.
@@ -303,6 +344,32 @@ mod tests {
         assert_eq!(parse_stat("4242 (sh) S 17"), None);
         let own = read_stat(std::process::id() as i32).unwrap();
         assert_eq!(own.pgid, nix::unistd::getpgrp().as_raw());
+    }
+
+    /// A process's parent is the thread that started it: the daemon's children are read from
+    /// every thread's list, or a run's end would miss a child another thread started.
+    #[test]
+    fn the_children_of_every_thread_are_found() {
+        let (started, child) = std::sync::mpsc::channel();
+        let (done, finish) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let mut sleeper = std::process::Command::new("/bin/sleep")
+                .arg("30")
+                .spawn()
+                .unwrap();
+            started.send(sleeper.id() as i32).unwrap();
+            // Alive until the check is made, so the child is still this thread's.
+            finish.recv().unwrap();
+            sleeper.kill().unwrap();
+            sleeper.wait().unwrap();
+        });
+        let pid = child.recv().unwrap();
+        let during = children().expect("this kernel lists children");
+        done.send(()).unwrap();
+        thread.join().unwrap();
+        let after = children().unwrap();
+        assert!(during.contains(&pid), "{pid} not in {during:?}");
+        assert!(!after.contains(&pid), "{pid} still in {after:?}");
     }
 
     /// A command's pid is free again once tokio has reaped it, while its run is still listed

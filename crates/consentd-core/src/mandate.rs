@@ -398,6 +398,16 @@ pub struct Usage {
     pub usd: Decimal,
 }
 
+impl Usage {
+    /// A mandate not used yet today. Coverage with it is the most a mandate can allow: use only
+    /// takes coverage away (`use_only_narrows_coverage`), so a mandate that does not cover an
+    /// action unused covers it at no usage.
+    pub const NONE: Usage = Usage {
+        actions: 0,
+        usd: Decimal::ZERO,
+    };
+}
+
 /// An action as coverage sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CoveredAction<'a> {
@@ -1321,6 +1331,55 @@ mod tests {
         for (label, m, usage, action, at, want) in cases {
             assert_eq!(coverage(m, &usage, &action, at), want, "{label}");
         }
+    }
+
+    /// The store passes over a mandate that does not cover an action unused without counting
+    /// its day; that is sound only if no usage can turn an uncovered action into a covered one.
+    #[test]
+    fn use_only_narrows_coverage() {
+        let now = utc("2026-03-02T12:00:00Z");
+        let mandates = [
+            mandate(),
+            Mandate {
+                usd_per_day: None,
+                ..mandate()
+            },
+            Mandate {
+                ends_at: now,
+                ..mandate()
+            },
+        ];
+        let mut covered_with_use = 0;
+        for m in &mandates {
+            for target in [Some("@mila"), Some("@ana"), None] {
+                for cost in ["0", "0.01", "2.50", "5.00", "5.01"] {
+                    let action = CoveredAction {
+                        kind: "publish_x",
+                        target,
+                        cost_usd: usd(cost),
+                    };
+                    let unused = coverage(m, &Usage::NONE, &action, now);
+                    for actions in [0, 1, 9, 10, 11] {
+                        for spent in ["0", "2.50", "4.99", "5.00", "7.00"] {
+                            let used = Usage {
+                                actions,
+                                usd: usd(spent),
+                            };
+                            if coverage(m, &used, &action, now) == Coverage::Covered {
+                                covered_with_use += 1;
+                                assert_eq!(
+                                    unused,
+                                    Coverage::Covered,
+                                    "{target:?} at ${cost} after {actions} uses and ${spent}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // The grid has covered cases at all, so the check above was made.
+        assert!(covered_with_use > 20, "{covered_with_use}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use rusqlite::config::DbConfig;
 use rusqlite::{
     named_params, params, Connection, OptionalExtension, Transaction, TransactionBehavior,
 };
@@ -39,6 +40,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (12, include_str!("migrations/0012_journal_seal.sql")),
     (13, include_str!("migrations/0013_refusal_repeats.sql")),
     (14, include_str!("migrations/0014_suggestions.sql")),
+    (15, include_str!("migrations/0015_mandate_usage.sql")),
 ];
 
 /// The name of a journal event: the one place the names are written (SPEC §9's list, and
@@ -321,6 +323,10 @@ impl Db {
         }
         conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
         conn.execute_batch(&format!("PRAGMA cache_size = -{PAGE_CACHE_KIB};"))?;
+        // One plan per statement, whatever is bound: without this a statement whose bound value
+        // could pick a partial index (the state transition's `state = :from`) is compiled again
+        // each time that value changes, which was a tenth of the store's time under load.
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
         let integrity: String = conn.query_row("PRAGMA integrity_check", [], |row| row.get(0))?;
         if integrity != "ok" {
             return Err(StoreError::Corrupt {
@@ -528,11 +534,11 @@ impl Db {
             batch.pruned = true;
         }
         // Dropped on an error, the savepoint rolls back to where it began and is released.
-        let savepoint = self.conn.savepoint()?;
+        let savepoint = Savepoint::begin(&self.conn)?;
         let mut effects = Effects::new(now);
-        let value = change(&savepoint, &mut effects)?;
-        let lines = seal_and_stage(&savepoint, &mut self.sealer, now, next_offset, &mut effects)?;
-        savepoint.commit()?;
+        let value = change(&self.conn, &mut effects)?;
+        let lines = seal_and_stage(&self.conn, &mut self.sealer, now, next_offset, &mut effects)?;
+        savepoint.release()?;
         let batch = self.batch.as_mut().expect("write_in_batch outside a batch");
         batch.lines.extend(lines);
         batch.changed.extend(effects.changed);
@@ -619,6 +625,44 @@ fn dangling_references(conn: &Connection) -> rusqlite::Result<()> {
             rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY),
             Some(format!("a row of {table} names a row that is not there")),
         )),
+    }
+}
+
+/// One write's savepoint in a batch, made and ended through cached statements (rusqlite's own
+/// `Savepoint` parses its SQL at every use). Dropped unreleased, it rolls the write back.
+struct Savepoint<'c> {
+    conn: &'c Connection,
+    released: bool,
+}
+
+impl<'c> Savepoint<'c> {
+    fn begin(conn: &'c Connection) -> Result<Savepoint<'c>, StoreError> {
+        conn.prepare_cached("SAVEPOINT batch_write")?.execute([])?;
+        Ok(Savepoint {
+            conn,
+            released: false,
+        })
+    }
+
+    fn release(mut self) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached("RELEASE batch_write")?
+            .execute([])?;
+        self.released = true;
+        Ok(())
+    }
+}
+
+impl Drop for Savepoint<'_> {
+    fn drop(&mut self) {
+        if !self.released {
+            for sql in ["ROLLBACK TO batch_write", "RELEASE batch_write"] {
+                let _ = self
+                    .conn
+                    .prepare_cached(sql)
+                    .and_then(|mut statement| statement.execute([]));
+            }
+        }
     }
 }
 

@@ -11,9 +11,11 @@
 //!   appended in one write and one fsync. The chain's order is the order of the writes, which is
 //!   the commit order.
 //! - No request is answered, and no record change is announced, before that: an answer reports
-//!   only what is durable. If the commit or the journal's append fails, every request of the
-//!   batch is answered with the failure (a request that had failed on its own keeps its own
-//!   error).
+//!   only what is durable. The one exception is a request that comes before the batch's first
+//!   write and writes nothing itself (a read): all it saw was made durable by earlier batches,
+//!   so it is answered at once instead of waiting for the batch's fsync.
+//! - If the commit or the journal's append fails, every request of the batch not yet answered
+//!   is answered with the failure (a request that had failed on its own keeps its own error).
 //! - A crash anywhere in a batch leaves the state of the last commit: none of the batch, or all
 //!   of it with its journal lines staged in the same commit (appended at the next start, as for
 //!   a single write). No request of a batch was answered before its commit.
@@ -29,9 +31,15 @@ impl Db {
     /// Opens a batch: one IMMEDIATE transaction that the writes until [`Db::finish_batch`] share.
     pub(crate) fn begin_batch(&mut self) -> Result<(), StoreError> {
         debug_assert!(self.batch.is_none(), "a batch inside a batch");
-        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        self.conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
         self.batch = Some(Batch::default());
         Ok(())
+    }
+
+    /// How many rows this connection has inserted, updated or deleted since it opened (SQLite's
+    /// `total_changes`, triggers' rows included): unchanged across a job, the job wrote nothing.
+    pub(crate) fn rows_written(&self) -> u64 {
+        self.conn.total_changes()
     }
 
     /// Commits the batch, then appends its journal lines with one write and one fsync. Only
@@ -40,7 +48,11 @@ impl Db {
         let Some(batch) = self.batch.take() else {
             return Ok(());
         };
-        if let Err(error) = self.conn.execute_batch("COMMIT") {
+        let commit = self
+            .conn
+            .prepare_cached("COMMIT")
+            .and_then(|mut c| c.execute([]));
+        if let Err(error) = commit {
             let _ = self.conn.execute_batch("ROLLBACK");
             return Err(error.into());
         }

@@ -213,3 +213,51 @@ fn a_batch_of_reads_alone_writes_nothing_and_the_next_write_prunes_what_the_file
     assert_eq!(tags(&fixture), ["a", "b"]);
     fixture.journal_verifies();
 }
+
+/// A read that comes before a batch's first write is answered at once: it saw only what earlier
+/// batches made durable. A read after a write waits for the batch's commit, since it may have
+/// seen that write, and so does the write.
+#[test]
+fn reads_before_the_first_write_are_answered_at_once_and_the_rest_once_durable() {
+    use std::sync::{Arc, Mutex};
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let journal = fixture.journal_path.clone();
+    // What each answer saw when it was given: the job's name, and whether the write's line was
+    // in the journal file by then.
+    let answered: Arc<Mutex<Vec<(&'static str, bool)>>> = Arc::default();
+    let job = |name: &'static str, write: bool| -> super::Job {
+        let answered = answered.clone();
+        let journal = journal.clone();
+        Box::new(move |db: &mut super::Db| -> super::Answer {
+            if write {
+                tagged_write(db, "w", false).unwrap();
+            } else {
+                db.journal_head();
+            }
+            Box::new(move |failed: Option<&StoreError>| {
+                assert!(failed.is_none(), "{name}: {failed:?}");
+                let durable = std::fs::read_to_string(&journal)
+                    .unwrap()
+                    .contains("\"tag\":\"w\"");
+                answered.lock().unwrap().push((name, durable));
+            })
+        })
+    };
+    let jobs = vec![
+        job("read first", false),
+        job("read second", false),
+        job("write", true),
+        job("read after", false),
+    ];
+    super::run_batch(&mut db, jobs);
+    assert_eq!(
+        *answered.lock().unwrap(),
+        [
+            ("read first", false),
+            ("read second", false),
+            ("write", true),
+            ("read after", true)
+        ]
+    );
+}

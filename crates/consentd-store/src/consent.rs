@@ -15,6 +15,13 @@ use super::outbox::{self, Body, Outgoing, Sound, What};
 use super::records::{record_where, Record};
 use super::state::RecordState;
 use super::StoreError;
+
+/// The records in a state. The plan does not depend on what is bound (the store's connection
+/// keeps one plan per statement), so the open states say the `records_open` index's own
+/// condition and name it, to be read through it rather than by a walk of every record.
+const RECORDS_IN: &str = "SELECT id FROM records WHERE state = ?1 ORDER BY seq";
+pub(crate) const OPEN_RECORDS_IN: &str = "SELECT id FROM records INDEXED BY records_open
+     WHERE state IN ('pending', 'card_shown') AND state = ?1 ORDER BY seq";
 use consentd_core::clock::Monotonic;
 use consentd_core::deadline::{Late, Now, Window};
 use consentd_core::pairing::{self, PairVerdict, PairingState};
@@ -504,11 +511,12 @@ impl Db {
         Ok(due)
     }
 
-    /// Records in `state`, oldest first.
+    /// Records in `state`, oldest first. The open states are read through `records_open`.
     pub fn records_in(&self, state: RecordState) -> Result<Vec<Record>, StoreError> {
-        let mut statement = self
-            .conn
-            .prepare_cached("SELECT id FROM records WHERE state = ?1 ORDER BY seq")?;
+        let open = matches!(state, RecordState::Pending | RecordState::CardShown);
+        let mut statement =
+            self.conn
+                .prepare_cached(if open { OPEN_RECORDS_IN } else { RECORDS_IN })?;
         let ids: Vec<String> = statement
             .query_map([state.as_str()], |row| row.get(0))?
             .collect::<Result<_, _>>()?;

@@ -321,13 +321,25 @@ impl Store {
     }
 }
 
-/// Applies `jobs` as one batch ([`batch`]) and answers them once it is durable. When a batch
+/// Applies `jobs` as one batch ([`batch`]) and answers them once it is durable; the jobs that
+/// come before its first write, having written nothing, are answered at once. When a batch
 /// cannot even begin, each job runs on its own, as before batching, and is answered at once.
 fn run_batch(db: &mut Db, jobs: Vec<Job>) {
     // A batch that cannot begin (the disk failing, say) is not an error of its own: each write
     // then tries its own transaction and reports what stops it to its request.
     let batched = db.begin_batch().is_ok();
-    let answers: Vec<Answer> = jobs.into_iter().map(|job| job(db)).collect();
+    let unwritten = db.rows_written();
+    let mut answers: Vec<Answer> = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let answer = job(db);
+        if batched && db.rows_written() == unwritten {
+            // Nothing is written in this batch yet, this job included: what it read was made
+            // durable by an earlier batch, so its answer need not wait for this one's fsync.
+            answer(None);
+        } else {
+            answers.push(answer);
+        }
+    }
     let failure = if batched {
         db.finish_batch().err()
     } else {

@@ -157,6 +157,10 @@ pub(crate) fn mandate_row(conn: &Connection, id: &str) -> Result<Option<MandateR
         .optional()?)
 }
 
+/// A mandate's uses in a span of time, read from `records_by_mandate` alone (it carries the cost).
+pub(crate) const USAGE_ON_DAY: &str =
+    "SELECT cost_usd FROM records WHERE mandate_id = ?1 AND created_at >= ?2 AND created_at < ?3";
+
 /// What a mandate used during the owner's local day of `now`: every ask it answered (whatever
 /// came of the run: a paid call that failed may still have cost), and their costs.
 pub(crate) fn usage_on_day(
@@ -166,17 +170,12 @@ pub(crate) fn usage_on_day(
     tz: Tz,
 ) -> Result<Usage, StoreError> {
     let (start, end) = mandate::local_day(now, tz);
-    let mut statement = conn.prepare_cached(
-        "SELECT cost_usd FROM records WHERE mandate_id = ?1 AND created_at >= ?2 AND created_at < ?3",
-    )?;
+    let mut statement = conn.prepare_cached(USAGE_ON_DAY)?;
     let costs = statement.query_map(
         params![mandate_id, timestamp(start), timestamp(end)],
         |row| row.get::<_, Option<String>>(0),
     )?;
-    let mut usage = Usage {
-        actions: 0,
-        usd: Decimal::ZERO,
-    };
+    let mut usage = Usage::NONE;
     for cost in costs {
         usage.actions += 1;
         if let Some(cost) = cost? {
@@ -217,6 +216,12 @@ pub(crate) fn covering_mandate(
         let Some(terms) = row.as_mandate() else {
             continue;
         };
+        // Use only takes coverage away, so a mandate that would not cover the action unused
+        // (another target, ended) is passed over without counting its day: an agent with many
+        // mandates of a kind pays for one count per ask, not one per mandate.
+        if mandate::coverage(&terms, &Usage::NONE, &covered, now) != Coverage::Covered {
+            continue;
+        }
         let usage = usage_on_day(tx, &row.id, now, tz)?;
         if mandate::coverage(&terms, &usage, &covered, now) == Coverage::Covered {
             return Ok(Some((row, usage)));

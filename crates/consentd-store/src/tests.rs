@@ -437,6 +437,51 @@ fn max_pending_bounds_the_open_asks() {
 /// A runaway agent's refusals are records of its own; finding its open ask to join must not
 /// walk them. The plan is checked rather than a timing: with `records_by_peer` the lookup is a
 /// scan of the peer's whole history on the store's one thread.
+/// A mandate's day is counted at every ask it may cover: from the index alone, never a row.
+#[test]
+fn a_mandates_day_is_counted_from_its_index_alone() {
+    let fixture = Fixture::new();
+    let db = fixture.open();
+    let plan: Vec<String> = db
+        .connection()
+        .prepare(&format!(
+            "EXPLAIN QUERY PLAN {}",
+            super::mandate_rows::USAGE_ON_DAY
+        ))
+        .unwrap()
+        .query_map(params!["m_x", "2026-03-01", "2026-03-02"], |row| row.get(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        plan.iter()
+            .any(|step| step.contains("USING COVERING INDEX records_by_mandate")),
+        "{plan:?}"
+    );
+}
+
+/// The owner's list of open asks reads the open index, not every record ever made.
+#[test]
+fn open_records_are_listed_from_the_open_index() {
+    let fixture = Fixture::new();
+    let db = fixture.open();
+    let plan: Vec<String> = db
+        .connection()
+        .prepare(&format!(
+            "EXPLAIN QUERY PLAN {}",
+            super::consent::OPEN_RECORDS_IN
+        ))
+        .unwrap()
+        .query_map(params!["pending"], |row| row.get(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        plan.iter().any(|step| step.contains("records_open")),
+        "{plan:?}"
+    );
+}
+
 #[test]
 fn joining_an_open_ask_uses_the_open_index_not_the_peers_history() {
     let fixture = Fixture::new();
@@ -619,7 +664,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 14);
+    assert_eq!(version, 15);
     let mode: String = db
         .connection()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -645,7 +690,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
             error,
             StoreError::TooNew {
                 found: 99,
-                latest: 14
+                latest: 15
             }
         ),
         "{error}"
