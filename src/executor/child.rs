@@ -26,7 +26,7 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::ExitStatus;
+use std::process::{ExitStatus, Stdio};
 use std::sync::OnceLock;
 
 use nix::errno::Errno;
@@ -36,7 +36,9 @@ use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 use tokio::io::unix::AsyncFd;
-use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
+
+use super::{cgroup, reaper, Identity, NotStarted, RunSpec};
 
 /// A started command, its pipes, and how to learn its end.
 pub(super) struct RunChild {
@@ -143,6 +145,101 @@ impl Drop for RunChild {
             });
         }
     }
+}
+
+pub(super) fn spawn(
+    spec: &RunSpec,
+    dir: &Path,
+    identity: Option<&Identity>,
+    env: &[(String, String)],
+    cgroup: &Option<cgroup::RunCgroup>,
+) -> Result<(RunChild, Option<reaper::Listed>), NotStarted> {
+    let not_started = |error| NotStarted::Spawn {
+        command: spec.command[0].clone(),
+        error,
+    };
+    // Nothing to do between fork and exec: no copy of the daemon is made (`child`).
+    if identity.is_none() && cgroup.is_none() && spawn_supported() {
+        let program = Program {
+            argv: &spec.command,
+            env,
+            dir,
+        };
+        return reaper::spawn_listed(|| spawn_in_session(&program), RunChild::id)
+            .map_err(not_started);
+    }
+    let mut cmd = forked_command(spec, dir, identity, env, cgroup);
+    // Spawn returns only once exec has succeeded or failed (std reports pre-exec and exec
+    // errors back through a close-on-exec pipe), so an error means the command never ran.
+    reaper::spawn_listed(|| cmd.spawn().map(RunChild::forked), RunChild::id).map_err(not_started)
+}
+
+/// The command as std's `Command` starts it, by a fork: for a `run_as` user or a run's cgroup,
+/// which need work between the fork and the exec, or where `posix_spawn` cannot be used.
+pub(super) fn forked_command(
+    spec: &RunSpec,
+    dir: &Path,
+    identity: Option<&Identity>,
+    env: &[(String, String)],
+    cgroup: &Option<cgroup::RunCgroup>,
+) -> Command {
+    let mut cmd = Command::new(&spec.command[0]);
+    cmd.args(&spec.command[1..])
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // Its own session and group, so a timeout reaches all it started (in the daemon's session
+    // `setpgid` could move a child into the daemon's group, which the subreaper spares).
+    #[allow(unsafe_code)]
+    // SAFETY: in the forked child before exec; setsid(2) is async-signal-safe, allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| nix::unistd::setsid().map(drop).map_err(io::Error::from))
+    };
+    if let Some(cgroup) = cgroup {
+        let fd = cgroup.join_fd();
+        #[allow(unsafe_code)]
+        // SAFETY: runs in the forked child before exec (and before the user switch below,
+        // which would take the right to move). It makes one write(2) of a static byte to a
+        // descriptor the parent opened and keeps open until spawn returns; write(2) is
+        // async-signal-safe, and nothing is allocated or locked.
+        unsafe {
+            cmd.pre_exec(move || {
+                if nix::libc::write(fd, b"0".as_ptr().cast(), 1) == 1 {
+                    Ok(())
+                } else {
+                    Err(io::Error::last_os_error())
+                }
+            });
+        }
+    }
+    if let Some(id) = identity {
+        // Moved into the closure whole, so the child only reads them.
+        let groups = id.groups.clone();
+        let (uid, gid) = (id.uid, id.gid);
+        // std's own uid()/gid() would drop all supplementary groups; the command gets the
+        // user's real group list instead, set here in the required order: groups and gid
+        // while still privileged, uid last.
+        #[allow(unsafe_code)]
+        // SAFETY: the closure runs in the forked child before exec, where only
+        // async-signal-safe work is allowed. It performs exactly three syscall wrappers
+        // (setgroups(2), setgid(2), setuid(2) via nix, which pass the borrowed slice / plain
+        // integers straight to libc and read errno on failure). It does not allocate: the
+        // group list was built by getgrouplist in the parent and is only borrowed, and the
+        // io::Error made from an errno is a tagged integer, not a heap value. It takes no
+        // locks and touches no state shared with other threads (the child has one thread).
+        unsafe {
+            cmd.pre_exec(move || {
+                nix::unistd::setgroups(&groups)?;
+                nix::unistd::setgid(gid)?;
+                nix::unistd::setuid(uid)?;
+                Ok(())
+            });
+        }
+    }
+    cmd
 }
 
 /// Reaps the process `pidfd` names if it has ended; `None` while it runs.

@@ -52,7 +52,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsE
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::pin::pin;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -60,9 +60,9 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::{Gid, Pid, Uid, User};
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{ChildStdin, Command};
+use tokio::process::ChildStdin;
 
-use child::{Program, RunChild};
+use child::RunChild;
 use tokio::time::Instant;
 
 use crate::stored;
@@ -201,7 +201,8 @@ pub async fn run(spec: &RunSpec) -> RunOutcome {
     } = prepared;
 
     let cgroup = cgroup::RunCgroup::create();
-    let (child, listed) = match spawn(spec, &work_dir.path, identity.as_ref(), &env, &cgroup) {
+    let (child, listed) = match child::spawn(spec, &work_dir.path, identity.as_ref(), &env, &cgroup)
+    {
         Ok(c) => c,
         Err(e) => {
             if let Some(cgroup) = cgroup {
@@ -620,101 +621,6 @@ pub(crate) fn contain_runs() {
     }
 }
 
-fn spawn(
-    spec: &RunSpec,
-    dir: &Path,
-    identity: Option<&Identity>,
-    env: &[(String, String)],
-    cgroup: &Option<cgroup::RunCgroup>,
-) -> Result<(RunChild, Option<reaper::Listed>), NotStarted> {
-    let not_started = |error| NotStarted::Spawn {
-        command: spec.command[0].clone(),
-        error,
-    };
-    // Nothing to do between fork and exec: no copy of the daemon is made (`child`).
-    if identity.is_none() && cgroup.is_none() && child::spawn_supported() {
-        let program = Program {
-            argv: &spec.command,
-            env,
-            dir,
-        };
-        return reaper::spawn_listed(|| child::spawn_in_session(&program), RunChild::id)
-            .map_err(not_started);
-    }
-    let mut cmd = forked_command(spec, dir, identity, env, cgroup);
-    // Spawn returns only once exec has succeeded or failed (std reports pre-exec and exec
-    // errors back through a close-on-exec pipe), so an error means the command never ran.
-    reaper::spawn_listed(|| cmd.spawn().map(RunChild::forked), RunChild::id).map_err(not_started)
-}
-
-/// The command as std's `Command` starts it, by a fork: for a `run_as` user or a run's cgroup,
-/// which need work between the fork and the exec, or where `posix_spawn` cannot be used.
-fn forked_command(
-    spec: &RunSpec,
-    dir: &Path,
-    identity: Option<&Identity>,
-    env: &[(String, String)],
-    cgroup: &Option<cgroup::RunCgroup>,
-) -> Command {
-    let mut cmd = Command::new(&spec.command[0]);
-    cmd.args(&spec.command[1..])
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // Its own session and group, so a timeout reaches all it started (in the daemon's session
-    // `setpgid` could move a child into the daemon's group, which the subreaper spares).
-    #[allow(unsafe_code)]
-    // SAFETY: in the forked child before exec; setsid(2) is async-signal-safe, allocates nothing.
-    unsafe {
-        cmd.pre_exec(|| nix::unistd::setsid().map(drop).map_err(io::Error::from))
-    };
-    if let Some(cgroup) = cgroup {
-        let fd = cgroup.join_fd();
-        #[allow(unsafe_code)]
-        // SAFETY: runs in the forked child before exec (and before the user switch below,
-        // which would take the right to move). It makes one write(2) of a static byte to a
-        // descriptor the parent opened and keeps open until spawn returns; write(2) is
-        // async-signal-safe, and nothing is allocated or locked.
-        unsafe {
-            cmd.pre_exec(move || {
-                if nix::libc::write(fd, b"0".as_ptr().cast(), 1) == 1 {
-                    Ok(())
-                } else {
-                    Err(io::Error::last_os_error())
-                }
-            });
-        }
-    }
-    if let Some(id) = identity {
-        // Moved into the closure whole, so the child only reads them.
-        let groups = id.groups.clone();
-        let (uid, gid) = (id.uid, id.gid);
-        // std's own uid()/gid() would drop all supplementary groups; the command gets the
-        // user's real group list instead, set here in the required order: groups and gid
-        // while still privileged, uid last.
-        #[allow(unsafe_code)]
-        // SAFETY: the closure runs in the forked child before exec, where only
-        // async-signal-safe work is allowed. It performs exactly three syscall wrappers
-        // (setgroups(2), setgid(2), setuid(2) via nix, which pass the borrowed slice / plain
-        // integers straight to libc and read errno on failure). It does not allocate: the
-        // group list was built by getgrouplist in the parent and is only borrowed, and the
-        // io::Error made from an errno is a tagged integer, not a heap value. It takes no
-        // locks and touches no state shared with other threads (the child has one thread).
-        unsafe {
-            cmd.pre_exec(move || {
-                nix::unistd::setgroups(&groups)?;
-                nix::unistd::setgid(gid)?;
-                nix::unistd::setuid(uid)?;
-                Ok(())
-            });
-        }
-    }
-    cmd
-}
-
 enum End {
     Exited(ExitStatus),
     TimedOut,
@@ -991,7 +897,7 @@ echo "on stderr" >&2"#;
         let env = vec![("ONLY".to_owned(), "this one".to_owned())];
         let (spawned_out, forked_out) = (s.path("spawned.txt"), s.path("forked.txt"));
         let spawned = s.spec(START_PROBE, &[&spawned_out.display().to_string()]);
-        let spawned = child::spawn_in_session(&Program {
+        let spawned = child::spawn_in_session(&child::Program {
             argv: &spawned.command,
             env: &env,
             dir: &dir,
@@ -999,7 +905,7 @@ echo "on stderr" >&2"#;
         .unwrap();
         let forked = s.spec(START_PROBE, &[&forked_out.display().to_string()]);
         let forked = RunChild::forked(
-            forked_command(&forked, &dir, None, &env, &None)
+            child::forked_command(&forked, &dir, None, &env, &None)
                 .spawn()
                 .unwrap(),
         );

@@ -534,7 +534,7 @@ impl Db {
             batch.pruned = true;
         }
         // Dropped on an error, the savepoint rolls back to where it began and is released.
-        let savepoint = Savepoint::begin(&self.conn)?;
+        let savepoint = crate::savepoint::Savepoint::begin(&self.conn)?;
         let mut effects = Effects::new(now);
         let value = change(&self.conn, &mut effects)?;
         let lines = seal_and_stage(&self.conn, &mut self.sealer, now, next_offset, &mut effects)?;
@@ -625,44 +625,6 @@ fn dangling_references(conn: &Connection) -> rusqlite::Result<()> {
             rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY),
             Some(format!("a row of {table} names a row that is not there")),
         )),
-    }
-}
-
-/// One write's savepoint in a batch, made and ended through cached statements (rusqlite's own
-/// `Savepoint` parses its SQL at every use). Dropped unreleased, it rolls the write back.
-struct Savepoint<'c> {
-    conn: &'c Connection,
-    released: bool,
-}
-
-impl<'c> Savepoint<'c> {
-    fn begin(conn: &'c Connection) -> Result<Savepoint<'c>, StoreError> {
-        conn.prepare_cached("SAVEPOINT batch_write")?.execute([])?;
-        Ok(Savepoint {
-            conn,
-            released: false,
-        })
-    }
-
-    fn release(mut self) -> Result<(), StoreError> {
-        self.conn
-            .prepare_cached("RELEASE batch_write")?
-            .execute([])?;
-        self.released = true;
-        Ok(())
-    }
-}
-
-impl Drop for Savepoint<'_> {
-    fn drop(&mut self) {
-        if !self.released {
-            for sql in ["ROLLBACK TO batch_write", "RELEASE batch_write"] {
-                let _ = self
-                    .conn
-                    .prepare_cached(sql)
-                    .and_then(|mut statement| statement.execute([]));
-            }
-        }
     }
 }
 

@@ -48,6 +48,7 @@ pub mod pairing;
 mod records;
 mod refusals;
 mod reply;
+mod savepoint;
 mod sealing;
 pub mod settings;
 pub mod space;
