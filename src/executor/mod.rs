@@ -36,6 +36,8 @@
 //!
 //! Writing stdin relies on SIGPIPE being ignored, which the Rust runtime does for every
 //! binary: a command that never reads stdin makes the write fail with EPIPE, which is ignored.
+//! (The command itself starts with SIGPIPE at its default.) How the process is started and
+//! waited for — `posix_spawn`, or a fork where `run_as` or a cgroup need one — is `child`'s.
 
 mod cgroup;
 mod child;
