@@ -976,6 +976,108 @@ echo "on stderr" >&2"#;
         );
     }
 
+    /// A command that dies of a real-time signal (34..=64) was reaped and its end is known: the
+    /// run failed, killed by that signal, as std's fork reports it. Not an unknown outcome (a
+    /// failed wait), and nothing is signalled by its freed pid afterwards.
+    #[tokio::test]
+    async fn a_command_killed_by_a_realtime_signal_fails_naming_the_signal() {
+        let s = Scratch::new();
+        let spec = s.spec("kill -40 $$; sleep 30", &[]);
+        let outcome = run(&spec).await;
+        assert!(
+            matches!(&outcome, RunOutcome::Failed { exit, .. } if exit == "killed by signal 40"),
+            "{outcome:?}"
+        );
+    }
+
+    /// Both starts report the same end for a command killed by a real-time signal.
+    #[tokio::test]
+    async fn a_realtime_signal_end_is_the_same_spawned_or_forked() {
+        let s = Scratch::new();
+        let dir = s.work_root();
+        let spec = s.spec("kill -40 $$; sleep 30", &[]);
+        let forked = RunChild::forked(
+            child::forked_command(&spec, &dir, None, &[], &None)
+                .spawn()
+                .unwrap(),
+        );
+        let (end, _, _) = supervise(forked, b"", WAIT).await;
+        assert!(
+            matches!(end, End::Exited(st) if st.signal() == Some(40)),
+            "forked"
+        );
+        let spawned = child::spawn_in_session(&child::Program {
+            argv: &spec.command,
+            env: &[],
+            dir: &dir,
+        })
+        .unwrap();
+        let (end, _, _) = supervise(spawned, b"", WAIT).await;
+        assert!(
+            matches!(end, End::Exited(st) if st.signal() == Some(40)),
+            "spawned: {}",
+            match end {
+                End::Exited(st) => format!("exited {st}"),
+                End::TimedOut => "timed out".into(),
+                End::WaitFailed => "wait failed".into(),
+            }
+        );
+    }
+
+    /// A reaped command's pid is free and may be anyone's: once the wait has taken the status,
+    /// the command must no longer be signalled by that pid (`id()` is `None`, as tokio's is).
+    #[tokio::test]
+    async fn a_reaped_command_is_no_longer_signalled_by_its_pid() {
+        let s = Scratch::new();
+        let dir = s.work_root();
+        let spec = s.spec("kill -40 $$; sleep 30", &[]);
+        let mut spawned = child::spawn_in_session(&child::Program {
+            argv: &spec.command,
+            env: &[],
+            dir: &dir,
+        })
+        .unwrap();
+        let pid = spawned.id().unwrap();
+        let waited = spawned.wait().await;
+        // Whatever the wait said, the process is gone from /proc: it was reaped.
+        assert!(!Path::new(&format!("/proc/{pid}")).exists(), "not reaped");
+        assert!(
+            spawned.id().is_none(),
+            "reaped (wait said {waited:?}) yet still signalled by pid {pid} on kill and drop"
+        );
+    }
+
+    /// The spawned command starts with the same signals ignored as a forked one: glibc's
+    /// posix_spawn must not hand its internal signals (32, 33) on ignored across the exec.
+    #[tokio::test]
+    async fn a_spawned_command_ignores_no_signal_a_forked_one_does_not() {
+        let s = Scratch::new();
+        let dir = s.work_root();
+        let out = s.path("ign.txt");
+        let spec = s.spec(
+            r#"/bin/grep -E '^SigIgn' /proc/self/status > "$1""#,
+            &[&out.display().to_string()],
+        );
+        let forked = RunChild::forked(
+            child::forked_command(&spec, &dir, None, &[], &None)
+                .spawn()
+                .unwrap(),
+        );
+        let (end, _, _) = supervise(forked, b"", WAIT).await;
+        assert!(matches!(end, End::Exited(st) if st.success()));
+        let forked_line = fs::read_to_string(&out).unwrap();
+        let spawned = child::spawn_in_session(&child::Program {
+            argv: &spec.command,
+            env: &[],
+            dir: &dir,
+        })
+        .unwrap();
+        let (end, _, _) = supervise(spawned, b"", WAIT).await;
+        assert!(matches!(end, End::Exited(st) if st.success()));
+        let spawned_line = fs::read_to_string(&out).unwrap();
+        assert_eq!(spawned_line, forked_line, "spawned vs forked ignored signals");
+    }
+
     #[tokio::test]
     async fn exit_zero_reports_the_first_line() {
         let s = Scratch::new();
