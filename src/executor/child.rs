@@ -17,12 +17,14 @@
 //! argv and environment only, the run's directory as working directory, three pipes as stdin,
 //! stdout and stderr and no other descriptor, an empty signal mask and SIGPIPE at its default
 //! (the Rust runtime ignores it in the daemon, and an ignored signal would stay ignored across
-//! the exec). `executor::tests` checks each of these on both paths.
+//! the exec). `executor::tests` checks each of these on both paths. A spawned command has every
+//! signal at its default; a forked one keeps any the daemon was started with ignored (and std
+//! resets SIGPIPE), as before.
 
 use std::ffi::CString;
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -33,7 +35,6 @@ use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::libc;
 use nix::sys::signal::{kill, SigSet, Signal};
-use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 use tokio::io::unix::AsyncFd;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
@@ -59,6 +60,14 @@ enum Exit {
         pidfd: Option<AsyncFd<OwnedFd>>,
         status: Option<ExitStatus>,
     },
+    /// Started by `posix_spawn`, but no pidfd could be had (no descriptor left): a blocking
+    /// thread watches for its end without reaping it (`WNOWAIT`), so its pid stays its own
+    /// until `wait` reaps it, and may be signalled until then.
+    Watched {
+        pid: Pid,
+        ended: Option<tokio::task::JoinHandle<()>>,
+        status: Option<ExitStatus>,
+    },
 }
 
 impl RunChild {
@@ -79,7 +88,10 @@ impl RunChild {
             Exit::Spawned {
                 pid, status: None, ..
             } => u32::try_from(pid.as_raw()).ok(),
-            Exit::Spawned { .. } => None,
+            Exit::Watched {
+                pid, status: None, ..
+            } => u32::try_from(pid.as_raw()).ok(),
+            Exit::Spawned { .. } | Exit::Watched { .. } => None,
         }
     }
 
@@ -104,6 +116,19 @@ impl RunChild {
                     }
                 }
             }
+            Exit::Watched { pid, ended, status } => {
+                if let Some(status) = status {
+                    return Ok(*status);
+                }
+                if let Some(watch) = ended.as_mut() {
+                    watch.await.map_err(io::Error::other)?;
+                    *ended = None;
+                }
+                let pid = libc::id_t::try_from(pid.as_raw()).map_err(io::Error::other)?;
+                let reaped = waitid(libc::P_PID, pid, libc::WNOHANG)?;
+                *status = reaped;
+                reaped.ok_or_else(|| io::Error::other("the command's end was seen but not found"))
+            }
         }
     }
 
@@ -112,9 +137,15 @@ impl RunChild {
         match &mut self.exit {
             Exit::Forked(child) => child.start_kill(),
             Exit::Spawned {
+                pidfd: Some(pidfd),
+                status: None,
+                ..
+            } => kill_through(pidfd.get_ref()),
+            // Unreaped, so the pid is still this command's.
+            Exit::Watched {
                 pid, status: None, ..
             } => Ok(kill(*pid, Signal::SIGKILL)?),
-            Exit::Spawned { .. } => Ok(()),
+            Exit::Spawned { .. } | Exit::Watched { .. } => Ok(()),
         }
     }
 }
@@ -124,16 +155,34 @@ impl Drop for RunChild {
     /// killed, as the run's group guard kills its group, and reaped once it is gone, so no
     /// zombie is left. A forked command is tokio's to reap, as before.
     fn drop(&mut self) {
-        let Exit::Spawned {
+        if let Exit::Watched {
             pid,
+            ended,
+            status: None,
+        } = &mut self.exit
+        {
+            let _ = kill(*pid, Signal::SIGKILL);
+            let (pid, ended) = (*pid, ended.take());
+            if let (Ok(runtime), Some(ended)) = (tokio::runtime::Handle::try_current(), ended) {
+                runtime.spawn(async move {
+                    let _ = ended.await;
+                    if let Ok(pid) = libc::id_t::try_from(pid.as_raw()) {
+                        let _ = waitid(libc::P_PID, pid, libc::WNOHANG);
+                    }
+                });
+            }
+            return;
+        }
+        let Exit::Spawned {
             pidfd,
             status: None,
+            ..
         } = &mut self.exit
         else {
             return;
         };
-        let _ = kill(*pid, Signal::SIGKILL);
         let Some(pidfd) = pidfd.take() else { return };
+        let _ = kill_through(pidfd.get_ref());
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 while let Ok(mut ready) = pidfd.readable().await {
@@ -243,16 +292,78 @@ pub(super) fn forked_command(
 }
 
 /// Reaps the process `pidfd` names if it has ended; `None` while it runs.
+///
+/// Through libc's `waitid`, not nix's: nix turns the status into its `Signal`, which has no
+/// real-time signals, and fails on a command killed by one — after the kernel has reaped it.
 fn reap(pidfd: &OwnedFd) -> Result<Option<ExitStatus>, Errno> {
-    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG;
-    Ok(match waitid(Id::PIDFd(pidfd.as_fd()), flags)? {
-        // The raw wait status, as waitpid(2) would give it.
-        WaitStatus::Exited(_, code) => Some(ExitStatus::from_raw((code & 0xff) << 8)),
-        WaitStatus::Signaled(_, signal, core) => Some(ExitStatus::from_raw(
-            signal as i32 | if core { 0x80 } else { 0 },
-        )),
-        _ => None,
+    waitid(
+        libc::P_PIDFD,
+        pidfd.as_raw_fd() as libc::id_t,
+        libc::WNOHANG,
+    )
+}
+
+/// `waitid` for the one process `id` names (its pidfd, or its pid while it is unreaped, so no
+/// other process can have that pid), with `flags` besides `WEXITED`; `None` if nothing ended.
+fn waitid(
+    kind: libc::idtype_t,
+    id: libc::id_t,
+    flags: libc::c_int,
+) -> Result<Option<ExitStatus>, Errno> {
+    #[allow(unsafe_code)]
+    // SAFETY: an all-zero siginfo_t is a valid value (its pid 0 means "nothing ended"), and
+    // waitid(2) writes only into it.
+    let (code, info) = unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let code = libc::waitid(kind, id, &mut info, libc::WEXITED | flags);
+        (code, info)
+    };
+    if code < 0 {
+        return Err(Errno::last());
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: after a successful waitid the pid and status members are the ones it filled in
+    // (a SIGCHLD-style siginfo), or still zero.
+    let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
+    if pid == 0 {
+        return Ok(None);
+    }
+    Ok(Some(wait_status(info.si_code, status)))
+}
+
+/// The raw wait status (as waitpid(2) gives it, what `ExitStatus` holds) for a waitid end.
+fn wait_status(code: libc::c_int, status: libc::c_int) -> ExitStatus {
+    ExitStatus::from_raw(match code {
+        libc::CLD_EXITED => (status & 0xff) << 8,
+        libc::CLD_DUMPED => (status & 0x7f) | 0x80,
+        // CLD_KILLED; waitid with only WEXITED reports nothing else.
+        _ => status & 0x7f,
     })
+}
+
+/// SIGKILL through the pidfd: it reaches this one process or, once it is reaped, nobody,
+/// whoever has its pid by then.
+fn kill_through(pidfd: &OwnedFd) -> io::Result<()> {
+    #[allow(unsafe_code)]
+    // SAFETY: pidfd_send_signal(2) takes a descriptor, a signal number, a null siginfo and no
+    // flags; no memory is passed.
+    let code = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            libc::SIGKILL,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    match code {
+        0 => Ok(()),
+        _ => match Errno::last() {
+            // Gone already: nothing to kill.
+            Errno::ESRCH => Ok(()),
+            errno => Err(errno.into()),
+        },
+    }
 }
 
 /// Whether runs here can start through `posix_spawn` at all: the daemon's standard descriptors
@@ -297,25 +408,44 @@ pub(super) fn spawn_in_session(program: &Program<'_>) -> io::Result<RunChild> {
     // The child's ends are its own now; the parent's copies must go, or the command would
     // never see end of file on stdin and the daemon never on stdout.
     drop((stdin_read, stdout_write, stderr_write));
-    let pidfd = match pidfd_open(pid).and_then(watch) {
-        Ok(pidfd) => pidfd,
-        Err(error) => {
-            // The command runs and cannot be waited for here: it must not act unwatched.
-            let _ = kill(pid, Signal::SIGKILL);
-            let _ = nix::sys::wait::waitpid(pid, None);
-            return Err(error);
-        }
-    };
-    Ok(RunChild {
-        stdin: Some(ChildStdin::from_std(stdin_write.into())?),
-        stdout: Some(ChildStdout::from_std(stdout_read.into())?),
-        stderr: Some(ChildStderr::from_std(stderr_read.into())?),
-        exit: Exit::Spawned {
+    // The command has been exec'd: from here it is supervised whatever fails, never reported
+    // as not started.
+    let exit = match pidfd_open(pid).and_then(watch) {
+        Ok(pidfd) => Exit::Spawned {
             pid,
             pidfd: Some(pidfd),
             status: None,
         },
-    })
+        Err(error) => {
+            tracing::warn!(%error, %pid, "no pidfd for a run's command: a thread waits for it");
+            Exit::Watched {
+                pid,
+                ended: Some(tokio::task::spawn_blocking(move || watch_blocking(pid))),
+                status: None,
+            }
+        }
+    };
+    let mut child = RunChild {
+        stdin: None,
+        stdout: None,
+        stderr: None,
+        exit,
+    };
+    // Registering a pipe fails only without memory. The command is then killed (and reaped)
+    // by `child`'s drop before the error goes up, and, as with std's own spawn, that rare error
+    // is reported as a failed start, although the command was exec'd.
+    child.stdin = Some(ChildStdin::from_std(stdin_write.into())?);
+    child.stdout = Some(ChildStdout::from_std(stdout_read.into())?);
+    child.stderr = Some(ChildStderr::from_std(stderr_read.into())?);
+    Ok(child)
+}
+
+/// Blocks until `pid` has ended, leaving it unreaped (`WNOWAIT`).
+fn watch_blocking(pid: Pid) {
+    let Ok(id) = libc::id_t::try_from(pid.as_raw()) else {
+        return;
+    };
+    while let Err(Errno::EINTR) = waitid(libc::P_PID, id, libc::WNOWAIT) {}
 }
 
 fn invalid(what: &str) -> io::Error {
@@ -404,7 +534,8 @@ impl Drop for FileActions {
     }
 }
 
-/// `posix_spawnattr_t` for a run: a new session, an empty signal mask, SIGPIPE at default.
+/// `posix_spawnattr_t` for a run: a new session, an empty signal mask, every signal at its
+/// default action.
 struct Attributes(Box<MaybeUninit<libc::posix_spawnattr_t>>);
 
 impl Attributes {
@@ -414,11 +545,7 @@ impl Attributes {
         // SAFETY: init writes the object behind a valid pointer to uninitialised storage.
         errno(unsafe { libc::posix_spawnattr_init(attributes.as_mut_ptr()) })?;
         let mut made = Attributes(attributes);
-        let pipe_default = {
-            let mut set = SigSet::empty();
-            set.add(Signal::SIGPIPE);
-            set
-        };
+        let all_default = every_signal();
         let flags = libc::POSIX_SPAWN_SETSID
             | libc::POSIX_SPAWN_SETSIGMASK as libc::c_short
             | libc::POSIX_SPAWN_SETSIGDEF as libc::c_short;
@@ -434,7 +561,7 @@ impl Attributes {
             ))?;
             errno(libc::posix_spawnattr_setsigdefault(
                 attributes,
-                pipe_default.as_ref(),
+                &all_default,
             ))?;
         }
         Ok(made)
@@ -472,6 +599,22 @@ impl Drop for Attributes {
             libc::posix_spawnattr_destroy(self.0.as_mut_ptr());
         }
     }
+}
+
+/// Every signal, glibc's own two (32 and 33) included. `sigfillset` leaves those out and
+/// `sigaddset` refuses them, but without them glibc's posix_spawn sets both to "ignore" in the
+/// child, and an ignored signal stays ignored across the exec, for the command's whole tree.
+fn every_signal() -> libc::sigset_t {
+    let mut set = *SigSet::all().as_ref();
+    #[allow(unsafe_code)]
+    // SAFETY: glibc's sigset_t is an array of unsigned longs holding signal n at bit n - 1 of
+    // the array (bits/sigset.h, `__sigmask`); the first long holds signals 1 to 64 on this
+    // 64-bit target, and writing it as a u64 stays inside the value.
+    unsafe {
+        let first = std::ptr::addr_of_mut!(set).cast::<u64>();
+        *first |= (1 << 31) | (1 << 32);
+    }
+    set
 }
 
 fn null_terminated(strings: &[CString]) -> Vec<*mut libc::c_char> {

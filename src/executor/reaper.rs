@@ -26,6 +26,7 @@
 //! with `waitpid(-1)`, which would take the exit status of a command tokio is waiting for.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
@@ -193,16 +194,32 @@ fn may_have_adopted() -> bool {
 fn children() -> Option<BTreeSet<i32>> {
     let me = nix::unistd::getpid();
     // The main thread's list exists whenever the kernel keeps lists at all.
-    let main = std::fs::read_to_string(format!("/proc/{me}/task/{me}/children")).ok()?;
+    let main = read_whole(Path::new(&format!("/proc/{me}/task/{me}/children")))?;
     let mut all: BTreeSet<i32> = pids(&main).collect();
     for task in std::fs::read_dir(format!("/proc/{me}/task")).ok()? {
         let path = task.ok()?.path().join("children");
-        // A thread that ended since the listing has no children left to name.
-        if let Ok(list) = std::fs::read_to_string(path) {
-            all.extend(pids(&list));
+        match read_whole(&path) {
+            Some(list) => all.extend(pids(&list)),
+            // A thread that ended since the listing has no children left to name.
+            None if !path.parent().is_some_and(Path::exists) => {}
+            None => return None,
         }
     }
     Some(all)
+}
+
+/// A `children` list in one read(2): the kernel walks the list afresh at each read, and a child
+/// that exits between two reads can make the next one skip a child still there. A list too long
+/// for one read is not trusted (`None`), nor one that cannot be read.
+fn read_whole(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut buffer = vec![0u8; 64 * 1024];
+    let read = std::fs::File::open(path).ok()?.read(&mut buffer).ok()?;
+    if read == buffer.len() {
+        return None;
+    }
+    buffer.truncate(read);
+    String::from_utf8(buffer).ok()
 }
 
 fn pids(list: &str) -> impl Iterator<Item = i32> + '_ {
