@@ -196,6 +196,7 @@ impl Drop for RunChild {
     }
 }
 
+/// Starts a run's command, listed live with the reaper: spawned where it can be, else forked.
 pub(super) fn spawn(
     spec: &RunSpec,
     dir: &Path,
@@ -418,11 +419,7 @@ pub(super) fn spawn_in_session(program: &Program<'_>) -> io::Result<RunChild> {
         },
         Err(error) => {
             tracing::warn!(%error, %pid, "no pidfd for a run's command: a thread waits for it");
-            Exit::Watched {
-                pid,
-                ended: Some(tokio::task::spawn_blocking(move || watch_blocking(pid))),
-                status: None,
-            }
+            watched(pid)
         }
     };
     let mut child = RunChild {
@@ -438,6 +435,15 @@ pub(super) fn spawn_in_session(program: &Program<'_>) -> io::Result<RunChild> {
     child.stdout = Some(ChildStdout::from_std(stdout_read.into())?);
     child.stderr = Some(ChildStderr::from_std(stderr_read.into())?);
     Ok(child)
+}
+
+/// The end of `pid`, a child of this process, watched by a blocking thread.
+fn watched(pid: Pid) -> Exit {
+    Exit::Watched {
+        pid,
+        ended: Some(tokio::task::spawn_blocking(move || watch_blocking(pid))),
+        status: None,
+    }
 }
 
 /// Blocks until `pid` has ended, leaving it unreaped (`WNOWAIT`).
@@ -630,5 +636,54 @@ fn errno(code: libc::c_int) -> io::Result<()> {
     match code {
         0 => Ok(()),
         code => Err(io::Error::from_raw_os_error(code)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether an end is the one a case expects.
+    type EndCheck = fn(ExitStatus) -> bool;
+
+    /// Both ways a spawned command's end is learnt — its pidfd, or a thread when no pidfd can be
+    /// had — report the same ends, a real-time signal's included, and kill only while it is
+    /// unreaped.
+    #[tokio::test]
+    async fn a_spawned_commands_end_is_read_alike_through_its_pidfd_or_a_thread() {
+        let dir = std::env::temp_dir();
+        let cases: [(&str, &str, EndCheck); 3] = [
+            ("exit 7", "exit code 7", |s| s.code() == Some(7)),
+            ("kill -40 $$", "real-time signal 40", |s| {
+                s.signal() == Some(40)
+            }),
+            ("exec /bin/sleep 30", "killed", |s| s.signal() == Some(9)),
+        ];
+        for (script, what, ended_so) in cases {
+            for by_thread in [false, true] {
+                let argv = ["/bin/sh", "-c", script].map(str::to_owned);
+                let mut child = spawn_in_session(&Program {
+                    argv: &argv,
+                    env: &[],
+                    dir: &dir,
+                })
+                .unwrap();
+                if by_thread {
+                    let pid = Pid::from_raw(child.id().unwrap() as i32);
+                    // Its pidfd closed (an `Exit` alone kills nothing when dropped): the
+                    // thread alone learns the end.
+                    drop(std::mem::replace(&mut child.exit, watched(pid)));
+                }
+                let how = if by_thread { "a thread" } else { "its pidfd" };
+                if what == "killed" {
+                    child.start_kill().unwrap();
+                }
+                let status = child.wait().await.unwrap();
+                assert!(ended_so(status), "{what} through {how}: {status:?}");
+                assert_eq!(child.id(), None, "{what} through {how}: reaped, no pid");
+                // Reaped: a kill reaches nobody and says so by doing nothing.
+                child.start_kill().unwrap();
+            }
+        }
     }
 }

@@ -193,13 +193,17 @@ fn may_have_adopted() -> bool {
 /// kernel keeps no such list.
 fn children() -> Option<BTreeSet<i32>> {
     let me = nix::unistd::getpid();
+    let mut buffer = vec![0u8; 64 * 1024];
     // The main thread's list exists whenever the kernel keeps lists at all.
-    let main = read_whole(Path::new(&format!("/proc/{me}/task/{me}/children")))?;
-    let mut all: BTreeSet<i32> = pids(&main).collect();
+    let main = read_whole(
+        Path::new(&format!("/proc/{me}/task/{me}/children")),
+        &mut buffer,
+    )?;
+    let mut all: BTreeSet<i32> = pids(main).collect();
     for task in std::fs::read_dir(format!("/proc/{me}/task")).ok()? {
         let path = task.ok()?.path().join("children");
-        match read_whole(&path) {
-            Some(list) => all.extend(pids(&list)),
+        match read_whole(&path, &mut buffer) {
+            Some(list) => all.extend(pids(list)),
             // A thread that ended since the listing has no children left to name.
             None if !path.parent().is_some_and(Path::exists) => {}
             None => return None,
@@ -211,15 +215,13 @@ fn children() -> Option<BTreeSet<i32>> {
 /// A `children` list in one read(2): the kernel walks the list afresh at each read, and a child
 /// that exits between two reads can make the next one skip a child still there. A list too long
 /// for one read is not trusted (`None`), nor one that cannot be read.
-fn read_whole(path: &Path) -> Option<String> {
+fn read_whole<'b>(path: &Path, buffer: &'b mut [u8]) -> Option<&'b str> {
     use std::io::Read;
-    let mut buffer = vec![0u8; 64 * 1024];
-    let read = std::fs::File::open(path).ok()?.read(&mut buffer).ok()?;
+    let read = std::fs::File::open(path).ok()?.read(buffer).ok()?;
     if read == buffer.len() {
         return None;
     }
-    buffer.truncate(read);
-    String::from_utf8(buffer).ok()
+    std::str::from_utf8(&buffer[..read]).ok()
 }
 
 fn pids(list: &str) -> impl Iterator<Item = i32> + '_ {

@@ -377,14 +377,7 @@ mod tests {
     #[test]
     fn the_asks_part_reads_the_shown_at_index() {
         let f = Fixture::new();
-        let plan: Vec<String> =
-            f.db.connection()
-                .prepare(&format!("EXPLAIN QUERY PLAN {}", super::APPROVED_ASKS))
-                .unwrap()
-                .query_map(["a", "b", "c"], |row| row.get::<_, String>(3))
-                .unwrap()
-                .collect::<Result<_, _>>()
-                .unwrap();
+        let plan = crate::tests::query_plan(&f.db, super::APPROVED_ASKS, ["a", "b", "c"]);
         assert!(
             plan.iter().any(|step| step.contains("records_shown")),
             "{plan:?}"

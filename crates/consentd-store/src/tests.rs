@@ -434,25 +434,27 @@ fn max_pending_bounds_the_open_asks() {
     ));
 }
 
-/// A runaway agent's refusals are records of its own; finding its open ask to join must not
-/// walk them. The plan is checked rather than a timing: with `records_by_peer` the lookup is a
-/// scan of the peer's whole history on the store's one thread.
+/// What SQLite plans for `sql` with `params` bound: one step a line.
+pub(crate) fn query_plan(db: &Db, sql: &str, params: impl rusqlite::Params) -> Vec<String> {
+    db.connection()
+        .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+        .unwrap()
+        .query_map(params, |row| row.get(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
 /// A mandate's day is counted at every ask it may cover: from the index alone, never a row.
 #[test]
 fn a_mandates_day_is_counted_from_its_index_alone() {
     let fixture = Fixture::new();
     let db = fixture.open();
-    let plan: Vec<String> = db
-        .connection()
-        .prepare(&format!(
-            "EXPLAIN QUERY PLAN {}",
-            super::mandate_rows::USAGE_ON_DAY
-        ))
-        .unwrap()
-        .query_map(params!["m_x", "2026-03-01", "2026-03-02"], |row| row.get(3))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let plan = query_plan(
+        &db,
+        super::mandate_rows::USAGE_ON_DAY,
+        params!["m_x", "2026-03-01", "2026-03-02"],
+    );
     assert!(
         plan.iter()
             .any(|step| step.contains("USING COVERING INDEX records_by_mandate")),
@@ -465,23 +467,16 @@ fn a_mandates_day_is_counted_from_its_index_alone() {
 fn open_records_are_listed_from_the_open_index() {
     let fixture = Fixture::new();
     let db = fixture.open();
-    let plan: Vec<String> = db
-        .connection()
-        .prepare(&format!(
-            "EXPLAIN QUERY PLAN {}",
-            super::consent::OPEN_RECORDS_IN
-        ))
-        .unwrap()
-        .query_map(params!["pending"], |row| row.get(3))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let plan = query_plan(&db, super::consent::OPEN_RECORDS_IN, params!["pending"]);
     assert!(
         plan.iter().any(|step| step.contains("records_open")),
         "{plan:?}"
     );
 }
 
+/// A runaway agent's refusals are records of its own; finding its open ask to join must not
+/// walk them. The plan is checked rather than a timing: with `records_by_peer` the lookup is a
+/// scan of the peer's whole history on the store's one thread.
 #[test]
 fn joining_an_open_ask_uses_the_open_index_not_the_peers_history() {
     let fixture = Fixture::new();
@@ -498,18 +493,8 @@ fn joining_an_open_ask_uses_the_open_index_not_the_peers_history() {
         super::records::OPEN_BY_DIGEST,
         super::mandates::OPEN_REQUEST_BY_DIGEST,
     ] {
-        let sql = format!(
-            "EXPLAIN QUERY PLAN {}",
-            super::records::record_where_sql(condition)
-        );
-        let plan: Vec<String> = db
-            .connection()
-            .prepare(&sql)
-            .unwrap()
-            .query_map(params!["d", 1000], |row| row.get(3))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let sql = super::records::record_where_sql(condition);
+        let plan = query_plan(&db, &sql, params!["d", 1000]);
         assert!(
             plan.iter().any(|step| step.contains("records_open")),
             "{condition}: {plan:?}"
