@@ -223,6 +223,18 @@ pub(crate) fn prepare_dirs(config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The bound socket as tokio's listener (a clone of it: the caller keeps the bound one).
+fn async_listener(socket: &BoundSocket) -> anyhow::Result<tokio::net::UnixListener> {
+    socket
+        .listener
+        .try_clone()
+        .and_then(|listener| {
+            listener.set_nonblocking(true)?;
+            tokio::net::UnixListener::from_std(listener)
+        })
+        .context("cannot use the bound socket")
+}
+
 /// Serves on an already bound socket until `shutdown` is cancelled, keeping the owner in
 /// `owner`, which the caller may read while the daemon runs.
 async fn run_sharing(
@@ -239,14 +251,7 @@ async fn run_sharing(
         .await
         .context("loading the press key panicked")??;
     let locales = Arc::new(Locales::new().context("the built-in locales do not load")?);
-    let listener = socket
-        .listener
-        .try_clone()
-        .and_then(|listener| {
-            listener.set_nonblocking(true)?;
-            tokio::net::UnixListener::from_std(listener)
-        })
-        .context("cannot use the bound socket")?;
+    let listener = async_listener(socket)?;
     let (store, store_thread) = open_store(&config, clock.now()).await?;
     let switches = Arc::new(RwLock::new(store.call(|db| db.category_switches()).await?));
     let stored_owner = store.call(|db| db.owner()).await?;
@@ -279,6 +284,7 @@ async fn run_sharing(
         switches: switches.clone(),
         owner: owner.clone(),
         locales: locales.clone(),
+        gate: gate.clone(),
         handoff,
     };
     let clock_at_stop = clock.clone();

@@ -16,13 +16,14 @@ use crate::card::{self, AttachmentView, CardView};
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::digest::Sha256Hash;
+use crate::gate::{self, Delivery, NoticeClass};
 use crate::lookalike::{self, KnownTargets, Warning};
 use crate::mandate::MandateRequest;
 use crate::protocol::{self, ListResponse, RecordSummary, Request, Response, StatusResponse};
 use crate::refusal::{self, Reason, Refusal};
 use crate::store::{
-    AskOutcome, AskPolicy, NewAsk, NewMandate, Record, RecordState, Store, StoreError, Subject,
-    Withdrawal,
+    AskOutcome, AskPolicy, CardOpening, NewAsk, NewMandate, Record, RecordState, Store, StoreError,
+    Subject, Withdrawal,
 };
 
 /// Records in one `list` page.
@@ -70,6 +71,8 @@ pub(crate) struct Intake {
     pub owner: crate::owner::OwnerCell,
     /// To check that the card can be drawn before the ask is stored.
     pub locales: Arc<crate::locale::Locales>,
+    /// The gate's settings as the owner last set them: whether a new card would go at once.
+    pub gate: Arc<RwLock<crate::config::Gate>>,
     /// Asks a mandate covered (to run, or to be told of), and withdrawals, for the consent loop.
     pub handoff: mpsc::UnboundedSender<Handoff>,
 }
@@ -122,16 +125,19 @@ impl Intake {
             Ok(action) => action,
             Err(refusal) => return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await,
         };
-        if let Err(refusal) = self.card_fits(&action, ask.urgent, now) {
-            return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await;
-        }
+        let stays_in_card = match self.card_fits(&action, ask.urgent, now) {
+            Ok(stays_in_card) => stays_in_card,
+            Err(refusal) => return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await,
+        };
         // The ask's own attachments count against the floor: they are written with its record.
         let needs: u64 = action.attachments.iter().map(|a| a.data.len() as u64).sum();
         if let Some(refusal) = self.disk_refusal(needs).await {
             return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
         }
+        let open_card = self.opening(&action, ask.urgent, stays_in_card, now);
         let new = NewAsk {
             peer_uid,
+            open_card,
             digest: action.digest().to_hex(),
             action,
             idempotency_key: ask.idempotency_key.clone(),
@@ -230,15 +236,53 @@ impl Intake {
         }
     }
 
+    /// How to open the ask's card in the ask's own transaction, when the card would go to the
+    /// owner at once: nothing is sent before it (its text stays in the card, it has no
+    /// attachments), so its ttl would start as the owner can see it; and the gate sends a card
+    /// now (outside quiet hours; inside them the night's count decides, so the sender does). The
+    /// store opens it only when nothing waits in the outbox ahead of it; otherwise the sender
+    /// opens it as it sends it, as it does every other card.
+    fn opening(
+        &self,
+        action: &Action,
+        urgent: bool,
+        stays_in_card: bool,
+        now: DateTime<Utc>,
+    ) -> Option<CardOpening> {
+        if !stays_in_card || !action.attachments.is_empty() {
+            return None;
+        }
+        let settings = self
+            .gate
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
+        let class = NoticeClass::Card { urgent_ask: urgent };
+        let tz = self.config.owner.timezone;
+        if gate::decide(class, &settings, 0, now, tz) != Delivery::Loud {
+            return None;
+        }
+        Some(CardOpening {
+            ttl: chrono::Duration::from_std(self.config.limits.card_ttl).ok()?,
+            monotonic: self.clock.monotonic(),
+        })
+    }
+
     /// A card must be one message even with its text moved to numbered parts: its target and
     /// fields alone may not fill it. Checked in the owner's language before anything is stored,
     /// with the mixed-script warnings of the target and of the one-word field values; room for
     /// their look-alike lines is kept by [`card::try_render_card`] (the known targets are read
-    /// only when the card is shown).
-    fn card_fits(&self, action: &Action, urgent: bool, now: DateTime<Utc>) -> Result<(), Refusal> {
+    /// only when the card is shown). Answers whether the text stays inside the card however
+    /// those lines come out ([`card::text_stays_in_card`]).
+    fn card_fits(
+        &self,
+        action: &Action,
+        urgent: bool,
+        now: DateTime<Utc>,
+    ) -> Result<bool, Refusal> {
         let lang = self.language();
         let Some(category) = self.config.categories.get(&action.kind) else {
-            return Ok(());
+            return Ok(false);
         };
         let cost = action.cost_string();
         let facts = action.attachment_facts();
@@ -279,7 +323,7 @@ impl Intake {
             agent_runs: category.mode == crate::config::Mode::Approve,
         };
         card::try_render_card(&view, &self.locales, lang, now)
-            .map(|_| ())
+            .map(|_| card::text_stays_in_card(&view, &self.locales, lang))
             .map_err(|error| {
                 Refusal::new(
                     Reason::TooLarge,

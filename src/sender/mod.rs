@@ -483,8 +483,8 @@ async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
     let found = store
         .call(move |db| {
             let record = db.record(&lookup)?;
-            // Pending, or opened by an earlier attempt whose send failed: both still need their
-            // card.
+            // Pending, or opened already (with its ask, or by an earlier attempt whose send
+            // failed): both still need their card.
             match record.filter(|record| {
                 matches!(record.state, RecordState::Pending | RecordState::CardShown)
             }) {
@@ -525,7 +525,7 @@ async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
     // Drawn again against the targets known at its `shown_at`, as its edits will be. A target
     // approved in the seconds since the first drawing can move the text into parts: those are
     // sent now, before the card (what was sent already is skipped).
-    let Some((expires_at, known)) = open_card(out, &record, seq, now).await? else {
+    let Some((expires_at, known)) = open_card(out, &record, known, seq, now).await? else {
         return Ok(());
     };
     let card = draw(out, &record, &known, now, expires_at)?;
@@ -552,24 +552,20 @@ async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
 }
 
 /// Opens a pending record's card as it is about to be sent: its ttl starts `now` and
-/// `card_shown` is journaled (a retry of a card already open keeps its first deadline). Returns
-/// the card's deadline and the targets known as of its `shown_at`; `None` when the record ended
-/// meanwhile, its row then dropped.
+/// `card_shown` is journaled. A card already open (by its ask's own transaction, or by an
+/// earlier attempt whose send failed) keeps its deadline, and `known`, the targets read with the
+/// record, are already those of its `shown_at`. Returns the card's deadline and the targets
+/// known as of its `shown_at`; `None` when the record ended meanwhile, its row then dropped.
 async fn open_card(
     out: &Out<'_>,
     record: &Record,
+    known: KnownTargets,
     seq: i64,
     now: DateTime<Utc>,
 ) -> Result<Option<(DateTime<Utc>, KnownTargets)>, RowError> {
     let (store, record_id) = (out.store, &record.id);
     let opened = match record.expires_at {
-        Some(expires_at) if record.state == RecordState::CardShown => {
-            let lookup = record_id.clone();
-            let known = store
-                .call(move |db| db.known_targets_for(&lookup, now))
-                .await?;
-            (expires_at, known)
-        }
+        Some(expires_at) if record.state == RecordState::CardShown => (expires_at, known),
         _ => {
             // An ask's own ttl set a deadline when it was taken (kept in `expires_at` while it
             // is pending): the card is answerable until the earlier of the two.

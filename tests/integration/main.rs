@@ -29,6 +29,7 @@ mod locales;
 mod lookalike;
 mod mandates;
 mod mcp;
+mod opening;
 mod owner;
 mod privilege;
 mod protocol_additions;

@@ -506,6 +506,23 @@ pub fn try_render_card(
     Ok(draw_card(view, body, locales, lang, now))
 }
 
+/// Whether `view`'s text stays inside its card whatever look-alike lines the targets known when
+/// it is shown may add: measured, as [`try_render_card`] measures, with the widest line each
+/// target and one-word field value could still get. Such a card has no parts to send before
+/// it, so it can be opened the moment it is asked for.
+pub fn text_stays_in_card(view: &CardView, locales: &Locales, lang: Language) -> bool {
+    let (target_warnings, field_warnings) = with_room_for_look_alikes(view);
+    let measured = CardView {
+        target_warnings: &target_warnings,
+        field_warnings: &field_warnings,
+        ..view.clone()
+    };
+    !matches!(
+        CardBody::new(&measured, locales, lang).text,
+        TextPlace::Parts { .. }
+    )
+}
+
 /// `view`'s warnings with the widest look-alike line added where one could still come: under
 /// the target, and under each one-word field value, that have none yet.
 fn with_room_for_look_alikes(view: &CardView) -> (Vec<Warning>, Vec<Vec<Warning>>) {

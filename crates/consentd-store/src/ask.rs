@@ -9,15 +9,18 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::base::EventName;
 use super::base::{
-    claim_in, new_record_id, since, timestamp, transition_in, Db, JournalEvent, StateChange,
+    claim_in, new_record_id, since, timestamp, transition_in, Db, Effects, JournalEvent,
+    StateChange,
 };
 use super::cached::Cached;
+use super::consent::open_card_in;
 use super::mandate_rows::{covering_mandate, MandateRow};
 use super::records::{record_where, Record, OPEN_BY_DIGEST};
 use super::refusals::refusal_in;
 use super::state::RecordState;
 use super::StoreError;
 use consentd_core::action::{format_usd, Action};
+use consentd_core::clock::Monotonic;
 use consentd_core::reason::{Reason, Refusal};
 
 /// A new ask that passed the refusal gate.
@@ -33,6 +36,19 @@ pub struct NewAsk {
     /// Its category is approval-only (`mode = "approve"`): a mandate that covers it ends it
     /// `approved` at once, and nothing is claimed or run.
     pub agent_runs: bool,
+    /// Set when a new record's card would go to the owner at once (no parts or attachments to
+    /// send before it, outside quiet hours): the card is then opened in the ask's own
+    /// transaction, provided nothing else waits in the outbox ahead of it.
+    pub open_card: Option<CardOpening>,
+}
+
+/// How to open a card in its ask's transaction (see [`NewAsk::open_card`]).
+#[derive(Debug, Clone)]
+pub struct CardOpening {
+    /// How long a shown card may be answered (`card_ttl`).
+    pub ttl: chrono::Duration,
+    /// The daemon's monotonic clock as the ask was taken: the deadline is kept on it too.
+    pub monotonic: Monotonic,
 }
 
 /// The stateful rules an ask meets in the store.
@@ -116,7 +132,7 @@ impl Db {
                 }
                 AskVerdict::Create => {
                     store_blobs()?;
-                    let created = created_in(tx, events, &id, ask, policy.card_chat, now)?;
+                    let created = created_in(tx, effects, &id, ask, policy.card_chat, now)?;
                     queued_card = policy.card_chat.is_some();
                     created
                 }
@@ -137,7 +153,9 @@ impl Db {
         if let Some(judged) = judged {
             self.note_refusal(judged, now);
         }
-        if let AskOutcome::Created(record) | AskOutcome::Covered(record) = &outcome {
+        // A created record's changes (`pending`, then `card_shown` when its card opened with
+        // it) were noted in its transaction, in order.
+        if let AskOutcome::Covered(record) = &outcome {
             self.changed.push((record.id.clone(), record.state));
         }
         Ok(outcome)
@@ -277,10 +295,12 @@ fn judge_ask(
     Ok(AskVerdict::Create)
 }
 
-/// A new pending record, with its card queued for `card_chat` in the same transaction.
+/// A new pending record, with its card queued for `card_chat` in the same transaction, and
+/// opened there too when the ask says it can go at once and nothing waits ahead of it. The
+/// outcome is the record as created, `pending`: what the session's first line says.
 fn created_in(
     tx: &Connection,
-    events: &mut Vec<JournalEvent>,
+    effects: &mut Effects,
     id: &str,
     ask: &NewAsk,
     card_chat: Option<i64>,
@@ -302,8 +322,20 @@ fn created_in(
     if ask.urgent {
         asked = asked.with("urgent", true);
     }
-    events.push(asked);
+    effects.push(asked);
     let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
+    effects.changed.push((record.id.clone(), record.state));
+    if let (Some(_), Some(opening)) = (card_chat, &ask.open_card) {
+        if crate::outbox::only_row_due(tx, now)? {
+            // Its ttl starts now, or at the ask's own deadline if that comes first, as the
+            // sender's own opening would set it.
+            let usual = now + opening.ttl;
+            let expires_at = record
+                .expires_at
+                .map_or(usual, |deadline| deadline.min(usual));
+            open_card_in(tx, effects, id, expires_at, now, &opening.monotonic)?;
+        }
+    }
     Ok(AskOutcome::Created(record))
 }
 

@@ -174,6 +174,7 @@ mod tests {
                 idempotency_key: None,
                 urgent: false,
                 agent_runs: false,
+                open_card: None,
                 ttl: None,
             }
         }

@@ -61,6 +61,8 @@ mod withdraw;
 #[cfg(test)]
 mod batch_tests;
 #[cfg(test)]
+mod opening_tests;
+#[cfg(test)]
 mod suggestions_tests;
 #[cfg(test)]
 mod tests;
@@ -71,7 +73,7 @@ use std::sync::{mpsc, Arc};
 use chrono::{DateTime, Utc};
 use tokio::sync::{broadcast, oneshot, Notify};
 
-pub use ask::{AskOutcome, AskPolicy, NewAsk};
+pub use ask::{AskOutcome, AskPolicy, CardOpening, NewAsk};
 pub use base::{Db, Effects, JournalEvent, OpenReport, StateChange};
 pub use batch::MAX_BATCH;
 pub use crash::set_crash_hook;

@@ -37,6 +37,7 @@ fn ask(text: &str, ttl: Option<u64>) -> NewAsk {
         urgent: false,
         ttl: ttl.map(Duration::from_secs),
         agent_runs: true,
+        open_card: None,
     }
 }
 

@@ -674,3 +674,51 @@ fn the_receipt_shows_the_action_target_with_its_warnings() {
     let line = warning_line(&warnings[0], &locales, Language::En).text;
     assert!(receipt.card.text.contains(&line), "{}", receipt.card.text);
 }
+
+#[test]
+fn a_text_said_to_stay_in_its_card_stays_there_with_any_look_alike_line() {
+    let locales = locales();
+    // The widest look-alike line a target can get: 256 astral characters against a known target
+    // that differs only at its end.
+    let known_target: String = "\u{1D426}".repeat(255) + "\u{1D408}";
+    let target: String = "\u{1D426}".repeat(255) + "\u{1D425}";
+    let warnings = lookalike::warnings(&target, &KnownTargets::new([known_target.as_str()]));
+    let mixed: Vec<Warning> = lookalike::mixed_scripts(&target).into_iter().collect();
+    let fields = BTreeMap::new();
+    for lang in Language::ALL {
+        let text_of = |len: usize| "x".repeat(len);
+        // The longest text the check keeps in the card, found from the short end up.
+        let longest = (1..MESSAGE_LIMIT)
+            .take_while(|&len| {
+                let text = text_of(len);
+                text_stays_in_card(&view(&target, &mixed, &fields, &text, lang), &locales, lang)
+            })
+            .last()
+            .expect("a short text stays in the card");
+        let text = text_of(longest);
+        let shown = view(&target, &warnings, &fields, &text, lang);
+        assert!(
+            render_card(&shown, &locales, lang, now()).parts.is_empty(),
+            "{lang}: {longest} characters"
+        );
+        // One more moves it to parts once the widest line comes, though not without it: the
+        // check answers for the card as it may be shown, not as it is drawn at the ask.
+        let text = text_of(longest + 1);
+        let asked = view(&target, &mixed, &fields, &text, lang);
+        assert!(!text_stays_in_card(&asked, &locales, lang), "{lang}");
+        assert!(
+            render_card(&asked, &locales, lang, now()).parts.is_empty(),
+            "{lang}: without a look-alike line it would still fit"
+        );
+        let widest: Vec<Warning> = mixed
+            .iter()
+            .cloned()
+            .chain([lookalike::widest_looks_like()])
+            .collect();
+        let shown = view(&target, &widest, &fields, &text, lang);
+        assert!(
+            !render_card(&shown, &locales, lang, now()).parts.is_empty(),
+            "{lang}: with the widest line it moves to parts"
+        );
+    }
+}

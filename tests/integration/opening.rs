@@ -1,0 +1,127 @@
+//! When a card opens: with its ask, in the ask's own commit, only when nothing has to reach the
+//! owner before it and the gate sends it at once; otherwise as the sender sends it, after its parts
+//! and attachments, or under the night's count. Either way its ttl runs from its `card_shown` line.
+
+use base64::Engine;
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+use consentd_emulator::{ChatSpec, UserSpec};
+
+use crate::consent::ask_waiting;
+use crate::fixture::{good_ask, today_at, Daemon, OWNER};
+
+/// A 1×1 PNG, as the attachment tests send it.
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\
+\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\x0dIDATx\x9cc\xf8\xcf\xc0\xf0\x1f\x00\x05\x00\x01\xff\
+\x89\x99=\x1d\x00\x00\x00\x00IEND\xaeB`\x82";
+
+fn time(event: &Value, key: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(event[key].as_str().unwrap())
+        .unwrap()
+        .with_timezone(&Utc)
+}
+
+/// The record's `asked` and `card_shown` lines, and whether the second directly follows the first.
+fn lines_of(daemon: &Daemon, id: &str) -> (Value, Value, bool) {
+    let events = daemon.journal_events();
+    let at = |name: &str| {
+        events
+            .iter()
+            .position(|e| e["id"] == id && e["ev"] == name)
+            .unwrap_or_else(|| panic!("no {name} line for {id}"))
+    };
+    let (asked, shown) = (at("asked"), at("card_shown"));
+    (
+        events[asked].clone(),
+        events[shown].clone(),
+        shown == asked + 1,
+    )
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Opens {
+    /// In the ask's own commit: the same instant, the very next journal line.
+    WithTheAsk,
+    /// By the sender, as it sends the card: later than the ask.
+    WhenSent,
+    /// By the sender after the paced parts: at least a second after the ask.
+    AfterItsParts,
+}
+
+#[test]
+fn a_card_opens_with_its_ask_only_when_nothing_goes_before_it() {
+    let daemon = Daemon::builder()
+        .gate("quiet_hours = \"23:00-08:00\"\nnight_card_limit = 5")
+        .start();
+    let long_text: String = "Parts, paced like every message. ".repeat(600);
+    let mut with_cover = good_ask("With a cover");
+    with_cover["attachments"] = json!([{"name":"cover.png","media_type":"image/png",
+        "data_b64":base64::engine::general_purpose::STANDARD.encode(PNG)}]);
+    let cases: Vec<(&str, Value, Option<DateTime<Utc>>, Opens)> = vec![
+        (
+            "a short text by day",
+            good_ask("Short"),
+            None,
+            Opens::WithTheAsk,
+        ),
+        (
+            "a text in parts",
+            good_ask(&long_text),
+            None,
+            Opens::AfterItsParts,
+        ),
+        ("an attachment", with_cover, None, Opens::WhenSent),
+        (
+            "a short text in quiet hours",
+            good_ask("At night"),
+            Some(today_at(23, 30)),
+            Opens::WhenSent,
+        ),
+    ];
+    for (name, mut request, clock, opens) in cases {
+        if let Some(at) = clock {
+            daemon.set_clock(at);
+        }
+        request["wait"] = json!(true);
+        let (id, _answer) = ask_waiting(&daemon, request);
+        daemon.card_of(&id);
+        let (asked, shown, next) = lines_of(&daemon, &id);
+        let (asked_at, shown_at) = (time(&asked, "ts"), time(&shown, "ts"));
+        assert_eq!(
+            time(&shown, "expires_at"),
+            shown_at + chrono::Duration::minutes(15),
+            "{name}: the ttl runs from the opening"
+        );
+        match opens {
+            Opens::WithTheAsk => {
+                assert_eq!(shown_at, asked_at, "{name}: {asked} {shown}");
+                assert!(next, "{name}: the ask's commit holds both lines");
+            }
+            Opens::WhenSent => assert!(shown_at > asked_at, "{name}: {asked} {shown}"),
+            Opens::AfterItsParts => assert!(
+                shown_at >= asked_at + chrono::Duration::seconds(1),
+                "{name}: {asked} {shown}"
+            ),
+        }
+    }
+}
+
+#[test]
+fn an_opened_card_is_still_pending_in_the_first_answer_and_answerable_at_once() {
+    let daemon = Daemon::start();
+    let answer = daemon.request(&good_ask("Answer me"));
+    assert_eq!(answer["status"], "pending", "{answer}");
+    let id = answer["id"].as_str().unwrap().to_owned();
+    let card = daemon.card_of(&id);
+    let (_, _, next) = lines_of(&daemon, &id);
+    assert!(next, "opened with the ask");
+    let yes = card.buttons()[0].callback_data.clone().unwrap();
+    daemon.bot.push_press(
+        &UserSpec::new(OWNER, "Mila"),
+        ChatSpec::private(OWNER),
+        card.message_id,
+        &yes,
+    );
+    daemon.wait_state(&id, "executed");
+}
