@@ -231,6 +231,8 @@ impl Consent {
     /// needs from `db` before that write.
     ///
     /// Never fails: what the owner is told must not stand in the way of recording the outcome.
+    /// Nor may a fault in drawing it take down the store's thread, which every request needs: a
+    /// panic here costs the owner this one message, logged, and the outcome is still recorded.
     pub(super) fn ending(
         &self,
         db: &Db,
@@ -238,6 +240,16 @@ impl Consent {
         finish: &Finish,
         now: DateTime<Utc>,
     ) -> Ending {
+        let drawn = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.draw_ending(db, record, finish, now)
+        }));
+        drawn.unwrap_or_else(|_| {
+            tracing::error!(id = %record.id, "drawing a run's ending panicked: nothing is told");
+            Ending::none(&record.id)
+        })
+    }
+
+    fn draw_ending(&self, db: &Db, record: &Record, finish: &Finish, now: DateTime<Utc>) -> Ending {
         let Some(mandate_id) = record.mandate_id.as_deref() else {
             // The edit keeps saying who decided (SPEC §6), now with how the run ended.
             let outcome = Outcome {
@@ -256,12 +268,7 @@ impl Consent {
                 sound: Sound::Silent,
             };
         };
-        let none = Ending {
-            record_id: record.id.clone(),
-            edit: None,
-            messages: Vec::new(),
-            sound: Sound::Silent,
-        };
+        let none = Ending::none(&record.id);
         let receipts = self.gate.read().unwrap_or_else(|p| p.into_inner()).receipts;
         let succeeded = matches!(finish.state, RecordState::Executed | RecordState::Approved);
         let tz = self.config.owner.timezone;
@@ -339,6 +346,16 @@ pub(super) struct Ending {
 }
 
 impl Ending {
+    /// Nothing to tell.
+    fn none(record_id: &str) -> Ending {
+        Ending {
+            record_id: record_id.to_owned(),
+            edit: None,
+            messages: Vec::new(),
+            sound: Sound::Silent,
+        }
+    }
+
     pub(super) fn queue(
         self,
         tx: &rusqlite::Connection,
