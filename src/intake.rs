@@ -48,8 +48,9 @@ pub(crate) enum Reply {
 #[derive(Debug)]
 pub(crate) enum Handoff {
     /// An ask a mandate covered, which the store has settled: claimed (its run starts), or for
-    /// an approval-only category approved (its receipt is sent).
-    Covered(String),
+    /// an approval-only category approved (its receipt is sent). The record is the one the ask's
+    /// transaction read back after the claim: the loop starts from it without reading it again.
+    Covered(Box<Record>),
     /// A session's withdraw of its own ask, done by the loop between its other events (so a
     /// press and a withdraw never interleave); the answer comes back on `reply`.
     Withdraw {
@@ -215,7 +216,7 @@ impl Intake {
                 // record becomes outcome_unknown at the next start rather than running twice.
                 if self
                     .handoff
-                    .send(Handoff::Covered(record.id.clone()))
+                    .send(Handoff::Covered(Box::new(record.clone())))
                     .is_err()
                 {
                     tracing::warn!(id = %record.id, "a covered ask could not be handed to the loop");

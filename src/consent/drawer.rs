@@ -110,11 +110,23 @@ impl Consent {
         outcome: Outcome<'_>,
         now: DateTime<Utc>,
     ) -> Styled {
-        let lang = self.language();
         let known = self.known_for(&record.id, now).await;
+        self.outcome_text_known(record, outcome, &known, now)
+    }
+
+    /// [`Consent::outcome_text_with`] against targets already read: on the store's thread, in
+    /// the call that records the outcome.
+    pub(super) fn outcome_text_known(
+        &self,
+        record: &Record,
+        outcome: Outcome<'_>,
+        known: &KnownTargets,
+        now: DateTime<Utc>,
+    ) -> Styled {
+        let lang = self.language();
         if let Some(row) = &record.mandate {
             let label = self.label(record, lang);
-            let warnings = lookalike::warnings_each(&row.targets, &known);
+            let warnings = lookalike::warnings_each(&row.targets, known);
             let view = self.mandate_view(row, &label, &warnings);
             let outcome = Outcome {
                 result: None,
@@ -129,7 +141,7 @@ impl Consent {
             );
         }
         let expires = record.expires_at.unwrap_or(now);
-        with_view(self, record, &known, lang, expires, |view| {
+        with_view(self, record, known, lang, expires, |view| {
             card::render_outcome(view, &self.locales, lang, &outcome)
         })
     }
@@ -140,17 +152,11 @@ impl Consent {
     /// recording an outcome, so without them only the mixed-script warnings show.
     pub(super) async fn known_for(&self, record_id: &str, now: DateTime<Utc>) -> KnownTargets {
         let id = record_id.to_owned();
-        match self
+        let read = self
             .store
             .call(move |db| db.known_targets_for(&id, now))
-            .await
-        {
-            Ok(known) => known,
-            Err(error) => {
-                tracing::warn!(%error, id = %record_id, "cannot read the known targets");
-                KnownTargets::default()
-            }
-        }
+            .await;
+        known_or_none(read, record_id)
     }
 
     pub(super) fn silenced_notice(
@@ -302,4 +308,16 @@ impl Drawer for Consent {
         chrono::Duration::from_std(self.config.limits.card_ttl)
             .unwrap_or(chrono::Duration::minutes(15))
     }
+}
+
+/// The known targets read, or none (only the mixed-script warnings then show) when they could not
+/// be read: what the owner is told must not stand in the way of recording an outcome.
+pub(super) fn known_or_none(
+    read: Result<KnownTargets, crate::store::StoreError>,
+    record_id: &str,
+) -> KnownTargets {
+    read.unwrap_or_else(|error| {
+        tracing::warn!(%error, id = %record_id, "cannot read the known targets");
+        KnownTargets::default()
+    })
 }

@@ -133,8 +133,9 @@ pub(crate) enum Wake {
     Sweep,
     /// An ask an open mandate covered: the store has already claimed it (running, `used`
     /// durable) in the transaction that took its share of the mandate; its run starts. (An
-    /// approval-only category's is `approved` instead: its receipt is sent.)
-    Covered(String),
+    /// approval-only category's is `approved` instead: its receipt is sent.) The record as that
+    /// transaction left it.
+    Covered(Box<Record>),
     /// A session withdraws its own ask.
     Withdraw {
         id: String,
@@ -146,7 +147,7 @@ pub(crate) enum Wake {
 impl From<Handoff> for Wake {
     fn from(handoff: Handoff) -> Self {
         match handoff {
-            Handoff::Covered(id) => Wake::Covered(id),
+            Handoff::Covered(record) => Wake::Covered(record),
             Handoff::Withdraw {
                 id,
                 peer_uid,
@@ -365,13 +366,14 @@ impl Consent {
                 let _ = done.send(());
             }
             Wake::Sweep => self.expire_due().await?,
-            Wake::Covered(id) => {
+            Wake::Covered(record) => {
                 // Covered asks start side by side, each on its own task (never two for one
                 // record: the store handed each over once), so a burst of them is bounded by
                 // the disk and the spawns, not by the loop taking them one at a time.
                 let (consent, tracker) = (self.clone(), runs.clone());
                 runs.spawn(async move {
-                    if let Err(error) = consent.run_claimed(id.clone(), &tracker).await {
+                    let id = record.id.clone();
+                    if let Err(error) = consent.run_claimed(*record, &tracker).await {
                         tracing::error!(%error, record = %id, "could not start a covered ask");
                     }
                 });

@@ -34,11 +34,11 @@ impl Consent {
                 stderr: None,
                 detail: Some("restart".into()),
             };
-            let ending = self.ending(&record, &finish, now).await;
-            let owner = self.owner();
+            let (consent, owner) = (self.clone(), self.owner());
             let id = record.id.clone();
             self.store
                 .call(move |db| {
+                    let ending = consent.ending(db, &record, &finish, now);
                     db.finish(
                         &id,
                         &finish,

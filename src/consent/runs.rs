@@ -12,10 +12,10 @@ use crate::deadline::Now;
 use crate::executor::{self, AttachmentSource, RunOutcome, RunSpec, StdinAction};
 use crate::store::consent::{Claim, ClaimNotices, ClaimWindow, Finish};
 use crate::store::outbox::{Body, Sound, What};
-use crate::store::{Effects, Record, RecordState, StoreError};
+use crate::store::{Db, Effects, Record, RecordState, StoreError};
 use crate::styled::Styled;
 
-use super::drawer::with_view;
+use super::drawer::{known_or_none, with_view};
 use super::queue::{queue, queue_card_edit, text_body};
 use super::Consent;
 
@@ -71,15 +71,14 @@ impl Consent {
         }
     }
 
-    /// An ask the store claimed under a mandate: its run starts.
+    /// An ask the store claimed under a mandate: its run starts. `record` is the one the ask's
+    /// transaction read back after its claim; nothing changes a claimed (or approved) record
+    /// before its run ends, so it is not read again.
     pub(super) async fn run_claimed(
         &self,
-        id: String,
+        record: Record,
         runs: &TaskTracker,
     ) -> Result<(), StoreError> {
-        let Some(record) = self.store.call(move |db| db.record(&id)).await? else {
-            return Err(StoreError::Missing);
-        };
         if record.state == RecordState::Approved {
             // An approval-only category's ask the mandate approved: nothing runs; its receipt.
             return self.approved_by_mandate(record).await;
@@ -199,14 +198,15 @@ impl Consent {
                 detail: Some("not_started".into()),
             },
         };
-        let lookup = id.clone();
-        let Some(record) = self.store.call(move |db| db.record(&lookup)).await? else {
-            return Err(StoreError::Missing);
-        };
-        let ending = self.ending(&record, &finish, now).await;
-        let (owner, ended) = (self.owner(), finish.state);
-        self.store
+        let (consent, owner, ended) = (self.clone(), self.owner(), finish.state);
+        // One store call: the record and what its ending reads, read as before the outcome's
+        // write, then the write with the ending queued in its transaction. Each call waits for
+        // its batch's commit, so separate reads would each cost a commit's wait.
+        let record = self
+            .store
             .call(move |db| {
+                let record = db.record(&id)?.ok_or(StoreError::Missing)?;
+                let ending = consent.ending(db, &record, &finish, now);
                 db.finish(
                     &id,
                     &finish,
@@ -215,7 +215,8 @@ impl Consent {
                         None => Ok(()),
                     },
                     now,
-                )
+                )?;
+                Ok(record)
             })
             .await?;
         self.suggest_after(&record, ended, now).await;
@@ -226,14 +227,30 @@ impl Consent {
     /// mandate answered, which had no card — a receipt with today's use and Stop (none when the
     /// config keeps receipts for the summary).
     ///
+    /// Runs on the store's thread, inside the call that records the outcome, reading what it
+    /// needs from `db` before that write.
+    ///
     /// Never fails: what the owner is told must not stand in the way of recording the outcome.
-    pub(super) async fn ending(
+    /// Nor may a fault in drawing it take down the store's thread, which every request needs: a
+    /// panic here costs the owner this one message, logged, and the outcome is still recorded.
+    pub(super) fn ending(
         &self,
+        db: &Db,
         record: &Record,
         finish: &Finish,
         now: DateTime<Utc>,
     ) -> Ending {
-        let Some(mandate_id) = record.mandate_id.clone() else {
+        let drawn = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.draw_ending(db, record, finish, now)
+        }));
+        drawn.unwrap_or_else(|_| {
+            tracing::error!(id = %record.id, "drawing a run's ending panicked: nothing is told");
+            Ending::none(&record.id)
+        })
+    }
+
+    fn draw_ending(&self, db: &Db, record: &Record, finish: &Finish, now: DateTime<Utc>) -> Ending {
+        let Some(mandate_id) = record.mandate_id.as_deref() else {
             // The edit keeps saying who decided (SPEC §6), now with how the run ended.
             let outcome = Outcome {
                 state: finish.state.as_str(),
@@ -242,7 +259,8 @@ impl Consent {
                 reason: finish.message.as_deref(),
                 reply_by: None,
             };
-            let edit = self.outcome_text_with(record, outcome, now).await;
+            let known = known_or_none(db.known_targets_for(&record.id, now), &record.id);
+            let edit = self.outcome_text_known(record, outcome, &known, now);
             return Ending {
                 record_id: record.id.clone(),
                 edit: Some(edit),
@@ -250,12 +268,7 @@ impl Consent {
                 sound: Sound::Silent,
             };
         };
-        let none = Ending {
-            record_id: record.id.clone(),
-            edit: None,
-            messages: Vec::new(),
-            sound: Sound::Silent,
-        };
+        let none = Ending::none(&record.id);
         let receipts = self.gate.read().unwrap_or_else(|p| p.into_inner()).receipts;
         let succeeded = matches!(finish.state, RecordState::Executed | RecordState::Approved);
         let tz = self.config.owner.timezone;
@@ -263,11 +276,7 @@ impl Consent {
         // taken. Its use as of its own claim is kept with it; only an ask claimed before the
         // store kept that is shown against the whole day.
         let day = record.created_at;
-        let (row, day_usage) = match self
-            .store
-            .call(move |db| db.mandate_usage(&mandate_id, day, tz))
-            .await
-        {
+        let (row, day_usage) = match db.mandate_usage(mandate_id, day, tz) {
             Ok(Some(found)) => found,
             Ok(None) => return none,
             Err(error) => {
@@ -296,7 +305,7 @@ impl Consent {
         if receipts == crate::config::Receipts::Summary && routine {
             return none;
         }
-        let known = self.known_for(&record.id, now).await;
+        let known = known_or_none(db.known_targets_for(&record.id, now), &record.id);
         let rendered = with_view(self, record, &known, lang, now, |action| {
             card::mandate::render_receipt(action, &view, usage, &outcome, &self.locales, lang, now)
         });
@@ -337,6 +346,16 @@ pub(super) struct Ending {
 }
 
 impl Ending {
+    /// Nothing to tell.
+    fn none(record_id: &str) -> Ending {
+        Ending {
+            record_id: record_id.to_owned(),
+            edit: None,
+            messages: Vec::new(),
+            sound: Sound::Silent,
+        }
+    }
+
     pub(super) fn queue(
         self,
         tx: &rusqlite::Connection,

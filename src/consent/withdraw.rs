@@ -83,12 +83,14 @@ impl Consent {
             stderr: None,
             detail: None,
         };
-        let ending = self.ending(&record, &finish, now).await;
         let Some(owner) = self.owner() else {
             return Ok(());
         };
+        // The receipt's reads and its queueing in one store call, as at a run's end.
+        let consent = self.clone();
         self.store
             .call(move |db| {
+                let ending = consent.ending(db, &record, &finish, now);
                 db.write_effects(now, None, |tx, effects| ending.queue(tx, effects, owner.id))
             })
             .await

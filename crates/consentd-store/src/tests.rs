@@ -834,6 +834,8 @@ fn a_covered_ask_is_claimed_in_the_transaction_that_counts_it() {
     };
     assert_eq!(record.state, RecordState::Running);
     assert_eq!(record.mandate_id.as_deref(), Some(mandate.as_str()));
+    // The record handed back is the record as stored: the loop runs it without reading it again.
+    assert_eq!(db.record(&record.id).unwrap().as_ref(), Some(&record));
     let events = fixture.journal_events();
     assert_eq!(events[events.len() - 3..], ["asked", "mandate_use", "used"]);
     // A mandate request is never claimed, by the code or by SQLite.
