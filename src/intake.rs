@@ -258,8 +258,13 @@ impl Intake {
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone();
-        let class = NoticeClass::Card { urgent_ask: urgent };
         let tz = self.config.owner.timezone;
+        // Quiet hours first: there an urgent ask's card is loud too, but only while the night's
+        // count allows, which only the sender reads.
+        if gate::quiet_window(settings.quiet_hours, now, tz).is_some() {
+            return None;
+        }
+        let class = NoticeClass::Card { urgent_ask: urgent };
         if gate::decide(class, &settings, 0, now, tz) != Delivery::Loud {
             return None;
         }

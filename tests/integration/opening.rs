@@ -125,3 +125,49 @@ fn an_opened_card_is_still_pending_in_the_first_answer_and_answerable_at_once() 
     );
     daemon.wait_state(&id, "executed");
 }
+
+/// Waits until the outbox has nothing left to send.
+fn outbox_drained(daemon: &Daemon) {
+    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
+    daemon.wait_for("the outbox to drain", |_| {
+        db.query_row(
+            "SELECT count(*) FROM outbox WHERE state = 'queued' AND hold_until IS NULL",
+            [],
+            |row| row.get::<_, i64>(0),
+        )
+        .unwrap()
+            == 0
+    });
+}
+
+#[test]
+fn an_urgent_ask_at_night_opens_nothing_past_the_nights_limit() {
+    let daemon = Daemon::builder()
+        .gate("quiet_hours = \"23:00-08:00\"\nnight_card_limit = 1")
+        .start();
+    daemon.set_clock(today_at(23, 30));
+    let first = daemon.request(&good_ask("The night's one card"));
+    daemon.card_of(first["id"].as_str().unwrap());
+    outbox_drained(&daemon);
+    // An urgent card is loud at night while the count allows; tonight's one card is shown, so
+    // this one waits for the morning, urgent or not, and its ask must not have opened it.
+    let mut urgent = good_ask("Urgent at night");
+    urgent["urgent"] = json!(true);
+    let answer = daemon.request(&urgent);
+    assert_eq!(answer["status"], "pending", "{answer}");
+    let id = answer["id"].as_str().unwrap();
+    let shown = |daemon: &Daemon| {
+        daemon
+            .journal_events()
+            .iter()
+            .any(|e| e["id"] == id && e["ev"] == "card_shown")
+    };
+    assert!(
+        !shown(&daemon),
+        "opened with its ask past the night's limit"
+    );
+    let status = daemon.request(&json!({"v":1,"op":"status","id":id,"wait":false}));
+    assert_eq!(status["status"], "pending", "{status}");
+    daemon.settle();
+    assert!(!shown(&daemon), "shown past the night's limit");
+}
