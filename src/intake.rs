@@ -74,6 +74,8 @@ pub(crate) struct Intake {
     pub locales: Arc<crate::locale::Locales>,
     /// The gate's settings as the owner last set them: whether a new card would go at once.
     pub gate: Arc<RwLock<crate::config::Gate>>,
+    /// Whether the sender waits with nothing in hand (for a card opened with its ask).
+    pub sender_idle: crate::sender::SenderIdle,
     /// Asks a mandate covered (to run, or to be told of), and withdrawals, for the consent loop.
     pub handoff: mpsc::UnboundedSender<Handoff>,
 }
@@ -271,6 +273,7 @@ impl Intake {
         Some(CardOpening {
             ttl: chrono::Duration::from_std(self.config.limits.card_ttl).ok()?,
             monotonic: self.clock.monotonic(),
+            sender_idle: self.sender_idle.clone(),
         })
     }
 

@@ -178,6 +178,8 @@ pub(crate) struct Consent {
     pub(crate) telegram: Telegram,
     /// Held by the sender while a message with buttons is sent and recorded.
     pub(crate) drawing: Drawing,
+    /// The sender's [`crate::sender::SenderIdle`], shared with the intake.
+    pub(crate) sender_idle: crate::sender::SenderIdle,
 }
 
 /// Reads who the owner is at start: the config's `telegram_id`, else the paired one.
@@ -277,15 +279,16 @@ impl Consent {
 
     /// The sender's task; its failure is reported through `conflict`, which ends the loop.
     async fn send_until(self, shutdown: CancellationToken, conflict: CancellationToken) {
-        let (store, telegram, clock, drawing) = (
+        let (store, telegram, clock, drawing, idle) = (
             self.store.clone(),
             self.telegram.clone(),
             self.clock.clone(),
             self.drawing.clone(),
+            self.sender_idle.clone(),
         );
         let drawer: Arc<dyn Drawer> = Arc::new(self);
         if let Err(error) =
-            crate::sender::run(store, telegram, drawer, clock, drawing, shutdown).await
+            crate::sender::run(store, telegram, drawer, clock, drawing, idle, shutdown).await
         {
             tracing::error!(%error, "the sender stopped");
             conflict.cancel();

@@ -8,6 +8,7 @@
 mod lanes;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -73,6 +74,21 @@ pub(crate) trait Drawer: Send + Sync + std::fmt::Debug {
 /// (Telegram answers the owner and the sender at the same time) is judged against the card as
 /// drawn, not against a store that has not heard of it yet.
 pub(crate) type Drawing = Arc<tokio::sync::Mutex<()>>;
+
+/// Set by the sender while it waits for rows with none in hand, and cleared as it wakes: a card
+/// opened with its ask (`NewAsk::open_card`) is opened only while it is set, so the card goes
+/// at once rather than behind a row the sender is still sending (a dropped row's attachments, a
+/// 429's wait) while its ttl runs.
+pub(crate) type SenderIdle = Arc<AtomicBool>;
+
+/// Clears [`SenderIdle`] when the sender stops, however it stops: a stopped sender sends nothing.
+struct ClearOnStop(SenderIdle);
+
+impl Drop for ClearOnStop {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
 
 /// What a message with buttons was drawn with, as Telegram returned it; `None` when its answer
 /// said nothing (an edit that changed nothing leaves what was recorded before).
@@ -145,8 +161,10 @@ pub(crate) async fn run(
     drawer: Arc<dyn Drawer>,
     clock: Arc<dyn Clock>,
     drawing: Drawing,
+    idle: SenderIdle,
     shutdown: CancellationToken,
 ) -> Result<(), SendError> {
+    let idle = ClearOnStop(idle);
     let ready = store.outbox_ready();
     let mut pace = Pace::new();
     let mut backoffs = Backoffs::default();
@@ -163,6 +181,7 @@ pub(crate) async fn run(
         if shutdown.is_cancelled() {
             return Ok(());
         }
+        idle.0.store(false, Ordering::SeqCst);
         let now = clock.now();
         let heads = match store.call(move |db| lane_heads(db, now)).await {
             Ok(heads) => heads,
@@ -196,7 +215,11 @@ pub(crate) async fn run(
             }
             Choice::WaitUntil(until) => until.min(Instant::now() + HELD_RECHECK),
             // Held cards become due by time, not by a new row: look again at least every second.
-            Choice::Idle => Instant::now() + HELD_RECHECK,
+            Choice::Idle => {
+                // Nothing in hand and nothing due: a card that can go at once may open with its ask.
+                idle.0.store(true, Ordering::SeqCst);
+                Instant::now() + HELD_RECHECK
+            }
         };
         tokio::select! {
             () = shutdown.cancelled() => return Ok(()),

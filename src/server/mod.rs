@@ -510,6 +510,7 @@ state_dir = "/nonexistent"
                 }))),
                 locales: Arc::new(crate::locale::Locales::new().unwrap()),
                 gate,
+                sender_idle: Default::default(),
                 handoff: tokio::sync::mpsc::unbounded_channel().0,
             };
             let listener = self.listener.take().unwrap();

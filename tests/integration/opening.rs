@@ -2,11 +2,12 @@
 //! owner before it and the gate sends it at once; otherwise as the sender sends it, after its parts
 //! and attachments, or under the night's count. Either way its ttl runs from its `card_shown` line.
 
+use std::time::{Duration, Instant};
+
 use base64::Engine;
 use chrono::{DateTime, Utc};
+use consentd_emulator::{ChatSpec, Scripted, UserSpec};
 use serde_json::{json, Value};
-
-use consentd_emulator::{ChatSpec, UserSpec};
 
 use crate::consent::ask_waiting;
 use crate::fixture::{good_ask, today_at, Daemon, OWNER};
@@ -15,6 +16,18 @@ use crate::fixture::{good_ask, today_at, Daemon, OWNER};
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\
 \x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\x0dIDATx\x9cc\xf8\xcf\xc0\xf0\x1f\x00\x05\x00\x01\xff\
 \x89\x99=\x1d\x00\x00\x00\x00IEND\xaeB`\x82";
+
+fn with_cover(mut ask: Value) -> Value {
+    ask["attachments"] = json!([{"name":"cover.png","media_type":"image/png",
+        "data_b64":base64::engine::general_purpose::STANDARD.encode(PNG)}]);
+    ask
+}
+
+fn urgent(text: &str) -> Value {
+    let mut ask = good_ask(text);
+    ask["urgent"] = json!(true);
+    ask
+}
 
 fn time(event: &Value, key: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(event[key].as_str().unwrap())
@@ -55,9 +68,7 @@ fn a_card_opens_with_its_ask_only_when_nothing_goes_before_it() {
         .gate("quiet_hours = \"23:00-08:00\"\nnight_card_limit = 5")
         .start();
     let long_text: String = "Parts, paced like every message. ".repeat(600);
-    let mut with_cover = good_ask("With a cover");
-    with_cover["attachments"] = json!([{"name":"cover.png","media_type":"image/png",
-        "data_b64":base64::engine::general_purpose::STANDARD.encode(PNG)}]);
+    let with_cover = with_cover(good_ask("With a cover"));
     let cases: Vec<(&str, Value, Option<DateTime<Utc>>, Opens)> = vec![
         (
             "a short text by day",
@@ -151,9 +162,7 @@ fn an_urgent_ask_at_night_opens_nothing_past_the_nights_limit() {
     outbox_drained(&daemon);
     // An urgent card is loud at night while the count allows; tonight's one card is shown, so
     // this one waits for the morning, urgent or not, and its ask must not have opened it.
-    let mut urgent = good_ask("Urgent at night");
-    urgent["urgent"] = json!(true);
-    let answer = daemon.request(&urgent);
+    let answer = daemon.request(&urgent("Urgent at night"));
     assert_eq!(answer["status"], "pending", "{answer}");
     let id = answer["id"].as_str().unwrap();
     let shown = |daemon: &Daemon| {
@@ -170,4 +179,72 @@ fn an_urgent_ask_at_night_opens_nothing_past_the_nights_limit() {
     assert_eq!(status["status"], "pending", "{status}");
     daemon.settle();
     assert!(!shown(&daemon), "shown past the night's limit");
+}
+
+/// An urgent ask's card at night, within the night's limit, goes with sound (it is the sender's
+/// to open, not a card opened with its ask, which would go as a retry: silently).
+#[test]
+fn an_urgent_ask_within_the_nights_limit_is_sent_with_sound() {
+    let daemon = Daemon::builder()
+        .gate("quiet_hours = \"23:00-08:00\"\nnight_card_limit = 2")
+        .start();
+    daemon.set_clock(today_at(23, 30));
+    outbox_drained(&daemon);
+    let id = daemon.request(&urgent("Urgent at night"))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(!daemon.card_of(&id).disable_notification, "sent silently");
+}
+
+/// "No other row due" is not enough: a row dropped while the sender still works on it (an ask
+/// whose own ttl passed while its attachment uploads) leaves the outbox empty and the sender
+/// busy. A card opened with its ask then would lose its ttl to that upload: it is opened only
+/// while the sender waits with nothing in hand.
+#[test]
+fn a_card_is_not_opened_with_its_ask_while_the_sender_is_busy() {
+    let daemon = Daemon::start();
+    outbox_drained(&daemon);
+    daemon
+        .bot
+        .script("sendDocument", Scripted::Delay(Duration::from_secs(4)));
+    let mut first = with_cover(good_ask("With a cover, and a short ttl"));
+    first["ttl"] = json!(10);
+    let first = daemon.request(&first);
+    let first = first["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_owned();
+    daemon.wait_for("the attachment's upload to start", |bot| {
+        !bot.calls_to("sendDocument").is_empty()
+    });
+    // Its own ttl passes while it uploads: it ends expired, its card row dropped.
+    daemon.advance_clock(30);
+    daemon.wait_state(&first, "expired");
+    outbox_drained(&daemon);
+    let uploading = |daemon: &Daemon| {
+        daemon
+            .bot
+            .calls_to("sendDocument")
+            .iter()
+            .all(|call| call.outcome.is_none())
+    };
+    assert!(uploading(&daemon), "the upload ended before the next ask");
+    let asked = Instant::now();
+    let second = daemon.request(&good_ask("Short, no attachment"));
+    let second = second["id"].as_str().unwrap().to_owned();
+    daemon.card_of(&second);
+    let waited = asked.elapsed();
+    assert!(
+        waited >= Duration::from_secs(1),
+        "the sender was busy: {waited:?}"
+    );
+    let (asked_line, shown_line, _) = lines_of(&daemon, &second);
+    let opened_after = (time(&shown_line, "ts") - time(&asked_line, "ts"))
+        .to_std()
+        .unwrap_or_default();
+    assert!(
+        opened_after + Duration::from_secs(1) >= waited,
+        "opened {opened_after:?} after its ask, shown {waited:?} after it"
+    );
 }

@@ -2,6 +2,8 @@
 //! decline memory, a silenced kind, joining an open card, a covering mandate, `max_pending`) and
 //! what is written for each outcome, in one transaction.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -49,6 +51,10 @@ pub struct CardOpening {
     pub ttl: chrono::Duration,
     /// The daemon's monotonic clock as the ask was taken: the deadline is kept on it too.
     pub monotonic: Monotonic,
+    /// Set by the sender while it waits with nothing in hand, read as the ask is written: a
+    /// sender still busy (with a row since dropped, or a 429's wait) would hold the card back
+    /// while its ttl runs.
+    pub sender_idle: Arc<AtomicBool>,
 }
 
 /// The stateful rules an ask meets in the store.
@@ -326,7 +332,7 @@ fn created_in(
     let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
     effects.changed.push((record.id.clone(), record.state));
     if let (Some(_), Some(opening)) = (card_chat, &ask.open_card) {
-        if crate::outbox::only_row_due(tx, now)? {
+        if opening.sender_idle.load(Ordering::SeqCst) && crate::outbox::only_row_due(tx, now)? {
             // Its ttl starts now, or at the ask's own deadline if that comes first, as the
             // sender's own opening would set it.
             let usual = now + opening.ttl;

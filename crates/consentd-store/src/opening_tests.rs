@@ -2,6 +2,8 @@
 //! nothing waits in the outbox ahead of it, with the deadline and journal line the sender's own
 //! opening would give it.
 
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -22,6 +24,7 @@ fn opening() -> CardOpening {
             boot: "boot-a".to_owned(),
             since_boot: Duration::from_secs(700),
         },
+        sender_idle: Arc::new(AtomicBool::new(true)),
     }
 }
 
@@ -107,6 +110,19 @@ fn cases() -> Vec<Case> {
             ask: can_open.clone(),
             policy: with_chat(),
             before: |db| queue_message(db, Some(t0())),
+            opens_until: None,
+        },
+        Case {
+            name: "the sender has a row in hand",
+            ask: NewAsk {
+                open_card: Some(CardOpening {
+                    sender_idle: Arc::new(AtomicBool::new(false)),
+                    ..opening()
+                }),
+                ..can_open.clone()
+            },
+            policy: with_chat(),
+            before: |_| {},
             opens_until: None,
         },
         Case {
