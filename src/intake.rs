@@ -243,8 +243,8 @@ impl Intake {
     /// owner at once: nothing is sent before it (its text stays in the card, it has no
     /// attachments), so its ttl would start as the owner can see it; and the gate sends a card
     /// now (outside quiet hours; inside them the night's count decides, so the sender does). The
-    /// store opens it only when nothing waits in the outbox ahead of it; otherwise the sender
-    /// opens it as it sends it, as it does every other card.
+    /// store opens it only when nothing waits in the outbox ahead of it and the sender has
+    /// nothing in hand; otherwise the sender opens it as it sends it, as every other card.
     fn opening(
         &self,
         action: &Action,

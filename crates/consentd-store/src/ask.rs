@@ -40,7 +40,8 @@ pub struct NewAsk {
     pub agent_runs: bool,
     /// Set when a new record's card would go to the owner at once (no parts or attachments to
     /// send before it, outside quiet hours): the card is then opened in the ask's own
-    /// transaction, provided nothing else waits in the outbox ahead of it.
+    /// transaction, provided nothing else waits in the outbox ahead of it and the sender has
+    /// nothing in hand.
     pub open_card: Option<CardOpening>,
 }
 
@@ -302,7 +303,8 @@ fn judge_ask(
 }
 
 /// A new pending record, with its card queued for `card_chat` in the same transaction, and
-/// opened there too when the ask says it can go at once and nothing waits ahead of it. The
+/// opened there too when the ask says it can go at once, the sender is idle and nothing waits
+/// ahead of it. The
 /// outcome is the record as created, `pending`: what the session's first line says.
 fn created_in(
     tx: &Connection,

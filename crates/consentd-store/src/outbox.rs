@@ -244,7 +244,6 @@ impl Outgoing {
     }
 }
 
-/// Queues a row inside a transaction.
 /// Whether exactly one row is queued and due: the one a transaction has just queued, which the
 /// sender will then take next, with nothing to send ahead of it.
 pub(crate) fn only_row_due(tx: &Connection, now: DateTime<Utc>) -> Result<bool, StoreError> {
@@ -257,6 +256,7 @@ pub(crate) fn only_row_due(tx: &Connection, now: DateTime<Utc>) -> Result<bool, 
     Ok(due == 1)
 }
 
+/// Queues a row inside a transaction.
 pub fn queue_in(
     tx: &Connection,
     chat_id: i64,
