@@ -280,9 +280,9 @@ impl Intake {
     /// A card must be one message even with its text moved to numbered parts: its target and
     /// fields alone may not fill it. Checked in the owner's language before anything is stored,
     /// with the mixed-script warnings of the target and of the one-word field values; room for
-    /// their look-alike lines is kept by [`card::try_render_card`] (the known targets are read
+    /// their look-alike lines is kept by [`card::check_card`] (the known targets are read
     /// only when the card is shown). Answers whether the text stays inside the card however
-    /// those lines come out ([`card::text_stays_in_card`]).
+    /// those lines come out; the card itself is drawn only when it is sent.
     fn card_fits(
         &self,
         action: &Action,
@@ -331,14 +331,12 @@ impl Intake {
             origin: action.origin.as_deref(),
             agent_runs: category.mode == crate::config::Mode::Approve,
         };
-        card::try_render_card(&view, &self.locales, lang, now)
-            .map(|_| card::text_stays_in_card(&view, &self.locales, lang))
-            .map_err(|error| {
-                Refusal::new(
-                    Reason::TooLarge,
-                    format!("the card would not fit one Telegram message: {error}"),
-                )
-            })
+        card::check_card(&view, &self.locales, lang).map_err(|error| {
+            Refusal::new(
+                Reason::TooLarge,
+                format!("the card would not fit one Telegram message: {error}"),
+            )
+        })
     }
 
     /// The mandate card must be one message: many long targets, their warnings and a long reason

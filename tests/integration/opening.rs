@@ -9,13 +9,9 @@ use chrono::{DateTime, Utc};
 use consentd_emulator::{ChatSpec, Scripted, UserSpec};
 use serde_json::{json, Value};
 
+use crate::attachments::PNG;
 use crate::consent::ask_waiting;
 use crate::fixture::{good_ask, today_at, Daemon, OWNER};
-
-/// A 1×1 PNG, as the attachment tests send it.
-const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\
-\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\x0dIDATx\x9cc\xf8\xcf\xc0\xf0\x1f\x00\x05\x00\x01\xff\
-\x89\x99=\x1d\x00\x00\x00\x00IEND\xaeB`\x82";
 
 fn with_cover(mut ask: Value) -> Value {
     ask["attachments"] = json!([{"name":"cover.png","media_type":"image/png",

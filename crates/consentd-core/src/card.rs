@@ -490,37 +490,37 @@ pub fn try_render_card(
     lang: Language,
     now: DateTime<Utc>,
 ) -> Result<Rendered, CardError> {
-    let (target_warnings, field_warnings) = with_room_for_look_alikes(view);
-    let measured = CardView {
-        target_warnings: &target_warnings,
-        field_warnings: &field_warnings,
-        ..view.clone()
-    };
-    fits_beside_footer(
-        &CardBody::new(&measured, locales, lang)
-            .without_footer()
-            .text,
-    )?;
-    let body = CardBody::new(view, locales, lang);
-    fits_beside_footer(&body.without_footer().text)?;
+    let (body, _) = checked_body(view, locales, lang)?;
     Ok(draw_card(view, body, locales, lang, now))
 }
 
-/// Whether `view`'s text stays inside its card whatever look-alike lines the targets known when
-/// it is shown may add: measured, as [`try_render_card`] measures, with the widest line each
-/// target and one-word field value could still get. Such a card has no parts to send before
-/// it, so it can be opened the moment it is asked for.
-pub fn text_stays_in_card(view: &CardView, locales: &Locales, lang: Language) -> bool {
+/// What the intake asks of a card before its ask is stored, without drawing it: an error when
+/// it cannot be one message (as [`try_render_card`]), else whether its text stays inside it
+/// whatever look-alike lines the targets known when it is shown may add. A card whose text
+/// stays has no parts to send before it, so it can be opened the moment it is asked for.
+pub fn check_card(view: &CardView, locales: &Locales, lang: Language) -> Result<bool, CardError> {
+    checked_body(view, locales, lang).map(|(_, stays_in_card)| stays_in_card)
+}
+
+/// `view`'s body once it is known to fit one message, and whether its text stays in the card
+/// with the widest look-alike lines it could still get (measured so, for both answers).
+fn checked_body(
+    view: &CardView,
+    locales: &Locales,
+    lang: Language,
+) -> Result<(CardBody, bool), CardError> {
     let (target_warnings, field_warnings) = with_room_for_look_alikes(view);
     let measured = CardView {
         target_warnings: &target_warnings,
         field_warnings: &field_warnings,
         ..view.clone()
     };
-    !matches!(
-        CardBody::new(&measured, locales, lang).text,
-        TextPlace::Parts { .. }
-    )
+    let widest = CardBody::new(&measured, locales, lang);
+    fits_beside_footer(&widest.without_footer().text)?;
+    let body = CardBody::new(view, locales, lang);
+    fits_beside_footer(&body.without_footer().text)?;
+    let stays_in_card = !matches!(widest.text, TextPlace::Parts { .. });
+    Ok((body, stays_in_card))
 }
 
 /// `view`'s warnings with the widest look-alike line added where one could still come: under

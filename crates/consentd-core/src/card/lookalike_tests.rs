@@ -691,7 +691,7 @@ fn a_text_said_to_stay_in_its_card_stays_there_with_any_look_alike_line() {
         let longest = (1..MESSAGE_LIMIT)
             .take_while(|&len| {
                 let text = text_of(len);
-                text_stays_in_card(&view(&target, &mixed, &fields, &text, lang), &locales, lang)
+                check_card(&view(&target, &mixed, &fields, &text, lang), &locales, lang).unwrap()
             })
             .last()
             .expect("a short text stays in the card");
@@ -705,7 +705,7 @@ fn a_text_said_to_stay_in_its_card_stays_there_with_any_look_alike_line() {
         // check answers for the card as it may be shown, not as it is drawn at the ask.
         let text = text_of(longest + 1);
         let asked = view(&target, &mixed, &fields, &text, lang);
-        assert!(!text_stays_in_card(&asked, &locales, lang), "{lang}");
+        assert!(!check_card(&asked, &locales, lang).unwrap(), "{lang}");
         assert!(
             render_card(&asked, &locales, lang, now()).parts.is_empty(),
             "{lang}: without a look-alike line it would still fit"
