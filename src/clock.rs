@@ -86,21 +86,27 @@ impl OffsetClock {
 #[cfg(feature = "test-hooks")]
 impl Clock for OffsetClock {
     fn now(&self) -> DateTime<Utc> {
-        Utc::now() + chrono::Duration::seconds(self.offsets().0)
+        self.both().0
     }
 
     fn monotonic(&self) -> Monotonic {
-        let mono = self.offsets().1;
+        self.both().1
+    }
+
+    /// One read of the offsets for both clocks: the test's file may be replaced between two.
+    fn both(&self) -> (DateTime<Utc>, Monotonic) {
+        let (wall, mono) = self.offsets();
         let real = since_boot();
         let since_boot = if mono >= 0 {
             real + Duration::from_secs(mono.unsigned_abs())
         } else {
             real.saturating_sub(Duration::from_secs(mono.unsigned_abs()))
         };
-        Monotonic {
+        let monotonic = Monotonic {
             boot: boot_id().to_owned(),
             since_boot,
-        }
+        };
+        (Utc::now() + chrono::Duration::seconds(wall), monotonic)
     }
 }
 
@@ -170,5 +176,38 @@ mod tests {
         );
         std::fs::write(&clock.path, "30").unwrap();
         assert!(clock.monotonic().since(&mono).unwrap().as_secs() < 2);
+    }
+
+    /// A test steps both clocks at once by replacing the file; a reading of both must never pair
+    /// one step's wall clock with another's monotonic clock, as the expiry sweep once did.
+    #[test]
+    fn both_clocks_are_read_from_one_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = OffsetClock {
+            path: dir.path().join("clock"),
+        };
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stepper = {
+            let (dir, stop) = (dir.path().to_owned(), stop.clone());
+            std::thread::spawn(move || {
+                let steps = ["0 0", "-7200 3600"];
+                let mut n = 0usize;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let temp = dir.join("clock.next");
+                    std::fs::write(&temp, steps[n % 2]).unwrap();
+                    std::fs::rename(&temp, dir.join("clock")).unwrap();
+                    n += 1;
+                }
+            })
+        };
+        let start = SystemClock.monotonic();
+        for _ in 0..2_000 {
+            let (wall, monotonic) = clock.both();
+            let stepped_wall = (wall - Utc::now()).num_seconds() < -3_600;
+            let stepped_monotonic = monotonic.since(&start).unwrap().as_secs() >= 3_600;
+            assert_eq!(stepped_wall, stepped_monotonic, "a reading of two steps");
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        stepper.join().unwrap();
     }
 }

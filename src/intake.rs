@@ -15,6 +15,7 @@ use crate::card::mandate::MandateView;
 use crate::card::{self, AttachmentView, CardView};
 use crate::clock::Clock;
 use crate::config::Config;
+use crate::deadline::Now;
 use crate::digest::Sha256Hash;
 use crate::gate::{self, Delivery, NoticeClass};
 use crate::lookalike::{self, KnownTargets, Warning};
@@ -120,7 +121,9 @@ impl Intake {
     }
 
     async fn ask(&self, peer_uid: u32, ask: protocol::AskRequest) -> Result<Reply, StoreError> {
-        let now = self.clock.now();
+        // One reading of both clocks: a card opened with its ask is shown at this instant on each.
+        let reading = Now::read(self.clock.as_ref());
+        let now = reading.wall;
         let category = self.config.categories.get(&ask.kind);
         let enabled = self.category_enabled(&ask.kind);
         let categories = &self.config.categories;
@@ -137,7 +140,7 @@ impl Intake {
         if let Some(refusal) = self.disk_refusal(needs).await {
             return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
         }
-        let open_card = self.opening(&action, ask.urgent, stays_in_card, now);
+        let open_card = self.opening(&action, ask.urgent, stays_in_card, reading);
         let new = NewAsk {
             peer_uid,
             open_card,
@@ -250,8 +253,9 @@ impl Intake {
         action: &Action,
         urgent: bool,
         stays_in_card: bool,
-        now: DateTime<Utc>,
+        reading: Now,
     ) -> Option<CardOpening> {
+        let now = reading.wall;
         if !stays_in_card || !action.attachments.is_empty() {
             return None;
         }
@@ -272,7 +276,7 @@ impl Intake {
         }
         Some(CardOpening {
             ttl: chrono::Duration::from_std(self.config.limits.card_ttl).ok()?,
-            monotonic: self.clock.monotonic(),
+            monotonic: reading.monotonic,
             sender_idle: self.sender_idle.clone(),
         })
     }

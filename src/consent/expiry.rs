@@ -27,12 +27,16 @@ impl Consent {
     /// Cards past their ttl: expired, edited to say so without buttons; the session hears
     /// `expired`. Silence is never consent, and never a no.
     pub(super) async fn expire_due(&self) -> Result<(), StoreError> {
-        let now = self.clock.now();
+        // Both clocks read once, at one instant, for the whole sweep: read apart, a wall clock
+        // stepped back between the two readings would pair its old time with the new monotonic
+        // one, and a card the owner may still answer would expire.
+        let reading = Now::read(self.clock.as_ref());
+        let now = reading.wall;
         self.end_due_mandates(now).await?;
         // Expiry first and the summary's failure only logged: a summary that cannot be made
         // must not keep cards from expiring.
         let expired = match self.expire_unshown(now).await {
-            Ok(()) => self.expire_cards(now).await,
+            Ok(()) => self.expire_cards(reading).await,
             Err(error) => Err(error),
         };
         if let Err(error) = self.summary_if_due(now).await {
@@ -57,11 +61,8 @@ impl Consent {
         expired
     }
 
-    async fn expire_cards(&self, now: DateTime<Utc>) -> Result<(), StoreError> {
-        let reading = Now {
-            wall: now,
-            monotonic: self.clock.monotonic(),
-        };
+    async fn expire_cards(&self, reading: Now) -> Result<(), StoreError> {
+        let now = reading.wall;
         let due = self
             .store
             .call(move |db| db.due_for_expiry(&reading))

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::card::CardError;
 use crate::clock::Clock;
+use crate::deadline::Now;
 use crate::digest::AttachmentFacts;
 use crate::gate::{self, Delivery, NoticeClass};
 use crate::lookalike::KnownTargets;
@@ -544,11 +545,12 @@ async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
     // Opened now, after the parts and attachments: the ttl runs from when the card is shown,
     // and the card must be open before it can be pressed. A retry keeps the first deadline.
     pace.take().await;
-    let now = out.clock.now();
+    let reading = Now::read(out.clock);
+    let now = reading.wall;
     // Drawn again against the targets known at its `shown_at`, as its edits will be. A target
     // approved in the seconds since the first drawing can move the text into parts: those are
     // sent now, before the card (what was sent already is skipped).
-    let Some((expires_at, known)) = open_card(out, &record, known, seq, now).await? else {
+    let Some((expires_at, known)) = open_card(out, &record, known, seq, reading).await? else {
         return Ok(());
     };
     let card = draw(out, &record, &known, now, expires_at)?;
@@ -584,8 +586,12 @@ async fn open_card(
     record: &Record,
     known: KnownTargets,
     seq: i64,
-    now: DateTime<Utc>,
+    reading: Now,
 ) -> Result<Option<(DateTime<Utc>, KnownTargets)>, RowError> {
+    let Now {
+        wall: now,
+        monotonic,
+    } = reading;
     let (store, record_id) = (out.store, &record.id);
     let opened = match record.expires_at {
         Some(expires_at) if record.state == RecordState::CardShown => (expires_at, known),
@@ -597,7 +603,6 @@ async fn open_card(
                 .expires_at
                 .map_or(usual, |deadline| deadline.min(usual));
             let opening = record_id.clone();
-            let monotonic = out.clock.monotonic();
             // The targets as of its `shown_at` (`now`) are read in the same store call as the
             // opening: one round trip less between the card's commit and its send.
             let opened = store

@@ -35,6 +35,13 @@ impl Monotonic {
 pub trait Clock: Send + Sync + std::fmt::Debug {
     fn now(&self) -> DateTime<Utc>;
     fn monotonic(&self) -> Monotonic;
+
+    /// Both clocks at one instant. A clock whose readings come from one source (a test's
+    /// offsets) overrides this, so that a step landing between two separate reads cannot pair
+    /// the old wall clock with the new monotonic one.
+    fn both(&self) -> (DateTime<Utc>, Monotonic) {
+        (self.now(), self.monotonic())
+    }
 }
 
 #[cfg(test)]

@@ -36,10 +36,8 @@ pub struct Now {
 
 impl Now {
     pub fn read(clock: &dyn crate::clock::Clock) -> Now {
-        Now {
-            wall: clock.now(),
-            monotonic: clock.monotonic(),
-        }
+        let (wall, monotonic) = clock.both();
+        Now { wall, monotonic }
     }
 }
 
