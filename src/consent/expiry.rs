@@ -27,16 +27,12 @@ impl Consent {
     /// Cards past their ttl: expired, edited to say so without buttons; the session hears
     /// `expired`. Silence is never consent, and never a no.
     pub(super) async fn expire_due(&self) -> Result<(), StoreError> {
-        // Both clocks read once, at one instant, for the whole sweep: read apart, a wall clock
-        // stepped back between the two readings would pair its old time with the new monotonic
-        // one, and a card the owner may still answer would expire.
-        let reading = Now::read(self.clock.as_ref());
-        let now = reading.wall;
+        let now = self.clock.now();
         self.end_due_mandates(now).await?;
         // Expiry first and the summary's failure only logged: a summary that cannot be made
         // must not keep cards from expiring.
         let expired = match self.expire_unshown(now).await {
-            Ok(()) => self.expire_cards(reading).await,
+            Ok(()) => self.expire_cards().await,
             Err(error) => Err(error),
         };
         if let Err(error) = self.summary_if_due(now).await {
@@ -61,11 +57,19 @@ impl Consent {
         expired
     }
 
-    async fn expire_cards(&self, reading: Now) -> Result<(), StoreError> {
-        let now = reading.wall;
-        let due = self
+    /// The clocks are read on the store's thread, as the cards are looked at, and both at one
+    /// instant. A reading taken before a card opened would be earlier than the card's own on
+    /// the monotonic clock, which a window takes for a clock not to be trusted (late); and the
+    /// old wall clock paired with a new monotonic one, around a step, would be late as well.
+    /// Either way a card the owner may still answer would expire.
+    async fn expire_cards(&self) -> Result<(), StoreError> {
+        let clock = self.clock.clone();
+        let (now, due) = self
             .store
-            .call(move |db| db.due_for_expiry(&reading))
+            .call(move |db| {
+                let reading = Now::read(clock.as_ref());
+                Ok((reading.wall, db.due_for_expiry(&reading)?))
+            })
             .await?;
         for id in due {
             let lookup = id.clone();

@@ -387,7 +387,12 @@ fn check(daemon: &Daemon, told: &Told, seed: u64) {
         };
         assert!(
             ok,
-            "seed {seed}: the owner saw {id} decided (yes: {yes}) and it is now {now:?}"
+            "seed {seed}: the owner saw {id} decided (yes: {yes}) and it is now {now:?}; its \
+             lines: {:?}",
+            lines
+                .iter()
+                .filter(|line| line["id"] == id.as_str())
+                .collect::<Vec<_>>()
         );
         assert!(
             has(id, &evs),

@@ -30,17 +30,22 @@ struct Sandbox {
     socket: PathBuf,
     /// The test clock's file: noon today, so the evening summary never joins the chat.
     _clock: tempfile::NamedTempFile,
+    /// The sandbox's `TMPDIR`: a sandbox without `--state-dir` makes its state there, and one
+    /// stopped by SIGKILL (every test's end) cannot remove it itself.
+    _temp: tempfile::TempDir,
 }
 
 impl Sandbox {
     /// Starts the sandbox with `args` after `sandbox --port 0` and reads its banner.
     fn start(args: &[&str]) -> Sandbox {
         let clock = tempfile::NamedTempFile::new().unwrap();
+        let temp = tempfile::tempdir().unwrap();
         std::fs::write(clock.path(), offset_to(noon_today()).to_string()).unwrap();
         let mut child = Command::new(BIN)
             .args(["sandbox", "--port", "0"])
             .args(args)
             .env("CONSENTD_TEST_CLOCK_FILE", clock.path())
+            .env("TMPDIR", temp.path())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -98,6 +103,7 @@ impl Sandbox {
             prefix,
             socket,
             _clock: clock,
+            _temp: temp,
         }
     }
 
