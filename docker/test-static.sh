@@ -52,6 +52,12 @@ if grep -qiE '^FROM [^ ]+ AS build$' <<<"$first_stage" &&
 else
     fail "Dockerfile: the first stage must be 'AS build' and run cargo build --locked --profile dist, without test-hooks"
 fi
+# Without build.rs the image's binary would build, but without its packed relocations.
+if grep -qE '^COPY [^-].* build\.rs( |$)' <<<"$first_stage"; then
+    pass "Dockerfile: the build stage has build.rs"
+else
+    fail "Dockerfile: the build stage must COPY build.rs (the link options of the binary)"
+fi
 if grep -qiE '^FROM debian:[^ ]*-slim( |$)' <<<"$last_stage"; then
     pass "Dockerfile: the runtime stage is Debian slim"
 else
