@@ -218,15 +218,17 @@ pub async fn run(spec: &RunSpec) -> RunOutcome {
     };
 
     let (end, stdout, stderr) = supervise(child, &payload, spec.timeout).await;
-    // What left the process group dies with the run too (see `reaper` and `cgroup`).
+    // What left the process group dies with the run too (see `reaper` and `cgroup`), before the
+    // directory goes, so nothing of the run can write into it after; both in one blocking task,
+    // one hand-off to the pool and back per run instead of two.
     let _ = tokio::task::spawn_blocking(move || {
         let also = cgroup.map(cgroup::RunCgroup::end).unwrap_or_default();
         if let Some(listed) = listed {
             reaper::finish(listed, &also);
         }
+        work_dir.remove_now();
     })
     .await;
-    work_dir.remove().await;
 
     match end {
         End::Exited(status) if status.success() => RunOutcome::Executed {

@@ -62,6 +62,12 @@ impl WorkDir {
         // under the private work_root, which is all that can be done about it here.
         let _ = tokio::task::spawn_blocking(move || remove_tree(&path)).await;
     }
+
+    /// [`WorkDir::remove`] on a thread that may block: a run's end, already on the pool.
+    pub(super) fn remove_now(mut self) {
+        self.armed = false;
+        let _ = remove_tree(&self.path);
+    }
 }
 
 impl Drop for WorkDir {
