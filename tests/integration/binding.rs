@@ -362,6 +362,24 @@ fn a_stepped_clock_does_not_stretch_a_card() {
     journal_verifies(&daemon);
 }
 
+/// A wall clock stepped back before a card's `shown_at` refuses every press on it, and must not
+/// keep it open either: past its minute on the monotonic clock the card expires and its session
+/// hears `expired` (SPEC: a card nobody answered within ttl is expired), whatever the wall clock
+/// says, not hours later when the wall clock has caught up with `shown_at`.
+#[test]
+fn a_card_past_its_ttl_expires_while_the_wall_clock_is_stepped_back() {
+    let daemon = Daemon::builder().card_ttl("60s").start();
+    daemon.set_clocks(0, 0);
+    let (id, card) = ask_card(&daemon, "stepped back, then past its minute");
+    daemon.set_clocks(-7_200, 62);
+    daemon.wait_state(&id, "expired");
+    // A press now finds it closed, and nothing ran.
+    daemon.tap(&card, 0);
+    daemon.settle();
+    assert_eq!(daemon.runs(), 0);
+    journal_verifies(&daemon);
+}
+
 #[test]
 fn an_old_resume_does_not_lift_a_later_silence() {
     let daemon = Daemon::builder().decline_streak(1).start();

@@ -1586,3 +1586,58 @@ mod lanes {
         );
     }
 }
+
+/// The sweep's list of cards past their ttl (`Db::due_for_expiry`), on both clocks. A wall clock
+/// stepped back before the card's `shown_at` must not keep a card open past its ttl on the
+/// monotonic clock: the card is expired and its session hears so within the ttl (SPEC: a card
+/// nobody answered within ttl is expired), not when the wall clock has caught up hours later.
+#[test]
+fn a_card_past_its_ttl_on_the_monotonic_clock_is_due_whatever_the_wall_clock_says() {
+    use consentd_core::clock::Monotonic;
+    use consentd_core::deadline::Now;
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let id = created(
+        db.ask(&new_ask("publish_x", "hello", None), policy(), t0())
+            .unwrap(),
+    )
+    .id;
+    let ttl = chrono::Duration::minutes(15);
+    assert!(db
+        .card_showing(&id, t0() + ttl, t0(), &monotonic())
+        .unwrap());
+    // (case, the wall clock from `shown_at`, the monotonic clock from the card's reading, due)
+    let cases: [(&str, chrono::Duration, u64, bool); 5] = [
+        ("at once", chrono::Duration::zero(), 0, false),
+        ("a second in", chrono::Duration::seconds(1), 1, false),
+        (
+            "past the ttl by both",
+            ttl + chrono::Duration::seconds(1),
+            901,
+            true,
+        ),
+        (
+            "wall stepped forward past the end, 5 s in",
+            chrono::Duration::hours(1),
+            5,
+            true,
+        ),
+        (
+            "wall stepped back 2 h, 902 s in",
+            chrono::Duration::seconds(902) - chrono::Duration::hours(2),
+            902,
+            true,
+        ),
+    ];
+    for (name, wall, monotonic_secs, due) in cases {
+        let now = Now {
+            wall: t0() + wall,
+            monotonic: Monotonic {
+                since_boot: monotonic().since_boot + Duration::from_secs(monotonic_secs),
+                ..monotonic()
+            },
+        };
+        let listed = db.due_for_expiry(&now).unwrap();
+        assert_eq!(listed.contains(&id), due, "{name}: {listed:?}");
+    }
+}
