@@ -935,6 +935,24 @@ fn monotonic() -> consentd_core::clock::Monotonic {
     }
 }
 
+/// A card asked for `text` and shown at `t0` at [`monotonic`], for 15 minutes; its record id.
+fn shown_card(db: &mut Db, text: &str) -> String {
+    let id = created(
+        db.ask(&new_ask("publish_x", text, None), policy(), t0())
+            .unwrap(),
+    )
+    .id;
+    assert!(db
+        .card_showing(
+            &id,
+            t0() + chrono::Duration::minutes(15),
+            t0(),
+            &monotonic()
+        )
+        .unwrap());
+    id
+}
+
 fn drawn(shows: char, buttons: &[&str]) -> super::drawn::Drawn {
     super::drawn::Drawn {
         shows: shows.to_string().repeat(64),
@@ -990,19 +1008,7 @@ fn a_drawn_message_is_kept_per_chat_replaced_by_an_edit_and_forgotten() {
 fn a_card_sent_keeps_its_message_and_what_it_shows_in_one_transaction() {
     let fixture = Fixture::new();
     let mut db = fixture.open();
-    let id = created(
-        db.ask(&new_ask("publish_x", "hello", None), policy(), t0())
-            .unwrap(),
-    )
-    .id;
-    assert!(db
-        .card_showing(
-            &id,
-            t0() + chrono::Duration::minutes(15),
-            t0(),
-            &monotonic()
-        )
-        .unwrap());
+    let id = shown_card(&mut db, "hello");
     db.card_sent(0, &id, (7, 42), Some(&drawn('d', &["y"])), t0())
         .unwrap();
     assert_eq!(db.record_message_id(&id, "card").unwrap(), Some(42));
@@ -1597,15 +1603,8 @@ fn a_card_past_its_ttl_on_the_monotonic_clock_is_due_whatever_the_wall_clock_say
     use consentd_core::deadline::Now;
     let fixture = Fixture::new();
     let mut db = fixture.open();
-    let id = created(
-        db.ask(&new_ask("publish_x", "hello", None), policy(), t0())
-            .unwrap(),
-    )
-    .id;
+    let id = shown_card(&mut db, "hello");
     let ttl = chrono::Duration::minutes(15);
-    assert!(db
-        .card_showing(&id, t0() + ttl, t0(), &monotonic())
-        .unwrap());
     // (case, the wall clock from `shown_at`, the monotonic clock from the card's reading, due)
     let cases: [(&str, chrono::Duration, u64, bool); 5] = [
         ("at once", chrono::Duration::zero(), 0, false),
