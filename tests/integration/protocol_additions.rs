@@ -434,6 +434,61 @@ fn a_pending_ask_held_in_quiet_hours_expires_at_its_ttl_unshown() {
     journal_verifies(&daemon, "ttl in quiet hours", Some(&id));
 }
 
+/// An ask's own ttl is time the session gave it, and a wall clock stepped back while the ask is
+/// held must not stretch it: an hour on (on the monotonic clock) a 60 s ask has expired unshown,
+/// as a card's window would on either clock, and its card can no longer be shown and pressed.
+#[test]
+fn a_held_asks_ttl_is_not_stretched_by_a_wall_clock_stepped_back() {
+    let daemon = daemon()
+        .gate("quiet_hours = \"00:00-23:59\"\nnight_card_limit = 0")
+        .start();
+    daemon.set_clock(crate::fixture::noon_today());
+    let mut ask = shell_ask("held, with a ttl, the wall clock stepped back");
+    ask["ttl"] = json!(60);
+    let id = id_of(&daemon.request(&ask));
+    daemon.wait_for_event("asked");
+    // An hour passes, and the wall clock is stepped back two hours meanwhile (at 11:00 it is
+    // still inside the quiet hours, so the card stays held).
+    let (wall, monotonic) = daemon.clocks();
+    daemon.set_clocks(wall - 3_600, monotonic + 3_600);
+    daemon.wait_state(&id, "expired");
+}
+
+/// The same, with the quiet hours ending while the ask still waits: its card must not be shown
+/// with the wall clock's time left of the ask's ttl, and a yes on it must not count, when the ttl
+/// passed long ago on the monotonic clock.
+#[test]
+fn a_yes_after_a_held_asks_ttl_on_the_monotonic_clock_does_not_count() {
+    let daemon = daemon()
+        .gate("quiet_hours = \"00:00-11:30\"\nnight_card_limit = 0")
+        .start();
+    daemon.set_clock(crate::fixture::today_at(11, 29));
+    let mut ask = shell_ask("held, then shown after its ttl");
+    ask["ttl"] = json!(900);
+    let id = id_of(&daemon.request(&ask));
+    daemon.wait_for_event("asked");
+    // An hour passes, but the wall clock moves two minutes (stepped back 58 minutes): the quiet
+    // hours end, and by the wall clock 13 minutes of the ask's 15 are left.
+    let (wall, monotonic) = daemon.clocks();
+    daemon.set_clocks(wall + 120, monotonic + 3_600);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let card = loop {
+        let card = daemon.owner_chat().into_iter().find(|m| {
+            !m.buttons().is_empty() && m.text.as_deref().is_some_and(|t| t.contains(&id))
+        });
+        if card.is_some() || std::time::Instant::now() > deadline {
+            break card;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    if let Some(card) = card {
+        daemon.press_yes(&card);
+        daemon.settle();
+    }
+    let status = daemon.wait_state(&id, "expired");
+    assert_eq!(status["final"], true, "{status}");
+}
+
 #[test]
 fn origin_is_shown_apart_checked_naming_origin_and_part_of_the_digest() {
     let daemon = daemon().start();
