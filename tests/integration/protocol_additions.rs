@@ -434,19 +434,26 @@ fn a_pending_ask_held_in_quiet_hours_expires_at_its_ttl_unshown() {
     journal_verifies(&daemon, "ttl in quiet hours", Some(&id));
 }
 
+/// A daemon whose cards wait through `quiet` (none at night), its wall clock at `at`, and an ask
+/// with a `ttl` of its own, held; the ask's id.
+fn held_ask(quiet: &str, at: chrono::DateTime<chrono::Utc>, ttl: u64) -> (Daemon, String) {
+    let daemon = daemon()
+        .gate(&format!("quiet_hours = \"{quiet}\"\nnight_card_limit = 0"))
+        .start();
+    daemon.set_clock(at);
+    let mut ask = shell_ask("held, with a ttl of its own");
+    ask["ttl"] = json!(ttl);
+    let id = id_of(&daemon.request(&ask));
+    daemon.wait_for_event("asked");
+    (daemon, id)
+}
+
 /// An ask's own ttl is time the session gave it, and a wall clock stepped back while the ask is
 /// held must not stretch it: an hour on (on the monotonic clock) a 60 s ask has expired unshown,
 /// as a card's window would on either clock, and its card can no longer be shown and pressed.
 #[test]
 fn a_held_asks_ttl_is_not_stretched_by_a_wall_clock_stepped_back() {
-    let daemon = daemon()
-        .gate("quiet_hours = \"00:00-23:59\"\nnight_card_limit = 0")
-        .start();
-    daemon.set_clock(crate::fixture::noon_today());
-    let mut ask = shell_ask("held, with a ttl, the wall clock stepped back");
-    ask["ttl"] = json!(60);
-    let id = id_of(&daemon.request(&ask));
-    daemon.wait_for_event("asked");
+    let (daemon, id) = held_ask("00:00-23:59", crate::fixture::noon_today(), 60);
     // An hour passes, and the wall clock is stepped back two hours meanwhile (at 11:00 it is
     // still inside the quiet hours, so the card stays held).
     let (wall, monotonic) = daemon.clocks();
@@ -459,14 +466,7 @@ fn a_held_asks_ttl_is_not_stretched_by_a_wall_clock_stepped_back() {
 /// passed long ago on the monotonic clock.
 #[test]
 fn a_yes_after_a_held_asks_ttl_on_the_monotonic_clock_does_not_count() {
-    let daemon = daemon()
-        .gate("quiet_hours = \"00:00-11:30\"\nnight_card_limit = 0")
-        .start();
-    daemon.set_clock(crate::fixture::today_at(11, 29));
-    let mut ask = shell_ask("held, then shown after its ttl");
-    ask["ttl"] = json!(900);
-    let id = id_of(&daemon.request(&ask));
-    daemon.wait_for_event("asked");
+    let (daemon, id) = held_ask("00:00-11:30", crate::fixture::today_at(11, 29), 900);
     // An hour passes, but the wall clock moves two minutes (stepped back 58 minutes): the quiet
     // hours end, and by the wall clock 13 minutes of the ask's 15 are left.
     let (wall, monotonic) = daemon.clocks();
