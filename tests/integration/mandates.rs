@@ -982,3 +982,20 @@ fn the_command_line_asks_for_a_mandate_with_no_target_and_no_money() {
         assert!(stderr(&output).contains(message), "{}", stderr(&output));
     }
 }
+
+/// A mandate's term is time the owner gave: a wall clock stepped back must not stretch it, as it
+/// must not stretch a card's window. Two days on (on the monotonic clock, the wall clock where it
+/// was) a one-day mandate covers nothing: the ask gets the usual card.
+#[test]
+fn a_wall_clock_stepped_back_does_not_stretch_a_mandates_term() {
+    let daemon = Daemon::start();
+    grant(&daemon, &["@mila_news"], 1, "1.00", 2);
+    let (wall, monotonic) = daemon.clocks();
+    daemon.set_clocks(wall, monotonic + 2 * 24 * 3600);
+    let (id, status) = ask(&daemon, &ask_to("@mila_news", "two days on", "0.10"));
+    assert_eq!(
+        status, "pending",
+        "{id} was covered two days into a one-day term"
+    );
+    assert_eq!(daemon.runs(), 0);
+}
