@@ -68,23 +68,33 @@ impl Window {
         if now.wall >= self.expires_at {
             return Err(Late::PastWall);
         }
-        let elapsed = self
-            .shown_monotonic
-            .as_ref()
-            .and_then(|shown| now.monotonic.since(shown));
-        match elapsed {
-            Some(elapsed) if elapsed >= self.ttl() => Err(Late::PastMonotonic),
-            // A monotonic reading earlier than the card's on the same boot cannot happen; were
-            // it to, the clock is not to be trusted and the answer is late.
-            None if self
-                .shown_monotonic
-                .as_ref()
-                .is_some_and(|shown| shown.boot == now.monotonic.boot) =>
-            {
-                Err(Late::PastMonotonic)
-            }
-            _ => Ok(()),
+        if past_on_monotonic(self.shown_monotonic.as_ref(), self.ttl(), now) {
+            return Err(Late::PastMonotonic);
         }
+        Ok(())
+    }
+
+    /// Whether the window is over at `now`, on either clock: the sweep's question (is the card
+    /// to expire?), not a press's. A wall clock stepped back before `shown_at` refuses every
+    /// answer ([`Window::judge`]) but does not keep the card open: its monotonic time still runs
+    /// out, and then it expires.
+    pub fn over(&self, now: &Now) -> bool {
+        now.wall >= self.expires_at
+            || past_on_monotonic(self.shown_monotonic.as_ref(), self.ttl(), now)
+    }
+}
+
+/// Whether `length` has passed on the monotonic clock since `start` (a reading of the same
+/// boot; across a reboot, or with no reading, the monotonic clock says nothing and this is
+/// false, leaving the wall clock to decide). A reading earlier than `start` on the same boot
+/// cannot happen; were it to, the clock is not to be trusted, and the time is taken as past.
+pub fn past_on_monotonic(start: Option<&Monotonic>, length: Duration, now: &Now) -> bool {
+    let Some(start) = start else {
+        return false;
+    };
+    match now.monotonic.since(start) {
+        Some(elapsed) => elapsed >= length,
+        None => start.boot == now.monotonic.boot,
     }
 }
 
@@ -172,6 +182,57 @@ mod tests {
         ];
         for (label, now, expected) in cases {
             assert_eq!(window().judge(&now), expected, "{label}");
+        }
+    }
+
+    /// The sweep expires a card over on either clock, whatever the wall clock says of its
+    /// `shown_at`; each case beside what a press at the same instant is told.
+    #[test]
+    fn the_table_of_windows_over_and_not() {
+        let cases: [(&str, Now, bool); 9] = [
+            ("at once", at(0, "a", 1_000), false),
+            ("59 s in", at(59, "a", 1_059), false),
+            ("at the end by both", at(60, "a", 1_060), true),
+            (
+                "wall stepped back 2 h, 62 s in",
+                at(62 - 7_200, "a", 1_062),
+                true,
+            ),
+            (
+                "wall stepped back 2 h, 5 s in",
+                at(5 - 7_200, "a", 1_005),
+                false,
+            ),
+            (
+                "wall stepped forward past the end, 5 s in",
+                at(3_600, "a", 1_005),
+                true,
+            ),
+            (
+                "after a reboot, in time by the wall clock",
+                at(30, "b", 10),
+                false,
+            ),
+            (
+                "after a reboot, wall clock stepped back",
+                at(-7_200, "b", 99_999),
+                false,
+            ),
+            (
+                "a monotonic reading before the card's, same boot",
+                at(10, "a", 900),
+                true,
+            ),
+        ];
+        for (label, now, over) in cases {
+            assert_eq!(window().over(&now), over, "{label}");
+            // Over means no answer counts either; not over with a refused answer is only ever
+            // a wall clock behind `shown_at`.
+            match window().judge(&now) {
+                Ok(()) => assert!(!over, "{label}: open to a press, yet over"),
+                Err(Late::BeforeShown) => {}
+                Err(late) => assert!(over, "{label}: {late:?} to a press, yet not over"),
+            }
         }
     }
 

@@ -23,7 +23,7 @@ const RECORDS_IN: &str = "SELECT id FROM records WHERE state = ?1 ORDER BY seq";
 pub(crate) const OPEN_RECORDS_IN: &str = "SELECT id FROM records INDEXED BY records_open
      WHERE state IN ('pending', 'card_shown') AND state = ?1 ORDER BY seq";
 use consentd_core::clock::Monotonic;
-use consentd_core::deadline::{Late, Now, Window};
+use consentd_core::deadline::{Now, Window};
 use consentd_core::pairing::{self, PairVerdict, PairingState};
 use consentd_core::press::PressAction;
 
@@ -437,7 +437,8 @@ impl Db {
     /// Records whose card is past its ttl at `now`, by the wall clock or by the monotonic one
     /// (see [`consentd_core::deadline`]). Open cards are few (at most `max_pending`), so each is judged
     /// here rather than in SQL. A card the wall clock dates in the future (the clock was
-    /// stepped back) stays until its monotonic time is up; presses on it are refused meanwhile.
+    /// stepped back) stays until its monotonic time is up, and no longer; presses on it are
+    /// refused meanwhile.
     pub fn due_for_expiry(&self, now: &Now) -> Result<Vec<String>, StoreError> {
         let mut statement = self.conn.prepare_cached(
             "SELECT id, shown_at, expires_at, shown_boot, shown_since_boot_ms FROM records
@@ -475,7 +476,7 @@ impl Db {
                     continue;
                 }
             };
-            if matches!(window.judge(now), Err(Late::PastWall | Late::PastMonotonic)) {
+            if window.over(now) {
                 due.push(id);
             }
         }
