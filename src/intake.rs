@@ -140,7 +140,7 @@ impl Intake {
         if let Some(refusal) = self.disk_refusal(needs).await {
             return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
         }
-        let open_card = self.opening(&action, ask.urgent, stays_in_card, reading);
+        let open_card = self.opening(&action, ask.urgent, stays_in_card, now);
         let new = NewAsk {
             peer_uid,
             open_card,
@@ -149,6 +149,7 @@ impl Intake {
             idempotency_key: ask.idempotency_key.clone(),
             urgent: ask.urgent,
             ttl: ask.ttl.map(Duration::from_secs),
+            monotonic: reading.monotonic,
             agent_runs: category
                 .is_some_and(|category| category.mode == crate::config::Mode::Approve),
         };
@@ -165,7 +166,10 @@ impl Intake {
 
     /// A mandate request: the gate, then the store (which queues its card).
     async fn mandate(&self, peer_uid: u32, ask: protocol::MandateAsk) -> Result<Reply, StoreError> {
-        let now = self.clock.now();
+        let Now {
+            wall: now,
+            monotonic,
+        } = Now::read(self.clock.as_ref());
         let categories = &self.config.categories;
         let enabled = self.category_enabled(&ask.kind);
         let request = match refusal::check_mandate(&ask, categories, enabled, &self.config.limits) {
@@ -186,6 +190,7 @@ impl Intake {
             peer_uid,
             digest: request.digest().to_hex(),
             request,
+            monotonic: Some(monotonic),
         };
         let policy = self.policy();
         let outcome = self
@@ -253,9 +258,8 @@ impl Intake {
         action: &Action,
         urgent: bool,
         stays_in_card: bool,
-        reading: Now,
+        now: DateTime<Utc>,
     ) -> Option<CardOpening> {
-        let now = reading.wall;
         if !stays_in_card || !action.attachments.is_empty() {
             return None;
         }
@@ -276,7 +280,6 @@ impl Intake {
         }
         Some(CardOpening {
             ttl: chrono::Duration::from_std(self.config.limits.card_ttl).ok()?,
-            monotonic: reading.monotonic,
             sender_idle: self.sender_idle.clone(),
         })
     }

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::card;
 use crate::deadline::Now;
+use crate::store::db::Db;
 use crate::store::outbox::{Sound, What};
 use crate::store::settings::HeldReceipts;
 use crate::store::{Decided, Outgoing, OwnerDecision, RecordState, StoreError};
@@ -27,11 +28,11 @@ impl Consent {
     /// Cards past their ttl: expired, edited to say so without buttons; the session hears
     /// `expired`. Silence is never consent, and never a no.
     pub(super) async fn expire_due(&self) -> Result<(), StoreError> {
+        self.end_due_mandates().await?;
         let now = self.clock.now();
-        self.end_due_mandates(now).await?;
         // Expiry first and the summary's failure only logged: a summary that cannot be made
         // must not keep cards from expiring.
-        let expired = match self.expire_unshown(now).await {
+        let expired = match self.expire_unshown().await {
             Ok(()) => self.expire_cards().await,
             Err(error) => Err(error),
         };
@@ -57,19 +58,28 @@ impl Consent {
         expired
     }
 
-    /// The clocks are read on the store's thread, as the cards are looked at, and both at one
-    /// instant. A reading taken before a card opened would be earlier than the card's own on
-    /// the monotonic clock, which a window takes for a clock not to be trusted (late); and the
-    /// old wall clock paired with a new monotonic one, around a step, would be late as well.
-    /// Either way a card the owner may still answer would expire.
-    async fn expire_cards(&self) -> Result<(), StoreError> {
+    /// `look` on the store's thread, given both clocks read there, at one instant, as it runs:
+    /// how the sweep finds what is due (cards, asks unshown, mandates). A reading taken before
+    /// a card opened would be earlier than the card's own on the monotonic clock, which a window
+    /// takes for a clock not to be trusted (late); and an old wall clock paired with a new
+    /// monotonic one, around a step, would be late as well. Either way something the owner may
+    /// still answer, or a session still waits on, would end.
+    pub(super) async fn at_one_reading<T: Send + 'static>(
+        &self,
+        look: impl FnOnce(&mut Db, &Now) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<(DateTime<Utc>, T), StoreError> {
         let clock = self.clock.clone();
-        let (now, due) = self
-            .store
+        self.store
             .call(move |db| {
                 let reading = Now::read(clock.as_ref());
-                Ok((reading.wall, db.due_for_expiry(&reading)?))
+                Ok((reading.wall, look(db, &reading)?))
             })
+            .await
+    }
+
+    async fn expire_cards(&self) -> Result<(), StoreError> {
+        let (now, due) = self
+            .at_one_reading(|db, now| db.due_for_expiry(now))
             .await?;
         for id in due {
             let lookup = id.clone();
@@ -105,24 +115,23 @@ impl Consent {
     }
 
     /// Mandates whose term is over: ended, `mandate_end` journaled, the owner told quietly.
-    async fn end_due_mandates(&self, now: DateTime<Utc>) -> Result<(), StoreError> {
+    async fn end_due_mandates(&self) -> Result<(), StoreError> {
         let lang = self.language();
         let owner = self.owner();
         let locales = self.locales.clone();
         let labels = self.labels(lang);
-        self.store
-            .call(move |db| {
-                db.end_due_mandates(now, |tx, effects, row| {
-                    let Some(owner) = owner else { return Ok(()) };
-                    let label = labels
-                        .get(&row.kind)
-                        .map_or(row.kind.as_str(), String::as_str);
-                    let text = card::mandate::mandate_ended(&locales, lang, &row.id, label);
-                    say(tx, effects, owner.id, text, Sound::Gated)
-                })
+        self.at_one_reading(move |db, now| {
+            db.end_due_mandates(now, |tx, effects, row| {
+                let Some(owner) = owner else { return Ok(()) };
+                let label = labels
+                    .get(&row.kind)
+                    .map_or(row.kind.as_str(), String::as_str);
+                let text = card::mandate::mandate_ended(&locales, lang, &row.id, label);
+                say(tx, effects, owner.id, text, Sound::Gated)
             })
-            .await
-            .map(|_| ())
+        })
+        .await
+        .map(|_| ())
     }
 
     /// The evening summary, once a local day, at `summary_at` or at the first sweep after it

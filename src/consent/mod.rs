@@ -106,6 +106,9 @@ struct Decision {
     from: Person,
     next: i64,
     now: DateTime<Utc>,
+    /// The monotonic clock read with `now`: what the press starts (a suggestion's request)
+    /// runs on both clocks from it.
+    monotonic: crate::clock::Monotonic,
     /// The pressed message (chat, message id), when Telegram said which.
     message: Option<(i64, i64)>,
 }

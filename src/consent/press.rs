@@ -75,6 +75,7 @@ impl Consent {
             from: press.from,
             next,
             now: now.wall,
+            monotonic: now.monotonic.clone(),
             message: chat_message(press.chat, press.message_id),
         };
         if verdict.is_accept() && facts.message == MessageFacts::Drawn(AsDrawn::Changed) {

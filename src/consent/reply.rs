@@ -194,6 +194,7 @@ mod tests {
             decided_by_name: None,
             finished_at: None,
             shown_monotonic: None,
+            asked_monotonic: None,
             subject: crate::store::Subject::Action,
             mandate_id: None,
             mandate: None,

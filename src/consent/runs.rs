@@ -410,6 +410,8 @@ mod tests {
             ended_at: None,
             origin: None,
             suggested_after: None,
+            asked_at: chrono::DateTime::UNIX_EPOCH,
+            asked_monotonic: None,
         }
     }
 

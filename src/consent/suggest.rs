@@ -157,6 +157,7 @@ impl Consent {
             suggestion_id: suggestion_id.clone(),
             card_chat,
             max_pending: self.config.limits.max_pending,
+            monotonic: decision.monotonic.clone(),
         };
         let applied = self
             .store

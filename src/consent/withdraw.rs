@@ -2,8 +2,6 @@
 //! the same transaction), an approval-only category's Yes (`approved`: nothing is claimed or
 //! run), the receipt of one a mandate approved, and an ask that reached its own ttl unshown.
 
-use chrono::{DateTime, Utc};
-
 use crate::store::consent::Finish;
 use crate::store::{Decided, Outgoing, Record, RecordState, StoreError, Withdrawal};
 
@@ -98,8 +96,8 @@ impl Consent {
 
     /// Pending asks past their own ttl: expired, never shown (a card held for the morning, or
     /// still queued, is dropped).
-    pub(super) async fn expire_unshown(&self, now: DateTime<Utc>) -> Result<(), StoreError> {
-        let due = self.store.call(move |db| db.due_unshown(now)).await?;
+    pub(super) async fn expire_unshown(&self) -> Result<(), StoreError> {
+        let (now, due) = self.at_one_reading(|db, now| db.due_unshown(now)).await?;
         for id in due {
             self.store
                 .call(move |db| db.expire_unshown(&id, now))

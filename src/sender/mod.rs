@@ -524,12 +524,11 @@ async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
             .await?;
         return Ok(());
     };
-    // Past its own deadline (an ask's `ttl`) before it could be shown: no card; the sweep ends
-    // the record expired.
-    if record.state == RecordState::Pending
-        && record
-            .expires_at
-            .is_some_and(|deadline| deadline <= out.clock.now())
+    // Past its own deadline (an ask's `ttl`, on either clock) before it could be shown: no
+    // card; the sweep ends the record expired.
+    if record
+        .own_ttl()
+        .is_some_and(|ttl| ttl.over(&Now::read(out.clock)))
     {
         let reason = format!("record {record_id} reached its ttl before its card was sent");
         store
@@ -597,11 +596,17 @@ async fn open_card(
         Some(expires_at) if record.state == RecordState::CardShown => (expires_at, known),
         _ => {
             // An ask's own ttl set a deadline when it was taken (kept in `expires_at` while it
-            // is pending): the card is answerable until the earlier of the two.
+            // is pending): the card is answerable until the earlier of the two, with what is
+            // left of the ask's ttl by either clock (a wall clock stepped back while it waited
+            // does not give it more).
             let usual = now + out.drawer.ttl();
-            let expires_at = record
-                .expires_at
-                .map_or(usual, |deadline| deadline.min(usual));
+            let expires_at = record.own_ttl().map_or(usual, |ttl| {
+                let left = ttl.left(&Now {
+                    wall: now,
+                    monotonic: monotonic.clone(),
+                });
+                (now + left).min(usual)
+            });
             let opening = record_id.clone();
             // The targets as of its `shown_at` (`now`) are read in the same store call as the
             // opening: one round trip less between the card's commit and its send.

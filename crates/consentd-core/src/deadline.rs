@@ -79,8 +79,56 @@ impl Window {
     /// answer ([`Window::judge`]) but does not keep the card open: its monotonic time still runs
     /// out, and then it expires.
     pub fn over(&self, now: &Now) -> bool {
-        now.wall >= self.expires_at
-            || past_on_monotonic(self.shown_monotonic.as_ref(), self.ttl(), now)
+        Term {
+            started_at: self.shown_at,
+            ends_at: self.expires_at,
+            started_monotonic: self.shown_monotonic.clone(),
+        }
+        .over(now)
+    }
+}
+
+/// A length of time that started at a reading of both clocks and ends at `ends_at` by the wall
+/// clock: an ask's own ttl while it waits unshown, a mandate's term (fixed when it was asked).
+/// Like a card's window, it is over when either clock says its length has passed, so a wall
+/// clock stepped back stretches none of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Term {
+    pub started_at: DateTime<Utc>,
+    pub ends_at: DateTime<Utc>,
+    /// The monotonic clock when it started; absent where it was not kept (the wall clock then
+    /// decides alone, as it does across a reboot).
+    pub started_monotonic: Option<Monotonic>,
+}
+
+impl Term {
+    fn length(&self) -> Duration {
+        (self.ends_at - self.started_at)
+            .to_std()
+            .unwrap_or(Duration::ZERO)
+    }
+
+    /// Whether it is over at `now`: its end reached on the wall clock, or its length passed on
+    /// the monotonic one.
+    pub fn over(&self, now: &Now) -> bool {
+        now.wall >= self.ends_at
+            || past_on_monotonic(self.started_monotonic.as_ref(), self.length(), now)
+    }
+
+    /// What is left of it at `now`: the lesser of what each clock says (zero once over). A card
+    /// shown for an ask with its own ttl is answerable for no longer than this.
+    pub fn left(&self, now: &Now) -> chrono::Duration {
+        if self.over(now) {
+            return chrono::Duration::zero();
+        }
+        let by_wall = self.ends_at - now.wall;
+        let by_monotonic = self
+            .started_monotonic
+            .as_ref()
+            .and_then(|start| now.monotonic.since(start))
+            .and_then(|elapsed| self.length().checked_sub(elapsed))
+            .and_then(|left| chrono::Duration::from_std(left).ok());
+        by_monotonic.map_or(by_wall, |by_monotonic| by_wall.min(by_monotonic))
     }
 }
 
@@ -233,6 +281,54 @@ mod tests {
                 Err(Late::BeforeShown) => {}
                 Err(late) => assert!(over, "{label}: {late:?} to a press, yet not over"),
             }
+        }
+    }
+
+    /// An ask's own ttl of 60 s, or a mandate's term: over and what is left, on both clocks.
+    #[test]
+    fn the_table_of_terms_over_and_left() {
+        let term = Term {
+            started_at: shown(),
+            ends_at: shown() + TimeDelta::seconds(60),
+            started_monotonic: Some(mono("a", 1_000)),
+        };
+        let cases: [(&str, Now, Option<i64>); 8] = [
+            ("at once", at(0, "a", 1_000), Some(60)),
+            ("20 s in on both", at(20, "a", 1_020), Some(40)),
+            (
+                "wall stepped back 2 h, 20 s in",
+                at(20 - 7_200, "a", 1_020),
+                Some(40),
+            ),
+            (
+                "wall stepped back 2 h, 61 s in",
+                at(61 - 7_200, "a", 1_061),
+                None,
+            ),
+            (
+                "wall 50 s in, monotonic 10 s in",
+                at(50, "a", 1_010),
+                Some(10),
+            ),
+            ("at the end by the wall clock", at(60, "a", 1_010), None),
+            (
+                "after a reboot the wall clock decides",
+                at(30, "b", 5),
+                Some(30),
+            ),
+            (
+                "a monotonic reading before its start",
+                at(10, "a", 900),
+                None,
+            ),
+        ];
+        for (label, now, left) in cases {
+            assert_eq!(term.over(&now), left.is_none(), "{label}");
+            assert_eq!(
+                term.left(&now),
+                TimeDelta::seconds(left.unwrap_or(0)),
+                "{label}"
+            );
         }
     }
 

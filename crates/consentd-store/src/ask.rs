@@ -17,12 +17,14 @@ use super::base::{
 use super::cached::Cached;
 use super::consent::open_card_in;
 use super::mandate_rows::{covering_mandate, MandateRow};
+use super::readings::monotonic_ms;
 use super::records::{record_where, Record, OPEN_BY_DIGEST};
 use super::refusals::refusal_in;
 use super::state::RecordState;
 use super::StoreError;
 use consentd_core::action::{format_usd, Action};
 use consentd_core::clock::Monotonic;
+use consentd_core::deadline::Now;
 use consentd_core::reason::{Reason, Refusal};
 
 /// A new ask that passed the refusal gate.
@@ -33,8 +35,12 @@ pub struct NewAsk {
     pub digest: String,
     pub idempotency_key: Option<String>,
     pub urgent: bool,
-    /// The ask's own `ttl`: its record is never shown (or answerable) past `created_at + ttl`.
+    /// The ask's own `ttl`: its record is never shown (or answerable) past `created_at + ttl`,
+    /// by either clock.
     pub ttl: Option<Duration>,
+    /// The daemon's monotonic clock as the ask was taken, read with the ask's `now`: its own
+    /// ttl, a mandate it might use, and a card opened with it are judged on it too.
+    pub monotonic: Monotonic,
     /// Its category is approval-only (`mode = "approve"`): a mandate that covers it ends it
     /// `approved` at once, and nothing is claimed or run.
     pub agent_runs: bool,
@@ -45,13 +51,21 @@ pub struct NewAsk {
     pub open_card: Option<CardOpening>,
 }
 
+impl NewAsk {
+    /// Both clocks as the ask was taken at `now`.
+    fn reading(&self, now: DateTime<Utc>) -> Now {
+        Now {
+            wall: now,
+            monotonic: self.monotonic.clone(),
+        }
+    }
+}
+
 /// How to open a card in its ask's transaction (see [`NewAsk::open_card`]).
 #[derive(Debug, Clone)]
 pub struct CardOpening {
     /// How long a shown card may be answered (`card_ttl`).
     pub ttl: chrono::Duration,
-    /// The daemon's monotonic clock as the ask was taken: the deadline is kept on it too.
-    pub monotonic: Monotonic,
     /// Set by the sender while it waits with nothing in hand, read as the ask is written: a
     /// sender still busy (with a row since dropped, or a 429's wait) would hold the card back
     /// while its ttl runs.
@@ -291,7 +305,7 @@ fn judge_ask(
     }
     if policy.owner_known && policy.mandates_cover {
         if let Some((mandate, usage)) =
-            covering_mandate(tx, &ask.action, ask.peer_uid, now, policy.tz)?
+            covering_mandate(tx, &ask.action, ask.peer_uid, &ask.reading(now), policy.tz)?
         {
             return Ok(AskVerdict::Cover(mandate, usage));
         }
@@ -341,7 +355,7 @@ fn created_in(
             let expires_at = record
                 .expires_at
                 .map_or(usual, |deadline| deadline.min(usual));
-            open_card_in(tx, effects, id, expires_at, now, &opening.monotonic)?;
+            open_card_in(tx, effects, id, expires_at, now, &ask.monotonic)?;
         }
     }
     Ok(AskOutcome::Created(record))
@@ -443,8 +457,9 @@ fn insert_pending(
     tx.execute_cached(
         "INSERT INTO records (id, peer_uid, kind, target, text, fields, cost_usd, digest,
                               idempotency_key, urgent, state, created_at, origin, expires_at,
-                              agent_runs)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', ?11, ?12, ?13, ?14)",
+                              agent_runs, asked_boot, asked_since_boot_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', ?11, ?12, ?13, ?14, ?15,
+                 ?16)",
         params![
             id,
             ask.peer_uid,
@@ -459,7 +474,9 @@ fn insert_pending(
             timestamp(now),
             action.origin,
             deadline,
-            ask.agent_runs
+            ask.agent_runs,
+            ask.monotonic.boot,
+            monotonic_ms(&ask.monotonic)
         ],
     )?;
     for (position, attachment) in action.attachments.iter().enumerate() {

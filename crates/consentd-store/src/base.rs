@@ -41,6 +41,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (13, include_str!("migrations/0013_refusal_repeats.sql")),
     (14, include_str!("migrations/0014_suggestions.sql")),
     (15, include_str!("migrations/0015_mandate_usage.sql")),
+    (16, include_str!("migrations/0016_asked_monotonic.sql")),
 ];
 
 /// The name of a journal event: the one place the names are written (SPEC §9's list, and

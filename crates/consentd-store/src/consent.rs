@@ -12,6 +12,7 @@ use super::base::{
 use super::cached::Cached;
 use super::drawn::{drawn_in, unbutton_in, Drawn};
 use super::outbox::{self, Body, Outgoing, Sound, What};
+use super::readings::{monotonic_ms, stored_monotonic};
 use super::records::{record_where, Record};
 use super::state::RecordState;
 use super::StoreError;
@@ -463,12 +464,7 @@ impl Db {
                 (Some(shown_at), Some(expires_at)) => Window {
                     shown_at,
                     expires_at,
-                    shown_monotonic: boot.zip(since_boot_ms).map(|(boot, ms)| Monotonic {
-                        boot,
-                        since_boot: std::time::Duration::from_millis(
-                            u64::try_from(ms).unwrap_or(0),
-                        ),
-                    }),
+                    shown_monotonic: stored_monotonic(boot, since_boot_ms),
                 },
                 // A shown card without its window cannot be answered: it is due.
                 _ => {
@@ -574,10 +570,9 @@ pub(crate) fn open_card_in(
         Err(StoreError::StateConflict { .. }) => return Ok(false),
         Err(error) => return Err(error),
     }
-    let since_boot_ms = i64::try_from(monotonic.since_boot.as_millis()).unwrap_or(i64::MAX);
     tx.execute_cached(
         "UPDATE records SET shown_boot = ?2, shown_since_boot_ms = ?3 WHERE id = ?1",
-        params![record_id, monotonic.boot, since_boot_ms],
+        params![record_id, monotonic.boot, monotonic_ms(monotonic)],
     )?;
     effects
         .changed

@@ -18,6 +18,7 @@ use super::settings::switch_category_in;
 use super::state::RecordState;
 use super::suggestions::{open_suggestion_in, suggested_and_covered, Opened};
 use super::StoreError;
+use consentd_core::clock::Monotonic;
 
 /// What the owner decided (or the sweep, for an expiry), drawn by the consent loop as a value
 /// with everything it tells the owner; [`Db::decide`] applies it in one transaction.
@@ -71,6 +72,9 @@ pub enum Decided {
         card_chat: i64,
         /// The config's `max_pending`, which the card it opens counts against.
         max_pending: u32,
+        /// The monotonic clock at the press, read with the decision's `now`: the request is
+        /// asked then, and its term runs on both clocks from there.
+        monotonic: Monotonic,
     },
     /// The card's ttl passed: it expires, and its edit (when there is an owner) is queued.
     Expire {
@@ -212,9 +216,10 @@ impl Db {
                     suggestion_id,
                     card_chat,
                     max_pending,
+                    monotonic,
                 } => {
-                    let opened =
-                        open_suggestion_in(tx, effects, suggestion_id, *card_chat, *max_pending)?;
+                    let asked = (*card_chat, *max_pending, monotonic);
+                    let opened = open_suggestion_in(tx, effects, suggestion_id, asked)?;
                     Ok(Applied::done_if(matches!(opened, Opened::Card(_))))
                 }
                 Decided::Expire { id, card_edit } => {

@@ -176,6 +176,7 @@ mod tests {
                 agent_runs: false,
                 open_card: None,
                 ttl: None,
+                monotonic: super::super::tests::monotonic(),
             }
         }
 
@@ -257,6 +258,7 @@ mod tests {
                 peer_uid: 1000,
                 digest: request.digest().to_hex(),
                 request,
+                monotonic: None,
             };
             let id = match self.db.ask_mandate(&new, policy(), at).unwrap() {
                 AskOutcome::Created(record) => record.id,

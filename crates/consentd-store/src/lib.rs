@@ -45,6 +45,7 @@ mod mandate_rows;
 pub mod mandates;
 pub mod outbox;
 pub mod pairing;
+mod readings;
 mod records;
 mod refusals;
 mod reply;

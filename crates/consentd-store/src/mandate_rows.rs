@@ -8,8 +8,11 @@ use rust_decimal::Decimal;
 
 use super::base::{parse_time, timestamp};
 use super::cached::Cached;
+use super::readings::stored_monotonic;
 use super::StoreError;
 use consentd_core::action::{format_usd, Action};
+use consentd_core::clock::Monotonic;
+use consentd_core::deadline::{Now, Term};
 use consentd_core::digest::Sha256Hash;
 use consentd_core::mandate::{self, Coverage, CoveredAction, Mandate, Usage};
 
@@ -38,6 +41,10 @@ pub struct MandateRow {
     /// For a request the owner opened from a suggestion, the yeses it was suggested after:
     /// read from the suggestion, which no session can write.
     pub suggested_after: Option<u32>,
+    /// When it was asked (its record's `created_at`), and the monotonic clock then, when it was
+    /// kept: its term runs from the ask to `ends_at`, on both clocks.
+    pub asked_at: DateTime<Utc>,
+    pub asked_monotonic: Option<Monotonic>,
 }
 
 impl MandateRow {
@@ -52,6 +59,16 @@ impl MandateRow {
             actions_per_day: self.actions_per_day,
             // An ended term covers nothing either; coverage checks the end by time as well.
             stopped: self.stopped_at.is_some() || self.ended_at.is_some(),
+        })
+    }
+
+    /// Its term, from the ask to `ends_at`, on both clocks; `None` until the owner granted it.
+    pub(crate) fn term(&self) -> Option<Term> {
+        self.opened_at?;
+        Some(Term {
+            started_at: self.asked_at,
+            ends_at: self.ends_at?,
+            started_monotonic: self.asked_monotonic.clone(),
         })
     }
 
@@ -84,7 +101,10 @@ pub(super) const MANDATE_COLUMNS: &str =
     opened_at, ends_at, stopped_at, ended_at, \
     (SELECT digest FROM records WHERE records.id = mandates.id), \
     (SELECT origin FROM records WHERE records.id = mandates.id), \
-    (SELECT approvals FROM suggestions WHERE suggestions.mandate_id = mandates.id)";
+    (SELECT approvals FROM suggestions WHERE suggestions.mandate_id = mandates.id), \
+    (SELECT created_at FROM records WHERE records.id = mandates.id), \
+    (SELECT asked_boot FROM records WHERE records.id = mandates.id), \
+    (SELECT asked_since_boot_ms FROM records WHERE records.id = mandates.id)";
 
 pub(super) fn mandate_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<MandateRow> {
     let invalid = |column: usize, what: String| {
@@ -123,6 +143,12 @@ pub(super) fn mandate_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Mand
         ))?,
         origin: row.get(12)?,
         suggested_after: row.get(13)?,
+        asked_at: row
+            .get::<_, Option<String>>(14)?
+            .as_deref()
+            .and_then(parse_time)
+            .ok_or_else(|| invalid(14, "its record's created_at".to_owned()))?,
+        asked_monotonic: stored_monotonic(row.get(15)?, row.get(16)?),
     })
 }
 
@@ -194,7 +220,7 @@ pub(crate) fn covering_mandate(
     tx: &Connection,
     action: &Action,
     peer_uid: u32,
-    now: DateTime<Utc>,
+    now: &Now,
     tz: Tz,
 ) -> Result<Option<(MandateRow, Usage)>, StoreError> {
     let candidates: Vec<MandateRow> = {
@@ -216,6 +242,12 @@ pub(crate) fn covering_mandate(
         let Some(terms) = row.as_mandate() else {
             continue;
         };
+        // Its term over on the monotonic clock: a wall clock stepped back does not stretch it
+        // (the sweep ends it within a second; until then it covers nothing).
+        if row.term().is_none_or(|term| term.over(now)) {
+            continue;
+        }
+        let now = now.wall;
         // Use only takes coverage away, so a mandate that would not cover the action unused
         // (another target, ended) is passed over without counting its day: an agent with many
         // mandates of a kind pays for one count per ask, not one per mandate.

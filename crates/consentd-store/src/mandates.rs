@@ -19,10 +19,13 @@ use super::mandate_rows::{
     mandate_from_row, mandate_row, money_column, usage_on_day, MANDATE_COLUMNS,
 };
 use super::outbox::Outgoing;
+use super::readings::monotonic_ms;
 use super::records::{record_where, Record};
 use super::refusals::refusal_in;
 use super::StoreError;
 use consentd_core::action::format_usd;
+use consentd_core::clock::Monotonic;
+use consentd_core::deadline::Now;
 use consentd_core::mandate::{self, MandateRequest, Usage};
 use consentd_core::press::PressAction;
 use consentd_core::reason::Refusal;
@@ -33,6 +36,9 @@ pub struct NewMandate {
     pub peer_uid: u32,
     pub request: MandateRequest,
     pub digest: String,
+    /// The daemon's monotonic clock as it was asked (with the ask's `now`): the term runs on
+    /// it too. `None` leaves the term to the wall clock alone.
+    pub monotonic: Option<Monotonic>,
 }
 
 impl Db {
@@ -82,34 +88,38 @@ impl Db {
         Ok(outcome)
     }
 
-    /// Mandates whose term is over by `now` and not yet marked: each is ended with `mandate_end`
-    /// journaled, and `notice` may queue a word to the owner in the same transaction.
+    /// Mandates whose term is over at `now`, on either clock, and not yet marked: each is ended
+    /// with `mandate_end` journaled, and `notice` may queue a word to the owner in the same
+    /// transaction.
     pub fn end_due_mandates(
         &mut self,
-        now: DateTime<Utc>,
+        now: &Now,
         mut notice: impl FnMut(&Connection, &mut Effects, &MandateRow) -> Result<(), StoreError>,
     ) -> Result<usize, StoreError> {
-        // Looked for first without the write lock: the sweep asks every second.
-        let any_due: bool = self.conn.query_row_cached(
-            "SELECT EXISTS (SELECT 1 FROM mandates
+        // Looked for first without the write lock: the sweep asks every second. The open
+        // mandates are judged here, not in SQL: the monotonic clock is not in a column.
+        let due = |conn: &Connection| -> Result<Vec<MandateRow>, StoreError> {
+            let mut statement = conn.prepare_cached(&format!(
+                "SELECT {MANDATE_COLUMNS} FROM mandates
                  WHERE opened_at IS NOT NULL AND stopped_at IS NULL AND ended_at IS NULL
-                   AND ends_at <= ?1)",
-            [timestamp(now)],
-            |row| row.get(0),
-        )?;
-        if !any_due {
+                 ORDER BY ends_at, id"
+            ))?;
+            let rows = statement.query_map([], mandate_from_row)?;
+            let mut due = Vec::new();
+            for row in rows {
+                let row = row?;
+                if row.term().is_none_or(|term| term.over(now)) {
+                    due.push(row);
+                }
+            }
+            Ok(due)
+        };
+        if due(&self.conn)?.is_empty() {
             return Ok(0);
         }
-        self.write_effects(now, None, |tx, effects| {
-            let due: Vec<MandateRow> = {
-                let mut statement = tx.prepare_cached(&format!(
-                    "SELECT {MANDATE_COLUMNS} FROM mandates
-                     WHERE opened_at IS NOT NULL AND stopped_at IS NULL AND ended_at IS NULL
-                       AND ends_at <= ?1 ORDER BY ends_at, id"
-                ))?;
-                let rows = statement.query_map([timestamp(now)], mandate_from_row)?;
-                rows.collect::<Result<_, _>>()?
-            };
+        self.write_effects(now.wall, None, |tx, effects| {
+            let due = due(tx)?;
+            let now = now.wall;
             for row in &due {
                 tx.execute_cached(
                     "UPDATE mandates SET ended_at = ?2 WHERE id = ?1",
@@ -236,15 +246,17 @@ pub(crate) fn insert_request(
     let request = &ask.request;
     tx.execute_cached(
         "INSERT INTO records (id, peer_uid, kind, digest, subject, state, created_at,
-                              origin)
-         VALUES (?1, ?2, ?3, ?4, 'mandate', 'pending', ?5, ?6)",
+                              origin, asked_boot, asked_since_boot_ms)
+         VALUES (?1, ?2, ?3, ?4, 'mandate', 'pending', ?5, ?6, ?7, ?8)",
         params![
             id,
             ask.peer_uid,
             request.kind,
             ask.digest,
             timestamp(now),
-            request.origin
+            request.origin,
+            ask.monotonic.as_ref().map(|m| m.boot.as_str()),
+            ask.monotonic.as_ref().map(monotonic_ms)
         ],
     )?;
     let targets =

@@ -20,11 +20,15 @@ const CHAT: i64 = 42;
 fn opening() -> CardOpening {
     CardOpening {
         ttl: chrono::Duration::minutes(15),
-        monotonic: Monotonic {
-            boot: "boot-a".to_owned(),
-            since_boot: Duration::from_secs(700),
-        },
         sender_idle: Arc::new(AtomicBool::new(true)),
+    }
+}
+
+/// The monotonic clock as the asks here are taken.
+fn at_ask() -> Monotonic {
+    Monotonic {
+        boot: "boot-a".to_owned(),
+        since_boot: Duration::from_secs(700),
     }
 }
 
@@ -71,6 +75,7 @@ fn cases() -> Vec<Case> {
     let minutes = |m| t0() + chrono::Duration::minutes(m);
     let can_open = NewAsk {
         open_card: Some(opening()),
+        monotonic: at_ask(),
         ..new_ask("publish_x", "hello", None)
     };
     vec![
@@ -164,12 +169,7 @@ fn a_card_opens_with_its_ask_only_when_it_can_go_at_once() {
                 assert_eq!(record.state, RecordState::CardShown, "{}", case.name);
                 assert_eq!(record.shown_at, Some(t0()), "{}", case.name);
                 assert_eq!(record.expires_at, Some(until), "{}", case.name);
-                assert_eq!(
-                    record.shown_monotonic,
-                    Some(opening().monotonic),
-                    "{}",
-                    case.name
-                );
+                assert_eq!(record.shown_monotonic, Some(at_ask()), "{}", case.name);
                 assert_eq!(
                     events[events.len() - 2..],
                     ["asked", "card_shown"],

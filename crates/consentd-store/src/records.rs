@@ -2,7 +2,6 @@
 //! mandate request, its mandate's row.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use rusqlite::{named_params, params, Connection, OptionalExtension};
@@ -11,10 +10,11 @@ use rust_decimal::Decimal;
 use super::base::{parse_time, Db};
 use super::cached::Cached;
 use super::mandate_rows::{mandate_row, stored_digest, MandateRow};
+use super::readings::stored_monotonic;
 use super::state::RecordState;
 use super::StoreError;
 use consentd_core::clock::Monotonic;
-use consentd_core::deadline::Window;
+use consentd_core::deadline::{Term, Window};
 use consentd_core::digest::{AttachmentFacts, Sha256Hash};
 
 /// A stored record.
@@ -51,6 +51,9 @@ pub struct Record {
     pub finished_at: Option<DateTime<Utc>>,
     /// The monotonic clock when the card was shown, when it was kept.
     pub shown_monotonic: Option<Monotonic>,
+    /// The monotonic clock as it was asked (with `created_at`), when it was kept: its own ttl
+    /// while it waits unshown, and a mandate request's term, are judged on it too.
+    pub asked_monotonic: Option<Monotonic>,
     /// An action, or a request for a mandate.
     pub subject: Subject,
     /// For an action: the mandate that answered it instead of a card.
@@ -95,6 +98,17 @@ impl Record {
             shown_at: self.shown_at?,
             expires_at: self.expires_at?,
             shown_monotonic: self.shown_monotonic.clone(),
+        })
+    }
+
+    /// Its own ttl (an ask's `ttl`, kept as `expires_at` while it is pending) as a term on both
+    /// clocks; `None` once its card is shown (then `expires_at` is the card's), or without one.
+    pub fn own_ttl(&self) -> Option<Term> {
+        (self.state == RecordState::Pending).then_some(())?;
+        Some(Term {
+            started_at: self.created_at,
+            ends_at: self.expires_at?,
+            started_monotonic: self.asked_monotonic.clone(),
         })
     }
 
@@ -173,7 +187,7 @@ const RECORD_COLUMNS: &str = "seq, id, peer_uid, kind, target, text, fields, cos
     idempotency_key, urgent, state, reason, message, result, created_at, shown_at, expires_at, \
     decided_at, decided_by, finished_at, subject, mandate_id, decided_by_name, shown_boot, \
     shown_since_boot_ms, mandate_actions_today, mandate_usd_today, decline_reason, origin, \
-    agent_runs";
+    agent_runs, asked_boot, asked_since_boot_ms";
 
 /// The query [`record_where`] runs: the latest record meeting `condition`.
 pub(super) fn record_where_sql(condition: &str) -> String {
@@ -233,16 +247,8 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
         decided_at: stored_time(row, 18)?,
         decided_by: row.get(19)?,
         finished_at: stored_time(row, 20)?,
-        shown_monotonic: match (
-            row.get::<_, Option<String>>(24)?,
-            row.get::<_, Option<i64>>(25)?,
-        ) {
-            (Some(boot), Some(ms)) => Some(Monotonic {
-                boot,
-                since_boot: Duration::from_millis(u64::try_from(ms).unwrap_or(0)),
-            }),
-            _ => None,
-        },
+        shown_monotonic: stored_monotonic(row.get(24)?, row.get(25)?),
+        asked_monotonic: stored_monotonic(row.get(31)?, row.get(32)?),
         subject: match row.get::<_, String>(21)?.as_str() {
             "mandate" => Subject::Mandate,
             _ => Subject::Action,

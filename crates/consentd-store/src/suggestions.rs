@@ -14,6 +14,7 @@ use super::mandates::{insert_request, open_request, NewMandate};
 use super::outbox::Outgoing;
 use super::records::record_where;
 use super::StoreError;
+use consentd_core::clock::Monotonic;
 use consentd_core::mandate::MandateRequest;
 use consentd_core::press::PressAction;
 use consentd_core::suggest::{Approval, History, WINDOW_DAYS};
@@ -196,13 +197,13 @@ impl Db {
 /// The owner's press on a suggestion's button, as the decision applies it: the suggestion is
 /// opened in one compare-and-set, its button taken away, and its mandate request made in the
 /// uid's name with its card queued for `card_chat` — an ordinary request, which only the
-/// owner's Grant on that card opens. `mandate_asked` names the suggestion it came from.
+/// owner's Grant on that card opens. `mandate_asked` names the suggestion it came from. The
+/// request is asked at the press: `monotonic` is that press's reading of the monotonic clock.
 pub(crate) fn open_suggestion_in(
     tx: &Connection,
     effects: &mut Effects,
     suggestion_id: &str,
-    card_chat: i64,
-    max_pending: u32,
+    (card_chat, max_pending, monotonic): (i64, u32, &Monotonic),
 ) -> Result<Opened, StoreError> {
     let now = effects.now;
     let mandate_id = new_record_id()?;
@@ -239,6 +240,7 @@ pub(crate) fn open_suggestion_in(
         peer_uid: suggestion.peer_uid,
         request: suggestion.request,
         digest: suggestion.digest,
+        monotonic: Some(monotonic.clone()),
     };
     let asked = insert_request(tx, effects, &new, mandate_id, Some(card_chat), now)?;
     effects.push(asked.with("suggestion", suggestion_id));

@@ -81,6 +81,7 @@ pub(super) fn new_ask(kind: &str, text: &str, key: Option<&str>) -> NewAsk {
         agent_runs: false,
         open_card: None,
         ttl: None,
+        monotonic: monotonic(),
     }
 }
 
@@ -650,7 +651,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 15);
+    assert_eq!(version, 16);
     let mode: String = db
         .connection()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -676,7 +677,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
             error,
             StoreError::TooNew {
                 found: 99,
-                latest: 15
+                latest: 16
             }
         ),
         "{error}"
@@ -756,6 +757,16 @@ fn a_second_store_on_one_state_dir_is_refused() {
 
 /// Opens a mandate on `@someone` for `kind` as the owner would: asked, shown, granted.
 fn open_mandate(db: &mut Db, kind: &str, actions_per_day: u32, at: DateTime<Utc>) -> String {
+    open_mandate_asked(db, kind, actions_per_day, (at, None))
+}
+
+/// [`open_mandate`], asked at `at` with the monotonic clock then, when it is given.
+fn open_mandate_asked(
+    db: &mut Db,
+    kind: &str,
+    actions_per_day: u32,
+    (at, asked): (DateTime<Utc>, Option<consentd_core::clock::Monotonic>),
+) -> String {
     let request = consentd_core::mandate::MandateRequest {
         kind: kind.to_owned(),
         targets: vec!["@someone".to_owned()],
@@ -769,6 +780,7 @@ fn open_mandate(db: &mut Db, kind: &str, actions_per_day: u32, at: DateTime<Utc>
         peer_uid: 1000,
         digest: request.digest().to_hex(),
         request,
+        monotonic: asked,
     };
     let id = created(db.ask_mandate(&new, policy(), at).unwrap()).id;
     assert!(db
@@ -776,6 +788,75 @@ fn open_mandate(db: &mut Db, kind: &str, actions_per_day: u32, at: DateTime<Utc>
         .unwrap());
     grant(db, &id, at);
     id
+}
+
+/// A seven-day mandate asked at `t0`, 100 s into boot "test": its term runs out on whichever
+/// clock says so first, so a wall clock stepped back does not stretch it; after a reboot the
+/// wall clock decides alone.
+#[test]
+fn a_mandates_term_runs_out_on_either_clock() {
+    let week: u64 = 7 * 24 * 3600;
+    // (case, seconds on the wall clock from t0, boot, seconds since that boot, covered)
+    let cases: [(&str, i64, &str, u64, bool); 5] = [
+        ("an hour in on both", 3_600, "test", 100 + 3_600, true),
+        (
+            "an hour in on the wall, a week on the monotonic",
+            3_600,
+            "test",
+            100 + week,
+            false,
+        ),
+        (
+            "the wall stepped back 2 h, a week in",
+            -7_200,
+            "test",
+            100 + week,
+            false,
+        ),
+        (
+            "a week in on the wall",
+            week as i64,
+            "test",
+            100 + 3_600,
+            false,
+        ),
+        (
+            "after a reboot, an hour in on the wall",
+            3_600,
+            "other",
+            5,
+            true,
+        ),
+    ];
+    for (name, wall, boot, since_boot, covered) in cases {
+        let fixture = Fixture::new();
+        let mut db = fixture.open();
+        let mandate = open_mandate_asked(&mut db, "publish_x", 100, (t0(), Some(monotonic())));
+        let now = consentd_core::deadline::Now {
+            wall: t0() + chrono::Duration::seconds(wall),
+            monotonic: consentd_core::clock::Monotonic {
+                boot: boot.to_owned(),
+                since_boot: std::time::Duration::from_secs(since_boot),
+            },
+        };
+        let ask = NewAsk {
+            monotonic: now.monotonic.clone(),
+            ..new_ask("publish_x", name, None)
+        };
+        let outcome = db.ask(&ask, policy(), now.wall).unwrap();
+        assert_eq!(
+            matches!(outcome, AskOutcome::Covered(_)),
+            covered,
+            "{name}: {outcome:?}"
+        );
+        // The sweep ends exactly the mandates that no longer cover.
+        let ended = db.end_due_mandates(&now, |_, _, _| Ok(())).unwrap();
+        assert_eq!(ended, usize::from(!covered), "{name}");
+        let row = crate::mandate_rows::mandate_row(db.connection(), &mandate)
+            .unwrap()
+            .unwrap();
+        assert_eq!(row.ended_at.is_some(), !covered, "{name}");
+    }
 }
 
 #[test]
@@ -928,7 +1009,7 @@ fn a_stored_attachment_changed_since_is_written_again() {
 }
 
 /// The monotonic clock as a card is shown in these tests.
-fn monotonic() -> consentd_core::clock::Monotonic {
+pub(super) fn monotonic() -> consentd_core::clock::Monotonic {
     consentd_core::clock::Monotonic {
         boot: "test".to_owned(),
         since_boot: std::time::Duration::from_secs(100),

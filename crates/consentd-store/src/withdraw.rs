@@ -5,12 +5,14 @@
 use chrono::{DateTime, Utc};
 use rusqlite::params;
 
-use super::base::{timestamp, transition_in, Db, EventName, JournalEvent, StateChange};
+use super::base::{parse_time, transition_in, Db, EventName, JournalEvent, StateChange};
 use super::cached::Cached;
 use super::outbox::Outgoing;
+use super::readings::stored_monotonic;
 use super::records::{record_where, Record};
 use super::state::RecordState;
 use super::StoreError;
+use consentd_core::deadline::{Now, Term};
 
 /// What became of a withdraw.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,17 +81,38 @@ impl Db {
     }
 
     /// Pending records past their own deadline (an ask's `ttl`, kept as `expires_at` while
-    /// pending) at `now`: never shown, and now never will be.
-    pub fn due_unshown(&self, now: DateTime<Utc>) -> Result<Vec<String>, StoreError> {
+    /// pending) at `now`, on either clock: never shown, and now never will be. Pending records
+    /// are few (at most `max_pending`), so each is judged here rather than in SQL.
+    pub fn due_unshown(&self, now: &Now) -> Result<Vec<String>, StoreError> {
         let mut statement = self.conn.prepare_cached(
-            "SELECT id FROM records
-             WHERE state = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?1
+            "SELECT id, created_at, expires_at, asked_boot, asked_since_boot_ms FROM records
+             WHERE state = 'pending' AND expires_at IS NOT NULL
              ORDER BY seq",
         )?;
-        let ids = statement
-            .query_map([timestamp(now)], |row| row.get(0))?
-            .collect::<Result<_, _>>()?;
-        Ok(ids)
+        let rows = statement.query_map([], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+                stored_monotonic(row.get(3)?, row.get(4)?),
+            ))
+        })?;
+        let mut due = Vec::new();
+        for row in rows {
+            let (id, created_at, expires_at, asked_monotonic) = row?;
+            let term = parse_time(&created_at).zip(parse_time(&expires_at)).map(
+                |(started_at, ends_at)| Term {
+                    started_at,
+                    ends_at,
+                    started_monotonic: asked_monotonic,
+                },
+            );
+            // A deadline that cannot be read is taken as passed: the ask is never shown.
+            if term.is_none_or(|term| term.over(now)) {
+                due.push(id);
+            }
+        }
+        Ok(due)
     }
 
     /// A pending record reached its deadline unshown: `expired` (journaled with `detail`

@@ -38,6 +38,7 @@ fn ask(text: &str, ttl: Option<u64>) -> NewAsk {
         ttl: ttl.map(Duration::from_secs),
         agent_runs: true,
         open_card: None,
+        monotonic: crate::tests::monotonic(),
     }
 }
 
@@ -198,18 +199,40 @@ fn a_pending_ask_past_its_own_ttl_expires_unshown() {
         Some(t0() + chrono::Duration::seconds(60))
     );
     assert_eq!(record.shown_at, None);
-    assert!(db
-        .due_unshown(t0() + chrono::Duration::seconds(59))
-        .unwrap()
-        .is_empty());
-    let due = db
-        .due_unshown(t0() + chrono::Duration::seconds(60))
-        .unwrap();
-    assert_eq!(
-        due,
-        std::slice::from_ref(&short),
-        "an ask without a ttl is never due unshown"
-    );
+    // Asked at `crate::tests::monotonic()`, 100 s into boot "test"; its ttl is 60 s on either
+    // clock. (case, seconds on the wall clock from the ask, boot, seconds since that boot, due)
+    let cases: [(&str, i64, &str, u64, bool); 6] = [
+        ("59 s in on both", 59, "test", 159, false),
+        ("60 s in on both", 60, "test", 160, true),
+        (
+            "wall stepped back 2 h, 61 s in",
+            61 - 7_200,
+            "test",
+            161,
+            true,
+        ),
+        (
+            "wall stepped back 2 h, 30 s in",
+            30 - 7_200,
+            "test",
+            130,
+            false,
+        ),
+        ("wall 30 s in, monotonic 61 s in", 30, "test", 161, true),
+        ("after a reboot, 61 s in by the wall", 61, "other", 5, true),
+    ];
+    for (name, wall, boot, since_boot, due) in cases {
+        let now = consentd_core::deadline::Now {
+            wall: t0() + chrono::Duration::seconds(wall),
+            monotonic: consentd_core::clock::Monotonic {
+                boot: boot.to_owned(),
+                since_boot: Duration::from_secs(since_boot),
+            },
+        };
+        // An ask without a ttl is never due unshown.
+        let expected = if due { vec![short.clone()] } else { Vec::new() };
+        assert_eq!(db.due_unshown(&now).unwrap(), expected, "{name}");
+    }
     assert!(db
         .expire_unshown(&short, t0() + chrono::Duration::seconds(60))
         .unwrap());
@@ -267,7 +290,7 @@ fn migration_8_keeps_every_record_and_what_names_it() {
         .connection()
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 15);
+    assert_eq!(version, 16);
     let old = db.record("r_old").unwrap().unwrap();
     assert_eq!(old.state, RecordState::CardShown);
     assert_eq!(old.attachments.len(), 1, "its attachment still names it");
