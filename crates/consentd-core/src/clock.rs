@@ -82,10 +82,16 @@ impl Clock for ManualClock {
     }
 
     fn monotonic(&self) -> Monotonic {
-        Monotonic {
+        self.both().1
+    }
+
+    fn both(&self) -> (DateTime<Utc>, Monotonic) {
+        let (wall, since_boot) = *self.lock();
+        let monotonic = Monotonic {
             boot: "manual".to_owned(),
-            since_boot: self.lock().1,
-        }
+            since_boot,
+        };
+        (wall, monotonic)
     }
 }
 
