@@ -859,6 +859,50 @@ fn a_mandates_term_runs_out_on_either_clock() {
     }
 }
 
+/// A mandate's days are the owner's local days on the wall clock, but a wall clock stepped back
+/// before the mandate was granted must not find a fresh day there: each day before its opening
+/// would otherwise hand out another day's actions (and dollars), so that within its term, now
+/// bounded on the monotonic clock, an ask of one action a day runs as often as the clock is
+/// stepped back a day. (Fails now: coverage judges only `now < ends_at`, never `now` before
+/// `opened_at`, and the usage of a day the mandate never saw is none.)
+#[test]
+fn a_wall_clock_stepped_back_before_a_mandate_opened_finds_no_fresh_day() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    open_mandate_asked(&mut db, "publish_x", 1, (t0(), Some(monotonic())));
+    // (case, seconds on the wall clock from t0, seconds on the monotonic one, covered)
+    let cases: [(&str, i64, u64, bool); 4] = [
+        ("an hour in: the day's one action", 3_600, 3_600, true),
+        ("a minute later: the day's one is used", 3_660, 3_660, false),
+        (
+            "the wall clock stepped back a day",
+            3_720 - 86_400,
+            3_720,
+            false,
+        ),
+        ("stepped back two days", 3_780 - 2 * 86_400, 3_780, false),
+    ];
+    for (name, wall, since, covered) in cases {
+        let now = consentd_core::deadline::Now {
+            wall: t0() + chrono::Duration::seconds(wall),
+            monotonic: consentd_core::clock::Monotonic {
+                since_boot: monotonic().since_boot + Duration::from_secs(since),
+                ..monotonic()
+            },
+        };
+        let ask = NewAsk {
+            monotonic: now.monotonic.clone(),
+            ..new_ask("publish_x", name, None)
+        };
+        let outcome = db.ask(&ask, policy(), now.wall).unwrap();
+        assert_eq!(
+            matches!(outcome, AskOutcome::Covered(_)),
+            covered,
+            "{name}: {outcome:?}"
+        );
+    }
+}
+
 #[test]
 fn a_mandates_day_is_the_owners_local_day() {
     let fixture = Fixture::new();
