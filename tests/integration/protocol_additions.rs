@@ -489,6 +489,25 @@ fn a_yes_after_a_held_asks_ttl_on_the_monotonic_clock_does_not_count() {
     assert_eq!(status["final"], true, "{status}");
 }
 
+/// A held ask's card shown after the wall clock was stepped back is answerable for what is left
+/// of the ask's ttl by the lesser clock: ten minutes into a 15-minute ttl by the monotonic clock
+/// (two by the wall clock), its card has five minutes, not thirteen, and a yes six minutes on
+/// does not count. The sweep may expire the card before the press lands: either way nothing runs.
+#[test]
+fn a_card_shown_for_a_held_ask_gets_only_what_is_left_of_its_ttl_on_the_monotonic_clock() {
+    let (daemon, id) = held_ask("00:00-11:30", crate::fixture::today_at(11, 29), 900);
+    let (wall, monotonic) = daemon.clocks();
+    daemon.set_clocks(wall + 120, monotonic + 600);
+    let card = daemon.card_of(&id);
+    let (wall, monotonic) = daemon.clocks();
+    daemon.set_clocks(wall + 360, monotonic + 360);
+    daemon.press_yes(&card);
+    daemon.settle();
+    let status = daemon.wait_state(&id, "expired");
+    assert_eq!(status["final"], true, "{status}");
+    assert_eq!(daemon.runs(), 0);
+}
+
 #[test]
 fn origin_is_shown_apart_checked_naming_origin_and_part_of_the_digest() {
     let daemon = daemon().start();
