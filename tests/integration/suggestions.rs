@@ -399,3 +399,26 @@ fn receipts_are_silent_by_day_held_at_night_and_told_for_the_last_of_the_day_and
         "a failure is told with sound by day"
     );
 }
+
+/// A mandate the owner opened from a suggestion has its term on both clocks too, from the press
+/// on the suggestion: with the wall clock where it was (stepped back) and eight days gone on the
+/// monotonic clock, longer than any term, a post to its target needs a card again.
+#[test]
+fn a_suggested_mandates_term_is_not_stretched_by_a_wall_clock_stepped_back() {
+    let daemon = daemon();
+    approve_posts(&daemon, "@news", 3);
+    wait_suggested(&daemon, 1);
+    let message = suggestions(&daemon).pop().unwrap();
+    daemon.tap(&message, 0);
+    let asked = daemon.wait_for_event("mandate_asked");
+    let id = asked["id"].as_str().unwrap().to_owned();
+    daemon.press_yes(&daemon.card_of(&id));
+    daemon.wait_state(&id, "granted");
+    let (wall, monotonic) = daemon.clocks();
+    daemon.set_clocks(wall, monotonic + 8 * 24 * 3600);
+    let (late, status) = ask(&daemon, &post("@news", 11));
+    assert_eq!(
+        status, "pending",
+        "{late} was covered eight days into the suggested mandate's term"
+    );
+}
