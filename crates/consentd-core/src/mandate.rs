@@ -433,6 +433,10 @@ pub enum Term {
     Target,
     /// `now >= ends_at`.
     Ended,
+    /// `now < opened_at`: the wall clock dates the action before the owner granted the
+    /// mandate, so it has been stepped back (as a press dated before its card was shown); a
+    /// day the mandate never saw would have no usage, and its day's limits would start again.
+    BeforeOpened,
     /// The owner pressed Stop.
     Stopped,
     /// Today's count + 1 would exceed the actions a day.
@@ -448,6 +452,7 @@ impl Term {
             Term::Kind => "kind",
             Term::Target => "target",
             Term::Ended => "ended",
+            Term::BeforeOpened => "before_opened",
             Term::Stopped => "stopped",
             Term::Actions => "actions",
             Term::Money => "money",
@@ -462,8 +467,8 @@ impl fmt::Display for Term {
 }
 
 /// Pure: does `mandate` cover `action` at `now`, given today's usage? Returns
-/// the first term it breaks, in the order Stopped, Ended, Kind, Target,
-/// Actions, Money.
+/// the first term it breaks, in the order Stopped, Ended, BeforeOpened, Kind,
+/// Target, Actions, Money.
 ///
 /// A target must match one of the mandate's targets exactly (case and
 /// whitespace matter: `"@Mila"` ≠ `"@mila"`, `"@mila "` ≠ `"@mila"`); an
@@ -482,6 +487,9 @@ pub fn coverage(
     }
     if now >= mandate.ends_at {
         return Coverage::Outside(Term::Ended);
+    }
+    if now < mandate.opened_at {
+        return Coverage::Outside(Term::BeforeOpened);
     }
     if action.kind != mandate.kind {
         return Coverage::Outside(Term::Kind);
@@ -1210,7 +1218,23 @@ mod tests {
                 now,
                 Coverage::Outside(Term::Money),
             ),
-            // term end
+            // term start and end
+            (
+                "a second before opened_at is BeforeOpened",
+                &base,
+                fresh.clone(),
+                act(mila, "0"),
+                utc("2026-03-01T09:59:59Z"),
+                Coverage::Outside(Term::BeforeOpened),
+            ),
+            (
+                "exactly opened_at covered",
+                &base,
+                fresh.clone(),
+                act(mila, "0"),
+                utc("2026-03-01T10:00:00Z"),
+                Coverage::Covered,
+            ),
             (
                 "last second before ends_at covered",
                 &base,
@@ -1388,6 +1412,7 @@ mod tests {
             (Term::Kind, "kind"),
             (Term::Target, "target"),
             (Term::Ended, "ended"),
+            (Term::BeforeOpened, "before_opened"),
             (Term::Stopped, "stopped"),
             (Term::Actions, "actions"),
             (Term::Money, "money"),
