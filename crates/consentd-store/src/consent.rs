@@ -23,6 +23,12 @@ use super::StoreError;
 const RECORDS_IN: &str = "SELECT id FROM records WHERE state = ?1 ORDER BY seq";
 pub(crate) const OPEN_RECORDS_IN: &str = "SELECT id FROM records INDEXED BY records_open
      WHERE state IN ('pending', 'card_shown') AND state = ?1 ORDER BY seq";
+/// The shown cards the sweep judges every second, read through `records_open` (see
+/// [`OPEN_RECORDS_IN`]) rather than by a walk of every record ever made.
+pub(crate) const DUE_FOR_EXPIRY: &str =
+    "SELECT id, shown_at, expires_at, shown_boot, shown_since_boot_ms
+     FROM records INDEXED BY records_open
+     WHERE state IN ('pending', 'card_shown') AND state = 'card_shown' ORDER BY seq";
 use consentd_core::clock::Monotonic;
 use consentd_core::deadline::{Now, Window};
 use consentd_core::pairing::{self, PairVerdict, PairingState};
@@ -441,10 +447,7 @@ impl Db {
     /// stepped back) stays until its monotonic time is up, and no longer; presses on it are
     /// refused meanwhile.
     pub fn due_for_expiry(&self, now: &Now) -> Result<Vec<String>, StoreError> {
-        let mut statement = self.conn.prepare_cached(
-            "SELECT id, shown_at, expires_at, shown_boot, shown_since_boot_ms FROM records
-             WHERE state = 'card_shown' ORDER BY seq",
-        )?;
+        let mut statement = self.conn.prepare_cached(DUE_FOR_EXPIRY)?;
         let rows = statement.query_map([], |row| {
             Ok((
                 row.get::<_, String>(0)?,

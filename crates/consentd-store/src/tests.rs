@@ -474,6 +474,16 @@ fn open_records_are_listed_from_the_open_index() {
         plan.iter().any(|step| step.contains("records_open")),
         "{plan:?}"
     );
+    // So do the sweep's looks for cards and asks past their time, every second.
+    for sql in [super::consent::DUE_FOR_EXPIRY, super::withdraw::DUE_UNSHOWN] {
+        let plan = query_plan(&db, sql, params![]);
+        assert!(
+            // A walk of the open index only: never of the whole table ("SCAN records").
+            plan.iter().any(|step| step.contains("records_open"))
+                && !plan.iter().any(|step| step == "SCAN records"),
+            "{sql}: {plan:?}"
+        );
+    }
 }
 
 /// A runaway agent's refusals are records of its own; finding its open ask to join must not

@@ -27,6 +27,14 @@ pub enum Withdrawal {
     NotWithdrawable(Record),
 }
 
+/// The pending asks with a ttl of their own, which the sweep judges every second: read through
+/// `records_open` (see `consent::OPEN_RECORDS_IN`), not by a walk of every record ever made.
+pub(crate) const DUE_UNSHOWN: &str =
+    "SELECT id, created_at, expires_at, asked_boot, asked_since_boot_ms
+     FROM records INDEXED BY records_open
+     WHERE state IN ('pending', 'card_shown') AND state = 'pending' AND expires_at IS NOT NULL
+     ORDER BY seq";
+
 impl Db {
     /// A session takes back its own open ask: `pending` or `card_shown` → `withdrawn` (final),
     /// journaled `withdrawn`; a card still queued is dropped, and `card_edit` (the shown card
@@ -84,11 +92,7 @@ impl Db {
     /// pending) at `now`, on either clock: never shown, and now never will be. Pending records
     /// are few (at most `max_pending`), so each is judged here rather than in SQL.
     pub fn due_unshown(&self, now: &Now) -> Result<Vec<String>, StoreError> {
-        let mut statement = self.conn.prepare_cached(
-            "SELECT id, created_at, expires_at, asked_boot, asked_since_boot_ms FROM records
-             WHERE state = 'pending' AND expires_at IS NOT NULL
-             ORDER BY seq",
-        )?;
+        let mut statement = self.conn.prepare_cached(DUE_UNSHOWN)?;
         let rows = statement.query_map([], |row| {
             Ok((
                 row.get::<_, String>(0)?,
