@@ -79,7 +79,7 @@ impl Window {
     /// answer ([`Window::judge`]) but does not keep the card open: its monotonic time still runs
     /// out, and then it expires.
     pub fn over(&self, now: &Now) -> bool {
-        Term {
+        Span {
             started_at: self.shown_at,
             ends_at: self.expires_at,
             started_monotonic: self.shown_monotonic.clone(),
@@ -93,7 +93,7 @@ impl Window {
 /// Like a card's window, it is over when either clock says its length has passed, so a wall
 /// clock stepped back stretches none of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Term {
+pub struct Span {
     pub started_at: DateTime<Utc>,
     pub ends_at: DateTime<Utc>,
     /// The monotonic clock when it started; absent where it was not kept (the wall clock then
@@ -101,7 +101,7 @@ pub struct Term {
     pub started_monotonic: Option<Monotonic>,
 }
 
-impl Term {
+impl Span {
     fn length(&self) -> Duration {
         (self.ends_at - self.started_at)
             .to_std()
@@ -287,7 +287,7 @@ mod tests {
     /// An ask's own ttl of 60 s, or a mandate's term: over and what is left, on both clocks.
     #[test]
     fn the_table_of_terms_over_and_left() {
-        let term = Term {
+        let term = Span {
             started_at: shown(),
             ends_at: shown() + TimeDelta::seconds(60),
             started_monotonic: Some(mono("a", 1_000)),

@@ -12,7 +12,7 @@ use super::readings::stored_monotonic;
 use super::StoreError;
 use consentd_core::action::{format_usd, Action};
 use consentd_core::clock::Monotonic;
-use consentd_core::deadline::{Now, Term};
+use consentd_core::deadline::{Now, Span};
 use consentd_core::digest::Sha256Hash;
 use consentd_core::mandate::{self, Coverage, CoveredAction, Mandate, Usage};
 
@@ -63,9 +63,9 @@ impl MandateRow {
     }
 
     /// Its term, from the ask to `ends_at`, on both clocks; `None` until the owner granted it.
-    pub(crate) fn term(&self) -> Option<Term> {
+    pub(crate) fn term(&self) -> Option<Span> {
         self.opened_at?;
-        Some(Term {
+        Some(Span {
             started_at: self.asked_at,
             ends_at: self.ends_at?,
             started_monotonic: self.asked_monotonic.clone(),

@@ -14,7 +14,7 @@ use super::readings::stored_monotonic;
 use super::state::RecordState;
 use super::StoreError;
 use consentd_core::clock::Monotonic;
-use consentd_core::deadline::{Term, Window};
+use consentd_core::deadline::{Span, Window};
 use consentd_core::digest::{AttachmentFacts, Sha256Hash};
 
 /// A stored record.
@@ -101,11 +101,11 @@ impl Record {
         })
     }
 
-    /// Its own ttl (an ask's `ttl`, kept as `expires_at` while it is pending) as a term on both
+    /// Its own ttl (an ask's `ttl`, kept as `expires_at` while it is pending) as a span on both
     /// clocks; `None` once its card is shown (then `expires_at` is the card's), or without one.
-    pub fn own_ttl(&self) -> Option<Term> {
+    pub fn own_ttl(&self) -> Option<Span> {
         (self.state == RecordState::Pending).then_some(())?;
-        Some(Term {
+        Some(Span {
             started_at: self.created_at,
             ends_at: self.expires_at?,
             started_monotonic: self.asked_monotonic.clone(),

@@ -12,7 +12,7 @@ use super::readings::stored_monotonic;
 use super::records::{record_where, Record};
 use super::state::RecordState;
 use super::StoreError;
-use consentd_core::deadline::{Now, Term};
+use consentd_core::deadline::{Now, Span};
 
 /// What became of a withdraw.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,7 +105,7 @@ impl Db {
         for row in rows {
             let (id, created_at, expires_at, asked_monotonic) = row?;
             let term = parse_time(&created_at).zip(parse_time(&expires_at)).map(
-                |(started_at, ends_at)| Term {
+                |(started_at, ends_at)| Span {
                     started_at,
                     ends_at,
                     started_monotonic: asked_monotonic,
