@@ -849,16 +849,7 @@ fn a_mandates_term_runs_out_on_either_clock() {
                 since_boot: std::time::Duration::from_secs(since_boot),
             },
         };
-        let ask = NewAsk {
-            monotonic: now.monotonic.clone(),
-            ..new_ask("publish_x", name, None)
-        };
-        let outcome = db.ask(&ask, policy(), now.wall).unwrap();
-        assert_eq!(
-            matches!(outcome, AskOutcome::Covered(_)),
-            covered,
-            "{name}: {outcome:?}"
-        );
+        assert_eq!(covered_at(&mut db, name, &now), covered, "{name}");
         // The sweep ends exactly the mandates that no longer cover.
         let ended = db.end_due_mandates(&now, |_, _, _| Ok(())).unwrap();
         assert_eq!(ended, usize::from(!covered), "{name}");
@@ -873,8 +864,7 @@ fn a_mandates_term_runs_out_on_either_clock() {
 /// before the mandate was granted must not find a fresh day there: each day before its opening
 /// would otherwise hand out another day's actions (and dollars), so that within its term, now
 /// bounded on the monotonic clock, an ask of one action a day runs as often as the clock is
-/// stepped back a day. (Fails now: coverage judges only `now < ends_at`, never `now` before
-/// `opened_at`, and the usage of a day the mandate never saw is none.)
+/// stepped back a day. Coverage refuses a `now` before `opened_at` (`Term::BeforeOpened`).
 #[test]
 fn a_wall_clock_stepped_back_before_a_mandate_opened_finds_no_fresh_day() {
     let fixture = Fixture::new();
@@ -900,17 +890,18 @@ fn a_wall_clock_stepped_back_before_a_mandate_opened_finds_no_fresh_day() {
                 ..monotonic()
             },
         };
-        let ask = NewAsk {
-            monotonic: now.monotonic.clone(),
-            ..new_ask("publish_x", name, None)
-        };
-        let outcome = db.ask(&ask, policy(), now.wall).unwrap();
-        assert_eq!(
-            matches!(outcome, AskOutcome::Covered(_)),
-            covered,
-            "{name}: {outcome:?}"
-        );
+        assert_eq!(covered_at(&mut db, name, &now), covered, "{name}");
     }
+}
+
+/// Whether an ask of `publish_x` with `text`, taken at `now` on both clocks, is covered.
+fn covered_at(db: &mut Db, text: &str, now: &consentd_core::deadline::Now) -> bool {
+    let ask = NewAsk {
+        monotonic: now.monotonic.clone(),
+        ..new_ask("publish_x", text, None)
+    };
+    let outcome = db.ask(&ask, policy(), now.wall).unwrap();
+    matches!(outcome, AskOutcome::Covered(_))
 }
 
 #[test]
