@@ -105,3 +105,47 @@ fn a_bad_anchor_is_a_usage_error_and_a_missing_file_an_error() {
     let missing = consentd(&["journal", "verify", "/nonexistent/j.jsonl"]);
     assert_eq!(missing.status.code(), Some(1));
 }
+
+/// A line is `{"n":N,"prev":…,"ts":"<RFC 3339 UTC>","ev":"<event>",…,"h":…}` in compact JSON
+/// (SPEC §9): a line whose hash was made to match but that is not one is not a whole journal.
+/// Each case is line 2 of three, the chain around it intact; verify names line 2.
+#[test]
+fn verify_names_a_line_that_is_not_a_journal_line_even_when_its_hash_matches() {
+    use sha2::{Digest as _, Sha256};
+    let cases = [
+        ("not JSON", r#""2026-11-29T12:00:00.000Z","ev":"asked"}}{{"#),
+        ("ts not RFC 3339", r#""yesterday","ev":"asked""#),
+        ("no ev", r#""2026-11-29T12:00:00.000Z""#),
+        ("ev twice", r#""2026-11-29T12:00:00.000Z","ev":"asked","ev":"used""#),
+        ("not compact", r#""2026-11-29T12:00:00.000Z", "ev": "asked""#),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (what, after_ts) in cases {
+        let path = dir.path().join("j.jsonl");
+        let lines = write_journal(&path, 1);
+        let prev1 = &lines[0][lines[0].len() - 67..lines[0].len() - 3];
+        let hashed = format!("{{\"n\":2,\"prev\":\"{prev1}\",\"ts\":{after_ts}");
+        let h2 = hex::encode(Sha256::digest(format!("{hashed}}}").as_bytes()));
+        let line2 = format!("{hashed},\"h\":\"{h2}\"}}\n");
+        let line3 = build_line(
+            3,
+            &h2,
+            Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap(),
+            "asked",
+            &[("id", json!("r_00000000000000000003"))],
+        );
+        std::fs::write(&path, format!("{}{line2}{}", lines[0], line3.text)).unwrap();
+        let output = consentd(&["journal", "verify", path.to_str().unwrap()]);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{what}: verify said the journal is whole: {}",
+            stdout(&output)
+        );
+        assert!(
+            stdout(&output).starts_with("line 2:"),
+            "{what}: {}",
+            stdout(&output)
+        );
+    }
+}

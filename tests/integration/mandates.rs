@@ -999,3 +999,34 @@ fn a_wall_clock_stepped_back_does_not_stretch_a_mandates_term() {
     );
     assert_eq!(daemon.runs(), 0);
 }
+
+/// `mandate_max_usd_per_day` bounds what standing permissions may spend on a kind in one of the
+/// owner's days, not what each of several may: a second any-use mandate for a kind that one
+/// already covers (its card says nothing of the first) must not double the day's money. Either
+/// the second request is refused, or it is granted and the asks beyond the ceiling get a card.
+#[test]
+fn a_second_any_use_mandate_does_not_double_the_days_ceiling() {
+    let daemon = Daemon::builder().mandate_kinds().start();
+    let request = |reason: &str| {
+        let mut request = mandate_for("generate_image", None, Some("10.00"), 10);
+        request["reason"] = json!(reason);
+        request
+    };
+    let first = daemon.request(&request("Illustrations"));
+    let first = first["id"].as_str().unwrap().to_owned();
+    grant_card(&daemon, &first, &["At most $10.00 and 10 actions a day"], &[]);
+    let second = daemon.request(&request("More illustrations"));
+    if second["status"] == "pending" {
+        let second = second["id"].as_str().unwrap().to_owned();
+        grant_card(&daemon, &second, &["At most $10.00 and 10 actions a day"], &[]);
+    }
+    let image = |text: &str| json!({"v":1,"op":"ask","kind":"generate_image","text":text,"cost_usd":"6.00","wait":false});
+    let (id, status) = ask(&daemon, &image("a cat"));
+    assert_eq!(status, "running", "{id}: inside the first mandate");
+    daemon.wait_state(&id, "executed");
+    let (id, status) = ask(&daemon, &image("a dog"));
+    assert_eq!(
+        status, "pending",
+        "{id}: $12.00 of generate_image in one day ran without a card, over the $10.00 ceiling"
+    );
+}
