@@ -1030,3 +1030,32 @@ fn a_second_any_use_mandate_does_not_double_the_days_ceiling() {
         "{id}: $12.00 of generate_image in one day ran without a card, over the $10.00 ceiling"
     );
 }
+
+/// An idempotency key names its action's record (docs/PROTOCOL.md, "The same action twice"): an
+/// ask with a key that joined an open card gets that record back when it asks again with the
+/// key, even after the record ended, so an agent restarted mid-ask does not ask twice. Asked
+/// again once a mandate covers it, it must not run a second time.
+#[test]
+fn a_key_that_joined_an_open_card_names_that_record_when_asked_again() {
+    let daemon = Daemon::start();
+    let plain = ask_to("@mila_news", "Evening news", "0.10");
+    let (first, status) = ask(&daemon, &plain);
+    assert_eq!(status, "pending");
+    let mut keyed = plain.clone();
+    keyed["idempotency_key"] = json!("evening-news-2026-12-02");
+    let (joined, _) = ask(&daemon, &keyed);
+    assert_eq!(joined, first, "the same digest joins the open card");
+    let card = daemon.card_of(&first);
+    daemon.press_yes(&card);
+    daemon.wait_state(&first, "executed");
+    assert_eq!(daemon.runs(), 1);
+    grant(&daemon, &["@mila_news"], 1, "1.00", 5);
+    let (again, status) = ask(&daemon, &keyed);
+    assert_eq!(
+        (again.as_str(), status.as_str()),
+        (first.as_str(), "executed"),
+        "the key's record is the one it joined"
+    );
+    daemon.settle();
+    assert_eq!(daemon.runs(), 1, "the action the key names ran twice");
+}
