@@ -45,6 +45,8 @@ pub struct DaemonBuilder {
     refusals: (u32, String),
     /// More lines in `[limits]`.
     limits: String,
+    /// `[owner] timezone` (UTC unless a test sets it).
+    timezone: String,
 }
 
 /// Three kinds that take mandates without a target or without money (SPEC §7), for the tests
@@ -96,6 +98,7 @@ impl Default for DaemonBuilder {
             tail: String::new(),
             refusals: (6000, "0s".to_owned()),
             limits: String::new(),
+            timezone: "UTC".to_owned(),
         }
     }
 }
@@ -165,6 +168,12 @@ impl DaemonBuilder {
     }
 
     /// Adds the kinds of [`MANDATE_KINDS`]: no target, no cost, or neither.
+    /// Sets `[owner] timezone` (an IANA name): the owner's days, quiet hours and summary.
+    pub fn timezone(mut self, tz: &str) -> Self {
+        self.timezone = tz.to_owned();
+        self
+    }
+
     pub fn mandate_kinds(mut self) -> Self {
         self.mandate_kinds = true;
         self
@@ -209,7 +218,7 @@ impl DaemonBuilder {
             r#"
 [owner]
 {owner}
-timezone = "UTC"
+timezone = "{timezone}"
 
 [telegram]
 api_url = "http://127.0.0.1:9"
@@ -277,6 +286,7 @@ command = ["/bin/true"]
                 "suggest_mandate_after = 0\n"
             },
             gate = self.gate,
+            timezone = self.timezone,
         )
     }
 

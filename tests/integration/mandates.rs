@@ -1059,3 +1059,34 @@ fn a_key_that_joined_an_open_card_names_that_record_when_asked_again() {
     daemon.settle();
     assert_eq!(daemon.runs(), 1, "the action the key names ran twice");
 }
+
+/// Days are the owner's local days (SPEC §7), also the 25-hour day when the clocks go back:
+/// in New York on 2027-11-07 the hour after 01:00 comes twice and the day ends at 05:00 UTC on
+/// the 8th. A mandate's two actions a day are used up for the whole of that day (its repeated
+/// hour and its last hour, 24 hours after its midnight, included) and come back at its end.
+#[test]
+fn a_mandates_day_is_the_owners_local_day_across_the_clocks_going_back() {
+    use chrono::TimeZone as _;
+    let daemon = Daemon::builder().timezone("America/New_York").start();
+    let at = |y, mo, d, h, mi| chrono::Utc.with_ymd_and_hms(y, mo, d, h, mi, 0).unwrap();
+    // Both clocks move together: time passes, the wall clock is not stepped.
+    let move_to = |when: chrono::DateTime<chrono::Utc>| {
+        let (wall, monotonic) = daemon.clocks();
+        let shift = crate::fixture::offset_to(when) - wall;
+        daemon.set_clocks(wall + shift, monotonic + shift);
+    };
+    move_to(at(2027, 11, 7, 4, 20)); // 00:20 EDT on the 7th
+    grant(&daemon, &["@mila_news"], 3, "10.00", 2);
+    let cases = [
+        (at(2027, 11, 7, 4, 30), "00:30 EDT, the day's first", "running"),
+        (at(2027, 11, 7, 5, 45), "01:45 EDT, the day's second", "running"),
+        (at(2027, 11, 7, 6, 30), "01:30 EST, the hour again, same day", "pending"),
+        (at(2027, 11, 8, 4, 30), "23:30 EST, 24h after midnight, same day", "pending"),
+        (at(2027, 11, 8, 5, 10), "00:10 EST on the 8th, a new day", "running"),
+    ];
+    for (when, what, expected) in cases {
+        move_to(when);
+        let (id, status) = ask(&daemon, &ask_to("@mila_news", what, "0.10"));
+        assert_eq!(status, expected, "{id} at {what}");
+    }
+}
