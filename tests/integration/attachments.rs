@@ -250,3 +250,31 @@ fn an_elf_as_image_png_is_refused() {
     assert_eq!(events[0]["reason"], "bad_request", "{}", events[0]);
     assert_journal_verifies(&daemon);
 }
+
+/// SPEC §7: the receipt of an ask a mandate answered shows what ran "as a card shows it", and a
+/// card's attachment is sent as a photo or document just before it (§6). Under a mandate no card
+/// was ever drawn, so the receipt is the only time the owner can see the image posted as them:
+/// it must come with it, not only with its name and hash.
+#[test]
+fn the_receipt_of_a_covered_ask_comes_with_its_attachment() {
+    let daemon = Daemon::start();
+    crate::mandates::grant(&daemon, &["@mila_news"], 1, "1.00", 5);
+    let answer = daemon.request(&ask_with_cover(PNG, "image/png"));
+    assert_eq!(answer["status"], "running", "{answer}");
+    let id = answer["id"].as_str().unwrap().to_owned();
+    daemon.wait_state(&id, "executed");
+    let receipt = crate::mandates::receipt_of(&daemon, &id);
+    assert!(
+        receipt.text.as_deref().unwrap().contains(&hex12(PNG)),
+        "the receipt lists the attachment"
+    );
+    let shown = daemon
+        .owner_chat()
+        .into_iter()
+        .filter(|m| m.kind != ContentKind::Text)
+        .count();
+    assert_eq!(
+        shown, 1,
+        "the image that ran under the mandate was never shown to the owner"
+    );
+}
