@@ -116,8 +116,14 @@ fn verify_names_a_line_that_is_not_a_journal_line_even_when_its_hash_matches() {
         ("not JSON", r#""2026-11-29T12:00:00.000Z","ev":"asked"}}{{"#),
         ("ts not RFC 3339", r#""yesterday","ev":"asked""#),
         ("no ev", r#""2026-11-29T12:00:00.000Z""#),
-        ("ev twice", r#""2026-11-29T12:00:00.000Z","ev":"asked","ev":"used""#),
-        ("not compact", r#""2026-11-29T12:00:00.000Z", "ev": "asked""#),
+        (
+            "ev twice",
+            r#""2026-11-29T12:00:00.000Z","ev":"asked","ev":"used""#,
+        ),
+        (
+            "not compact",
+            r#""2026-11-29T12:00:00.000Z", "ev": "asked""#,
+        ),
     ];
     let dir = tempfile::tempdir().unwrap();
     for (what, after_ts) in cases {

@@ -1,5 +1,5 @@
-//! The ask in the store: the stateful rules it meets in their fixed order (idempotency, owner,
-//! decline memory, a silenced kind, joining an open card, a covering mandate, `max_pending`) and
+//! The ask in the store: the stateful rules it meets in their fixed order (idempotency, the
+//! owner's switch for its kind, owner, decline memory, a silenced kind, joining an open card, a covering mandate, `max_pending`) and
 //! what is written for each outcome, in one transaction.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -266,8 +266,8 @@ enum AskVerdict {
     Create,
 }
 
-/// The stateful checks in their fixed order: idempotency, the stateful refusals, joining an
-/// open record, a covering mandate, `max_pending`.
+/// The stateful checks in their fixed order: idempotency, the owner's switch for the kind as
+/// stored, the stateful refusals, joining an open record, a covering mandate, `max_pending`.
 fn judge_ask(
     tx: &Connection,
     ask: &NewAsk,
@@ -295,6 +295,17 @@ fn judge_ask(
                 ),
             )));
         }
+    }
+    if crate::settings::switched_off_in(tx, &ask.action.kind)? {
+        // Checked before, against the daemon's copy of the switches; this is the owner's Off
+        // committed since, which the ask must not outrun (a covered ask would run).
+        return Ok(AskVerdict::Refuse(Refusal::new(
+            Reason::CategoryOff,
+            format!(
+                "category {} is off; the owner can turn it on with /categories",
+                ask.action.kind
+            ),
+        )));
     }
     if let Some(refusal) = stateful_refusal(tx, &ask.digest, &ask.action.kind, policy, now)? {
         return Ok(AskVerdict::Refuse(refusal));

@@ -364,7 +364,9 @@ impl Db {
                         .to_owned(),
                     JournalEvent::new(EventName::Expired).with("id", id).with("detail", "claim"),
                 )
-                } else if !category_enabled {
+                } else if !category_enabled
+                    || crate::settings::switched_off_in(tx, record.asked()?.kind)?
+                {
                     let kind = record.asked()?.kind;
                     (
                         RecordState::Refused,

@@ -299,6 +299,22 @@ impl Db {
     }
 }
 
+/// Whether the owner's switch for `kind`, as stored, says off. The daemon keeps the switches in
+/// memory too, and checks them there before an ask reaches the store; but that copy changes
+/// only after the owner's Off is committed, so an ask or a claim already past that check is
+/// judged again here, inside its own transaction, where the Off is either committed before it
+/// or ordered after it (SPEC §8: the category must still be on at the claim).
+pub(super) fn switched_off_in(tx: &Connection, kind: &str) -> Result<bool, StoreError> {
+    let enabled: Option<bool> = tx
+        .query_row_cached(
+            "SELECT enabled FROM category_switches WHERE kind = ?1",
+            params![kind],
+            |row| row.get(0),
+        )
+        .optional()?;
+    Ok(enabled == Some(false))
+}
+
 /// The owner's On or Off for a category, journaled `category_on` or `category_off` when it
 /// `changed` anything (an old button pressed again changes nothing).
 pub(super) fn switch_category_in(

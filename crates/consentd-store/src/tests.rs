@@ -1211,6 +1211,90 @@ fn a_claim_judges_the_window_only_when_told_to() {
     fixture.journal_verifies();
 }
 
+/// SPEC §8: the category must still be on when an action is claimed. The daemon checks its copy
+/// of the owner's switches first, but that copy changes only once the owner's Off is committed:
+/// an ask or a yes already past that check is judged again by the switch as stored, in its own
+/// transaction. Each case: the daemon's copy still says on, the store says off.
+#[test]
+fn an_off_committed_before_an_ask_or_a_claim_wins_over_the_daemons_copy() {
+    use super::consent::{Claim, ClaimNotices, ClaimWindow};
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    open_mandate(&mut db, "publish_x", 10, t0());
+    // A yes given while the kind was on, its claim still to come.
+    let pending = created(
+        db.ask(
+            &new_ask("other", "granted before the off", None),
+            policy(),
+            t0(),
+        )
+        .unwrap(),
+    )
+    .id;
+    db.card_showing(
+        &pending,
+        t0() + chrono::Duration::minutes(15),
+        t0(),
+        &monotonic(),
+    )
+    .unwrap();
+    grant(&mut db, &pending, t0());
+    let off = |kind: &str| {
+        decided(super::Decided::Switch {
+            kind: kind.to_owned(),
+            on: false,
+            changed: true,
+            by: 42,
+            replies: Vec::new(),
+        })
+    };
+    db.decide(&off("publish_x"), t0()).unwrap();
+    db.decide(&off("other"), t0()).unwrap();
+    let outcome = db
+        .ask(
+            &new_ask("publish_x", "inside the mandate", None),
+            policy(),
+            t0(),
+        )
+        .unwrap();
+    assert!(
+        matches!(&outcome, AskOutcome::Refused { refusal, .. } if refusal.reason == Reason::CategoryOff),
+        "a covered ask after the off: {outcome:?}"
+    );
+    let outcome = db
+        .ask(&new_ask("publish_x", "a new card", None), policy(), t0())
+        .unwrap();
+    assert!(
+        matches!(&outcome, AskOutcome::Refused { refusal, .. } if refusal.reason == Reason::CategoryOff),
+        "an ask that would get a card after the off: {outcome:?}"
+    );
+    let claim = db
+        .claim(
+            &pending,
+            true,
+            (
+                &consentd_core::deadline::Now {
+                    wall: t0(),
+                    monotonic: monotonic(),
+                },
+                ClaimWindow::JudgeAgain,
+            ),
+            &ClaimNotices::default(),
+        )
+        .unwrap();
+    assert!(
+        matches!(claim, Claim::CategoryOff(_)),
+        "a yes claimed after the off: {claim:?}"
+    );
+    assert_eq!(state_of(&db, &pending), RecordState::Refused);
+    let events = fixture.journal_events();
+    assert!(
+        !events.iter().any(|e| e == "used" || e == "mandate_use"),
+        "{events:?}"
+    );
+    fixture.journal_verifies();
+}
+
 #[test]
 fn a_resume_lifts_only_the_silence_its_record_started() {
     let fixture = Fixture::new();
