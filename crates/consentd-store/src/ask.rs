@@ -146,7 +146,12 @@ impl Db {
                     };
                     return Ok((refused, Some(judged)));
                 }
-                AskVerdict::Join(open) => AskOutcome::Joined(open),
+                AskVerdict::Join(open) => {
+                    if let Some(key) = &ask.idempotency_key {
+                        keep_joined_key(tx, ask.peer_uid, key, &open.id)?;
+                    }
+                    AskOutcome::Joined(open)
+                }
                 AskVerdict::Cover(mandate, usage) => {
                     store_blobs()?;
                     covered_in(tx, events, &id, ask, &mandate, usage, now)?
@@ -266,6 +271,39 @@ enum AskVerdict {
     Create,
 }
 
+/// The record `key` names for this peer: the one asked with it, or the open one an ask with it
+/// joined.
+fn keyed_record(tx: &Connection, peer_uid: u32, key: &str) -> Result<Option<Record>, StoreError> {
+    if let Some(own) = record_where(
+        tx,
+        "peer_uid = ?1 AND idempotency_key = ?2",
+        params![peer_uid, key],
+    )? {
+        return Ok(Some(own));
+    }
+    record_where(
+        tx,
+        "id = (SELECT record_id FROM joined_keys WHERE peer_uid = ?1 AND idempotency_key = ?2)",
+        params![peer_uid, key],
+    )
+}
+
+/// Keeps the key of an ask that joined `record_id`, so that the key names that record from now
+/// on (migration 0017). Only reached with a key no record answers to ([`keyed_record`] came
+/// first), so it is never a second name for another record.
+fn keep_joined_key(
+    tx: &Connection,
+    peer_uid: u32,
+    key: &str,
+    record_id: &str,
+) -> Result<(), StoreError> {
+    tx.execute_cached(
+        "INSERT INTO joined_keys (peer_uid, idempotency_key, record_id) VALUES (?1, ?2, ?3)",
+        params![peer_uid, key, record_id],
+    )?;
+    Ok(())
+}
+
 /// The stateful checks in their fixed order: idempotency, the owner's switch for the kind as
 /// stored, the stateful refusals, joining an open record, a covering mandate, `max_pending`.
 fn judge_ask(
@@ -275,11 +313,7 @@ fn judge_ask(
     now: DateTime<Utc>,
 ) -> Result<AskVerdict, StoreError> {
     if let Some(key) = &ask.idempotency_key {
-        if let Some(existing) = record_where(
-            tx,
-            "peer_uid = ?1 AND idempotency_key = ?2",
-            params![ask.peer_uid, key],
-        )? {
+        if let Some(existing) = keyed_record(tx, ask.peer_uid, key)? {
             if existing
                 .digest
                 .is_some_and(|digest| digest.to_hex() == ask.digest)

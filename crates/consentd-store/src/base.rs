@@ -42,6 +42,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (14, include_str!("migrations/0014_suggestions.sql")),
     (15, include_str!("migrations/0015_mandate_usage.sql")),
     (16, include_str!("migrations/0016_asked_monotonic.sql")),
+    (17, include_str!("migrations/0017_joined_keys.sql")),
 ];
 
 /// The name of a journal event: the one place the names are written (SPEC §9's list, and

@@ -285,6 +285,64 @@ fn idempotency_keys_return_the_record_or_refuse_another_digest() {
     created(db.ask(&other_peer, policy(), t0()).unwrap());
 }
 
+/// A key first used by an ask that joined an open record names that record from then on: asked
+/// again with it, in any state the record has reached, the ask gets it back; with another
+/// digest it is refused. Without this the key named nothing, and once the record ended the same
+/// key made a new ask of the same action (run a second time under a mandate).
+#[test]
+fn a_key_that_joined_an_open_record_names_it_from_then_on() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let first = created(db.ask(&new_ask("k", "one", None), policy(), t0()).unwrap());
+    let joined = db
+        .ask(&new_ask("k", "one", Some("late-key")), policy(), t0())
+        .unwrap();
+    assert!(
+        matches!(&joined, AskOutcome::Joined(record) if record.id == first.id),
+        "{joined:?}"
+    );
+    db.card_showing(
+        &first.id,
+        t0() + chrono::Duration::minutes(15),
+        t0(),
+        &monotonic(),
+    )
+    .unwrap();
+    grant(&mut db, &first.id, t0());
+    let cases: [(&str, NewAsk, Option<Reason>); 3] = [
+        (
+            "the same action, the record granted since",
+            new_ask("k", "one", Some("late-key")),
+            None,
+        ),
+        (
+            "another action with that key",
+            new_ask("k", "two", Some("late-key")),
+            Some(Reason::IdentityConflict),
+        ),
+        (
+            "another peer's key of that name is its own",
+            NewAsk {
+                peer_uid: 1001,
+                ..new_ask("k", "one", Some("late-key"))
+            },
+            None,
+        ),
+    ];
+    for (name, ask, refused) in cases {
+        let outcome = db.ask(&ask, policy(), t0()).unwrap();
+        match (refused, &outcome, ask.peer_uid) {
+            (Some(reason), _, _) => assert_eq!(refused_reason(outcome), reason, "{name}"),
+            (None, AskOutcome::Existing(record), 1000) => {
+                assert_eq!(record.id, first.id, "{name}");
+                assert_eq!(record.state, RecordState::Granted, "{name}");
+            }
+            (None, AskOutcome::Created(record), 1001) => assert_ne!(record.id, first.id, "{name}"),
+            _ => panic!("{name}: {outcome:?}"),
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_asks_with_one_idempotency_key_make_one_record() {
     let dir = tempfile::tempdir().unwrap();
@@ -661,7 +719,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 16);
+    assert_eq!(version, 17);
     let mode: String = db
         .connection()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -687,7 +745,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
             error,
             StoreError::TooNew {
                 found: 99,
-                latest: 16
+                latest: 17
             }
         ),
         "{error}"
