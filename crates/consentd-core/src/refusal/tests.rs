@@ -1068,6 +1068,105 @@ fn joiners_that_join_nothing_are_refused_in_every_value() {
     )]);
 }
 
+/// Telegram deletes three combining marks from the text of every message it is sent (TDLib's
+/// `clean_input_string`, which the Bot API runs on a message's text and caption: U+030A COMBINING
+/// RING ABOVE, U+0333 COMBINING DOUBLE LOW LINE, U+033F COMBINING DOUBLE OVERLINE). A value
+/// holding one would reach the owner without it while the command gets it, so each is refused like
+/// a scalar that does not show, in every value a card or a caption draws. A letter that holds its
+/// ring precomposed (å, ů) is a letter Telegram keeps.
+#[test]
+fn marks_telegram_deletes_from_a_message_are_refused_in_every_shown_value() {
+    assert_invisible(&[
+        (
+            "a double low line in the text",
+            |a| a.text = Some("Great launch to\u{333}day".into()),
+            "U+0333 COMBINING DOUBLE LOW LINE in text at char 16".into(),
+        ),
+        (
+            "a double overline at the end of the target",
+            |a| a.target = Some("@mila_news\u{33F}".into()),
+            "U+033F COMBINING DOUBLE OVERLINE in target at char 11".into(),
+        ),
+        (
+            "a ring above in a field",
+            |a| {
+                a.fields
+                    .insert("reply_to".into(), "https://example.org/x\u{30A}".into());
+            },
+            "U+030A COMBINING RING ABOVE in field reply_to at char 22".into(),
+        ),
+        (
+            "a double low line in an attachment name",
+            |a| a.attachments[0].name = "cover\u{333}.png".into(),
+            "U+0333 COMBINING DOUBLE LOW LINE in field attachments[0].name at char 6".into(),
+        ),
+    ]);
+    assert_invisible_in_mandate(&[(
+        "a double overline in a mandate target",
+        |a| a.targets[1] = "@mila_shop\u{33F}".into(),
+        "U+033F COMBINING DOUBLE OVERLINE in field targets[1] at char 11".into(),
+    )]);
+    let mut ask = good();
+    ask.text = Some("\u{C5}ngstr\u{F6}m and \u{16F}".into());
+    check(&ask).expect("letters with a precomposed ring are kept by Telegram");
+}
+
+/// SPEC §6: a long text is split on grapheme cluster boundaries, never inside one. A cluster can
+/// be longer than a part message holds without a single mark stacked on a letter: pictographs
+/// chained by ZWJ, skin tones after one pictograph, conjoining jamo, spacing vowel signs, prepended
+/// letters. A text the gate lets through is one whose parts fall on cluster boundaries.
+#[test]
+fn a_text_the_gate_accepts_is_never_split_inside_a_grapheme_cluster() {
+    use unicode_segmentation::UnicodeSegmentation;
+    let cases: &[(&str, String)] = &[
+        (
+            "pictographs chained by zero width joiners",
+            format!("Look {}", "\u{1F44D}\u{200D}".repeat(1400) + "\u{1F44D}"),
+        ),
+        (
+            "skin tones after one pictograph",
+            format!("Look \u{1F44D}{}", "\u{1F3FB}".repeat(2100)),
+        ),
+        ("conjoining jamo", format!("Note {}", "\u{1100}".repeat(4200))),
+        (
+            "spacing vowel signs",
+            format!("Note \u{915}{}", "\u{93E}".repeat(4200)),
+        ),
+        (
+            "prepended dot rephs",
+            format!("Note {}\u{D15}", "\u{D4E}".repeat(4200)),
+        ),
+    ];
+    let mut cut_inside = Vec::new();
+    for (label, text) in cases {
+        let ask = AskRequest {
+            text: Some(text.clone()),
+            ..good()
+        };
+        let Ok(action) = check_roomy(&ask) else {
+            continue;
+        };
+        let text = action.text.expect("the text");
+        let bounds: std::collections::BTreeSet<usize> = text
+            .grapheme_indices(true)
+            .map(|(at, _)| at)
+            .chain([text.len()])
+            .collect();
+        let mut at = 0;
+        for (index, piece) in crate::split::pieces(&text).iter().enumerate() {
+            at += piece.len();
+            if !bounds.contains(&at) {
+                cut_inside.push(format!("{label} (part {})", index + 1));
+                break;
+            }
+        }
+    }
+    assert!(
+        cut_inside.is_empty(),
+        "accepted, then split inside a grapheme cluster: {cut_inside:?}"
+    );
+}
+
 #[test]
 fn padded_values_and_blank_lines_are_refused_saying_where() {
     type Edit = fn(&mut AskRequest);
