@@ -190,6 +190,39 @@ fn stacked_combining_marks_are_refused_beyond_the_limit() {
     assert_eq!(answer["status"], "pending", "{answer}");
 }
 
+/// Telegram deletes U+030A COMBINING RING ABOVE, U+0333 COMBINING DOUBLE LOW LINE and U+033F
+/// COMBINING DOUBLE OVERLINE from the text of every message a bot sends (TDLib's
+/// `clean_input_string`): the card would show the value without them while the command gets them
+/// (a post the public sees underlined or overlined, a target with a mark the owner never saw).
+#[test]
+fn marks_telegram_deletes_from_a_card_are_refused() {
+    let daemon = Daemon::start();
+    let mut target = good_ask("hello");
+    target["target"] = json!("@mila_news\u{33F}");
+    let mut field = good_ask("hello");
+    field["fields"] = json!({"reply_to": "https://example.org/x\u{30A}"});
+    let cases: Vec<(&str, Value, &str)> = vec![
+        (
+            "double low lines under every letter of the text",
+            good_ask("I\u{333} l\u{333}o\u{333}v\u{333}e\u{333} it"),
+            "U+0333 COMBINING DOUBLE LOW LINE in text at char 2",
+        ),
+        (
+            "a double overline at the end of the target",
+            target,
+            "U+033F COMBINING DOUBLE OVERLINE in target at char 11",
+        ),
+        (
+            "a ring above in a field",
+            field,
+            "U+030A COMBINING RING ABOVE in field reply_to at char 22",
+        ),
+    ];
+    for (label, request, message) in cases {
+        assert_refused(label, &daemon.request(&request), message);
+    }
+}
+
 /// "@mila_news" with a dotless ı (U+0131) and a COMBINING DOT ABOVE: drawn as "i".
 const DOTTED_DOTLESS_I: &str = "@m\u{131}\u{307}la_news";
 /// "@mila_news" with U+0307 on the i, whose own dot it replaces (i is Soft_Dotted).
