@@ -223,6 +223,62 @@ fn marks_telegram_deletes_from_a_card_are_refused() {
     }
 }
 
+/// Whether a `sendMessage` call asked Telegram for no link preview.
+fn preview_disabled(params: &Value) -> bool {
+    params["link_preview_options"]["is_disabled"] == json!(true)
+        || params["disable_web_page_preview"] == json!(true)
+}
+
+/// SPEC §6: the card shows the action's values exactly as asked and nothing else the agent
+/// chose. A URL in the text would otherwise get Telegram's link preview in the card's own
+/// message, between the quoted text and Yes/No: a title, a description and a picture that the
+/// page's owner writes (the agent, when it owns the page), which can read as the card's own lines
+/// ("Target: @mila_news · Cost: $0.04"). Telegram fetches the page when the message is sent, so
+/// the preview also tells the page's owner that a card is being shown. Every message that
+/// carries an action's text, the card and its numbered parts, is sent without one.
+#[test]
+fn a_url_in_the_text_draws_no_link_preview_on_the_card_or_its_parts() {
+    let daemon = Daemon::start();
+    let short = daemon.request(&good_ask(
+        "Read the launch notes at https://example.org/launch",
+    ));
+    assert_eq!(short["status"], "pending", "{short}");
+    let id = short["id"].as_str().unwrap().to_owned();
+    let card = daemon.card_of(&id);
+    let long_text = format!(
+        "See https://example.org/long for details.\n{}",
+        "All work and no play. ".repeat(300)
+    );
+    let long = daemon.request(&good_ask(&long_text));
+    assert_eq!(long["status"], "pending", "{long}");
+    let long_id = long["id"].as_str().unwrap().to_owned();
+    daemon.card_of(&long_id);
+    let sends = daemon.bot.calls_to("sendmessage");
+    let mut previewed = Vec::new();
+    for call in &sends {
+        let text = call.params["text"].as_str().unwrap_or_default();
+        // The field's URL is inside a code span, where Telegram detects no link.
+        let carries_a_url = ["https://example.org/launch", "https://example.org/long"]
+            .iter()
+            .any(|url| text.contains(url));
+        if carries_a_url && !preview_disabled(&call.params) {
+            previewed.push(text.lines().next().unwrap_or_default().to_owned());
+        }
+    }
+    assert!(
+        sends.iter().any(|call| call.params["text"]
+            .as_str()
+            .is_some_and(|t| t.contains(&id))),
+        "the card {} was sent with sendMessage",
+        card.message_id
+    );
+    assert!(
+        previewed.is_empty(),
+        "messages carrying an action's URL were sent with link previews on (first lines): \
+         {previewed:?}"
+    );
+}
+
 /// "@mila_news" with a dotless ı (U+0131) and a COMBINING DOT ABOVE: drawn as "i".
 const DOTTED_DOTLESS_I: &str = "@m\u{131}\u{307}la_news";
 /// "@mila_news" with U+0307 on the i, whose own dot it replaces (i is Soft_Dotted).
