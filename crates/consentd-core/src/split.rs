@@ -353,6 +353,38 @@ mod tests {
         assert!(found.iter().all(|p| message_fits(&part_message(1, 2, p))));
     }
 
+    /// Telegram trims the white space at the end of every message it is sent, so a part message
+    /// that ends in a line feed or a space (a cut right after a line or a word) arrives without
+    /// it: the parts would no longer be "the part's text verbatim", and the owner could not tell
+    /// "1 000" cut after its space from "1000" cut between its digits. Only the last part may end
+    /// as the text itself ends.
+    #[test]
+    fn no_part_but_the_last_ends_in_white_space_telegram_would_trim() {
+        let line = "x".repeat(3000);
+        let cases = [
+            ("cut at a line", format!("{line}\n{line}")),
+            ("cut at a word", format!("{line} {line}")),
+            ("cut at a blank line", format!("{line}\n\n{line}")),
+            (
+                "a prose text",
+                "All work and no play makes Jack a dull boy. ".repeat(200) + "End",
+            ),
+        ];
+        for (label, text) in cases {
+            let found = parts(&text);
+            assert!(found.len() >= 2, "{label}: {} part(s)", found.len());
+            assert_eq!(found.concat(), text, "{label}");
+            for (i, part) in found[..found.len() - 1].iter().enumerate() {
+                assert!(
+                    !part.ends_with(char::is_whitespace),
+                    "{label}: part {} ends in {:?}, which Telegram trims from the message",
+                    i + 1,
+                    part.chars().next_back().unwrap()
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_text_that_fits_is_one_part() {
         assert_eq!(parts(""), Vec::<String>::new());
