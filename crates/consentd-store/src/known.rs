@@ -306,6 +306,29 @@ mod tests {
         assert_eq!(f.known_at(t0() - days(30)), ["@too_old"]);
     }
 
+    /// An approval-only category's Yes ends the ask `approved`: the agent then does exactly
+    /// what the card showed, to the target the owner chose. That target is as much the owner's
+    /// choice as one of an ask consentd ran, so a later card's look-alike of it is marked.
+    #[test]
+    fn asks_the_owner_approved_for_the_agent_to_run_are_known() {
+        let mut f = Fixture::new();
+        let at = t0() - days(2);
+        let mut ask = Fixture::new_ask(Fixture::action("@approved", at));
+        ask.agent_runs = true;
+        let id = match f.db.ask(&ask, policy(), at).unwrap() {
+            AskOutcome::Created(record) => record.id,
+            other => panic!("{other:?}"),
+        };
+        f.show(&id, at);
+        let record = super::super::tests::approve(&mut f.db, &id, at).unwrap();
+        assert_eq!(record.state, RecordState::Approved);
+        assert_eq!(
+            f.known_at(t0()),
+            ["@approved"],
+            "the target of an ask the owner approved two days ago"
+        );
+    }
+
     #[test]
     fn mandates_granted_open_or_ended_in_the_last_30_days() {
         let mut f = Fixture::new();
