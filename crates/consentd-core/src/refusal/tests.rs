@@ -1111,6 +1111,46 @@ fn marks_telegram_deletes_from_a_message_are_refused_in_every_shown_value() {
     check(&ask).expect("letters with a precomposed ring are kept by Telegram");
 }
 
+/// Khmer writes a consonant below another with U+17D2 KHMER SIGN COENG; every coeng and
+/// consonant after the first letter is drawn one step further down (Noto Sans Khmer through
+/// HarfBuzz: 0.27 em a step), so a letter with twenty subscripts is a tower through the four
+/// card lines under the value (the look-alike warning, the cost, the record id), as 240 marks
+/// on one letter are. Each coeng is one mark on its own consonant, so the cap on stacked marks
+/// never counts them. Khmer words stack at most two ("ស្ត្រី", "woman"); a stack far beyond that
+/// draws over the card and is refused like stacked marks, in the target and in the text.
+#[test]
+fn subscript_consonants_stacked_far_below_a_letter_are_refused() {
+    let tower = format!("\u{1780}{}", "\u{17D2}\u{1780}".repeat(20));
+    let mut words = good();
+    words.target = Some("@\u{179F}\u{17D2}\u{178F}\u{17D2}\u{179A}\u{17B8}".into());
+    words.text = Some("\u{1780}\u{1798}\u{17D2}\u{1796}\u{17BB}\u{1787}\u{17B6}".into());
+    check(&words).expect("Khmer words with two subscripts on a letter");
+    let cases: &[(&str, AskRequest)] = &[
+        (
+            "a tower in the target",
+            AskRequest {
+                target: Some(format!("@{tower}")),
+                ..good()
+            },
+        ),
+        (
+            "a tower in the text",
+            AskRequest {
+                text: Some(format!("Hi {tower}")),
+                ..good()
+            },
+        ),
+    ];
+    for (label, ask) in cases {
+        match check(ask) {
+            Ok(_) => panic!("{label}: accepted, drawn over the card's lines below it"),
+            Err(refusal) => {
+                assert_eq!(refusal.reason, Reason::InvisibleCharacter, "{label}");
+            }
+        }
+    }
+}
+
 /// SPEC §6: a long text is split on grapheme cluster boundaries, never inside one. A cluster can
 /// be longer than a part message holds without a single mark stacked on a letter: pictographs
 /// chained by ZWJ, skin tones after one pictograph, conjoining jamo, spacing vowel signs, prepended
@@ -1127,7 +1167,10 @@ fn a_text_the_gate_accepts_is_never_split_inside_a_grapheme_cluster() {
             "skin tones after one pictograph",
             format!("Look \u{1F44D}{}", "\u{1F3FB}".repeat(2100)),
         ),
-        ("conjoining jamo", format!("Note {}", "\u{1100}".repeat(4200))),
+        (
+            "conjoining jamo",
+            format!("Note {}", "\u{1100}".repeat(4200)),
+        ),
         (
             "spacing vowel signs",
             format!("Note \u{915}{}", "\u{93E}".repeat(4200)),
