@@ -20,11 +20,12 @@ use consentd_core::lookalike::{KnownTargets, KNOWN_DAYS};
 /// the search to the last month's cards.
 const SHOWN_BEFORE_DECIDED: chrono::Duration = chrono::Duration::days(1);
 
-/// The targets of asks the owner said yes to that then ran, decided in (?2, ?1], among the cards
-/// shown after ?3.
+/// The targets of asks the owner said yes to, decided in (?2, ?1], among the cards shown after
+/// ?3: those consentd went on to run, and those of an approval-only category the owner approved
+/// for the agent to run (the target is as much the owner's choice either way).
 const APPROVED_ASKS: &str = "SELECT DISTINCT target FROM records
      WHERE shown_at > ?3 AND subject = 'action' AND target IS NOT NULL
-       AND state IN ('running', 'executed', 'failed', 'outcome_unknown')
+       AND state IN ('granted', 'running', 'executed', 'failed', 'outcome_unknown', 'approved')
        AND decided_at > ?2 AND decided_at <= ?1";
 
 /// The targets (a JSON array each) of mandates granted by ?1 whose term had not ended, nor been

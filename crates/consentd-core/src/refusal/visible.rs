@@ -5,7 +5,7 @@
 //! A value is refused when it holds a scalar that does not show (by the
 //! General_Category and Default_Ignorable_Code_Point data pinned in
 //! `icu_properties`, plus the blank-looking letters and symbols listed in
-//! `BLANKS`), when it stacks combining marks on one character
+//! `BLANKS` and the marks Telegram deletes, `TELEGRAM_DELETES`), when it stacks combining marks on one character
 //! ([`marks`](super::marks)), when its spaces and blank lines hide something
 //! ([`layout`](super::layout)), or when it is not in NFC. A scalar that does
 //! not show is excused only where it visibly changes its neighbours:
@@ -65,6 +65,13 @@ const BLANKS: [char; 6] = [
     '\u{13441}',
     '\u{13442}',
 ];
+
+/// Combining marks Telegram deletes from the text and caption of every message a bot sends
+/// (TDLib's `clean_input_string`, which the Bot API runs on them): U+030A COMBINING RING ABOVE,
+/// U+0333 COMBINING DOUBLE LOW LINE and U+033F COMBINING DOUBLE OVERLINE. A value holding one
+/// would reach the owner without it while the command gets it, so it is refused as a scalar
+/// that does not show. A letter with its ring precomposed (å, ů) is another scalar, and kept.
+const TELEGRAM_DELETES: [char; 3] = ['\u{030A}', '\u{0333}', '\u{033F}'];
 
 const ZWNJ: char = '\u{200C}';
 const ZWJ: char = '\u{200D}';
@@ -304,7 +311,10 @@ pub(crate) fn is_refused_alone(c: char, allow_newline: bool) -> bool {
             | GeneralCategory::ParagraphSeparator
             | GeneralCategory::SpaceSeparator
     );
-    hidden_category || DEFAULT_IGNORABLE.contains(c) || BLANKS.contains(&c)
+    hidden_category
+        || DEFAULT_IGNORABLE.contains(c)
+        || BLANKS.contains(&c)
+        || TELEGRAM_DELETES.contains(&c)
 }
 
 /// The only scalars that their neighbours can excuse: joiners, variation
@@ -1981,7 +1991,7 @@ mod tests {
         );
         check(
             "seven in a text",
-            "Hi\nx\u{300}\u{301}\u{302}\u{303}\u{304}\u{306}\u{30A}",
+            "Hi\nx\u{300}\u{301}\u{302}\u{303}\u{304}\u{306}\u{30B}",
             T,
             true,
             Err("text has 7 combining marks on one character at char 4; at most 6 are allowed"),
@@ -2119,6 +2129,8 @@ mod tests {
                 c,
                 '\u{2800}' | '\u{1D159}' | '\u{FFFC}' | '\u{16FE4}' | '\u{13441}' | '\u{13442}'
             )
+            // The marks Telegram deletes from a message.
+            || matches!(c, '\u{030A}' | '\u{0333}' | '\u{033F}')
     }
 
     /// The name a refusal of `c` must carry, restated from the name table and
