@@ -6,6 +6,7 @@
 //! `layout`, the combining marks stacked on one character in `marks` and the registered
 //! variation sequences in `sequences`.
 
+mod clusters;
 mod layout;
 mod marks;
 mod sequences;

@@ -33,7 +33,7 @@ use icu_properties::{
 };
 use unicode_normalization::{is_nfc, is_nfc_quick, IsNormalized, UnicodeNormalization};
 
-use super::{layout, marks, sequences};
+use super::{clusters, layout, marks, sequences};
 use crate::protocol::quote;
 
 const GENERAL_CATEGORY: CodePointMapDataBorrowed<'static, GeneralCategory> =
@@ -139,6 +139,30 @@ pub enum Unshowable {
         position: usize,
         max: usize,
     },
+    /// More consonants joined by viramas to one letter than a conjunct holds:
+    /// several scripts stack each one below the last ([`clusters`](super::clusters)).
+    #[error(
+        "{field} joins {count} consonants to one letter at char {position}; at most {max} \
+         may be joined"
+    )]
+    JoinedConsonants {
+        field: String,
+        count: usize,
+        position: usize,
+        max: usize,
+    },
+    /// A grapheme cluster longer than one is ever drawn, and than the card's
+    /// parts could keep whole ([`clusters`](super::clusters)).
+    #[error(
+        "{field} has a grapheme cluster of {count} characters at char {position}; at most \
+         {max} are drawn as one"
+    )]
+    LongCluster {
+        field: String,
+        count: usize,
+        position: usize,
+        max: usize,
+    },
     /// The same nonspacing or enclosing mark twice in a row on one character
     /// (in canonical order), which draws as one: named like
     /// [`Unshowable::Invisible`], at the character's position.
@@ -169,6 +193,8 @@ impl Unshowable {
             | Unshowable::HiddenTags { .. }
             | Unshowable::StackedMarks { .. }
             | Unshowable::RepeatedMark { .. }
+            | Unshowable::JoinedConsonants { .. }
+            | Unshowable::LongCluster { .. }
             | Unshowable::Spacing { .. } => "invisible_character",
             Unshowable::NotNfc { .. } => "not_nfc",
         }
@@ -199,6 +225,7 @@ pub fn check_value(
 ) -> Result<(), Unshowable> {
     check_scalars(value, field, allow_newline)?;
     check_marks(value, field, allow_newline)?;
+    check_clusters(value, field)?;
     let spacing = if allow_newline {
         layout::text_problem(value)
     } else {
@@ -278,6 +305,25 @@ fn check_marks(value: &str, field: FieldRef<'_>, allow_newline: bool) -> Result<
             name: display_name(mark),
             field,
             position: index + 1,
+        },
+    })
+}
+
+fn check_clusters(value: &str, field: FieldRef<'_>) -> Result<(), Unshowable> {
+    let field = field.to_string();
+    Err(match clusters::first_problem(value) {
+        None => return Ok(()),
+        Some(clusters::ClusterProblem::Joined { count, index }) => Unshowable::JoinedConsonants {
+            field,
+            count,
+            position: index + 1,
+            max: clusters::MAX_JOINED,
+        },
+        Some(clusters::ClusterProblem::Long { count, index }) => Unshowable::LongCluster {
+            field,
+            count,
+            position: index + 1,
+            max: clusters::MAX_CLUSTER,
         },
     })
 }
