@@ -447,6 +447,7 @@ impl Telegram {
         let mut request = self
             .bot
             .send_message(ChatId(chat), &text.text)
+            .link_preview_options(no_link_preview())
             .disable_notification(silent);
         if !text.spans.is_empty() {
             request = request.entities(entities(text));
@@ -496,6 +497,7 @@ impl Telegram {
         let mut request = self
             .bot
             .edit_message_text(ChatId(chat), MessageId(message_id as i32), &text.text)
+            .link_preview_options(no_link_preview())
             .reply_markup(keyboard(buttons));
         if !text.spans.is_empty() {
             request = request.entities(entities(text));
@@ -555,6 +557,21 @@ fn reqwest_url(api_url: &str) -> Result<reqwest::Url, String> {
     api_url
         .parse()
         .map_err(|error| format!("telegram.api_url {api_url:?}: {error}"))
+}
+
+/// No message of the daemon's carries a link preview. A URL in an action's text would otherwise
+/// get one in the card itself, between the quoted text and its buttons: a title, a description
+/// and a picture written by the page's owner (the agent, when it owns the page), which can read
+/// as the card's own lines; and Telegram fetches the page as the card is sent, telling its owner
+/// that the card is being shown.
+fn no_link_preview() -> teloxide::types::LinkPreviewOptions {
+    teloxide::types::LinkPreviewOptions {
+        is_disabled: true,
+        url: None,
+        prefer_small_media: false,
+        prefer_large_media: false,
+        show_above_text: false,
+    }
 }
 
 #[cfg(test)]

@@ -75,12 +75,14 @@ pub(super) fn judge(
             char: format!("U+{:04X} {name}", u32::from(code_point)),
             position,
         }),
-        // The owner's words get no spacing or mark rules (they are the owner's own, sent to the
+        // The owner's words get no spacing, mark or cluster rules (they are the owner's own, sent to the
         // agent, not shown to them as someone else's); kept for completeness of the match.
         Err(
             Unshowable::Spacing { .. }
             | Unshowable::StackedMarks { .. }
-            | Unshowable::RepeatedMark { .. },
+            | Unshowable::RepeatedMark { .. }
+            | Unshowable::JoinedConsonants { .. }
+            | Unshowable::LongCluster { .. },
         ) => Judged::Reason,
     }
 }
