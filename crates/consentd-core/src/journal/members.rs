@@ -1,0 +1,169 @@
+//! A line's members between `ts` and `h` (SPEC §9): what makes a line whose hash matches a
+//! journal line and not some other text. The hash only says the line is as its writer made it;
+//! a line is whole when, besides, `ts` is an RFC 3339 UTC time, `ev` follows it and names an
+//! event, and the line is one compact JSON object whose keys appear once, as every reader takes
+//! it to be (a key twice is read as either of its values, depending on the reader).
+
+use chrono::DateTime;
+use serde::de::{Deserializer as _, IgnoredAny, MapAccess, Visitor};
+
+const EV_KEY: &[u8] = b",\"ev\":\"";
+
+/// Checks `members` (from the first byte of `ts`'s value up to the `h` member) and the object
+/// they close, `hashed` followed by `}`. Both are UTF-8 already.
+pub(super) fn check(hashed: &[u8], members: &[u8]) -> Result<(), &'static str> {
+    let rest = members.strip_prefix(b"\"").ok_or("ts is not a string")?;
+    let end = memchr::memchr(b'"', rest).ok_or("ts is not a string")?;
+    let ts = std::str::from_utf8(&rest[..end]).map_err(|_| "ts is not UTF-8")?;
+    let utc = DateTime::parse_from_rfc3339(ts)
+        .is_ok_and(|t| t.offset().local_minus_utc() == 0 && ts.ends_with('Z'));
+    if !utc {
+        return Err("ts is not an RFC 3339 UTC time");
+    }
+    let after = rest[end + 1..]
+        .strip_prefix(EV_KEY)
+        .ok_or("ts is not followed by ev")?;
+    let name_len = after
+        .iter()
+        .position(|&b| !(b.is_ascii_lowercase() || b == b'_'))
+        .unwrap_or(after.len());
+    if name_len == 0 || after.get(name_len) != Some(&b'"') {
+        return Err("ev is not an event name");
+    }
+    if !compact(hashed) {
+        return Err("is not compact JSON (white space between its members)");
+    }
+    let mut object = hashed.to_vec();
+    object.push(b'}');
+    let mut parser = serde_json::Deserializer::from_slice(&object);
+    parser
+        .deserialize_map(UniqueKeys)
+        .and_then(|()| parser.end())
+        .map_err(|error| {
+            if error.is_data() {
+                "has a key twice"
+            } else {
+                "is not one JSON object"
+            }
+        })
+}
+
+/// No white space outside strings. Inside a string every byte up to its closing quote is its
+/// own, a backslash escaping the next.
+fn compact(json: &[u8]) -> bool {
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in json {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+        } else if b == b'"' {
+            in_string = true;
+        } else if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            return false;
+        }
+    }
+    true
+}
+
+/// Reads an object's members, refusing a key seen before; the values are skipped.
+struct UniqueKeys;
+
+impl<'de> Visitor<'de> for UniqueKeys {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut keys: Vec<String> = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if keys.contains(&key) {
+                return Err(serde::de::Error::custom("a key twice"));
+            }
+            keys.push(key);
+            map.next_value::<IgnoredAny>()?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PREFIX: &str = r#"{"n":2,"prev":"00","ts":"#;
+
+    #[test]
+    fn the_table_of_members() {
+        let cases: [(&str, &str, Result<(), &str>); 11] = [
+            (
+                "a line",
+                r#""2026-11-29T12:00:00.000Z","ev":"asked","id":"r_1""#,
+                Ok(()),
+            ),
+            (
+                "no members after ev",
+                r#""2026-11-29T12:00:00.000Z","ev":"started""#,
+                Ok(()),
+            ),
+            (
+                "a string holding spaces and an escaped quote",
+                r#""2026-11-29T12:00:00.000Z","ev":"asked","m":"a \" b""#,
+                Ok(()),
+            ),
+            (
+                "ts not a time",
+                r#""yesterday","ev":"asked""#,
+                Err("ts is not an RFC 3339 UTC time"),
+            ),
+            (
+                "ts in another zone",
+                r#""2026-11-29T15:00:00.000+03:00","ev":"asked""#,
+                Err("ts is not an RFC 3339 UTC time"),
+            ),
+            (
+                "ts a number",
+                r#"1,"ev":"asked""#,
+                Err("ts is not a string"),
+            ),
+            (
+                "no ev",
+                r#""2026-11-29T12:00:00.000Z""#,
+                Err("ts is not followed by ev"),
+            ),
+            (
+                "ev empty",
+                r#""2026-11-29T12:00:00.000Z","ev":"""#,
+                Err("ev is not an event name"),
+            ),
+            (
+                "ev twice",
+                r#""2026-11-29T12:00:00.000Z","ev":"asked","ev":"used""#,
+                Err("has a key twice"),
+            ),
+            (
+                "not compact",
+                r#""2026-11-29T12:00:00.000Z","ev":"asked", "id":"r_1""#,
+                Err("is not compact JSON (white space between its members)"),
+            ),
+            (
+                "not JSON",
+                r#""2026-11-29T12:00:00.000Z","ev":"asked"}}{{"#,
+                Err("is not one JSON object"),
+            ),
+        ];
+        for (name, members, expected) in cases {
+            let hashed = format!("{PREFIX}{members}");
+            assert_eq!(
+                check(hashed.as_bytes(), members.as_bytes()),
+                expected,
+                "{name}"
+            );
+        }
+    }
+}
