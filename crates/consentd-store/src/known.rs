@@ -25,7 +25,7 @@ const SHOWN_BEFORE_DECIDED: chrono::Duration = chrono::Duration::days(1);
 /// for the agent to run (the target is as much the owner's choice either way).
 const APPROVED_ASKS: &str = "SELECT DISTINCT target FROM records
      WHERE shown_at > ?3 AND subject = 'action' AND target IS NOT NULL
-       AND state IN ('granted', 'running', 'executed', 'failed', 'outcome_unknown', 'approved')
+       AND state IN ('running', 'executed', 'failed', 'outcome_unknown', 'approved')
        AND decided_at > ?2 AND decided_at <= ?1";
 
 /// The targets (a JSON array each) of mandates granted by ?1 whose term had not ended, nor been
