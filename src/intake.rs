@@ -212,6 +212,10 @@ impl Intake {
             max_pending: self.config.limits.max_pending,
             tz: self.config.owner.timezone,
             mandates_cover: false,
+            mandate_day: consentd_core::mandate::Usage {
+                actions: self.config.limits.mandate_max_actions_per_day,
+                usd: self.config.limits.mandate_max_usd_per_day,
+            },
         }
     }
 

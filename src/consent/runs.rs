@@ -295,7 +295,7 @@ impl Consent {
         let label = self.label(record, lang);
         // The receipt shows the action's target, not the mandate's terms.
         let view = self.mandate_view(&row, &label, &[]);
-        let usage = record.mandate_use.clone().unwrap_or(day_usage);
+        let usage = record.mandate_use.unwrap_or(day_usage);
         let usage = UsageView {
             actions: usage.actions,
             usd: usage.usd,

@@ -392,7 +392,7 @@ fn day_start(date: NaiveDate, tz: Tz) -> Option<DateTime<Utc>> {
 
 /// Today's usage of a mandate: actions and dollars used during the owner's
 /// local day of `now`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Usage {
     pub actions: u32,
     pub usd: Decimal,
@@ -1140,7 +1140,7 @@ mod tests {
             (
                 "plain covered",
                 &base,
-                fresh.clone(),
+                fresh,
                 act(mila, "0"),
                 now,
                 Coverage::Covered,
@@ -1148,7 +1148,7 @@ mod tests {
             (
                 "second target covered",
                 &base,
-                fresh.clone(),
+                fresh,
                 act(Some("@oleg"), "0"),
                 now,
                 Coverage::Covered,
@@ -1213,7 +1213,7 @@ mod tests {
             (
                 "negative cost is Money",
                 &base,
-                fresh.clone(),
+                fresh,
                 act(mila, "-1.00"),
                 now,
                 Coverage::Outside(Term::Money),
@@ -1222,7 +1222,7 @@ mod tests {
             (
                 "a second before opened_at is BeforeOpened",
                 &base,
-                fresh.clone(),
+                fresh,
                 act(mila, "0"),
                 utc("2026-03-01T09:59:59Z"),
                 Coverage::Outside(Term::BeforeOpened),
@@ -1230,7 +1230,7 @@ mod tests {
             (
                 "exactly opened_at covered",
                 &base,
-                fresh.clone(),
+                fresh,
                 act(mila, "0"),
                 utc("2026-03-01T10:00:00Z"),
                 Coverage::Covered,
@@ -1238,7 +1238,7 @@ mod tests {
             (
                 "last second before ends_at covered",
                 &base,
-                fresh.clone(),
+                fresh,
                 act(mila, "0"),
                 utc("2026-03-04T09:59:59Z"),
                 Coverage::Covered,
@@ -1246,7 +1246,7 @@ mod tests {
             (
                 "exactly ends_at is Ended",
                 &base,
-                fresh.clone(),
+                fresh,
                 act(mila, "0"),
                 utc("2026-03-04T10:00:00Z"),
                 Coverage::Outside(Term::Ended),
@@ -1255,7 +1255,7 @@ mod tests {
             (
                 "stopped is Stopped",
                 &stopped,
-                fresh.clone(),
+                fresh,
                 act(mila, "0"),
                 now,
                 Coverage::Outside(Term::Stopped),
@@ -1263,7 +1263,7 @@ mod tests {
             (
                 "another kind",
                 &base,
-                fresh.clone(),
+                fresh,
                 CoveredAction {
                     kind: "send_mail",
                     target: mila,
@@ -1275,7 +1275,7 @@ mod tests {
             (
                 "target differing by case",
                 &base,
-                fresh.clone(),
+                fresh,
                 act(Some("@Mila"), "0"),
                 now,
                 Coverage::Outside(Term::Target),
@@ -1283,7 +1283,7 @@ mod tests {
             (
                 "target with trailing space",
                 &base,
-                fresh.clone(),
+                fresh,
                 act(Some("@mila "), "0"),
                 now,
                 Coverage::Outside(Term::Target),
@@ -1291,7 +1291,7 @@ mod tests {
             (
                 "no target",
                 &base,
-                fresh.clone(),
+                fresh,
                 act(None, "0"),
                 now,
                 Coverage::Outside(Term::Target),
@@ -1300,7 +1300,7 @@ mod tests {
             (
                 "stopped wins over ended",
                 &stopped,
-                fresh.clone(),
+                fresh,
                 act(mila, "0"),
                 utc("2026-03-05T00:00:00Z"),
                 Coverage::Outside(Term::Stopped),
@@ -1308,7 +1308,7 @@ mod tests {
             (
                 "ended wins over kind",
                 &base,
-                fresh.clone(),
+                fresh,
                 CoveredAction {
                     kind: "send_mail",
                     target: mila,
@@ -1320,7 +1320,7 @@ mod tests {
             (
                 "kind wins over target",
                 &base,
-                fresh.clone(),
+                fresh,
                 CoveredAction {
                     kind: "send_mail",
                     target: None,

@@ -85,6 +85,9 @@ pub struct AskPolicy {
     /// Whether the kind's category, as configured now, may be covered by a mandate (it is
     /// `mandate_ok` and not destructive): a config changed since a mandate opened wins.
     pub mandates_cover: bool,
+    /// The config's ceilings on a mandate's day (`mandate_max_usd_per_day`,
+    /// `mandate_max_actions_per_day`), which bound all the open mandates of a kind together.
+    pub mandate_day: consentd_core::mandate::Usage,
 }
 
 /// What became of an ask.
@@ -350,7 +353,7 @@ fn judge_ask(
     }
     if policy.owner_known && policy.mandates_cover {
         if let Some((mandate, usage)) =
-            covering_mandate(tx, &ask.action, ask.peer_uid, &ask.reading(now), policy.tz)?
+            covering_mandate(tx, &ask.action, ask.peer_uid, &ask.reading(now), policy)?
         {
             return Ok(AskVerdict::Cover(mandate, usage));
         }

@@ -134,6 +134,7 @@ mod tests {
             max_pending: 100,
             tz: chrono_tz::UTC,
             mandates_cover: false,
+            mandate_day: crate::tests::spec_mandate_day(),
         }
     }
 

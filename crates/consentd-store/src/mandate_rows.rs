@@ -6,6 +6,7 @@ use chrono_tz::Tz;
 use rusqlite::{params, Connection, OptionalExtension};
 use rust_decimal::Decimal;
 
+use super::ask::AskPolicy;
 use super::base::{parse_time, timestamp};
 use super::cached::Cached;
 use super::readings::stored_monotonic;
@@ -201,6 +202,13 @@ pub(crate) fn usage_on_day(
         params![mandate_id, timestamp(start), timestamp(end)],
         |row| row.get::<_, Option<String>>(0),
     )?;
+    sum_costs(costs)
+}
+
+/// The count and the sum of the costs read.
+fn sum_costs(
+    costs: impl Iterator<Item = rusqlite::Result<Option<String>>>,
+) -> Result<Usage, StoreError> {
     let mut usage = Usage::NONE;
     for cost in costs {
         usage.actions += 1;
@@ -216,13 +224,19 @@ pub(crate) fn usage_on_day(
 
 /// The first open mandate (oldest first) that covers `action` now, with its usage before it.
 /// Only the mandates `peer_uid` asked for: a standing yes given to one session is not another's.
+///
+/// All the open mandates of a kind, whoever asked for them, are bounded together by the config's
+/// ceilings on a mandate's day (`policy.mandate_day`): several mandates granted for one kind do
+/// not add their days up past what one could hold, so the day's actions and money that run
+/// without a card stay within those ceilings however many the owner granted.
 pub(crate) fn covering_mandate(
     tx: &Connection,
     action: &Action,
     peer_uid: u32,
     now: &Now,
-    tz: Tz,
+    policy: AskPolicy,
 ) -> Result<Option<(MandateRow, Usage)>, StoreError> {
+    let tz = policy.tz;
     let candidates: Vec<MandateRow> = {
         let mut statement = tx.prepare_cached(&format!(
             "SELECT {MANDATE_COLUMNS} FROM mandates
@@ -256,8 +270,30 @@ pub(crate) fn covering_mandate(
         }
         let usage = usage_on_day(tx, &row.id, now, tz)?;
         if mandate::coverage(&terms, &usage, &covered, now) == Coverage::Covered {
-            return Ok(Some((row, usage)));
+            let kind = kind_usage_on_day(tx, &action.kind, now, tz)?;
+            let within = kind.actions < policy.mandate_day.actions
+                && kind.usd + covered.cost_usd <= policy.mandate_day.usd;
+            return Ok(within.then_some((row, usage)));
         }
     }
     Ok(None)
+}
+
+/// What every mandate of `kind` used during the owner's local day of `now`, together.
+fn kind_usage_on_day(
+    conn: &Connection,
+    kind: &str,
+    now: DateTime<Utc>,
+    tz: Tz,
+) -> Result<Usage, StoreError> {
+    let (start, end) = mandate::local_day(now, tz);
+    let mut statement = conn.prepare_cached(
+        "SELECT cost_usd FROM records
+         WHERE mandate_id IN (SELECT id FROM mandates WHERE kind = ?1)
+           AND created_at >= ?2 AND created_at < ?3",
+    )?;
+    let costs = statement.query_map(params![kind, timestamp(start), timestamp(end)], |row| {
+        row.get::<_, Option<String>>(0)
+    })?;
+    sum_costs(costs)
 }

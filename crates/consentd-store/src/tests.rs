@@ -85,6 +85,14 @@ pub(super) fn new_ask(kind: &str, text: &str, key: Option<&str>) -> NewAsk {
     }
 }
 
+/// SPEC's ceilings on a mandate's day, which a config that lowers none of them has.
+pub(super) fn spec_mandate_day() -> consentd_core::mandate::Usage {
+    consentd_core::mandate::Usage {
+        actions: 100,
+        usd: rust_decimal::Decimal::new(1000, 2),
+    }
+}
+
 pub(super) fn policy() -> AskPolicy {
     AskPolicy {
         owner_known: true,
@@ -93,6 +101,7 @@ pub(super) fn policy() -> AskPolicy {
         max_pending: 20,
         tz: chrono_tz::UTC,
         mandates_cover: true,
+        mandate_day: crate::tests::spec_mandate_day(),
     }
 }
 
@@ -960,6 +969,50 @@ fn covered_at(db: &mut Db, text: &str, now: &consentd_core::deadline::Now) -> bo
     };
     let outcome = db.ask(&ask, policy(), now.wall).unwrap();
     matches!(outcome, AskOutcome::Covered(_))
+}
+
+/// The config's ceilings on a mandate's day bound all the open mandates of a kind together:
+/// two granted for one kind (by one session or by two) do not add their days up. Each case is
+/// the next ask of the day, in order.
+#[test]
+fn the_open_mandates_of_a_kind_share_the_days_ceilings() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    open_mandate(&mut db, "publish_x", 2, t0());
+    open_mandate(&mut db, "publish_x", 2, t0());
+    let three = AskPolicy {
+        mandate_day: consentd_core::mandate::Usage {
+            actions: 3,
+            ..spec_mandate_day()
+        },
+        ..policy()
+    };
+    let cases = [
+        ("the first mandate's first", true),
+        ("the first mandate's second", true),
+        ("the second mandate's first: three of the kind today", true),
+        (
+            "the second mandate has one left, but the kind's day is full",
+            false,
+        ),
+    ];
+    for (name, covered) in cases {
+        let outcome = db
+            .ask(&new_ask("publish_x", name, None), three, t0())
+            .unwrap();
+        assert_eq!(
+            matches!(outcome, AskOutcome::Covered(_)),
+            covered,
+            "{name}: {outcome:?}"
+        );
+    }
+    // Another kind's day is its own.
+    open_mandate(&mut db, "other", 1, t0());
+    assert!(matches!(
+        db.ask(&new_ask("other", "another kind", None), three, t0())
+            .unwrap(),
+        AskOutcome::Covered(_)
+    ));
 }
 
 #[test]

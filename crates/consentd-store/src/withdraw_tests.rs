@@ -50,6 +50,7 @@ fn policy() -> AskPolicy {
         max_pending: 20,
         tz: chrono_tz::UTC,
         mandates_cover: false,
+        mandate_day: crate::tests::spec_mandate_day(),
     }
 }
 
