@@ -1272,8 +1272,9 @@ pub fn pending_list(
     let all = lines.join("\n");
     split::chunks(&all, MESSAGE_LIMIT)
         .into_iter()
-        // A cut after a line leaves its line feed at the end of a message, where it shows nothing.
-        .map(|chunk| chunk.strip_suffix('\n').unwrap_or(chunk))
+        // A cut falls before a line feed, which would open the next message, where it shows
+        // nothing (these messages have no header line to keep it).
+        .map(|chunk| chunk.strip_prefix('\n').unwrap_or(chunk))
         .filter(|chunk| !chunk.is_empty())
         .map(str::to_owned)
         .collect()
