@@ -134,13 +134,23 @@ fn build(u: &mut Unstructured, count: usize, head: &Head, salt: &str) -> Result<
         let secs = u.int_in_range(0..=4_102_444_800i64)?;
         let ts = DateTime::from_timestamp(secs, u.int_in_range(0..=999_999_999)?)
             .expect("in chrono's range");
-        let ev = format!("{}{salt}", u.arbitrary::<&str>()?);
+        // An event's name is lowercase letters and `_` (what verify takes for one).
+        let name: String = u
+            .arbitrary::<&str>()?
+            .chars()
+            .filter(|c| c.is_ascii_lowercase() || *c == '_')
+            .collect();
+        let ev = format!("e{name}{salt}");
         let mut members: Vec<(String, Value)> = Vec::new();
         for _ in 0..u.int_in_range(0..=3)? {
             let mut key = u.arbitrary::<String>()?;
             // The line's own keys are not members (a programming error build_line asserts).
             if matches!(key.as_str(), "n" | "prev" | "ts" | "ev" | "h") {
                 key.push('_');
+            }
+            // A key appears once in a line.
+            if members.iter().any(|(seen, _)| *seen == key) {
+                continue;
             }
             let value = match u.int_in_range(0..=3)? {
                 0 => Value::from(u.arbitrary::<String>()?),
@@ -280,7 +290,7 @@ fn mutated(u: &mut Unstructured) -> Result<()> {
                     h: lines[at - 1].h.clone(),
                 }
             };
-            let forged = build(u, count - at, &from, "!")?;
+            let forged = build(u, count - at, &from, "_forged")?;
             let original = lines.clone();
             lines.truncate(at);
             lines.extend(forged);

@@ -5,8 +5,8 @@
 //! the real message limit. For both: the parts join back to the text exactly, none is empty,
 //! each fits under both measures (code points and UTF-16 units), and a cut falls inside a
 //! grapheme cluster only when that cluster alone is larger than the room (the documented last
-//! resort). For `chunks`, a cut is also the latest line boundary that fits, else the latest word
-//! boundary, else as late as the room allows.
+//! resort). For `chunks`, a cut is also the latest that fits before a line break, else before
+//! other white space, else after anything but white space, else as late as the room allows.
 
 #![no_main]
 
@@ -14,9 +14,12 @@ use consentd::split::{self, MESSAGE_LIMIT};
 use libfuzzer_sys::fuzz_target;
 use unicode_segmentation::UnicodeSegmentation;
 
-/// A cluster boundary: its byte offset, and whether it follows a line feed or white space.
+/// A cluster boundary: its byte offset; whether what comes before it does not end in white
+/// space (`shown`: Telegram would not trim a part ending there); and, when shown, whether a
+/// cluster of white space (`word`) holding a line break (`line`) comes after it.
 struct Boundary {
     byte: usize,
+    shown: bool,
     line: bool,
     word: bool,
 }
@@ -24,15 +27,20 @@ struct Boundary {
 fn boundaries(text: &str) -> Vec<Boundary> {
     let mut out = vec![Boundary {
         byte: 0,
+        shown: false,
         line: false,
         word: false,
     }];
-    for (start, cluster) in text.grapheme_indices(true) {
-        let last = cluster.chars().next_back();
+    let clusters: Vec<(usize, &str)> = text.grapheme_indices(true).collect();
+    for (i, &(start, cluster)) in clusters.iter().enumerate() {
+        let shown = !cluster.ends_with(char::is_whitespace);
+        let next = clusters.get(i + 1).map(|&(_, next)| next);
+        let blank = next.is_some_and(|next| next.chars().all(char::is_whitespace));
         out.push(Boundary {
             byte: start + cluster.len(),
-            line: last == Some('\n'),
-            word: last.is_some_and(char::is_whitespace),
+            shown,
+            line: shown && blank && next.is_some_and(|next| next.contains('\n')),
+            word: shown && blank,
         });
     }
     out
@@ -86,12 +94,22 @@ fn check_chunks(text: &str, room: usize, bounds: &[Boundary]) {
                         !inside.clone().any(|b| b.line || b.word),
                         "chunk {chunk:?} skipped a break"
                     );
-                    // Nothing to prefer: the chunk must be as long as the room allows.
-                    let longer = &text[start..bounds[k + 1].byte];
-                    assert!(
-                        !split::fits_in_card(longer, room),
-                        "chunk {chunk:?} stopped early"
-                    );
+                    if !bounds[k].shown {
+                        assert!(
+                            !inside.clone().any(|b| b.shown),
+                            "chunk {chunk:?} ends in white space it could have left out"
+                        );
+                    }
+                    // Nothing later to prefer: no later boundary of the same kind fits.
+                    let later = bounds[k + 1..]
+                        .iter()
+                        .take_while(|b| split::fits_in_card(&text[start..b.byte], room));
+                    for b in later {
+                        assert!(
+                            !(b.shown || !bounds[k].shown),
+                            "chunk {chunk:?} stopped early"
+                        );
+                    }
                 }
                 // A last-resort cut, already checked to lie in an oversized cluster.
                 Err(_) => {}
