@@ -185,3 +185,71 @@ fn a_replayed_event_is_not_allowed_again_without_a_new_yes() {
         );
     }
 }
+
+/// Whether `pid` holds a socket (the hook's connection to the daemon).
+fn holds_a_socket(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|fds| {
+            fds.flatten().any(|fd| {
+                std::fs::read_link(fd.path())
+                    .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"))
+            })
+        })
+        .unwrap_or(false)
+}
+
+/// Whether a hook's output lets the call run.
+fn allows(agent: &str, output: &std::process::Output) -> bool {
+    match agent {
+        "codex" => codex_decision(output)["behavior"] == "allow",
+        _ => pre_tool_use(output).0 == "allow",
+    }
+}
+
+/// One Yes allows one run, also when two hooks wait on the same command at once (two parallel
+/// tool calls of one message; Claude Code's events differ only in their tool-use ids, Codex's
+/// are the same event): a gate that shares one card between them would let the agent run the
+/// command twice on the owner's single Yes. Either each call gets a card of its own, or the
+/// shared approval lets exactly one of them run.
+#[test]
+fn two_hooks_waiting_on_the_same_command_are_not_both_allowed_by_one_yes() {
+    let daemon = daemon();
+    let rules = rules_file(daemon.dir.path(), GATE_RULES);
+    for (agent, fixture) in [
+        ("claude-code", "claude-code/pre_tool_use_bash"),
+        ("codex", "codex/permission_request_bash"),
+    ] {
+        let command = format!("make twice-{agent}");
+        let first = fixture_event(fixture, Some(&command));
+        let mut second = first.clone();
+        if agent == "claude-code" {
+            second["tool_use_id"] = json!("toolu_01SECONDPARALLELCALL");
+        }
+        let wait = ["--max-wait", "5"];
+        let spawn = |event: &serde_json::Value| {
+            spawn_hook(
+                agent,
+                &rules,
+                &daemon.socket,
+                &wait,
+                event.to_string().as_bytes(),
+            )
+        };
+        let one = spawn(&first);
+        let card = daemon.card_of(&command);
+        let two = spawn(&second);
+        // The second hook's ask reaches the daemon while the first card is open.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !holds_a_socket(two.id()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        daemon.press_yes(&card);
+        let outputs = [finish(one), finish(two)];
+        let allowed = outputs.iter().filter(|o| allows(agent, o)).count();
+        assert_eq!(
+            allowed, 1,
+            "{agent}: one Yes on one card must let `{command}` run once, not {allowed} times"
+        );
+    }
+}
