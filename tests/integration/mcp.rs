@@ -362,3 +362,85 @@ fn withdraw_kinds_and_status_through_the_tools() {
     assert_eq!(status["structured"]["final"], true, "{status}");
     assert_journal_verifies(&daemon);
 }
+
+/// Claude Code's `--permission-prompt-tool` answered by the owner: one Yes lets one call run.
+/// Two parallel tool calls with the same command (tool-use ids `toolu_A` and `toolu_B`) that
+/// wait at once must not both be allowed by the single Yes on a card they share; either each
+/// gets a card of its own, or only one of them is allowed. Spoken as raw JSON-RPC on stdio.
+#[test]
+fn two_approval_prompts_for_the_same_command_are_not_both_allowed_by_one_yes() {
+    use std::io::Write as _;
+    const SHELL: &str = r#"
+[categories.shell]
+label = { en = "Run a shell command" }
+class = "external"
+mode = "approve"
+enabled = true
+text = "required"
+"#;
+    let daemon = Daemon::builder().config_tail(SHELL).start();
+    let mut server = Command::new(BIN)
+        .args(["mcp", "--socket"])
+        .arg(&daemon.socket)
+        .args(["--approval-kind", "shell", "--max-wait", "5s"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let stdout = server.stdout.take().unwrap();
+    let (sender, lines) = mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = sender.send(serde_json::from_str(&line).unwrap());
+        }
+    });
+    let send = |stdin: &mut std::process::ChildStdin, message: Value| {
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}}),
+    );
+    assert_eq!(
+        lines.recv_timeout(Duration::from_secs(30)).unwrap()["id"],
+        0
+    );
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    let command = "make twice-through-the-prompt";
+    let prompt = |id: u64, tool_use_id: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "approval_prompt",
+            "arguments": {"tool_name": "Bash", "input": {"command": command},
+                          "tool_use_id": tool_use_id}}})
+    };
+    send(&mut stdin, prompt(1, "toolu_A"));
+    let card = daemon.card_of(command);
+    send(&mut stdin, prompt(2, "toolu_B"));
+    // The second call's ask reaches the daemon while the first card is open.
+    std::thread::sleep(Duration::from_millis(700));
+    daemon.press_yes(&card);
+    let mut allowed = 0;
+    for _ in 0..2 {
+        let answer = lines.recv_timeout(Duration::from_secs(30)).unwrap();
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+        let decision: Value = serde_json::from_str(text).unwrap();
+        if decision["behavior"] == "allow" {
+            allowed += 1;
+        }
+    }
+    drop(stdin);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(
+        allowed, 1,
+        "one Yes on one card must let `{command}` run once, not {allowed} times"
+    );
+}
