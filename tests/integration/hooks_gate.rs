@@ -253,3 +253,34 @@ fn two_hooks_waiting_on_the_same_command_are_not_both_allowed_by_one_yes() {
         );
     }
 }
+
+/// Codex asks its `PermissionRequest` hook for network approvals too, as the tool `Bash` with
+/// `tool_input.command` the command that wants the network and `tool_input.description`
+/// `network-access <domain>` (openai/codex pull request #17563). An allow there grants that
+/// domain, so the gate's card must name it: a card that shows only `make deploy` has the owner
+/// approve a command they may think is harmless while what the Yes grants is the network
+/// access to a host they never saw.
+#[test]
+fn a_codex_network_approval_card_names_the_host_it_grants() {
+    let daemon = daemon();
+    let rules = rules_file(daemon.dir.path(), GATE_RULES);
+    let command = "make network-approval";
+    let mut event = fixture_event("codex/permission_request_bash", Some(command));
+    event["tool_input"]["description"] = json!("network-access exfil.example.net");
+    let hook = spawn_hook(
+        "codex",
+        &rules,
+        &daemon.socket,
+        &[],
+        event.to_string().as_bytes(),
+    );
+    let card = daemon.card_of(command);
+    let text = card.text.clone().unwrap_or_default();
+    daemon.press_no(&card);
+    let decision = codex_decision(&finish(hook));
+    assert_eq!(decision["behavior"], "deny", "{decision}");
+    assert!(
+        text.contains("exfil.example.net"),
+        "the card approves network access to exfil.example.net without naming it: {text}"
+    );
+}
