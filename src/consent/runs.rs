@@ -306,21 +306,30 @@ impl Consent {
             return none;
         }
         let known = known_or_none(db.known_targets_for(&record.id, now), &record.id);
-        let rendered = with_view(self, record, &known, lang, now, |action| {
-            card::mandate::render_receipt(action, &view, usage, &outcome, &self.locales, lang, now)
+        let (rendered, captions) = with_view(self, record, &known, lang, now, |action| {
+            let captions: Vec<Styled> = action
+                .attachments
+                .iter()
+                .map(|a| card::attachment_caption(&self.locales, lang, a))
+                .collect();
+            let receipt = card::mandate::render_receipt(
+                action,
+                &view,
+                usage,
+                &outcome,
+                &self.locales,
+                lang,
+                now,
+            );
+            (receipt, captions)
         });
-        let mut messages: Vec<Body> = rendered
-            .parts
-            .into_iter()
-            .map(|part| Body::new(part, Vec::new()))
-            .collect();
         // A Stop for a mandate already stopped or ended would only be "not accepted".
         let buttons = if row.is_open(now) {
-            self.signed(rendered.buttons, &row.id, &row.digest.to_hex())
+            self.signed(rendered.buttons.clone(), &row.id, &row.digest.to_hex())
         } else {
             Vec::new()
         };
-        messages.push(Body::new(rendered.card, buttons));
+        let messages = receipt_messages(record, rendered, captions, buttons);
         Ending {
             record_id: record.id.clone(),
             edit: None,
@@ -334,8 +343,35 @@ impl Consent {
     }
 }
 
+/// A receipt's messages in a card's order: the text's parts, then each attachment as a document
+/// under its caption, then the receipt. No card went before an ask a mandate answered, so the
+/// owner sees here, as on a card, the very bytes that were run.
+fn receipt_messages(
+    record: &Record,
+    rendered: card::Rendered,
+    captions: Vec<Styled>,
+    buttons: Vec<crate::store::outbox::ButtonSpec>,
+) -> Vec<Body> {
+    let parts = rendered
+        .parts
+        .into_iter()
+        .map(|part| Body::new(part, Vec::new()));
+    let documents = record
+        .attachments
+        .iter()
+        .zip(captions)
+        .map(|(facts, caption)| Body {
+            document: Some(facts.clone()),
+            ..Body::new(caption, Vec::new())
+        });
+    parts
+        .chain(documents)
+        .chain([Body::new(rendered.card, buttons)])
+        .collect()
+}
+
 /// What ending a run sends: the card's edit, or (for an ask a mandate answered) the receipt and
-/// the parts before it.
+/// the messages before it.
 #[derive(Debug)]
 pub(super) struct Ending {
     record_id: String,

@@ -164,7 +164,7 @@ fn decide(agent: Agent, args: &HookArgs, event: &Event) -> Verdict {
         tool_input: &event.tool_input,
         cwd: event.cwd.as_deref(),
     };
-    let (mode, ask) = match rules.decide(&call) {
+    let (mode, ask) = match for_network(rules.decide(&call), &call) {
         Decision::Unmatched => return Verdict::NoDecision,
         Decision::Pass { rule } => {
             return Verdict::Allow {
@@ -195,6 +195,21 @@ fn decide(agent: Agent, args: &HookArgs, event: &Event) -> Verdict {
         Err(error) => Verdict::Fail {
             message: format!("cannot start the async runtime: {error}; the call is blocked"),
         },
+    }
+}
+
+/// A rule's decision, with a network approval taken from a pass or a route: a rule names a
+/// command, and a network approval grants a host, which a pass or a route for the command says
+/// nothing of. The agent's own prompt then asks the user; only a gate's card, which names the
+/// host (`rules::shown_call`), answers one here.
+fn for_network(decision: Decision, call: &Call<'_>) -> Decision {
+    match decision {
+        Decision::Pass { .. } | Decision::Route(_)
+            if rules::network_access(call.tool_input).is_some() =>
+        {
+            Decision::Unmatched
+        }
+        decision => decision,
     }
 }
 
@@ -249,6 +264,43 @@ mod tests {
                 None,
                 "{agent:?} gate"
             );
+        }
+    }
+
+    #[test]
+    fn a_network_approval_is_never_passed_or_routed_by_a_rule_for_its_command() {
+        let network = serde_json::json!({"command": "make deploy",
+            "description": "network-access exfil.example.net"});
+        let plain = serde_json::json!({"command": "make deploy", "description": "Deploy"});
+        let call = |input| Call {
+            tool_name: "Bash",
+            tool_input: input,
+            cwd: None,
+        };
+        let pass = Decision::Pass {
+            rule: "make".to_owned(),
+        };
+        let block = Decision::Block {
+            message: "no".to_owned(),
+        };
+        let cases = [
+            (
+                "a pass, network",
+                pass.clone(),
+                &network,
+                Decision::Unmatched,
+            ),
+            ("a pass, no network", pass.clone(), &plain, pass.clone()),
+            ("a block, network", block.clone(), &network, block.clone()),
+            (
+                "no rule, network",
+                Decision::Unmatched,
+                &network,
+                Decision::Unmatched,
+            ),
+        ];
+        for (name, decision, input, expected) in cases {
+            assert_eq!(for_network(decision, &call(input)), expected, "{name}");
         }
     }
 

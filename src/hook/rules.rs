@@ -550,6 +550,9 @@ fn build_ask(rule: &Rule, scope: &Scope<'_>) -> Result<Ask, String> {
 /// The whole call as a gate's card shows it: a shell tool's command as written, any other
 /// tool's input as its name and pretty JSON (so a non-shell tool with a `command` argument is
 /// never shown as if it were a shell command).
+///
+/// A network approval (Codex asks them as `Bash`, with a `description` of `network-access
+/// <host>`) shows that line under the command: what its yes grants is the host, not the command.
 pub(crate) fn shown_call(call: &Call<'_>, shell_tools: &[String]) -> String {
     if shell_tools.iter().any(|t| t == call.tool_name) {
         if let Some(command) = call.tool_input.get("command").and_then(Value::as_str) {
@@ -557,12 +560,24 @@ pub(crate) fn shown_call(call: &Call<'_>, shell_tools: &[String]) -> String {
                 o.keys()
                     .all(|k| matches!(k.as_str(), "command" | "description"))
             }) {
-                return command.to_owned();
+                return match network_access(call.tool_input) {
+                    Some(grant) => format!("{command}\n{grant}"),
+                    None => command.to_owned(),
+                };
             }
         }
     }
     let input = serde_json::to_string_pretty(call.tool_input).unwrap_or_default();
     format!("{}\n{input}", call.tool_name)
+}
+
+/// The `network-access <host>` description of a network approval, when the call is one (Codex
+/// asks its `PermissionRequest` hook for them as a shell call, openai/codex#17563).
+pub(crate) fn network_access(tool_input: &Value) -> Option<&str> {
+    tool_input
+        .get("description")
+        .and_then(Value::as_str)
+        .filter(|description| description.starts_with("network-access"))
 }
 
 /// A value built from text and `{name}` placeholders (`{{` and `}}` for braces).

@@ -372,6 +372,17 @@ async fn send_row(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowErr
                     }
                 }
             };
+            if let Some(document) = &row.body.document {
+                // A receipt's attachment, sent as a card's is: the bytes checked first.
+                let bytes = read_attachment(store, document).await?;
+                pace.take().await;
+                let caption = row.body.styled();
+                out.telegram
+                    .send_file(row.chat_id, &document.name, bytes, &caption, silent)
+                    .await?;
+                store.call(move |db| db.outbox_sent(seq)).await?;
+                return Ok(());
+            }
             pace.take().await;
             let text = row.body.styled();
             let buttons = row.body.buttons;

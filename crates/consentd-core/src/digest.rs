@@ -42,7 +42,7 @@ impl std::fmt::Display for Sha256Hash {
 }
 
 /// What the envelope says of one attachment: its facts, not its bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct AttachmentFacts {
     pub name: String,
     pub media_type: String,

@@ -348,8 +348,12 @@ fn judge_ask(
         return Ok(AskVerdict::Refuse(refusal));
     }
     // Joined only by the same peer: another peer's record is not theirs to read or wait on.
-    if let Some(open) = record_where(tx, OPEN_BY_DIGEST, params![ask.digest, ask.peer_uid])? {
-        return Ok(AskVerdict::Join(open));
+    // Never an approval-only ask: its yes lets the agent run the action itself, once for each
+    // ask that gets it, so two asks joined on one card would turn one yes into two runs.
+    if !ask.agent_runs {
+        if let Some(open) = record_where(tx, OPEN_BY_DIGEST, params![ask.digest, ask.peer_uid])? {
+            return Ok(AskVerdict::Join(open));
+        }
     }
     if policy.owner_known && policy.mandates_cover {
         if let Some((mandate, usage)) =

@@ -133,6 +133,10 @@ pub struct Body {
     /// One row of buttons; empty removes them on an edit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub buttons: Vec<ButtonSpec>,
+    /// A message that is an attachment of a record, sent as a document whose caption is the
+    /// text: its bytes are read from the store, and checked against these facts, as it is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub document: Option<consentd_core::digest::AttachmentFacts>,
 }
 
 impl Body {
@@ -141,6 +145,7 @@ impl Body {
             text: Some(styled.text),
             spans: styled.spans,
             buttons,
+            document: None,
         }
     }
 

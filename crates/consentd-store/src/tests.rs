@@ -294,6 +294,31 @@ fn idempotency_keys_return_the_record_or_refuse_another_digest() {
     created(db.ask(&other_peer, policy(), t0()).unwrap());
 }
 
+/// An approval-only ask (the agent runs the action itself once it is approved) never joins an
+/// open record: one yes would then approve two waiters, and the action would run twice. Each
+/// gets its own card; an ask the daemon runs still joins.
+#[test]
+fn an_approval_only_ask_never_joins_an_open_record() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let agent_runs = || NewAsk {
+        agent_runs: true,
+        ..new_ask("k", "make deploy", None)
+    };
+    let first = created(db.ask(&agent_runs(), policy(), t0()).unwrap());
+    let second = db.ask(&agent_runs(), policy(), t0()).unwrap();
+    assert!(
+        matches!(&second, AskOutcome::Created(record) if record.id != first.id),
+        "a second approval-only ask of the same action: {second:?}"
+    );
+    let daemon_runs = created(db.ask(&new_ask("k", "one", None), policy(), t0()).unwrap());
+    let joined = db.ask(&new_ask("k", "one", None), policy(), t0()).unwrap();
+    assert!(
+        matches!(&joined, AskOutcome::Joined(record) if record.id == daemon_runs.id),
+        "{joined:?}"
+    );
+}
+
 /// A key first used by an ask that joined an open record names that record from then on: asked
 /// again with it, in any state the record has reached, the ask gets it back; with another
 /// digest it is refused. Without this the key named nothing, and once the record ended the same
