@@ -356,9 +356,13 @@ fn judge_ask(
         }
     }
     if policy.owner_known && policy.mandates_cover {
-        if let Some((mandate, usage)) =
-            covering_mandate(tx, &ask.action, ask.peer_uid, &ask.reading(now), policy)?
-        {
+        if let Some((mandate, usage)) = covering_mandate(
+            tx,
+            &ask.action,
+            ask.peer_uid,
+            &ask.reading(now),
+            (policy.tz, policy.mandate_day),
+        )? {
             return Ok(AskVerdict::Cover(mandate, usage));
         }
     }

@@ -6,7 +6,6 @@ use chrono_tz::Tz;
 use rusqlite::{params, Connection, OptionalExtension};
 use rust_decimal::Decimal;
 
-use super::ask::AskPolicy;
 use super::base::{parse_time, timestamp};
 use super::cached::Cached;
 use super::readings::stored_monotonic;
@@ -226,7 +225,7 @@ fn sum_costs(
 /// Only the mandates `peer_uid` asked for: a standing yes given to one session is not another's.
 ///
 /// All the open mandates of a kind, whoever asked for them, are bounded together by the config's
-/// ceilings on a mandate's day (`policy.mandate_day`): several mandates granted for one kind do
+/// ceilings on a mandate's day (`day_ceilings`): several mandates granted for one kind do
 /// not add their days up past what one could hold, so the day's actions and money that run
 /// without a card stay within those ceilings however many the owner granted.
 pub(crate) fn covering_mandate(
@@ -234,9 +233,8 @@ pub(crate) fn covering_mandate(
     action: &Action,
     peer_uid: u32,
     now: &Now,
-    policy: AskPolicy,
+    (tz, day_ceilings): (Tz, Usage),
 ) -> Result<Option<(MandateRow, Usage)>, StoreError> {
-    let tz = policy.tz;
     let candidates: Vec<MandateRow> = {
         let mut statement = tx.prepare_cached(&format!(
             "SELECT {MANDATE_COLUMNS} FROM mandates
@@ -271,8 +269,8 @@ pub(crate) fn covering_mandate(
         let usage = usage_on_day(tx, &row.id, now, tz)?;
         if mandate::coverage(&terms, &usage, &covered, now) == Coverage::Covered {
             let kind = kind_usage_on_day(tx, &action.kind, now, tz)?;
-            let within = kind.actions < policy.mandate_day.actions
-                && kind.usd + covered.cost_usd <= policy.mandate_day.usd;
+            let within = kind.actions < day_ceilings.actions
+                && kind.usd + covered.cost_usd <= day_ceilings.usd;
             return Ok(within.then_some((row, usage)));
         }
     }
