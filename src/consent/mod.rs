@@ -218,12 +218,15 @@ impl Consent {
         )
     }
 
+    /// Whether `kind` is on: configured, and on by the owner's switch or else by the config. A
+    /// kind the config no longer has is off whatever its stored switch says, so a yes given
+    /// before it was removed ends refused at the claim, instead of claimed with no command to run.
     fn category_enabled(&self, kind: &str) -> bool {
+        let Some(category) = self.config.categories.get(kind) else {
+            return false;
+        };
         let switches = self.switches.read().unwrap_or_else(|p| p.into_inner());
-        switches
-            .get(kind)
-            .copied()
-            .unwrap_or_else(|| self.config.categories.get(kind).is_some_and(|c| c.enabled))
+        switches.get(kind).copied().unwrap_or(category.enabled)
     }
 
     /// Runs the loop until `shutdown`; returns an error when Telegram says another instance polls

@@ -639,3 +639,49 @@ fn a_yes_does_what_the_card_said_even_when_the_mode_changed_since() {
     assert_eq!(daemon.runs(), 0, "nothing ran");
     journal_verifies(&daemon, "a yes after the mode changed", Some(&id));
 }
+
+/// A kind the config no longer has is off, whatever the owner's stored switch says: a yes given
+/// before it was removed ends refused at the claim (`category_off`), never claimed with no
+/// command to run, which the next start would call an unknown outcome.
+#[test]
+fn a_yes_claimed_after_its_kind_left_the_config_is_refused() {
+    let off_by_config = r#"
+[categories.shell]
+label = { en = "Run a shell command" }
+class = "external"
+enabled = false
+text = "required"
+command = ["/bin/sh", "{dir}/action.sh"]
+"#;
+    let mut daemon = Daemon::builder()
+        .config_tail(off_by_config)
+        .env("CONSENTD_CRASH_AT", "before_claim")
+        .start();
+    // The owner's On is stored, and outlives the category.
+    let line = crate::owner::say(
+        &daemon,
+        "/categories",
+        "Run a shell command (external): off",
+    );
+    daemon.tap(&line, 0);
+    daemon.wait_for_event("category_on");
+    let id = id_of(
+        &daemon.request(&json!({"v":1,"op":"ask","kind":"shell","text":"make",
+        "wait":false})),
+    );
+    daemon.press_yes(&daemon.card_of(&id));
+    assert!(!daemon.wait_exit().success(), "stopped at the claim");
+    let config = std::fs::read_to_string(&daemon.config).unwrap();
+    let start = config.find("[categories.shell]").unwrap();
+    let end = config[start + 1..]
+        .find("\n[")
+        .map_or(config.len(), |at| start + 1 + at + 1);
+    let without = format!("{}{}", &config[..start], &config[end..]);
+    assert!(!without.contains("categories.shell"), "{without}");
+    std::fs::write(&daemon.config, without).unwrap();
+    let daemon = daemon.restart();
+    let record = daemon.wait_state(&id, "refused");
+    assert_eq!(record["reason"], "category_off", "{record}");
+    assert_eq!(daemon.runs(), 0, "nothing ran");
+    journal_verifies(&daemon, "a claim after the kind left the config", Some(&id));
+}
