@@ -547,7 +547,7 @@ fn check_contents(line: &[u8], s: &Shape<'_>) -> Result<(), OwnFault> {
     if std::str::from_utf8(line).is_err() {
         return Err(OwnFault::Malformed("not UTF-8"));
     }
-    members::check(s.hashed, s.members).map_err(OwnFault::Malformed)
+    members::check(line, s.members).map_err(OwnFault::Malformed)
 }
 
 /// The head a single line names (its `n` and `h`) when its own checks pass
