@@ -43,6 +43,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (15, include_str!("migrations/0015_mandate_usage.sql")),
     (16, include_str!("migrations/0016_asked_monotonic.sql")),
     (17, include_str!("migrations/0017_joined_keys.sql")),
+    (18, include_str!("migrations/0018_mandates_by_kind.sql")),
 ];
 
 /// The name of a journal event: the one place the names are written (SPEC §9's list, and

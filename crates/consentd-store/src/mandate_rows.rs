@@ -277,6 +277,12 @@ pub(crate) fn covering_mandate(
     Ok(None)
 }
 
+/// The uses of every mandate of a kind in a span of time: the mandates by `mandates_by_kind`,
+/// each one's uses from `records_by_mandate` alone.
+pub(crate) const KIND_USAGE_ON_DAY: &str = "SELECT cost_usd FROM records
+     WHERE mandate_id IN (SELECT id FROM mandates WHERE kind = ?1)
+       AND created_at >= ?2 AND created_at < ?3";
+
 /// What every mandate of `kind` used during the owner's local day of `now`, together.
 fn kind_usage_on_day(
     conn: &Connection,
@@ -285,11 +291,7 @@ fn kind_usage_on_day(
     tz: Tz,
 ) -> Result<Usage, StoreError> {
     let (start, end) = mandate::local_day(now, tz);
-    let mut statement = conn.prepare_cached(
-        "SELECT cost_usd FROM records
-         WHERE mandate_id IN (SELECT id FROM mandates WHERE kind = ?1)
-           AND created_at >= ?2 AND created_at < ?3",
-    )?;
+    let mut statement = conn.prepare_cached(KIND_USAGE_ON_DAY)?;
     let costs = statement.query_map(params![kind, timestamp(start), timestamp(end)], |row| {
         row.get::<_, Option<String>>(0)
     })?;

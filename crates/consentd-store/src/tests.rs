@@ -556,6 +556,28 @@ fn a_mandates_day_is_counted_from_its_index_alone() {
     );
 }
 
+/// The day of all a kind's mandates is counted from indexes alone: the kind's mandates, then
+/// each one's uses.
+#[test]
+fn a_kinds_mandate_day_is_counted_from_indexes_alone() {
+    let fixture = Fixture::new();
+    let db = fixture.open();
+    let plan = query_plan(
+        &db,
+        super::mandate_rows::KIND_USAGE_ON_DAY,
+        params!["publish_x", "2026-03-01", "2026-03-02"],
+    );
+    for index in [
+        "INDEX mandates_by_kind",
+        "COVERING INDEX records_by_mandate",
+    ] {
+        assert!(
+            plan.iter().any(|step| step.contains(index)),
+            "{index}: {plan:?}"
+        );
+    }
+}
+
 /// The owner's list of open asks reads the open index, not every record ever made.
 #[test]
 fn open_records_are_listed_from_the_open_index() {
@@ -753,7 +775,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 17);
+    assert_eq!(version, 18);
     let mode: String = db
         .connection()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -779,7 +801,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
             error,
             StoreError::TooNew {
                 found: 99,
-                latest: 17
+                latest: 18
             }
         ),
         "{error}"
