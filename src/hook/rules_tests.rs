@@ -487,3 +487,49 @@ fn a_gate_card_names_the_tool_unless_it_is_a_shell() {
         }
     }
 }
+
+/// A `description` is the model's own words (Claude Code's Bash takes one from the model; Codex
+/// passes the model's justification), so a gate's card shows none of it beside the command it
+/// allows. The one exception, a Codex network approval's `network-access <host>`, shows the
+/// host and nothing else: a description that merely starts that way must not add the model's
+/// text to the card, least of all lines under the command that read as the command's own.
+#[test]
+fn a_gate_card_shows_no_words_of_the_description_beyond_a_network_host() {
+    let shell = vec!["Bash".to_owned()];
+    let table = [
+        (
+            "a line feed after the host",
+            "network-access github.com\n(dry run: nothing is pushed)",
+            "(dry run: nothing is pushed)",
+        ),
+        (
+            "words after the host",
+            "network-access github.com - dry run, nothing is pushed",
+            "dry run, nothing is pushed",
+        ),
+        (
+            "no space after the prefix",
+            "network-accessible? no: this only lists files",
+            "this only lists files",
+        ),
+    ];
+    for (name, description, injected) in table {
+        let input = json!({"command": "git push --force origin main", "description": description});
+        let shown = shown_call(
+            &Call {
+                tool_name: "Bash",
+                tool_input: &input,
+                cwd: None,
+            },
+            &shell,
+        );
+        assert!(
+            shown.starts_with("git push --force origin main"),
+            "{name}: the command comes first: {shown:?}"
+        );
+        assert!(
+            !shown.contains(injected),
+            "{name}: the card shows the model's {injected:?} beside the command it allows: {shown:?}"
+        );
+    }
+}
