@@ -1120,3 +1120,36 @@ fn a_mandates_day_is_the_owners_local_day_across_the_clocks_going_back() {
         assert_eq!(status, expected, "{id} at {what}");
     }
 }
+
+/// The receipt of the last action a mandate may answer today is told with sound (docs/PROTOCOL.md,
+/// "Mandates"), since the next ask will be a card. When the kind's shared day, not the mandate's
+/// own, is what runs out — a second mandate for a kind the first already spent on — that
+/// receipt is the day's last too: a routine, silent one tells the owner nothing of the cards
+/// about to come, and shows "$6.00 of $10.00" as if four dollars were left.
+#[test]
+fn the_receipt_of_the_last_action_the_kinds_shared_day_allows_is_told() {
+    let daemon = Daemon::builder().mandate_kinds().start();
+    let one = daemon.request(&mandate_for("generate_image", None, Some("10.00"), 1));
+    grant_card(&daemon, one["id"].as_str().unwrap(), &[], &[]);
+    let ten = daemon.request(&mandate_for("generate_image", None, Some("10.00"), 10));
+    assert_eq!(ten["status"], "pending", "{ten}");
+    grant_card(&daemon, ten["id"].as_str().unwrap(), &[], &[]);
+    let image = |text: &str| json!({"v":1,"op":"ask","kind":"generate_image","text":text,"cost_usd":"3.00","wait":false});
+    let mut silent = Vec::new();
+    for text in ["a cat", "a dog", "a fox"] {
+        let (id, status) = ask(&daemon, &image(text));
+        assert_eq!(status, "running", "{id}: {text} is within both days");
+        daemon.wait_state(&id, "executed");
+        silent.push((text, receipt_of(&daemon, &id).disable_notification));
+    }
+    let (id, status) = ask(&daemon, &image("an owl"));
+    assert_eq!(
+        status, "pending",
+        "{id}: $12.00 is over the kind's $10.00 a day"
+    );
+    assert_eq!(
+        silent,
+        [("a cat", false), ("a dog", true), ("a fox", false)],
+        "the first mandate's last, a routine one, then the kind's last of the day"
+    );
+}
