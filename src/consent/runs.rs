@@ -301,7 +301,7 @@ impl Consent {
             usd: usage.usd,
         };
         // With receipts in the summary, routine ones are only counted.
-        let routine = succeeded && !last_today(&row, usage, record.cost_usd.unwrap_or_default());
+        let routine = succeeded && !self.last_of_the_day(db, &row, record, usage);
         if receipts == crate::config::Receipts::Summary && routine {
             return none;
         }
@@ -340,6 +340,29 @@ impl Consent {
                 Sound::Gated
             },
         }
+    }
+}
+
+impl Consent {
+    /// Whether the action just run, at `usage` today, was the last a mandate may answer today:
+    /// its own day's ([`last_today`]), or the kind's shared day's (`covering_mandate`). Either
+    /// way the next ask will be a card, so its receipt is told.
+    fn last_of_the_day(
+        &self,
+        db: &Db,
+        row: &crate::store::MandateRow,
+        record: &Record,
+        usage: UsageView,
+    ) -> bool {
+        let cost = record.cost_usd.unwrap_or_default();
+        let limits = &self.config.limits;
+        let kind_full = db
+            .kind_mandate_usage(&row.kind, record.created_at, self.config.owner.timezone)
+            .is_ok_and(|kind| {
+                kind.actions >= limits.mandate_max_actions_per_day
+                    || kind.usd + cost > limits.mandate_max_usd_per_day
+            });
+        kind_full || last_today(row, usage, cost)
     }
 }
 

@@ -200,15 +200,20 @@ fn decide(agent: Agent, args: &HookArgs, event: &Event) -> Verdict {
 
 /// A rule's decision, with a network approval taken from a pass or a route: a rule names a
 /// command, and a network approval grants a host, which a pass or a route for the command says
-/// nothing of. The agent's own prompt then asks the user; only a gate's card, which names the
-/// host (`rules::shown_call`), answers one here.
+/// nothing of. A pass becomes no decision (the agent's own prompt asks the user); a route is
+/// blocked, since the command is consentd's to run and the agent's own flow must not get it
+/// back this way (the `description` is the model's to write). A gate stays a gate, its card
+/// naming the host (`rules::shown_call`).
 fn for_network(decision: Decision, call: &Call<'_>) -> Decision {
+    if rules::network_access(call.tool_input).is_none() {
+        return decision;
+    }
     match decision {
-        Decision::Pass { .. } | Decision::Route(_)
-            if rules::network_access(call.tool_input).is_some() =>
-        {
-            Decision::Unmatched
-        }
+        Decision::Pass { .. } => Decision::Unmatched,
+        Decision::Route(_) => Decision::Block {
+            message: "a network approval for a command consentd runs itself is not given"
+                .to_owned(),
+        },
         decision => decision,
     }
 }
@@ -283,7 +288,45 @@ mod tests {
         let block = Decision::Block {
             message: "no".to_owned(),
         };
+        let unclear = serde_json::json!({"command": "make deploy",
+            "description": "network-accessible? no, this only builds"});
+        let ask = rules::Ask {
+            rule: "deploy".to_owned(),
+            kind: "shell".to_owned(),
+            target: None,
+            text: Some("make deploy".to_owned()),
+            fields: std::collections::BTreeMap::new(),
+            cost_usd: None,
+        };
+        let routed = Decision::Block {
+            message: "a network approval for a command consentd runs itself is not given"
+                .to_owned(),
+        };
         let cases = [
+            (
+                "a pass, a description only starting so",
+                pass.clone(),
+                &unclear,
+                Decision::Unmatched,
+            ),
+            (
+                "a route, network",
+                Decision::Route(ask.clone()),
+                &network,
+                routed.clone(),
+            ),
+            (
+                "a route, no network",
+                Decision::Route(ask.clone()),
+                &plain,
+                Decision::Route(ask.clone()),
+            ),
+            (
+                "a gate, network",
+                Decision::Gate(ask.clone()),
+                &network,
+                Decision::Gate(ask.clone()),
+            ),
             (
                 "a pass, network",
                 pass.clone(),

@@ -551,8 +551,10 @@ fn build_ask(rule: &Rule, scope: &Scope<'_>) -> Result<Ask, String> {
 /// tool's input as its name and pretty JSON (so a non-shell tool with a `command` argument is
 /// never shown as if it were a shell command).
 ///
-/// A network approval (Codex asks them as `Bash`, with a `description` of `network-access
-/// <host>`) shows that line under the command: what its yes grants is the host, not the command.
+/// The `description` is the model's own words and is never shown, with one exception: a
+/// network approval (Codex asks them as `Bash`, with a `description` of exactly `network-access
+/// <host>`) shows `network-access <host>` under the command, rebuilt from the host alone, since
+/// what its yes grants is the host, not the command.
 pub(crate) fn shown_call(call: &Call<'_>, shell_tools: &[String]) -> String {
     if shell_tools.iter().any(|t| t == call.tool_name) {
         if let Some(command) = call.tool_input.get("command").and_then(Value::as_str) {
@@ -561,8 +563,8 @@ pub(crate) fn shown_call(call: &Call<'_>, shell_tools: &[String]) -> String {
                     .all(|k| matches!(k.as_str(), "command" | "description"))
             }) {
                 return match network_access(call.tool_input) {
-                    Some(grant) => format!("{command}\n{grant}"),
-                    None => command.to_owned(),
+                    Some(Network::Host(host)) => format!("{command}\nnetwork-access {host}"),
+                    Some(Network::Unclear) | None => command.to_owned(),
                 };
             }
         }
@@ -571,13 +573,28 @@ pub(crate) fn shown_call(call: &Call<'_>, shell_tools: &[String]) -> String {
     format!("{}\n{input}", call.tool_name)
 }
 
-/// The `network-access <host>` description of a network approval, when the call is one (Codex
-/// asks its `PermissionRequest` hook for them as a shell call, openai/codex#17563).
-pub(crate) fn network_access(tool_input: &Value) -> Option<&str> {
-    tool_input
-        .get("description")
-        .and_then(Value::as_str)
-        .filter(|description| description.starts_with("network-access"))
+/// What a call's `description` says of network access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Network<'a> {
+    /// Exactly `network-access <host>`, the host one token of a host's characters.
+    Host(&'a str),
+    /// It starts `network-access` but is not that: treated as a network approval wherever that
+    /// is the stricter reading, and its words are never shown.
+    Unclear,
+}
+
+/// Whether the call is a network approval (Codex asks its `PermissionRequest` hook for them as
+/// a shell call, with a `description` of `network-access <host>`, openai/codex#17563).
+pub(crate) fn network_access(tool_input: &Value) -> Option<Network<'_>> {
+    let description = tool_input.get("description")?.as_str()?;
+    let rest = description.strip_prefix("network-access")?;
+    let host = rest.strip_prefix(' ').filter(|host| {
+        (1..=255).contains(&host.len())
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'))
+    });
+    Some(host.map_or(Network::Unclear, Network::Host))
 }
 
 /// A value built from text and `{name}` placeholders (`{{` and `}}` for braces).

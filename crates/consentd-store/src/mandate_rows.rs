@@ -284,7 +284,7 @@ pub(crate) const KIND_USAGE_ON_DAY: &str = "SELECT cost_usd FROM records
        AND created_at >= ?2 AND created_at < ?3";
 
 /// What every mandate of `kind` used during the owner's local day of `now`, together.
-fn kind_usage_on_day(
+pub(crate) fn kind_usage_on_day(
     conn: &Connection,
     kind: &str,
     now: DateTime<Utc>,

@@ -175,6 +175,17 @@ impl Db {
         let usage = usage_on_day(&self.conn, id, now, tz)?;
         Ok(Some((row, usage)))
     }
+
+    /// What every mandate of `kind` used during the owner's local day of `now`, together: the
+    /// day the open mandates of a kind share (`covering_mandate`).
+    pub fn kind_mandate_usage(
+        &self,
+        kind: &str,
+        now: DateTime<Utc>,
+        tz: Tz,
+    ) -> Result<Usage, StoreError> {
+        crate::mandate_rows::kind_usage_on_day(&self.conn, kind, now, tz)
+    }
 }
 
 /// A journal line with the mandate's `usd_per_day`, when it has a money term.
