@@ -145,7 +145,7 @@ fn build(u: &mut Unstructured, count: usize, head: &Head, salt: &str) -> Result<
         for _ in 0..u.int_in_range(0..=3)? {
             let mut key = u.arbitrary::<String>()?;
             // The line's own keys are not members (a programming error build_line asserts).
-            if matches!(key.as_str(), "n" | "prev" | "ts" | "ev" | "h") {
+            if matches!(key.as_str(), "n" | "prev" | "ts" | "ev" | "h" | "s") {
                 key.push('_');
             }
             // A key appears once in a line.

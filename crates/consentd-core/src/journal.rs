@@ -82,7 +82,8 @@ pub struct Line {
 /// in order, values any JSON.
 ///
 /// `n` must be at least 1, member names must not repeat the line's own keys
-/// (`n`, `prev`, `ts`, `ev`, `h`), and `prev` must be 64 lowercase hex; these
+/// (`n`, `prev`, `ts`, `ev`, `h`, the seal's `s`) nor each other, `ev` must be lowercase
+/// letters and `_`, and `prev` must be 64 lowercase hex; these
 /// are programming errors, checked in debug builds. A line built on a wrong `prev` or `n` is refused
 /// by [`check_continues`], which the daemon runs before appending.
 pub fn build_line(
@@ -100,8 +101,19 @@ pub fn build_line(
     debug_assert!(
         members
             .iter()
-            .all(|(k, _)| !matches!(*k, "n" | "prev" | "ts" | "ev" | "h")),
+            .all(|(k, _)| !matches!(*k, "n" | "prev" | "ts" | "ev" | "h" | "s")),
         "event members must not reuse the line's own keys"
+    );
+    debug_assert!(
+        members
+            .iter()
+            .enumerate()
+            .all(|(i, (k, _))| members[..i].iter().all(|(seen, _)| seen != k)),
+        "an event's members hold each key once"
+    );
+    debug_assert!(
+        !ev.is_empty() && ev.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+        "an event's name is lowercase letters and _"
     );
     use std::fmt::Write as _;
     let mut text = String::with_capacity(256);

@@ -175,8 +175,14 @@ impl JournalEvent {
         }
     }
 
+    /// Adds a member, or sets it again when the event has it already: a journal line holds each
+    /// key once (`journal verify` refuses a line that holds one twice).
     pub fn with(mut self, key: &'static str, value: impl Into<Value>) -> Self {
-        self.members.push((key, value.into()));
+        let value = value.into();
+        match self.members.iter_mut().find(|(have, _)| *have == key) {
+            Some((_, old)) => *old = value,
+            None => self.members.push((key, value)),
+        }
         self
     }
 }

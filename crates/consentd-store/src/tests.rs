@@ -2008,3 +2008,17 @@ fn a_card_past_its_ttl_on_the_monotonic_clock_is_due_whatever_the_wall_clock_say
         assert_eq!(listed.contains(&id), due, "{name}: {listed:?}");
     }
 }
+
+/// A journal line holds each key once (`journal verify` refuses one that holds a key twice): an
+/// event given a member again keeps its place with the later value.
+#[test]
+fn a_journal_event_holds_each_key_once() {
+    use super::base::{EventName, JournalEvent};
+    let event = JournalEvent::new(EventName::Asked)
+        .with("id", "r_1")
+        .with("kind", "k")
+        .with("id", "r_2");
+    let keys: Vec<&str> = event.members.iter().map(|(key, _)| *key).collect();
+    assert_eq!(keys, ["id", "kind"]);
+    assert_eq!(event.members[0].1, serde_json::json!("r_2"));
+}
