@@ -533,3 +533,48 @@ fn a_gate_card_shows_no_words_of_the_description_beyond_a_network_host() {
         );
     }
 }
+
+/// A Bash call with more than `command` and `description` (Claude Code's Bash also takes
+/// `timeout` and `run_in_background`) is shown as its tool's input in full, since those change
+/// how it runs; but the `description` is still the model's own words, which a gate's card never
+/// shows beside the command it allows, whatever else the call holds.
+#[test]
+fn a_gate_card_shows_no_description_of_a_call_with_more_keys() {
+    let shell = vec!["Bash".to_owned()];
+    let words = "dry run, nothing is pushed";
+    let table = [
+        (
+            "a timeout",
+            json!({"command": "git push --force origin main", "description": words,
+                "timeout": 120000}),
+        ),
+        (
+            "run in the background",
+            json!({"command": "git push --force origin main", "description": words,
+                "run_in_background": true}),
+        ),
+        (
+            "a network approval with a timeout",
+            json!({"command": "git push --force origin main",
+                "description": format!("network-access github.com {words}"), "timeout": 5}),
+        ),
+    ];
+    for (name, input) in table {
+        let shown = shown_call(
+            &Call {
+                tool_name: "Bash",
+                tool_input: &input,
+                cwd: None,
+            },
+            &shell,
+        );
+        assert!(
+            shown.contains("git push --force origin main"),
+            "{name}: the card shows the command: {shown:?}"
+        );
+        assert!(
+            !shown.contains(words),
+            "{name}: the card shows the model's {words:?} beside the command it allows: {shown:?}"
+        );
+    }
+}

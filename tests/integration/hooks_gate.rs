@@ -284,3 +284,30 @@ fn a_codex_network_approval_card_names_the_host_it_grants() {
         "the card approves network access to exfil.example.net without naming it: {text}"
     );
 }
+
+/// Claude Code asks no network approvals: a `description` of `network-access <host>` on its
+/// Bash call is the model's own words (its Bash takes a description from the model), and a host
+/// is free to read as a sentence. The card of a Claude Code call shows the command alone.
+#[test]
+fn a_claude_code_card_shows_no_network_line_from_the_models_description() {
+    let daemon = daemon();
+    let rules = rules_file(daemon.dir.path(), GATE_RULES);
+    let command = "make push-release";
+    let mut event = fixture_event("claude-code/pre_tool_use_bash", Some(command));
+    event["tool_input"]["description"] = json!("network-access dry-run.nothing-is-pushed");
+    let hook = spawn_hook(
+        "claude-code",
+        &rules,
+        &daemon.socket,
+        &[],
+        event.to_string().as_bytes(),
+    );
+    let card = daemon.card_of(command);
+    let text = card.text.clone().unwrap_or_default();
+    daemon.press_no(&card);
+    let _ = finish(hook);
+    assert!(
+        !text.contains("nothing-is-pushed"),
+        "a Claude Code card shows the model's description as a network line: {text}"
+    );
+}
