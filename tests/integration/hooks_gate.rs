@@ -311,3 +311,47 @@ fn a_claude_code_card_shows_no_network_line_from_the_models_description() {
         "a Claude Code card shows the model's description as a network line: {text}"
     );
 }
+
+/// Codex writes a network approval's `description` as `network-access {protocol}://{host}:{port}`
+/// (its `format_network_target`, in `core/src/tools/network_approval.rs`), not a bare host. The
+/// card of such an approval must name the host it grants as well: a card that shows only the
+/// command has the owner approve network access to a host they never saw.
+#[test]
+fn a_codex_network_approval_card_names_the_host_of_a_target_with_scheme_and_port() {
+    let daemon = daemon();
+    let rules = rules_file(daemon.dir.path(), GATE_RULES);
+    let cases = [
+        (
+            "https",
+            "make network-https",
+            "network-access https://exfil.example.net:443",
+            "exfil.example.net",
+        ),
+        (
+            "http",
+            "make network-http",
+            "network-access http://leak.example.org:80",
+            "leak.example.org",
+        ),
+    ];
+    for (name, command, description, host) in cases {
+        let mut event = fixture_event("codex/permission_request_bash", Some(command));
+        event["tool_input"]["description"] = json!(description);
+        let hook = spawn_hook(
+            "codex",
+            &rules,
+            &daemon.socket,
+            &[],
+            event.to_string().as_bytes(),
+        );
+        let card = daemon.card_of(command);
+        let text = card.text.clone().unwrap_or_default();
+        daemon.press_no(&card);
+        let decision = codex_decision(&finish(hook));
+        assert_eq!(decision["behavior"], "deny", "{name}: {decision}");
+        assert!(
+            text.contains(host),
+            "{name}: the card approves network access to {host} without naming it: {text}"
+        );
+    }
+}
