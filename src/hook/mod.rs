@@ -163,6 +163,11 @@ fn decide(agent: Agent, args: &HookArgs, event: &Event) -> Verdict {
         tool_name: &event.tool_name,
         tool_input: &event.tool_input,
         cwd: event.cwd.as_deref(),
+        // Only Codex asks network approvals, through `PermissionRequest`; anywhere else a
+        // `description` is the model's own words.
+        network: (agent == Agent::Codex && event.name == event::EventName::PermissionRequest)
+            .then(|| rules::network_access(&event.tool_input))
+            .flatten(),
     };
     let (mode, ask) = match for_network(rules.decide(&call), &call) {
         Decision::Unmatched => return Verdict::NoDecision,
@@ -205,7 +210,7 @@ fn decide(agent: Agent, args: &HookArgs, event: &Event) -> Verdict {
 /// back this way (the `description` is the model's to write). A gate stays a gate, its card
 /// naming the host (`rules::shown_call`).
 fn for_network(decision: Decision, call: &Call<'_>) -> Decision {
-    if rules::network_access(call.tool_input).is_none() {
+    if call.network.is_none() {
         return decision;
     }
     match decision {
@@ -281,6 +286,7 @@ mod tests {
             tool_name: "Bash",
             tool_input: input,
             cwd: None,
+            network: rules::network_access(input),
         };
         let pass = Decision::Pass {
             rule: "make".to_owned(),

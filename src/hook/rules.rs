@@ -42,6 +42,10 @@ pub(crate) struct Call<'a> {
     pub tool_input: &'a Value,
     /// The agent's working directory, when it said (for `{cwd}`).
     pub cwd: Option<&'a str>,
+    /// What a network approval grants, when the call is one: only the agent's own request can
+    /// say so (Codex's `PermissionRequest`, [`network_access`]), never a `description` the model
+    /// wrote on another call.
+    pub network: Option<Network<'a>>,
 }
 
 /// What the rules say about one call.
@@ -551,50 +555,107 @@ fn build_ask(rule: &Rule, scope: &Scope<'_>) -> Result<Ask, String> {
 /// tool's input as its name and pretty JSON (so a non-shell tool with a `command` argument is
 /// never shown as if it were a shell command).
 ///
-/// The `description` is the model's own words and is never shown, with one exception: a
-/// network approval (Codex asks them as `Bash`, with a `description` of exactly `network-access
-/// <host>`) shows `network-access <host>` under the command, rebuilt from the host alone, since
-/// what its yes grants is the host, not the command.
+/// A `description` is the model's own words and is never shown, in either form. A network
+/// approval ([`Call::network`]) shows `network-access <target>` under the command, rebuilt from
+/// the target alone, since what its yes grants is the network, not the command.
 pub(crate) fn shown_call(call: &Call<'_>, shell_tools: &[String]) -> String {
+    let grant = match call.network {
+        Some(Network::Host(target)) => format!("\nnetwork-access {target}"),
+        Some(Network::Unclear) | None => String::new(),
+    };
     if shell_tools.iter().any(|t| t == call.tool_name) {
         if let Some(command) = call.tool_input.get("command").and_then(Value::as_str) {
             if call.tool_input.as_object().is_some_and(|o| {
                 o.keys()
                     .all(|k| matches!(k.as_str(), "command" | "description"))
             }) {
-                return match network_access(call.tool_input) {
-                    Some(Network::Host(host)) => format!("{command}\nnetwork-access {host}"),
-                    Some(Network::Unclear) | None => command.to_owned(),
-                };
+                return format!("{command}{grant}");
             }
         }
     }
-    let input = serde_json::to_string_pretty(call.tool_input).unwrap_or_default();
-    format!("{}\n{input}", call.tool_name)
+    let mut input = call.tool_input.clone();
+    if let Some(object) = input.as_object_mut() {
+        object.remove("description");
+    }
+    let input = serde_json::to_string_pretty(&input).unwrap_or_default();
+    format!("{}\n{input}{grant}", call.tool_name)
 }
 
-/// What a call's `description` says of network access.
+/// What a network approval grants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Network<'a> {
-    /// Exactly `network-access <host>`, the host one token of a host's characters.
+    /// A target read whole: `[scheme://]host[:port]`, the host a name or a bracketed IPv6
+    /// address.
     Host(&'a str),
-    /// It starts `network-access` but is not that: treated as a network approval wherever that
-    /// is the stricter reading, and its words are never shown.
+    /// A `description` that starts `network-access` but holds no such target: still a network
+    /// approval wherever that is the stricter reading, and none of its words are shown.
     Unclear,
 }
 
-/// Whether the call is a network approval (Codex asks its `PermissionRequest` hook for them as
-/// a shell call, with a `description` of `network-access <host>`, openai/codex#17563).
+/// A Codex network approval's grant, read from its `description`: `network-access <target>`,
+/// Codex writing the target as `{protocol}://{host}:{port}` (`format_network_target`,
+/// openai/codex#17563). Called for Codex's `PermissionRequest` events only; anywhere else the
+/// `description` is the model's.
 pub(crate) fn network_access(tool_input: &Value) -> Option<Network<'_>> {
     let description = tool_input.get("description")?.as_str()?;
     let rest = description.strip_prefix("network-access")?;
-    let host = rest.strip_prefix(' ').filter(|host| {
-        (1..=255).contains(&host.len())
+    let target = rest
+        .strip_prefix(' ')
+        .filter(|target| is_network_target(target));
+    Some(target.map_or(Network::Unclear, Network::Host))
+}
+
+/// `[scheme://]host[:port]`, nothing else: a scheme of lowercase letters, digits, `+`, `-` and
+/// `.`; a host of letters, digits, `.` and `-`, or an IPv6 address in brackets; a port of digits.
+fn is_network_target(target: &str) -> bool {
+    if target.len() > 300 {
+        return false;
+    }
+    let rest = match target.split_once("://") {
+        Some((scheme, rest)) => {
+            let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_lowercase())
+                && scheme.bytes().all(|b| {
+                    b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.')
+                });
+            if !scheme_ok {
+                return false;
+            }
+            rest
+        }
+        None => target,
+    };
+    let (host, port) = if let Some(bracketed) = rest.strip_prefix('[') {
+        let Some((address, after)) = bracketed.split_once(']') else {
+            return false;
+        };
+        if address.is_empty()
+            || !address
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+        {
+            return false;
+        }
+        match (after, after.strip_prefix(':')) {
+            ("", _) => (None, None),
+            (_, Some(port)) => (None, Some(port)),
+            (_, None) => return false,
+        }
+    } else {
+        match rest.rsplit_once(':') {
+            Some((host, port)) => (Some(host), Some(port)),
+            None => (Some(rest), None),
+        }
+    };
+    let host_ok = host.is_none_or(|host| {
+        !host.is_empty()
             && host
                 .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'))
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-'))
     });
-    Some(host.map_or(Network::Unclear, Network::Host))
+    let port_ok = port.is_none_or(|port| {
+        (1..=5).contains(&port.len()) && port.bytes().all(|b| b.is_ascii_digit())
+    });
+    host_ok && port_ok
 }
 
 /// A value built from text and `{name}` placeholders (`{{` and `}}` for braces).

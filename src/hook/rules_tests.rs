@@ -75,6 +75,7 @@ fn bash(command: &str) -> Decision {
         tool_name: "Bash",
         tool_input: &input,
         cwd: Some("/home/mila/blog"),
+        network: None,
     })
 }
 
@@ -85,6 +86,7 @@ fn bash_with(rules: &Rules, command: &str) -> Decision {
         tool_name: "Bash",
         tool_input: &input,
         cwd: Some("/home/mila/blog"),
+        network: None,
     })
 }
 
@@ -194,6 +196,7 @@ fn a_route_takes_its_values_from_captures_and_named_arguments() {
         tool_name: "mcp__blog__post",
         tool_input: &input,
         cwd: None,
+        network: None,
     });
     let Decision::Route(ask) = decision else {
         panic!("{decision:?}");
@@ -209,6 +212,7 @@ fn a_route_takes_its_values_from_captures_and_named_arguments() {
         tool_name: "mcp__blog__post",
         tool_input: &input,
         cwd: None,
+        network: None,
     });
     let Decision::Block { message } = decision else {
         panic!("{decision:?}");
@@ -228,6 +232,7 @@ fn a_block_rule_speaks_before_a_missing_value() {
         tool_name: "Bash",
         tool_input: &input,
         cwd: None,
+        network: None,
     });
     assert_eq!(
         decision,
@@ -255,6 +260,7 @@ fn tools_match_exactly_or_by_glob() {
             tool_name: tool,
             tool_input: &input,
             cwd: None,
+            network: None,
         }))
     };
     assert_eq!(decide("Read"), "pass");
@@ -316,6 +322,7 @@ fn the_example_rules_file_parses() {
             tool_name: tool,
             tool_input: &input,
             cwd: Some("/home/mila/blog"),
+            network: None,
         }))
     };
     assert_eq!(decide("Read", json!({"file_path": "/x"})), "pass");
@@ -478,6 +485,7 @@ fn a_gate_card_names_the_tool_unless_it_is_a_shell() {
                 tool_name: tool,
                 tool_input: &input,
                 cwd: None,
+                network: None,
             },
             &shell,
         );
@@ -520,6 +528,7 @@ fn a_gate_card_shows_no_words_of_the_description_beyond_a_network_host() {
                 tool_name: "Bash",
                 tool_input: &input,
                 cwd: None,
+                network: None,
             },
             &shell,
         );
@@ -565,6 +574,7 @@ fn a_gate_card_shows_no_description_of_a_call_with_more_keys() {
                 tool_name: "Bash",
                 tool_input: &input,
                 cwd: None,
+                network: None,
             },
             &shell,
         );
@@ -577,4 +587,56 @@ fn a_gate_card_shows_no_description_of_a_call_with_more_keys() {
             "{name}: the card shows the model's {words:?} beside the command it allows: {shown:?}"
         );
     }
+}
+
+/// A network approval's target is read whole, as Codex writes it (`{protocol}://{host}:{port}`)
+/// or as a bare host; anything else that starts `network-access` is unclear, and none of its
+/// words reach a card.
+#[test]
+fn a_network_target_is_read_whole_or_not_at_all() {
+    use super::{network_access, Network};
+    let cases = [
+        (
+            "network-access https://exfil.example.net:443",
+            Some(Network::Host("https://exfil.example.net:443")),
+        ),
+        (
+            "network-access http://[::1]:8080",
+            Some(Network::Host("http://[::1]:8080")),
+        ),
+        (
+            "network-access exfil.example.net",
+            Some(Network::Host("exfil.example.net")),
+        ),
+        (
+            "network-access socks5h://proxy-1.example:1080",
+            Some(Network::Host("socks5h://proxy-1.example:1080")),
+        ),
+        (
+            "network-access github.com\n(dry run)",
+            Some(Network::Unclear),
+        ),
+        (
+            "network-access github.com - dry run",
+            Some(Network::Unclear),
+        ),
+        ("network-access https://a b", Some(Network::Unclear)),
+        (
+            "network-access HTTPS://exfil.example.net",
+            Some(Network::Unclear),
+        ),
+        ("network-access exfil.example.net:", Some(Network::Unclear)),
+        ("network-access [::1", Some(Network::Unclear)),
+        ("network-access", Some(Network::Unclear)),
+        ("network-accessible? no", Some(Network::Unclear)),
+        ("Deploy the site", None),
+    ];
+    for (description, expected) in cases {
+        let input = json!({"command": "make", "description": description});
+        assert_eq!(network_access(&input), expected, "{description:?}");
+    }
+    assert_eq!(
+        network_access(&json!({"command": "make", "description": 7})),
+        None
+    );
 }

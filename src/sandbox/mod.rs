@@ -547,6 +547,7 @@ mod tests {
                 tool_name: "Bash",
                 tool_input: input,
                 cwd: Some("/home/mila/blog"),
+                network: None,
             })
         };
         let Decision::Gate(gate) = decide(&bash("rm -rf build")) else {
