@@ -341,9 +341,7 @@ impl Consent {
             },
         }
     }
-}
 
-impl Consent {
     /// Whether the action just run, at `usage` today, was the last a mandate may answer today:
     /// its own day's ([`last_today`]), or the kind's shared day's (`covering_mandate`). Either
     /// way the next ask will be a card, so its receipt is told.
