@@ -1,6 +1,6 @@
 //! The ask in the store: the stateful rules it meets in their fixed order (idempotency, the
-//! owner's switch for its kind, owner, decline memory, a silenced kind, joining an open card, a covering mandate, `max_pending`) and
-//! what is written for each outcome, in one transaction.
+//! owner's switch for its kind, owner, decline memory, a silenced kind, joining an open card, a
+//! covering mandate, `max_pending`) and what is written for each outcome, in one transaction.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -86,7 +86,7 @@ pub struct AskPolicy {
     /// `mandate_ok` and not destructive): a config changed since a mandate opened wins.
     pub mandates_cover: bool,
     /// The config's ceilings on a mandate's day (`mandate_max_usd_per_day`,
-    /// `mandate_max_actions_per_day`), which bound all the open mandates of a kind together.
+    /// `mandate_max_actions_per_day`), which bound all the mandates of a kind together.
     pub mandate_day: consentd_core::mandate::Usage,
 }
 

@@ -224,10 +224,11 @@ fn sum_costs(
 /// The first open mandate (oldest first) that covers `action` now, with its usage before it.
 /// Only the mandates `peer_uid` asked for: a standing yes given to one session is not another's.
 ///
-/// All the open mandates of a kind, whoever asked for them, are bounded together by the config's
-/// ceilings on a mandate's day (`day_ceilings`): several mandates granted for one kind do
-/// not add their days up past what one could hold, so the day's actions and money that run
-/// without a card stay within those ceilings however many the owner granted.
+/// All the mandates of a kind, whoever asked for them, are bounded together by the config's
+/// ceilings on a mandate's day (`day_ceilings`), the day's uses of stopped and ended ones
+/// counted too: several mandates granted for one kind do not add their days up past what one
+/// could hold, so the day's actions and money that run without a card stay within those
+/// ceilings however many the owner granted.
 pub(crate) fn covering_mandate(
     tx: &Connection,
     action: &Action,
