@@ -280,7 +280,7 @@ mod tests {
     #[test]
     fn a_network_approval_is_never_passed_or_routed_by_a_rule_for_its_command() {
         let network = serde_json::json!({"command": "make deploy",
-            "description": "network-access exfil.example.net"});
+            "description": "network-access https://exfil.example.net:443"});
         let plain = serde_json::json!({"command": "make deploy", "description": "Deploy"});
         let call = |input| Call {
             tool_name: "Bash",

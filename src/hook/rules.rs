@@ -584,8 +584,7 @@ pub(crate) fn shown_call(call: &Call<'_>, shell_tools: &[String]) -> String {
 /// What a network approval grants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Network<'a> {
-    /// A target read whole: `[scheme://]host[:port]`, the host a name or a bracketed IPv6
-    /// address.
+    /// A target read whole: `scheme://host:port`, the host a name or a bracketed IPv6 address.
     Host(&'a str),
     /// A `description` that starts `network-access` but holds no such target: still a network
     /// approval wherever that is the stricter reading, and none of its words are shown.
@@ -605,25 +604,24 @@ pub(crate) fn network_access(tool_input: &Value) -> Option<Network<'_>> {
     Some(target.map_or(Network::Unclear, Network::Host))
 }
 
-/// `[scheme://]host[:port]`, nothing else: a scheme of lowercase letters, digits, `+`, `-` and
-/// `.`; a host of letters, digits, `.` and `-`, or an IPv6 address in brackets; a port of digits.
+/// `scheme://host:port`, nothing else: a scheme of lowercase letters, digits, `+`, `-` and `.`;
+/// a host of letters, digits, `.` and `-`, or an IPv6 address in brackets; a port of digits.
 fn is_network_target(target: &str) -> bool {
     if target.len() > 300 {
         return false;
     }
-    let rest = match target.split_once("://") {
-        Some((scheme, rest)) => {
-            let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_lowercase())
-                && scheme.bytes().all(|b| {
-                    b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.')
-                });
-            if !scheme_ok {
-                return false;
-            }
-            rest
-        }
-        None => target,
+    // Codex always writes the scheme and the port; a bare word that might be a host could be
+    // made to read as a sentence ("dry-run.nothing-is-pushed"), so none is taken for one.
+    let Some((scheme, rest)) = target.split_once("://") else {
+        return false;
     };
+    let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_lowercase())
+        && scheme.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.')
+        });
+    if !scheme_ok {
+        return false;
+    }
     let (host, port) = if let Some(bracketed) = rest.strip_prefix('[') {
         let Some((address, after)) = bracketed.split_once(']') else {
             return false;
@@ -635,15 +633,14 @@ fn is_network_target(target: &str) -> bool {
         {
             return false;
         }
-        match (after, after.strip_prefix(':')) {
-            ("", _) => (None, None),
-            (_, Some(port)) => (None, Some(port)),
-            (_, None) => return false,
+        match after.strip_prefix(':') {
+            Some(port) => (None, port),
+            None => return false,
         }
     } else {
         match rest.rsplit_once(':') {
-            Some((host, port)) => (Some(host), Some(port)),
-            None => (Some(rest), None),
+            Some((host, port)) => (Some(host), port),
+            None => return false,
         }
     };
     let host_ok = host.is_none_or(|host| {
@@ -652,9 +649,7 @@ fn is_network_target(target: &str) -> bool {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-'))
     });
-    let port_ok = port.is_none_or(|port| {
-        (1..=5).contains(&port.len()) && port.bytes().all(|b| b.is_ascii_digit())
-    });
+    let port_ok = (1..=5).contains(&port.len()) && port.bytes().all(|b| b.is_ascii_digit());
     host_ok && port_ok
 }
 

@@ -589,8 +589,8 @@ fn a_gate_card_shows_no_description_of_a_call_with_more_keys() {
     }
 }
 
-/// A network approval's target is read whole, as Codex writes it (`{protocol}://{host}:{port}`)
-/// or as a bare host; anything else that starts `network-access` is unclear, and none of its
+/// A network approval's target is read whole, as Codex writes it (`{protocol}://{host}:{port}`);
+/// anything else that starts `network-access` is unclear, and none of its
 /// words reach a card.
 #[test]
 fn a_network_target_is_read_whole_or_not_at_all() {
@@ -604,9 +604,14 @@ fn a_network_target_is_read_whole_or_not_at_all() {
             "network-access http://[::1]:8080",
             Some(Network::Host("http://[::1]:8080")),
         ),
+        ("network-access exfil.example.net", Some(Network::Unclear)),
         (
-            "network-access exfil.example.net",
-            Some(Network::Host("exfil.example.net")),
+            "network-access dry-run.nothing-is-pushed",
+            Some(Network::Unclear),
+        ),
+        (
+            "network-access https://exfil.example.net",
+            Some(Network::Unclear),
         ),
         (
             "network-access socks5h://proxy-1.example:1080",

@@ -266,7 +266,7 @@ fn a_codex_network_approval_card_names_the_host_it_grants() {
     let rules = rules_file(daemon.dir.path(), GATE_RULES);
     let command = "make network-approval";
     let mut event = fixture_event("codex/permission_request_bash", Some(command));
-    event["tool_input"]["description"] = json!("network-access exfil.example.net");
+    event["tool_input"]["description"] = json!("network-access https://exfil.example.net:443");
     let hook = spawn_hook(
         "codex",
         &rules,
