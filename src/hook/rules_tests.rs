@@ -496,14 +496,27 @@ fn a_gate_card_names_the_tool_unless_it_is_a_shell() {
     }
 }
 
+/// A Bash call as a gate's card shows it, read as the hook reads a Codex `PermissionRequest`:
+/// its `description` taken for a network approval wherever it can be one, the strictest reading.
+fn shown_bash(input: &serde_json::Value) -> String {
+    shown_call(
+        &Call {
+            tool_name: "Bash",
+            tool_input: input,
+            cwd: None,
+            network: super::network_access(input),
+        },
+        &["Bash".to_owned()],
+    )
+}
+
 /// A `description` is the model's own words (Claude Code's Bash takes one from the model; Codex
 /// passes the model's justification), so a gate's card shows none of it beside the command it
-/// allows. The one exception, a Codex network approval's `network-access <host>`, shows the
-/// host and nothing else: a description that merely starts that way must not add the model's
+/// allows. The one exception, a Codex network approval's `network-access <target>`, shows the
+/// target and nothing else: a description that merely starts that way must not add the model's
 /// text to the card, least of all lines under the command that read as the command's own.
 #[test]
 fn a_gate_card_shows_no_words_of_the_description_beyond_a_network_host() {
-    let shell = vec!["Bash".to_owned()];
     let table = [
         (
             "a line feed after the host",
@@ -523,15 +536,7 @@ fn a_gate_card_shows_no_words_of_the_description_beyond_a_network_host() {
     ];
     for (name, description, injected) in table {
         let input = json!({"command": "git push --force origin main", "description": description});
-        let shown = shown_call(
-            &Call {
-                tool_name: "Bash",
-                tool_input: &input,
-                cwd: None,
-                network: None,
-            },
-            &shell,
-        );
+        let shown = shown_bash(&input);
         assert!(
             shown.starts_with("git push --force origin main"),
             "{name}: the command comes first: {shown:?}"
@@ -549,7 +554,6 @@ fn a_gate_card_shows_no_words_of_the_description_beyond_a_network_host() {
 /// shows beside the command it allows, whatever else the call holds.
 #[test]
 fn a_gate_card_shows_no_description_of_a_call_with_more_keys() {
-    let shell = vec!["Bash".to_owned()];
     let words = "dry run, nothing is pushed";
     let table = [
         (
@@ -569,15 +573,7 @@ fn a_gate_card_shows_no_description_of_a_call_with_more_keys() {
         ),
     ];
     for (name, input) in table {
-        let shown = shown_call(
-            &Call {
-                tool_name: "Bash",
-                tool_input: &input,
-                cwd: None,
-                network: None,
-            },
-            &shell,
-        );
+        let shown = shown_bash(&input);
         assert!(
             shown.contains("git push --force origin main"),
             "{name}: the card shows the command: {shown:?}"

@@ -16,7 +16,7 @@ use crate::hooks::{
 use std::time::{Duration, Instant};
 
 /// An approval-only category for shell commands, as docs/HOOKS.md sets it up.
-const SHELL_CATEGORY: &str = r#"
+pub(crate) const SHELL_CATEGORY: &str = r#"
 [categories.shell]
 label = { en = "Run a shell command" }
 class = "external"
@@ -254,22 +254,20 @@ fn two_hooks_waiting_on_the_same_command_are_not_both_allowed_by_one_yes() {
     }
 }
 
-/// Codex asks its `PermissionRequest` hook for network approvals too, as the tool `Bash` with
-/// `tool_input.command` the command that wants the network and `tool_input.description`
-/// `network-access <domain>` (openai/codex pull request #17563). An allow there grants that
-/// domain, so the gate's card must name it: a card that shows only `make deploy` has the owner
-/// approve a command they may think is harmless while what the Yes grants is the network
-/// access to a host they never saw.
-#[test]
-fn a_codex_network_approval_card_names_the_host_it_grants() {
-    let daemon = daemon();
-    let rules = rules_file(daemon.dir.path(), GATE_RULES);
-    let command = "make network-approval";
-    let mut event = fixture_event("codex/permission_request_bash", Some(command));
-    event["tool_input"]["description"] = json!("network-access https://exfil.example.net:443");
+/// The text of the gate card a call of `command` draws through `agent`'s hook (its event read
+/// from `fixture`) with `description` beside it, and the hook's output once the owner pressed No.
+fn card_with_description(
+    daemon: &Daemon,
+    rules: &std::path::Path,
+    (agent, fixture): (&str, &str),
+    command: &str,
+    description: &str,
+) -> (String, std::process::Output) {
+    let mut event = fixture_event(fixture, Some(command));
+    event["tool_input"]["description"] = json!(description);
     let hook = spawn_hook(
-        "codex",
-        &rules,
+        agent,
+        rules,
         &daemon.socket,
         &[],
         event.to_string().as_bytes(),
@@ -277,45 +275,36 @@ fn a_codex_network_approval_card_names_the_host_it_grants() {
     let card = daemon.card_of(command);
     let text = card.text.clone().unwrap_or_default();
     daemon.press_no(&card);
-    let decision = codex_decision(&finish(hook));
-    assert_eq!(decision["behavior"], "deny", "{decision}");
-    assert!(
-        text.contains("exfil.example.net"),
-        "the card approves network access to exfil.example.net without naming it: {text}"
-    );
+    (text, finish(hook))
 }
 
-/// Claude Code asks no network approvals: a `description` of `network-access <host>` on its
-/// Bash call is the model's own words (its Bash takes a description from the model), and a host
-/// is free to read as a sentence. The card of a Claude Code call shows the command alone.
+/// Claude Code asks no network approvals: a `description` of `network-access <target>` on its
+/// Bash call is the model's own words (its Bash takes a description from the model), even in the
+/// form Codex writes, and a host is free to read as a sentence. The card of a Claude Code call
+/// shows the command alone.
 #[test]
 fn a_claude_code_card_shows_no_network_line_from_the_models_description() {
     let daemon = daemon();
     let rules = rules_file(daemon.dir.path(), GATE_RULES);
-    let command = "make push-release";
-    let mut event = fixture_event("claude-code/pre_tool_use_bash", Some(command));
-    event["tool_input"]["description"] = json!("network-access dry-run.nothing-is-pushed");
-    let hook = spawn_hook(
-        "claude-code",
+    let (text, _) = card_with_description(
+        &daemon,
         &rules,
-        &daemon.socket,
-        &[],
-        event.to_string().as_bytes(),
+        ("claude-code", "claude-code/pre_tool_use_bash"),
+        "make push-release",
+        "network-access https://dry-run.nothing-is-pushed:443",
     );
-    let card = daemon.card_of(command);
-    let text = card.text.clone().unwrap_or_default();
-    daemon.press_no(&card);
-    let _ = finish(hook);
     assert!(
         !text.contains("nothing-is-pushed"),
         "a Claude Code card shows the model's description as a network line: {text}"
     );
 }
 
-/// Codex writes a network approval's `description` as `network-access {protocol}://{host}:{port}`
-/// (its `format_network_target`, in `core/src/tools/network_approval.rs`), not a bare host. The
-/// card of such an approval must name the host it grants as well: a card that shows only the
-/// command has the owner approve network access to a host they never saw.
+/// Codex asks its `PermissionRequest` hook for network approvals too, as the tool `Bash`, with
+/// `tool_input.command` the command that wants the network and `tool_input.description`
+/// `network-access {protocol}://{host}:{port}` (its `format_network_target`, in
+/// `core/src/tools/network_approval.rs`; openai/codex pull request #17563). An allow grants that
+/// host, so the gate's card must name it: a card that shows only the command has the owner
+/// approve network access to a host they never saw.
 #[test]
 fn a_codex_network_approval_card_names_the_host_of_a_target_with_scheme_and_port() {
     let daemon = daemon();
@@ -335,19 +324,9 @@ fn a_codex_network_approval_card_names_the_host_of_a_target_with_scheme_and_port
         ),
     ];
     for (name, command, description, host) in cases {
-        let mut event = fixture_event("codex/permission_request_bash", Some(command));
-        event["tool_input"]["description"] = json!(description);
-        let hook = spawn_hook(
-            "codex",
-            &rules,
-            &daemon.socket,
-            &[],
-            event.to_string().as_bytes(),
-        );
-        let card = daemon.card_of(command);
-        let text = card.text.clone().unwrap_or_default();
-        daemon.press_no(&card);
-        let decision = codex_decision(&finish(hook));
+        let codex = ("codex", "codex/permission_request_bash");
+        let (text, output) = card_with_description(&daemon, &rules, codex, command, description);
+        let decision = codex_decision(&output);
         assert_eq!(decision["behavior"], "deny", "{name}: {decision}");
         assert!(
             text.contains(host),

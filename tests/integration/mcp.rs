@@ -370,15 +370,9 @@ fn withdraw_kinds_and_status_through_the_tools() {
 #[test]
 fn two_approval_prompts_for_the_same_command_are_not_both_allowed_by_one_yes() {
     use std::io::Write as _;
-    const SHELL: &str = r#"
-[categories.shell]
-label = { en = "Run a shell command" }
-class = "external"
-mode = "approve"
-enabled = true
-text = "required"
-"#;
-    let daemon = Daemon::builder().config_tail(SHELL).start();
+    let daemon = Daemon::builder()
+        .config_tail(crate::hooks_gate::SHELL_CATEGORY)
+        .start();
     let mut server = Command::new(BIN)
         .args(["mcp", "--socket"])
         .arg(&daemon.socket)
