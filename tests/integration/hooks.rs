@@ -128,6 +128,18 @@ pub fn answered(
     needle: &str,
     press: Press,
 ) -> Output {
+    answered_card(daemon, rules, agent, event, needle, press).1
+}
+
+/// [`answered`], with the card's text as it was drawn, before the press.
+pub fn answered_card(
+    daemon: &Daemon,
+    rules: &Path,
+    agent: &str,
+    event: &Value,
+    needle: &str,
+    press: Press,
+) -> (String, Output) {
     let hook = spawn_hook(
         agent,
         rules,
@@ -136,11 +148,12 @@ pub fn answered(
         event.to_string().as_bytes(),
     );
     let card = daemon.card_of(needle);
+    let text = card.text.clone().unwrap_or_default();
     match press {
         Press::Yes => daemon.press_yes(&card),
         Press::No => daemon.press_no(&card),
     }
-    finish(hook)
+    (text, finish(hook))
 }
 
 /// Runs the Claude Code hook on `event` with `--max-wait 3` while nobody answers; it must end

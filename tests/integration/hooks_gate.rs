@@ -265,17 +265,7 @@ fn card_with_description(
 ) -> (String, std::process::Output) {
     let mut event = fixture_event(fixture, Some(command));
     event["tool_input"]["description"] = json!(description);
-    let hook = spawn_hook(
-        agent,
-        rules,
-        &daemon.socket,
-        &[],
-        event.to_string().as_bytes(),
-    );
-    let card = daemon.card_of(command);
-    let text = card.text.clone().unwrap_or_default();
-    daemon.press_no(&card);
-    (text, finish(hook))
+    crate::hooks::answered_card(daemon, rules, agent, &event, command, Press::No)
 }
 
 /// Claude Code asks no network approvals: a `description` of `network-access <target>` on its
