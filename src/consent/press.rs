@@ -27,10 +27,10 @@ use super::queue::{queue, say, text_body};
 use super::stale;
 use super::{Consent, Decision, Owner, PressFacts, PressSubject};
 
-/// How long a press waits for a send in flight to be recorded before it is judged (see
-/// [`Drawing`](crate::sender::Drawing)). A send stalled longer than this leaves the press judged
-/// on what is known.
-const DRAWING_PATIENCE: Duration = Duration::from_secs(3);
+/// How long a press, or a reply to a card, waits for a send in flight to be recorded before it
+/// is judged (see [`Drawing`](crate::sender::Drawing)). A send stalled longer than this leaves
+/// it judged on what is known.
+pub(super) const DRAWING_PATIENCE: Duration = Duration::from_secs(3);
 
 /// Category switches name a kind, not a record.
 fn is_switch(action: PressAction) -> bool {

@@ -7,6 +7,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::press::DRAWING_PATIENCE;
 use super::queue::{say, text_body};
 use super::{Consent, Owner, Said};
 use crate::card::owner::{self, ReasonReply};
@@ -110,6 +111,19 @@ impl Consent {
         self.outcome_text_with(record, outcome, now).await
     }
 
+    /// The record whose card is message `message_id`. A message not known yet may be a card
+    /// whose send is being recorded this moment (Telegram has it, the daemon is still writing
+    /// its id down): then, as for a press, the reply waits briefly for that to finish.
+    async fn card_replied_to(&self, message_id: i64) -> Result<Option<Record>, StoreError> {
+        let read = || self.store.call(move |db| db.record_of_card(message_id));
+        let record = read().await?;
+        if record.is_some() {
+            return Ok(record);
+        }
+        let _sent = tokio::time::timeout(DRAWING_PATIENCE, self.drawing.lock()).await;
+        read().await
+    }
+
     /// The owner's message that is no command, in reply to another message: the reason for a
     /// No when it answers a declined card in time; otherwise what it comes to is told in one
     /// line.
@@ -121,11 +135,7 @@ impl Consent {
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let record = match said.reply_to {
-            Some(message_id) => {
-                self.store
-                    .call(move |db| db.record_of_card(message_id))
-                    .await?
-            }
+            Some(message_id) => self.card_replied_to(message_id).await?,
             None => None,
         };
         let wait = self.config.limits.decline_reason_wait;

@@ -201,15 +201,46 @@ fn a_reply_to_an_open_card_never_answers_it() {
     let daemon = Daemon::builder().decline_reason_wait("60s").start();
     let id = ask_id(&daemon, "still open");
     let card = daemon.card_of(&id);
-    // The card is in the chat once Telegram has it, but the daemon learns its message id from
-    // Telegram's answer a moment later. The one sender sends in order, so an answer to /pending
-    // comes only after the card's id is recorded; an owner cannot reply any sooner.
-    let before = write(&daemon, "/pending");
-    bot_says(&daemon, before, &id);
     let before = reply(&daemon, &owner(), "yes", &card);
     bot_says(&daemon, before, "A message never answers a card");
     assert_eq!(status(&daemon, &id)["status"], "card_shown");
     assert_eq!(daemon.runs(), 0);
+}
+
+/// Telegram has a card (the owner sees it) a moment before the daemon hears its message id back.
+/// What the owner does with the card in that moment is judged as it would be a moment later:
+/// the reply is told it answers nothing, the press answers the card. Each case its own daemon,
+/// whose card's `sendMessage` is answered two seconds late.
+#[test]
+fn what_the_owner_does_with_a_card_whose_send_is_still_answered_counts_as_after() {
+    type Act = fn(&Daemon, &str, &ChatMessage);
+    let cases: [(&str, Act); 2] = [
+        ("a reply to it", |daemon, id, card| {
+            let before = reply(daemon, &owner(), "yes", card);
+            bot_says(daemon, before, "A message never answers a card");
+            assert_eq!(status(daemon, id)["status"], "card_shown");
+        }),
+        ("a Yes on it", |daemon, id, card| {
+            daemon.press_yes(card);
+            daemon.wait_state(id, "executed");
+        }),
+    ];
+    for (case, act) in cases {
+        let daemon = Daemon::builder().start();
+        daemon
+            .bot
+            .script("sendMessage", Scripted::AnswerLate(Duration::from_secs(2)));
+        let id = ask_id(&daemon, case);
+        let card = daemon.card_of(&id);
+        act(&daemon, &id, &card);
+        let runs = if case == "a Yes on it" { 1 } else { 0 };
+        assert_eq!(daemon.runs(), runs, "{case}");
+        assert!(
+            events(&daemon, "press_rejected").is_empty(),
+            "{case}: {:?}",
+            events(&daemon, "press_rejected")
+        );
+    }
 }
 
 #[test]

@@ -53,6 +53,7 @@
 //! | [`Scripted::Drop`] | none: the connection is closed | `Network(..)` |
 //! | [`Scripted::MalformedJson`] | 200, cut-off JSON | `InvalidJson { .. }` |
 //! | [`Scripted::Delay`]`(d)` | the normal answer, `d` later | the normal result; `Network(..)` (a timeout) when `d` exceeds the client's timeout, 17 s by default |
+//! | [`Scripted::AnswerLate`]`(d)` | handled at once (a message is in the chat), its answer `d` later | as for `Delay` |
 //! | (a wrong token) | 401 "Unauthorized" | `Api(ApiError::InvalidToken)` |
 //! | (an unknown method) | 404 "Not Found" | `Api(ApiError::InvalidToken)`: teloxide reads "Not Found" as a bad token |
 //!

@@ -23,6 +23,10 @@ pub enum Scripted {
     },
     /// Answer normally, this much later (to exercise client timeouts).
     Delay(Duration),
+    /// Handle the call at once (a sent message is in the chat, where the owner can press or
+    /// reply to it), but answer this much later: the bot learns the message's id after the owner
+    /// could have acted on it.
+    AnswerLate(Duration),
     /// Close the connection without answering.
     Drop,
     /// Answer 200 with a body cut off in the middle of the JSON.

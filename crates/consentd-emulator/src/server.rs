@@ -7,7 +7,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Request, State};
@@ -317,12 +317,11 @@ async fn handle(
                 .body(Body::from(r#"{"ok":true,"result":{"message_id":"#))
                 .unwrap_or_else(|_| StatusCode::OK.into_response());
         }
-        Some(Scripted::Delay(delay)) => {
-            let mut stopped = emulator.inner.shutdown.subscribe();
-            tokio::select! {
-                _ = tokio::time::sleep(delay) => {}
-                _ = stopped.wait_for(|stop| *stop) => {}
-            }
+        Some(Scripted::Delay(delay)) => wait_or_stop(&emulator, delay).await,
+        Some(Scripted::AnswerLate(delay)) => {
+            let result = emulator.dispatch(&method, &params);
+            wait_or_stop(&emulator, delay).await;
+            return answer(&emulator, seq, result);
         }
         None => {}
     }
@@ -332,6 +331,15 @@ async fn handle(
         emulator.dispatch(&method, &params)
     };
     answer(&emulator, seq, result)
+}
+
+/// Waits `delay`, or less when the emulator shuts down.
+async fn wait_or_stop(emulator: &Emulator, delay: Duration) {
+    let mut stopped = emulator.inner.shutdown.subscribe();
+    tokio::select! {
+        _ = tokio::time::sleep(delay) => {}
+        _ = stopped.wait_for(|stop| *stop) => {}
+    }
 }
 
 /// Records the outcome and writes the envelope.

@@ -588,6 +588,32 @@ async fn dropped_connections_malformed_json_and_delays() {
     assert!(matches!(err, RequestError::Network(_)), "{err:?}");
 }
 
+/// A message answered late is in the chat before its sender learns its id: what an owner may
+/// press or reply to while the bot is still waiting for Telegram's answer.
+#[tokio::test]
+async fn an_answer_late_is_handled_at_once_and_answered_after() {
+    let emulator = start().await;
+    let bot = bot(&emulator);
+    emulator.script("sendMessage", Scripted::AnswerLate(Duration::from_secs(2)));
+    let started = Instant::now();
+    let send = tokio::spawn(async move { bot.send_message(ChatId(OWNER), "early").await });
+    emulator
+        .wait_until("the message", Duration::from_secs(5), |e| {
+            !e.messages(OWNER).is_empty()
+        })
+        .await
+        .expect("the message is in the chat");
+    let in_chat = started.elapsed();
+    assert!(
+        in_chat < Duration::from_secs(2),
+        "in the chat after {in_chat:?}"
+    );
+    assert!(!send.is_finished(), "answered before its delay");
+    let sent = send.await.unwrap().expect("the late answer");
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    assert_eq!(message_id(&sent), emulator.messages(OWNER)[0].message_id);
+}
+
 #[tokio::test]
 async fn server_errors_answer_the_envelope_with_their_status() {
     let emulator = start().await;
