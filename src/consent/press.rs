@@ -14,6 +14,7 @@ use crate::press::{
 };
 use crate::store::consent::ClaimWindow;
 use crate::store::db::EventName;
+use crate::store::drawn::Drawn;
 use crate::store::outbox::{Body, Sound, What};
 use crate::store::strangers::StrangerPress;
 use crate::store::{
@@ -179,33 +180,29 @@ impl Consent {
     }
 
     /// Whether the press's data was drawn on the message it came from, and whether that
-    /// message still shows what it was drawn with. A message not known yet may be a card whose
-    /// send is being recorded this moment: then the press waits (briefly) for it.
+    /// message still shows what it was drawn with. A press on a message not as the daemon
+    /// recorded it may be on a send or an edit whose answer is being recorded this moment (the
+    /// owner sees a message, or its new buttons, before Telegram's answer reaches the daemon):
+    /// then the press waits (briefly) for that to finish and is judged on what is recorded after.
     async fn message_facts(&self, press: &Press) -> Result<MessageFacts, StoreError> {
         let (Some(chat), Some(message_id), Some(data)) =
             (press.chat, press.message_id, press.data.clone())
         else {
             return Ok(MessageFacts::NotDrawn);
         };
-        let read = || {
-            self.store
+        let read = || async {
+            let drawn = self
+                .store
                 .call(move |db| db.drawn_message(chat.id, message_id))
+                .await?;
+            Ok::<_, StoreError>(as_drawn(drawn, &data, press.message_shows.as_deref()))
         };
-        let mut drawn = read().await?;
-        if drawn.is_none() {
-            let _sent = tokio::time::timeout(DRAWING_PATIENCE, self.drawing.lock()).await;
-            drawn = read().await?;
+        let facts = read().await?;
+        if facts == MessageFacts::Drawn(AsDrawn::Same) {
+            return Ok(facts);
         }
-        Ok(match drawn {
-            Some(drawn) if drawn.buttons.contains(&data) => {
-                MessageFacts::Drawn(match &press.message_shows {
-                    None => AsDrawn::Unreadable,
-                    Some(shows) if *shows == drawn.shows => AsDrawn::Same,
-                    Some(_) => AsDrawn::Changed,
-                })
-            }
-            _ => MessageFacts::NotDrawn,
-        })
+        let _sent = tokio::time::timeout(DRAWING_PATIENCE, self.drawing.lock()).await;
+        read().await
     }
 
     /// What an accepted press does.
@@ -503,4 +500,19 @@ impl Consent {
 /// The pressed message as (chat, message id), when Telegram said both.
 fn chat_message(chat: Option<ChatRef>, message_id: Option<i64>) -> Option<(i64, i64)> {
     Some((chat?.id, message_id?))
+}
+
+/// How the pressed message, drawn as `drawn` (if it was), stands for a press with `data`
+/// on a message that now shows `shows` (`None`: Telegram did not show it).
+fn as_drawn(drawn: Option<Drawn>, data: &str, shows: Option<&str>) -> MessageFacts {
+    match drawn {
+        Some(drawn) if drawn.buttons.iter().any(|b| b == data) => {
+            MessageFacts::Drawn(match shows {
+                None => AsDrawn::Unreadable,
+                Some(shows) if shows == drawn.shows => AsDrawn::Same,
+                Some(_) => AsDrawn::Changed,
+            })
+        }
+        _ => MessageFacts::NotDrawn,
+    }
 }

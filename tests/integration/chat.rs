@@ -243,6 +243,43 @@ fn what_the_owner_does_with_a_card_whose_send_is_still_answered_counts_as_after(
     }
 }
 
+/// A line redrawn with a new button (the `/categories` switch) is in the chat before Telegram's
+/// answer to the edit reaches the daemon. The owner's press on the new button in that moment
+/// counts, as it would a moment later: the daemon waits for the edit to be recorded.
+#[test]
+fn a_press_on_a_redrawn_button_whose_edit_is_still_answered_counts() {
+    let daemon = Daemon::start();
+    let line = say(&daemon, "/categories", "Post to X (external): on");
+    daemon.bot.script(
+        "editMessageText",
+        Scripted::AnswerLate(Duration::from_secs(2)),
+    );
+    let off = line.buttons()[0].callback_data.clone().unwrap();
+    daemon
+        .bot
+        .push_press(&owner(), private(), line.message_id, &off);
+    daemon.wait_for("the line redrawn with On", |bot| {
+        bot.message(OWNER, line.message_id)
+            .is_some_and(|m| m.buttons().first().is_some_and(|b| b.text == "On"))
+    });
+    let redrawn = daemon.bot.message(OWNER, line.message_id).unwrap();
+    let on = redrawn.buttons()[0].callback_data.clone().unwrap();
+    daemon
+        .bot
+        .push_press(&owner(), private(), line.message_id, &on);
+    daemon.wait_for("the switch back on", |bot| {
+        bot.messages(OWNER)
+            .iter()
+            .any(|m| m.text.as_deref() == Some("“Post to X” is now on."))
+    });
+    assert!(
+        events(&daemon, "press_rejected").is_empty(),
+        "{:?}",
+        events(&daemon, "press_rejected")
+    );
+    assert_eq!(events(&daemon, "category_on").len(), 1);
+}
+
 #[test]
 fn quiet_and_nightcards_alone_show_the_setting_and_a_stray_message_gets_one_line() {
     let daemon = Daemon::builder()

@@ -320,6 +320,8 @@ async fn handle(
         Some(Scripted::Delay(delay)) => wait_or_stop(&emulator, delay).await,
         Some(Scripted::AnswerLate(delay)) => {
             let result = emulator.dispatch(&method, &params);
+            // What the call changed is visible now, not only when it is answered.
+            emulator.signal();
             wait_or_stop(&emulator, delay).await;
             return answer(&emulator, seq, result);
         }
