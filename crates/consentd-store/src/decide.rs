@@ -263,11 +263,16 @@ fn decline_in(
          ON CONFLICT (digest) DO UPDATE SET declined_at = excluded.declined_at",
         params![digest, timestamp(now)],
     )?;
+    // A silence that has run its day ended the streak, as the owner's Resume would have: the
+    // next No starts a new one rather than silencing the kind again at once.
     let streak: i64 = tx.query_row_cached(
         "INSERT INTO kind_streaks (kind, streak) VALUES (?1, 1)
-         ON CONFLICT (kind) DO UPDATE SET streak = streak + 1
+         ON CONFLICT (kind) DO UPDATE SET
+             streak = CASE WHEN silenced_until <= ?2 THEN 1 ELSE streak + 1 END,
+             silenced_until = CASE WHEN silenced_until <= ?2 THEN NULL ELSE silenced_until END,
+             silenced_by = CASE WHEN silenced_until <= ?2 THEN NULL ELSE silenced_by END
          RETURNING streak",
-        [kind],
+        params![kind, timestamp(now)],
         |row| row.get(0),
     )?;
     effects.push(

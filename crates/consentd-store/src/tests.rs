@@ -478,8 +478,26 @@ fn the_decline_streak_silences_a_kind_and_a_yes_ends_it() {
         db.ask(&new_ask("other", "t4", None), policy(), t0())
             .unwrap(),
     );
-    // A day later the kind may ask again.
+    // A day later the kind may ask again, and the silence that ran out ended the streak: it
+    // takes three more no's, not one, to silence the kind again.
     let tomorrow = t0() + chrono::Duration::days(1) + chrono::Duration::seconds(1);
+    for n in 1..=3 {
+        let record = created(
+            db.ask(
+                &new_ask("k", &format!("again{n}"), None),
+                policy(),
+                tomorrow,
+            )
+            .unwrap(),
+        );
+        show_card(&mut db, &record.id);
+        assert_eq!(
+            decline(&mut db, &record.id, 3, tomorrow),
+            n == 3,
+            "no number {n} after the silence ran out"
+        );
+    }
+    let tomorrow = tomorrow + chrono::Duration::days(1) + chrono::Duration::seconds(1);
     let record = created(
         db.ask(&new_ask("k", "t5", None), policy(), tomorrow)
             .unwrap(),
@@ -500,8 +518,8 @@ fn the_decline_streak_silences_a_kind_and_a_yes_ends_it() {
             .unwrap(),
     );
     let events = fixture.journal_events();
-    assert_eq!(events.iter().filter(|e| *e == "silenced").count(), 1);
-    assert_eq!(events.iter().filter(|e| *e == "declined").count(), 5);
+    assert_eq!(events.iter().filter(|e| *e == "silenced").count(), 2);
+    assert_eq!(events.iter().filter(|e| *e == "declined").count(), 8);
     fixture.journal_verifies();
 }
 
