@@ -446,4 +446,6 @@ fn too_large_attachment(place: &str, bytes: u64, limits: &Limits) -> Refusal {
 }
 
 #[cfg(test)]
+mod emoji_tests;
+#[cfg(test)]
 mod tests;
