@@ -415,6 +415,57 @@ mod tests {
         }
     }
 
+    /// Combining marks that Unicode 18.0 (the gate's data, `icu_properties` 2.4) makes part of
+    /// the grapheme cluster of the letter before them, and that `unicode-segmentation` 1.13
+    /// (Unicode 17.0) does not: the gate accepts a text holding them, and the cut may then fall
+    /// between a letter and its mark, which SPEC §6 forbids ("never inside one"). The owner then
+    /// sees the letter bare at the end of one part and the mark alone on a dotted circle at the
+    /// start of the next.
+    #[test]
+    fn a_cut_never_falls_between_a_letter_and_a_mark_new_in_unicode_18() {
+        use icu_properties::props::GraphemeClusterBreak as Gcb;
+        use icu_properties::CodePointMapData;
+        let gcb = CodePointMapData::<Gcb>::new();
+        let cases = [
+            ("a Hebrew mark on alef", '\u{05D0}', '\u{05C8}'),
+            ("an Oriya sign on ka", '\u{0B15}', '\u{0B53}'),
+            ("a Latin-extended mark on e", 'e', '\u{1ADE}'),
+            ("an Arabic Extended-C mark on beh", '\u{0628}', '\u{10EF0}'),
+            ("a spacing mark on x", 'x', '\u{1D250}'),
+        ];
+        for (label, base, mark) in cases {
+            let text = format!("{}{base}{mark} and more", "x".repeat(MESSAGE_LIMIT - 7));
+            assert_eq!(
+                crate::refusal::visible::check_value(
+                    &text,
+                    crate::refusal::visible::FieldRef::Text,
+                    true
+                ),
+                Ok(()),
+                "{label}: the gate accepts the text"
+            );
+            assert!(
+                matches!(gcb.get(mark), Gcb::Extend | Gcb::SpacingMark),
+                "{label}: U+{:04X} extends the cluster before it in Unicode 18.0",
+                u32::from(mark)
+            );
+            let found = parts(&text);
+            assert_eq!(found.concat(), text, "{label}");
+            for (i, part) in found.iter().enumerate().skip(1) {
+                let first = part.chars().next().unwrap();
+                assert!(
+                    !matches!(gcb.get(first), Gcb::Extend | Gcb::SpacingMark),
+                    "{label}: part {} starts with U+{:04X}, cut from its letter {:?} at the end \
+                     of part {}",
+                    i + 1,
+                    u32::from(first),
+                    found[i - 1].chars().next_back().unwrap(),
+                    i
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_text_that_fits_is_one_part() {
         assert_eq!(parts(""), Vec::<String>::new());
