@@ -474,3 +474,52 @@ fn joiners_that_join_nothing_are_refused() {
         assert_eq!(answer["status"], "pending", "{text:?}: {answer}");
     }
 }
+
+/// A long text is cut into parts on grapheme cluster boundaries, never inside one (SPEC §6). The
+/// gate judges characters by Unicode 18.0 (`icu_properties` 2.4) and accepts the combining marks
+/// new in it, but the parts are cut by `unicode-segmentation` 1.13 (Unicode 17.0), to which such
+/// a mark opens a cluster of its own: the cut falls between a letter and its mark, so the owner
+/// reads the letter bare at the end of one part and the mark alone at the start of the next.
+#[test]
+fn a_long_text_is_never_cut_between_a_letter_and_its_unicode_18_mark() {
+    let daemon = Daemon::builder().max_pending(100).start();
+    let cases = [
+        ("a Hebrew mark new in 18.0 on alef", '\u{05D0}', '\u{05C8}'),
+        ("an Oriya sign new in 18.0 on ka", '\u{0B15}', '\u{0B53}'),
+        ("a combining mark new in 18.0 on e", 'e', '\u{1ADE}'),
+    ];
+    // Each case's parts come after the previous case's card.
+    let mut after = 0;
+    for (label, letter, mark) in cases {
+        // 4089 letters and the pair fill the first part's 4090 characters after "[1/2]\n".
+        let text = format!("{}{letter}{mark} and the rest of it.", "x".repeat(4089));
+        let answer = daemon.request(&good_ask(&text));
+        assert_eq!(answer["status"], "pending", "{label}: the gate accepts it: {answer}");
+        let id = answer["id"].as_str().unwrap().to_owned();
+        let card = daemon.card_of(&id);
+        let bodies: Vec<String> = daemon
+            .owner_chat()
+            .into_iter()
+            .filter(|m| after < m.message_id && m.message_id < card.message_id)
+            .filter_map(|m| m.text)
+            .filter(|t| t.starts_with('['))
+            .filter_map(|t| t.split_once('\n').map(|(_, body)| body.to_owned()))
+            .collect();
+        after = card.message_id;
+        assert_eq!(bodies.concat(), text, "{label}: the parts join back");
+        let pair = format!("{letter}{mark}");
+        assert!(
+            bodies.iter().any(|body| body.contains(&pair)),
+            "{label}: no part shows U+{:04X} on its letter; the parts end {:?} and start {:?}",
+            u32::from(mark),
+            bodies
+                .iter()
+                .map(|b| b.chars().rev().take(3).collect::<String>())
+                .collect::<Vec<_>>(),
+            bodies
+                .iter()
+                .map(|b| b.chars().take(3).collect::<String>())
+                .collect::<Vec<_>>(),
+        );
+    }
+}
