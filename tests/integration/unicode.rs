@@ -494,7 +494,10 @@ fn a_long_text_is_never_cut_between_a_letter_and_its_unicode_18_mark() {
         // 4089 letters and the pair fill the first part's 4090 characters after "[1/2]\n".
         let text = format!("{}{letter}{mark} and the rest of it.", "x".repeat(4089));
         let answer = daemon.request(&good_ask(&text));
-        assert_eq!(answer["status"], "pending", "{label}: the gate accepts it: {answer}");
+        assert_eq!(
+            answer["status"], "pending",
+            "{label}: the gate accepts it: {answer}"
+        );
         let id = answer["id"].as_str().unwrap().to_owned();
         let card = daemon.card_of(&id);
         let bodies: Vec<String> = daemon
