@@ -1389,3 +1389,38 @@ fn an_origin_meets_every_visible_text_rule_naming_origin() {
     assert!(refusal.message.contains("origin"), "{}", refusal.message);
     assert!(check(&with(&"x".repeat(MAX_ORIGIN_CHARS))).is_ok());
 }
+
+/// A refusal names the character it is about (SPEC §4: "the message says exactly what and
+/// where"). The marks new in Unicode 18.0, which the gate judges by `icu_properties` 2.4, have
+/// names, but not in `unicode_names2` 4.0 (Unicode 17.0): the repeated-mark message then calls
+/// the mark `<unnamed>`, a label the gate keeps for code points with no name (controls, private
+/// use). The look-alike lines show such a character by its number alone (`lookalike::describe`).
+#[test]
+fn a_repeated_mark_new_in_unicode_18_is_not_called_unnamed() {
+    let cases = [
+        ("a Hebrew mark on alef", "\u{5D0}\u{5C8}\u{5C8}", '\u{5C8}'),
+        ("an Oriya sign on ka", "\u{B15}\u{B53}\u{B53}", '\u{B53}'),
+        ("a combining mark on e", "e\u{1ADE}\u{1ADE}", '\u{1ADE}'),
+    ];
+    for (label, word, mark) in cases {
+        let mut ask = good();
+        ask.text = Some(format!("Hi {word}"));
+        let refusal = check(&ask).expect_err(label);
+        assert_eq!(refusal.reason, Reason::InvisibleCharacter, "{label}");
+        assert!(
+            refusal
+                .message
+                .starts_with(&format!("text has U+{:04X} ", u32::from(mark)))
+                && refusal
+                    .message
+                    .ends_with("twice in a row on one character at char 4"),
+            "{label}: {}",
+            refusal.message
+        );
+        assert!(
+            !refusal.message.contains("<unnamed>"),
+            "{label}: a named Unicode 18.0 mark is called unnamed: {}",
+            refusal.message
+        );
+    }
+}
