@@ -249,3 +249,45 @@ fn a_mandate_card_its_night_warnings_no_longer_let_fit_is_not_sent() {
         "no card: {chat:?}"
     );
 }
+
+/// A first-time target whose only non-ASCII character is a symbol or punctuation mark that
+/// `confusables.txt` maps to an ASCII one (a fullwidth low line, a division slash, a one dot
+/// leader, a hyphen, the estimated sign that reads as an `e`) draws as the ASCII target it
+/// imitates, yet gets no warning line: the mixed-script check counts letters, marks and numbers
+/// only, so these are never judged, while a fullwidth or mathematical *letter* in the same place
+/// is marked. CONTRACT-NOTES ("Other open cards are not compared") relies on a fullwidth
+/// character drawing the mixed line by itself to cover two racing asks neither approved.
+#[test]
+fn a_target_with_a_non_ascii_look_alike_of_ascii_punctuation_is_marked() {
+    let daemon = Daemon::start();
+    let cases = [
+        ("a fullwidth low line for the _", "@mila\u{FF3F}news"),
+        ("a one dot leader for the .", "@mila\u{2024}news"),
+        ("a hyphen U+2010 for the -", "@mila\u{2010}news"),
+        ("the estimated sign for the e", "@mila_n\u{212E}ws"),
+        (
+            "a division slash hiding the real host",
+            "https://bank.example\u{2215}login.evil.example",
+        ),
+    ];
+    // The control: a fullwidth letter in the same place is marked.
+    let (id, status) = ask(&daemon, &ask_to("@mila_\u{FF4E}ews", "control", "0.04"));
+    assert_eq!(status, "pending", "control: {id}");
+    let card = daemon.card_of(&id);
+    assert_eq!(
+        lines_under_target(text(&card)).len(),
+        1,
+        "control: a fullwidth letter draws the mixed line\n{}",
+        text(&card)
+    );
+    for (label, target) in cases {
+        let (id, status) = ask(&daemon, &ask_to(target, label, "0.04"));
+        assert_eq!(status, "pending", "{label}: {id}");
+        let card = daemon.card_of(&id);
+        assert!(
+            !lines_under_target(text(&card)).is_empty(),
+            "{label}: {target:?} draws as an ASCII target with no warning line\n{}",
+            text(&card)
+        );
+    }
+}
