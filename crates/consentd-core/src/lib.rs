@@ -35,6 +35,7 @@ pub mod config;
 pub mod deadline;
 pub mod digest;
 pub mod gate;
+pub mod graphemes;
 pub mod journal;
 pub mod kinds;
 pub mod locale;

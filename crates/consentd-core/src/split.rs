@@ -14,8 +14,6 @@
 //! boundary (a run of white space longer than a part). Joining the parts always gives the text
 //! back byte for byte: nothing is trimmed, added or dropped at a cut.
 
-use unicode_segmentation::UnicodeSegmentation;
-
 /// The most a Telegram message may hold, in code points and in UTF-16 code units alike.
 pub const MESSAGE_LIMIT: usize = 4096;
 
@@ -179,7 +177,7 @@ fn cluster_cuts(text: &str) -> Vec<Cut> {
         word: false,
     }];
     let (mut cp, mut units) = (0, 0);
-    let mut clusters = text.grapheme_indices(true).peekable();
+    let mut clusters = crate::graphemes::grapheme_indices(text).peekable();
     while let Some((start, cluster)) = clusters.next() {
         let (c, u) = measure(cluster);
         cp += c;
@@ -204,6 +202,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::BTreeSet;
+    use unicode_segmentation::UnicodeSegmentation;
 
     /// Byte offsets of every grapheme cluster boundary of `text`.
     fn boundaries(text: &str) -> BTreeSet<usize> {

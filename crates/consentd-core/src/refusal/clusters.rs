@@ -20,7 +20,6 @@
 
 use icu_properties::props::{CanonicalCombiningClass, GeneralCategory, GeneralCategoryGroup};
 use icu_properties::{CodePointMapData, CodePointMapDataBorrowed};
-use unicode_segmentation::UnicodeSegmentation;
 
 const GENERAL_CATEGORY: CodePointMapDataBorrowed<'static, GeneralCategory> =
     CodePointMapData::<GeneralCategory>::new();
@@ -83,7 +82,7 @@ fn first_long_chain(value: &str) -> Option<ClusterProblem> {
 
 fn first_long_cluster(value: &str) -> Option<ClusterProblem> {
     let mut index = 0;
-    for cluster in value.graphemes(true) {
+    for cluster in crate::graphemes::graphemes(value) {
         let count = cluster.chars().count();
         if count > MAX_CLUSTER {
             return Some(ClusterProblem::Long { count, index });

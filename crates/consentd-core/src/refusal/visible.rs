@@ -668,8 +668,8 @@ fn is_keycap_base(c: char) -> bool {
 }
 
 /// The character's Unicode name, or a label in angle brackets for code points
-/// that have none (controls, private use, unassigned) or that the pinned name
-/// table does not know yet.
+/// that have none (controls, private use, unassigned) or whose name the pinned
+/// name table does not know yet.
 fn display_name(c: char) -> String {
     if let Some(name) = unicode_names2::name(c) {
         return name.to_string();
@@ -680,7 +680,9 @@ fn display_name(c: char) -> String {
         GeneralCategory::Surrogate => "<surrogate>",
         GeneralCategory::Unassigned if NONCHARACTER.contains(c) => "<noncharacter>",
         GeneralCategory::Unassigned => "<unassigned>",
-        _ => "<unnamed>",
+        // Assigned in the gate's Unicode data (`icu_properties`) but after the name table's
+        // version (`unicode_names2`): it has a name, only not one this build knows.
+        _ => "<named in a newer Unicode than this build's name table>",
     };
     label.to_owned()
 }
