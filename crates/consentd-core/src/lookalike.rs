@@ -142,7 +142,8 @@ pub fn warnings_each(targets: &[String], known: &KnownTargets) -> Vec<Vec<Warnin
 }
 
 /// The mixed-script warning, if `target`'s letters are below "highly restrictive", mix Latin
-/// with another script, or carry a mark a reader may not see (`hidden_marks`).
+/// with another script, carry a mark a reader may not see (`hidden_marks`), or hold a
+/// punctuation mark or symbol that draws as an ASCII one (`imitates_ascii_punctuation`).
 ///
 /// Only letters, marks and numbers count for the scripts, after a leading `@` or `#` or a URL's
 /// `scheme://`: punctuation and symbols (the `_`, `.` and `/` of handles and URLs, an emoji)
@@ -156,7 +157,8 @@ pub fn mixed_scripts(target: &str) -> Option<Warning> {
         .collect();
     let mixed = letters.as_str().detect_restriction_level() > RestrictionLevel::HighlyRestrictive
         || latin_beside_another_script(&letters)
-        || hidden_marks(target);
+        || hidden_marks(target)
+        || target.chars().any(imitates_ascii_punctuation);
     if !mixed {
         return None;
     }
@@ -510,6 +512,21 @@ fn is_mark(c: char) -> bool {
 
 /// A letter, mark or number that draws something: a variation selector (Mn, default-ignorable)
 /// is left out, as punctuation is.
+/// A punctuation mark or symbol outside ASCII whose confusable skeleton is ASCII: it draws as
+/// the `_`, `.`, `/`, `-` or letter of a handle or URL it imitates (U+FF3F FULLWIDTH LOW LINE,
+/// U+2024 ONE DOT LEADER, U+2215 DIVISION SLASH, U+212E ESTIMATED SYMBOL). The scripts leave
+/// punctuation and symbols out, so these are judged here. An emoji's skeleton is itself.
+fn imitates_ascii_punctuation(c: char) -> bool {
+    if c.is_ascii() {
+        return false;
+    }
+    let category = GENERAL_CATEGORY.get(c);
+    let punctuation_or_symbol = GeneralCategoryGroup::Punctuation.contains(category)
+        || GeneralCategoryGroup::Symbol.contains(category);
+    punctuation_or_symbol
+        && unicode_security::skeleton(c.encode_utf8(&mut [0; 4])).all(|s| s.is_ascii())
+}
+
 fn is_letter_like(c: char) -> bool {
     if DEFAULT_IGNORABLE.contains(c) {
         return false;

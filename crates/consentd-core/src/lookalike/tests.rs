@@ -644,3 +644,44 @@ fn a_mandate_never_covers_a_look_alike_of_its_target() {
         );
     }
 }
+
+/// Punctuation and symbols stand outside the scripts, so a non-ASCII one that draws as the ASCII
+/// one it imitates is judged on its own; one that draws as itself (an emoji, a currency sign) is
+/// not.
+#[test]
+fn a_non_ascii_look_alike_of_ascii_punctuation_is_marked() {
+    let marked = [
+        ("a fullwidth low line", "@mila\u{FF3F}news", '\u{FF3F}'),
+        ("a one dot leader", "@mila\u{2024}news", '\u{2024}'),
+        ("a hyphen", "@mila\u{2010}news", '\u{2010}'),
+        (
+            "the estimated symbol for an e",
+            "@mila_n\u{212E}ws",
+            '\u{212E}',
+        ),
+        (
+            "a division slash",
+            "https://bank.example\u{2215}login",
+            '\u{2215}',
+        ),
+        (
+            "a fullwidth commercial at",
+            "mila\u{FF20}example.com",
+            '\u{FF20}',
+        ),
+    ];
+    for (label, target, c) in marked {
+        assert_eq!(
+            mixed_scripts(target),
+            Some(mixed(&[Script::Latin], &[c])),
+            "{label}"
+        );
+    }
+    for (label, target) in [
+        ("an emoji", "#news\u{1F4F0}"),
+        ("a euro sign", "#price\u{20AC}"),
+        ("ASCII punctuation", "@mila_news.example/path-1"),
+    ] {
+        assert_eq!(mixed_scripts(target), None, "{label}");
+    }
+}
