@@ -1153,3 +1153,36 @@ fn the_receipt_of_the_last_action_the_kinds_shared_day_allows_is_told() {
         "the first mandate's last, a routine one, then the kind's last of the day"
     );
 }
+
+/// A wall clock stepped back must not hand a mandate's day back either. Its term is kept on the
+/// monotonic clock (above); its day's count is read from the wall clock alone, so a step back
+/// into an earlier day of the term — one the mandate already lived through with its count
+/// unused — lets the count start again. The owner granted two actions a day; within one hour of
+/// real time four run without a card.
+#[test]
+fn a_wall_clock_stepped_back_into_an_earlier_day_does_not_start_the_days_count_again() {
+    let daemon = Daemon::start();
+    let move_both = |seconds: i64| {
+        let (wall, monotonic) = daemon.clocks();
+        daemon.set_clocks(wall + seconds, monotonic + seconds);
+    };
+    move_both(crate::fixture::offset_to(crate::fixture::today_at(10, 0)) - daemon.clocks().0);
+    grant(&daemon, &["@mila_news"], 3, "10.00", 2);
+    // A day passes (both clocks): the next day's two actions run, the third gets a card.
+    move_both(24 * 3600);
+    for (text, expected) in [("first", "running"), ("second", "running"), ("third", "pending")] {
+        let (id, status) = ask(&daemon, &ask_to("@mila_news", text, "0.10"));
+        assert_eq!(status, expected, "{id}: the {text} ask of the day");
+    }
+    // Minutes later the wall clock is stepped back a day (NTP, an operator); the monotonic clock
+    // runs on. The day the wall clock now reads is one the mandate saw, after it opened.
+    daemon.advance_clock(-23 * 3600);
+    let cases = [("fourth", "pending"), ("fifth", "pending")];
+    for (text, expected) in cases {
+        let (id, status) = ask(&daemon, &ask_to("@mila_news", text, "0.10"));
+        assert_eq!(
+            status, expected,
+            "{id}: the {text} ask within the hour ran without a card on a mandate of 2 a day"
+        );
+    }
+}
