@@ -236,6 +236,21 @@ pub(crate) fn covering_mandate(
     now: &Now,
     (tz, day_ceilings): (Tz, Usage),
 ) -> Result<Option<(MandateRow, Usage)>, StoreError> {
+    // A wall clock that dates this ask well before a use of the kind's mandates has been
+    // stepped back, as one dating it before a grant has (`Term::BeforeOpened`): the day it now
+    // reads would count only the uses dated in it, and each step back would start the day's
+    // limits again. Nothing is covered until the wall clock has caught up; the ask gets a card.
+    // Asks read the clock before they queue for the store, so one may be dated a moment before
+    // another that was stored first: that much is not a step back.
+    let latest: Option<String> =
+        tx.query_row_cached(LATEST_KIND_USE, [&action.kind], |row| row.get(0))?;
+    if latest
+        .as_deref()
+        .and_then(parse_time)
+        .is_some_and(|latest| now.wall + STORE_QUEUE_SLACK < latest)
+    {
+        return Ok(None);
+    }
     let candidates: Vec<MandateRow> = {
         let mut statement = tx.prepare_cached(&format!(
             "SELECT {MANDATE_COLUMNS} FROM mandates
@@ -277,6 +292,14 @@ pub(crate) fn covering_mandate(
     }
     Ok(None)
 }
+
+/// How far an ask's reading of the wall clock may fall behind one stored before it while it waits
+/// for the store, and not be taken for a clock stepped back.
+const STORE_QUEUE_SLACK: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
+
+/// When the latest use of any mandate of a kind was asked (its record's `created_at`).
+pub(crate) const LATEST_KIND_USE: &str = "SELECT max(created_at) FROM records
+     WHERE mandate_id IN (SELECT id FROM mandates WHERE kind = ?1)";
 
 /// The uses of every mandate of a kind in a span of time: the mandates by `mandates_by_kind`,
 /// each one's uses from `records_by_mandate` alone.
