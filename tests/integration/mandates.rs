@@ -1186,3 +1186,31 @@ fn a_wall_clock_stepped_back_into_an_earlier_day_does_not_start_the_days_count_a
         );
     }
 }
+
+/// Nor must a wall clock stepped forward start the next day early. At 23:00 the day's two
+/// actions are used; the wall clock then jumps two hours (the monotonic clock runs on: no time
+/// passed), and reads tomorrow. A card's window and a mandate's term end when either clock says
+/// so; the day's count starts again on the wall clock alone, an hour before the owner's day ends.
+#[test]
+fn a_wall_clock_stepped_forward_does_not_start_the_next_days_count_early() {
+    let daemon = Daemon::start();
+    let move_both = |seconds: i64| {
+        let (wall, monotonic) = daemon.clocks();
+        daemon.set_clocks(wall + seconds, monotonic + seconds);
+    };
+    move_both(crate::fixture::offset_to(crate::fixture::today_at(10, 0)) - daemon.clocks().0);
+    grant(&daemon, &["@mila_news"], 3, "10.00", 2);
+    move_both(13 * 3600); // 23:00, both clocks
+    for (text, expected) in [("first", "running"), ("second", "running"), ("third", "pending")] {
+        let (id, status) = ask(&daemon, &ask_to("@mila_news", text, "0.10"));
+        assert_eq!(status, expected, "{id}: the {text} ask of the day");
+    }
+    daemon.advance_clock(2 * 3600); // the wall clock alone reads 01:00 tomorrow
+    for text in ["fourth", "fifth"] {
+        let (id, status) = ask(&daemon, &ask_to("@mila_news", text, "0.10"));
+        assert_eq!(
+            status, "pending",
+            "{id}: the {text} ask ran without a card in the same hour on a mandate of 2 a day"
+        );
+    }
+}
