@@ -514,6 +514,15 @@ impl Daemon {
         self.set_clocks(offset_to(at), self.clocks().1);
     }
 
+    /// Lets time pass until the daemon's wall clock reads `at`: both clocks move forward
+    /// together, as they do when no one steps the wall clock.
+    pub fn pass_time_to(&self, at: chrono::DateTime<chrono::Utc>) {
+        let (wall, monotonic) = self.clocks();
+        let step = offset_to(at) - wall;
+        assert!(step >= 0, "time passes only forward: {step} s");
+        self.set_clocks(wall + step, monotonic + step);
+    }
+
     /// Moves the daemon's wall clock forward by `seconds` (through its test clock file); its
     /// monotonic clock stays where it is.
     pub fn advance_clock(&self, seconds: i64) {

@@ -1170,7 +1170,11 @@ fn a_wall_clock_stepped_back_into_an_earlier_day_does_not_start_the_days_count_a
     grant(&daemon, &["@mila_news"], 3, "10.00", 2);
     // A day passes (both clocks): the next day's two actions run, the third gets a card.
     move_both(24 * 3600);
-    for (text, expected) in [("first", "running"), ("second", "running"), ("third", "pending")] {
+    for (text, expected) in [
+        ("first", "running"),
+        ("second", "running"),
+        ("third", "pending"),
+    ] {
         let (id, status) = ask(&daemon, &ask_to("@mila_news", text, "0.10"));
         assert_eq!(status, expected, "{id}: the {text} ask of the day");
     }
@@ -1201,7 +1205,11 @@ fn a_wall_clock_stepped_forward_does_not_start_the_next_days_count_early() {
     move_both(crate::fixture::offset_to(crate::fixture::today_at(10, 0)) - daemon.clocks().0);
     grant(&daemon, &["@mila_news"], 3, "10.00", 2);
     move_both(13 * 3600); // 23:00, both clocks
-    for (text, expected) in [("first", "running"), ("second", "running"), ("third", "pending")] {
+    for (text, expected) in [
+        ("first", "running"),
+        ("second", "running"),
+        ("third", "pending"),
+    ] {
         let (id, status) = ask(&daemon, &ask_to("@mila_news", text, "0.10"));
         assert_eq!(status, expected, "{id}: the {text} ask of the day");
     }

@@ -375,11 +375,11 @@ fn receipts_are_silent_by_day_held_at_night_and_told_for_the_last_of_the_day_and
         "routine, routine, the day's last"
     );
     // At night (02:00 the next day) a routine receipt is not sent at all.
-    daemon.set_clock(noon_today() + chrono::Duration::hours(14));
+    daemon.pass_time_to(noon_today() + chrono::Duration::hours(14));
     let night = covered(4);
     assert!(receipt(&daemon, &night).is_none(), "held for the summary");
     // A failure under a mandate is told by day, with sound.
-    daemon.set_clock(noon_today() + chrono::Duration::days(1));
+    daemon.pass_time_to(noon_today() + chrono::Duration::days(1));
     let grant = daemon.request(
         &json!({"v":1,"op":"mandate","kind":"fail_post","targets":["@x"],
         "days":1,"actions_per_day":5,"reason":"Broken","wait":false}),

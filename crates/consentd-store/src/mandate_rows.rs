@@ -236,21 +236,9 @@ pub(crate) fn covering_mandate(
     now: &Now,
     (tz, day_ceilings): (Tz, Usage),
 ) -> Result<Option<(MandateRow, Usage)>, StoreError> {
-    // A wall clock that dates this ask well before a use of the kind's mandates has been
-    // stepped back, as one dating it before a grant has (`Term::BeforeOpened`): the day it now
-    // reads would count only the uses dated in it, and each step back would start the day's
-    // limits again. Nothing is covered until the wall clock has caught up; the ask gets a card.
-    // Asks read the clock before they queue for the store, so one may be dated a moment before
-    // another that was stored first: that much is not a step back.
-    let latest: Option<String> =
-        tx.query_row_cached(LATEST_KIND_USE, [&action.kind], |row| row.get(0))?;
-    if latest
-        .as_deref()
-        .and_then(parse_time)
-        .is_some_and(|latest| now.wall + STORE_QUEUE_SLACK < latest)
-    {
+    let Some(day_at) = day_to_count(tx, &action.kind, now)? else {
         return Ok(None);
-    }
+    };
     let candidates: Vec<MandateRow> = {
         let mut statement = tx.prepare_cached(&format!(
             "SELECT {MANDATE_COLUMNS} FROM mandates
@@ -282,15 +270,54 @@ pub(crate) fn covering_mandate(
         if mandate::coverage(&terms, &Usage::NONE, &covered, now) != Coverage::Covered {
             continue;
         }
-        let usage = usage_on_day(tx, &row.id, now, tz)?;
+        let usage = usage_on_day(tx, &row.id, day_at, tz)?;
         if mandate::coverage(&terms, &usage, &covered, now) == Coverage::Covered {
-            let kind = kind_usage_on_day(tx, &action.kind, now, tz)?;
+            let kind = kind_usage_on_day(tx, &action.kind, day_at, tz)?;
             let within = kind.actions < day_ceilings.actions
                 && kind.usd + covered.cost_usd <= day_ceilings.usd;
             return Ok(within.then_some((row, usage)));
         }
     }
     Ok(None)
+}
+
+/// The instant whose local day a covered ask is counted in: the wall clock's reading, but no
+/// later than the monotonic clock allows since the kind's latest mandate use. `None` when the wall
+/// clock dates the ask well before that use: nothing is then covered, and the ask gets a card.
+///
+/// The day's count is read by the records' wall-clock dates, so the wall clock alone would move
+/// it: stepped back into a day the mandates already lived through, that day would count only the
+/// uses dated in it and its limits would start again; stepped forward past midnight, the next
+/// day would start early. A step back (beyond the slack of asks that read the clock before they
+/// queue for the store) covers nothing until the wall clock has caught up, as one dating an ask
+/// before a grant does (`Term::BeforeOpened`); a step forward counts the day the latest use plus
+/// the monotonic time since it reaches. A use from another boot, or asked before the monotonic
+/// reading was kept, bounds nothing: the wall clock decides alone.
+fn day_to_count(
+    tx: &Connection,
+    kind: &str,
+    now: &Now,
+) -> Result<Option<DateTime<Utc>>, StoreError> {
+    let latest: Option<String> = tx.query_row_cached(LATEST_KIND_USE, [kind], |row| row.get(0))?;
+    let Some((text, at)) = latest.and_then(|text| parse_time(&text).map(|at| (text, at))) else {
+        return Ok(Some(now.wall));
+    };
+    if now.wall + STORE_QUEUE_SLACK < at {
+        return Ok(None);
+    }
+    let reading: Option<(Option<String>, Option<i64>)> = tx
+        .query_row_cached(LATEST_KIND_USE_READING, params![kind, text], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+        .optional()?;
+    let since = reading
+        .and_then(|(boot, ms)| stored_monotonic(boot, ms))
+        .and_then(|asked| now.monotonic.since(&asked))
+        .and_then(|elapsed| chrono::TimeDelta::from_std(elapsed).ok());
+    Ok(Some(match since {
+        Some(elapsed) => now.wall.min(at + elapsed),
+        None => now.wall,
+    }))
 }
 
 /// How far an ask's reading of the wall clock may fall behind one stored before it while it waits
@@ -300,6 +327,11 @@ const STORE_QUEUE_SLACK: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
 /// When the latest use of any mandate of a kind was asked (its record's `created_at`).
 pub(crate) const LATEST_KIND_USE: &str = "SELECT max(created_at) FROM records
      WHERE mandate_id IN (SELECT id FROM mandates WHERE kind = ?1)";
+
+/// The monotonic reading of the use [`LATEST_KIND_USE`] found, by its `created_at`.
+const LATEST_KIND_USE_READING: &str = "SELECT asked_boot, asked_since_boot_ms FROM records
+     WHERE mandate_id IN (SELECT id FROM mandates WHERE kind = ?1) AND created_at = ?2
+     LIMIT 1";
 
 /// The uses of every mandate of a kind in a span of time: the mandates by `mandates_by_kind`,
 /// each one's uses from `records_by_mandate` alone.

@@ -1108,9 +1108,12 @@ fn a_mandates_day_is_the_owners_local_day() {
         ("over that day's count", midnight, "just after", false),
     ];
     for (name, at, text, covered) in cases {
-        let outcome = db
-            .ask(&new_ask("publish_x", text, None), moscow, at)
-            .unwrap();
+        // Time passes on the monotonic clock as on the wall one.
+        let ask = NewAsk {
+            monotonic: monotonic_at(at),
+            ..new_ask("publish_x", text, None)
+        };
+        let outcome = db.ask(&ask, moscow, at).unwrap();
         assert_eq!(
             matches!(outcome, AskOutcome::Covered(_)),
             covered,
@@ -1244,6 +1247,16 @@ pub(super) fn monotonic() -> consentd_core::clock::Monotonic {
     consentd_core::clock::Monotonic {
         boot: "test".to_owned(),
         since_boot: std::time::Duration::from_secs(100),
+    }
+}
+
+/// The monotonic reading at wall time `at`, when both clocks have run together since [`t0`] at
+/// [`monotonic`].
+pub(super) fn monotonic_at(at: DateTime<Utc>) -> consentd_core::clock::Monotonic {
+    let since_t0 = (at - t0()).to_std().expect("at or after t0");
+    consentd_core::clock::Monotonic {
+        since_boot: monotonic().since_boot + since_t0,
+        ..monotonic()
     }
 }
 
