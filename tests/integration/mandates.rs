@@ -9,7 +9,7 @@ use consentd_emulator::{ChatMessage, ChatSpec, UserSpec};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
-use crate::fixture::{stderr, stdout, Daemon, OWNER};
+use crate::fixture::{stderr, stdout, today_at, Daemon, OWNER};
 
 pub(crate) fn owner() -> UserSpec {
     UserSpec::new(OWNER, "Mila")
@@ -1154,71 +1154,56 @@ fn the_receipt_of_the_last_action_the_kinds_shared_day_allows_is_told() {
     );
 }
 
-/// A wall clock stepped back must not hand a mandate's day back either. Its term is kept on the
-/// monotonic clock (above); its day's count is read from the wall clock alone, so a step back
-/// into an earlier day of the term — one the mandate already lived through with its count
-/// unused — lets the count start again. The owner granted two actions a day; within one hour of
-/// real time four run without a card.
+/// A wall clock stepped must not move a mandate's day. Its term is kept on the monotonic clock
+/// (above); its day's count is read by the records' wall-clock dates, so a step back into a day
+/// the mandate lived through would start that day's count again, and a step forward past
+/// midnight the next day's early. The owner granted two actions a day; each case uses them at
+/// the hour given (both clocks moving, as time passes), sees the third get a card, steps the
+/// wall clock alone, and asks twice more: both get cards. Then time passes until both clocks
+/// read a day with no use, whose first ask runs.
 #[test]
-fn a_wall_clock_stepped_back_into_an_earlier_day_does_not_start_the_days_count_again() {
-    let daemon = Daemon::start();
-    let move_both = |seconds: i64| {
+fn a_wall_clock_stepped_either_way_does_not_start_a_mandates_day_again() {
+    let (today, tomorrow) = (today_at(10, 0), today_at(10, 0) + chrono::Duration::days(1));
+    // The day the two actions are used, the wall clock's step, then the time that passes until
+    // both clocks read a day with no use.
+    let cases = [
+        (
+            "stepped back into a day the mandate saw",
+            tomorrow,
+            -23 * 3600,
+            48 * 3600,
+        ),
+        (
+            "stepped forward past midnight",
+            today_at(23, 0),
+            2 * 3600,
+            3600 + 60,
+        ),
+    ];
+    for (case, used_at, step, until_unused) in cases {
+        let daemon = Daemon::start();
+        daemon.pass_time_to(today);
+        grant(&daemon, &["@mila_news"], 3, "10.00", 2);
+        daemon.pass_time_to(used_at);
+        for (text, expected) in [
+            ("first", "running"),
+            ("second", "running"),
+            ("third", "pending"),
+        ] {
+            let (id, status) = ask(&daemon, &ask_to("@mila_news", text, "0.10"));
+            assert_eq!(status, expected, "{case}: {id}: the {text} ask of the day");
+        }
+        daemon.advance_clock(step);
+        for text in ["fourth", "fifth"] {
+            let (id, status) = ask(&daemon, &ask_to("@mila_news", text, "0.10"));
+            assert_eq!(
+                status, "pending",
+                "{case}: {id}: the {text} ask ran without a card on a mandate of 2 a day"
+            );
+        }
         let (wall, monotonic) = daemon.clocks();
-        daemon.set_clocks(wall + seconds, monotonic + seconds);
-    };
-    move_both(crate::fixture::offset_to(crate::fixture::today_at(10, 0)) - daemon.clocks().0);
-    grant(&daemon, &["@mila_news"], 3, "10.00", 2);
-    // A day passes (both clocks): the next day's two actions run, the third gets a card.
-    move_both(24 * 3600);
-    for (text, expected) in [
-        ("first", "running"),
-        ("second", "running"),
-        ("third", "pending"),
-    ] {
-        let (id, status) = ask(&daemon, &ask_to("@mila_news", text, "0.10"));
-        assert_eq!(status, expected, "{id}: the {text} ask of the day");
-    }
-    // Minutes later the wall clock is stepped back a day (NTP, an operator); the monotonic clock
-    // runs on. The day the wall clock now reads is one the mandate saw, after it opened.
-    daemon.advance_clock(-23 * 3600);
-    let cases = [("fourth", "pending"), ("fifth", "pending")];
-    for (text, expected) in cases {
-        let (id, status) = ask(&daemon, &ask_to("@mila_news", text, "0.10"));
-        assert_eq!(
-            status, expected,
-            "{id}: the {text} ask within the hour ran without a card on a mandate of 2 a day"
-        );
-    }
-}
-
-/// Nor must a wall clock stepped forward start the next day early. At 23:00 the day's two
-/// actions are used; the wall clock then jumps two hours (the monotonic clock runs on: no time
-/// passed), and reads tomorrow. A card's window and a mandate's term end when either clock says
-/// so; the day's count starts again on the wall clock alone, an hour before the owner's day ends.
-#[test]
-fn a_wall_clock_stepped_forward_does_not_start_the_next_days_count_early() {
-    let daemon = Daemon::start();
-    let move_both = |seconds: i64| {
-        let (wall, monotonic) = daemon.clocks();
-        daemon.set_clocks(wall + seconds, monotonic + seconds);
-    };
-    move_both(crate::fixture::offset_to(crate::fixture::today_at(10, 0)) - daemon.clocks().0);
-    grant(&daemon, &["@mila_news"], 3, "10.00", 2);
-    move_both(13 * 3600); // 23:00, both clocks
-    for (text, expected) in [
-        ("first", "running"),
-        ("second", "running"),
-        ("third", "pending"),
-    ] {
-        let (id, status) = ask(&daemon, &ask_to("@mila_news", text, "0.10"));
-        assert_eq!(status, expected, "{id}: the {text} ask of the day");
-    }
-    daemon.advance_clock(2 * 3600); // the wall clock alone reads 01:00 tomorrow
-    for text in ["fourth", "fifth"] {
-        let (id, status) = ask(&daemon, &ask_to("@mila_news", text, "0.10"));
-        assert_eq!(
-            status, "pending",
-            "{id}: the {text} ask ran without a card in the same hour on a mandate of 2 a day"
-        );
+        daemon.set_clocks(wall + until_unused, monotonic + until_unused);
+        let (id, status) = ask(&daemon, &ask_to("@mila_news", "a new day's", "0.10"));
+        assert_eq!(status, "running", "{case}: {id}: a new day's first ask");
     }
 }
