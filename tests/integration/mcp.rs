@@ -438,3 +438,91 @@ fn two_approval_prompts_for_the_same_command_are_not_both_allowed_by_one_yes() {
         "one Yes on one card must let `{command}` run once, not {allowed} times"
     );
 }
+
+/// Claude Code's `--permission-prompt-tool`: one Yes lets one call run (docs/HOOKS.md, "A gate's
+/// ask carries no idempotency key"). A prompt that comes again with the same tool-use id and the
+/// same input — a retried or replayed prompt, a resumed session, or the model calling
+/// `approval_prompt` itself with an id it has seen — must not be allowed again on the Yes the
+/// first one got: it needs a card and a Yes of its own (or a deny).
+#[test]
+fn a_replayed_approval_prompt_is_not_allowed_again_without_a_new_yes() {
+    use std::io::Write as _;
+    let daemon = Daemon::builder()
+        .config_tail(crate::hooks_gate::SHELL_CATEGORY)
+        .start();
+    let mut server = Command::new(BIN)
+        .args(["mcp", "--socket"])
+        .arg(&daemon.socket)
+        .args(["--approval-kind", "shell", "--max-wait", "3s"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let stdout = server.stdout.take().unwrap();
+    let (sender, lines) = mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = sender.send(serde_json::from_str(&line).unwrap());
+        }
+    });
+    let send = |stdin: &mut std::process::ChildStdin, message: Value| {
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}}),
+    );
+    assert_eq!(
+        lines.recv_timeout(Duration::from_secs(30)).unwrap()["id"],
+        0
+    );
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    let command = "rm -rf build-once";
+    let prompt = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "approval_prompt",
+            "arguments": {"tool_name": "Bash", "input": {"command": command},
+                          "tool_use_id": "toolu_once"}}})
+    };
+    let decision = |answer: Value| -> Value {
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+        serde_json::from_str(text).unwrap()
+    };
+    send(&mut stdin, prompt(1));
+    let card = daemon.card_of(command);
+    daemon.press_yes(&card);
+    let first = decision(lines.recv_timeout(Duration::from_secs(30)).unwrap());
+    assert_eq!(
+        first["behavior"], "allow",
+        "the first prompt, approved: {first}"
+    );
+    let cards_before = daemon
+        .owner_chat()
+        .iter()
+        .filter(|m| m.text.as_deref().is_some_and(|t| t.contains(command)))
+        .count();
+    // The same prompt again; nobody presses anything.
+    send(&mut stdin, prompt(2));
+    let again = decision(lines.recv_timeout(Duration::from_secs(30)).unwrap());
+    let cards_after = daemon
+        .owner_chat()
+        .iter()
+        .filter(|m| m.text.as_deref().is_some_and(|t| t.contains(command)))
+        .count();
+    drop(stdin);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_ne!(
+        again["behavior"], "allow",
+        "the replayed prompt for `{command}` was allowed on the first prompt's Yes, with no card \
+         of its own (cards before {cards_before}, after {cards_after}): {again}"
+    );
+}
