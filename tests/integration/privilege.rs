@@ -454,3 +454,73 @@ fn check_config_names_an_unsafe_journal() {
         "{text}"
     );
 }
+
+/// The journal's path holding something other than a regular file, with the owner and mode the
+/// preflight accepts (owned by the daemon's uid, not writable by group or other): `serve` must
+/// refuse at start naming `decisions.jsonl`, as it does for a symlink, not wait forever reading
+/// it (and then ignore SIGTERM, as the start has no signal handler yet).
+#[test]
+fn a_journal_that_is_not_a_regular_file_makes_serve_refuse_naming_it() {
+    use std::process::{Command, Stdio};
+    type Plant = fn(&Path);
+    let cases: &[(&str, Plant)] = &[
+        ("a FIFO", |path| {
+            nix::unistd::mkfifo(path, nix::sys::stat::Mode::from_bits_truncate(0o640)).unwrap()
+        }),
+        ("a directory", |path| {
+            std::fs::create_dir(path).unwrap();
+            chmod(path, 0o750);
+        }),
+    ];
+    for (name, plant) in cases {
+        let mut daemon = Daemon::start();
+        assert!(daemon.stop_with(Signal::SIGTERM).success(), "{name}");
+        std::fs::remove_file(&daemon.journal).unwrap();
+        plant(&daemon.journal);
+        let log = daemon.dir.path().join("restart.log");
+        let mut child = Command::new(crate::fixture::BIN)
+            .args(["serve", "--config"])
+            .arg(&daemon.config)
+            .env("CONSENTD_BOT_TOKEN", TOKEN)
+            .env("CONSENTD_TEST_CLOCK_FILE", daemon.dir.path().join("clock"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if Instant::now() > deadline {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let ignored_term = status.is_none() && {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(child.id() as i32),
+                Signal::SIGTERM,
+            );
+            std::thread::sleep(Duration::from_secs(2));
+            let still = child.try_wait().unwrap().is_none();
+            let _ = child.kill();
+            let _ = child.wait();
+            still
+        };
+        let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+        let Some(status) = status else {
+            panic!(
+                "{name}: serve neither started nor refused within 15 s with the journal {name} \
+                 (SIGTERM then {}): {stderr}",
+                if ignored_term { "ignored" } else { "obeyed" }
+            );
+        };
+        assert!(!status.success(), "{name}: serve exited 0: {stderr}");
+        assert!(
+            stderr.contains("decisions.jsonl"),
+            "{name}: the refusal does not name the journal: {stderr}"
+        );
+    }
+}
