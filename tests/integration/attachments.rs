@@ -278,3 +278,74 @@ fn the_receipt_of_a_covered_ask_comes_with_its_attachment() {
         "the image that ran under the mandate was never shown to the owner"
     );
 }
+
+/// `consentd ask --attach PATH` and `--text-file PATH` on a file that is no regular file: a
+/// FIFO (nobody writes to it) and /dev/zero (endless). Like `consentd mcp`'s attachments
+/// (docs/CONTRACT-NOTES.md, "Attachments named by path"), each must be refused at once as a usage
+/// error (exit 2) naming the path, not waited on forever nor read until memory runs out. The
+/// child gets a 1 GiB address-space limit so the /dev/zero cases cannot take the machine's memory.
+#[test]
+fn ask_refuses_a_fifo_or_an_endless_file_as_an_attachment_or_text_file() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("cover.png");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let fifo = fifo.to_str().unwrap().to_owned();
+    let socket = dir.path().join("no-daemon.sock");
+    let cases: [(&str, Vec<&str>, &str); 4] = [
+        (
+            "--attach a FIFO",
+            vec!["--text", "hi", "--attach", &fifo],
+            &fifo,
+        ),
+        ("--text-file a FIFO", vec!["--text-file", &fifo], &fifo),
+        (
+            "--attach /dev/zero",
+            vec!["--text", "hi", "--attach", "/dev/zero"],
+            "/dev/zero",
+        ),
+        (
+            "--text-file /dev/zero",
+            vec!["--text-file", "/dev/zero"],
+            "/dev/zero",
+        ),
+    ];
+    for (name, flags, path) in cases {
+        // The limit through the shell's ulimit (KiB), then the binary in its place.
+        let mut command = Command::new("/bin/sh");
+        command
+            .args([
+                "-c",
+                "ulimit -v 1048576 && exec \"$0\" \"$@\"",
+                crate::fixture::BIN,
+            ])
+            .args(["ask", "--kind", "publish_x", "--target", "@mila_news"])
+            .args(&flags)
+            .env("CONSENTD_SOCKET", &socket)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if child.try_wait().unwrap().is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{name}: `consentd ask` still waiting after 10 s");
+        }
+        let output = child.wait_with_output().unwrap();
+        let stderr = crate::fixture::stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{name}: {stderr}");
+        assert!(
+            stderr.contains(path),
+            "{name}: does not name {path}: {stderr}"
+        );
+        assert!(
+            !stderr.contains("out of memory") && !stderr.contains("memory allocation"),
+            "{name}: read until memory ran out instead of refused: {stderr}"
+        );
+    }
+}

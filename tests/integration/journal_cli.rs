@@ -178,8 +178,7 @@ fn verify_names_a_journal_that_is_a_symlink_or_not_a_regular_file() {
         (
             "a FIFO",
             |path| {
-                nix::unistd::mkfifo(path, nix::sys::stat::Mode::from_bits_truncate(0o640))
-                    .unwrap()
+                nix::unistd::mkfifo(path, nix::sys::stat::Mode::from_bits_truncate(0o640)).unwrap()
             },
             "regular file",
         ),
