@@ -335,6 +335,35 @@ pub(crate) fn guess_media_type(path: &Path) -> &'static str {
     }
 }
 
+/// The largest file an ask reads from disk: the daemon's ceiling on an attachment
+/// (`limits.max_attachment_bytes`).
+pub(crate) const MAX_FILE_BYTES: u64 = 20 << 20;
+
+/// A regular file's bytes, at most [`MAX_FILE_BYTES`]: an attachment or a text an agent names by
+/// its path (`consentd ask --attach` and `--text-file`, the MCP tool's `attachments`). Opened
+/// without blocking (a FIFO would wait forever for a writer), judged by the opened file's own
+/// metadata (no swap between a check and the read; /dev/zero is no regular file), and read with
+/// a limit (files in /proc say they are empty and are not).
+pub(crate) fn read_named_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(std::io::Error::other(format!(
+            "more than the {MAX_FILE_BYTES} bytes a file named in an ask may have"
+        )));
+    }
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -451,8 +451,8 @@ fn ask_request(args: &AskArgs) -> anyhow::Result<Value> {
     let text = match (&args.text, &args.text_file) {
         (Some(text), _) => Some(text.clone()),
         (None, Some(path)) => {
-            let bytes =
-                std::fs::read(path).with_context(|| format!("--text-file {}", path.display()))?;
+            let bytes = crate::client::read_named_file(path)
+                .with_context(|| format!("--text-file {}", path.display()))?;
             Some(String::from_utf8(bytes).map_err(|error| {
                 anyhow::anyhow!(
                     "--text-file {}: not UTF-8 (invalid byte at offset {})",
@@ -489,7 +489,8 @@ fn ask_request(args: &AskArgs) -> anyhow::Result<Value> {
     }
     let mut attachments = Vec::new();
     for path in &args.attachments {
-        let data = std::fs::read(path).with_context(|| format!("--attach {}", path.display()))?;
+        let data = crate::client::read_named_file(path)
+            .with_context(|| format!("--attach {}", path.display()))?;
         let name = path
             .file_name()
             .and_then(|name| name.to_str())

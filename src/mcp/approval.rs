@@ -8,7 +8,6 @@
 //! fails open.
 
 use serde_json::{json, Value};
-use sha2::{Digest as _, Sha256};
 
 use super::call::{Exchange, Waiter};
 
@@ -37,13 +36,11 @@ pub(super) async fn prompt(waiter: &Waiter<'_>, arguments: Option<&Value>) -> Va
             "consentd mcp was started without --approval-kind, so no tool call can be approved",
         );
     };
-    let tool_use_id = arguments.get("tool_use_id").and_then(Value::as_str);
     let shown = shown_input(tool, input);
     let request = ask_for(
         &kind,
         tool,
         &shown,
-        tool_use_id,
         waiter.server.options().origin.as_deref(),
     );
     match waiter.exchange(&request).await {
@@ -79,15 +76,11 @@ fn shown_input(tool: &str, input: &Value) -> Value {
     }
 }
 
-/// The ask a tool call becomes: its text is what runs, keyed so that a retried prompt for the
-/// same tool use joins its card.
-fn ask_for(
-    kind: &str,
-    tool: &str,
-    input: &Value,
-    tool_use_id: Option<&str>,
-    origin: Option<&str>,
-) -> Value {
+/// The ask a tool call becomes: its text is what runs. It carries no idempotency key (not even
+/// one made of the tool-use id): a key finds its record after it is answered too, and a prompt
+/// replayed with the same id would then be allowed again on the first one's Yes. One Yes allows
+/// one prompt; a prompt asked again gets a card of its own, as a gate hook's does.
+fn ask_for(kind: &str, tool: &str, input: &Value, origin: Option<&str>) -> Value {
     let text = match (tool, input.get("command").and_then(Value::as_str)) {
         ("Bash", Some(command)) => command.to_owned(),
         _ => format!(
@@ -96,10 +89,6 @@ fn ask_for(
         ),
     };
     let mut request = json!({ "v": 1, "op": "ask", "kind": kind, "text": text, "wait": true });
-    if let Some(tool_use_id) = tool_use_id {
-        let digest = Sha256::digest(format!("{tool}\0{tool_use_id}").as_bytes());
-        request["idempotency_key"] = json!(format!("prompt:{}", &hex::encode(digest)[..32]));
-    }
     if let Some(origin) = origin {
         request["origin"] = json!(origin);
     }
@@ -188,19 +177,12 @@ mod tests {
 
     #[test]
     fn a_bash_command_is_asked_as_itself_and_other_tools_as_json() {
-        let bash = ask_for(
-            "shell",
-            "Bash",
-            &json!({"command": "rm -rf build"}),
-            Some("t1"),
-            None,
-        );
+        let bash = ask_for("shell", "Bash", &json!({"command": "rm -rf build"}), None);
         assert_eq!(bash["text"], "rm -rf build");
         let write = ask_for(
             "shell",
             "Write",
             &json!({"file_path": "/a", "content": "x"}),
-            None,
             Some("CC"),
         );
         assert_eq!(
@@ -208,22 +190,8 @@ mod tests {
             "Write\n{\n  \"content\": \"x\",\n  \"file_path\": \"/a\"\n}"
         );
         assert_eq!(write["origin"], "CC");
-        assert!(write.get("idempotency_key").is_none());
-        let again = ask_for(
-            "shell",
-            "Bash",
-            &json!({"command": "rm -rf build"}),
-            Some("t1"),
-            None,
-        );
-        assert_eq!(bash["idempotency_key"], again["idempotency_key"]);
-        let other = ask_for(
-            "shell",
-            "Bash",
-            &json!({"command": "rm -rf build"}),
-            Some("t2"),
-            None,
-        );
-        assert_ne!(bash["idempotency_key"], other["idempotency_key"]);
+        for ask in [&bash, &write] {
+            assert!(ask.get("idempotency_key").is_none(), "{ask}");
+        }
     }
 }

@@ -13,9 +13,6 @@ use super::tools;
 use super::{approval, guidance, Server};
 use crate::client::{self, ClientError};
 
-/// The largest attachment read from disk: the daemon's ceiling (`limits.max_attachment_bytes`).
-const MAX_ATTACHMENT_BYTES: u64 = 20 << 20;
-
 /// A tool's arguments, as an object, checked key by key.
 pub(super) struct Arguments {
     tool: &'static str,
@@ -226,7 +223,7 @@ async fn read_attachment(path: &Path) -> Result<Value, BadArguments> {
         .and_then(|name| name.to_str())
         .ok_or_else(|| BadArguments(format!("attachment {shown}: not a file name in UTF-8")))?;
     let owned = path.to_owned();
-    let bytes = tokio::task::spawn_blocking(move || read_bounded(&owned))
+    let bytes = tokio::task::spawn_blocking(move || client::read_named_file(&owned))
         .await
         .map_err(|error| BadArguments(format!("attachment {shown}: {error}")))?
         .map_err(|error| BadArguments(format!("attachment {shown}: {error}")))?;
@@ -235,30 +232,6 @@ async fn read_attachment(path: &Path) -> Result<Value, BadArguments> {
         "media_type": client::guess_media_type(path),
         "data_b64": base64::engine::general_purpose::STANDARD.encode(bytes),
     }))
-}
-
-/// A regular file's bytes, at most [`MAX_ATTACHMENT_BYTES`]. Opened without blocking (a FIFO
-/// would wait forever for a writer), judged by the opened file's own metadata (no swap between
-/// a check and the read), and read with a limit (files in /proc say they are empty and are not).
-pub(super) fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NONBLOCK)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_ATTACHMENT_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_ATTACHMENT_BYTES {
-        return Err(std::io::Error::other(format!(
-            "more than the {MAX_ATTACHMENT_BYTES} bytes an attachment may have"
-        )));
-    }
-    Ok(bytes)
 }
 
 async fn mandate(waiter: &Waiter<'_>, arguments: Option<&Value>) -> Result<Value, BadArguments> {

@@ -544,7 +544,7 @@ fn attachments_are_read_only_from_regular_files_and_never_past_the_limit() {
         (&exact, None),
     ];
     for (path, refused) in cases {
-        let read = call::read_bounded(path);
+        let read = crate::client::read_named_file(path);
         match refused {
             Some(says) => {
                 let error = read.expect_err(&path.display().to_string()).to_string();

@@ -9,7 +9,7 @@
 //!   systemd's `LoadCredential=`).
 //! - the state directory, the journal, and every entry directly inside the state directory (the
 //!   database and its `-wal`/`-shm`, `press.key`, `attachments/`, `runs/`, `lock`, …): not a
-//!   symlink, owned by that uid or by root, not writable by group or other. `press.key` and
+//!   symlink, FIFO or device, owned by that uid or by root, not writable by group or other. `press.key` and
 //!   `journal-seal.key` may have no bit for group or other at all. A missing file is no
 //!   problem: the daemon makes it.
 //!
@@ -17,7 +17,7 @@
 //! below them (attachments, run directories) is opened without following symlinks.
 
 use std::io::ErrorKind;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 
 use crate::config::{ConfigProblem, Paths, TelegramSection};
@@ -131,6 +131,15 @@ fn judge(
         return Some(format!(
             "{shown} is a symlink: the daemon follows no symlink for its state, replace it with \
              the file or directory itself"
+        ));
+    }
+    let kind = meta.file_type();
+    if kind.is_fifo() || kind.is_char_device() || kind.is_block_device() {
+        // A FIFO blocks the daemon's first read until someone writes to it; a device never
+        // ends or is someone else's disk. (A socket fails to open at once: a stale one is the
+        // daemon's own, and is no danger.)
+        return Some(format!(
+            "{shown} is a FIFO or a device, not a regular file: the daemon would wait on it or              read it without end (remove it; the daemon makes its files)"
         ));
     }
     let owner = meta.uid();

@@ -53,7 +53,7 @@ pub fn verify_file(
     path: &Path,
     anchor: Option<&Anchor>,
 ) -> Result<Result<Verified, Problem>, JournalError> {
-    let file = File::open(path)?;
+    let file = open_to_verify(path)?;
     Ok(verify_read(file, anchor)?)
 }
 
@@ -63,8 +63,37 @@ pub fn verify_file_sealed(
     anchor: Option<&Anchor>,
     keys: SealKeys,
 ) -> Result<Result<Verified, Problem>, JournalError> {
-    let file = File::open(path)?;
+    let file = open_to_verify(path)?;
     Ok(verify_read_sealed(file, anchor, keys)?)
+}
+
+/// Opens a journal to verify it as the daemon would take it: a regular file, not through a
+/// symlink (the daemon refuses one at the journal's path: `ok` for whatever it points at would
+/// vouch for a file that is not the journal), and without waiting (a FIFO would block the open
+/// until someone wrote to it; a device such as /dev/zero never ends).
+fn open_to_verify(path: &Path) -> Result<File, JournalError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path);
+    let file = match opened {
+        Ok(file) => file,
+        Err(error) if error.raw_os_error() == Some(nix::libc::ELOOP) => {
+            return Err(JournalError::Io(io::Error::other(format!(
+                "{} is a symlink; verify the file it points at by its own path",
+                path.display()
+            ))))
+        }
+        Err(error) => return Err(error.into()),
+    };
+    if !file.metadata()?.is_file() {
+        return Err(JournalError::Io(io::Error::other(format!(
+            "{} is not a regular file",
+            path.display()
+        ))));
+    }
+    Ok(file)
 }
 
 /// Reads a file by position, leaving any cursor alone.
