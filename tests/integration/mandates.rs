@@ -1207,3 +1207,34 @@ fn a_wall_clock_stepped_either_way_does_not_start_a_mandates_day_again() {
         assert_eq!(status, "running", "{case}: {id}: a new day's first ask");
     }
 }
+
+/// A wall clock stepped forward past midnight must not let a real day hold more uses than the
+/// mandate allows. The day is read no later than the latest use plus the monotonic time since,
+/// but the use it covers is dated by the wall clock, in the next day: that use is then counted
+/// in neither. Each case: the owner grants two a day, one is used at 23:00, the wall clock alone
+/// steps forward past midnight, and asks follow seconds later (on the monotonic clock, still the
+/// same day): only one more may run.
+#[test]
+fn a_wall_clock_stepped_forward_does_not_let_one_day_hold_more_than_its_count() {
+    let cases = [
+        ("stepped forward 2 hours past midnight", 2 * 3600),
+        ("stepped forward 30 minutes past midnight", 30 * 60 + 60),
+    ];
+    for (case, step) in cases {
+        let daemon = Daemon::start();
+        daemon.pass_time_to(today_at(10, 0));
+        grant(&daemon, &["@mila_news"], 3, "10.00", 2);
+        daemon.pass_time_to(today_at(23, 30));
+        let (id, status) = ask(&daemon, &ask_to("@mila_news", "first", "0.10"));
+        assert_eq!(status, "running", "{case}: {id}: the first ask of the day");
+        daemon.advance_clock(step);
+        let (id, status) = ask(&daemon, &ask_to("@mila_news", "second", "0.10"));
+        assert_eq!(status, "running", "{case}: {id}: the second ask of the day");
+        let (id, status) = ask(&daemon, &ask_to("@mila_news", "third", "0.10"));
+        assert_eq!(
+            status, "pending",
+            "{case}: {id}: a third ask ran without a card within one day of a mandate of 2 a day \
+             (the second was counted in the day before the step but dated in the day after)"
+        );
+    }
+}
