@@ -13,8 +13,11 @@ use super::*;
 /// the last line's shape and own hash (not its link to the line before).
 /// When the last line is bad the whole file is verified, so the problem
 /// reported is the first bad line with its true number.
+///
+/// Opened as `journal verify` opens it ([`open_to_verify`]): the anchor it gives is one to verify
+/// against later, so it is never that of a file a symlink points at, nor waits on a FIFO.
 pub fn head(path: &Path) -> Result<Result<Head, Problem>, JournalError> {
-    let file = File::open(path)?;
+    let file = open_to_verify(path)?;
     Ok(head_at(&file)?)
 }
 

@@ -67,11 +67,11 @@ pub fn verify_file_sealed(
     Ok(verify_read_sealed(file, anchor, keys)?)
 }
 
-/// Opens a journal to verify it as the daemon would take it: a regular file, not through a
+/// Opens a journal to verify it (or to read its head) as the daemon would take it: a regular file, not through a
 /// symlink (the daemon refuses one at the journal's path: `ok` for whatever it points at would
 /// vouch for a file that is not the journal), and without waiting (a FIFO would block the open
 /// until someone wrote to it; a device such as /dev/zero never ends).
-fn open_to_verify(path: &Path) -> Result<File, JournalError> {
+pub(crate) fn open_to_verify(path: &Path) -> Result<File, JournalError> {
     use std::os::unix::fs::OpenOptionsExt as _;
     let opened = std::fs::OpenOptions::new()
         .read(true)
