@@ -382,3 +382,50 @@ fn check_config_says_whom_it_checked_as() {
         stdout(&file_only)
     );
 }
+
+/// A token_file that is a FIFO (mode 0600, the daemon's own, as the preflight wants a token
+/// file) must be named as a problem at once, as a directory is: `check-config` and `serve` must
+/// not wait forever in the read for a writer that never comes. Each command is its own case,
+/// bounded at 10 s and then killed.
+#[test]
+fn a_token_file_that_is_a_fifo_is_named_not_waited_on() {
+    let cases: [(&str, fn(&str) -> Vec<String>); 2] = [
+        ("check-config", |path| vec!["check-config".into(), path.into()]),
+        ("serve", |path| {
+            vec!["serve".into(), "--config".into(), path.into()]
+        }),
+    ];
+    for (name, args) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let mut broken = Broken::in_dir(dir.path());
+        let token = dir.path().join("fifo-token");
+        nix::unistd::mkfifo(&token, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        broken.token_line = format!("token_file = \"{}\"", token.display());
+        let path = dir.path().join("consentd.toml");
+        std::fs::write(&path, broken.text(dir.path())).unwrap();
+        let mut child = Command::new(BIN)
+            .args(args(path.to_str().unwrap()))
+            .env_remove("CONSENTD_BOT_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if child.try_wait().unwrap().is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{name}: still waiting on the FIFO token_file after 10 s");
+        }
+        let output = child.wait_with_output().unwrap();
+        let said = format!("{}{}", stdout(&output), stderr(&output));
+        assert_eq!(output.status.code(), Some(1), "{name}: {said}");
+        assert!(
+            said.contains("telegram.token_file"),
+            "{name}: does not name telegram.token_file: {said}"
+        );
+    }
+}
