@@ -390,7 +390,9 @@ fn check_config_says_whom_it_checked_as() {
 #[test]
 fn a_token_file_that_is_a_fifo_is_named_not_waited_on() {
     let cases: [(&str, fn(&str) -> Vec<String>); 2] = [
-        ("check-config", |path| vec!["check-config".into(), path.into()]),
+        ("check-config", |path| {
+            vec!["check-config".into(), path.into()]
+        }),
         ("serve", |path| {
             vec!["serve".into(), "--config".into(), path.into()]
         }),
