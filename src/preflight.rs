@@ -134,7 +134,12 @@ pub(crate) fn bot_token(telegram: &TelegramSection) -> Result<String, ConfigProb
         message,
     };
     let (token, source) = match &telegram.token_file {
-        Some(path) => match std::fs::read_to_string(path) {
+        // Read as a file an ask names is: never waiting on a FIFO, never reading a device
+        // without end.
+        Some(path) => match crate::client::read_named_file(path).and_then(|bytes| {
+            String::from_utf8(bytes)
+                .map_err(|error| std::io::Error::new(ErrorKind::InvalidData, error))
+        }) {
             Ok(token) => (token, path.display().to_string()),
             Err(error) => return Err(problem(unreadable(path, &error))),
         },
