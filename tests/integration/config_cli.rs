@@ -431,3 +431,40 @@ fn a_token_file_that_is_a_fifo_is_named_not_waited_on() {
         );
     }
 }
+
+/// A category's env_file that is a FIFO must be named as a problem at once: `check-config` must
+/// not wait forever in the preflight's open for a writer that never comes.
+#[test]
+fn an_env_file_that_is_a_fifo_is_named_not_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broken = Broken::in_dir(dir.path());
+    let env = dir.path().join("post.env");
+    nix::unistd::mkfifo(&env, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    broken.extra = format!("env_file = \"{}\"", env.display());
+    let path = dir.path().join("consentd.toml");
+    std::fs::write(&path, broken.text(dir.path())).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["check-config", path.to_str().unwrap()])
+        .env_remove("CONSENTD_BOT_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if child.try_wait().unwrap().is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("check-config still waiting on the FIFO env_file after 10 s");
+    }
+    let output = child.wait_with_output().unwrap();
+    let said = format!("{}{}", stdout(&output), stderr(&output));
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("categories.post.env_file"),
+        "does not name categories.post.env_file: {said}"
+    );
+}
