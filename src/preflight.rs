@@ -211,10 +211,20 @@ fn user_problem(user: &str) -> Option<String> {
 }
 
 /// Why an `env_file` cannot be read, if it cannot. Its lines are read at each run.
+/// Opened without blocking (a FIFO would wait for a writer) and judged by the opened file: a
+/// run reads it whole, so what is no regular file is a problem.
 fn env_file_problem(path: &Path) -> Option<String> {
-    std::fs::File::open(path)
-        .err()
-        .map(|error| unreadable(path, &error))
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+        .and_then(|file| file.metadata())
+        .and_then(|meta| match meta.is_file() {
+            true => Ok(()),
+            false => Err(std::io::Error::other("not a regular file")),
+        });
+    opened.err().map(|error| unreadable(path, &error))
 }
 
 /// Whether this process runs as root, which `run_as` needs.
