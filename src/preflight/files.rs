@@ -139,7 +139,8 @@ fn judge(
         // ends or is someone else's disk. (A socket fails to open at once: a stale one is the
         // daemon's own, and is no danger.)
         return Some(format!(
-            "{shown} is a FIFO or a device, not a regular file: the daemon would wait on it or              read it without end (remove it; the daemon makes its files)"
+            "{shown} is a FIFO or a device, not a regular file: the daemon would wait on it or \
+             read it without end (remove it; the daemon makes its files)"
         ));
     }
     let owner = meta.uid();
