@@ -498,3 +498,48 @@ fn a_card_names_its_fields_by_the_categorys_labels() {
     assert!(text.contains("to: ana@example.org"), "{text}");
     assert!(!text.contains("subject:"), "{text}");
 }
+
+/// A stranger's press (on a message the daemon never drew, as on a forwarded card, or with
+/// forged callback data on the owner's card) must not hold the owner's presses back. The wait
+/// for a send in flight (`message_facts`) is for the owner, whose press may be on a card
+/// Telegram has and the daemon has not recorded yet; a stranger's press is rejected whatever is
+/// recorded. Each case: card A is open, card B's send is answered nine seconds late (the Drawing
+/// lock held meanwhile), a stranger presses twice, then the owner's Yes on A must start its run
+/// at once, not after the stranger's presses have each waited their three seconds.
+#[test]
+fn a_strangers_presses_do_not_hold_back_the_owners_press_while_a_card_is_sent() {
+    type Aim = fn(&ChatMessage) -> (ChatSpec, i64, String);
+    let cases: [(&str, Aim); 2] = [
+        ("a press on a message the daemon never drew", |card| {
+            let yes = card.buttons()[0].callback_data.clone().unwrap();
+            (ChatSpec::private(777), 999_999, yes)
+        }),
+        ("forged data on the owner's card", |card| {
+            (private(), card.message_id, "y:forged".to_owned())
+        }),
+    ];
+    for (case, aim) in cases {
+        let daemon = Daemon::start();
+        let a = ask_id(&daemon, "the owner's card");
+        let card_a = daemon.card_of(&a);
+        daemon
+            .bot
+            .script("sendMessage", Scripted::AnswerLate(Duration::from_secs(9)));
+        let b = ask_id(&daemon, "the card in flight");
+        daemon.card_of(&b);
+        let (chat, message_id, data) = aim(&card_a);
+        for _ in 0..2 {
+            daemon
+                .bot
+                .push_press(&stranger(), chat.clone(), message_id, &data);
+        }
+        let pressed = Instant::now();
+        daemon.press_yes(&card_a);
+        daemon.wait_state(&a, "executed");
+        let took = pressed.elapsed();
+        assert!(
+            took < Duration::from_secs(3),
+            "{case}: the owner's Yes ran only after {took:?}, behind the stranger's presses"
+        );
+    }
+}
