@@ -198,7 +198,11 @@ impl Consent {
             Ok::<_, StoreError>(as_drawn(drawn, &data, press.message_shows.as_deref()))
         };
         let facts = read().await?;
-        if facts == MessageFacts::Drawn(AsDrawn::Same) {
+        // Only the owner, in a private chat, can press a message the daemon is recording this
+        // moment; anyone else's press is rejected whatever is recorded, and must not hold the
+        // one consent loop (and the owner's presses behind it) on a send in flight.
+        let owners = self.owner().is_some_and(|owner| owner.id == press.from.id) && chat.private;
+        if facts == MessageFacts::Drawn(AsDrawn::Same) || !owners {
             return Ok(facts);
         }
         let _sent = tokio::time::timeout(DRAWING_PATIENCE, self.drawing.lock()).await;
