@@ -281,13 +281,12 @@ fn the_receipt_of_a_covered_ask_comes_with_its_attachment() {
 
 /// `consentd ask --attach PATH` and `--text-file PATH` on a file that is no regular file: a
 /// FIFO (nobody writes to it) and /dev/zero (endless). Like `consentd mcp`'s attachments
-/// (docs/CONTRACT-NOTES.md, "Attachments named by path"), each must be refused at once as a usage
+/// (docs/CONTRACT-NOTES.md, "Files named by path"), each must be refused at once as a usage
 /// error (exit 2) naming the path, not waited on forever nor read until memory runs out. The
 /// child gets a 1 GiB address-space limit so the /dev/zero cases cannot take the machine's memory.
 #[test]
 fn ask_refuses_a_fifo_or_an_endless_file_as_an_attachment_or_text_file() {
-    use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
+    use std::process::Command;
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("cover.png");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
@@ -322,21 +321,8 @@ fn ask_refuses_a_fifo_or_an_endless_file_as_an_attachment_or_text_file() {
             ])
             .args(["ask", "--kind", "publish_x", "--target", "@mila_news"])
             .args(&flags)
-            .env("CONSENTD_SOCKET", &socket)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = command.spawn().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        if child.try_wait().unwrap().is_none() {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{name}: `consentd ask` still waiting after 10 s");
-        }
-        let output = child.wait_with_output().unwrap();
+            .env("CONSENTD_SOCKET", &socket);
+        let output = crate::fixture::output_within_ten_seconds(command, name);
         let stderr = crate::fixture::stderr(&output);
         assert_eq!(output.status.code(), Some(2), "{name}: {stderr}");
         assert!(

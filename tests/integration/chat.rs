@@ -529,16 +529,16 @@ fn a_strangers_presses_do_not_hold_back_the_owners_press_while_a_card_is_sent() 
         daemon.card_of(&b);
         let (chat, message_id, data) = aim(&card_a);
         for _ in 0..2 {
-            daemon
-                .bot
-                .push_press(&stranger(), chat.clone(), message_id, &data);
+            daemon.bot.push_press(&stranger(), chat, message_id, &data);
         }
         let pressed = Instant::now();
         daemon.press_yes(&card_a);
         daemon.wait_state(&a, "executed");
         let took = pressed.elapsed();
+        // Behind the two presses' waits it would take six seconds or more; a loaded machine's
+        // run of the command takes well under five.
         assert!(
-            took < Duration::from_secs(3),
+            took < Duration::from_secs(5),
             "{case}: the owner's Yes ran only after {took:?}, behind the stranger's presses"
         );
     }

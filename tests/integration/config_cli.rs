@@ -383,88 +383,38 @@ fn check_config_says_whom_it_checked_as() {
     );
 }
 
-/// A token_file that is a FIFO (mode 0600, the daemon's own, as the preflight wants a token
-/// file) must be named as a problem at once, as a directory is: `check-config` and `serve` must
-/// not wait forever in the read for a writer that never comes. Each command is its own case,
-/// bounded at 10 s and then killed.
+/// A FIFO (mode 0600, the daemon's own, as the preflight wants it) where the config names a file
+/// read at start — the token file, a category's env file — must be named as a problem at once, as
+/// a directory is: `check-config` and `serve` must not wait forever for a writer that never comes.
 #[test]
-fn a_token_file_that_is_a_fifo_is_named_not_waited_on() {
-    let cases: [(&str, fn(&str) -> Vec<String>); 2] = [
-        ("check-config", |path| {
-            vec!["check-config".into(), path.into()]
-        }),
-        ("serve", |path| {
-            vec!["serve".into(), "--config".into(), path.into()]
-        }),
+fn a_file_the_config_names_that_is_a_fifo_is_named_not_waited_on() {
+    // Which file is the FIFO, the command run, and the key the problem must be named by.
+    let cases = [
+        ("token_file", "check-config", "telegram.token_file"),
+        ("token_file", "serve", "telegram.token_file"),
+        ("env_file", "check-config", "categories.post.env_file"),
     ];
-    for (name, args) in cases {
+    for (file, run, key) in cases {
         let dir = tempfile::tempdir().unwrap();
         let mut broken = Broken::in_dir(dir.path());
-        let token = dir.path().join("fifo-token");
-        nix::unistd::mkfifo(&token, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-        broken.token_line = format!("token_file = \"{}\"", token.display());
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        match file {
+            "token_file" => broken.token_line = format!("token_file = \"{}\"", fifo.display()),
+            _ => broken.extra = format!("env_file = \"{}\"", fifo.display()),
+        }
         let path = dir.path().join("consentd.toml");
         std::fs::write(&path, broken.text(dir.path())).unwrap();
-        let mut child = Command::new(BIN)
-            .args(args(path.to_str().unwrap()))
-            .env_remove("CONSENTD_BOT_TOKEN")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        if child.try_wait().unwrap().is_none() {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{name}: still waiting on the FIFO token_file after 10 s");
-        }
-        let output = child.wait_with_output().unwrap();
+        let mut command = Command::new(BIN);
+        match run {
+            "serve" => command.args(["serve", "--config"]),
+            _ => command.arg("check-config"),
+        };
+        command.arg(&path).env_remove("CONSENTD_BOT_TOKEN");
+        let name = format!("{run} with its {file} a FIFO");
+        let output = crate::fixture::output_within_ten_seconds(command, &name);
         let said = format!("{}{}", stdout(&output), stderr(&output));
         assert_eq!(output.status.code(), Some(1), "{name}: {said}");
-        assert!(
-            said.contains("telegram.token_file"),
-            "{name}: does not name telegram.token_file: {said}"
-        );
+        assert!(said.contains(key), "{name}: does not name {key}: {said}");
     }
-}
-
-/// A category's env_file that is a FIFO must be named as a problem at once: `check-config` must
-/// not wait forever in the preflight's open for a writer that never comes.
-#[test]
-fn an_env_file_that_is_a_fifo_is_named_not_waited_on() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut broken = Broken::in_dir(dir.path());
-    let env = dir.path().join("post.env");
-    nix::unistd::mkfifo(&env, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-    broken.extra = format!("env_file = \"{}\"", env.display());
-    let path = dir.path().join("consentd.toml");
-    std::fs::write(&path, broken.text(dir.path())).unwrap();
-    let mut child = Command::new(BIN)
-        .args(["check-config", path.to_str().unwrap()])
-        .env_remove("CONSENTD_BOT_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    if child.try_wait().unwrap().is_none() {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("check-config still waiting on the FIFO env_file after 10 s");
-    }
-    let output = child.wait_with_output().unwrap();
-    let said = format!("{}{}", stdout(&output), stderr(&output));
-    assert_eq!(output.status.code(), Some(1), "{said}");
-    assert!(
-        said.contains("categories.post.env_file"),
-        "does not name categories.post.env_file: {said}"
-    );
 }

@@ -791,3 +791,29 @@ pub fn consentd(args: &[&str]) -> Output {
         .output()
         .unwrap()
 }
+
+/// Runs `command` (stdin closed, its output kept) and returns its output, or panics naming
+/// `what` when it has not ended within 10 s: for what must refuse at once, never wait (a FIFO, an
+/// endless file). The child is killed first, so no test leaves one behind.
+pub fn output_within_ten_seconds(
+    mut command: std::process::Command,
+    what: &str,
+) -> std::process::Output {
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if child.try_wait().unwrap().is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("{what}: still waiting after 10 s");
+    }
+    child.wait_with_output().unwrap()
+}

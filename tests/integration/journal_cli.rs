@@ -156,14 +156,12 @@ fn verify_names_a_line_that_is_not_a_journal_line_even_when_its_hash_matches() {
     }
 }
 
-/// `journal verify` on a path the daemon would refuse to open as its journal (it follows no
-/// symlink to it, and reads only a regular file) must say so, not answer `ok` for whatever the
-/// link points at, nor wait forever on a FIFO. Each case is the journal's path replaced, the
-/// chain behind a symlink intact.
+/// `journal verify`, and `journal head` (whose anchor an operator keeps to verify against later),
+/// on a path the daemon would refuse to open as its journal (it follows no symlink to it, and
+/// reads only a regular file) must say so: not answer for whatever a symlink points at, nor wait
+/// forever on a FIFO. Each case is the journal's path replaced, the chain behind a symlink intact.
 #[test]
-fn verify_names_a_journal_that_is_a_symlink_or_not_a_regular_file() {
-    use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
+fn verify_and_head_name_a_journal_that_is_a_symlink_or_not_a_regular_file() {
     type Plant = fn(&std::path::Path);
     let cases: &[(&str, Plant, &str)] = &[
         (
@@ -183,84 +181,18 @@ fn verify_names_a_journal_that_is_a_symlink_or_not_a_regular_file() {
             "regular file",
         ),
     ];
-    for (name, plant, said) in cases {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("decisions.jsonl");
-        plant(&path);
-        let mut child = Command::new(crate::fixture::BIN)
-            .args(["journal", "verify"])
-            .arg(&path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
+    for subcommand in ["verify", "head"] {
+        for (name, plant, said) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("decisions.jsonl");
+            plant(&path);
+            let mut command = std::process::Command::new(crate::fixture::BIN);
+            command.args(["journal", subcommand]).arg(&path);
+            let name = format!("journal {subcommand} on {name}");
+            let output = crate::fixture::output_within_ten_seconds(command, &name);
+            let text = format!("{}{}", stdout(&output), crate::fixture::stderr(&output));
+            assert_eq!(output.status.code(), Some(1), "{name}: {text}");
+            assert!(text.contains(said), "{name}: does not say {said:?}: {text}");
         }
-        if child.try_wait().unwrap().is_none() {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{name}: `journal verify` still waiting after 10 s");
-        }
-        let output = child.wait_with_output().unwrap();
-        let text = format!("{}{}", stdout(&output), crate::fixture::stderr(&output));
-        assert_eq!(output.status.code(), Some(1), "{name}: {text}");
-        assert!(text.contains(said), "{name}: does not say {said:?}: {text}");
-    }
-}
-
-/// `journal head` prints the anchor an operator keeps to verify the journal against later. On a
-/// path the daemon would refuse as its journal it must say so, as `journal verify` does: not
-/// print the anchor of whatever a symlink points at, nor wait forever on a FIFO.
-#[test]
-fn head_names_a_journal_that_is_a_symlink_or_not_a_regular_file() {
-    use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
-    type Plant = fn(&std::path::Path);
-    let cases: &[(&str, Plant, &str)] = &[
-        (
-            "a symlink to a whole journal",
-            |path| {
-                let real = path.with_extension("real");
-                write_journal(&real, 5);
-                std::os::unix::fs::symlink(&real, path).unwrap();
-            },
-            "symlink",
-        ),
-        (
-            "a FIFO",
-            |path| {
-                nix::unistd::mkfifo(path, nix::sys::stat::Mode::from_bits_truncate(0o640)).unwrap()
-            },
-            "regular file",
-        ),
-    ];
-    for (name, plant, said) in cases {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("decisions.jsonl");
-        plant(&path);
-        let mut child = Command::new(crate::fixture::BIN)
-            .args(["journal", "head"])
-            .arg(&path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        if child.try_wait().unwrap().is_none() {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{name}: `journal head` still waiting after 10 s");
-        }
-        let output = child.wait_with_output().unwrap();
-        let text = format!("{}{}", stdout(&output), crate::fixture::stderr(&output));
-        assert_eq!(output.status.code(), Some(1), "{name}: {text}");
-        assert!(text.contains(said), "{name}: does not say {said:?}: {text}");
     }
 }

@@ -363,76 +363,102 @@ fn withdraw_kinds_and_status_through_the_tools() {
     assert_journal_verifies(&daemon);
 }
 
+/// `consentd mcp --approval-kind shell` spoken to as raw JSON-RPC on stdio, initialized.
+struct PromptServer {
+    server: Child,
+    stdin: std::process::ChildStdin,
+    lines: mpsc::Receiver<Value>,
+}
+
+impl PromptServer {
+    fn start(daemon: &Daemon, max_wait: &str) -> PromptServer {
+        let mut server = Command::new(BIN)
+            .args(["mcp", "--socket"])
+            .arg(&daemon.socket)
+            .args(["--approval-kind", "shell", "--max-wait", max_wait])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = server.stdin.take().unwrap();
+        let stdout = server.stdout.take().unwrap();
+        let (sender, lines) = mpsc::channel::<Value>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = sender.send(serde_json::from_str(&line).unwrap());
+            }
+        });
+        let mut started = PromptServer {
+            server,
+            stdin,
+            lines,
+        };
+        started.send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}}),
+        );
+        assert_eq!(started.next()["id"], 0);
+        started.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        started
+    }
+
+    fn send(&mut self, message: Value) {
+        use std::io::Write as _;
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Asks `approval_prompt` about the Bash `command` as request `id`, for tool use `tool_use_id`.
+    fn prompt(&mut self, id: u64, command: &str, tool_use_id: &str) {
+        self.send(
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "approval_prompt",
+            "arguments": {"tool_name": "Bash", "input": {"command": command},
+                          "tool_use_id": tool_use_id}}}),
+        );
+    }
+
+    fn next(&self) -> Value {
+        self.lines.recv_timeout(Duration::from_secs(30)).unwrap()
+    }
+
+    /// The next answer's permission decision (`behavior` allow or deny).
+    fn next_decision(&self) -> Value {
+        let answer = self.next();
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+        serde_json::from_str(text).unwrap()
+    }
+}
+
+impl Drop for PromptServer {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
 /// Claude Code's `--permission-prompt-tool` answered by the owner: one Yes lets one call run.
 /// Two parallel tool calls with the same command (tool-use ids `toolu_A` and `toolu_B`) that
 /// wait at once must not both be allowed by the single Yes on a card they share; either each
-/// gets a card of its own, or only one of them is allowed. Spoken as raw JSON-RPC on stdio.
+/// gets a card of its own, or only one of them is allowed.
 #[test]
 fn two_approval_prompts_for_the_same_command_are_not_both_allowed_by_one_yes() {
-    use std::io::Write as _;
     let daemon = Daemon::builder()
         .config_tail(crate::hooks_gate::SHELL_CATEGORY)
         .start();
-    let mut server = Command::new(BIN)
-        .args(["mcp", "--socket"])
-        .arg(&daemon.socket)
-        .args(["--approval-kind", "shell", "--max-wait", "5s"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = server.stdin.take().unwrap();
-    let stdout = server.stdout.take().unwrap();
-    let (sender, lines) = mpsc::channel::<Value>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = sender.send(serde_json::from_str(&line).unwrap());
-        }
-    });
-    let send = |stdin: &mut std::process::ChildStdin, message: Value| {
-        writeln!(stdin, "{message}").unwrap();
-        stdin.flush().unwrap();
-    };
-    send(
-        &mut stdin,
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "test", "version": "0"}}}),
-    );
-    assert_eq!(
-        lines.recv_timeout(Duration::from_secs(30)).unwrap()["id"],
-        0
-    );
-    send(
-        &mut stdin,
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    );
+    let mut server = PromptServer::start(&daemon, "5s");
     let command = "make twice-through-the-prompt";
-    let prompt = |id: u64, tool_use_id: &str| {
-        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-            "name": "approval_prompt",
-            "arguments": {"tool_name": "Bash", "input": {"command": command},
-                          "tool_use_id": tool_use_id}}})
-    };
-    send(&mut stdin, prompt(1, "toolu_A"));
+    server.prompt(1, command, "toolu_A");
     let card = daemon.card_of(command);
-    send(&mut stdin, prompt(2, "toolu_B"));
+    server.prompt(2, command, "toolu_B");
     // The second call's ask reaches the daemon while the first card is open.
     std::thread::sleep(Duration::from_millis(700));
     daemon.press_yes(&card);
-    let mut allowed = 0;
-    for _ in 0..2 {
-        let answer = lines.recv_timeout(Duration::from_secs(30)).unwrap();
-        let text = answer["result"]["content"][0]["text"].as_str().unwrap();
-        let decision: Value = serde_json::from_str(text).unwrap();
-        if decision["behavior"] == "allow" {
-            allowed += 1;
-        }
-    }
-    drop(stdin);
-    let _ = server.kill();
-    let _ = server.wait();
+    let allowed = (0..2)
+        .filter(|_| server.next_decision()["behavior"] == "allow")
+        .count();
     assert_eq!(
         allowed, 1,
         "one Yes on one card must let `{command}` run once, not {allowed} times"
@@ -446,80 +472,30 @@ fn two_approval_prompts_for_the_same_command_are_not_both_allowed_by_one_yes() {
 /// first one got: it needs a card and a Yes of its own (or a deny).
 #[test]
 fn a_replayed_approval_prompt_is_not_allowed_again_without_a_new_yes() {
-    use std::io::Write as _;
     let daemon = Daemon::builder()
         .config_tail(crate::hooks_gate::SHELL_CATEGORY)
         .start();
-    let mut server = Command::new(BIN)
-        .args(["mcp", "--socket"])
-        .arg(&daemon.socket)
-        .args(["--approval-kind", "shell", "--max-wait", "3s"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = server.stdin.take().unwrap();
-    let stdout = server.stdout.take().unwrap();
-    let (sender, lines) = mpsc::channel::<Value>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = sender.send(serde_json::from_str(&line).unwrap());
-        }
-    });
-    let send = |stdin: &mut std::process::ChildStdin, message: Value| {
-        writeln!(stdin, "{message}").unwrap();
-        stdin.flush().unwrap();
-    };
-    send(
-        &mut stdin,
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "test", "version": "0"}}}),
-    );
-    assert_eq!(
-        lines.recv_timeout(Duration::from_secs(30)).unwrap()["id"],
-        0
-    );
-    send(
-        &mut stdin,
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    );
+    let mut server = PromptServer::start(&daemon, "3s");
     let command = "rm -rf build-once";
-    let prompt = |id: u64| {
-        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-            "name": "approval_prompt",
-            "arguments": {"tool_name": "Bash", "input": {"command": command},
-                          "tool_use_id": "toolu_once"}}})
+    let cards = |daemon: &Daemon| {
+        daemon
+            .owner_chat()
+            .iter()
+            .filter(|m| m.text.as_deref().is_some_and(|t| t.contains(command)))
+            .count()
     };
-    let decision = |answer: Value| -> Value {
-        let text = answer["result"]["content"][0]["text"].as_str().unwrap();
-        serde_json::from_str(text).unwrap()
-    };
-    send(&mut stdin, prompt(1));
-    let card = daemon.card_of(command);
-    daemon.press_yes(&card);
-    let first = decision(lines.recv_timeout(Duration::from_secs(30)).unwrap());
+    server.prompt(1, command, "toolu_once");
+    daemon.press_yes(&daemon.card_of(command));
+    let first = server.next_decision();
     assert_eq!(
         first["behavior"], "allow",
         "the first prompt, approved: {first}"
     );
-    let cards_before = daemon
-        .owner_chat()
-        .iter()
-        .filter(|m| m.text.as_deref().is_some_and(|t| t.contains(command)))
-        .count();
+    let cards_before = cards(&daemon);
     // The same prompt again; nobody presses anything.
-    send(&mut stdin, prompt(2));
-    let again = decision(lines.recv_timeout(Duration::from_secs(30)).unwrap());
-    let cards_after = daemon
-        .owner_chat()
-        .iter()
-        .filter(|m| m.text.as_deref().is_some_and(|t| t.contains(command)))
-        .count();
-    drop(stdin);
-    let _ = server.kill();
-    let _ = server.wait();
+    server.prompt(2, command, "toolu_once");
+    let again = server.next_decision();
+    let cards_after = cards(&daemon);
     assert_ne!(
         again["behavior"], "allow",
         "the replayed prompt for `{command}` was allowed on the first prompt's Yes, with no card \

@@ -16,7 +16,7 @@ use super::base::{
 };
 use super::cached::Cached;
 use super::consent::open_card_in;
-use super::mandate_rows::{covering_mandate, MandateRow};
+use super::mandate_rows::{covering_mandate, Cover};
 use super::readings::monotonic_ms;
 use super::records::{record_where, Record, OPEN_BY_DIGEST};
 use super::refusals::refusal_in;
@@ -155,9 +155,9 @@ impl Db {
                     }
                     AskOutcome::Joined(open)
                 }
-                AskVerdict::Cover(mandate, usage) => {
+                AskVerdict::Cover(cover) => {
                     store_blobs()?;
-                    covered_in(tx, events, &id, ask, &mandate, usage, now)?
+                    covered_in(tx, events, &id, ask, &cover, now)?
                 }
                 AskVerdict::Create => {
                     store_blobs()?;
@@ -268,8 +268,8 @@ enum AskVerdict {
     Refuse(Refusal),
     /// The same peer's open record with the same digest.
     Join(Record),
-    /// An open mandate covers it, with its day's usage before this ask.
-    Cover(MandateRow, consentd_core::mandate::Usage),
+    /// An open mandate covers it.
+    Cover(Cover),
     /// A new pending record.
     Create,
 }
@@ -356,14 +356,14 @@ fn judge_ask(
         }
     }
     if policy.owner_known && policy.mandates_cover {
-        if let Some((mandate, usage)) = covering_mandate(
+        if let Some(cover) = covering_mandate(
             tx,
             &ask.action,
             ask.peer_uid,
             &ask.reading(now),
             (policy.tz, policy.mandate_day),
         )? {
-            return Ok(AskVerdict::Cover(mandate, usage));
+            return Ok(AskVerdict::Cover(cover));
         }
     }
     if let Some(refusal) = pending_refusal(tx, policy)? {
@@ -438,11 +438,13 @@ fn covered_in(
     events: &mut Vec<JournalEvent>,
     id: &str,
     ask: &NewAsk,
-    mandate: &MandateRow,
-    before: consentd_core::mandate::Usage,
+    cover: &Cover,
     now: DateTime<Utc>,
 ) -> Result<AskOutcome, StoreError> {
-    insert_pending(tx, id, ask, now)?;
+    let (mandate, before) = (&cover.mandate, cover.usage);
+    // Dated when its day was counted: a use is counted in the day its date falls in, and the
+    // next ask's day is bounded by it (`covering_mandate`).
+    insert_pending(tx, id, ask, cover.counted_at)?;
     let cost = ask.action.cost_usd.unwrap_or_default();
     // The day as of this action, kept with it: its receipt, drawn when the run ends, shows
     // this and not the day as later asks have made it.

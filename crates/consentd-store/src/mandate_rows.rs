@@ -235,7 +235,7 @@ pub(crate) fn covering_mandate(
     peer_uid: u32,
     now: &Now,
     (tz, day_ceilings): (Tz, Usage),
-) -> Result<Option<(MandateRow, Usage)>, StoreError> {
+) -> Result<Option<Cover>, StoreError> {
     let Some(day_at) = day_to_count(tx, &action.kind, now)? else {
         return Ok(None);
     };
@@ -275,10 +275,23 @@ pub(crate) fn covering_mandate(
             let kind = kind_usage_on_day(tx, &action.kind, day_at, tz)?;
             let within = kind.actions < day_ceilings.actions
                 && kind.usd + covered.cost_usd <= day_ceilings.usd;
-            return Ok(within.then_some((row, usage)));
+            return Ok(within.then_some(Cover {
+                mandate: row,
+                usage,
+                counted_at: day_at,
+            }));
         }
     }
     Ok(None)
+}
+
+/// A mandate that covers an ask, with its day's usage before the ask and the instant the ask is
+/// counted at (the covered record's date, so that it is counted in the day it was counted for).
+#[derive(Debug)]
+pub(crate) struct Cover {
+    pub(crate) mandate: MandateRow,
+    pub(crate) usage: Usage,
+    pub(crate) counted_at: DateTime<Utc>,
 }
 
 /// The instant whose local day a covered ask is counted in: the wall clock's reading, but no
