@@ -210,7 +210,7 @@ fn a_reply_to_an_open_card_never_answers_it() {
 /// Telegram has a card (the owner sees it) a moment before the daemon hears its message id back.
 /// What the owner does with the card in that moment is judged as it would be a moment later:
 /// the reply is told it answers nothing, the press answers the card. Each case its own daemon,
-/// whose card's `sendMessage` is answered two seconds late.
+/// whose card's `sendMessage` is answered a second late.
 #[test]
 fn what_the_owner_does_with_a_card_whose_send_is_still_answered_counts_as_after() {
     type Act = fn(&Daemon, &str, &ChatMessage);
@@ -229,7 +229,7 @@ fn what_the_owner_does_with_a_card_whose_send_is_still_answered_counts_as_after(
         let daemon = Daemon::builder().start();
         daemon
             .bot
-            .script("sendMessage", Scripted::AnswerLate(Duration::from_secs(2)));
+            .script("sendMessage", Scripted::AnswerLate(Duration::from_secs(1)));
         let id = ask_id(&daemon, case);
         let card = daemon.card_of(&id);
         act(&daemon, &id, &card);
@@ -252,7 +252,7 @@ fn a_press_on_a_redrawn_button_whose_edit_is_still_answered_counts() {
     let line = say(&daemon, "/categories", "Post to X (external): on");
     daemon.bot.script(
         "editMessageText",
-        Scripted::AnswerLate(Duration::from_secs(2)),
+        Scripted::AnswerLate(Duration::from_secs(1)),
     );
     let off = line.buttons()[0].callback_data.clone().unwrap();
     daemon
