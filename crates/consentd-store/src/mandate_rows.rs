@@ -236,9 +236,6 @@ pub(crate) fn covering_mandate(
     now: &Now,
     (tz, day_ceilings): (Tz, Usage),
 ) -> Result<Option<Cover>, StoreError> {
-    let Some(day_at) = day_to_count(tx, &action.kind, now)? else {
-        return Ok(None);
-    };
     let candidates: Vec<MandateRow> = {
         let mut statement = tx.prepare_cached(&format!(
             "SELECT {MANDATE_COLUMNS} FROM mandates
@@ -248,6 +245,13 @@ pub(crate) fn covering_mandate(
         ))?;
         let rows = statement.query_map(params![action.kind, peer_uid], mandate_from_row)?;
         rows.collect::<Result<_, _>>()?
+    };
+    // Most asks are of kinds no open mandate covers: they read nothing more.
+    if candidates.is_empty() {
+        return Ok(None);
+    }
+    let Some(day_at) = day_to_count(tx, &action.kind, now)? else {
+        return Ok(None);
     };
     let covered = CoveredAction {
         kind: &action.kind,
