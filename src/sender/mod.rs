@@ -5,6 +5,7 @@
 //! can see it; its text parts and attachments go first, each remembered once sent, so a restart
 //! resumes where it stopped.
 
+mod card;
 mod lanes;
 
 use std::collections::HashMap;
@@ -18,18 +19,18 @@ use tokio_util::sync::CancellationToken;
 
 use crate::card::CardError;
 use crate::clock::Clock;
-use crate::deadline::Now;
 use crate::digest::AttachmentFacts;
 use crate::gate::{self, Delivery, NoticeClass};
 use crate::lookalike::KnownTargets;
 use crate::store::db::Db;
 use crate::store::drawn::Drawn;
 use crate::store::outbox::{ButtonSpec, Head, Lane, Row, Sound, What};
-use crate::store::{Record, RecordState, Store, StoreError};
+use crate::store::{OpenedCard, Record, Store, StoreError};
 use crate::stored;
 use crate::styled::Styled;
 use crate::telegram::{SendError, Sent, Telegram};
 
+use card::{send_card, send_found_card};
 use lanes::{Choice, LaneView};
 
 /// Messages a burst may hold; after it, one a second.
@@ -176,6 +177,9 @@ pub(crate) async fn run(
         clock: clock.as_ref(),
         drawing: &drawing,
     };
+    // A card opened with its ask, taken from the store after the heads were read that did not
+    // hold it: sent next, before the heads are read again.
+    let mut handed: Option<OpenedCard> = None;
     loop {
         // Checked before every row: with a long backlog the outbox is never empty, and a row in
         // flight is finished rather than cut (cutting it could send it twice after a restart).
@@ -183,6 +187,14 @@ pub(crate) async fn run(
             return Ok(());
         }
         idle.0.store(false, Ordering::SeqCst);
+        // A card opened with its ask goes without reading back what its ask wrote: it was the
+        // only row due when it opened, with the sender idle.
+        if let Some(card) = handed.take().or_else(|| store.take_opened_card()) {
+            match send_opened_card(&out, &mut pace, card, &mut backoffs).await? {
+                Some(wait) if sleep_or_stop(wait, &shutdown).await => return Ok(()),
+                _ => continue,
+            }
+        }
         let now = clock.now();
         let heads = match store.call(move |db| lane_heads(db, now)).await {
             Ok(heads) => heads,
@@ -194,6 +206,15 @@ pub(crate) async fn run(
                 continue;
             }
         };
+        // The store hands a card over as its commit ends, before it answers anything after
+        // that commit: a card these heads hold was handed before they were read, so it is here
+        // now, and these heads send it. One they do not hold was opened after they were read.
+        if let Some(card) = store.take_opened_card() {
+            if !holds(&heads, card.row.seq) {
+                handed = Some(card);
+                continue;
+            }
+        }
         let views: Vec<(Lane, LaneView)> = heads
             .iter()
             .map(|(lane, head)| (*lane, backoffs.view(*lane, head.as_ref())))
@@ -228,6 +249,28 @@ pub(crate) async fn run(
             () = tokio::time::sleep_until(wake) => {}
         }
     }
+}
+
+/// Sends a card opened with its ask, as handed over by the store, and records how it went
+/// ([`settle`]).
+async fn send_opened_card(
+    out: &Out<'_>,
+    pace: &mut Pace,
+    card: OpenedCard,
+    backoffs: &mut Backoffs,
+) -> Result<Option<Duration>, SendError> {
+    let (lane, row) = (Lane::of(card.row.what, card.row.sound), card.row.clone());
+    tracing::debug!(seq = row.seq, "outbox: a card opened with its ask");
+    let outcome = send_found_card(out, pace, row.clone(), card.record, card.known).await;
+    settle(out, lane, &row, outcome, backoffs).await
+}
+
+/// Whether `heads` hold outbox row `seq`. A card the store handed over that they hold is theirs
+/// to send: sending it as handed too would show it twice.
+fn holds(heads: &[(Lane, Option<Head>)], seq: i64) -> bool {
+    heads
+        .iter()
+        .any(|(_, head)| head.as_ref().is_some_and(|head| head.row.seq == seq))
 }
 
 /// The oldest ready row of each lane.
@@ -466,242 +509,6 @@ async fn send_edit(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
     Ok(())
 }
 
-/// Whether the card of a pending record goes now (and how it sounds) or waits for the morning;
-/// `None` when it was held.
-async fn card_delivery(out: &Out<'_>, record: &Record, seq: i64) -> Result<Option<bool>, RowError> {
-    let now = out.clock.now();
-    let (settings, tz) = out.drawer.gate();
-    let window = gate::quiet_window(settings.quiet_hours, now, tz);
-    if record.state != RecordState::Pending {
-        // A retry of a card already opened (and counted): quiet at night.
-        return Ok(Some(window.is_some()));
-    }
-    // Tonight's count: the cards shown since tonight's quiet hours began.
-    let tonight = match window {
-        Some((start, _)) => {
-            out.store
-                .call(move |db| db.cards_shown_since(start))
-                .await?
-        }
-        None => 0,
-    };
-    let class = NoticeClass::Card {
-        urgent_ask: record.urgent,
-    };
-    match gate::decide(class, &settings, tonight, now, tz) {
-        Delivery::HoldUntil(until) => {
-            // Still pending: its ttl starts when it is shown, after quiet hours.
-            out.store.call(move |db| db.outbox_hold(seq, until)).await?;
-            // The owner may have changed the hours or the limit since they were read here, and
-            // the store released the held cards before this hold was written: then this card is
-            // decided again now rather than held under rules that are gone.
-            let (changed, _) = out.drawer.gate();
-            if (changed.quiet_hours, changed.night_card_limit)
-                != (settings.quiet_hours, settings.night_card_limit)
-            {
-                out.store.call(move |db| db.outbox_release(seq)).await?;
-            }
-            Ok(None)
-        }
-        Delivery::Silent => Ok(Some(true)),
-        Delivery::Loud | Delivery::SummaryOnly => Ok(Some(false)),
-    }
-}
-
-async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowError> {
-    let (store, seq) = (out.store, row.seq);
-    let record_id = row.record_id.clone().unwrap_or_default();
-    let lookup = record_id.clone();
-    // Drawn against the targets known as the card is shown: now, for its parts and attachments.
-    // They are read with the record, in one store call.
-    let first = out.clock.now();
-    let found = store
-        .call(move |db| {
-            let record = db.record(&lookup)?;
-            // Pending, or opened already (with its ask, or by an earlier attempt whose send
-            // failed): both still need their card.
-            match record.filter(|record| {
-                matches!(record.state, RecordState::Pending | RecordState::CardShown)
-            }) {
-                Some(record) => Ok(Some((db.known_targets_for(&lookup, first)?, record))),
-                None => Ok(None),
-            }
-        })
-        .await?;
-    let Some((known, record)) = found else {
-        let reason = format!("record {record_id} ended before its card was sent");
-        store
-            .call(move |db| db.outbox_dropped(seq, &reason))
-            .await?;
-        return Ok(());
-    };
-    // Past its own deadline (an ask's `ttl`, on either clock) before it could be shown: no
-    // card; the sweep ends the record expired.
-    if record
-        .own_ttl()
-        .is_some_and(|ttl| ttl.over(&Now::read(out.clock)))
-    {
-        let reason = format!("record {record_id} reached its ttl before its card was sent");
-        store
-            .call(move |db| db.outbox_dropped(seq, &reason))
-            .await?;
-        return Ok(());
-    }
-    let Some(silent) = card_delivery(out, &record, seq).await? else {
-        return Ok(());
-    };
-    let drawn = draw(out, &record, &known, first, first + out.drawer.ttl())?;
-    send_before_card(out, pace, &row, &record, &drawn, silent).await?;
-    // Opened now, after the parts and attachments: the ttl runs from when the card is shown,
-    // and the card must be open before it can be pressed. A retry keeps the first deadline.
-    pace.take().await;
-    let reading = Now::read(out.clock);
-    let now = reading.wall;
-    // Drawn again against the targets known at its `shown_at`, as its edits will be. A target
-    // approved in the seconds since the first drawing can move the text into parts: those are
-    // sent now, before the card (what was sent already is skipped).
-    let Some((expires_at, known)) = open_card(out, &record, known, seq, reading).await? else {
-        return Ok(());
-    };
-    let card = draw(out, &record, &known, now, expires_at)?;
-    send_before_card(out, pace, &row, &record, &card, silent).await?;
-    let _drawing = out.drawing.lock().await;
-    let sent = out
-        .telegram
-        .send_text(row.chat_id, &card.text, &card.buttons, silent)
-        .await?;
-    let drawn = drawn_from(&sent, &card.buttons);
-    let chat = row.chat_id;
-    store
-        .call(move |db| {
-            db.card_sent(
-                seq,
-                &record_id,
-                (chat, sent.message_id),
-                drawn.as_ref(),
-                now,
-            )
-        })
-        .await?;
-    Ok(())
-}
-
-/// Opens a pending record's card as it is about to be sent: its ttl starts `now` and
-/// `card_shown` is journaled. A card already open (by its ask's own transaction, or by an
-/// earlier attempt whose send failed) keeps its deadline, and `known`, the targets read with the
-/// record, are already those of its `shown_at`. Returns the card's deadline and the targets
-/// known as of its `shown_at`; `None` when the record ended meanwhile, its row then dropped.
-async fn open_card(
-    out: &Out<'_>,
-    record: &Record,
-    known: KnownTargets,
-    seq: i64,
-    reading: Now,
-) -> Result<Option<(DateTime<Utc>, KnownTargets)>, RowError> {
-    let Now {
-        wall: now,
-        monotonic,
-    } = reading;
-    let (store, record_id) = (out.store, &record.id);
-    let opened = match record.expires_at {
-        Some(expires_at) if record.state == RecordState::CardShown => (expires_at, known),
-        _ => {
-            // An ask's own ttl set a deadline when it was taken (kept in `expires_at` while it
-            // is pending): the card is answerable until the earlier of the two, with what is
-            // left of the ask's ttl by either clock (a wall clock stepped back while it waited
-            // does not give it more).
-            let usual = now + out.drawer.ttl();
-            let expires_at = record.own_ttl().map_or(usual, |ttl| {
-                let left = ttl.left(&Now {
-                    wall: now,
-                    monotonic: monotonic.clone(),
-                });
-                (now + left).min(usual)
-            });
-            let opening = record_id.clone();
-            // The targets as of its `shown_at` (`now`) are read in the same store call as the
-            // opening: one round trip less between the card's commit and its send.
-            let opened = store
-                .call(move |db| {
-                    if !db.card_showing(&opening, expires_at, now, &monotonic)? {
-                        return Ok(None);
-                    }
-                    db.known_targets_for(&opening, now).map(Some)
-                })
-                .await?;
-            let Some(known) = opened else {
-                let reason = format!("record {record_id} ended before its card was sent");
-                store
-                    .call(move |db| db.outbox_dropped(seq, &reason))
-                    .await?;
-                return Ok(None);
-            };
-            (expires_at, known)
-        }
-    };
-    Ok(Some(opened))
-}
-
-/// A record's card as of `now`, against `known`, the targets known for it then
-/// (`Db::known_targets_for`). A card that cannot be one message is a permanent failure: it is
-/// dropped as undeliverable and its record ends expired.
-fn draw(
-    out: &Out<'_>,
-    record: &Record,
-    known: &KnownTargets,
-    now: DateTime<Utc>,
-    expires_at: DateTime<Utc>,
-) -> Result<DrawnCard, RowError> {
-    out.drawer
-        .draw(record, known, now, expires_at)
-        .map_err(|error| {
-            RowError::Send(SendError::Permanent(format!(
-                "it would not fit one message with the look-alike warnings it has now: \
-                 {error}"
-            )))
-        })
-}
-
-/// The text's parts and the attachments, each remembered once sent so a retry skips it.
-async fn send_before_card(
-    out: &Out<'_>,
-    pace: &mut Pace,
-    row: &Row,
-    record: &Record,
-    drawn: &DrawnCard,
-    silent: bool,
-) -> Result<(), RowError> {
-    let store = out.store;
-    let record_id = &record.id;
-    for (index, part) in drawn.parts.iter().enumerate() {
-        let role = format!("part{}", index + 1);
-        if already_sent(store, record_id, &role).await? {
-            continue;
-        }
-        pace.take().await;
-        let sent = out
-            .telegram
-            .send_text(row.chat_id, part, &[], silent)
-            .await?;
-        remember(store, record_id, role, sent.message_id).await?;
-    }
-    for (index, (attachment, caption)) in record.attachments.iter().zip(&drawn.captions).enumerate()
-    {
-        let role = format!("attachment{}", index + 1);
-        if already_sent(store, record_id, &role).await? {
-            continue;
-        }
-        let bytes = read_attachment(store, attachment).await?;
-        pace.take().await;
-        let message_id = out
-            .telegram
-            .send_file(row.chat_id, &attachment.name, bytes, caption, silent)
-            .await?;
-        remember(store, record_id, role, message_id).await?;
-    }
-    Ok(())
-}
-
 /// An attachment's stored bytes, checked against the record's SHA-256 and size before they are
 /// uploaded: the owner must be shown exactly the bytes the card's digest covers. A copy that
 /// changed since the ask (or cannot be read) is a permanent failure, so the card is dropped as
@@ -728,26 +535,6 @@ async fn read_attachment(store: &Store, facts: &AttachmentFacts) -> Result<Vec<u
     }
 }
 
-async fn already_sent(store: &Store, record_id: &str, role: &str) -> Result<bool, StoreError> {
-    let (record_id, role) = (record_id.to_owned(), role.to_owned());
-    Ok(store
-        .call(move |db| db.record_message_id(&record_id, &role))
-        .await?
-        .is_some())
-}
-
-async fn remember(
-    store: &Store,
-    record_id: &str,
-    role: String,
-    message_id: i64,
-) -> Result<(), StoreError> {
-    let record_id = record_id.to_owned();
-    store
-        .call(move |db| db.record_message(&record_id, &role, message_id))
-        .await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -756,6 +543,56 @@ mod tests {
     fn backoff_doubles_up_to_its_ceiling() {
         let waits: Vec<u64> = (0..8).map(|a| backoff(a).as_secs()).collect();
         assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30, 30]);
+    }
+
+    /// The sender read the outbox while the store handed over a card opened with its ask: the
+    /// handed card goes on its own only when what was read does not hold it.
+    #[test]
+    fn a_handed_card_is_sent_as_handed_only_when_the_heads_read_do_not_hold_it() {
+        let head = |seq: i64, what: What| Head {
+            row: Row {
+                seq,
+                chat_id: 1,
+                what,
+                record_id: Some(format!("r_{seq}")),
+                message_id: None,
+                body: Default::default(),
+                sound: Sound::Gated,
+                attempts: 0,
+            },
+            waits_for_card: false,
+        };
+        let card = 7;
+        type Heads = Vec<(Lane, Option<Head>)>;
+        let cases: Vec<(&str, Heads, bool)> = vec![
+            ("nothing read", vec![], false),
+            (
+                "every lane empty",
+                Lane::ALL.map(|lane| (lane, None)).to_vec(),
+                false,
+            ),
+            (
+                "the card first in its lane",
+                vec![(Lane::Card, Some(head(card, What::Card)))],
+                true,
+            ),
+            (
+                "another card first",
+                vec![(Lane::Card, Some(head(card - 1, What::Card)))],
+                false,
+            ),
+            (
+                "only rows of other lanes",
+                vec![
+                    (Lane::Urgent, Some(head(card + 1, What::Message))),
+                    (Lane::Card, None),
+                ],
+                false,
+            ),
+        ];
+        for (name, heads, held) in cases {
+            assert_eq!(holds(&heads, card), held, "{name}");
+        }
     }
 
     #[tokio::test(start_paused = true)]

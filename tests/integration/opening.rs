@@ -244,3 +244,67 @@ fn a_card_is_not_opened_with_its_ask_while_the_sender_is_busy() {
         "opened {opened_after:?} after its ask, shown {waited:?} after it"
     );
 }
+
+/// A card opened with its ask is handed to the sender as the ask's commit ends, and the sender
+/// may at that moment be reading the outbox for a row of its own (an owner's command's reply, a
+/// timer's look at held cards) and find the same card there. Either way each card reaches the
+/// owner once, and none is lost. Unpaced, with asks from several clients and owner's commands
+/// whose replies keep the sender waking, the handing and the sender's reads interleave.
+#[test]
+fn every_card_reaches_the_owner_once_however_the_sender_wakes() {
+    const CLIENTS: usize = 3;
+    const ASKS: usize = 6;
+    let daemon = Daemon::builder().unpaced().max_pending(40).start();
+    outbox_drained(&daemon);
+    let ids: Vec<String> = std::thread::scope(|scope| {
+        let askers: Vec<_> = (0..CLIENTS)
+            .map(|client| {
+                let daemon = &daemon;
+                scope.spawn(move || {
+                    (0..ASKS)
+                        .map(|n| {
+                            let answer = daemon.request(&good_ask(&format!("Ask {client}.{n}")));
+                            answer["id"]
+                                .as_str()
+                                .unwrap_or_else(|| panic!("{answer}"))
+                                .to_owned()
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for _ in 0..ASKS {
+            daemon.bot.push_text(
+                &UserSpec::new(OWNER, "Mila"),
+                ChatSpec::private(OWNER),
+                "/help",
+            );
+        }
+        askers
+            .into_iter()
+            .flat_map(|asker| asker.join().unwrap())
+            .collect()
+    });
+    for id in &ids {
+        daemon.card_of(id);
+    }
+    outbox_drained(&daemon);
+    let messages = daemon.bot.messages(OWNER);
+    let mut opened_with_ask = 0;
+    for id in &ids {
+        // Nothing was answered: every card still has its buttons.
+        let sent = messages
+            .iter()
+            .filter(|m| {
+                m.outgoing
+                    && !m.buttons().is_empty()
+                    && m.text.as_deref().is_some_and(|t| t.contains(id.as_str()))
+            })
+            .count();
+        assert_eq!(sent, 1, "the card of {id} was sent {sent} times");
+        if lines_of(&daemon, id).2 {
+            opened_with_ask += 1;
+        }
+    }
+    assert!(opened_with_ask >= 1, "no card opened with its ask");
+}

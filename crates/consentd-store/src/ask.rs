@@ -72,6 +72,21 @@ pub struct CardOpening {
     pub sender_idle: Arc<AtomicBool>,
 }
 
+/// A card opened in its ask's transaction, handed to the sender as its batch commits
+/// ([`crate::Store::take_opened_card`]): the sender sends it without reading back what that
+/// transaction wrote, while the batch's journal lines are appended (they are durable already,
+/// staged in the commit). Its outbox row stays queued until the sender marks it sent, so a card
+/// the sender does not take this way is still sent the usual way.
+#[derive(Debug, Clone)]
+pub struct OpenedCard {
+    /// The card's outbox row.
+    pub row: crate::outbox::Row,
+    /// The record as opened: `card_shown`, its deadline set.
+    pub record: Record,
+    /// The targets known as of its `shown_at`, which its drawing compares its target with.
+    pub known: consentd_core::lookalike::KnownTargets,
+}
+
 /// The stateful rules an ask meets in the store.
 #[derive(Debug, Clone, Copy)]
 pub struct AskPolicy {
@@ -126,6 +141,7 @@ impl Db {
     ) -> Result<AskOutcome, StoreError> {
         let id = new_record_id()?;
         let mut queued_card = false;
+        let mut opened_card = false;
         let blobs = self.attachments_dir.clone();
         let mut wrote_blobs = false;
         let written = self.write_with_refusals(now, |tx, effects, refusals| {
@@ -161,8 +177,10 @@ impl Db {
                 }
                 AskVerdict::Create => {
                     store_blobs()?;
-                    let created = created_in(tx, effects, &id, ask, policy.card_chat, now)?;
+                    let (created, opened) =
+                        created_in(tx, effects, &id, ask, policy.card_chat, now)?;
                     queued_card = policy.card_chat.is_some();
+                    opened_card = opened;
                     created
                 }
             };
@@ -187,7 +205,39 @@ impl Db {
         if let AskOutcome::Covered(record) = &outcome {
             self.changed.push((record.id.clone(), record.state));
         }
+        if opened_card {
+            self.opened_card = Some(id);
+        }
         Ok(outcome)
+    }
+
+    /// The card the last ask opened with it, once, as the sender needs it: for the store's
+    /// thread to hand over after the commit that made it durable. `None` when there is none, or
+    /// its row is no longer the card the sender would take next (the only row due, as the
+    /// opening required); a read that fails only leaves the card to the sender's usual way.
+    pub(crate) fn take_opened_card(&mut self) -> Option<OpenedCard> {
+        let id = self.opened_card.take()?;
+        self.opened_card_of(&id).ok().flatten()
+    }
+
+    fn opened_card_of(&self, id: &str) -> Result<Option<OpenedCard>, StoreError> {
+        let Some(record) = self.record(id)? else {
+            return Ok(None);
+        };
+        let Some(shown_at) = record
+            .shown_at
+            .filter(|_| record.state == RecordState::CardShown)
+        else {
+            return Ok(None);
+        };
+        let Some(row) = self.next_outbox(shown_at)? else {
+            return Ok(None);
+        };
+        if row.what != crate::outbox::What::Card || row.record_id.as_deref() != Some(id) {
+            return Ok(None);
+        }
+        let known = self.known_targets_for(id, shown_at)?;
+        Ok(Some(OpenedCard { row, record, known }))
     }
 }
 
@@ -383,7 +433,7 @@ fn created_in(
     ask: &NewAsk,
     card_chat: Option<i64>,
     now: DateTime<Utc>,
-) -> Result<AskOutcome, StoreError> {
+) -> Result<(AskOutcome, bool), StoreError> {
     insert_pending(tx, id, ask, now)?;
     if let Some(chat) = card_chat {
         crate::outbox::queue_in(
@@ -412,9 +462,10 @@ fn created_in(
                 .expires_at
                 .map_or(usual, |deadline| deadline.min(usual));
             open_card_in(tx, effects, id, expires_at, now, &ask.monotonic)?;
+            return Ok((AskOutcome::Created(record), true));
         }
     }
-    Ok(AskOutcome::Created(record))
+    Ok((AskOutcome::Created(record), false))
 }
 
 /// The `asked` journal line of a stored ask.

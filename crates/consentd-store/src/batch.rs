@@ -14,6 +14,10 @@
 //!   only what is durable. The one exception is a request that comes before the batch's first
 //!   write and writes nothing itself (a read): all it saw was made durable by earlier batches,
 //!   so it is answered at once instead of waiting for the batch's fsync.
+//! - A card opened with its ask ([`crate::ask::OpenedCard`]) is handed to the sender between the
+//!   commit and the journal's append, so its `sendMessage` overlaps the journal's fsync: its
+//!   `asked` and `card_shown` lines are durable once the commit is, staged in it, and a crash
+//!   before the append still puts them in the file at the next start, before anything else.
 //! - If the commit or the journal's append fails, every request of the batch not yet answered
 //!   is answered with the failure (a request that had failed on its own keeps its own error).
 //! - A crash anywhere in a batch leaves the state of the last commit: none of the batch, or all
@@ -21,6 +25,7 @@
 //!   a single write). No request of a batch was answered before its commit.
 
 use crate::base::{Batch, Db};
+use crate::journal::Line;
 use crate::StoreError;
 
 /// The most requests one batch takes: enough to share one fsync among a burst of agents, few
@@ -28,7 +33,7 @@ use crate::StoreError;
 pub const MAX_BATCH: usize = 256;
 
 impl Db {
-    /// Opens a batch: one IMMEDIATE transaction that the writes until [`Db::finish_batch`] share.
+    /// Opens a batch: one IMMEDIATE transaction that the writes until [`Db::commit_batch`] share.
     pub(crate) fn begin_batch(&mut self) -> Result<(), StoreError> {
         debug_assert!(self.batch.is_none(), "a batch inside a batch");
         self.conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
@@ -42,11 +47,11 @@ impl Db {
         self.conn.total_changes()
     }
 
-    /// Commits the batch, then appends its journal lines with one write and one fsync. Only
-    /// after this returns may the batch's requests be answered.
-    pub(crate) fn finish_batch(&mut self) -> Result<(), StoreError> {
+    /// Commits the batch and gives back its journal lines, to be appended with
+    /// [`Db::append_batch_lines`]. Only after both may the batch's requests be answered.
+    pub(crate) fn commit_batch(&mut self) -> Result<Vec<Line>, StoreError> {
         let Some(batch) = self.batch.take() else {
-            return Ok(());
+            return Ok(Vec::new());
         };
         let commit = self
             .conn
@@ -59,9 +64,21 @@ impl Db {
         self.commits += 1;
         self.changed.extend(batch.changed);
         self.outbox_queued |= batch.queued;
-        if batch.lines.is_empty() {
+        Ok(batch.lines)
+    }
+
+    /// Appends a committed batch's journal lines with one write and one fsync.
+    pub(crate) fn append_batch_lines(&mut self, lines: &[Line]) -> Result<(), StoreError> {
+        if lines.is_empty() {
             return Ok(());
         }
-        self.append_journal(&batch.lines)
+        self.append_journal(lines)
+    }
+
+    /// Commits the batch and appends its lines: the store's thread does the two apart.
+    #[cfg(test)]
+    pub(crate) fn finish_batch(&mut self) -> Result<(), StoreError> {
+        let lines = self.commit_batch()?;
+        self.append_batch_lines(&lines)
     }
 }

@@ -250,7 +250,7 @@ fn reads_before_the_first_write_are_answered_at_once_and_the_rest_once_durable()
         job("write", true),
         job("read after", false),
     ];
-    super::run_batch(&mut db, jobs);
+    super::run_batch(&mut db, jobs, &super::Bells::unheard());
     assert_eq!(
         *answered.lock().unwrap(),
         [
@@ -260,4 +260,59 @@ fn reads_before_the_first_write_are_answered_at_once_and_the_rest_once_durable()
             ("read after", true)
         ]
     );
+}
+
+/// A card opened with its ask goes to the sender as its batch commits, before the batch's
+/// requests are answered (their answers wait for the journal's fsync as well), with the sender
+/// rung; a batch that opened none hands nothing over.
+#[test]
+fn a_card_opened_with_its_ask_is_handed_over_before_the_batch_is_answered() {
+    use std::sync::{Arc, Mutex};
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let bells = super::Bells::unheard();
+    let handed_at_answer: Arc<Mutex<Vec<bool>>> = Arc::default();
+    let ask = |text: &'static str, opens: bool| -> super::Job {
+        let slot = bells.opened_card.clone();
+        let seen = handed_at_answer.clone();
+        Box::new(move |db: &mut super::Db| -> super::Answer {
+            let ask = crate::NewAsk {
+                open_card: opens.then(super::opening_tests::opening),
+                ..super::tests::new_ask("publish_x", text, None)
+            };
+            let policy = crate::AskPolicy {
+                card_chat: Some(42),
+                ..super::tests::policy()
+            };
+            db.ask(&ask, policy, t0()).unwrap();
+            Box::new(move |failed: Option<&StoreError>| {
+                assert!(failed.is_none(), "{failed:?}");
+                let handed = slot.0.lock().unwrap().is_some();
+                seen.lock().unwrap().push(handed);
+            })
+        })
+    };
+    super::run_batch(&mut db, vec![ask("opens nothing", false)], &bells);
+    assert_eq!(*handed_at_answer.lock().unwrap(), [false]);
+    assert!(bells.opened_card.take().is_none());
+    db.connection()
+        .execute("UPDATE outbox SET state = 'sent'", [])
+        .unwrap();
+    super::run_batch(&mut db, vec![ask("opens its card", true)], &bells);
+    assert_eq!(*handed_at_answer.lock().unwrap(), [false, true]);
+    let card = bells.opened_card.take().expect("handed over");
+    assert_eq!(card.record.state, super::state::RecordState::CardShown);
+    let rung = bells.outbox.notified();
+    tokio::pin!(rung);
+    assert!(
+        futures_poll_once(rung.as_mut()),
+        "the sender was rung for the card"
+    );
+}
+
+/// Whether a future is ready at its first poll.
+fn futures_poll_once<F: std::future::Future>(future: std::pin::Pin<&mut F>) -> bool {
+    let waker = std::task::Waker::noop();
+    let mut context = std::task::Context::from_waker(waker);
+    future.poll(&mut context).is_ready()
 }

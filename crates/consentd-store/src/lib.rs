@@ -74,7 +74,7 @@ use std::sync::{mpsc, Arc};
 use chrono::{DateTime, Utc};
 use tokio::sync::{broadcast, oneshot, Notify};
 
-pub use ask::{AskOutcome, AskPolicy, CardOpening, NewAsk};
+pub use ask::{AskOutcome, AskPolicy, CardOpening, NewAsk, OpenedCard};
 pub use base::{Db, Effects, JournalEvent, OpenReport, StateChange};
 pub use batch::MAX_BATCH;
 pub use crash::set_crash_hook;
@@ -164,7 +164,70 @@ pub struct Store {
     changes: broadcast::Sender<RecordChanged>,
     attachments_dir: PathBuf,
     outbox_ready: Arc<Notify>,
+    opened_card: Arc<CardSlot>,
     space: Arc<space::SpaceWatch>,
+}
+
+/// Where the store's thread leaves a card opened with its ask for the sender, as soon as the
+/// batch that opened it commits (see [`batch`]). It holds one card: one opened later replaces
+/// it, and the one replaced is sent the usual way, from its outbox row.
+#[derive(Debug, Default)]
+struct CardSlot(std::sync::Mutex<Option<OpenedCard>>);
+
+impl CardSlot {
+    fn put(&self, card: OpenedCard) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(card);
+    }
+
+    fn take(&self) -> Option<OpenedCard> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+    }
+}
+
+/// What the store's thread tells the rest of the daemon after a batch.
+struct Bells {
+    changes: broadcast::Sender<RecordChanged>,
+    outbox: Arc<Notify>,
+    opened_card: Arc<CardSlot>,
+}
+
+impl Bells {
+    /// Bells nobody listens to, for a test of a batch.
+    #[cfg(test)]
+    fn unheard() -> Bells {
+        Bells {
+            changes: broadcast::channel(16).0,
+            outbox: Arc::new(Notify::new()),
+            opened_card: Arc::new(CardSlot::default()),
+        }
+    }
+
+    /// Hands the sender a card the batch opened with its ask: called once the batch committed,
+    /// before its journal lines are appended.
+    fn hand_opened_card(&self, db: &mut Db) {
+        if let Some(card) = db.take_opened_card() {
+            self.opened_card.put(card);
+            self.outbox.notify_one();
+        }
+    }
+
+    /// Announces what a durable batch changed.
+    fn ring(&self, db: &mut Db) {
+        self.hand_opened_card(db);
+        for (id, state) in db.take_changes() {
+            // No receiver is fine: nobody is waiting.
+            let _ = self.changes.send(RecordChanged { id, state });
+        }
+        if db.take_outbox_queued() {
+            self.outbox.notify_one();
+        }
+    }
 }
 
 /// The store's thread; joining it waits until every queued job has run.
@@ -199,9 +262,13 @@ impl Store {
         db.attachments_dir = Some(attachments_dir.clone());
         let (jobs, queue) = mpsc::channel::<Job>();
         let (changes, _) = broadcast::channel(1024);
-        let announcer = changes.clone();
         let outbox_ready = Arc::new(Notify::new());
-        let sender_bell = outbox_ready.clone();
+        let opened_card = Arc::new(CardSlot::default());
+        let bells = Bells {
+            changes: changes.clone(),
+            outbox: outbox_ready.clone(),
+            opened_card: opened_card.clone(),
+        };
         let thread = std::thread::Builder::new()
             .name("consentd-store".into())
             .spawn(move || {
@@ -210,14 +277,8 @@ impl Store {
                 while let Ok(first) = queue.recv() {
                     let mut jobs = vec![first];
                     jobs.extend(queue.try_iter().take(MAX_BATCH - 1));
-                    run_batch(&mut db, jobs);
-                    for (id, state) in db.take_changes() {
-                        // No receiver is fine: nobody is waiting.
-                        let _ = announcer.send(RecordChanged { id, state });
-                    }
-                    if db.take_outbox_queued() {
-                        sender_bell.notify_one();
-                    }
+                    run_batch(&mut db, jobs, &bells);
+                    bells.ring(&mut db);
                 }
             })
             .map_err(|error| {
@@ -229,6 +290,7 @@ impl Store {
                 changes,
                 attachments_dir,
                 outbox_ready,
+                opened_card,
                 space: Arc::new(space::SpaceWatch::new(Arc::new(space::Statvfs))),
             },
             StoreThread(thread),
@@ -314,6 +376,12 @@ impl Store {
         self.outbox_ready.clone()
     }
 
+    /// The card an ask opened with it, once its batch committed, if the sender has not taken it
+    /// yet; its outbox row is the sender's to mark sent, as any card's.
+    pub fn take_opened_card(&self) -> Option<OpenedCard> {
+        self.opened_card.take()
+    }
+
     /// Where an attachment's bytes are kept.
     pub fn attachment_path(&self, sha256_hex: &str) -> PathBuf {
         self.attachments_dir.join(sha256_hex)
@@ -326,9 +394,10 @@ impl Store {
 }
 
 /// Applies `jobs` as one batch ([`batch`]) and answers them once it is durable; the jobs that
-/// come before its first write, having written nothing, are answered at once. When a batch
-/// cannot even begin, each job runs on its own, as before batching, and is answered at once.
-fn run_batch(db: &mut Db, jobs: Vec<Job>) {
+/// come before its first write, having written nothing, are answered at once. A card the batch
+/// opened with its ask goes to the sender between the commit and the journal's append. When a
+/// batch cannot even begin, each job runs on its own, as before batching, and is answered at once.
+fn run_batch(db: &mut Db, jobs: Vec<Job>, bells: &Bells) {
     // A batch that cannot begin (the disk failing, say) is not an error of its own: each write
     // then tries its own transaction and reports what stops it to its request.
     let batched = db.begin_batch().is_ok();
@@ -345,7 +414,13 @@ fn run_batch(db: &mut Db, jobs: Vec<Job>) {
         }
     }
     let failure = if batched {
-        db.finish_batch().err()
+        match db.commit_batch() {
+            Ok(lines) => {
+                bells.hand_opened_card(db);
+                db.append_batch_lines(&lines).err()
+            }
+            Err(error) => Some(error),
+        }
     } else {
         None
     };
@@ -353,6 +428,7 @@ fn run_batch(db: &mut Db, jobs: Vec<Job>) {
         // Nothing of the batch is announced: what changed was rolled back or is not journaled.
         db.take_changes();
         db.take_outbox_queued();
+        db.take_opened_card();
         // Nor may a refusal's window name a record the batch rolled back.
         db.forget_refusal_windows();
     }

@@ -17,7 +17,7 @@ use consentd_core::clock::Monotonic;
 
 const CHAT: i64 = 42;
 
-fn opening() -> CardOpening {
+pub(super) fn opening() -> CardOpening {
     CardOpening {
         ttl: chrono::Duration::minutes(15),
         sender_idle: Arc::new(AtomicBool::new(true)),
@@ -164,8 +164,19 @@ fn a_card_opens_with_its_ask_only_when_it_can_go_at_once() {
         let record = db.record(&asked.id).unwrap().unwrap();
         let events = fixture.journal_events();
         let changes = db.take_changes();
+        let handed = db.take_opened_card();
+        assert!(
+            db.take_opened_card().is_none(),
+            "{}: handed once",
+            case.name
+        );
         match case.opens_until {
             Some(until) => {
+                let handed = handed.unwrap_or_else(|| panic!("{}: not handed", case.name));
+                assert_eq!(handed.record, record, "{}: the record as opened", case.name);
+                let next = db.next_outbox(t0()).unwrap().unwrap();
+                assert_eq!(handed.row, next, "{}: the card's own row", case.name);
+                assert_eq!(handed.row.what, What::Card, "{}", case.name);
                 assert_eq!(record.state, RecordState::CardShown, "{}", case.name);
                 assert_eq!(record.shown_at, Some(t0()), "{}", case.name);
                 assert_eq!(record.expires_at, Some(until), "{}", case.name);
@@ -187,6 +198,7 @@ fn a_card_opens_with_its_ask_only_when_it_can_go_at_once() {
                 );
             }
             None => {
+                assert!(handed.is_none(), "{}: {handed:?}", case.name);
                 assert_eq!(record.state, RecordState::Pending, "{}", case.name);
                 assert_eq!(record.shown_at, None, "{}", case.name);
                 assert_eq!(
@@ -238,4 +250,46 @@ fn an_ask_that_joins_or_is_refused_opens_nothing() {
         .filter(|event| *event == "card_shown")
         .count();
     assert_eq!(shown, 1, "only the first card opened");
+}
+
+/// What is handed to the sender is read after the commit: a batch whose transaction was rolled
+/// back hands nothing, and a card no longer first in the outbox is left to the sender's usual
+/// way rather than sent ahead of what now waits before it.
+#[test]
+fn only_a_committed_card_first_in_the_outbox_is_handed_to_the_sender() {
+    let can_open = NewAsk {
+        open_card: Some(opening()),
+        ..new_ask("publish_x", "hello", None)
+    };
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    db.begin_batch().unwrap();
+    db.ask(&can_open, with_chat(), t0()).unwrap();
+    db.connection().execute_batch("ROLLBACK").unwrap();
+    assert!(db.commit_batch().is_err(), "nothing to commit");
+    assert!(db.take_opened_card().is_none(), "rolled back, yet handed");
+
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let AskOutcome::Created(asked) = db.ask(&can_open, with_chat(), t0()).unwrap() else {
+        panic!("created");
+    };
+    // Sent the usual way already (the sender read the outbox before it was handed).
+    db.connection()
+        .execute(
+            "UPDATE outbox SET state = 'sent' WHERE record_id = ?1",
+            [&asked.id],
+        )
+        .unwrap();
+    assert!(db.take_opened_card().is_none(), "its row was sent");
+
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    db.begin_batch().unwrap();
+    db.ask(&can_open, with_chat(), t0()).unwrap();
+    // A row queued after it in the same batch does not change what goes first.
+    queue_message(&db, None);
+    db.commit_batch().unwrap();
+    let handed = db.take_opened_card().expect("still first in the outbox");
+    assert_eq!(handed.record.state, RecordState::CardShown);
 }
