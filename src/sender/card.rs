@@ -8,6 +8,7 @@ use super::{drawn_from, read_attachment, DrawnCard, Out, Pace, RowError};
 use crate::deadline::Now;
 use crate::gate::{self, Delivery, NoticeClass};
 use crate::lookalike::KnownTargets;
+use crate::store::handover::Commit;
 use crate::store::outbox::Row;
 use crate::store::{Record, RecordState, Store, StoreError};
 use crate::telegram::SendError;
@@ -81,17 +82,19 @@ pub(super) async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Resul
             .await?;
         return Ok(());
     };
-    send_found_card(out, pace, row, record, known).await
+    send_found_card(out, pace, row, record, known, None).await
 }
 
 /// Sends the card of `row`, `record` being pending or open, `known` the targets known for it
-/// now (or, once open, as of its `shown_at`).
+/// now (or, once open, as of its `shown_at`). A card handed over by the store before its
+/// batch's commit (`commit`) is drawn at once and sent only once that commit is durable.
 pub(super) async fn send_found_card(
     out: &Out<'_>,
     pace: &mut Pace,
     row: Row,
     record: Record,
     known: KnownTargets,
+    commit: Option<Commit>,
 ) -> Result<(), RowError> {
     let (store, seq) = (out.store, row.seq);
     let record_id = record.id.clone();
@@ -129,6 +132,12 @@ pub(super) async fn send_found_card(
     };
     let card = draw(out, &record, &known, now, expires_at)?;
     send_before_card(out, pace, &row, &record, &card, silent).await?;
+    if let Some(commit) = commit {
+        if !commit.durable().await {
+            // The batch that opened it did not commit: its record and its row are gone with it.
+            return Ok(());
+        }
+    }
     let _drawing = out.drawing.lock().await;
     let sent = out
         .telegram

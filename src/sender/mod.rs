@@ -25,7 +25,7 @@ use crate::lookalike::KnownTargets;
 use crate::store::db::Db;
 use crate::store::drawn::Drawn;
 use crate::store::outbox::{ButtonSpec, Head, Lane, Row, Sound, What};
-use crate::store::{OpenedCard, Record, Store, StoreError};
+use crate::store::{HandedCard, Record, Store, StoreError};
 use crate::stored;
 use crate::styled::Styled;
 use crate::telegram::{SendError, Sent, Telegram};
@@ -179,7 +179,7 @@ pub(crate) async fn run(
     };
     // A card opened with its ask, taken from the store after the heads were read that did not
     // hold it: sent next, before the heads are read again.
-    let mut handed: Option<OpenedCard> = None;
+    let mut handed: Option<HandedCard> = None;
     loop {
         // Checked before every row: with a long backlog the outbox is never empty, and a row in
         // flight is finished rather than cut (cutting it could send it twice after a restart).
@@ -206,11 +206,12 @@ pub(crate) async fn run(
                 continue;
             }
         };
-        // The store hands a card over as its commit ends, before it answers anything after
-        // that commit: a card these heads hold was handed before they were read, so it is here
-        // now, and these heads send it. One they do not hold was opened after they were read.
+        // The store hands a card over before its batch commits, and answers nothing of the
+        // batch before that: a card these heads hold was handed before they were read, so it is
+        // here now, and these heads send it. One they do not hold was opened after they were
+        // read (or its batch did not commit: its own send then finds out and sends nothing).
         if let Some(card) = store.take_opened_card() {
-            if !holds(&heads, card.row.seq) {
+            if !holds(&heads, card.card.row.seq) {
                 handed = Some(card);
                 continue;
             }
@@ -251,17 +252,19 @@ pub(crate) async fn run(
     }
 }
 
-/// Sends a card opened with its ask, as handed over by the store, and records how it went
-/// ([`settle`]).
+/// Sends a card opened with its ask, as handed over by the store (drawn at once, sent once its
+/// batch's commit is durable), and records how it went ([`settle`]).
 async fn send_opened_card(
     out: &Out<'_>,
     pace: &mut Pace,
-    card: OpenedCard,
+    handed: HandedCard,
     backoffs: &mut Backoffs,
 ) -> Result<Option<Duration>, SendError> {
+    let HandedCard { card, commit } = handed;
     let (lane, row) = (Lane::of(card.row.what, card.row.sound), card.row.clone());
     tracing::debug!(seq = row.seq, "outbox: a card opened with its ask");
-    let outcome = send_found_card(out, pace, row.clone(), card.record, card.known).await;
+    let (record, known) = (card.record, card.known);
+    let outcome = send_found_card(out, pace, row.clone(), record, known, Some(commit)).await;
     settle(out, lane, &row, outcome, backoffs).await
 }
 

@@ -72,11 +72,11 @@ pub struct CardOpening {
     pub sender_idle: Arc<AtomicBool>,
 }
 
-/// A card opened in its ask's transaction, handed to the sender as its batch commits
-/// ([`crate::Store::take_opened_card`]): the sender sends it without reading back what that
-/// transaction wrote, while the batch's journal lines are appended (they are durable already,
-/// staged in the commit). Its outbox row stays queued until the sender marks it sent, so a card
-/// the sender does not take this way is still sent the usual way.
+/// A card opened in its ask's transaction, handed to the sender before its batch commits and
+/// sent once the commit is confirmed ([`crate::handover`]): the sender sends it without reading
+/// back what that transaction wrote, while the batch's journal lines are appended (they are
+/// durable already, staged in the commit). Its outbox row stays queued until the sender marks it
+/// sent, so a card the sender does not take this way is still sent the usual way.
 #[derive(Debug, Clone)]
 pub struct OpenedCard {
     /// The card's outbox row.
@@ -212,7 +212,8 @@ impl Db {
     }
 
     /// The card the last ask opened with it, once, as the sender needs it: for the store's
-    /// thread to hand over after the commit that made it durable. `None` when there is none, or
+    /// thread to hand over, read in the batch's transaction (what it wrote, before the commit
+    /// that makes it durable, which the thread confirms to the sender). `None` when there is none, or
     /// its row is no longer the card the sender would take next (the only row due, as the
     /// opening required); a read that fails only leaves the card to the sender's usual way.
     pub(crate) fn take_opened_card(&mut self) -> Option<OpenedCard> {

@@ -262,57 +262,105 @@ fn reads_before_the_first_write_are_answered_at_once_and_the_rest_once_durable()
     );
 }
 
-/// A card opened with its ask goes to the sender as its batch commits, before the batch's
-/// requests are answered (their answers wait for the journal's fsync as well), with the sender
-/// rung; a batch that opened none hands nothing over.
-#[test]
-fn a_card_opened_with_its_ask_is_handed_over_before_the_batch_is_answered() {
-    use std::sync::{Arc, Mutex};
+/// The job of a batch: an ask for the owner's chat (42), whose card may open with it.
+fn ask_job(text: &'static str, opens: bool, answered: mpsc::Sender<bool>) -> super::Job {
+    Box::new(move |db: &mut super::Db| -> super::Answer {
+        let ask = crate::NewAsk {
+            open_card: opens.then(super::opening_tests::opening),
+            ..super::tests::new_ask("publish_x", text, None)
+        };
+        let policy = crate::AskPolicy {
+            card_chat: Some(42),
+            ..super::tests::policy()
+        };
+        db.ask(&ask, policy, t0()).unwrap();
+        Box::new(move |failed: Option<&StoreError>| {
+            answered.send(failed.is_none()).unwrap();
+        })
+    })
+}
+
+/// A card opened with its ask goes to the sender before its batch commits, with the sender
+/// rung, so it is drawn during the commit's fsync; the word that the commit is durable comes
+/// before any request of the batch is answered. A batch that opened none hands nothing over.
+#[tokio::test]
+async fn a_card_opened_with_its_ask_is_handed_over_before_the_commit_and_confirmed_after() {
     let fixture = Fixture::new();
     let mut db = fixture.open();
     let bells = super::Bells::unheard();
-    let handed_at_answer: Arc<Mutex<Vec<bool>>> = Arc::default();
-    let ask = |text: &'static str, opens: bool| -> super::Job {
-        let slot = bells.opened_card.clone();
-        let seen = handed_at_answer.clone();
-        Box::new(move |db: &mut super::Db| -> super::Answer {
-            let ask = crate::NewAsk {
-                open_card: opens.then(super::opening_tests::opening),
-                ..super::tests::new_ask("publish_x", text, None)
-            };
-            let policy = crate::AskPolicy {
-                card_chat: Some(42),
-                ..super::tests::policy()
-            };
-            db.ask(&ask, policy, t0()).unwrap();
-            Box::new(move |failed: Option<&StoreError>| {
-                assert!(failed.is_none(), "{failed:?}");
-                let handed = slot.0.lock().unwrap().is_some();
-                seen.lock().unwrap().push(handed);
-            })
-        })
-    };
-    super::run_batch(&mut db, vec![ask("opens nothing", false)], &bells);
-    assert_eq!(*handed_at_answer.lock().unwrap(), [false]);
-    assert!(bells.opened_card.take().is_none());
+    let (answered, answers) = mpsc::channel();
+    super::run_batch(
+        &mut db,
+        vec![ask_job("opens nothing", false, answered.clone())],
+        &bells,
+    );
+    assert_eq!(answers.try_recv(), Ok(true));
+    assert!(bells.opened_card.take().is_none(), "nothing was opened");
     db.connection()
         .execute("UPDATE outbox SET state = 'sent'", [])
         .unwrap();
-    super::run_batch(&mut db, vec![ask("opens its card", true)], &bells);
-    assert_eq!(*handed_at_answer.lock().unwrap(), [false, true]);
-    let card = bells.opened_card.take().expect("handed over");
-    assert_eq!(card.record.state, super::state::RecordState::CardShown);
+    super::run_batch(
+        &mut db,
+        vec![ask_job("opens its card", true, answered)],
+        &bells,
+    );
+    assert_eq!(answers.try_recv(), Ok(true));
+    let handed = bells.opened_card.take().expect("handed over");
+    assert_eq!(
+        handed.card.record.state,
+        super::state::RecordState::CardShown
+    );
     let rung = bells.outbox.notified();
     tokio::pin!(rung);
-    assert!(
-        futures_poll_once(rung.as_mut()),
-        "the sender was rung for the card"
+    assert!(poll_once(rung.as_mut()), "the sender was rung for the card");
+    assert!(handed.commit.durable().await, "its batch committed");
+}
+
+/// A batch whose `COMMIT` fails after its card was handed over: the sender is told the commit
+/// did not happen, so the card, whose record and row the failed commit took with it, is never
+/// sent; the ask is told its batch failed.
+#[tokio::test]
+async fn a_card_whose_batch_fails_to_commit_is_never_sent() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    // A deferred foreign key fails only at `COMMIT`: a batch that broke it cannot commit.
+    db.connection()
+        .execute_batch(
+            "CREATE TEMP TABLE parent (id INTEGER PRIMARY KEY);
+             CREATE TEMP TABLE child (parent INTEGER REFERENCES parent (id)
+                 DEFERRABLE INITIALLY DEFERRED);",
+        )
+        .unwrap();
+    let bells = super::Bells::unheard();
+    let (answered, answers) = mpsc::channel();
+    let breaks_the_commit: super::Job = Box::new(|db: &mut super::Db| -> super::Answer {
+        db.connection()
+            .execute("INSERT INTO child (parent) VALUES (7)", [])
+            .unwrap();
+        Box::new(|_| {})
+    });
+    let jobs = vec![ask_job("opens its card", true, answered), breaks_the_commit];
+    super::run_batch(&mut db, jobs, &bells);
+    assert_eq!(
+        answers.try_recv(),
+        Ok(false),
+        "the ask is told its batch failed"
     );
+    let handed = bells
+        .opened_card
+        .take()
+        .expect("handed over before the commit");
+    assert!(!handed.commit.durable().await, "the commit failed");
+    let cards: i64 = db
+        .connection()
+        .query_row("SELECT count(*) FROM outbox", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(cards, 0, "the card's row went with the failed commit");
+    fixture.journal_verifies();
 }
 
 /// Whether a future is ready at its first poll.
-fn futures_poll_once<F: std::future::Future>(future: std::pin::Pin<&mut F>) -> bool {
-    let waker = std::task::Waker::noop();
-    let mut context = std::task::Context::from_waker(waker);
+fn poll_once<F: std::future::Future>(future: std::pin::Pin<&mut F>) -> bool {
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
     future.poll(&mut context).is_ready()
 }

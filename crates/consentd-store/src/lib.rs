@@ -39,6 +39,7 @@ mod crash;
 pub mod db;
 mod decide;
 pub mod drawn;
+pub mod handover;
 pub mod journal;
 mod known;
 mod mandate_rows;
@@ -79,6 +80,8 @@ pub use base::{Db, Effects, JournalEvent, OpenReport, StateChange};
 pub use batch::MAX_BATCH;
 pub use crash::set_crash_hook;
 pub use decide::{Applied, CardDecision, Decided, OwnerDecision};
+pub use handover::HandedCard;
+use handover::{CardSlot, Handing};
 pub use mandates::{MandateRow, NewMandate};
 pub use outbox::Outgoing;
 pub use records::{Asked, Record, Subject};
@@ -168,28 +171,6 @@ pub struct Store {
     space: Arc<space::SpaceWatch>,
 }
 
-/// Where the store's thread leaves a card opened with its ask for the sender, as soon as the
-/// batch that opened it commits (see [`batch`]). It holds one card: one opened later replaces
-/// it, and the one replaced is sent the usual way, from its outbox row.
-#[derive(Debug, Default)]
-struct CardSlot(std::sync::Mutex<Option<OpenedCard>>);
-
-impl CardSlot {
-    fn put(&self, card: OpenedCard) {
-        *self
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(card);
-    }
-
-    fn take(&self) -> Option<OpenedCard> {
-        self.0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take()
-    }
-}
-
 /// What the store's thread tells the rest of the daemon after a batch.
 struct Bells {
     changes: broadcast::Sender<RecordChanged>,
@@ -208,18 +189,21 @@ impl Bells {
         }
     }
 
-    /// Hands the sender a card the batch opened with its ask: called once the batch committed,
-    /// before its journal lines are appended.
-    fn hand_opened_card(&self, db: &mut Db) {
-        if let Some(card) = db.take_opened_card() {
-            self.opened_card.put(card);
-            self.outbox.notify_one();
-        }
+    /// Hands the sender a card the batch opened with its ask, and rings it: called once the
+    /// batch's requests have run, before its commit, which the returned [`Handing`] confirms.
+    fn hand_opened_card(&self, db: &mut Db) -> Option<Handing> {
+        let card = db.take_opened_card()?;
+        let handing = self.opened_card.hand(card);
+        self.outbox.notify_one();
+        Some(handing)
     }
 
     /// Announces what a durable batch changed.
     fn ring(&self, db: &mut Db) {
-        self.hand_opened_card(db);
+        // Only where the batch's writes committed one by one (it could not begin): committed.
+        if let Some(handing) = self.hand_opened_card(db) {
+            handing.confirm(true);
+        }
         for (id, state) in db.take_changes() {
             // No receiver is fine: nobody is waiting.
             let _ = self.changes.send(RecordChanged { id, state });
@@ -376,9 +360,9 @@ impl Store {
         self.outbox_ready.clone()
     }
 
-    /// The card an ask opened with it, once its batch committed, if the sender has not taken it
-    /// yet; its outbox row is the sender's to mark sent, as any card's.
-    pub fn take_opened_card(&self) -> Option<OpenedCard> {
+    /// The card an ask opened with it, if the sender has not taken it yet, with the word on its
+    /// batch's commit ([`handover`]); its outbox row is the sender's to mark sent, as any card's.
+    pub fn take_opened_card(&self) -> Option<HandedCard> {
         self.opened_card.take()
     }
 
@@ -395,7 +379,8 @@ impl Store {
 
 /// Applies `jobs` as one batch ([`batch`]) and answers them once it is durable; the jobs that
 /// come before its first write, having written nothing, are answered at once. A card the batch
-/// opened with its ask goes to the sender between the commit and the journal's append. When a
+/// opened with its ask goes to the sender before the commit, to be sent once the commit is
+/// confirmed, so its `sendMessage` waits for neither the journal's append nor a read. When a
 /// batch cannot even begin, each job runs on its own, as before batching, and is answered at once.
 fn run_batch(db: &mut Db, jobs: Vec<Job>, bells: &Bells) {
     // A batch that cannot begin (the disk failing, say) is not an error of its own: each write
@@ -413,12 +398,15 @@ fn run_batch(db: &mut Db, jobs: Vec<Job>, bells: &Bells) {
             answers.push(answer);
         }
     }
+    // Handed over now, so the sender draws it during the commit's fsync; sent once confirmed.
+    let handing = batched.then(|| bells.hand_opened_card(db)).flatten();
     let failure = if batched {
-        match db.commit_batch() {
-            Ok(lines) => {
-                bells.hand_opened_card(db);
-                db.append_batch_lines(&lines).err()
-            }
+        let committed = db.commit_batch();
+        if let Some(handing) = handing {
+            handing.confirm(committed.is_ok());
+        }
+        match committed {
+            Ok(lines) => db.append_batch_lines(&lines).err(),
             Err(error) => Some(error),
         }
     } else {
