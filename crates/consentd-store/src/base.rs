@@ -266,6 +266,8 @@ pub struct Db {
     pub(super) batch: Option<Batch>,
     /// Transactions committed since the store opened: a batch counts once.
     pub(super) commits: u64,
+    /// [`Db::commits`] at the last idle checkpoint ([`crate::checkpoint`]).
+    pub(super) checkpointed_at: u64,
     /// The refusal budget, when the daemon set one; without it every refusal is recorded.
     pub(super) refusals: Option<Refusals>,
     /// Where an ask's attachment bytes are written, in its transaction; `None` (a bare `Db`, as
@@ -333,6 +335,12 @@ impl Db {
             )));
         }
         conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
+        // Checkpoints are the store thread's, when idle (`checkpoint`); SQLite's own, inside a
+        // commit, only as the backstop.
+        conn.execute_batch(&format!(
+            "PRAGMA wal_autocheckpoint = {};",
+            crate::checkpoint::BACKSTOP_PAGES
+        ))?;
         conn.execute_batch(&format!("PRAGMA cache_size = -{PAGE_CACHE_KIB};"))?;
         // One plan per statement, whatever is bound: without this a statement whose bound value
         // could pick a partial index (the state transition's `state = :from`) is compiled again
@@ -364,6 +372,7 @@ impl Db {
             attachments_dir: None,
             batch: None,
             commits: 0,
+            checkpointed_at: 0,
         };
         let lines_recovered = db.reconcile_journal(journal_path)?;
         let report = OpenReport {

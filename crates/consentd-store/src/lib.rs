@@ -34,6 +34,7 @@ mod base;
 mod batch;
 mod blobs;
 mod cached;
+mod checkpoint;
 pub mod consent;
 mod crash;
 pub mod db;
@@ -258,11 +259,23 @@ impl Store {
             .spawn(move || {
                 // Held while the thread owns the database: released when it ends.
                 let _lock = lock;
-                while let Ok(first) = queue.recv() {
+                let mut waiting = None;
+                while let Some(first) = waiting.take().or_else(|| queue.recv().ok()) {
                     let mut jobs = vec![first];
                     jobs.extend(queue.try_iter().take(MAX_BATCH - 1));
                     run_batch(&mut db, jobs, &bells);
                     bells.ring(&mut db);
+                    match queue.try_recv() {
+                        Ok(job) => waiting = Some(job),
+                        // Nobody waits: the WAL's pages go back into the database now, rather
+                        // than inside a commit someone waits for (`checkpoint`).
+                        // One that fails is tried again when next idle, and SQLite's own
+                        // checkpoint still bounds the WAL meanwhile.
+                        Err(mpsc::TryRecvError::Empty) => {
+                            let _ = db.checkpoint_when_idle();
+                        }
+                        Err(mpsc::TryRecvError::Disconnected) => break,
+                    }
                 }
             })
             .map_err(|error| {
