@@ -1,6 +1,8 @@
 //! Durable decisions per second under a mandate, for docs/BENCHMARKS.md: a release `consentd
-//! serve` and the Bot API emulator; the owner grants mandates (one per target, 100 actions a day
-//! each, the ceiling), then clients send asks they cover, each waiting for its final line — the
+//! serve` and the Bot API emulator; the owner grants mandates (one per kind, each with one target
+//! and 100 actions a day, the ceiling: the open mandates of a kind share the config's ceilings on
+//! a day, so each hundred decisions needs a kind of its own), then clients send asks they cover,
+//! each waiting for its final line — the
 //! covered claim committed and journaled, the command run with the action's JSON on its stdin,
 //! the outcome committed and journaled with its receipt queued. First one client, then 16.
 //!
@@ -22,7 +24,7 @@ use consentd_emulator::{ChatSpec, Emulator, UserSpec};
 use serde_json::json;
 use support::{percentile, Daemon, OWNER, TOKEN};
 
-/// `mandate_max_actions_per_day`'s ceiling: the most one mandate covers in a day.
+/// `mandate_max_actions_per_day`'s ceiling: the most one kind's mandates cover in a day.
 const ACTIONS: usize = 100;
 /// The command every decision runs: it reads the action's JSON and prints its result, as an
 /// action command does (the example in the README), without leaving the machine.
@@ -32,10 +34,32 @@ const COMMAND: [&str; 3] = [
     "cat >/dev/null; echo https://example.test/post",
 ];
 
-fn category() -> String {
+/// A kind and the one target its mandate names.
+#[derive(Debug, Clone)]
+struct Slot {
+    kind: String,
+    target: String,
+}
+
+/// `count` slots, each its own kind.
+fn slots(count: usize) -> Vec<Slot> {
+    (0..count)
+        .map(|m| Slot {
+            kind: format!("publish_x{m}"),
+            target: format!("@bench{m}"),
+        })
+        .collect()
+}
+
+/// The categories of `slots`, alike but for their names.
+fn categories(slots: &[Slot]) -> String {
+    slots.iter().map(|slot| category(&slot.kind)).collect()
+}
+
+fn category(kind: &str) -> String {
     format!(
         r#"
-[categories.publish_x]
+[categories.{kind}]
 label = {{ en = "Post" }}
 class = "external"
 enabled = true
@@ -54,9 +78,9 @@ fn line(value: &serde_json::Value) -> Vec<u8> {
     frame
 }
 
-/// Asks for a mandate on `target`, waits for its card and grants it as the owner.
-fn grant(daemon: &Daemon, bot: &Emulator, target: &str) {
-    let request = json!({"v":1,"op":"mandate","kind":"publish_x","targets":[target],"days":1,
+/// Asks for a mandate on the slot's kind and target, waits for its card and grants it as the owner.
+fn grant(daemon: &Daemon, bot: &Emulator, slot: &Slot) {
+    let request = json!({"v":1,"op":"mandate","kind":slot.kind,"targets":[slot.target],"days":1,
         "usd_per_day":"0.00","actions_per_day":ACTIONS,"reason":"Benchmark","wait":false});
     let answer = support::request(&daemon.socket, &line(&request)).unwrap();
     assert_eq!(
@@ -116,10 +140,10 @@ fn spawn_rate(threads: usize, total: usize) -> f64 {
     (total / threads * threads) as f64 / started.elapsed().as_secs_f64()
 }
 
-/// `count` covered asks from `clients` threads over `targets`; the time and each ask's latency.
+/// `count` covered asks from `clients` threads over `slots`; the time and each ask's latency.
 fn load(
     daemon: &Daemon,
-    targets: &[String],
+    slots: &[Slot],
     clients: usize,
     count: usize,
 ) -> (Duration, Vec<Duration>) {
@@ -130,8 +154,9 @@ fn load(
                 scope.spawn(move || {
                     let mut latencies = Vec::new();
                     for n in (client..count).step_by(clients) {
-                        let ask = json!({"v":1,"op":"ask","kind":"publish_x",
-                            "target":targets[n % targets.len()],"text":format!("decision {n}")});
+                        let slot = &slots[n % slots.len()];
+                        let ask = json!({"v":1,"op":"ask","kind":slot.kind,
+                            "target":slot.target,"text":format!("decision {n}")});
                         let sent = Instant::now();
                         let answer = support::request(&daemon.socket, &line(&ask)).unwrap();
                         latencies.push(sent.elapsed());
@@ -155,20 +180,19 @@ fn main() {
     let decisions: usize = support::argument().unwrap_or(1200);
     let single = decisions / 6;
     let (bot, _thread) = Emulator::start_in_thread(TOKEN).unwrap();
-    let daemon = Daemon::start(&bot, "max_pending = 100", &category());
+    let slots = slots(single.div_ceil(ACTIONS) + decisions.div_ceil(ACTIONS));
+    let daemon = Daemon::start(&bot, "max_pending = 100", &categories(&slots));
     std::thread::sleep(Duration::from_millis(500));
     let (_, idle_rss) = daemon.memory_kib();
-    let mandates = single.div_ceil(ACTIONS) + decisions.div_ceil(ACTIONS);
-    let targets: Vec<String> = (0..mandates).map(|m| format!("@bench{m}")).collect();
-    for target in &targets {
-        grant(&daemon, &bot, target);
+    for slot in &slots {
+        grant(&daemon, &bot, slot);
     }
-    let (one_targets, many_targets) = targets.split_at(single.div_ceil(ACTIONS));
+    let (one_slots, many_slots) = slots.split_at(single.div_ceil(ACTIONS));
 
     let spawns = spawn_rate(16, 800);
     let (fsync, (one, many)) = support::with_fsync_baseline(daemon.dir.path(), || {
-        let one = load(&daemon, one_targets, 1, single);
-        let many = load(&daemon, many_targets, 16, decisions);
+        let one = load(&daemon, one_slots, 1, single);
+        let many = load(&daemon, many_slots, 16, decisions);
         (one, many)
     });
     let (loaded_peak, loaded_rss) = daemon.memory_kib();

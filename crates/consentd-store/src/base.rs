@@ -25,26 +25,9 @@ use crate::journal::{self, JournalFile, Line};
 /// parsed on top of it, and it counted toward the daemon's memory once a load had filled it.
 const PAGE_CACHE_KIB: u32 = 512;
 
-/// The numbered migrations, applied in order.
-const MIGRATIONS: &[(u32, &str)] = &[
-    (1, include_str!("migrations/0001_init.sql")),
-    (2, include_str!("migrations/0002_telegram.sql")),
-    (3, include_str!("migrations/0003_mandates.sql")),
-    (4, include_str!("migrations/0004_gate.sql")),
-    (5, include_str!("migrations/0005_binding.sql")),
-    (6, include_str!("migrations/0006_mandate_use.sql")),
-    (7, include_str!("migrations/0007_decline_reason.sql")),
-    (8, include_str!("migrations/0008_protocol_additions.sql")),
-    (9, include_str!("migrations/0009_agent_runs.sql")),
-    (11, include_str!("migrations/0011_stranger_presses.sql")),
-    (12, include_str!("migrations/0012_journal_seal.sql")),
-    (13, include_str!("migrations/0013_refusal_repeats.sql")),
-    (14, include_str!("migrations/0014_suggestions.sql")),
-    (15, include_str!("migrations/0015_mandate_usage.sql")),
-    (16, include_str!("migrations/0016_asked_monotonic.sql")),
-    (17, include_str!("migrations/0017_joined_keys.sql")),
-    (18, include_str!("migrations/0018_mandates_by_kind.sql")),
-];
+/// The WAL's size, in pages, at which SQLite checkpoints inside a commit (`wal_autocheckpoint`):
+/// only a backstop, since the store's thread checkpoints when idle (`checkpoint`).
+const WAL_BACKSTOP_PAGES: u32 = 4_000;
 
 /// The name of a journal event: the one place the names are written (SPEC §9's list, and
 /// `decline_reason`, a No's reason by hash, docs/CONTRACT-NOTES.md). A line's `ev` is one of these.
@@ -338,8 +321,7 @@ impl Db {
         // Checkpoints are the store thread's, when idle (`checkpoint`); SQLite's own, inside a
         // commit, only as the backstop.
         conn.execute_batch(&format!(
-            "PRAGMA wal_autocheckpoint = {};",
-            crate::checkpoint::BACKSTOP_PAGES
+            "PRAGMA wal_autocheckpoint = {WAL_BACKSTOP_PAGES};"
         ))?;
         conn.execute_batch(&format!("PRAGMA cache_size = -{PAGE_CACHE_KIB};"))?;
         // One plan per statement, whatever is bound: without this a statement whose bound value
@@ -353,7 +335,7 @@ impl Db {
                 detail: integrity,
             });
         }
-        migrate(&conn)?;
+        crate::migrate::migrate(&conn)?;
 
         let (journal, torn_tail_cut_bytes) =
             JournalFile::open(journal_path).map_err(|source| StoreError::Journal {
@@ -601,51 +583,6 @@ impl Db {
     /// Runs a read-only query on the connection; for tests and diagnostics.
     pub fn connection(&self) -> &Connection {
         &self.conn
-    }
-}
-
-fn migrate(conn: &Connection) -> Result<(), StoreError> {
-    let current: u32 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-    let latest = MIGRATIONS.last().map_or(0, |(number, _)| *number);
-    if current > latest {
-        return Err(StoreError::TooNew {
-            found: current,
-            latest,
-        });
-    }
-    // Foreign keys are off while migrations run (the pragma is a no-op inside a transaction):
-    // a migration that rebuilds a table (0008, `records`) drops the old one, which must not
-    // cascade to the rows that name it. Each migration checks nothing dangles before it commits.
-    conn.execute_batch("PRAGMA foreign_keys = OFF;")?;
-    for (number, sql) in MIGRATIONS.iter().filter(|(number, _)| *number > current) {
-        let applied = conn
-            .execute_batch(&format!("BEGIN IMMEDIATE; {sql}\n"))
-            .and_then(|()| dangling_references(conn))
-            .and_then(|()| conn.execute_batch(&format!("PRAGMA user_version = {number}; COMMIT;")));
-        if let Err(source) = applied {
-            let _ = conn.execute_batch("ROLLBACK;");
-            conn.execute_batch("PRAGMA foreign_keys = ON;")?;
-            return Err(StoreError::Migration {
-                number: *number,
-                source,
-            });
-        }
-    }
-    conn.execute_batch("PRAGMA foreign_keys = ON;")?;
-    Ok(())
-}
-
-/// Fails when a row names a row that is not there (`PRAGMA foreign_key_check`).
-fn dangling_references(conn: &Connection) -> rusqlite::Result<()> {
-    let dangling: Option<String> = conn
-        .query_row("PRAGMA foreign_key_check", [], |row| row.get(0))
-        .optional()?;
-    match dangling {
-        None => Ok(()),
-        Some(table) => Err(rusqlite::Error::SqliteFailure(
-            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY),
-            Some(format!("a row of {table} names a row that is not there")),
-        )),
     }
 }
 

@@ -8,8 +8,9 @@
 //! - The store's thread checkpoints instead when it is idle: once its queue is empty after a
 //!   batch, and at least [`IDLE_CHECKPOINT_COMMITS`] commits have gone into the WAL since the
 //!   last one. A request that arrives during it waits, as it would behind any batch.
-//! - SQLite's own checkpoint stays as the backstop, at [`BACKSTOP_PAGES`], for a load that
-//!   never leaves the thread idle: the WAL stays bounded either way.
+//! - SQLite's own checkpoint stays as the backstop, at `base::WAL_BACKSTOP_PAGES` (set as the
+//!   connection opens), for a load that never leaves the thread idle: the WAL stays bounded
+//!   either way.
 //! - A checkpoint is PASSIVE: it copies what no reader still needs and never blocks; what it
 //!   leaves is copied by the next one. Durability does not depend on it: a commit is durable
 //!   in the WAL (`synchronous = FULL`).
@@ -20,9 +21,6 @@ use crate::StoreError;
 /// Commits since the last checkpoint that make an idle store's thread checkpoint: a few
 /// hundred pages, so each idle checkpoint is short.
 pub(crate) const IDLE_CHECKPOINT_COMMITS: u64 = 32;
-
-/// The WAL's size, in pages, at which SQLite checkpoints inside a commit (`wal_autocheckpoint`).
-pub(crate) const BACKSTOP_PAGES: u32 = 4_000;
 
 impl Db {
     /// Checkpoints when enough commits went into the WAL since the last checkpoint; called by the

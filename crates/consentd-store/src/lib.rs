@@ -45,6 +45,7 @@ pub mod journal;
 mod known;
 mod mandate_rows;
 pub mod mandates;
+mod migrate;
 pub mod outbox;
 pub mod pairing;
 mod readings;
