@@ -131,13 +131,14 @@ pub(super) async fn send_found_card(
         return Ok(());
     };
     let card = draw(out, &record, &known, now, expires_at)?;
-    send_before_card(out, pace, &row, &record, &card, silent).await?;
     if let Some(commit) = commit {
         if !commit.durable().await {
             // The batch that opened it did not commit: its record and its row are gone with it.
+            // Nothing of it has reached the chat: its parts too wait for this word.
             return Ok(());
         }
     }
+    send_before_card(out, pace, &row, &record, &card, silent).await?;
     let _drawing = out.drawing.lock().await;
     let sent = out
         .telegram
