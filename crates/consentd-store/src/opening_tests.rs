@@ -293,3 +293,33 @@ fn only_a_committed_card_first_in_the_outbox_is_handed_to_the_sender() {
     let handed = db.take_opened_card().expect("still first in the outbox");
     assert_eq!(handed.record.state, RecordState::CardShown);
 }
+
+/// A card opened with its ask may reach the owner between its batch's commit and the journal's
+/// append: a kill there leaves its `asked` and `card_shown` lines staged, and the next start
+/// puts them in the file before anything else.
+#[test]
+fn a_card_handed_over_keeps_its_journal_lines_when_the_append_never_happens() {
+    let can_open = NewAsk {
+        open_card: Some(opening()),
+        ..new_ask("publish_x", "hello", None)
+    };
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let before = fixture.journal_events().len();
+    db.begin_batch().unwrap();
+    db.ask(&can_open, with_chat(), t0()).unwrap();
+    assert!(db.take_opened_card().is_some(), "handed over");
+    // Committed, then killed before the append (the lines are dropped unwritten).
+    let lines = db.commit_batch().unwrap();
+    assert_eq!(lines.len(), 2, "asked and card_shown");
+    assert_eq!(fixture.journal_events().len(), before, "not appended yet");
+    drop(db);
+    let _db = fixture.open();
+    let events = fixture.journal_events();
+    assert_eq!(
+        events[before..before + 2],
+        ["asked", "card_shown"],
+        "{events:?}"
+    );
+    fixture.journal_verifies();
+}
