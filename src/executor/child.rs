@@ -17,9 +17,8 @@
 //! argv and environment only, the run's directory as working directory, three pipes as stdin,
 //! stdout and stderr and no other descriptor, an empty signal mask and SIGPIPE at its default
 //! (the Rust runtime ignores it in the daemon, and an ignored signal would stay ignored across
-//! the exec). `executor::tests` checks each of these on both paths. A spawned command has every
-//! signal at its default; a forked one keeps any the daemon was started with ignored (and std
-//! resets SIGPIPE), as before.
+//! the exec). `executor::tests` checks each of these on both paths. Either way every signal is
+//! at its default, also one the daemon was started with ignored (`nohup`, a background job).
 
 use std::ffi::CString;
 use std::io;
@@ -247,6 +246,15 @@ pub(super) fn forked_command(
     // SAFETY: in the forked child before exec; setsid(2) is async-signal-safe, allocates nothing.
     unsafe {
         cmd.pre_exec(|| nix::unistd::setsid().map(drop).map_err(io::Error::from))
+    };
+    #[allow(unsafe_code)]
+    // SAFETY: in the forked child before exec; sigaction(2) is async-signal-safe, and the
+    // closure allocates nothing and takes no lock.
+    unsafe {
+        cmd.pre_exec(|| {
+            every_signal_at_its_default();
+            Ok(())
+        })
     };
     if let Some(cgroup) = cgroup {
         let fd = cgroup.join_fd();
@@ -603,6 +611,24 @@ impl Drop for Attributes {
         // destroyed once here.
         unsafe {
             libc::posix_spawnattr_destroy(self.0.as_mut_ptr());
+        }
+    }
+}
+
+/// Sets every signal the process may handle back to its default disposition, in a forked child
+/// before its exec: one the daemon was started with ignored (`nohup`, a shell's background job)
+/// would otherwise stay ignored across the exec, for the command's whole tree, where a spawned
+/// command gets every signal at its default (`POSIX_SPAWN_SETSIGDEF`). Signals that cannot be
+/// changed (SIGKILL, SIGSTOP, glibc's own two) are refused by sigaction and left as they are.
+fn every_signal_at_its_default() {
+    #[allow(unsafe_code)]
+    // SAFETY: sigaction(2) with a zeroed action (SIG_DFL, no flags, an empty mask) and no old
+    // action to fill; async-signal-safe, touching nothing but the kernel's table.
+    unsafe {
+        let default: libc::sigaction = std::mem::zeroed();
+        // Linux's signals are 1 to 64 (`_NSIG` - 1).
+        for signal in 1..=64 {
+            libc::sigaction(signal, &default, std::ptr::null_mut());
         }
     }
 }

@@ -900,6 +900,11 @@ echo "on stderr" >&2"#;
         let dir = s.work_root();
         let env = vec![("ONLY".to_owned(), "this one".to_owned())];
         let (spawned_out, forked_out) = (s.path("spawned.txt"), s.path("forked.txt"));
+        // Started as `nohup` would start the daemon: SIGHUP ignored while both commands start.
+        #[allow(unsafe_code)]
+        // SAFETY: signal(2) with SIG_IGN for SIGHUP, which nothing in the test process sends
+        // or handles; the disposition it had is put back below.
+        let hangup = unsafe { nix::libc::signal(nix::libc::SIGHUP, nix::libc::SIG_IGN) };
         let spawned = s.spec(START_PROBE, &[&spawned_out.display().to_string()]);
         let spawned = child::spawn_in_session(&child::Program {
             argv: &spawned.command,
@@ -913,6 +918,11 @@ echo "on stderr" >&2"#;
                 .spawn()
                 .unwrap(),
         );
+        #[allow(unsafe_code)]
+        // SAFETY: puts back the disposition read above.
+        unsafe {
+            nix::libc::signal(nix::libc::SIGHUP, hangup);
+        }
         let mut seen = Vec::new();
         for (child, out) in [(spawned, spawned_out), (forked, forked_out)] {
             let (end, first, tail) = supervise(child, b"the action\n", WAIT).await;
@@ -959,8 +969,9 @@ echo "on stderr" >&2"#;
             for fd in fds.split_whitespace().map(|fd| fd.parse::<i32>().unwrap()) {
                 assert!(fd <= 3 || inherited.contains(&fd), "fd {fd} leaked: {fds}");
             }
-            // No standard signal blocked or ignored: SIGPIPE at its default above all. (Bits past 31
-            // are glibc's own: a forked command keeps them as the test process has them.)
+            // No standard signal blocked or ignored: SIGPIPE at its default above all, and SIGHUP,
+            // which the test process ignored as `nohup` would. (Bits past 31 are glibc's own: a
+            // forked command keeps them as the test process has them.)
             for mask in ["SigBlk", "SigIgn"] {
                 let line = lines.iter().find(|l| l.starts_with(mask)).unwrap();
                 let bits = u64::from_str_radix(line.rsplit('\t').next().unwrap(), 16).unwrap();

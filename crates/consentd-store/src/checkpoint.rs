@@ -29,9 +29,10 @@ impl Db {
         if self.commits < self.checkpointed_at + IDLE_CHECKPOINT_COMMITS {
             return Ok(false);
         }
-        self.checkpointed_at = self.commits;
         self.conn
             .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+        // Counted only once done: one that failed is tried again when the thread is next idle.
+        self.checkpointed_at = self.commits;
         Ok(true)
     }
 }

@@ -252,9 +252,9 @@ fn an_ask_that_joins_or_is_refused_opens_nothing() {
     assert_eq!(shown, 1, "only the first card opened");
 }
 
-/// What is handed to the sender is read after the commit: a batch whose transaction was rolled
-/// back hands nothing, and a card no longer first in the outbox is left to the sender's usual
-/// way rather than sent ahead of what now waits before it.
+/// What is handed to the sender is read in the batch's transaction, after its requests ran: a
+/// batch whose transaction was rolled back hands nothing, and a card no longer first in the
+/// outbox is left to the sender's usual way rather than sent ahead of what now waits before it.
 #[test]
 fn only_a_committed_card_first_in_the_outbox_is_handed_to_the_sender() {
     let can_open = NewAsk {
