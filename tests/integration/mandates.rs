@@ -1183,7 +1183,10 @@ fn a_wall_clock_stepped_either_way_does_not_start_a_mandates_day_again() {
     for (case, used_at, step, until_unused) in cases {
         let daemon = Daemon::start();
         daemon.pass_time_to(today);
-        grant(&daemon, &["@mila_news"], 3, "10.00", 2);
+        // Seven days, the longest term: the last ask comes about three days after the grant on
+        // the monotonic clock, which a three-day term would end within seconds of (before or
+        // after, as the test's own seconds fell).
+        grant(&daemon, &["@mila_news"], 7, "10.00", 2);
         daemon.pass_time_to(used_at);
         for (text, expected) in [
             ("first", "running"),
