@@ -82,23 +82,21 @@ pub(super) async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Resul
             .await?;
         return Ok(());
     };
-    send_found_card(out, pace, row, record, known, None).await
+    send_found_card(out, pace, row, (record, known, first), None).await
 }
 
 /// Sends the card of `row`, `record` being pending or open, `known` the targets known for it
-/// now (or, once open, as of its `shown_at`). A card handed over by the store before its
+/// at `first` (or, once open, as of its `shown_at`). A card handed over by the store before its
 /// batch's commit (`commit`) is drawn at once and sent only once that commit is durable.
 pub(super) async fn send_found_card(
     out: &Out<'_>,
     pace: &mut Pace,
     row: Row,
-    record: Record,
-    known: KnownTargets,
+    (record, known, first): (Record, KnownTargets, DateTime<Utc>),
     commit: Option<Commit>,
 ) -> Result<(), RowError> {
     let (store, seq) = (out.store, row.seq);
     let record_id = record.id.clone();
-    let first = out.clock.now();
     // Past its own deadline (an ask's `ttl`, on either clock) before it could be shown: no
     // card; the sweep ends the record expired.
     if record

@@ -263,8 +263,9 @@ async fn send_opened_card(
     let HandedCard { card, commit } = handed;
     let (lane, row) = (Lane::of(card.row.what, card.row.sound), card.row.clone());
     tracing::debug!(seq = row.seq, "outbox: a card opened with its ask");
-    let (record, known) = (card.record, card.known);
-    let outcome = send_found_card(out, pace, row.clone(), record, known, Some(commit)).await;
+    // Open already: its targets are those of its `shown_at`, whatever instant is given here.
+    let found = (card.record, card.known, out.clock.now());
+    let outcome = send_found_card(out, pace, row.clone(), found, Some(commit)).await;
     settle(out, lane, &row, outcome, backoffs).await
 }
 

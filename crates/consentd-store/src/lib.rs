@@ -430,7 +430,6 @@ fn run_batch(db: &mut Db, jobs: Vec<Job>, bells: &Bells) {
         // Nothing of the batch is announced: what changed was rolled back or is not journaled.
         db.take_changes();
         db.take_outbox_queued();
-        db.take_opened_card();
         // Nor may a refusal's window name a record the batch rolled back.
         db.forget_refusal_windows();
     }

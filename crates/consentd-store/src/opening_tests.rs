@@ -24,6 +24,14 @@ pub(super) fn opening() -> CardOpening {
     }
 }
 
+/// An ask whose card can open with it.
+fn can_open() -> NewAsk {
+    NewAsk {
+        open_card: Some(opening()),
+        ..new_ask("publish_x", "hello", None)
+    }
+}
+
 /// The monotonic clock as the asks here are taken.
 fn at_ask() -> Monotonic {
     Monotonic {
@@ -223,10 +231,7 @@ fn a_card_opens_with_its_ask_only_when_it_can_go_at_once() {
 fn an_ask_that_joins_or_is_refused_opens_nothing() {
     let fixture = Fixture::new();
     let mut db = fixture.open();
-    let first = NewAsk {
-        open_card: Some(opening()),
-        ..new_ask("publish_x", "hello", None)
-    };
+    let first = can_open();
     // The first ask queues its card; the outbox then holds it, so the second, a new text,
     // stays pending, and the third, the first's text again, joins the first.
     db.ask(&first, with_chat(), t0()).unwrap();
@@ -257,10 +262,7 @@ fn an_ask_that_joins_or_is_refused_opens_nothing() {
 /// outbox is left to the sender's usual way rather than sent ahead of what now waits before it.
 #[test]
 fn only_a_committed_card_first_in_the_outbox_is_handed_to_the_sender() {
-    let can_open = NewAsk {
-        open_card: Some(opening()),
-        ..new_ask("publish_x", "hello", None)
-    };
+    let can_open = can_open();
     let fixture = Fixture::new();
     let mut db = fixture.open();
     db.begin_batch().unwrap();
@@ -299,10 +301,7 @@ fn only_a_committed_card_first_in_the_outbox_is_handed_to_the_sender() {
 /// puts them in the file before anything else.
 #[test]
 fn a_card_handed_over_keeps_its_journal_lines_when_the_append_never_happens() {
-    let can_open = NewAsk {
-        open_card: Some(opening()),
-        ..new_ask("publish_x", "hello", None)
-    };
+    let can_open = can_open();
     let fixture = Fixture::new();
     let mut db = fixture.open();
     let before = fixture.journal_events().len();
