@@ -10,6 +10,8 @@
 mod answer;
 mod ask;
 mod event;
+mod network;
+mod plain;
 pub(crate) mod rules;
 mod shell;
 
