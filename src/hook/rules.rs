@@ -16,9 +16,11 @@ use regex::Regex;
 use serde::Deserialize;
 use serde_json::Value;
 
+pub(crate) use super::call::Call;
 pub(crate) use super::network::{network_access, Network};
 use super::plain;
 use super::shell::{self, Segment};
+use super::template::{value_text, Scope, Template};
 
 /// The most bytes a rules file may have.
 const MAX_RULES_BYTES: u64 = 1024 * 1024;
@@ -48,19 +50,6 @@ pub(crate) enum RulesError {
     RulesKey,
     #[error("rule {rule}: {message}")]
     Rule { rule: String, message: String },
-}
-
-/// A tool call as the agent asks for it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Call<'a> {
-    pub tool_name: &'a str,
-    pub tool_input: &'a Value,
-    /// The agent's working directory, when it said (for `{cwd}`).
-    pub cwd: Option<&'a str>,
-    /// What a network approval grants, when the call is one: only the agent's own request can
-    /// say so (Codex's `PermissionRequest`, [`network_access`]), never a `description` the model
-    /// wrote on another call.
-    pub network: Option<Network<'a>>,
 }
 
 /// What the rules say about one call.
@@ -582,23 +571,6 @@ fn collect(regex: &Regex, found: &regex::Captures<'_>, into: &mut BTreeMap<Strin
     }
 }
 
-/// A JSON value as text: a string as it is, anything else as compact JSON.
-fn value_text(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// What a template may name.
-struct Scope<'a> {
-    call: &'a Call<'a>,
-    captures: &'a BTreeMap<String, String>,
-    segment: Option<&'a Segment>,
-    /// The tools whose `command` is a shell command line (for how a gate's card shows it).
-    shell_tools: &'a [String],
-}
-
 fn verdict(rule: &Rule, scope: &Scope<'_>) -> Decision {
     match rule.action {
         Action::Pass => Decision::Pass {
@@ -666,109 +638,6 @@ pub(crate) fn shown_call(call: &Call<'_>, shell_tools: &[String]) -> String {
     }
     let input = serde_json::to_string_pretty(&input).unwrap_or_default();
     format!("{}\n{input}{grant}", call.tool_name)
-}
-
-/// A value built from text and `{name}` placeholders (`{{` and `}}` for braces).
-#[derive(Debug, Clone)]
-struct Template {
-    parts: Vec<Part>,
-}
-
-#[derive(Debug, Clone)]
-enum Part {
-    Text(String),
-    Name(String),
-}
-
-/// The names every template may use besides the rule's own captures.
-const BUILTIN_NAMES: &[&str] = &["command", "segment", "program", "args", "tool", "cwd"];
-
-impl Template {
-    fn parse(source: &str, captures: &[String]) -> Result<Self, String> {
-        let mut parts = Vec::new();
-        let mut text = String::new();
-        let mut chars = source.chars().peekable();
-        while let Some(c) = chars.next() {
-            match c {
-                '{' if chars.peek() == Some(&'{') => {
-                    chars.next();
-                    text.push('{');
-                }
-                '}' if chars.peek() == Some(&'}') => {
-                    chars.next();
-                    text.push('}');
-                }
-                '{' => {
-                    let name: String = chars.by_ref().take_while(|&c| c != '}').collect();
-                    let known = BUILTIN_NAMES.contains(&name.as_str())
-                        || captures.contains(&name)
-                        || name.strip_prefix("input.").is_some_and(|k| !k.is_empty());
-                    if !known {
-                        return Err(format!(
-                            "{{{name}}} names nothing: use a capture of this rule's regexes, \
-                             input.NAME, or one of {}",
-                            BUILTIN_NAMES.join(", ")
-                        ));
-                    }
-                    if !text.is_empty() {
-                        parts.push(Part::Text(std::mem::take(&mut text)));
-                    }
-                    parts.push(Part::Name(name));
-                }
-                '}' => return Err("a lone `}`: write `}}` for a brace".into()),
-                _ => text.push(c),
-            }
-        }
-        if !text.is_empty() {
-            parts.push(Part::Text(text));
-        }
-        Ok(Self { parts })
-    }
-
-    fn render(&self, scope: &Scope<'_>) -> Result<String, String> {
-        let mut out = String::new();
-        for part in &self.parts {
-            match part {
-                Part::Text(text) => out.push_str(text),
-                Part::Name(name) => out.push_str(&lookup(name, scope)?),
-            }
-        }
-        Ok(out)
-    }
-}
-
-fn lookup(name: &str, scope: &Scope<'_>) -> Result<String, String> {
-    if let Some(value) = scope.captures.get(name) {
-        return Ok(value.clone());
-    }
-    let missing = || format!("the call has no {name} for {{{name}}}");
-    if let Some(key) = name.strip_prefix("input.") {
-        return scope
-            .call
-            .tool_input
-            .get(key)
-            .map(value_text)
-            .ok_or_else(|| format!("the tool input has no argument {key:?} for {{{name}}}"));
-    }
-    let segment = scope.segment;
-    match name {
-        "command" => scope
-            .call
-            .tool_input
-            .get("command")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(missing),
-        "segment" => segment.map(|s| s.text.clone()).ok_or_else(missing),
-        "program" => segment
-            .and_then(|s| s.program().map(str::to_owned))
-            .ok_or_else(missing),
-        "args" => segment.map(Segment::args).ok_or_else(missing),
-        "tool" => Ok(scope.call.tool_name.to_owned()),
-        "cwd" => scope.call.cwd.map(str::to_owned).ok_or_else(missing),
-        // A capture group that did not take part in the match.
-        _ => Err(format!("the capture {name} matched nothing")),
-    }
 }
 
 /// Matches `text` against a glob with `*` (any run) and `?` (any one character).
