@@ -56,6 +56,7 @@ fn context(digest: &str) -> PressContext<'_> {
                 expires_at: shown_at + TimeDelta::minutes(15),
                 shown_monotonic: Some(monotonic(1_000)),
             }),
+            offers_always: true,
         }),
         message: MessageFacts::Drawn(AsDrawn::Same),
         now: Now {

@@ -191,6 +191,7 @@ fn decide(agent: Agent, args: &HookArgs, event: &Event) -> Verdict {
         max_wait: Duration::from_secs(args.max_wait),
         idempotency_key: idempotency_key(mode, event),
         origin: (!args.no_origin).then(|| event.origin(agent, home.as_deref())),
+        hook: hook_call(mode, agent, event),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -221,6 +222,22 @@ fn for_network(decision: Decision, call: &Call<'_>) -> Decision {
         },
         decision => decision,
     }
+}
+
+/// The call a gate is for, when the event names its working directory: a saved exact rule is
+/// looked for first, and the card offers Always here. A route is consentd's to run, and a
+/// block or a pass never reaches the daemon, so only a gate carries it (a block rule is
+/// decided before, so no saved rule answers a call a block rule matches).
+fn hook_call(mode: ask::Mode, agent: Agent, event: &Event) -> Option<ask::HookCall> {
+    let cwd = event.cwd.clone().filter(|_| mode == ask::Mode::Gate)?;
+    Some(ask::HookCall {
+        agent: match agent {
+            Agent::ClaudeCode => "claude-code",
+            Agent::Codex => "codex",
+        },
+        tool: event.tool_name.clone(),
+        cwd,
+    })
 }
 
 /// The ask's idempotency key: a route's only. A gate sends none: the daemon answers a key it
