@@ -66,6 +66,8 @@ mod withdraw;
 #[cfg(test)]
 mod batch_tests;
 #[cfg(test)]
+mod exact_rules_tests;
+#[cfg(test)]
 mod opening_tests;
 #[cfg(test)]
 mod suggestions_tests;

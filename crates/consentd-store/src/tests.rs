@@ -80,6 +80,7 @@ pub(super) fn new_ask(kind: &str, text: &str, key: Option<&str>) -> NewAsk {
         urgent: false,
         agent_runs: false,
         open_card: None,
+        hook: None,
         ttl: None,
         monotonic: monotonic(),
     }

@@ -38,6 +38,7 @@ fn ask(text: &str, ttl: Option<u64>) -> NewAsk {
         ttl: ttl.map(Duration::from_secs),
         agent_runs: true,
         open_card: None,
+        hook: None,
         monotonic: crate::tests::monotonic(),
     }
 }
