@@ -240,26 +240,37 @@ impl Db {
                     Ok(Applied::done_if(matches!(opened, Opened::Card(_))))
                 }
                 Decided::Expire { id, card_edit } => {
-                    let change = StateChange {
-                        finished_at: Some(effects.now),
-                        ..StateChange::default()
-                    };
-                    transition_in(
-                        tx,
-                        id,
-                        RecordState::CardShown,
-                        RecordState::Expired,
-                        &change,
-                    )?;
-                    effects.changed.push((id.clone(), RecordState::Expired));
-                    effects.push(JournalEvent::new(EventName::Expired).with("id", id.as_str()));
-                    if let Some(edit) = card_edit {
-                        edit.queue_in(tx, effects)?;
-                    }
+                    expire_in(tx, effects, id, card_edit.as_ref())?;
                     Ok(Applied::Done)
                 }
             }
         })
+    }
+}
+
+/// The card's ttl passed: `card_shown` → `expired`, journaled, and its edit queued.
+fn expire_in(
+    tx: &Connection,
+    effects: &mut Effects,
+    id: &str,
+    card_edit: Option<&Outgoing>,
+) -> Result<(), StoreError> {
+    let change = StateChange {
+        finished_at: Some(effects.now),
+        ..StateChange::default()
+    };
+    transition_in(
+        tx,
+        id,
+        RecordState::CardShown,
+        RecordState::Expired,
+        &change,
+    )?;
+    effects.changed.push((id.to_owned(), RecordState::Expired));
+    effects.push(JournalEvent::new(EventName::Expired).with("id", id));
+    match card_edit {
+        Some(edit) => edit.queue_in(tx, effects),
+        None => Ok(()),
     }
 }
 
