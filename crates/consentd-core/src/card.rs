@@ -2079,4 +2079,42 @@ mod tests {
             assert_clean(m);
         }
     }
+
+    /// A hook's gate card shows the call, as a value, and carries Always here only where its
+    /// view says the card offers it; the outcome keeps the call and has no buttons.
+    #[test]
+    fn a_hook_card_shows_the_call_and_offers_always_only_where_it_may() {
+        let locales = locales();
+        let fields = BTreeMap::new();
+        let call = crate::exact::HookCall {
+            agent: "claude-code".to_owned(),
+            tool: "Bash".to_owned(),
+            cwd: "/home/mila/src/blog".to_owned(),
+        };
+        for lang in Language::ALL {
+            for (always, expected) in [
+                (
+                    true,
+                    vec![ButtonAction::Yes, ButtonAction::No, ButtonAction::Always],
+                ),
+                (false, vec![ButtonAction::Yes, ButtonAction::No]),
+            ] {
+                let v = CardView {
+                    agent_runs: true,
+                    hook: Some(HookView {
+                        call: &call,
+                        always,
+                    }),
+                    ..view(&fields, &[], "cargo test", "Run a shell command")
+                };
+                let rendered = render_card(&v, &locales, lang, now());
+                let actions: Vec<ButtonAction> =
+                    rendered.buttons.iter().map(|b| b.action).collect();
+                assert_eq!(actions, expected, "{lang:?} always={always}");
+                for part in ["claude-code", "Bash", "/home/mila/src/blog"] {
+                    assert!(rendered.card.text.contains(part), "{lang:?}: {part}");
+                }
+            }
+        }
+    }
 }
