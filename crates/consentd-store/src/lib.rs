@@ -17,6 +17,9 @@
 //!   consentd-core's. The store stages its journal lines in the same step as the transaction that
 //!   causes them, so store and journal stay in step.
 //! - [`stored`]: an attachment's stored copy, read back against its SHA-256.
+//! - Exact rules ("Always here", `exact_rules`): a rule saved in the Always press's transaction,
+//!   the byte-exact call it answers ([`Db::use_rule`]), its removal, and [`SavedRule`] for
+//!   `/rules`.
 //!
 //! Public is what the daemon, its tests, benches and fuzz targets reach, and the types their
 //! signatures name; the store's own helpers are `pub(crate)` or private to their modules.
