@@ -626,3 +626,34 @@ fn the_rule_op_refuses_what_it_cannot_read() {
     );
     assert_eq!(answer["reason"], "field_not_shown", "{answer}");
 }
+
+#[test]
+fn the_evening_summary_counts_the_calls_saved_rules_passed() {
+    let daemon = daemon();
+    let rules = rules_file(daemon.dir.path(), RULES);
+    let event = event("claude-code", "make summary", BLOG);
+    let saved = saved_by_always(&daemon, &rules, "claude-code", &event);
+    assert!(allowed("claude-code", &saved));
+    for _ in 0..2 {
+        let output = run_hook("claude-code", &rules, &daemon.socket, &event);
+        assert!(allowed("claude-code", &output));
+    }
+    daemon.pass_time_to(crate::fixture::today_at(21, 1));
+    daemon.wait_for_event("summary_sent");
+    daemon.wait_for("the summary in the chat", |bot| {
+        bot.messages(OWNER).into_iter().any(|m| {
+            m.text
+                .as_deref()
+                .is_some_and(|t| t.starts_with("Summary of"))
+        })
+    });
+    let text = daemon
+        .owner_chat()
+        .into_iter()
+        .find_map(|m| m.text.filter(|t| t.starts_with("Summary of")))
+        .unwrap();
+    assert!(
+        text.contains("Passed by saved rules: 2."),
+        "the summary counts the calls rules passed:\n{text}"
+    );
+}
