@@ -371,6 +371,41 @@ mod tests {
     }
 
     #[test]
+    fn only_a_gate_with_a_working_directory_names_its_call() {
+        let claude = br#"{"hook_event_name": "PreToolUse", "session_id": "s", "cwd": "/home/u",
+            "tool_use_id": "toolu_1", "tool_name": "Bash", "tool_input": {"command": "make"}}"#;
+        let codex = br#"{"hook_event_name": "PermissionRequest", "session_id": "s",
+            "turn_id": "t1", "cwd": "/home/u", "tool_name": "Bash",
+            "tool_input": {"command": "make"}}"#;
+        let nowhere = br#"{"hook_event_name": "PreToolUse", "session_id": "s",
+            "tool_use_id": "toolu_1", "tool_name": "Bash", "tool_input": {"command": "make"}}"#;
+        // (the agent, its event, the mode, the call named)
+        let cases = [
+            (
+                Agent::ClaudeCode,
+                &claude[..],
+                ask::Mode::Gate,
+                Some("claude-code"),
+            ),
+            (Agent::Codex, &codex[..], ask::Mode::Gate, Some("codex")),
+            (Agent::ClaudeCode, &claude[..], ask::Mode::Route, None),
+            (Agent::ClaudeCode, &nowhere[..], ask::Mode::Gate, None),
+        ];
+        for (agent, bytes, mode, expected) in cases {
+            let event = event::parse(agent, bytes).unwrap();
+            let call = hook_call(mode, agent, &event);
+            assert_eq!(
+                call.clone().map(|c| c.agent),
+                expected,
+                "{agent:?} {mode:?}"
+            );
+            if let Some(call) = call {
+                assert_eq!((call.tool.as_str(), call.cwd.as_str()), ("Bash", "/home/u"));
+            }
+        }
+    }
+
+    #[test]
     fn the_rules_path_is_the_flag_first() {
         let flag = PathBuf::from("/etc/rules.toml");
         assert_eq!(rules_path(Some(&flag)), Ok(flag));
