@@ -271,10 +271,10 @@ rules-count = { $count ->
        *[other] { $count } saved rules:
     }
 rule-item = { $agent } · { $tool } · in { $cwd }
-    Saved { $saved }, used { $uses ->
-        [0] never
-        [one] once
-       *[other] { $uses } times
+    Saved { $saved }; { $uses ->
+        [0] not used yet
+        [one] used once
+       *[other] used { $uses } times
     }. Rule { $id }, command SHA-256 { $sha }:
 rule-removed = Removed: this call needs your Yes again.
 stale-rule-removed = This rule was already removed.

@@ -274,10 +274,10 @@ rules-count = { $count ->
        *[other] { $count } regras salvas:
     }
 rule-item = { $agent } · { $tool } · em { $cwd }
-    Salva { $saved }, usada { $uses ->
-        [0] nenhuma vez
-        [one] uma vez
-       *[other] { $uses } vezes
+    Salva { $saved }; { $uses ->
+        [0] ainda não usada
+        [one] usada uma vez
+       *[other] usada { $uses } vezes
     }. Regra { $id }, SHA-256 do comando { $sha }:
 rule-removed = Removida: esta chamada precisa do seu Sim de novo.
 stale-rule-removed = Esta regra já foi removida.

@@ -291,7 +291,7 @@ rules-count = { $count ->
        *[many] { $count } сохранённых правил:
     }
 rule-item = { $agent } · { $tool } · в { $cwd }
-    Сохранено { $saved }, { $uses ->
+    Сохранено { $saved }; { $uses ->
         [0] ещё не применялось
         [one] применено { $uses } раз
         [few] применено { $uses } раза
