@@ -9,11 +9,13 @@ use consentd_core::card::rules::{self, RuleView};
 use consentd_core::exact;
 
 use crate::card::owner::Stale;
+use crate::card::Outcome;
 use crate::locale::Language;
 use crate::press::PressRejection;
 use crate::store::outbox::{Body, Sound};
 use crate::store::{Decided, Outgoing, Record, RecordState, SavedRule, StoreError};
 
+use super::drawer::with_view;
 use super::queue::text_body;
 use super::{Consent, Decision, PressSubject};
 
@@ -26,15 +28,20 @@ impl Consent {
         record: Record,
         decision: Decision,
     ) -> Result<(), StoreError> {
-        let edit = self
-            .outcome_text(
-                &record,
-                RecordState::Approved,
-                Some(&decision.from.name),
-                decision.now,
-            )
-            .await;
-        let edit = rules::with_rule_saved(edit, &self.locales, self.language());
+        let lang = self.language();
+        // The targets the card was drawn against, so its edit shows the card's warnings.
+        let known = self.known_for(&record.id, decision.now).await;
+        let outcome = Outcome {
+            state: RecordState::Approved.as_str(),
+            decided_by: Some(decision.from.name.clone()),
+            result: None,
+            reason: None,
+            reply_by: None,
+        };
+        let expires = record.expires_at.unwrap_or(decision.now);
+        let edit = with_view(self, &record, &known, lang, expires, |view| {
+            rules::render_rule_saved(view, &self.locales, lang, &outcome)
+        });
         let card = self.card_decision(&record, &decision, edit);
         let saved = self
             .store

@@ -146,7 +146,16 @@ fn saved_by_always(daemon: &Daemon, rules: &std::path::Path, agent: &str, event:
         card.text
     );
     daemon.tap(&card, 2);
-    finish(hook)
+    let output = finish(hook);
+    daemon.wait_for("the card's edit to say the call was saved", |bot| {
+        bot.message(OWNER, card.message_id).is_some_and(|m| {
+            m.buttons().is_empty()
+                && m.text
+                    .as_deref()
+                    .is_some_and(|t| t.contains("approved") && t.contains("Saved as a rule"))
+        })
+    });
+    output
 }
 
 /// Runs the hook on `event` and asserts it draws a card, answered with a Yes (a No would

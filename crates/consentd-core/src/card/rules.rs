@@ -5,7 +5,10 @@
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
-use super::{button, clamp, local_time, msg, sha_prefix, Button, ButtonAction};
+use super::{
+    button, clamp, local_time, msg, outcome_footer, sha_prefix, Button, ButtonAction, CardBody,
+    CardView, Outcome,
+};
 use crate::locale::{Language, Locales};
 use crate::styled::Styled;
 
@@ -30,12 +33,19 @@ pub struct RuleView<'a> {
     pub tz: Tz,
 }
 
-/// A gate card's edit once its Yes also saved the call as a rule: the outcome, then a line that
-/// says so.
-pub fn with_rule_saved(mut edit: Styled, locales: &Locales, lang: Language) -> Styled {
-    edit.push_str("\n");
-    edit.push_str(&locales.t(lang, msg::CARD_RULE_SAVED, &[]));
-    edit
+/// A gate card's edit once Always here approved it and saved its call as a rule: the card's
+/// content, the outcome, and a line that says the call was saved, before the text (which stays
+/// the card's last lines, as on every edit).
+pub fn render_rule_saved(
+    view: &CardView,
+    locales: &Locales,
+    lang: Language,
+    outcome: &Outcome,
+) -> Styled {
+    let body = CardBody::new(view, locales, lang);
+    let mut footer = outcome_footer(outcome, locales, lang);
+    footer.push(Styled::plain(locales.t(lang, msg::CARD_RULE_SAVED, &[])));
+    body.assemble(&footer)
 }
 
 /// The first line of the `/rules` reply: how many rules there are (or that there are none).
@@ -133,6 +143,58 @@ mod tests {
             let removed = rule_removed(&view("cargo test"), &locales, lang, now);
             assert!(removed.text.starts_with(&text.text), "{lang:?}");
             assert!(removed.text.len() > text.text.len(), "{lang:?}");
+        }
+    }
+
+    #[test]
+    fn a_saved_cards_edit_says_so_before_the_text_which_stays_last() {
+        let locales = locales();
+        let fields = std::collections::BTreeMap::new();
+        let call = crate::exact::HookCall {
+            agent: "codex".to_owned(),
+            tool: "Bash".to_owned(),
+            cwd: "/home/mila/src/blog".to_owned(),
+        };
+        let view = CardView {
+            record_id: "r_0123456789abcdef0123",
+            kind: "shell",
+            label: "Run a shell command",
+            class: "external",
+            target: None,
+            target_warnings: &[],
+            fields: &fields,
+            field_labels: &crate::card::NO_FIELD_LABELS,
+            field_warnings: &[],
+            cost_usd: None,
+            attachments: &[],
+            text: Some("cargo test"),
+            text_sha256_hex: Some(
+                "ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12",
+            ),
+            expires_at: DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
+            tz: chrono_tz::UTC,
+            urgent: false,
+            origin: None,
+            agent_runs: true,
+            hook: Some(crate::card::HookView {
+                call: &call,
+                always: true,
+            }),
+        };
+        let outcome = Outcome {
+            state: "approved",
+            decided_by: Some("Mila".to_owned()),
+            result: None,
+            reason: None,
+            reply_by: None,
+        };
+        for lang in Language::ALL {
+            let edit = render_rule_saved(&view, &locales, lang, &outcome);
+            let saved = locales.t(lang, msg::CARD_RULE_SAVED, &[]);
+            let at = edit.text.find(&saved).expect("the saved line");
+            assert!(at < edit.text.find("cargo test").unwrap(), "{lang:?}");
+            assert!(edit.text.ends_with("cargo test"), "{lang:?}: {}", edit.text);
+            assert!(edit.text.contains("/home/mila/src/blog"), "{lang:?}");
         }
     }
 
