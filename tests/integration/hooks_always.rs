@@ -1,9 +1,10 @@
 //! Exact rules ("Always here", SPEC §12) end to end: `consentd hook claude-code|codex` against a
 //! real daemon whose owner presses in the emulator. Always here on a gate card saves one rule;
 //! the same exact call then passes with no card (`rule_used`), and anything else — a byte more or
-//! less, another directory, another agent, a destructive gate, a block rule — draws a card or is
-//! blocked; /rules lists the rule and Remove takes it away; a forged or stranger's Always saves
-//! nothing; with the daemon stopped nothing passes.
+//! less, another directory, another agent, another uid, a destructive gate, a block rule — draws a
+//! card or is blocked; /rules lists the rule and Remove takes it away; a forged or stranger's
+//! Always saves nothing; with the daemon stopped nothing passes; the evening summary counts the
+//! calls rules passed.
 
 use std::process::Output;
 
@@ -665,4 +666,61 @@ fn the_evening_summary_counts_the_calls_saved_rules_passed() {
         text.contains("Passed by saved rules: 2."),
         "the summary counts the calls rules passed:\n{text}"
     );
+}
+
+/// Another uid's same call draws a card: a rule answers only the uid whose call it saved. The
+/// tests run as root (as CI does), which may switch to another uid.
+#[test]
+fn another_uids_same_call_draws_a_card() {
+    use std::io::Write as _;
+    use std::os::unix::process::CommandExt as _;
+    const OTHER_UID: u32 = 65534;
+    assert_eq!(
+        crate::fixture::current_uid(),
+        0,
+        "this test switches uid, so it runs as root"
+    );
+    let daemon = Daemon::builder()
+        .config_tail(&format!("{SHELL_CATEGORY}{WIPE_CATEGORY}"))
+        .allowed_uids(vec![crate::fixture::current_uid(), OTHER_UID])
+        .start();
+    crate::budgets::open_socket_to_others(&daemon);
+    let rules = rules_file(daemon.dir.path(), RULES);
+    let event = event("codex", "make other-uid", BLOG);
+    assert!(allowed(
+        "codex",
+        &saved_by_always(&daemon, &rules, "codex", &event)
+    ));
+    let before = chat_len(&daemon);
+    let mut hook = std::process::Command::new(crate::fixture::BIN)
+        .args(["hook", "codex", "--rules"])
+        .arg(&rules)
+        .arg("--socket")
+        .arg(&daemon.socket)
+        .uid(OTHER_UID)
+        .gid(OTHER_UID)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(event.to_string().as_bytes())
+        .unwrap();
+    let card = new_card(&daemon, before, "make other-uid");
+    assert_eq!(labels(&card), ["Yes", "No", "Always here"]);
+    daemon.tap(&card, 1);
+    let output = finish(hook);
+    assert_eq!(codex_decision(&output)["behavior"], "deny");
+    assert!(
+        events(&daemon, "rule_used").is_empty(),
+        "root's rule passed nothing of another uid"
+    );
+    // Root's own call still passes by it.
+    assert!(allowed(
+        "codex",
+        &run_hook("codex", &rules, &daemon.socket, &event)
+    ));
 }
