@@ -14,15 +14,15 @@ use crate::reason::{Reason, Refusal};
 use crate::refusal::visible::{self, FieldRef};
 
 /// The agents a hook answers, by the names their hooks are called with.
-pub const AGENTS: [&str; 2] = ["claude-code", "codex"];
+pub(crate) const AGENTS: [&str; 2] = ["claude-code", "codex"];
 /// The longest tool name, in characters.
-pub const MAX_TOOL_CHARS: usize = 64;
+pub(crate) const MAX_TOOL_CHARS: usize = 64;
 /// The longest working directory, in characters (Linux's `PATH_MAX` is 4096 bytes).
-pub const MAX_CWD_CHARS: usize = 4096;
+pub(crate) const MAX_CWD_CHARS: usize = 4096;
 
 /// Whether a call of `category` may carry `hook` at all: only an approval-only category's gate
 /// has a call the agent runs itself.
-pub fn check_hook_category(category: &Category) -> Result<(), Refusal> {
+pub(crate) fn check_hook_category(category: &Category) -> Result<(), Refusal> {
     if category.mode == Mode::Approve {
         return Ok(());
     }

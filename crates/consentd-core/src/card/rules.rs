@@ -14,7 +14,7 @@ use crate::styled::Styled;
 
 /// The most code points of a rule's command `/rules` shows; a longer one is cut with "…" and
 /// its SHA-256 prefix follows. Ten rules fit a screen; the exact text stays in the daemon.
-pub const SHOWN_COMMAND_CHARS: usize = 600;
+pub(crate) const SHOWN_COMMAND_CHARS: usize = 600;
 
 /// A saved rule as `/rules` shows it.
 #[derive(Debug, Clone, Copy)]
