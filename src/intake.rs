@@ -104,7 +104,40 @@ impl Intake {
                 ),
             ))),
             Ok(Request::Withdraw { id }) => self.withdraw(peer_uid, id).await,
+            Ok(Request::Rule(query)) => self.rule(peer_uid, query).await,
         }
+    }
+
+    /// A hook's question: does a saved exact rule answer this call? Only for a kind a rule may
+    /// answer now (approval-only, on, not destructive: a rule saved before its category became
+    /// destructive answers nothing); a match is counted and journaled `rule_used` in one
+    /// transaction. Nothing is recorded for a refused or unanswered question.
+    async fn rule(&self, peer_uid: u32, query: protocol::RuleQuery) -> Result<Reply, StoreError> {
+        let refused =
+            |refusal: &Refusal| Ok(Reply::Final(Response::refused(None, refusal).to_line()));
+        let Some(category) = self.config.categories.get(&query.kind) else {
+            let refusal = Refusal::new(
+                Reason::UnknownKind,
+                format!("no category {} is configured", protocol::quote(&query.kind)),
+            );
+            return refused(&refusal);
+        };
+        if let Err(refusal) = consentd_core::exact::check_hook(&query.call) {
+            return refused(&refusal);
+        }
+        let answerable =
+            consentd_core::exact::rule_may_answer(category, self.category_enabled(&query.kind));
+        let rule = if answerable {
+            let now = self.clock.now();
+            self.store
+                .call(move |db| db.use_rule(peer_uid, &query, now))
+                .await?
+        } else {
+            None
+        };
+        Ok(Reply::Final(protocol::to_line(
+            &protocol::RuleResponse::of(rule),
+        )))
     }
 
     fn category_enabled(&self, kind: &str) -> bool {
@@ -131,7 +164,7 @@ impl Intake {
             Ok(action) => action,
             Err(refusal) => return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await,
         };
-        let stays_in_card = match self.card_fits(&action, ask.urgent, now) {
+        let stays_in_card = match self.card_fits(&action, &ask, now) {
             Ok(stays_in_card) => stays_in_card,
             Err(refusal) => return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await,
         };
@@ -152,6 +185,7 @@ impl Intake {
             monotonic: reading.monotonic,
             agent_runs: category
                 .is_some_and(|category| category.mode == crate::config::Mode::Approve),
+            hook: ask.hook.clone(),
         };
         let mandates_cover = category.is_some_and(|category| {
             category.mandate_ok && category.class != crate::config::Class::Destructive
@@ -297,9 +331,10 @@ impl Intake {
     fn card_fits(
         &self,
         action: &Action,
-        urgent: bool,
+        ask: &protocol::AskRequest,
         now: DateTime<Utc>,
     ) -> Result<bool, Refusal> {
+        let urgent = ask.urgent;
         let lang = self.language();
         let Some(category) = self.config.categories.get(&action.kind) else {
             return Ok(false);
@@ -341,6 +376,10 @@ impl Intake {
             urgent,
             origin: action.origin.as_deref(),
             agent_runs: category.mode == crate::config::Mode::Approve,
+            hook: ask.hook.as_ref().map(|call| card::HookView {
+                call,
+                always: consentd_core::exact::offers_always(category, Some(call)),
+            }),
         };
         card::check_card(&view, &self.locales, lang).map_err(|error| {
             Refusal::new(

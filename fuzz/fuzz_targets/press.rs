@@ -56,6 +56,7 @@ fn context(digest: &str) -> PressContext<'_> {
                 expires_at: shown_at + TimeDelta::minutes(15),
                 shown_monotonic: Some(monotonic(1_000)),
             }),
+            offers_always: true,
         }),
         message: MessageFacts::Drawn(AsDrawn::Same),
         now: Now {
@@ -104,7 +105,11 @@ fuzz_target!(|bytes: &[u8]| {
             assert!(
                 !matches!(
                     action,
-                    PressAction::Yes | PressAction::No | PressAction::Grant | PressAction::Decline
+                    PressAction::Yes
+                        | PressAction::No
+                        | PressAction::Grant
+                        | PressAction::Decline
+                        | PressAction::Always
                 ) || press::is_record_id(&subject)
             );
             // The MAC binds the digest: the same press never answers another card.
@@ -120,12 +125,16 @@ fuzz_target!(|bytes: &[u8]| {
                 Verdict::Reject(PressRejection::WrongMessage)
             );
             // On a message changed since it was drawn only a press that takes something back
-            // counts (No, Decline, Stop, Off): whoever changed it can make nothing run.
+            // counts (No, Decline, Stop, Off, Remove): whoever changed it can make nothing run.
             let mut altered = context(DIGEST);
             altered.message = MessageFacts::Drawn(AsDrawn::Changed);
             let takes_back = matches!(
                 action,
-                PressAction::No | PressAction::Decline | PressAction::Stop | PressAction::CategoryOff
+                PressAction::No
+                    | PressAction::Decline
+                    | PressAction::Stop
+                    | PressAction::CategoryOff
+                    | PressAction::Remove
             );
             let on_altered = press::verify(data, key, &altered);
             if takes_back {

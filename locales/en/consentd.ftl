@@ -258,3 +258,24 @@ suggest-card = Suggested by consentd after you said yes { $approvals } { $approv
     } in 7 days; the agent did not ask for it.
 button-suggest = Review terms
 stale-suggestion = This suggestion was already opened, or is over.
+
+# Exact rules ("Always here"): a hook's gate card, /rules, the evening summary.
+card-hook = Call: { $agent } · { $tool } · in { $cwd }
+button-always = Always here
+card-rule-saved = Saved as a rule: this exact call by this agent in this directory will pass without a card. /rules lists and removes rules.
+button-remove = Remove
+command-rules = saved exact rules (Always here), each with Remove
+rules-count = { $count ->
+        [0] No saved rules. A gate card from an agent's hook offers Always here to save one.
+        [one] { $count } saved rule:
+       *[other] { $count } saved rules:
+    }
+rule-item = { $agent } · { $tool } · in { $cwd }
+    Saved { $saved }; { $uses ->
+        [0] not used yet
+        [one] used once
+       *[other] used { $uses } times
+    }. Rule { $id }, command SHA-256 { $sha }:
+rule-removed = Removed: this call needs your Yes again.
+stale-rule-removed = This rule was already removed.
+summary-rules = Passed by saved rules: { $count }.

@@ -261,3 +261,24 @@ suggest-card = Sugerido pelo consentd após { $approvals } { $approvals ->
     } em 7 dias; o agente não pediu isto.
 button-suggest = Ver termos
 stale-suggestion = Esta sugestão já foi aberta ou terminou.
+
+# Regras exatas ("Sempre aqui"): o cartão de um hook, /rules, o resumo da noite.
+card-hook = Chamada: { $agent } · { $tool } · em { $cwd }
+button-always = Sempre aqui
+card-rule-saved = Salvo como regra: esta mesma chamada deste agente nesta pasta passará sem cartão. /rules lista e remove as regras.
+button-remove = Remover
+command-rules = as regras exatas salvas (Sempre aqui), cada uma com Remover
+rules-count = { $count ->
+        [0] Nenhuma regra salva. O cartão de um hook de agente oferece Sempre aqui para salvar uma.
+        [one] { $count } regra salva:
+       *[other] { $count } regras salvas:
+    }
+rule-item = { $agent } · { $tool } · em { $cwd }
+    Salva { $saved }; { $uses ->
+        [0] ainda não usada
+        [one] usada uma vez
+       *[other] usada { $uses } vezes
+    }. Regra { $id }, SHA-256 do comando { $sha }:
+rule-removed = Removida: esta chamada precisa do seu Sim de novo.
+stale-rule-removed = Esta regra já foi removida.
+summary-rules = Passaram por regras salvas: { $count }.

@@ -247,6 +247,10 @@ pub(super) fn with_view<T>(
         // As it was asked: a card says what the owner's Yes will do, whatever the config says
         // by the time it is drawn.
         agent_runs: record.agent_runs,
+        hook: record.hook.as_ref().map(|call| card::HookView {
+            call,
+            always: offers_always(category, record),
+        }),
     };
     render(&view)
 }
@@ -308,6 +312,14 @@ impl Drawer for Consent {
         chrono::Duration::from_std(self.config.limits.card_ttl)
             .unwrap_or(chrono::Duration::minutes(15))
     }
+}
+
+/// Whether `record`'s card offers Always here: a hook's gate ask, approval-only as it was asked,
+/// of a category that is not destructive now (the config decides the class, as the card's
+/// title shows it). A press is judged on the same answer (`SubjectFacts::offers_always`).
+pub(super) fn offers_always(category: Option<&crate::config::Category>, record: &Record) -> bool {
+    record.agent_runs
+        && category.is_some_and(|c| consentd_core::exact::offers_always(c, record.hook.as_ref()))
 }
 
 /// The known targets read, or none (only the mixed-script warnings then show) when they could not

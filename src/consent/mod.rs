@@ -28,6 +28,7 @@
 //! (`queue`, `drawer`, `stale`), so the module graph has no cycle.
 
 mod drawer;
+mod exact;
 mod expiry;
 mod owner_text;
 mod pairing;
@@ -78,6 +79,8 @@ struct PressSubject {
     digest: String,
     open: bool,
     window: Option<Window>,
+    /// Whether it offers Always here (a hook's gate card, `drawer::offers_always`).
+    offers_always: bool,
     /// Why it is not open, in words the owner's press can be answered with.
     stale: Option<card::owner::Stale>,
 }

@@ -1,4 +1,4 @@
-//! The owner's text in the chat: commands (`/pending`, `/mandates`, `/categories`, `/anchor`,
+//! The owner's text in the chat: commands (`/pending`, `/mandates`, `/rules`, `/categories`, `/anchor`,
 //! `/usage`, `/help`), the settings they change (`/quiet`, `/nightcards`, `/summary`, `/lang`),
 //! the `/categories` switches an On or Off press flips, and the one line a stranger gets. Kept
 //! apart from presses: what is typed only ever replies or changes a setting, never answers a card.
@@ -74,6 +74,7 @@ impl Consent {
                 .map(text_body)
                 .collect(),
             ChatCommand::Mandates => self.mandates_replies(lang, now).await?,
+            ChatCommand::Rules => self.rules_replies(lang, now).await?,
             ChatCommand::Categories => self.categories_replies(lang),
             ChatCommand::Anchor => {
                 let head = self.store.call(|db| Ok(db.journal_head())).await?;

@@ -62,6 +62,7 @@ impl Consent {
                 digest: &subject.digest,
                 open: subject.open,
                 window: subject.window.clone(),
+                offers_always: subject.offers_always,
             }),
             message: facts.message,
             now: now.clone(),
@@ -115,6 +116,9 @@ impl Consent {
             }
             (Some(callback), _) if callback.action == PressAction::Suggest => {
                 self.suggestion_subject(&callback.subject, &now).await?
+            }
+            (Some(callback), _) if callback.action == PressAction::Remove => {
+                self.rule_subject(&callback.subject).await?
             }
             (Some(_), None) => None,
             (Some(callback), Some(record)) => {
@@ -171,10 +175,15 @@ impl Consent {
                 stale::card(record.state),
             ),
         };
+        let category = record
+            .kind
+            .as_deref()
+            .and_then(|kind| self.config.categories.get(kind));
         Ok(PressSubject {
             digest: super::drawer::signed_digest(record),
             open,
             window,
+            offers_always: super::drawer::offers_always(category, record),
             stale: stale.filter(|_| !open),
         })
     }
@@ -225,6 +234,9 @@ impl Consent {
         if action == PressAction::Suggest {
             return self.suggestion_opened(subject, decision).await;
         }
+        if action == PressAction::Remove {
+            return self.remove_rule(subject, decision).await;
+        }
         let Some(record) = record else {
             return self
                 .rejected(PressRejection::UnknownSubject, &decision, Some(subject))
@@ -235,6 +247,8 @@ impl Consent {
             (PressAction::Yes, Subject::Action) if self.agent_runs(&record) => {
                 self.approved(record, decision).await
             }
+            // Offered only on an approval-only card (the verdict checked `offers_always`).
+            (PressAction::Always, Subject::Action) => self.always(record, decision).await,
             (PressAction::Yes, Subject::Action) | (PressAction::Grant, Subject::Mandate) => {
                 self.granted(record, decision, runs).await
             }
@@ -367,7 +381,7 @@ impl Consent {
     }
 
     /// The owner's chat, for what a press changes (the presser's before pairing is recorded).
-    fn owner_chat(&self, decision: &Decision) -> i64 {
+    pub(super) fn owner_chat(&self, decision: &Decision) -> i64 {
         self.owner().map_or(decision.from.id, |o| o.id)
     }
 

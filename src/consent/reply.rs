@@ -212,6 +212,7 @@ mod tests {
             mandate: None,
             mandate_use: None,
             agent_runs: false,
+            hook: None,
             decline_reason: reason.map(str::to_owned),
             origin: None,
         }

@@ -66,6 +66,7 @@ impl Consent {
         };
         Some(PressSubject {
             digest: CATEGORY_DIGEST.to_owned(),
+            offers_always: false,
             open: stale.is_none(),
             window: None,
             stale,

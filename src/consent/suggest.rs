@@ -137,6 +137,7 @@ impl Consent {
         let open = found.is_open(now.wall) && matches!(still, Some(Ok(())));
         Ok(Some(PressSubject {
             digest: found.digest,
+            offers_always: false,
             open,
             window: None,
             stale: stale::suggestion(open),

@@ -15,6 +15,10 @@ use super::rules::Ask;
 /// How long a withdraw may take after the wait is over.
 const WITHDRAW_PATIENCE: Duration = Duration::from_secs(5);
 
+/// How long the daemon may take to say whether a saved rule answers a gated call; past it the
+/// call is blocked, never allowed.
+const RULE_PATIENCE: Duration = Duration::from_secs(10);
+
 /// How long past `--max-wait` the hook still waits for the daemon's first line (the record's
 /// id) when it has not come yet, so the ask can be withdrawn.
 const FIRST_LINE_GRACE: Duration = Duration::from_secs(5);
@@ -29,6 +33,18 @@ pub(crate) struct Asking {
     pub max_wait: Duration,
     pub idempotency_key: Option<String>,
     pub origin: Option<String>,
+    /// The agent's call, for a gate from an event with a working directory: a saved exact rule
+    /// is looked for first (op `rule`), and the ask carries it so its card offers Always here.
+    pub hook: Option<HookCall>,
+}
+
+/// The call a gate is for, as the daemon's `rule` op and the ask's `hook` name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HookCall {
+    /// `claude-code` or `codex`.
+    pub agent: &'static str,
+    pub tool: String,
+    pub cwd: String,
 }
 
 /// Whether consentd runs the action (route) or the agent does once approved (gate).
@@ -62,12 +78,81 @@ pub(crate) fn request(ask: &Ask, asking: &Asking) -> Value {
     if let Some(origin) = &asking.origin {
         request.insert("origin".into(), json!(origin));
     }
+    if let Some(hook) = &asking.hook {
+        request.insert(
+            "hook".into(),
+            json!({"agent": hook.agent, "tool": hook.tool, "cwd": hook.cwd}),
+        );
+    }
     request.insert("wait".into(), json!(true));
     Value::Object(request)
 }
 
+/// The socket request for `rule`: does a saved rule answer this exact call?
+pub(crate) fn rule_request(ask: &Ask, hook: &HookCall, text: &str) -> Value {
+    json!({"v": 1, "op": "rule", "kind": ask.kind, "agent": hook.agent, "tool": hook.tool,
+        "cwd": hook.cwd, "text": text})
+}
+
+/// Asks the daemon whether a saved exact rule answers this call: `Ok(Some(rule))` when one
+/// does, `Ok(None)` when none does, and why not in words when the daemon could not say (which
+/// blocks the call: a rule is learnt from the daemon alone, never assumed).
+async fn saved_rule(ask: &Ask, hook: &HookCall, socket: &Socket) -> Result<Option<String>, String> {
+    let Some(text) = ask.text.as_deref() else {
+        return Ok(None);
+    };
+    let frame = rule_request(ask, hook, text);
+    let answer = tokio::time::timeout(RULE_PATIENCE, client::request(socket, &frame, |_| {}))
+        .await
+        .map_err(|_| "consentd did not say in time whether a saved rule allows this".to_owned())?
+        .map_err(|error| error.to_string())?;
+    rule_answer(&answer)
+}
+
+/// What the daemon's answer to `rule` says: a rule's id, none, or a failure in words.
+pub(crate) fn rule_answer(answer: &Value) -> Result<Option<String>, String> {
+    match (
+        text(answer, "status"),
+        answer.get("rule").and_then(Value::as_str),
+    ) {
+        ("allowed", Some(rule)) if consentd_core::exact::is_rule_id(rule) => {
+            Ok(Some(rule.to_owned()))
+        }
+        ("none", None) => Ok(None),
+        ("refused", _) => Err(format!(
+            "consentd refused to look for a saved rule ({}): {}",
+            text(answer, "reason"),
+            answer
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("no message")
+        )),
+        _ => Err(format!("consentd answered {answer} to a rule question")),
+    }
+}
+
 /// Asks, waits, and turns the outcome into a verdict; `tool_input` is what a gate's allow pins.
+/// A gate with the agent's call first asks whether a saved exact rule answers it: then the call
+/// is allowed with exactly its input and no card.
 pub(crate) async fn ask(mode: Mode, ask: &Ask, asking: &Asking, tool_input: &Value) -> Verdict {
+    if let (Mode::Gate, Some(hook)) = (mode, &asking.hook) {
+        match saved_rule(ask, hook, &asking.socket).await {
+            Ok(Some(rule)) => {
+                return Verdict::Allow {
+                    reason: format!(
+                        "allowed by the owner's saved rule {rule} (Always here) through consentd"
+                    ),
+                    updated_input: Some(tool_input.clone()),
+                }
+            }
+            Ok(None) => {}
+            Err(why) => {
+                return Verdict::Fail {
+                    message: format!("{why}; the call is blocked until consentd answers"),
+                }
+            }
+        }
+    }
     let frame = request(ask, asking);
     let id = RefCell::new(None::<String>);
     let asked = client::request(&asking.socket, &frame, |line| {
@@ -295,6 +380,7 @@ mod tests {
                 max_wait: Duration::from_secs(1),
                 idempotency_key: None,
                 origin: None,
+                hook: None,
             };
             let gate = Ask {
                 rule: "any".into(),
@@ -337,6 +423,64 @@ mod tests {
     }
 
     #[test]
+    fn only_a_well_formed_allowed_answer_passes_by_a_rule() {
+        let rule = "u_0123456789abcdef0123";
+        // (the daemon's answer, what it says)
+        let cases = [
+            (
+                json!({"v": 1, "status": "allowed", "rule": rule}),
+                Ok(Some(rule.to_owned())),
+            ),
+            (json!({"v": 1, "status": "none"}), Ok(None)),
+            (json!({"v": 1, "status": "allowed"}), Err(())),
+            (json!({"v": 1, "status": "allowed", "rule": "r_1"}), Err(())),
+            (json!({"v": 1, "status": "none", "rule": rule}), Err(())),
+            (
+                json!({"v": 1, "status": "refused", "reason": "bad_request"}),
+                Err(()),
+            ),
+            (json!({"v": 1, "status": "approved", "id": "r_1"}), Err(())),
+            (json!({}), Err(())),
+        ];
+        for (answer, expected) in cases {
+            assert_eq!(rule_answer(&answer).map_err(|_| ()), expected, "{answer}");
+        }
+    }
+
+    #[test]
+    fn a_gate_with_its_call_carries_it_and_asks_for_a_rule_with_the_same_text() {
+        let ask = Ask {
+            rule: "build".into(),
+            kind: "shell".into(),
+            target: None,
+            text: Some("cargo test".into()),
+            fields: BTreeMap::new(),
+            cost_usd: None,
+        };
+        let hook = HookCall {
+            agent: "codex",
+            tool: "Bash".into(),
+            cwd: "/home/u/blog".into(),
+        };
+        let asking = Asking {
+            socket: client::socket_path(Some("/x".into())),
+            max_wait: Duration::from_secs(1),
+            idempotency_key: None,
+            origin: None,
+            hook: Some(hook.clone()),
+        };
+        assert_eq!(
+            request(&ask, &asking)["hook"],
+            json!({"agent": "codex", "tool": "Bash", "cwd": "/home/u/blog"})
+        );
+        assert_eq!(
+            rule_request(&ask, &hook, "cargo test"),
+            json!({"v": 1, "op": "rule", "kind": "shell", "agent": "codex", "tool": "Bash",
+                "cwd": "/home/u/blog", "text": "cargo test"})
+        );
+    }
+
+    #[test]
     fn the_request_carries_the_rule_values_and_the_key() {
         let ask = Ask {
             rule: "post".into(),
@@ -351,6 +495,7 @@ mod tests {
             max_wait: Duration::from_secs(1),
             idempotency_key: Some("hook:k".into()),
             origin: None,
+            hook: None,
         };
         assert_eq!(
             request(&ask, &asking),

@@ -195,6 +195,7 @@ fn decide(agent: Agent, args: &HookArgs, event: &Event) -> Verdict {
         max_wait: Duration::from_secs(args.max_wait),
         idempotency_key: idempotency_key(mode, event),
         origin: (!args.no_origin).then(|| event.origin(agent, home.as_deref())),
+        hook: hook_call(mode, agent, event),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -225,6 +226,22 @@ fn for_network(decision: Decision, call: &Call<'_>) -> Decision {
         },
         decision => decision,
     }
+}
+
+/// The call a gate is for, when the event names its working directory: a saved exact rule is
+/// looked for first, and the card offers Always here. A route is consentd's to run, and a
+/// block or a pass never reaches the daemon, so only a gate carries it (a block rule is
+/// decided before, so no saved rule answers a call a block rule matches).
+fn hook_call(mode: ask::Mode, agent: Agent, event: &Event) -> Option<ask::HookCall> {
+    let cwd = event.cwd.clone().filter(|_| mode == ask::Mode::Gate)?;
+    Some(ask::HookCall {
+        agent: match agent {
+            Agent::ClaudeCode => "claude-code",
+            Agent::Codex => "codex",
+        },
+        tool: event.tool_name.clone(),
+        cwd,
+    })
 }
 
 /// The ask's idempotency key: a route's only. A gate sends none: the daemon answers a key it
@@ -354,6 +371,41 @@ mod tests {
         ];
         for (name, decision, input, expected) in cases {
             assert_eq!(for_network(decision, &call(input)), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn only_a_gate_with_a_working_directory_names_its_call() {
+        let claude = br#"{"hook_event_name": "PreToolUse", "session_id": "s", "cwd": "/home/u",
+            "tool_use_id": "toolu_1", "tool_name": "Bash", "tool_input": {"command": "make"}}"#;
+        let codex = br#"{"hook_event_name": "PermissionRequest", "session_id": "s",
+            "turn_id": "t1", "cwd": "/home/u", "tool_name": "Bash",
+            "tool_input": {"command": "make"}}"#;
+        let nowhere = br#"{"hook_event_name": "PreToolUse", "session_id": "s",
+            "tool_use_id": "toolu_1", "tool_name": "Bash", "tool_input": {"command": "make"}}"#;
+        // (the agent, its event, the mode, the call named)
+        let cases = [
+            (
+                Agent::ClaudeCode,
+                &claude[..],
+                ask::Mode::Gate,
+                Some("claude-code"),
+            ),
+            (Agent::Codex, &codex[..], ask::Mode::Gate, Some("codex")),
+            (Agent::ClaudeCode, &claude[..], ask::Mode::Route, None),
+            (Agent::ClaudeCode, &nowhere[..], ask::Mode::Gate, None),
+        ];
+        for (agent, bytes, mode, expected) in cases {
+            let event = event::parse(agent, bytes).unwrap();
+            let call = hook_call(mode, agent, &event);
+            assert_eq!(
+                call.clone().map(|c| c.agent),
+                expected,
+                "{agent:?} {mode:?}"
+            );
+            if let Some(call) = call {
+                assert_eq!((call.tool.as_str(), call.cwd.as_str()), ("Bash", "/home/u"));
+            }
         }
     }
 

@@ -19,6 +19,7 @@ mod faults;
 mod fixture;
 mod gate;
 mod hooks;
+mod hooks_always;
 mod hooks_gate;
 mod hostile_peers;
 mod journal_cli;

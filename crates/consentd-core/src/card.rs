@@ -25,6 +25,7 @@ use crate::styled::Styled;
 
 pub mod mandate;
 pub mod owner;
+pub mod rules;
 
 #[cfg(test)]
 mod lookalike_tests;
@@ -58,6 +59,12 @@ pub mod msg {
     pub(crate) const CARD_RECORD: &str = "card-record";
     pub(crate) const CARD_ORIGIN: &str = "card-origin";
     pub(crate) const CARD_AGENT_RUNS: &str = "card-agent-runs";
+    pub(crate) const CARD_HOOK: &str = "card-hook";
+    pub(crate) const CARD_RULE_SAVED: &str = "card-rule-saved";
+    pub(crate) const RULES_COUNT: &str = "rules-count";
+    pub(crate) const RULE_ITEM: &str = "rule-item";
+    pub(crate) const RULE_REMOVED: &str = "rule-removed";
+    pub(crate) const STALE_RULE_REMOVED: &str = "stale-rule-removed";
     pub(crate) const CARD_DEADLINE: &str = "card-deadline";
     pub(crate) const CARD_TEXT: &str = "card-text";
     pub(crate) const CARD_TEXT_PARTS: &str = "card-text-parts";
@@ -87,6 +94,8 @@ pub mod msg {
     pub(crate) const BUTTON_ON: &str = "button-on";
     pub(crate) const BUTTON_OFF: &str = "button-off";
     pub(crate) const BUTTON_SUGGEST: &str = "button-suggest";
+    pub(crate) const BUTTON_ALWAYS: &str = "button-always";
+    pub(crate) const BUTTON_REMOVE: &str = "button-remove";
 
     pub(crate) const SILENCED: &str = "silenced";
     pub(crate) const RESUMED: &str = "resumed";
@@ -103,6 +112,7 @@ pub mod msg {
     pub(crate) const HELP_TITLE: &str = "help-title";
     pub(crate) const COMMAND_PENDING: &str = "command-pending";
     pub(crate) const COMMAND_MANDATES: &str = "command-mandates";
+    pub(crate) const COMMAND_RULES: &str = "command-rules";
     pub(crate) const COMMAND_CATEGORIES: &str = "command-categories";
     pub(crate) const COMMAND_QUIET: &str = "command-quiet";
     pub(crate) const COMMAND_NIGHTCARDS: &str = "command-nightcards";
@@ -130,6 +140,7 @@ pub mod msg {
     pub(crate) const SUMMARY_TITLE: &str = "summary-title";
     pub(crate) const SUMMARY_COUNTS: &str = "summary-counts";
     pub(crate) const SUMMARY_RUNS: &str = "summary-runs";
+    pub(crate) const SUMMARY_RULES: &str = "summary-rules";
     pub(crate) const SUMMARY_MANDATE: &str = "summary-mandate";
     pub(crate) const SUMMARY_MANDATE_ACTIONS: &str = "summary-mandate-actions";
     pub(crate) const SUMMARY_ANCHOR: &str = "summary-anchor";
@@ -206,6 +217,16 @@ pub mod msg {
         CARD_RECORD,
         CARD_ORIGIN,
         CARD_AGENT_RUNS,
+        CARD_HOOK,
+        CARD_RULE_SAVED,
+        RULES_COUNT,
+        RULE_ITEM,
+        RULE_REMOVED,
+        STALE_RULE_REMOVED,
+        BUTTON_ALWAYS,
+        BUTTON_REMOVE,
+        COMMAND_RULES,
+        SUMMARY_RULES,
         CARD_DEADLINE,
         CARD_TEXT,
         CARD_TEXT_PARTS,
@@ -414,6 +435,17 @@ pub struct CardView<'a> {
     pub origin: Option<&'a str>,
     /// An approval-only category: the card says the agent runs it itself and consentd nothing.
     pub agent_runs: bool,
+    /// The agent's call, when an agent's hook asked (`crate::exact`): shown on the card, and
+    /// with `always` set it also carries Always here.
+    pub hook: Option<HookView<'a>>,
+}
+
+/// The agent's call as a hook's gate card shows it.
+#[derive(Debug, Clone, Copy)]
+pub struct HookView<'a> {
+    pub call: &'a crate::exact::HookCall,
+    /// Whether the card offers Always here (`exact::offers_always`).
+    pub always: bool,
 }
 
 /// No field labels: every field is shown under its own name.
@@ -436,7 +468,7 @@ pub struct Rendered {
     /// when the text is inside the card.
     pub parts: Vec<Styled>,
     pub card: Styled,
-    /// One row: Yes, then No.
+    /// One row: Yes, then No, then Always here where the card offers it.
     pub buttons: Vec<Button>,
 }
 
@@ -583,13 +615,17 @@ fn draw_card(
         TextPlace::Parts { messages, .. } => messages,
         _ => Vec::new(),
     };
+    let mut buttons = vec![
+        button(locales, lang, ButtonAction::Yes),
+        button(locales, lang, ButtonAction::No),
+    ];
+    if view.hook.is_some_and(|hook| hook.always) {
+        buttons.push(button(locales, lang, ButtonAction::Always));
+    }
     Rendered {
         parts,
         card,
-        buttons: vec![
-            button(locales, lang, ButtonAction::Yes),
-            button(locales, lang, ButtonAction::No),
-        ],
+        buttons,
     }
 }
 
@@ -776,6 +812,20 @@ fn content_lines(view: &CardView, locales: &Locales, lang: Language) -> Vec<Styl
     // The client chose it: a value, apart from the card's own words, like the target.
     if let Some(origin) = view.origin {
         lines.push(locales.styled(lang, msg::CARD_ORIGIN, &[], &[("origin", origin)]));
+    }
+    // The hook chose them: values, like the origin. Shown so that an Always saves what the
+    // owner saw.
+    if let Some(hook) = view.hook {
+        lines.push(locales.styled(
+            lang,
+            msg::CARD_HOOK,
+            &[],
+            &[
+                ("agent", hook.call.agent.as_str()),
+                ("tool", hook.call.tool.as_str()),
+                ("cwd", hook.call.cwd.as_str()),
+            ],
+        ));
     }
     if let Some(target) = view.target {
         lines.push(locales.styled(lang, msg::CARD_TARGET, &[], &[("target", target)]));
@@ -973,6 +1023,8 @@ pub(crate) fn button(locales: &Locales, lang: Language, action: ButtonAction) ->
         ButtonAction::CategoryOn => msg::BUTTON_ON,
         ButtonAction::CategoryOff => msg::BUTTON_OFF,
         ButtonAction::Suggest => msg::BUTTON_SUGGEST,
+        ButtonAction::Always => msg::BUTTON_ALWAYS,
+        ButtonAction::Remove => msg::BUTTON_REMOVE,
     };
     Button {
         label: locales.t(lang, id, &[]),
@@ -1222,6 +1274,7 @@ pub fn command_menu(locales: &Locales, lang: Language) -> Vec<(&'static str, Str
             let id = match name {
                 "pending" => msg::COMMAND_PENDING,
                 "mandates" => msg::COMMAND_MANDATES,
+                "rules" => msg::COMMAND_RULES,
                 "categories" => msg::COMMAND_CATEGORIES,
                 "quiet" => msg::COMMAND_QUIET,
                 "nightcards" => msg::COMMAND_NIGHTCARDS,
@@ -1351,6 +1404,7 @@ mod tests {
             tz: chrono_tz::Europe::Moscow,
             urgent: true,
             agent_runs: false,
+            hook: None,
             origin: None,
         }
     }
@@ -1677,6 +1731,7 @@ mod tests {
             tz: Tz::UTC,
             urgent: false,
             agent_runs: false,
+            hook: None,
             origin: None,
         };
         let rendered = render_card(&v, &locales, Language::Ru, now());
@@ -2022,6 +2077,44 @@ mod tests {
             assert!(split::message_fits(m));
             assert!(!m.ends_with('\n'));
             assert_clean(m);
+        }
+    }
+
+    /// A hook's gate card shows the call, as a value, and carries Always here only where its
+    /// view says the card offers it; the outcome keeps the call and has no buttons.
+    #[test]
+    fn a_hook_card_shows_the_call_and_offers_always_only_where_it_may() {
+        let locales = locales();
+        let fields = BTreeMap::new();
+        let call = crate::exact::HookCall {
+            agent: "claude-code".to_owned(),
+            tool: "Bash".to_owned(),
+            cwd: "/home/mila/src/blog".to_owned(),
+        };
+        for lang in Language::ALL {
+            for (always, expected) in [
+                (
+                    true,
+                    vec![ButtonAction::Yes, ButtonAction::No, ButtonAction::Always],
+                ),
+                (false, vec![ButtonAction::Yes, ButtonAction::No]),
+            ] {
+                let v = CardView {
+                    agent_runs: true,
+                    hook: Some(HookView {
+                        call: &call,
+                        always,
+                    }),
+                    ..view(&fields, &[], "cargo test", "Run a shell command")
+                };
+                let rendered = render_card(&v, &locales, lang, now());
+                let actions: Vec<ButtonAction> =
+                    rendered.buttons.iter().map(|b| b.action).collect();
+                assert_eq!(actions, expected, "{lang:?} always={always}");
+                for part in ["claude-code", "Bash", "/home/mila/src/blog"] {
+                    assert!(rendered.card.text.contains(part), "{lang:?}: {part}");
+                }
+            }
         }
     }
 }

@@ -9,9 +9,10 @@ use crate::config;
 use crate::locale::Language;
 
 /// The commands, as the bot menu lists them (without `/start`, which only pairs).
-pub(crate) const MENU: [&str; 9] = [
+pub(crate) const MENU: [&str; 10] = [
     "pending",
     "mandates",
+    "rules",
     "categories",
     "quiet",
     "nightcards",
@@ -28,6 +29,8 @@ pub enum ChatCommand {
     Start(String),
     Pending,
     Mandates,
+    /// `/rules`: the saved exact rules, each with Remove.
+    Rules,
     Categories,
     /// `/quiet 23:00-08:00` or `/quiet off` (`None`).
     Quiet(Option<(NaiveTime, NaiveTime)>),
@@ -88,6 +91,7 @@ pub fn parse(text: &str, max_night_cards: u32) -> ChatCommand {
         "/start" => ChatCommand::Start(one.unwrap_or("").to_owned()),
         "/pending" => no_argument(ChatCommand::Pending),
         "/mandates" => no_argument(ChatCommand::Mandates),
+        "/rules" => no_argument(ChatCommand::Rules),
         "/categories" => no_argument(ChatCommand::Categories),
         "/anchor" => no_argument(ChatCommand::Anchor),
         "/help" => no_argument(ChatCommand::Help),
@@ -134,6 +138,8 @@ mod tests {
             ("/pending now", ChatCommand::Usage(UsageLine::NoArgument)),
             ("/mandates", ChatCommand::Mandates),
             ("/mandates@consent_bot", ChatCommand::Mandates),
+            ("/rules", ChatCommand::Rules),
+            ("/rules all", ChatCommand::Usage(UsageLine::NoArgument)),
             ("/categories", ChatCommand::Categories),
             ("/anchor", ChatCommand::Anchor),
             ("/anchor 5", ChatCommand::Usage(UsageLine::NoArgument)),

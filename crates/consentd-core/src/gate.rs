@@ -44,6 +44,8 @@ pub struct DayCounts {
     pub executed: u32,
     pub failed: u32,
     pub refused: u32,
+    /// Calls a saved exact rule passed (`rule_used`), with no card.
+    pub by_rules: u32,
 }
 
 /// Decides one message. `cards_tonight` is how many cards were shown since tonight's quiet hours

@@ -12,6 +12,7 @@
 //! - [`card`]: the cards, receipts and replies in the owner's language ([`locale`]), as text with
 //!   Telegram entities ([`styled`]), long texts in parts ([`split`]), and [`shown`], strings from
 //!   others written so that nothing in them is hidden.
+//! - [`exact`]: exact rules ("Always here"), the hook call an ask carries and the `rule` op.
 //! - [`press`]: a button's signed data and the verdict on a press; [`deadline`] and [`clock`],
 //!   time as two clocks so a stepped wall clock cannot stretch a card.
 //! - [`mandate`]: standing permissions' terms and what they cover; [`gate`], the notification
@@ -34,6 +35,7 @@ pub mod commands;
 pub mod config;
 pub mod deadline;
 pub mod digest;
+pub mod exact;
 pub mod gate;
 pub mod graphemes;
 pub mod journal;

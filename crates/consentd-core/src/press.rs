@@ -52,10 +52,15 @@ pub enum PressAction {
     /// Opens the mandate card a suggestion offers (`crate::suggest`); its subject is the
     /// suggestion's id. It opens nothing by itself: the card still needs the owner's Grant.
     Suggest,
+    /// "Always here" on a hook's gate card: a Yes that also saves an exact rule for the call
+    /// (`crate::exact`). Offered only where the subject says so ([`SubjectFacts::offers_always`]).
+    Always,
+    /// Removes a saved exact rule (`/rules`); its subject is the rule's id.
+    Remove,
 }
 
 impl PressAction {
-    pub(crate) const ALL: [PressAction; 9] = [
+    pub(crate) const ALL: [PressAction; 11] = [
         PressAction::Yes,
         PressAction::No,
         PressAction::Resume,
@@ -65,6 +70,8 @@ impl PressAction {
         PressAction::CategoryOn,
         PressAction::CategoryOff,
         PressAction::Suggest,
+        PressAction::Always,
+        PressAction::Remove,
     ];
 
     /// The letter written in the callback data.
@@ -79,6 +86,8 @@ impl PressAction {
             PressAction::CategoryOn => 'o',
             PressAction::CategoryOff => 'f',
             PressAction::Suggest => 'm',
+            PressAction::Always => 'a',
+            PressAction::Remove => 'x',
         }
     }
 
@@ -98,6 +107,8 @@ impl PressAction {
             PressAction::CategoryOn => "category_on",
             PressAction::CategoryOff => "category_off",
             PressAction::Suggest => "suggest",
+            PressAction::Always => "always",
+            PressAction::Remove => "remove",
         }
     }
 
@@ -108,7 +119,11 @@ impl PressAction {
     pub(crate) fn only_restricts(self) -> bool {
         matches!(
             self,
-            PressAction::No | PressAction::Decline | PressAction::Stop | PressAction::CategoryOff
+            PressAction::No
+                | PressAction::Decline
+                | PressAction::Stop
+                | PressAction::CategoryOff
+                | PressAction::Remove
         )
     }
 
@@ -116,7 +131,11 @@ impl PressAction {
     fn needs_record_id(self) -> bool {
         matches!(
             self,
-            PressAction::Yes | PressAction::No | PressAction::Grant | PressAction::Decline
+            PressAction::Yes
+                | PressAction::No
+                | PressAction::Grant
+                | PressAction::Decline
+                | PressAction::Always
         )
     }
 }
@@ -187,6 +206,8 @@ pub enum PressRejection {
     Expired,
     #[error("the wall clock dates the press before its card was shown")]
     BeforeShown,
+    #[error("the subject of the press does not offer this button")]
+    NotOffered,
 }
 
 impl PressRejection {
@@ -205,6 +226,7 @@ impl PressRejection {
             PressRejection::NotOpen => "not_open",
             PressRejection::Expired => "expired",
             PressRejection::BeforeShown => "before_shown",
+            PressRejection::NotOffered => "not_offered",
         }
     }
 }
@@ -256,7 +278,8 @@ impl PressKey {
         debug_assert!(
             is_kind_name(subject)
                 && (!action.needs_record_id() || is_record_id(subject))
-                && (action != PressAction::Suggest || is_suggestion_id(subject)),
+                && (action != PressAction::Suggest || is_suggestion_id(subject))
+                && (action != PressAction::Remove || crate::exact::is_rule_id(subject)),
             "subject {subject:?} is not valid for {action}"
         );
         let tag = self.tag(action, subject, digest, owner_id);
@@ -376,6 +399,10 @@ pub fn parse_callback(data: &str) -> Result<Callback, PressRejection> {
     if action == PressAction::Suggest && !is_suggestion_id(subject) {
         return Err(Malformed);
     }
+    // A Remove names a saved rule and nothing else.
+    if action == PressAction::Remove && !crate::exact::is_rule_id(subject) {
+        return Err(Malformed);
+    }
 
     // The engine refuses padding and non-zero trailing bits, so each tag has one spelling.
     if tag.len() != TAG_CHARS {
@@ -421,6 +448,9 @@ pub struct SubjectFacts<'a> {
     /// When its card was shown and until when it may be answered; `None` for subjects that do
     /// not expire (category switches, a Stop, a Resume).
     pub window: Option<Window>,
+    /// Whether its card offers Always here: a hook's gate card of an approval-only category
+    /// that is not destructive. Read only for an Always press.
+    pub offers_always: bool,
 }
 
 /// The message a button was pressed under, as the daemon drew it.
@@ -460,8 +490,8 @@ impl Verdict {
 
 /// Decides whether a press counts. The checks run in a fixed order and the first that fails names
 /// the rejection: shape, version, key id, subject known, tag, presser, chat, the message it was
-/// drawn on, that message's text, open, the window (before the card was shown; past its ttl on
-/// either clock).
+/// drawn on, that message's text, whether the subject offers the button (Always here only),
+/// open, the window (before the card was shown; past its ttl on either clock).
 ///
 /// The tag is checked before the presser so that a forged press is journaled as a forgery
 /// whoever sent it; the presser and chat checks still apply to genuine data, because a card's
@@ -513,6 +543,11 @@ fn check(data: &str, key: &PressKey, ctx: &PressContext) -> Result<Callback, Pre
         }
         MessageFacts::Drawn(_) => {}
     }
+    // Never signed where it is not offered, so a valid tag cannot exist; checked all the same,
+    // as the one thing an Always press asks beyond a Yes.
+    if cb.action == PressAction::Always && !facts.offers_always {
+        return Err(PressRejection::NotOffered);
+    }
     if !facts.open {
         return Err(PressRejection::NotOpen);
     }
@@ -538,6 +573,7 @@ mod tests {
     const GROUP: i64 = -1_001_234_567_890;
     const REC: &str = "r_0123456789abcdef0123";
     const REC2: &str = "r_fedcba9876543210fedc";
+    const RULE: &str = "u_0123456789abcdef0123";
     const DIGEST: &str = "aa11bb22cc33dd44ee55ff6600112233445566778899aabbccddeeff00112233";
     const DIGEST2: &str = "bb11bb22cc33dd44ee55ff6600112233445566778899aabbccddeeff00112233";
 
@@ -601,6 +637,7 @@ mod tests {
                 digest: DIGEST,
                 open: true,
                 window: Some(window()),
+                offers_always: true,
             }),
             message: MessageFacts::Drawn(AsDrawn::Same),
             now: at(t0()),
@@ -651,6 +688,7 @@ mod tests {
             let subject = match action {
                 _ if action.needs_record_id() => REC,
                 PressAction::Suggest => "m_0123456789abcdef0123",
+                PressAction::Remove => RULE,
                 _ => "shell_exec",
             };
             let data = key().sign(action, subject, DIGEST, OWNER);
@@ -700,6 +738,7 @@ mod tests {
             let subject = match action {
                 _ if action.needs_record_id() => REC,
                 PressAction::Suggest => "m_0123456789abcdef0123",
+                PressAction::Remove => RULE,
                 _ => longest_kind.as_str(),
             };
             let data = key().sign(action, subject, DIGEST, i64::MIN);
@@ -743,6 +782,7 @@ mod tests {
                 digest: DIGEST,
                 open,
                 window,
+                offers_always: true,
             })
         };
 
@@ -1087,6 +1127,157 @@ mod tests {
         }
     }
 
+    /// Always here is a Yes that also saves a rule: everything that rejects a Yes rejects it,
+    /// and a card that does not offer it (a destructive category's, one not from a hook) too.
+    #[test]
+    fn an_always_press_counts_only_as_a_yes_would_and_only_where_offered() {
+        let always = key().sign(PressAction::Always, REC, DIGEST, OWNER);
+        let tag = tag_of(&always);
+        let with = |f: &dyn Fn(&mut PressContext<'static>)| {
+            let mut c = good_ctx();
+            f(&mut c);
+            c
+        };
+        let accept = Verdict::Accept {
+            action: PressAction::Always,
+            subject: REC.to_owned(),
+        };
+        let cases: Vec<(&str, String, PressContext, Verdict)> = vec![
+            ("the owner's press", always.clone(), good_ctx(), accept),
+            (
+                "a forged tag",
+                with_tag(&always, &[0u8; TAG_LEN]),
+                good_ctx(),
+                reject(PressRejection::BadTag),
+            ),
+            (
+                "a truncated tag",
+                with_tag(&always, &tag[..TAG_LEN - 1]),
+                good_ctx(),
+                reject(PressRejection::Malformed),
+            ),
+            (
+                "a Yes relabelled as Always",
+                relabel(&yes(), 'y', 'a'),
+                good_ctx(),
+                reject(PressRejection::BadTag),
+            ),
+            (
+                "another user",
+                always.clone(),
+                with(&|c| c.presser_id = STRANGER),
+                reject(PressRejection::NotOwner),
+            ),
+            (
+                "another chat",
+                always.clone(),
+                with(&|c| {
+                    c.chat_id = GROUP;
+                    c.chat_is_private = false;
+                }),
+                reject(PressRejection::NotPrivateChat),
+            ),
+            (
+                "replayed: the card is answered",
+                always.clone(),
+                with(&|c| c.subject.as_mut().unwrap().open = false),
+                reject(PressRejection::NotOpen),
+            ),
+            (
+                "a card that does not offer it",
+                always.clone(),
+                with(&|c| c.subject.as_mut().unwrap().offers_always = false),
+                reject(PressRejection::NotOffered),
+            ),
+            (
+                "after the ttl",
+                always.clone(),
+                with(&|c| c.now = at(expiry() + TimeDelta::seconds(1))),
+                reject(PressRejection::Expired),
+            ),
+            (
+                "under a message it was not drawn on",
+                always.clone(),
+                with(&|c| c.message = MessageFacts::NotDrawn),
+                reject(PressRejection::WrongMessage),
+            ),
+            (
+                "on a message changed since it was drawn",
+                always.clone(),
+                with(&|c| c.message = MessageFacts::Drawn(AsDrawn::Changed)),
+                reject(PressRejection::CardAltered),
+            ),
+            (
+                "signed for another digest",
+                key().sign(PressAction::Always, REC, DIGEST2, OWNER),
+                good_ctx(),
+                reject(PressRejection::BadTag),
+            ),
+        ];
+        for (label, data, ctx, want) in &cases {
+            assert_eq!(&verify(data, &key(), ctx), want, "case: {label}");
+        }
+        // A Yes never asks whether Always is offered.
+        let no_always = with(&|c| c.subject.as_mut().unwrap().offers_always = false);
+        assert!(verify(&yes(), &key(), &no_always).is_accept());
+    }
+
+    /// A Remove names a rule, and only takes something back: it counts on a changed message.
+    #[test]
+    fn a_remove_press_names_a_rule() {
+        let remove = key().sign(PressAction::Remove, RULE, DIGEST, OWNER);
+        let changed = PressContext {
+            message: MessageFacts::Drawn(AsDrawn::Changed),
+            ..good_ctx()
+        };
+        let (head, tag) = remove.rsplit_once('.').unwrap();
+        let (head, _) = head.rsplit_once('.').unwrap();
+        let cases: Vec<(&str, String, PressContext, Verdict)> = vec![
+            (
+                "the owner's press",
+                remove.clone(),
+                good_ctx(),
+                Verdict::Accept {
+                    action: PressAction::Remove,
+                    subject: RULE.to_owned(),
+                },
+            ),
+            (
+                "on a changed message",
+                remove.clone(),
+                changed,
+                Verdict::Accept {
+                    action: PressAction::Remove,
+                    subject: RULE.to_owned(),
+                },
+            ),
+            (
+                "naming a record",
+                format!("{head}.{REC}.{tag}"),
+                good_ctx(),
+                reject(PressRejection::Malformed),
+            ),
+            (
+                "naming a kind",
+                format!("{head}.shell_exec.{tag}"),
+                good_ctx(),
+                reject(PressRejection::Malformed),
+            ),
+            (
+                "another user",
+                remove.clone(),
+                PressContext {
+                    presser_id: STRANGER,
+                    ..good_ctx()
+                },
+                reject(PressRejection::NotOwner),
+            ),
+        ];
+        for (label, data, ctx, want) in &cases {
+            assert_eq!(&verify(data, &key(), ctx), want, "case: {label}");
+        }
+    }
+
     #[test]
     fn every_flipped_tag_bit_is_a_bad_tag() {
         let good = yes();
@@ -1118,6 +1309,7 @@ mod tests {
                 digest: DIGEST,
                 open: false,
                 window: Some(window()),
+                offers_always: true,
             }),
             message: MessageFacts::NotDrawn,
             now: at_both(shown_at() - TimeDelta::hours(1), 3_600),
@@ -1158,6 +1350,7 @@ mod tests {
             digest: DIGEST,
             open: true,
             window: Some(window()),
+            offers_always: true,
         });
         assert_eq!(
             verify(&yes(), &key(), &ctx),
@@ -1196,6 +1389,7 @@ mod tests {
             (PressRejection::NotOpen, "not_open"),
             (PressRejection::Expired, "expired"),
             (PressRejection::BeforeShown, "before_shown"),
+            (PressRejection::NotOffered, "not_offered"),
         ];
         for (r, code) in all {
             assert_eq!(r.as_str(), code);
@@ -1211,7 +1405,7 @@ mod tests {
         for a in PressAction::ALL {
             assert_eq!(PressAction::from_letter(a.letter()), Some(a));
         }
-        assert_eq!(PressAction::from_letter('x'), None);
+        assert_eq!(PressAction::from_letter('z'), None);
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub(crate) const ASK_KEYS: &[&str] = &[
     "wait",
     "ttl",
     "origin",
+    "hook",
 ];
 const ATTACHMENT_KEYS: &[&str] = &["name", "media_type", "data_b64"];
 /// The keys a mandate request may carry; anything else is a term the card would not show.
@@ -53,6 +54,10 @@ const LIST_KEYS: &[&str] = &["v", "op", "cursor"];
 const KINDS_KEYS: &[&str] = &["v", "op"];
 /// The keys a withdraw request may carry.
 const WITHDRAW_KEYS: &[&str] = &["v", "op", "id"];
+/// The keys a rule request may carry: all of them are required.
+const RULE_KEYS: &[&str] = &["v", "op", "kind", "agent", "tool", "cwd", "text"];
+/// The keys of an ask's `hook` object: all of them are required.
+const HOOK_KEYS: &[&str] = &["agent", "tool", "cwd"];
 
 /// A parsed request.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +77,8 @@ pub enum Request {
     Withdraw {
         id: String,
     },
+    /// A hook asks whether a saved exact rule answers its call ([`crate::exact`]).
+    Rule(RuleQuery),
 }
 
 /// An ask as the session sent it, before the refusal gate.
@@ -92,6 +99,9 @@ pub struct AskRequest {
     /// One line the client chose to say where the ask comes from ("Claude Code · ~/src/blog"):
     /// shown on the card and part of the digest.
     pub origin: Option<String>,
+    /// The agent's call a hook's gate asks for (agent, tool, directory): shown on the card, kept
+    /// with the record for an Always press, and not part of the digest.
+    pub hook: Option<HookCall>,
 }
 
 /// A mandate request as the session sent it, before the terms are checked. The amount is still
@@ -109,6 +119,27 @@ pub struct MandateAsk {
     pub wait: bool,
     /// As on an ask: shown on the mandate card and part of its digest.
     pub origin: Option<String>,
+}
+
+/// The call a hook's gate ask is for, as the `hook` object names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookCall {
+    /// `claude-code` or `codex`.
+    pub agent: String,
+    /// The agent's tool (`Bash`, `Write`, …).
+    pub tool: String,
+    /// The call's working directory, absolute.
+    pub cwd: String,
+}
+
+/// The `rule` op: is there a live rule that answers this exact call?
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleQuery {
+    /// The kind the hook's gate would ask for.
+    pub kind: String,
+    pub call: HookCall,
+    /// The gate ask's text, byte-exact.
+    pub text: String,
 }
 
 /// One attachment as sent: its bytes are still base64.
@@ -226,7 +257,7 @@ fn parse_fields(object: &Map<String, Value>) -> Result<Request, Refusal> {
         Some(_) => return Err(bad("key \"op\" must be a string")),
         None => {
             return Err(bad(
-                "missing key \"op\" (ask, mandate, status, list, kinds or withdraw)",
+                "missing key \"op\" (ask, mandate, status, list, kinds, withdraw or rule)",
             ))
         }
     };
@@ -254,8 +285,20 @@ fn parse_fields(object: &Map<String, Value>) -> Result<Request, Refusal> {
                 id: required_string(object, "id")?,
             })
         }
+        "rule" => {
+            only_keys(object, RULE_KEYS, "a rule request")?;
+            Ok(Request::Rule(RuleQuery {
+                kind: required_string(object, "kind")?,
+                call: HookCall {
+                    agent: required_string(object, "agent")?,
+                    tool: required_string(object, "tool")?,
+                    cwd: required_string(object, "cwd")?,
+                },
+                text: required_string(object, "text")?,
+            }))
+        }
         other => Err(bad(format!(
-            "unknown op {}; expected ask, mandate, status, list, kinds or withdraw",
+            "unknown op {}; expected ask, mandate, status, list, kinds, withdraw or rule",
             quote(other)
         ))),
     }
@@ -304,7 +347,36 @@ fn parse_ask(object: &Map<String, Value>) -> Result<AskRequest, Refusal> {
         wait: optional_bool(object, "wait")?.unwrap_or(true),
         ttl: optional_ttl(object)?,
         origin: optional_string(object, "origin")?,
+        hook: optional_hook(object)?,
     })
+}
+
+/// `hook`: an object of exactly `agent`, `tool` and `cwd`, each a string.
+fn optional_hook(object: &Map<String, Value>) -> Result<Option<HookCall>, Refusal> {
+    let hook = match object.get("hook") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(hook)) => hook,
+        Some(_) => return Err(bad("key \"hook\" must be an object of agent, tool and cwd")),
+    };
+    if let Some(unknown) = hook.keys().find(|key| !HOOK_KEYS.contains(&key.as_str())) {
+        return Err(Refusal::new(
+            Reason::FieldNotShown,
+            format!(
+                "unknown key {} in hook; it has only agent, tool and cwd",
+                quote(unknown)
+            ),
+        ));
+    }
+    let get = |key: &str| match hook.get(key) {
+        Some(Value::String(value)) => Ok(value.clone()),
+        Some(_) => Err(bad(format!("hook.{key} must be a string"))),
+        None => Err(bad(format!("hook is missing {key}"))),
+    };
+    Ok(Some(HookCall {
+        agent: get("agent")?,
+        tool: get("tool")?,
+        cwd: get("cwd")?,
+    }))
 }
 
 /// `ttl`: a whole JSON number of seconds (`60`, not `60.0`, `1.5` or `"60"`). Its bounds are the
@@ -473,6 +545,26 @@ impl Response {
     /// The response line, newline included.
     pub fn to_line(&self) -> String {
         to_line(self)
+    }
+}
+
+/// The answer to a `rule` request: `allowed` with the rule's id, or `none`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuleResponse {
+    pub v: u64,
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+}
+
+impl RuleResponse {
+    /// `rule` answers the call, or (`None`) no saved rule does.
+    pub fn of(rule: Option<String>) -> Self {
+        RuleResponse {
+            v: VERSION,
+            status: if rule.is_some() { "allowed" } else { "none" },
+            rule,
+        }
     }
 }
 

@@ -49,6 +49,8 @@ pub struct NewAsk {
     /// transaction, provided nothing else waits in the outbox ahead of it and the sender has
     /// nothing in hand.
     pub open_card: Option<CardOpening>,
+    /// The agent's call, when a hook's gate asks: kept with the record (not in its digest).
+    pub hook: Option<consentd_core::exact::HookCall>,
 }
 
 impl NewAsk {
@@ -567,9 +569,10 @@ fn insert_pending(
     tx.execute_cached(
         "INSERT INTO records (id, peer_uid, kind, target, text, fields, cost_usd, digest,
                               idempotency_key, urgent, state, created_at, origin, expires_at,
-                              agent_runs, asked_boot, asked_since_boot_ms)
+                              agent_runs, asked_boot, asked_since_boot_ms, hook_agent, hook_tool,
+                              hook_cwd)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', ?11, ?12, ?13, ?14, ?15,
-                 ?16)",
+                 ?16, ?17, ?18, ?19)",
         params![
             id,
             ask.peer_uid,
@@ -586,7 +589,10 @@ fn insert_pending(
             deadline,
             ask.agent_runs,
             ask.monotonic.boot,
-            monotonic_ms(&ask.monotonic)
+            monotonic_ms(&ask.monotonic),
+            ask.hook.as_ref().map(|hook| hook.agent.as_str()),
+            ask.hook.as_ref().map(|hook| hook.tool.as_str()),
+            ask.hook.as_ref().map(|hook| hook.cwd.as_str())
         ],
     )?;
     for (position, attachment) in action.attachments.iter().enumerate() {

@@ -67,10 +67,16 @@ pub enum EventName {
     SealRotated,
     /// A mandate suggested to the owner after their yeses to the same kind and target.
     MandateSuggested,
+    /// An exact rule saved by the owner's Always here (SPEC §12).
+    RuleSaved,
+    /// A call passed by a saved exact rule, with no card.
+    RuleUsed,
+    /// An exact rule the owner removed.
+    RuleRemoved,
 }
 
 impl EventName {
-    pub const ALL: [EventName; 32] = [
+    pub const ALL: [EventName; 35] = [
         EventName::Started,
         EventName::OwnerSet,
         EventName::Asked,
@@ -103,6 +109,9 @@ impl EventName {
         EventName::SealStarted,
         EventName::SealRotated,
         EventName::MandateSuggested,
+        EventName::RuleSaved,
+        EventName::RuleUsed,
+        EventName::RuleRemoved,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -139,6 +148,9 @@ impl EventName {
             EventName::SealStarted => journal::SEAL_STARTED,
             EventName::SealRotated => journal::SEAL_ROTATED,
             EventName::MandateSuggested => "mandate_suggested",
+            EventName::RuleSaved => "rule_saved",
+            EventName::RuleUsed => "rule_used",
+            EventName::RuleRemoved => "rule_removed",
         }
     }
 }

@@ -36,6 +36,15 @@ pub enum Decided {
     Grant(CardDecision),
     /// Yes to an approval-only category's card: `approved`, final; nothing is claimed or run.
     Approve(CardDecision),
+    /// Always here on a hook's gate card: approved as by [`Decided::Approve`], and its call
+    /// saved as an exact rule (`exact_rules::save_in`), in the same transaction.
+    Always(CardDecision),
+    /// Remove on a saved rule: it answers nothing from now on, and `edit` is queued.
+    RemoveRule {
+        rule_id: String,
+        by: i64,
+        edit: Outgoing,
+    },
     /// No (or Decline): the shown card is declined; at `streak_limit` no's in a row the kind is
     /// silenced for a day and `notice_if_silenced` is queued.
     Decline {
@@ -165,6 +174,14 @@ impl Db {
                     approve_in(tx, effects, card)?;
                     Ok(Applied::Done)
                 }
+                Decided::Always(card) => {
+                    approve_in(tx, effects, card)?;
+                    super::exact_rules::save_in(tx, effects, &card.id, card.by)?;
+                    Ok(Applied::Done)
+                }
+                Decided::RemoveRule { rule_id, by, edit } => Ok(Applied::done_if(
+                    super::exact_rules::remove_in(tx, effects, rule_id, *by, edit)?,
+                )),
                 Decided::Decline {
                     card,
                     streak_limit,
@@ -223,26 +240,37 @@ impl Db {
                     Ok(Applied::done_if(matches!(opened, Opened::Card(_))))
                 }
                 Decided::Expire { id, card_edit } => {
-                    let change = StateChange {
-                        finished_at: Some(effects.now),
-                        ..StateChange::default()
-                    };
-                    transition_in(
-                        tx,
-                        id,
-                        RecordState::CardShown,
-                        RecordState::Expired,
-                        &change,
-                    )?;
-                    effects.changed.push((id.clone(), RecordState::Expired));
-                    effects.push(JournalEvent::new(EventName::Expired).with("id", id.as_str()));
-                    if let Some(edit) = card_edit {
-                        edit.queue_in(tx, effects)?;
-                    }
+                    expire_in(tx, effects, id, card_edit.as_ref())?;
                     Ok(Applied::Done)
                 }
             }
         })
+    }
+}
+
+/// The card's ttl passed: `card_shown` → `expired`, journaled, and its edit queued.
+fn expire_in(
+    tx: &Connection,
+    effects: &mut Effects,
+    id: &str,
+    card_edit: Option<&Outgoing>,
+) -> Result<(), StoreError> {
+    let change = StateChange {
+        finished_at: Some(effects.now),
+        ..StateChange::default()
+    };
+    transition_in(
+        tx,
+        id,
+        RecordState::CardShown,
+        RecordState::Expired,
+        &change,
+    )?;
+    effects.changed.push((id.to_owned(), RecordState::Expired));
+    effects.push(JournalEvent::new(EventName::Expired).with("id", id));
+    match card_edit {
+        Some(edit) => edit.queue_in(tx, effects),
+        None => Ok(()),
     }
 }
 

@@ -177,6 +177,7 @@ mod tests {
                 urgent: false,
                 agent_runs: false,
                 open_card: None,
+                hook: None,
                 ttl: None,
                 monotonic: super::super::tests::monotonic(),
             }

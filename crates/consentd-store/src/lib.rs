@@ -17,6 +17,9 @@
 //!   consentd-core's. The store stages its journal lines in the same step as the transaction that
 //!   causes them, so store and journal stay in step.
 //! - [`stored`]: an attachment's stored copy, read back against its SHA-256.
+//! - Exact rules ("Always here", `exact_rules`): a rule saved in the Always press's transaction,
+//!   the byte-exact call it answers ([`Db::use_rule`]), its removal, and [`SavedRule`] for
+//!   `/rules`.
 //!
 //! Public is what the daemon, its tests, benches and fuzz targets reach, and the types their
 //! signatures name; the store's own helpers are `pub(crate)` or private to their modules.
@@ -40,6 +43,7 @@ mod crash;
 pub mod db;
 mod decide;
 pub mod drawn;
+mod exact_rules;
 pub mod handover;
 pub mod journal;
 mod known;
@@ -65,6 +69,8 @@ mod withdraw;
 #[cfg(test)]
 mod batch_tests;
 #[cfg(test)]
+mod exact_rules_tests;
+#[cfg(test)]
 mod opening_tests;
 #[cfg(test)]
 mod suggestions_tests;
@@ -82,6 +88,7 @@ pub use base::{Db, Effects, JournalEvent, OpenReport, StateChange};
 pub use batch::MAX_BATCH;
 pub use crash::set_crash_hook;
 pub use decide::{Applied, CardDecision, Decided, OwnerDecision};
+pub use exact_rules::SavedRule;
 pub use handover::HandedCard;
 use handover::{CardSlot, Handing};
 pub use mandates::{MandateRow, NewMandate};

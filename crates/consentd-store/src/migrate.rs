@@ -25,6 +25,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (16, include_str!("migrations/0016_asked_monotonic.sql")),
     (17, include_str!("migrations/0017_joined_keys.sql")),
     (18, include_str!("migrations/0018_mandates_by_kind.sql")),
+    (19, include_str!("migrations/0019_exact_rules.sql")),
 ];
 
 pub(crate) fn migrate(conn: &Connection) -> Result<(), StoreError> {

@@ -16,6 +16,7 @@ use super::StoreError;
 use consentd_core::clock::Monotonic;
 use consentd_core::deadline::{Span, Window};
 use consentd_core::digest::{AttachmentFacts, Sha256Hash};
+use consentd_core::exact::HookCall;
 
 /// A stored record.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +72,9 @@ pub struct Record {
     /// Whether its category was approval-only when it was asked, as its card says: then the
     /// owner's Yes ends it `approved` and nothing runs, whatever the config says by then.
     pub agent_runs: bool,
+    /// The agent's call, when a hook's gate asked (`hook`): its card shows it, and an Always
+    /// press saves it as an exact rule.
+    pub hook: Option<HookCall>,
 }
 
 /// What every record that was asked has — all but one refused before it had them: the kind
@@ -187,7 +191,7 @@ const RECORD_COLUMNS: &str = "seq, id, peer_uid, kind, target, text, fields, cos
     idempotency_key, urgent, state, reason, message, result, created_at, shown_at, expires_at, \
     decided_at, decided_by, finished_at, subject, mandate_id, decided_by_name, shown_boot, \
     shown_since_boot_ms, mandate_actions_today, mandate_usd_today, decline_reason, origin, \
-    agent_runs, asked_boot, asked_since_boot_ms";
+    agent_runs, asked_boot, asked_since_boot_ms, hook_agent, hook_tool, hook_cwd";
 
 /// The query [`record_where`] runs: the latest record meeting `condition`.
 pub(super) fn record_where_sql(condition: &str) -> String {
@@ -271,6 +275,10 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
         decline_reason: row.get(28)?,
         origin: row.get(29)?,
         agent_runs: row.get(30)?,
+        hook: match (row.get(33)?, row.get(34)?, row.get(35)?) {
+            (Some(agent), Some(tool), Some(cwd)) => Some(HookCall { agent, tool, cwd }),
+            _ => None,
+        },
     })
 }
 

@@ -247,6 +247,7 @@ impl Db {
                     params![start, end],
                     |row| row.get::<_, u32>(0),
                 )?,
+            by_rules: self.rule_uses_between(&start, &end)?,
         })
     }
 

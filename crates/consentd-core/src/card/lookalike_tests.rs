@@ -47,6 +47,7 @@ fn view<'a>(
         tz: chrono_tz::Europe::Moscow,
         urgent: false,
         agent_runs: false,
+        hook: None,
         origin: None,
     }
 }

@@ -509,6 +509,7 @@ pub(super) mod tests {
             tz: chrono_tz::Europe::Moscow,
             urgent: false,
             agent_runs: false,
+            hook: None,
             origin: None,
         }
     }

@@ -109,6 +109,8 @@ pub enum Stale {
     CategoryCannotRun { leaf: &'static str },
     /// A suggestion's button pressed again, or after its 7 days.
     Suggestion,
+    /// A Remove on a rule already removed.
+    RuleRemoved,
 }
 
 /// The press's answer for a stale button (at most `CALLBACK_TEXT_LIMIT` characters);
@@ -127,6 +129,7 @@ pub fn stale_toast(
         Stale::MandateStopped => locales.t(lang, msg::STALE_MANDATE_STOPPED, &[]),
         Stale::MandateEnded => locales.t(lang, msg::STALE_MANDATE_ENDED, &[]),
         Stale::Suggestion => locales.t(lang, msg::STALE_SUGGESTION, &[]),
+        Stale::RuleRemoved => locales.t(lang, msg::STALE_RULE_REMOVED, &[]),
         Stale::Resumed => locales.t(lang, msg::STALE_RESUMED, &[]),
         Stale::SilencedAgain => locales.t(lang, msg::STALE_SILENCED_AGAIN, &[]),
         Stale::CategoryAlready { on } => locales.t(
@@ -331,6 +334,14 @@ pub fn summary(
             ],
         ),
     ];
+    // Only for an owner whose agents' hooks have saved rules: a line of zeros would be noise.
+    if counts.by_rules > 0 {
+        lines.push(locales.t(
+            lang,
+            msg::SUMMARY_RULES,
+            &[("count", counts.by_rules.into())],
+        ));
+    }
     for mandate in mandates {
         let usd = mandate.usd.map(|amount| super::usd(lang, amount));
         let mut args = vec![
@@ -456,6 +467,22 @@ mod tests {
     }
 
     #[test]
+    fn the_summary_counts_calls_passed_by_rules_only_when_there_were_some() {
+        let locales = locales();
+        let date = NaiveDate::from_ymd_opt(2026, 11, 29).unwrap();
+        for lang in Language::ALL {
+            let none = summary(&locales, lang, date, &DayCounts::default(), &[], "1:ab");
+            let counts = DayCounts {
+                by_rules: 7,
+                ..DayCounts::default()
+            };
+            let some = summary(&locales, lang, date, &counts, &[], "1:ab");
+            assert_eq!(some.lines().count(), none.lines().count() + 1, "{lang:?}");
+            assert!(some.contains(": 7."), "{lang:?}: {some}");
+        }
+    }
+
+    #[test]
     fn snapshot_evening_summary() {
         let locales = locales();
         let counts = DayCounts {
@@ -466,6 +493,7 @@ mod tests {
             executed: 3,
             failed: 0,
             refused: 21,
+            by_rules: 0,
         };
         for lang in Language::ALL {
             let mandates = [

@@ -7,7 +7,8 @@ use rust_decimal::Decimal;
 use serde_json::Value;
 
 use super::{
-    ASK_KEYS, ATTACHMENT_KEYS, KINDS_KEYS, LIST_KEYS, MANDATE_KEYS, STATUS_KEYS, WITHDRAW_KEYS,
+    ASK_KEYS, ATTACHMENT_KEYS, KINDS_KEYS, LIST_KEYS, MANDATE_KEYS, RULE_KEYS, STATUS_KEYS,
+    WITHDRAW_KEYS,
 };
 use crate::digest::{of_json, Sha256Hash};
 use crate::mandate::MandateRequest;
@@ -36,6 +37,7 @@ fn every_request_key_is_documented_and_nothing_else() {
         set(WITHDRAW_KEYS),
         "### withdraw"
     );
+    assert_eq!(first_cells("### rule"), set(RULE_KEYS), "### rule");
 }
 
 #[test]

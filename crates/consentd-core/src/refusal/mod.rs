@@ -147,6 +147,10 @@ pub fn check_ask(
     check_sizes(ask, limits)?;
     check_visible(ask)?;
     check_origin(ask.origin.as_deref())?;
+    if let Some(hook) = &ask.hook {
+        crate::exact::check_hook_category(category)?;
+        crate::exact::check_hook(hook)?;
+    }
     let attachments = check_attachments(ask, limits)?;
     Ok(Action {
         kind: category.name.clone(),

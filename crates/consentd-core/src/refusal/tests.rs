@@ -102,6 +102,7 @@ fn good() -> AskRequest {
         wait: true,
         origin: None,
         ttl: None,
+        hook: None,
     }
 }
 
@@ -1423,4 +1424,23 @@ fn a_repeated_mark_new_in_unicode_18_is_not_called_unnamed() {
             refusal.message
         );
     }
+}
+
+#[test]
+fn a_hook_is_refused_for_a_category_that_runs_its_command() {
+    let ask = AskRequest {
+        hook: Some(crate::exact::HookCall {
+            agent: "codex".into(),
+            tool: "Bash".into(),
+            cwd: "/home/u".into(),
+        }),
+        ..good()
+    };
+    let refusal = check(&ask).unwrap_err();
+    assert_eq!(refusal.reason, Reason::FieldNotShown, "{}", refusal.message);
+    assert!(
+        refusal.message.contains("category publish_x"),
+        "{}",
+        refusal.message
+    );
 }
