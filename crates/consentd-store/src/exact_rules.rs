@@ -105,8 +105,8 @@ pub(crate) fn save_in(
     let live: Option<String> = tx
         .query_row_cached(
             "SELECT id FROM exact_rules WHERE peer_uid = ?1 AND agent = ?2 AND tool = ?3
-             AND cwd = ?4 AND command_sha256 = ?5 AND removed_at IS NULL",
-            params![record.peer_uid, hook.agent, hook.tool, hook.cwd, sha],
+             AND cwd = ?4 AND command_sha256 = ?5 AND kind = ?6 AND removed_at IS NULL",
+            params![record.peer_uid, hook.agent, hook.tool, hook.cwd, sha, kind],
             |row| row.get(0),
         )
         .optional()?;

@@ -31,11 +31,15 @@ fn decided(decided: Decided) -> OwnerDecision {
 
 /// A hook's gate ask of `text`, approval-only, with its card shown.
 fn shown_gate(db: &mut Db, text: &str) -> String {
+    shown_gate_of(db, "shell", text)
+}
+
+fn shown_gate_of(db: &mut Db, kind: &str, text: &str) -> String {
     let ask = super::NewAsk {
         agent_runs: true,
         hook: Some(blog()),
         monotonic: monotonic(),
-        ..new_ask("shell", text, None)
+        ..new_ask(kind, text, None)
     };
     let id = match db.ask(&ask, policy(), t0()).unwrap() {
         AskOutcome::Created(record) => record.id,
@@ -195,6 +199,29 @@ fn the_same_call_saved_twice_keeps_one_rule() {
         db.record(&second).unwrap().unwrap().state,
         RecordState::Approved
     );
+}
+
+#[test]
+fn the_same_call_saved_for_another_kind_is_a_rule_of_its_own() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let first = shown_gate_of(&mut db, "shell", "cargo test");
+    let second = shown_gate_of(&mut db, "shell_b", "cargo test");
+    always(&mut db, &first, t0()).unwrap();
+    always(&mut db, &second, t0()).unwrap();
+    let kinds: Vec<String> = db
+        .live_rules()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.kind)
+        .collect();
+    assert_eq!(kinds, ["shell", "shell_b"]);
+    for kind in ["shell", "shell_b"] {
+        let found = db
+            .use_rule(UID, &query(kind, blog(), "cargo test"), t0())
+            .unwrap();
+        assert!(found.is_some(), "{kind}");
+    }
 }
 
 #[test]

@@ -23,9 +23,9 @@ CREATE TABLE exact_rules (
     removed_at TEXT
 );
 
--- At most one live rule per exact call: the lookup a hook makes on each gated call.
+-- At most one live rule per exact call and kind: the lookup a hook makes on each gated call.
 CREATE UNIQUE INDEX exact_rules_live
-    ON exact_rules (peer_uid, agent, tool, cwd, command_sha256) WHERE removed_at IS NULL;
+    ON exact_rules (peer_uid, agent, tool, cwd, command_sha256, kind) WHERE removed_at IS NULL;
 
 CREATE TABLE exact_rule_uses (
     rule_id TEXT NOT NULL REFERENCES exact_rules (id),
