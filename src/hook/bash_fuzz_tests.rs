@@ -254,13 +254,14 @@ const ODD_PROGRAMS: &[&str] = &[
     "{A}/../bin/{N}", "../scratch/{N}", "{N}/", "{N}.", "{N}{S}{P}", "{R}{S}{P}",
 ];
 
-/// Words before a segment's program.
+/// Words before a segment's program. Never `command -p`, which runs the real programs of bash's
+/// default PATH: that one only comes before a harmless program (`TRICKS`).
 #[rustfmt::skip]
 const PREFIXES: &[&str] = &[
     "PATH=.", "PATH={A}", "PATH=.:{A}", "PATH+=:.", "a=b", "IFS=x", "BASH_ENV=./s.sh",
     "x[$({X})]=1", "SHELLOPTS=xtrace", "ENV=./s.sh", "HOME=sub", "env", "env -i", "env -",
     "env a=b", "env PATH=.", "env -S", "nohup", "nice", "nice -n 5", "nice -5", "time", "time -p",
-    "command", "command -p", "command --", "builtin", "exec", "exec -a x", "exec -c", "eval",
+    "command", "command --", "builtin", "exec", "exec -a x", "exec -c", "eval",
     "xargs", "sudo", "timeout 1", "sh -c", "bash -c", ".", "source", "setsid", "stdbuf -o0",
     "nohup nice", "command exec", "./nohup", "./env", "./nice", "./time", "./command", "{A}/nohup",
     "{A}/env", "!", "! !", "{", "coproc", "if", "then", "do", "[[", "function", "{R}", "{R} --",
