@@ -298,6 +298,8 @@ const TRICKS: &[&str] = &[
     "exec >/dev/null", "exec 3>written", "exec {P} {W}", "command -p {P} {W}",
     "echo {PATH}>/dev/null ; {P}", "true {PATH}>&2 && {P}", "pwd {PATH}>&1 ; {P}",
     "cd . {PATH}>&2 && {P}", "{P} & wait -n -p PATH ; {P}", "echo {PATH}<&0 ; {P}",
+    "{P}2>/dev/null", "{P} {W}2>/dev/null", "{P}>/dev/null", "{P} {W}2>&1", "{P} {W}>/dev/null",
+    "{P} 2>&1>/dev/null", "{P} >/dev/null2>&1", "{P} 2>/dev/null>&2",
 ];
 
 /// Whole-line openings and endings.
