@@ -54,6 +54,7 @@ const RUNNERS: &[&str] = &[
     "timeout", "sh", "bash", "find", "source", ".", "setsid", "stdbuf", "chroot", "trap",
     "compgen", "complete", "hash", "enable", "alias", "shopt", "printf", "export", "declare",
     "typeset", "readonly", "set", "unset", "read", "mapfile", "let", "getopts", "fc", "type",
+    "readarray", "history", "wait",
 ];
 /// Programs no pass rule names: the hidden payloads run these.
 const HIDDEN: &[&str] = &["rm", "curl", "touch", "evil", "wget"];
@@ -300,6 +301,9 @@ const TRICKS: &[&str] = &[
     "cd . {PATH}>&2 && {P}", "{P} & wait -n -p PATH ; {P}", "echo {PATH}<&0 ; {P}",
     "{P}2>/dev/null", "{P} {W}2>/dev/null", "{P}>/dev/null", "{P} {W}2>&1", "{P} {W}>/dev/null",
     "{P} 2>&1>/dev/null", "{P} >/dev/null2>&1", "{P} 2>/dev/null>&2",
+    "set -k ; {P} PATH=.", "set -k ; {P} PATH={A} {W}", "set -k && {P} BASH_ENV=./s.sh",
+    "cat x.txt | mapfile -C rm -c 1", "cat x.txt | readarray -C rm -c 1 a",
+    "mapfile -C rm -c 1 a", "history -w", "history -s rm ; fc -s", "enable -f ./s.sh x",
 ];
 
 /// Whole-line openings and endings.
