@@ -345,6 +345,12 @@ pub(crate) const MAX_FILE_BYTES: u64 = 20 << 20;
 /// metadata (no swap between a check and the read; /dev/zero is no regular file), and read with
 /// a limit (files in /proc say they are empty and are not).
 pub(crate) fn read_named_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    read_regular_file(path, MAX_FILE_BYTES, "a file named in an ask")
+}
+
+/// A regular file's bytes, at most `max` of them (`what` names the file in the error), read
+/// as [`read_named_file`] reads one.
+pub(crate) fn read_regular_file(path: &Path, max: u64, what: &str) -> std::io::Result<Vec<u8>> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt as _;
     let file = std::fs::OpenOptions::new()
@@ -355,10 +361,10 @@ pub(crate) fn read_named_file(path: &Path) -> std::io::Result<Vec<u8>> {
         return Err(std::io::Error::other("not a regular file"));
     }
     let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
         return Err(std::io::Error::other(format!(
-            "more than the {MAX_FILE_BYTES} bytes a file named in an ask may have"
+            "more than the {max} bytes {what} may have"
         )));
     }
     Ok(bytes)

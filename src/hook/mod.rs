@@ -9,9 +9,13 @@
 
 mod answer;
 mod ask;
+mod call;
 mod event;
+mod network;
+mod plain;
 pub(crate) mod rules;
 mod shell;
+mod template;
 
 use std::io::{Read as _, Write as _};
 use std::path::PathBuf;

