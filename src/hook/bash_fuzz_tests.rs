@@ -582,7 +582,11 @@ impl Generator {
             }
             10 => draft.tail = self.pick_fill(TAILS),
             11 => draft.lead = self.pick_fill(LEADS),
-            _ => self.lengthen(draft),
+            12 if self.rng.chance(50) => self.lengthen(draft),
+            _ => {
+                let at = draft.programs[self.rng.below(draft.programs.len())];
+                draft.parts[at] = self.pick_fill(TRICKS);
+            }
         }
     }
 
@@ -596,7 +600,13 @@ impl Generator {
     fn lengthen(&mut self, draft: &mut Draft) {
         let n = draft.parts.len();
         if self.rng.chance(90) {
-            let len = 1000 + self.rng.below(9000);
+            // Mostly up to 3,000 characters, a tenth up to 10,000: a long line costs the reader
+            // (and so the run) time in proportion.
+            let len = if self.rng.chance(10) {
+                8000 + self.rng.below(2000)
+            } else {
+                300 + self.rng.below(2700)
+            };
             let word: String = (0..len).map(|i| (b'a' + (i % 26) as u8) as char).collect();
             let at = self.rng.below(n);
             let word = match self.rng.below(4) {
