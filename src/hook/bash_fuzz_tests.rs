@@ -5,9 +5,10 @@
 //! and bash are likeliest to part). Each line is decided with two rules files: the fuzzer's own
 //! (harmless programs, and wrappers and runners named by pass rules too, to prove that the
 //! grammar refuses them even when named; a catch-all gate) and the shipped
-//! `examples/hooks/rules.toml`. A line either passes is run by `/bin/bash` in a sandbox whose
-//! every program is a logging stub, and the property is asserted on what bash ran; a gated line
-//! must show the whole line on its card. docs/FUZZING.md, "The shell gate against bash".
+//! `examples/hooks/rules.toml`. A line that either passes is run by `/bin/bash` in a sandbox
+//! whose every program is a logging stub, and the property is asserted on what bash ran; a gated
+//! line must show the whole line on its card. docs/FUZZING.md, "The hook's pass decision against
+//! real bash", says what it checks, how to run it longer and what it found.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
@@ -84,10 +85,10 @@ const ISSUE_31_TWINS: &[&str] = &[
     "ls -la; cd proc && echo hi >&123/cwd/.git/config",
 ];
 
-/// Lines the fuzzer found that today's reader passed and bash ran otherwise, kept as seeds: a
-/// named descriptor's variable (`{PATH}>…`) is assigned by a builtin's redirection and stays
-/// assigned, so the next bare name runs `./11/ls` (bash takes the first free descriptor from 10
-/// up, and keeps 10 for the builtin's own stdout).
+/// Lines the fuzzer found that the reader before the plain grammar passed and bash ran
+/// otherwise, kept as seeds: a named descriptor's variable (`{PATH}>…`) is assigned by a
+/// builtin's redirection and stays assigned, so the next bare name runs `./11/ls` (bash takes
+/// the first free descriptor from 10 up, and keeps 10 for the builtin's own stdout).
 const FOUND: &[&str] = &[
     "echo {PATH}>/dev/null; ls -l x",
     "pwd {PATH}>&2 ; ls",
