@@ -1189,8 +1189,8 @@ struct Failure {
     text: String,
 }
 
-/// A line as a message quotes it: escaped, and a very long one cut in the middle (its seed and
-/// index give it back whole).
+/// Words as a message quotes them: escaped, and very long ones cut in the middle (the line itself
+/// is quoted whole; `CONSENTD_BASH_FUZZ_REPORT` writes them whole too).
 fn shown(text: &str) -> String {
     let quoted = format!("{text:?}");
     let chars: Vec<char> = quoted.chars().collect();
@@ -1285,7 +1285,8 @@ fn check_line(
         }
     }
     let worst = kinds.into_iter().min()?;
-    Some((worst, format!("{}{story}", shown(&line))))
+    // The line itself is quoted whole, however long: it is what a fix starts from.
+    Some((worst, format!("{line:?}{story}")))
 }
 
 fn env_number(name: &str, default: u64) -> u64 {
