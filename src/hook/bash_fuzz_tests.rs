@@ -42,10 +42,13 @@ const MAX_FAILURES: usize = 200;
 /// How many lines of each kind of failure the message quotes in full.
 const SHOWN: usize = 6;
 
-/// Programs that neither write nor run anything: the plain lines' programs.
+/// Programs that neither write nor run anything: the plain lines' programs (those of
+/// `examples/hooks/rules.toml` besides `cd`, so that its pass rule is exercised too).
 #[rustfmt::skip]
 const SAFE: &[&str] = &[
-    "ls", "cat", "echo", "true", "head", "tail", "wc", "grep", "pwd",
+    "ls", "cat", "echo", "true", "head", "tail", "wc", "grep", "pwd", "false", "basename",
+    "dirname", "realpath", "stat", "du", "df", "cut", "tr", "nl", "cmp", "diff", "sha256sum",
+    "whoami", "id", "uname",
 ];
 /// Wrappers, runners and builtins that run a command or change what a name runs. The fuzzer's
 /// rules name every one in a pass rule: the grammar must refuse them all the same.
@@ -257,7 +260,7 @@ const ODD_PROGRAMS: &[&str] = &[
 ];
 
 /// Words before a segment's program. Never `command -p`, which runs the real programs of bash's
-/// default PATH: that one only comes before a harmless program (`TRICKS`).
+/// default PATH: that one only comes before `ls` or `cat` (`TRICKS`).
 #[rustfmt::skip]
 const PREFIXES: &[&str] = &[
     "PATH=.", "PATH={A}", "PATH=.:{A}", "PATH+=:.", "a=b", "IFS=x", "BASH_ENV=./s.sh",
@@ -297,7 +300,7 @@ const TRICKS: &[&str] = &[
     "{P} & {P}", "{P} &", "{P} |& {P}", "{P} &> /dev/null", "{P} 2>&1 | {P}",
     "shopt -s extglob ; {P}", "enable -a", "export -f {P}", "declare -f {P}", "printf -v x %s 1",
     "read -r x", "{P} --help", "trap", "type -a {P}", "compgen -c", "exec 2>/dev/null",
-    "exec >/dev/null", "exec 3>written", "exec {P} {W}", "command -p {P} {W}",
+    "exec >/dev/null", "exec 3>written", "exec {P} {W}", "command -p ls {W}", "command -p cat {W}",
     "echo {PATH}>/dev/null ; {P}", "true {PATH}>&2 && {P}", "pwd {PATH}>&1 ; {P}",
     "cd . {PATH}>&2 && {P}", "{P} & wait -n -p PATH ; {P}", "echo {PATH}<&0 ; {P}",
     "{P}2>/dev/null", "{P} {W}2>/dev/null", "{P}>/dev/null", "{P} {W}2>&1", "{P} {W}>/dev/null",
