@@ -875,7 +875,8 @@ impl Sandbox {
     /// Runs `line` (cut at a NUL, as an exec of it would be) and reports what bash did.
     fn run(&self, line: &str) -> Ran {
         let line = line.split('\0').next().unwrap_or("");
-        let mut child = Command::new(bash())
+        let mut command = Command::new(bash());
+        command
             .args(["--norc", "--noprofile", "-c", line])
             .env_clear()
             .env("PATH", &self.bin)
@@ -884,9 +885,19 @@ impl Sandbox {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("bash starts");
+            .process_group(0);
+        // A machine busy with other builds may refuse a fork for a moment (EAGAIN).
+        let mut tries = 0;
+        let mut child = loop {
+            match command.spawn() {
+                Ok(child) => break child,
+                Err(e) if tries < 20 && e.kind() != std::io::ErrorKind::NotFound => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => panic!("bash does not start: {e}"),
+            }
+        };
         let group = nix::unistd::Pid::from_raw(child.id() as i32);
         let (done, wait) = std::sync::mpsc::channel::<()>();
         let (status, timed_out) = std::thread::scope(|scope| {
