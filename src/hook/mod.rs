@@ -415,3 +415,7 @@ mod tests {
         assert_eq!(rules_path(Some(&flag)), Ok(flag));
     }
 }
+
+#[cfg(test)]
+#[path = "bash_fuzz_tests.rs"]
+mod bash_fuzz_tests;
