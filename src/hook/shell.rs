@@ -468,8 +468,19 @@ impl<'a> Lexer<'a> {
             self.nested(i + 2, end);
             return upto;
         }
-        // A word of digits right before the operator is the file descriptor, not an argument.
-        if self.word.started
+        // A word of digits right before the operator is the file descriptor, not an argument;
+        // `{NAME}` there is bash's descriptor variable, an assignment (`{PATH}>x` sets PATH).
+        let word = &self.word.text;
+        let variable = word
+            .strip_prefix('{')
+            .and_then(|w| w.strip_suffix('}'))
+            .is_some_and(|name| {
+                !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            });
+        if variable && !self.word.quoted {
+            self.line.note("a variable assignment");
+            self.word = Word::default();
+        } else if self.word.started
             && !self.word.quoted
             && self.word.text.bytes().all(|b| b.is_ascii_digit())
         {

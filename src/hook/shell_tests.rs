@@ -292,6 +292,8 @@ const HOSTILE: &[&str] = &[
     "echo ok >&2\\\n#; rm -rf ~",
     "cat <(true)#; rm -rf ~",
     "./nohup rm -rf ~",
+    "echo {PATH}>/dev/null; rm -rf ~",
+    "true {PATH}>&2; rm -rf ~",
 ];
 
 #[test]
