@@ -470,9 +470,7 @@ impl<'a> Lexer<'a> {
         }
         // A word of digits right before the operator is the file descriptor, not an argument;
         // `{NAME}` there is bash's descriptor variable, an assignment (`{PATH}>x` sets PATH).
-        let word = &self.word.text;
-        let variable = word
-            .strip_prefix('{')
+        let variable = (self.word.text.strip_prefix('{'))
             .and_then(|w| w.strip_suffix('}'))
             .is_some_and(|name| {
                 !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
