@@ -195,7 +195,7 @@ fn decide(agent: Agent, args: &HookArgs, event: &Event) -> Verdict {
         max_wait: Duration::from_secs(args.max_wait),
         idempotency_key: idempotency_key(mode, event),
         origin: (!args.no_origin).then(|| event.origin(agent, home.as_deref())),
-        hook: hook_call(mode, agent, event),
+        hook: hook_call(mode, agent, event, call.network.is_some()),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -228,17 +228,20 @@ fn for_network(decision: Decision, call: &Call<'_>) -> Decision {
     }
 }
 
-/// The call a gate is for, when the event names its working directory: a saved exact rule is
-/// looked for first, and the card offers Always here. A route is consentd's to run, and a
+/// The call a gate is for, when the event names the directory it runs in: a saved exact rule
+/// is looked for first, and the card offers Always here. A route is consentd's to run, and a
 /// block or a pass never reaches the daemon, so only a gate carries it (a block rule is
 /// decided before, so no saved rule answers a call a block rule matches).
-fn hook_call(mode: ask::Mode, agent: Agent, event: &Event) -> Option<ask::HookCall> {
-    let cwd = event.cwd.clone().filter(|_| mode == ask::Mode::Gate)?;
+///
+/// Claude Code's only. Codex's event gives the session's directory, while its command runs in
+/// a `workdir` the model picks per call and the event does not carry: a rule "here" could pass
+/// the same command in any directory. A network approval never carries it either: what its Yes
+/// grants is a host, which one exact rule for a command must not keep granting.
+fn hook_call(mode: ask::Mode, agent: Agent, event: &Event, network: bool) -> Option<ask::HookCall> {
+    let rules_apply = mode == ask::Mode::Gate && agent == Agent::ClaudeCode && !network;
+    let cwd = event.cwd.clone().filter(|_| rules_apply)?;
     Some(ask::HookCall {
-        agent: match agent {
-            Agent::ClaudeCode => "claude-code",
-            Agent::Codex => "codex",
-        },
+        agent: "claude-code",
         tool: event.tool_name.clone(),
         cwd,
     })
@@ -383,21 +386,37 @@ mod tests {
             "tool_input": {"command": "make"}}"#;
         let nowhere = br#"{"hook_event_name": "PreToolUse", "session_id": "s",
             "tool_use_id": "toolu_1", "tool_name": "Bash", "tool_input": {"command": "make"}}"#;
-        // (the agent, its event, the mode, the call named)
+        // (the agent, its event, the mode, a network approval, the call named)
         let cases = [
             (
                 Agent::ClaudeCode,
                 &claude[..],
                 ask::Mode::Gate,
+                false,
                 Some("claude-code"),
             ),
-            (Agent::Codex, &codex[..], ask::Mode::Gate, Some("codex")),
-            (Agent::ClaudeCode, &claude[..], ask::Mode::Route, None),
-            (Agent::ClaudeCode, &nowhere[..], ask::Mode::Gate, None),
+            // Codex runs its command in a directory its event does not name.
+            (Agent::Codex, &codex[..], ask::Mode::Gate, false, None),
+            (Agent::Codex, &codex[..], ask::Mode::Gate, true, None),
+            (Agent::ClaudeCode, &claude[..], ask::Mode::Gate, true, None),
+            (
+                Agent::ClaudeCode,
+                &claude[..],
+                ask::Mode::Route,
+                false,
+                None,
+            ),
+            (
+                Agent::ClaudeCode,
+                &nowhere[..],
+                ask::Mode::Gate,
+                false,
+                None,
+            ),
         ];
-        for (agent, bytes, mode, expected) in cases {
+        for (agent, bytes, mode, network, expected) in cases {
             let event = event::parse(agent, bytes).unwrap();
-            let call = hook_call(mode, agent, &event);
+            let call = hook_call(mode, agent, &event, network);
             assert_eq!(
                 call.clone().map(|c| c.agent),
                 expected,

@@ -617,6 +617,12 @@ fn build_ask(rule: &Rule, scope: &Scope<'_>) -> Result<Ask, String> {
 /// A `description` is the model's own words and is never shown, in either form. A network
 /// approval ([`Call::network`]) shows `network-access <target>` under the command, rebuilt from
 /// the target alone, since what its yes grants is the network, not the command.
+///
+/// Two calls never show the same text (an exact rule is matched on it): a command is shown as
+/// written only when it could not be taken for the other form, that is when it neither starts
+/// with the tool's name and a line break (as the JSON form does) nor holds a line starting
+/// `network-access` (as a grant does); such a command is shown in the JSON form, where its line
+/// breaks are escaped.
 pub(crate) fn shown_call(call: &Call<'_>, shell_tools: &[String]) -> String {
     let grant = match call.network {
         Some(Network::Host(target)) => format!("\nnetwork-access {target}"),
@@ -624,10 +630,13 @@ pub(crate) fn shown_call(call: &Call<'_>, shell_tools: &[String]) -> String {
     };
     if shell_tools.iter().any(|t| t == call.tool_name) {
         if let Some(command) = call.tool_input.get("command").and_then(Value::as_str) {
-            if call.tool_input.as_object().is_some_and(|o| {
+            let only_command = call.tool_input.as_object().is_some_and(|o| {
                 o.keys()
                     .all(|k| matches!(k.as_str(), "command" | "description"))
-            }) {
+            });
+            let unmistakable = !command.starts_with(&format!("{}\n", call.tool_name))
+                && !command.contains("\nnetwork-access");
+            if only_command && unmistakable {
                 return format!("{command}{grant}");
             }
         }

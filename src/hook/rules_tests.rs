@@ -392,6 +392,8 @@ fn the_example_passes_nothing_that_writes_a_file_or_runs_a_program() {
         ("sed -i s/a/b/ notes", "gate"),
         ("ls -la 2>&1 | grep x >/dev/null", "pass"),
         ("du -sh . && df -h", "pass"),
+        // `diff -l` runs `pr`.
+        ("diff -l a b", "gate"),
     ];
     for (command, expected) in table {
         let decision = bash_with(&rules, command);
@@ -518,6 +520,53 @@ fn a_gate_card_names_the_tool_unless_it_is_a_shell() {
             assert_eq!(shown, "make");
         }
     }
+}
+
+/// An exact rule is matched on the text a card shows, so no two calls may show the same text:
+/// a command written to look like the other form (the tool's name and JSON, or a grant's line)
+/// is shown in the JSON form, its line breaks escaped.
+#[test]
+fn no_two_calls_show_the_same_text() {
+    let shell = vec!["Bash".to_owned()];
+    let show = |input: &serde_json::Value, network: Option<Network<'static>>| {
+        shown_call(
+            &Call {
+                tool_name: "Bash",
+                tool_input: input,
+                cwd: None,
+                network,
+            },
+            &shell,
+        )
+    };
+    let with_timeout = json!({"command": "echo '$(touch PWNED)'", "timeout": 1000});
+    let json_form = show(&with_timeout, None);
+    let host = Network::Host("https://h.example:443");
+    let calls = [
+        with_timeout.clone(),
+        json!({"command": json_form}),
+        json!({"command": "make"}),
+        json!({"command": "make\nnetwork-access https://h.example:443"}),
+        json!({"command": "Bash\n{}"}),
+        json!({}),
+    ];
+    let mut shown: Vec<(String, String)> = Vec::new();
+    for call in &calls {
+        for network in [None, Some(host)] {
+            let text = show(call, network);
+            let what = format!("{call} {network:?}");
+            if let Some((other, _)) = shown.iter().find(|(_, t)| *t == text) {
+                panic!("{what} and {other} both show {text:?}");
+            }
+            shown.push((what, text));
+        }
+    }
+    // The plain cases keep their plain form.
+    assert_eq!(show(&json!({"command": "make"}), None), "make");
+    assert_eq!(
+        show(&json!({"command": "make"}), Some(host)),
+        "make\nnetwork-access https://h.example:443"
+    );
 }
 
 /// A Bash call as a gate's card shows it, read as the hook reads a Codex `PermissionRequest`:
@@ -784,6 +833,12 @@ fn the_example_gates_writes_to_files_that_name_programs() {
         "/home/mila/.codex/config.toml",
         "/home/mila/blog/.mcp.json",
         "/home/mila/.config/consentd/hook-rules.toml",
+        // Case-insensitive file systems (macOS, Windows) take these for the same files.
+        "/Users/mila/src/blog/.GIT/config",
+        "/Users/mila/src/blog/.Claude/settings.json",
+        "/Users/mila/.config/Consentd/hook-rules.toml",
+        "/Users/mila/.BASHRC",
+        "/Users/mila/.Zshrc",
     ] {
         for tool in ["Write", "Edit", "MultiEdit"] {
             assert_eq!(decide(tool, path), "gate", "{tool} {path}");
