@@ -210,6 +210,7 @@ impl Intake {
             card_chat: owner.map(|owner| owner.id),
             decline_memory: self.config.limits.decline_memory,
             max_pending: self.config.limits.max_pending,
+            max_pending_per_uid: self.config.limits.max_pending_per_uid,
             tz: self.config.owner.timezone,
             mandates_cover: false,
             mandate_day: consentd_core::mandate::Usage {

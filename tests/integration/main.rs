@@ -37,6 +37,7 @@ mod runs;
 mod runs_reaped;
 mod sandbox;
 mod session_cli;
+mod shares;
 mod socket;
 mod suggestions;
 mod suggestions_hostile;

@@ -95,6 +95,8 @@ pub struct AskPolicy {
     pub card_chat: Option<i64>,
     pub decline_memory: Duration,
     pub max_pending: u32,
+    /// One peer uid's share of `max_pending`: its open asks and mandate requests together.
+    pub max_pending_per_uid: u32,
     /// The owner's zone: a mandate's day is their local day.
     pub tz: chrono_tz::Tz,
     /// Whether the kind's category, as configured now, may be covered by a mandate (it is
@@ -289,11 +291,28 @@ pub(super) fn stateful_refusal(
     Ok(None)
 }
 
-/// `max_pending` asks are already waiting for the owner.
+/// `peer_uid` already has its share (`max_pending_per_uid`) of open asks, or `max_pending` asks
+/// are already waiting for the owner. A mandate request is one open ask like any other.
 pub(super) fn pending_refusal(
     tx: &Connection,
     policy: AskPolicy,
+    peer_uid: u32,
 ) -> Result<Option<Refusal>, StoreError> {
+    let own: i64 = tx.query_row_cached(
+        "SELECT count(*) FROM records WHERE peer_uid = ?1 AND state IN ('pending', 'card_shown')",
+        params![peer_uid],
+        |row| row.get(0),
+    )?;
+    if own >= i64::from(policy.max_pending_per_uid) {
+        return Ok(Some(Refusal::new(
+            Reason::TooManyPending,
+            format!(
+                "uid {peer_uid} already has {own} asks waiting for the owner; its share is {} \
+                 (max_pending_per_uid), so wait for one to end or withdraw one",
+                policy.max_pending_per_uid
+            ),
+        )));
+    }
     let open: i64 = tx.query_row_cached(
         "SELECT count(*) FROM records WHERE state IN ('pending', 'card_shown')",
         [],
@@ -417,7 +436,7 @@ fn judge_ask(
             return Ok(AskVerdict::Cover(cover));
         }
     }
-    if let Some(refusal) = pending_refusal(tx, policy)? {
+    if let Some(refusal) = pending_refusal(tx, policy, ask.peer_uid)? {
         return Ok(AskVerdict::Refuse(refusal));
     }
     Ok(AskVerdict::Create)

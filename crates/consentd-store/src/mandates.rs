@@ -72,7 +72,7 @@ impl Db {
             if let Some(open) = open_request(tx, &ask.digest, ask.peer_uid)? {
                 return Ok((AskOutcome::Joined(open), None));
             }
-            if let Some(refusal) = pending_refusal(tx, policy)? {
+            if let Some(refusal) = pending_refusal(tx, policy, ask.peer_uid)? {
                 return refuse(effects, refusal);
             }
             let asked = insert_request(tx, effects, ask, &id, policy.card_chat, now)?;

@@ -99,6 +99,7 @@ pub(super) fn policy() -> AskPolicy {
         card_chat: None,
         decline_memory: Duration::from_secs(24 * 3600),
         max_pending: 20,
+        max_pending_per_uid: 20,
         tz: chrono_tz::UTC,
         mandates_cover: true,
         mandate_day: crate::tests::spec_mandate_day(),
@@ -546,6 +547,55 @@ fn max_pending_bounds_the_open_asks() {
     ));
 }
 
+/// One uid at its share (`max_pending_per_uid`) is refused and told its share, while another
+/// uid still has room; a mandate request is one of its open asks.
+#[test]
+fn a_uids_share_of_the_open_asks_leaves_room_for_another() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let shared = AskPolicy {
+        max_pending: 4,
+        max_pending_per_uid: 2,
+        ..policy()
+    };
+    let of = |uid: u32, text: &str| NewAsk {
+        peer_uid: uid,
+        ..new_ask("k", text, None)
+    };
+    let request = consentd_core::mandate::MandateRequest {
+        kind: "k".to_owned(),
+        targets: vec!["@someone".to_owned()],
+        days: 7,
+        usd_per_day: None,
+        actions_per_day: 5,
+        reason: None,
+        origin: None,
+    };
+    let mandate = super::NewMandate {
+        peer_uid: 1000,
+        digest: request.digest().to_hex(),
+        request,
+        monotonic: None,
+    };
+    created(db.ask_mandate(&mandate, shared, t0()).unwrap());
+    created(db.ask(&of(1000, "a1"), shared, t0()).unwrap());
+    let over = db.ask(&of(1000, "a2"), shared, t0()).unwrap();
+    let AskOutcome::Refused { refusal, .. } = over else {
+        panic!("expected a refusal, got {over:?}");
+    };
+    assert_eq!(refusal.reason, Reason::TooManyPending);
+    assert_eq!(
+        refusal.message,
+        "uid 1000 already has 2 asks waiting for the owner; its share is 2 \
+         (max_pending_per_uid), so wait for one to end or withdraw one"
+    );
+    created(db.ask(&of(1001, "b1"), shared, t0()).unwrap());
+    created(db.ask(&of(1001, "b2"), shared, t0()).unwrap());
+    // All four slots are taken now: a third uid meets `max_pending` itself.
+    let full = db.ask(&of(1002, "c1"), shared, t0()).unwrap();
+    assert_eq!(refused_reason(full), Reason::TooManyPending);
+}
+
 /// What SQLite plans for `sql` with `params` bound: one step a line.
 pub(crate) fn query_plan(db: &Db, sql: &str, params: impl rusqlite::Params) -> Vec<String> {
     db.connection()
@@ -842,6 +892,7 @@ fn a_damaged_database_is_refused_at_start() {
     let mut db = fixture.open();
     let roomy = AskPolicy {
         max_pending: 100,
+        max_pending_per_uid: 100,
         ..policy()
     };
     for n in 0..50 {

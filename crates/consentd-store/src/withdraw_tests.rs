@@ -48,6 +48,7 @@ fn policy() -> AskPolicy {
         card_chat: Some(42),
         decline_memory: Duration::from_secs(24 * 3600),
         max_pending: 20,
+        max_pending_per_uid: 20,
         tz: chrono_tz::UTC,
         mandates_cover: false,
         mandate_day: crate::tests::spec_mandate_day(),

@@ -20,6 +20,8 @@ pub struct Limits {
     pub mandate_max_usd_per_day: Decimal,
     pub mandate_max_actions_per_day: u32,
     pub max_pending: u32,
+    /// Open asks one peer uid may hold at once, its share of `max_pending`.
+    pub max_pending_per_uid: u32,
     pub max_text_chars: usize,
     pub max_attachments: usize,
     pub max_attachment_bytes: u64,
@@ -214,6 +216,15 @@ pub(crate) const MAX_PENDING: LimitRule = LimitRule {
     lower: Some((1, Lower::Minimum)),
     ceiling: Some(100),
 };
+/// Half the default `max_pending`, so one session holding its whole share leaves as much to the
+/// others. Never above `max_pending` (checked after the walk): unwritten, it is cut to it.
+pub(crate) const MAX_PENDING_PER_UID: LimitRule = LimitRule {
+    key: "max_pending_per_uid",
+    kind: Count,
+    default: 10,
+    lower: Some((1, Lower::Minimum)),
+    ceiling: Some(100),
+};
 pub(crate) const MAX_TEXT_CHARS: LimitRule = LimitRule {
     key: "max_text_chars",
     kind: Count,
@@ -307,7 +318,7 @@ pub(crate) const SUGGEST_MANDATE_AFTER: LimitRule = LimitRule {
 };
 
 /// Every limit, in the order the walk reads them and reports their problems.
-pub(crate) const RULES: [LimitRule; 18] = [
+pub(crate) const RULES: [LimitRule; 19] = [
     CARD_TTL,
     DECLINE_MEMORY,
     DECLINE_STREAK,
@@ -315,6 +326,7 @@ pub(crate) const RULES: [LimitRule; 18] = [
     MANDATE_MAX_USD_PER_DAY,
     MANDATE_MAX_ACTIONS_PER_DAY,
     MAX_PENDING,
+    MAX_PENDING_PER_UID,
     MAX_TEXT_CHARS,
     MAX_ATTACHMENTS,
     MAX_ATTACHMENT_BYTES,
@@ -361,6 +373,7 @@ impl Limits {
             mandate_max_usd_per_day: source.money(&MANDATE_MAX_USD_PER_DAY),
             mandate_max_actions_per_day: source.number(&MANDATE_MAX_ACTIONS_PER_DAY) as u32,
             max_pending: source.number(&MAX_PENDING) as u32,
+            max_pending_per_uid: source.number(&MAX_PENDING_PER_UID) as u32,
             max_text_chars: source.number(&MAX_TEXT_CHARS) as usize,
             max_attachments: source.number(&MAX_ATTACHMENTS) as usize,
             max_attachment_bytes: source.number(&MAX_ATTACHMENT_BYTES),
@@ -472,7 +485,8 @@ impl Source for Written<'_> {
 /// Reads `[limits]` from `table`, reporting every problem under its key.
 pub(super) fn limits(walker: &mut Walker, table: &Table) -> Limits {
     walker.unknown_keys(table, SECTION, LIMITS_KEYS);
-    let limits = Limits::build(&mut Written { walker, table });
+    let mut limits = Limits::build(&mut Written { walker, table });
+    pending_share(walker, table, &mut limits);
     if limits.max_request_bytes_in_flight < limits.max_request_bytes {
         // A request the budget can never hold would be refused however idle the daemon is.
         walker.report(
@@ -485,6 +499,25 @@ pub(super) fn limits(walker: &mut Walker, table: &Table) -> Limits {
         );
     }
     limits
+}
+
+/// `max_pending_per_uid` is a share of `max_pending`: written above it, it is a config error;
+/// left to its default, it is cut to `max_pending`, so a small `max_pending` alone stays valid.
+fn pending_share(walker: &mut Walker, table: &Table, limits: &mut Limits) {
+    if limits.max_pending_per_uid <= limits.max_pending {
+        return;
+    }
+    if table.contains_key(MAX_PENDING_PER_UID.key) {
+        walker.report(
+            join(SECTION, MAX_PENDING_PER_UID.key),
+            format!(
+                "{} is above max_pending ({}): one uid's share cannot be more than all the open \
+                 asks",
+                limits.max_pending_per_uid, limits.max_pending
+            ),
+        );
+    }
+    limits.max_pending_per_uid = limits.max_pending;
 }
 
 #[cfg(test)]
