@@ -258,3 +258,4 @@ suggest-card = Suggested by consentd after you said yes { $approvals } { $approv
     } in 7 days; the agent did not ask for it.
 button-suggest = Review terms
 stale-suggestion = This suggestion was already opened, or is over.
+silenced-session = For one session only: { $session }. Cards from other sessions still come.

@@ -261,3 +261,4 @@ suggest-card = Sugerido pelo consentd após { $approvals } { $approvals ->
     } em 7 dias; o agente não pediu isto.
 button-suggest = Ver termos
 stale-suggestion = Esta sugestão já foi aberta ou terminou.
+silenced-session = Só para uma sessão: { $session }. Os cartões de outras sessões continuam chegando.

@@ -245,10 +245,11 @@ impl Db {
 }
 
 /// The refusals an ask and a mandate request meet in the store before anything else: no owner,
-/// the identical request declined recently, the kind silenced.
+/// the identical request declined recently, the kind silenced. Decline memory and a silence are
+/// `peer_uid`'s own: another uid's no's never refuse it.
 pub(super) fn stateful_refusal(
     tx: &Connection,
-    digest: &str,
+    (peer_uid, digest): (u32, &str),
     kind: &str,
     policy: AskPolicy,
     now: DateTime<Utc>,
@@ -261,8 +262,9 @@ pub(super) fn stateful_refusal(
     }
     let declined_at: Option<String> = tx
         .query_row_cached(
-            "SELECT declined_at FROM declines WHERE digest = ?1 AND declined_at > ?2",
-            params![digest, since(now, policy.decline_memory)],
+            "SELECT declined_at FROM declines
+             WHERE peer_uid = ?1 AND digest = ?2 AND declined_at > ?3",
+            params![peer_uid, digest, since(now, policy.decline_memory)],
             |row| row.get(0),
         )
         .optional()?;
@@ -274,8 +276,9 @@ pub(super) fn stateful_refusal(
     }
     let silenced_until: Option<String> = tx
         .query_row_cached(
-            "SELECT silenced_until FROM kind_streaks WHERE kind = ?1 AND silenced_until > ?2",
-            params![kind, timestamp(now)],
+            "SELECT silenced_until FROM kind_streaks
+             WHERE peer_uid = ?1 AND kind = ?2 AND silenced_until > ?3",
+            params![peer_uid, kind, timestamp(now)],
             |row| row.get(0),
         )
         .optional()?;
@@ -283,8 +286,8 @@ pub(super) fn stateful_refusal(
         return Ok(Some(Refusal::new(
             Reason::KindSilenced,
             format!(
-                "the owner declined {kind} several times in a row; no cards of this kind until \
-                 {until} or until the owner resumes it"
+                "the owner declined {kind} from uid {peer_uid} several times in a row; no cards \
+                 of this kind from it until {until} or until the owner resumes it"
             ),
         )));
     }
@@ -414,7 +417,7 @@ fn judge_ask(
             ),
         )));
     }
-    if let Some(refusal) = stateful_refusal(tx, &ask.digest, &ask.action.kind, policy, now)? {
+    if let Some(refusal) = stateful_refusal(tx, (ask.peer_uid, &ask.digest), &ask.action.kind, policy, now)? {
         return Ok(AskVerdict::Refuse(refusal));
     }
     // Joined only by the same peer: another peer's record is not theirs to read or wait on.

@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::StoreError;
 
 /// The numbered migrations, applied in order.
-const MIGRATIONS: &[(u32, &str)] = &[
+pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("migrations/0001_init.sql")),
     (2, include_str!("migrations/0002_telegram.sql")),
     (3, include_str!("migrations/0003_mandates.sql")),
@@ -25,6 +25,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (16, include_str!("migrations/0016_asked_monotonic.sql")),
     (17, include_str!("migrations/0017_joined_keys.sql")),
     (18, include_str!("migrations/0018_mandates_by_kind.sql")),
+    (20, include_str!("migrations/0020_declines_per_uid.sql")),
 ];
 
 pub(crate) fn migrate(conn: &Connection) -> Result<(), StoreError> {

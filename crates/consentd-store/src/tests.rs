@@ -596,6 +596,104 @@ fn a_uids_share_of_the_open_asks_leaves_room_for_another() {
     assert_eq!(refused_reason(full), Reason::TooManyPending);
 }
 
+/// Decline memory and a silence are per uid: uid 1000's no's never refuse uid 1001's asks, a
+/// Resume lifts only the silence of the uid whose record started it, and a yes to one uid's
+/// card leaves another uid's silence standing.
+#[test]
+fn declines_and_silences_are_each_uids_own() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let of = |uid: u32, text: &str| NewAsk {
+        peer_uid: uid,
+        ..new_ask("k", text, None)
+    };
+    let silence = |db: &mut Db, uid: u32| -> String {
+        let mut last = String::new();
+        for n in 0..3 {
+            let record = created(db.ask(&of(uid, &format!("junk {uid} {n}")), policy(), t0()).unwrap());
+            show_card(db, &record.id);
+            assert_eq!(decline(db, &record.id, 3, t0()), n == 2, "uid {uid}, no {n}");
+            last = record.id;
+        }
+        last
+    };
+    let by_a = silence(&mut db, 1000);
+    let refused = db.ask(&of(1000, "more"), policy(), t0()).unwrap();
+    assert_eq!(refused_reason(refused), Reason::KindSilenced);
+    let refused = db.ask(&of(1000, "junk 1000 0"), policy(), t0()).unwrap();
+    assert_eq!(refused_reason(refused), Reason::DeclinedRecently);
+    // The same digest and the same kind from another uid: a card of its own.
+    created(db.ask(&of(1001, "junk 1000 0"), policy(), t0()).unwrap());
+    let by_b = silence(&mut db, 1001);
+    assert_ne!(by_a, by_b);
+    assert_eq!(db.silence_of(1000, "k", t0()).unwrap(), Some(Some(by_a.clone())));
+    assert_eq!(db.silence_of(1001, "k", t0()).unwrap(), Some(Some(by_b.clone())));
+    // A's Resume lifts A's silence only.
+    assert!(resume(&mut db, "k", &by_a, 1, t0()));
+    assert_eq!(db.silence_of(1000, "k", t0()).unwrap(), None);
+    assert_eq!(db.silence_of(1001, "k", t0()).unwrap(), Some(Some(by_b.clone())));
+    assert!(!resume(&mut db, "k", &by_a, 2, t0()));
+    created(db.ask(&of(1000, "more"), policy(), t0()).unwrap());
+    let refused = db.ask(&of(1001, "more"), policy(), t0()).unwrap();
+    assert_eq!(refused_reason(refused), Reason::KindSilenced);
+    // A yes to A's card leaves B silenced.
+    let open = created(db.ask(&of(1000, "good"), policy(), t0()).unwrap());
+    show_card(&mut db, &open.id);
+    grant(&mut db, &open.id, t0());
+    assert_eq!(db.silence_of(1001, "k", t0()).unwrap(), Some(Some(by_b)));
+    let journal = std::fs::read_to_string(&fixture.journal_path).unwrap();
+    let silenced: Vec<_> = journal
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|event| event["ev"] == "silenced")
+        .map(|event| event["uid"].as_u64())
+        .collect();
+    assert_eq!(silenced, [Some(1000), Some(1001)]);
+}
+
+/// Migration 20 gives each remembered no and each streak to the uid whose declined record it
+/// came from; a streak no record explains is dropped.
+#[test]
+fn migration_20_gives_each_decline_and_streak_its_uid() {
+    let fixture = Fixture::new();
+    {
+        let conn = rusqlite::Connection::open(&fixture.db_path).unwrap();
+        for (_, sql) in super::migrate::MIGRATIONS.iter().filter(|(n, _)| *n <= 18) {
+            conn.execute_batch(sql).unwrap();
+        }
+        let (d1, d2) = ("d1".repeat(32), "d2".repeat(32));
+        conn.execute_batch(&format!(
+            "PRAGMA user_version = 18;
+             INSERT INTO records (id, peer_uid, kind, digest, state, created_at)
+                 VALUES ('r_a', 1000, 'k', '{d1}', 'declined', '2026-11-29T11:00:00.000Z'),
+                        ('r_b', 1001, 'k', '{d2}', 'declined', '2026-11-29T11:01:00.000Z'),
+                        ('r_c', 1001, 'k', '{d1}', 'declined', '2026-11-29T11:02:00.000Z');
+             INSERT INTO declines VALUES ('{d1}', '2026-11-29T11:02:00.000Z'),
+                                         ('{d2}', '2026-11-29T11:01:00.000Z');
+             INSERT INTO kind_streaks VALUES ('k', 3, '2026-11-30T11:00:00.000Z', 'r_a'),
+                                             ('gone', 1, NULL, NULL);"
+        ))
+        .unwrap();
+    }
+    let db = fixture.open();
+    let rows = |sql: &str| -> Vec<String> {
+        let mut statement = db.connection().prepare(sql).unwrap();
+        statement
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(
+        rows("SELECT peer_uid || ' ' || substr(digest, 1, 2) FROM declines ORDER BY 1"),
+        ["1000 d1", "1001 d1", "1001 d2"]
+    );
+    assert_eq!(
+        rows("SELECT peer_uid || ' ' || kind || ' ' || silenced_by FROM kind_streaks"),
+        ["1000 k r_a"]
+    );
+}
+
 /// What SQLite plans for `sql` with `params` bound: one step a line.
 pub(crate) fn query_plan(db: &Db, sql: &str, params: impl rusqlite::Params) -> Vec<String> {
     db.connection()
@@ -853,7 +951,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 18);
+    assert_eq!(version, 20);
     let mode: String = db
         .connection()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -879,7 +977,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
             error,
             StoreError::TooNew {
                 found: 99,
-                latest: 18
+                latest: 20
             }
         ),
         "{error}"
@@ -1563,25 +1661,25 @@ fn a_resume_lifts_only_the_silence_its_record_started() {
     let first = decline_one(&mut db, "first", t0());
     let at = t0() + chrono::Duration::minutes(1);
     assert_eq!(
-        db.silence_of("publish_x", at).unwrap(),
+        db.silence_of(1000, "publish_x", at).unwrap(),
         Some(Some(first.clone()))
     );
     assert!(resume(&mut db, "publish_x", &first, 1, at));
-    assert_eq!(db.silence_of("publish_x", at).unwrap(), None);
+    assert_eq!(db.silence_of(1000, "publish_x", at).unwrap(), None);
     let second = decline_one(&mut db, "second", at);
     assert!(
         !resume(&mut db, "publish_x", &first, 2, at),
         "an old Resume lifted a later silence"
     );
     assert_eq!(
-        db.silence_of("publish_x", at).unwrap(),
+        db.silence_of(1000, "publish_x", at).unwrap(),
         Some(Some(second.clone()))
     );
     // A silence from before silences were named is lifted by a Resume of its kind.
     db.connection()
         .execute("UPDATE kind_streaks SET silenced_by = NULL", [])
         .unwrap();
-    assert_eq!(db.silence_of("publish_x", at).unwrap(), Some(None));
+    assert_eq!(db.silence_of(1000, "publish_x", at).unwrap(), Some(None));
     assert!(resume(&mut db, "publish_x", &first, 3, at));
     fixture.journal_verifies();
 }
@@ -1794,7 +1892,7 @@ mod decide {
         let record = db.record(&id).unwrap().unwrap();
         assert_eq!(record.decided_by, Some(42));
         assert_eq!(record.decided_by_name.as_deref(), Some("Owner"));
-        assert_eq!(db.silence_of("k", t0()).unwrap(), None);
+        assert_eq!(db.silence_of(1000, "k", t0()).unwrap(), None);
     }
 
     #[test]
@@ -1811,7 +1909,7 @@ mod decide {
                 ("message".to_owned(), None)
             ]
         );
-        assert_eq!(db.silence_of("k", t0()).unwrap(), Some(Some(id)));
+        assert_eq!(db.silence_of(1000, "k", t0()).unwrap(), Some(Some(id)));
         let events = fixture.journal_events();
         assert_eq!(events[events.len() - 2..], ["declined", "silenced"]);
     }
