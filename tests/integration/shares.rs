@@ -92,3 +92,74 @@ fn a_uid_at_its_pending_share_leaves_room_for_another() {
         assert_eq!(answer["status"], "pending", "{answer}");
     }
 }
+
+/// The owner's messages with a Resume button: the notices of silences still in force.
+fn resume_notices(daemon: &Daemon) -> Vec<consentd_emulator::ChatMessage> {
+    daemon
+        .owner_chat()
+        .into_iter()
+        .filter(|m| m.buttons().iter().any(|b| b.text == "Resume"))
+        .collect()
+}
+
+/// The owner presses No on the card of record `id`.
+fn decline_card(daemon: &Daemon, id: &str) {
+    let card = daemon.card_of(id);
+    daemon.tap(&card, 1);
+    daemon.wait_for("the card's buttons to go", |bot| {
+        bot.message(super::fixture::OWNER, card.message_id)
+            .is_some_and(|m| m.buttons().is_empty())
+    });
+}
+
+/// Uid 0's three declined cards silence `publish_x` for uid 0 alone, and the notice names it;
+/// uid 65534's ask of that kind still draws a card. Once both are silenced, uid 0's Resume
+/// lifts uid 0's silence only.
+#[test]
+fn one_uids_declines_silence_its_kind_alone_and_its_resume_lifts_its_own() {
+    let daemon = shared_daemon(Daemon::builder().decline_streak(3));
+    for n in 0..3 {
+        let answer = daemon.request(&good_ask(&format!("junk {n}")));
+        decline_card(&daemon, answer["id"].as_str().unwrap());
+    }
+    daemon.wait_for("uid 0's silence notice", |_| {
+        resume_notices(&daemon).len() == 1
+    });
+    let notice = resume_notices(&daemon).remove(0);
+    let text = notice.text.clone().unwrap_or_default();
+    assert!(text.contains("root (uid 0)"), "{text}");
+    let refused = daemon.request(&good_ask("junk 3"));
+    assert_eq!(refused["reason"], "kind_silenced", "{refused}");
+    // Uid 65534's ask of that kind, even of a text uid 0 had declined, draws a card.
+    let theirs = other_asks(&daemon, "junk 0");
+    assert_eq!(theirs["status"], "pending", "{theirs}");
+    for n in 0..3 {
+        let answer = if n == 0 {
+            theirs.clone()
+        } else {
+            other_asks(&daemon, &format!("their junk {n}"))
+        };
+        decline_card(&daemon, answer["id"].as_str().unwrap());
+    }
+    daemon.wait_for("uid 65534's silence notice", |_| {
+        resume_notices(&daemon).len() == 2
+    });
+    let refused = other_asks(&daemon, "their junk 3");
+    assert_eq!(refused["reason"], "kind_silenced", "{refused}");
+    // Uid 0's Resume: uid 0 may ask again, uid 65534 is still silenced.
+    daemon.tap(&notice, 0);
+    daemon.wait_for("uid 0's Resume taken away", |_| {
+        resume_notices(&daemon).len() == 1
+    });
+    let mine = daemon.request(&good_ask("after my resume"));
+    assert_eq!(mine["status"], "pending", "{mine}");
+    let refused = other_asks(&daemon, "their junk 4");
+    assert_eq!(refused["reason"], "kind_silenced", "{refused}");
+    let uids: Vec<Value> = daemon
+        .journal_events()
+        .into_iter()
+        .filter(|event| event["ev"] == "silenced")
+        .map(|event| event["uid"].clone())
+        .collect();
+    assert_eq!(uids, [Value::from(0), Value::from(OTHER_UID)]);
+}

@@ -417,7 +417,13 @@ fn judge_ask(
             ),
         )));
     }
-    if let Some(refusal) = stateful_refusal(tx, (ask.peer_uid, &ask.digest), &ask.action.kind, policy, now)? {
+    if let Some(refusal) = stateful_refusal(
+        tx,
+        (ask.peer_uid, &ask.digest),
+        &ask.action.kind,
+        policy,
+        now,
+    )? {
         return Ok(AskVerdict::Refuse(refusal));
     }
     // Joined only by the same peer: another peer's record is not theirs to read or wait on.

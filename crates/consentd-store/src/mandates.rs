@@ -65,7 +65,9 @@ impl Db {
                 };
                 Ok((refused, Some(judged)))
             };
-            if let Some(refusal) = stateful_refusal(tx, (ask.peer_uid, &ask.digest), &request.kind, policy, now)? {
+            if let Some(refusal) =
+                stateful_refusal(tx, (ask.peer_uid, &ask.digest), &request.kind, policy, now)?
+            {
                 return refuse(effects, refusal);
             }
             // The same open request is joined, not asked again: no second card.

@@ -610,9 +610,16 @@ fn declines_and_silences_are_each_uids_own() {
     let silence = |db: &mut Db, uid: u32| -> String {
         let mut last = String::new();
         for n in 0..3 {
-            let record = created(db.ask(&of(uid, &format!("junk {uid} {n}")), policy(), t0()).unwrap());
+            let record = created(
+                db.ask(&of(uid, &format!("junk {uid} {n}")), policy(), t0())
+                    .unwrap(),
+            );
             show_card(db, &record.id);
-            assert_eq!(decline(db, &record.id, 3, t0()), n == 2, "uid {uid}, no {n}");
+            assert_eq!(
+                decline(db, &record.id, 3, t0()),
+                n == 2,
+                "uid {uid}, no {n}"
+            );
             last = record.id;
         }
         last
@@ -626,12 +633,21 @@ fn declines_and_silences_are_each_uids_own() {
     created(db.ask(&of(1001, "junk 1000 0"), policy(), t0()).unwrap());
     let by_b = silence(&mut db, 1001);
     assert_ne!(by_a, by_b);
-    assert_eq!(db.silence_of(1000, "k", t0()).unwrap(), Some(Some(by_a.clone())));
-    assert_eq!(db.silence_of(1001, "k", t0()).unwrap(), Some(Some(by_b.clone())));
+    assert_eq!(
+        db.silence_of(1000, "k", t0()).unwrap(),
+        Some(Some(by_a.clone()))
+    );
+    assert_eq!(
+        db.silence_of(1001, "k", t0()).unwrap(),
+        Some(Some(by_b.clone()))
+    );
     // A's Resume lifts A's silence only.
     assert!(resume(&mut db, "k", &by_a, 1, t0()));
     assert_eq!(db.silence_of(1000, "k", t0()).unwrap(), None);
-    assert_eq!(db.silence_of(1001, "k", t0()).unwrap(), Some(Some(by_b.clone())));
+    assert_eq!(
+        db.silence_of(1001, "k", t0()).unwrap(),
+        Some(Some(by_b.clone()))
+    );
     assert!(!resume(&mut db, "k", &by_a, 2, t0()));
     created(db.ask(&of(1000, "more"), policy(), t0()).unwrap());
     let refused = db.ask(&of(1001, "more"), policy(), t0()).unwrap();
