@@ -13,6 +13,7 @@ mod clients;
 mod closed_stdout;
 mod config_cli;
 mod consent;
+mod copies;
 mod crash;
 mod crashfs;
 mod faults;

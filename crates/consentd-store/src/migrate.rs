@@ -26,6 +26,7 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (17, include_str!("migrations/0017_joined_keys.sql")),
     (18, include_str!("migrations/0018_mandates_by_kind.sql")),
     (20, include_str!("migrations/0020_declines_per_uid.sql")),
+    (21, include_str!("migrations/0021_attachment_copies.sql")),
 ];
 
 pub(crate) fn migrate(conn: &Connection) -> Result<(), StoreError> {

@@ -895,6 +895,38 @@ fn limits_max_pending_per_uid_is_a_share_of_max_pending() {
 }
 
 #[test]
+fn limits_attachment_retention_in_days_or_off() {
+    let cases: [(&str, u64); 6] = [
+        ("", 7 * 86_400),
+        ("attachment_retention = \"30d\"\n", 30 * 86_400),
+        ("attachment_retention = \"1d\"\n", 86_400),
+        ("attachment_retention = \"36h\"\n", 36 * 3600),
+        ("attachment_retention = \"0s\"\n", 0),
+        ("attachment_retention = \"0d\"\n", 0),
+    ];
+    for (snippet, secs) in cases {
+        let limits = check_ok(&format!("[limits]\n{snippet}")).limits;
+        assert_eq!(limits.attachment_retention.as_secs(), secs, "{snippet}");
+    }
+    let key = "limits.attachment_retention";
+    check_problem(
+        "[limits]\nattachment_retention = \"31d\"\n",
+        key,
+        "31d is over the ceiling of 30d",
+    );
+    check_problem(
+        "[limits]\nattachment_retention = 7\n",
+        key,
+        "a string with a unit, like \"7d\", or \"0s\" for none",
+    );
+    check_problem(
+        "[limits]\nattachment_retention = \"7w\"\n",
+        key,
+        "unknown unit \"w\"",
+    );
+}
+
+#[test]
 fn limits_max_text_chars_bounds() {
     check_problem(
         "[limits]\nmax_text_chars = 20001\n",

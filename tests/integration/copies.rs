@@ -1,0 +1,143 @@
+//! Attachment copies end with their record (SPEC §3 `attachment_retention`): those of an ask that
+//! ends without running go when it ends, those of one that ran after the retention, and a crash
+//! between the end and the removal leaves nothing once the daemon is back.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+use super::attachments::PNG;
+use super::fixture::Daemon;
+
+const MIB: usize = 1024 * 1024;
+
+/// A PNG of `size` bytes (its header, then filler) unique to `seed`.
+fn png_of(size: usize, seed: u64) -> Vec<u8> {
+    let mut bytes = PNG.to_vec();
+    bytes.extend_from_slice(&seed.to_le_bytes());
+    bytes.resize(size, 0);
+    bytes
+}
+
+fn ask_with(bytes: &[u8], text: &str) -> Value {
+    json!({"v":1,"op":"ask","kind":"publish_x","target":"@mila_news","text":text,
+        "cost_usd":"0.04","wait":false,
+        "attachments":[{"name":"cover.png","media_type":"image/png",
+            "data_b64":base64::engine::general_purpose::STANDARD.encode(bytes)}]})
+}
+
+/// The copies in the daemon's attachments directory.
+pub(super) fn copies(daemon: &Daemon) -> Vec<String> {
+    copies_in(&daemon.state_dir.join("attachments"))
+}
+
+fn copies_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Waits (10 s at most) until the attachments directory holds `expected` copies.
+fn wait_copies(daemon: &Daemon, expected: usize, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while copies(daemon).len() != expected {
+        assert!(
+            Instant::now() < deadline,
+            "{what}: {:?} left",
+            copies(daemon)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn id_of(answer: &Value) -> String {
+    answer["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no id: {answer}"))
+        .to_owned()
+}
+
+#[test]
+fn two_hundred_asks_with_a_6_mib_attachment_withdrawn_at_once_leave_no_copies() {
+    let daemon = Daemon::builder()
+        .max_request_bytes(16 * MIB as u64)
+        .limit("max_request_bytes_in_flight", "67108864")
+        .start();
+    for round in 0..200 {
+        let answer = daemon.request(&ask_with(&png_of(6 * MIB, round), "withdrawn at once"));
+        let id = id_of(&answer);
+        let withdrawn = daemon.request(&json!({"v":1,"op":"withdraw","id":id}));
+        assert_eq!(
+            withdrawn["status"], "withdrawn",
+            "round {round}: {withdrawn}"
+        );
+        // Never more than the one in hand and one still going.
+        assert!(
+            copies(&daemon).len() <= 2,
+            "round {round}: {:?}",
+            copies(&daemon)
+        );
+    }
+    wait_copies(&daemon, 0, "after 200 withdrawn asks");
+}
+
+/// A declined and an expired record's copies go when it ends; an executed one's are kept for
+/// the retention, then go, on the test clock.
+#[test]
+fn copies_go_when_a_record_ends_unrun_and_after_the_retention_when_it_ran() {
+    let daemon = Daemon::builder()
+        .card_ttl("60s")
+        .limit("attachment_retention", "\"1h\"")
+        .start();
+    // Declined.
+    let id = id_of(&daemon.request(&ask_with(&png_of(4096, 1), "declined")));
+    wait_copies(&daemon, 1, "the declined ask's copy");
+    daemon.press_no(&daemon.card_of(&id));
+    daemon.wait_state(&id, "declined");
+    wait_copies(&daemon, 0, "after the decline");
+    // Expired.
+    let id = id_of(&daemon.request(&ask_with(&png_of(4096, 2), "expired")));
+    daemon.card_of(&id);
+    daemon.advance_clock(61);
+    daemon.wait_state(&id, "expired");
+    wait_copies(&daemon, 0, "after the expiry");
+    // Executed: kept for the hour, then gone.
+    let id = id_of(&daemon.request(&ask_with(&png_of(4096, 3), "executed")));
+    daemon.press_yes(&daemon.card_of(&id));
+    daemon.wait_state(&id, "executed");
+    daemon.advance_clock(3_000);
+    daemon.settle();
+    assert_eq!(copies(&daemon).len(), 1, "within the retention");
+    daemon.advance_clock(700);
+    wait_copies(&daemon, 0, "past the retention");
+    // The journal still verifies: it keeps the hashes, not the copies.
+    let verified = consentd::journal::verify_file(&daemon.journal, None).unwrap();
+    assert!(verified.is_ok(), "{verified:?}");
+}
+
+/// The daemon dies after the commit that withdrew an ask and before its copy was removed; the
+/// copy is gone once it is back.
+#[test]
+fn a_crash_between_the_end_and_the_removal_leaves_no_copy_after_restart() {
+    let mut daemon = Daemon::builder()
+        .env("CONSENTD_CRASH_AT", "before_copies_removed")
+        .start();
+    let id = id_of(&daemon.request(&ask_with(&png_of(4096, 4), "withdrawn, then a crash")));
+    // Its answer may or may not come before the crash: the commit is what counts.
+    let _ =
+        daemon.request_raw(format!("{{\"v\":1,\"op\":\"withdraw\",\"id\":\"{id}\"}}\n").as_bytes());
+    let status = daemon.wait_exit();
+    assert!(!status.success(), "{status:?}");
+    assert_eq!(
+        copies(&daemon).len(),
+        1,
+        "the crash came before the removal"
+    );
+    let daemon = daemon.restart();
+    assert_eq!(copies(&daemon), Vec::<String>::new());
+    let status = daemon.request(&json!({"v":1,"op":"status","id":id}));
+    assert_eq!(status["status"], "withdrawn", "{status}");
+}
