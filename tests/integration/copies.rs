@@ -141,3 +141,78 @@ fn a_crash_between_the_end_and_the_removal_leaves_no_copy_after_restart() {
     let status = daemon.request(&json!({"v":1,"op":"status","id":id}));
     assert_eq!(status["status"], "withdrawn", "{status}");
 }
+
+/// The bytes of the copies in the daemon's attachments directory.
+fn stored_bytes(daemon: &Daemon) -> u64 {
+    std::fs::read_dir(daemon.state_dir.join("attachments"))
+        .unwrap()
+        .map(|entry| entry.unwrap().metadata().unwrap().len())
+        .sum()
+}
+
+/// Space is reserved, not only checked: 8 asks at once, whose attachments together need more
+/// than the room above `min_free_bytes`, on a small disk the copies fill (the test probe's
+/// `N less attachments`). In each of 100 runs the free space never goes under the floor, some
+/// ask is taken, and withdrawing them all gives the room back.
+#[test]
+fn eight_asks_at_once_never_take_free_space_under_the_floor() {
+    const FLOOR: u64 = 1024 * 1024;
+    const ROOM: u64 = 200 * 1024;
+    const EACH: usize = 64 * 1024;
+    let dir = tempfile::tempdir().unwrap();
+    let free_file = dir.path().join("free");
+    std::fs::write(&free_file, format!("{} less attachments", FLOOR + ROOM)).unwrap();
+    let daemon = Daemon::builder()
+        .max_pending(20)
+        .limit("min_free_bytes", &FLOOR.to_string())
+        .env(
+            "CONSENTD_TEST_FREE_BYTES_FILE",
+            free_file.display().to_string(),
+        )
+        .start();
+    let started = Instant::now();
+    for run in 0..100u64 {
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+        let answers: Vec<Value> = (0..8u64)
+            .map(|n| {
+                let (barrier, socket) = (barrier.clone(), daemon.socket.clone());
+                let request = ask_with(&png_of(EACH, run * 8 + n), &format!("run {run} ask {n}"));
+                std::thread::spawn(move || {
+                    let mut frame = serde_json::to_vec(&request).unwrap();
+                    frame.push(b'\n');
+                    barrier.wait();
+                    let mut stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
+                    std::io::Write::write_all(&mut stream, &frame).unwrap();
+                    super::fixture::answer_lines(&mut stream).pop().unwrap()
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|thread| thread.join().unwrap())
+            .collect();
+        let taken: Vec<String> = answers
+            .iter()
+            .filter(|answer| answer["status"] == "pending")
+            .map(id_of)
+            .collect();
+        for answer in answers.iter().filter(|a| a["status"] != "pending") {
+            assert_eq!(answer["reason"], "disk_full", "run {run}: {answer}");
+        }
+        let stored = stored_bytes(&daemon);
+        assert!(
+            stored <= ROOM,
+            "run {run}: {stored} bytes stored, {ROOM} above the floor"
+        );
+        assert!(!taken.is_empty(), "run {run}: nothing taken");
+        for id in taken {
+            let withdrawn = daemon.request(&json!({"v":1,"op":"withdraw","id":id}));
+            assert_eq!(withdrawn["status"], "withdrawn", "{withdrawn}");
+        }
+        wait_copies(&daemon, 0, "after the run's withdrawals");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(240),
+        "100 runs took {:?}",
+        started.elapsed()
+    );
+}

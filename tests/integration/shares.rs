@@ -163,3 +163,63 @@ fn one_uids_declines_silence_its_kind_alone_and_its_resume_lifts_its_own() {
         .collect();
     assert_eq!(uids, [Value::from(0), Value::from(OTHER_UID)]);
 }
+
+/// `attachment_bytes_per_uid` is each uid's own: uid 0 over it is refused `too_large` naming the
+/// limit, while uid 65534's ask with the same attachment is taken.
+#[test]
+fn a_uid_over_its_attachment_bytes_leaves_room_for_another() {
+    use base64::Engine as _;
+    use std::os::unix::fs::PermissionsExt;
+    let daemon = shared_daemon(Daemon::builder().limit("attachment_bytes_per_uid", "100000"));
+    let mut cover = super::attachments::PNG.to_vec();
+    cover.resize(60_000, 0);
+    let with_cover = |text: &str| {
+        let mut ask = good_ask(text);
+        ask["attachments"] = serde_json::json!([{"name":"cover.png","media_type":"image/png",
+            "data_b64":base64::engine::general_purpose::STANDARD.encode(&cover)}]);
+        ask
+    };
+    let first = daemon.request(&with_cover("mine 1"));
+    assert_eq!(first["status"], "pending", "{first}");
+    let over = daemon.request(&with_cover("mine 2"));
+    assert_eq!(over["reason"], "too_large", "{over}");
+    assert!(
+        over["message"]
+            .as_str()
+            .unwrap()
+            .contains("would pass limits.attachment_bytes_per_uid (100000)"),
+        "{over}"
+    );
+    let path = daemon.dir.path().join("cover.png");
+    std::fs::write(&path, &cover).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let path = path.display().to_string();
+    let output = as_other(
+        &daemon,
+        &[
+            "ask",
+            "--kind",
+            "publish_x",
+            "--target",
+            "@mila_news",
+            "--text",
+            "theirs",
+            "--field",
+            "reply_to=https://example.org/1",
+            "--cost-usd",
+            "0.04",
+            "--attach",
+            &path,
+            "--no-wait",
+            "--json",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last: Value = serde_json::from_str(stdout.lines().last().unwrap_or("{}")).unwrap();
+    assert_eq!(
+        last["status"],
+        "pending",
+        "{stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -97,6 +97,8 @@ pub struct AskPolicy {
     pub max_pending: u32,
     /// One peer uid's share of `max_pending`: its open asks and mandate requests together.
     pub max_pending_per_uid: u32,
+    /// The bytes of attachment copies one uid's open and retained records may hold.
+    pub attachment_bytes_per_uid: u64,
     /// The owner's zone: a mandate's day is their local day.
     pub tz: chrono_tz::Tz,
     /// Whether the kind's category, as configured now, may be covered by a mandate (it is
@@ -333,6 +335,42 @@ pub(super) fn pending_refusal(
     )))
 }
 
+/// `too_large` when the ask's attachments and the copies its uid's records keep (open, or ran
+/// and within `attachment_retention`) would pass `attachment_bytes_per_uid`.
+fn bytes_refusal(
+    tx: &Connection,
+    ask: &NewAsk,
+    policy: AskPolicy,
+) -> Result<Option<Refusal>, StoreError> {
+    let needs: u64 = ask
+        .action
+        .attachments
+        .iter()
+        .map(|a| a.data.len() as u64)
+        .sum();
+    if needs == 0 {
+        return Ok(None);
+    }
+    let held: i64 = tx.query_row_cached(
+        "SELECT coalesce(sum(a.bytes), 0) FROM attachments a JOIN records r ON r.id = a.record_id
+         WHERE r.peer_uid = ?1 AND r.copies_kept = 1",
+        params![ask.peer_uid],
+        |row| row.get(0),
+    )?;
+    let held = held.unsigned_abs();
+    if held.saturating_add(needs) <= policy.attachment_bytes_per_uid {
+        return Ok(None);
+    }
+    Ok(Some(Refusal::new(
+        Reason::TooLarge,
+        format!(
+            "uid {} holds {held} bytes of attachments in open and kept asks; this ask's {needs} \
+             bytes would pass limits.attachment_bytes_per_uid ({})",
+            ask.peer_uid, policy.attachment_bytes_per_uid
+        ),
+    )))
+}
+
 /// What the store's state makes of an ask, decided before anything is written.
 #[derive(Debug)]
 enum AskVerdict {
@@ -433,6 +471,9 @@ fn judge_ask(
         if let Some(open) = record_where(tx, OPEN_BY_DIGEST, params![ask.digest, ask.peer_uid])? {
             return Ok(AskVerdict::Join(open));
         }
+    }
+    if let Some(refusal) = bytes_refusal(tx, ask, policy)? {
+        return Ok(AskVerdict::Refuse(refusal));
     }
     if policy.owner_known && policy.mandates_cover {
         if let Some(cover) = covering_mandate(

@@ -375,6 +375,16 @@ impl Store {
         self.space.check(self.state_dir(), floor, needs)
     }
 
+    /// Reserves `needs` bytes above `floor` for an ask's attachments (see
+    /// [`space::SpaceWatch::reserve`]); held until the returned reservation is dropped.
+    pub fn reserve_space(
+        &self,
+        floor: u64,
+        needs: u64,
+    ) -> Result<space::Reservation, space::Space> {
+        self.space.reserve(self.state_dir(), floor, needs)
+    }
+
     /// Notified whenever a transaction queued something for Telegram.
     pub fn outbox_ready(&self) -> Arc<Notify> {
         self.outbox_ready.clone()

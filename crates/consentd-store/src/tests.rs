@@ -100,6 +100,7 @@ pub(super) fn policy() -> AskPolicy {
         decline_memory: Duration::from_secs(24 * 3600),
         max_pending: 20,
         max_pending_per_uid: 20,
+        attachment_bytes_per_uid: 256 * 1024 * 1024,
         tz: chrono_tz::UTC,
         mandates_cover: true,
         mandate_day: crate::tests::spec_mandate_day(),
@@ -708,6 +709,56 @@ fn migration_20_gives_each_decline_and_streak_its_uid() {
         rows("SELECT peer_uid || ' ' || kind || ' ' || silenced_by FROM kind_streaks"),
         ["1000 k r_a"]
     );
+}
+
+/// `attachment_bytes_per_uid` bounds the bytes one uid's open and kept records hold: over it an
+/// ask is refused `too_large` naming the limit, another uid still has its own, and bytes a
+/// record no longer keeps (withdrawn) count no more.
+#[test]
+fn a_uids_attachment_bytes_are_bounded_and_its_own() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let small = AskPolicy {
+        attachment_bytes_per_uid: 2048,
+        ..policy()
+    };
+    let with = |uid: u32, text: &str| {
+        let mut action = action("k", text);
+        action.attachments = vec![consentd_core::action::Attachment::new(
+            "a.bin".to_owned(),
+            "application/octet-stream".to_owned(),
+            vec![text.len() as u8; 1024],
+        )];
+        NewAsk {
+            peer_uid: uid,
+            digest: action.digest().to_hex(),
+            action,
+            ..new_ask("k", text, None)
+        }
+    };
+    let first = created(db.ask(&with(1000, "one"), small, t0()).unwrap());
+    created(db.ask(&with(1000, "two!"), small, t0()).unwrap());
+    let over = db.ask(&with(1000, "three"), small, t0()).unwrap();
+    let AskOutcome::Refused { refusal, .. } = over else {
+        panic!("expected a refusal, got {over:?}");
+    };
+    assert_eq!(refusal.reason, Reason::TooLarge);
+    assert_eq!(
+        refusal.message,
+        "uid 1000 holds 2048 bytes of attachments in open and kept asks; this ask's 1024 bytes \
+         would pass limits.attachment_bytes_per_uid (2048)"
+    );
+    created(db.ask(&with(1001, "three"), small, t0()).unwrap());
+    db.transition(
+        &first.id,
+        RecordState::Pending,
+        RecordState::Withdrawn,
+        StateChange::default(),
+        Vec::new(),
+        t0(),
+    )
+    .unwrap();
+    created(db.ask(&with(1000, "three"), small, t0()).unwrap());
 }
 
 /// What SQLite plans for `sql` with `params` bound: one step a line.

@@ -49,6 +49,7 @@ fn policy() -> AskPolicy {
         decline_memory: Duration::from_secs(24 * 3600),
         max_pending: 20,
         max_pending_per_uid: 20,
+        attachment_bytes_per_uid: 256 * 1024 * 1024,
         tz: chrono_tz::UTC,
         mandates_cover: false,
         mandate_day: crate::tests::spec_mandate_day(),

@@ -24,6 +24,8 @@ pub struct Limits {
     pub max_pending_per_uid: u32,
     /// How long the attachment copies of a record that ran are kept; zero removes them at once.
     pub attachment_retention: Duration,
+    /// Bytes of attachment copies one uid's open and retained records may hold together.
+    pub attachment_bytes_per_uid: u64,
     pub max_text_chars: usize,
     pub max_attachments: usize,
     pub max_attachment_bytes: u64,
@@ -243,6 +245,14 @@ pub(crate) const ATTACHMENT_RETENTION: LimitRule = LimitRule {
     lower: None,
     ceiling: Some(30 * DAY),
 };
+/// A dozen of the largest attachments; 4 GiB at most, so one session cannot fill a disk alone.
+pub(crate) const ATTACHMENT_BYTES_PER_UID: LimitRule = LimitRule {
+    key: "attachment_bytes_per_uid",
+    kind: Bytes,
+    default: 256 * MIB,
+    lower: Some((1, Lower::Minimum)),
+    ceiling: Some(4 * 1024 * MIB),
+};
 pub(crate) const MAX_TEXT_CHARS: LimitRule = LimitRule {
     key: "max_text_chars",
     kind: Count,
@@ -336,7 +346,7 @@ pub(crate) const SUGGEST_MANDATE_AFTER: LimitRule = LimitRule {
 };
 
 /// Every limit, in the order the walk reads them and reports their problems.
-pub(crate) const RULES: [LimitRule; 20] = [
+pub(crate) const RULES: [LimitRule; 21] = [
     CARD_TTL,
     DECLINE_MEMORY,
     DECLINE_STREAK,
@@ -346,6 +356,7 @@ pub(crate) const RULES: [LimitRule; 20] = [
     MAX_PENDING,
     MAX_PENDING_PER_UID,
     ATTACHMENT_RETENTION,
+    ATTACHMENT_BYTES_PER_UID,
     MAX_TEXT_CHARS,
     MAX_ATTACHMENTS,
     MAX_ATTACHMENT_BYTES,
@@ -394,6 +405,7 @@ impl Limits {
             max_pending: source.number(&MAX_PENDING) as u32,
             max_pending_per_uid: source.number(&MAX_PENDING_PER_UID) as u32,
             attachment_retention: source.duration(&ATTACHMENT_RETENTION),
+            attachment_bytes_per_uid: source.number(&ATTACHMENT_BYTES_PER_UID),
             max_text_chars: source.number(&MAX_TEXT_CHARS) as usize,
             max_attachments: source.number(&MAX_ATTACHMENTS) as usize,
             max_attachment_bytes: source.number(&MAX_ATTACHMENT_BYTES),
