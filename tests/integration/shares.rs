@@ -223,3 +223,128 @@ fn a_uid_over_its_attachment_bytes_leaves_room_for_another() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// `consentd mcp` run as the other uid: `calls` (tool name, arguments) sent after the
+/// handshake, stdin then closed; the answers to the calls, by their ids 1…
+fn mcp_as_other(daemon: &Daemon, calls: &[(&str, Value)]) -> Vec<Value> {
+    use std::io::Write as _;
+    let mut child = Command::new(BIN)
+        .args(["mcp", "--socket"])
+        .arg(&daemon.socket)
+        .current_dir("/")
+        .uid(OTHER_UID)
+        .gid(OTHER_UID)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = vec![
+        serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ];
+    for (n, (name, arguments)) in calls.iter().enumerate() {
+        lines.push(
+            serde_json::json!({"jsonrpc": "2.0", "id": n + 1, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}}),
+        );
+    }
+    for line in lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    stdin.flush().unwrap();
+    // Read until every call is answered (30 s at most), then close stdin: an MCP server may end
+    // at end of input before answering what it read.
+    let stdout = child.stdout.take().unwrap();
+    let (sender, received) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = sender.send(serde_json::from_str(&line).unwrap());
+        }
+    });
+    let mut answers = Vec::new();
+    while answers.len() < calls.len() {
+        let answer = received
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("no answer to every call: {answers:?}"));
+        if answer["id"].as_u64().is_some_and(|id| id >= 1) {
+            answers.push(answer);
+        }
+    }
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    answers.sort_by_key(|answer| answer["id"].as_u64());
+    answers
+}
+
+/// What one session can see of another stays nothing: through the command line and through the
+/// MCP tools, uid 65534 can neither read, list nor withdraw uid 0's open record, which is still
+/// open and unchanged after every attempt. One case a row, one assertion each.
+#[test]
+fn another_uids_record_is_never_read_listed_or_withdrawn() {
+    let daemon = shared_daemon(Daemon::builder());
+    let mine = daemon.request(&good_ask("mine alone"));
+    let id = mine["id"].as_str().unwrap().to_owned();
+    daemon.card_of(&id);
+    let theirs = other_asks(&daemon, "their own");
+    let their_id = theirs["id"].as_str().unwrap().to_owned();
+    let text_of = |output: &Output| String::from_utf8_lossy(&output.stdout).into_owned();
+    type Case<'a> = (&'static str, Box<dyn Fn() -> bool + 'a>);
+    let (d, i) = (&daemon, id.clone());
+    let cases: Vec<Case> = vec![
+        ("cli status", {
+            let i = i.clone();
+            Box::new(move || {
+                let output = as_other(d, &["status", &i, "--json"]);
+                !output.status.success() && !text_of(&output).contains("mine alone")
+            })
+        }),
+        ("cli withdraw", {
+            let i = i.clone();
+            Box::new(move || !as_other(d, &["withdraw", &i]).status.success())
+        }),
+        ("cli list", {
+            let (i, their_id) = (i.clone(), their_id.clone());
+            Box::new(move || {
+                let listed = text_of(&as_other(d, &["list", "--json"]));
+                !listed.contains(&i) && listed.contains(&their_id)
+            })
+        }),
+        ("mcp consent_status", {
+            let i = i.clone();
+            Box::new(move || {
+                let answer = mcp_as_other(d, &[("consent_status", serde_json::json!({"id": i}))]);
+                answer[0]["result"]["isError"] == true
+                    && !answer[0].to_string().contains("mine alone")
+            })
+        }),
+        ("mcp consent_withdraw", {
+            let i = i.clone();
+            Box::new(move || {
+                let answer = mcp_as_other(d, &[("consent_withdraw", serde_json::json!({"id": i}))]);
+                answer[0]["result"]["structuredContent"]["status"] != "withdrawn"
+            })
+        }),
+        ("mcp consent_list", {
+            let i = i.clone();
+            Box::new(move || {
+                let answer = mcp_as_other(d, &[("consent_list", serde_json::json!({}))]);
+                let text = answer[0].to_string();
+                !text.contains(&i) && text.contains(&their_id)
+            })
+        }),
+    ];
+    for (case, holds) in cases {
+        assert!(holds(), "{case}: acted on another uid's record");
+        let status = daemon.request(&serde_json::json!({"v":1,"op":"status","id":id}));
+        assert_eq!(status["status"], "card_shown", "{case}: {status}");
+    }
+}
