@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::intake::Intake;
 use crate::refusal::{Reason, Refusal};
 use crate::store::outbox::{self, Body, Sound, What};
-use crate::store::space::{FreeSpace, Space, Statvfs};
+use crate::store::space::{FreeSpace, Reservation, Space, Statvfs};
 use crate::store::StoreError;
 use crate::styled::Styled;
 
@@ -22,7 +22,10 @@ const MIB: u64 = 1024 * 1024;
 pub const FREE_BYTES_FILE_ENV: &str = "CONSENTD_TEST_FREE_BYTES_FILE";
 
 /// Free space as a file says, read on every check, so a test can fill the disk of a running
-/// daemon and empty it again; a missing file or one without a number asks the kernel. Chosen by
+/// daemon and empty it again; a missing file or one without a number asks the kernel. A number
+/// followed by ` less attachments` is a small disk that holds the attachment copies: free is
+/// the number less the bytes in `attachments/` at the time, so the daemon's own writes fill it.
+/// Chosen by
 /// setting `CONSENTD_TEST_FREE_BYTES_FILE`, and only in a build with the `test-hooks` feature,
 /// which tests and benches turn on and a release never has.
 #[cfg(feature = "test-hooks")]
@@ -35,6 +38,15 @@ struct FileProbe {
 impl FreeSpace for FileProbe {
     fn free_bytes(&self, dir: &std::path::Path) -> std::io::Result<u64> {
         let written = std::fs::read_to_string(&self.path).unwrap_or_default();
+        if let Some(room) = written.trim().strip_suffix(" less attachments") {
+            let room: u64 = room.parse().unwrap_or(0);
+            let used: u64 = std::fs::read_dir(dir.join("attachments"))?
+                .flatten()
+                .filter_map(|entry| entry.metadata().ok())
+                .map(|meta| meta.len())
+                .sum();
+            return Ok(room.saturating_sub(used));
+        }
         match written.trim().parse() {
             Ok(free) => Ok(free),
             Err(_) => Statvfs.free_bytes(dir),
@@ -52,19 +64,27 @@ pub(crate) fn probe() -> Arc<dyn FreeSpace> {
 }
 
 impl Intake {
-    /// `disk_full` when the state directory's file system is under the floor, or would be once
-    /// the request's `needs` bytes (its attachments) are written; the first time of an episode,
-    /// the owner's urgent notice is queued too.
-    pub(crate) async fn disk_refusal(&self, needs: u64) -> Option<Refusal> {
+    /// `disk_full` when the state directory's file system is under the floor; for a request
+    /// with no bytes of its own to write (a mandate request).
+    pub(crate) async fn disk_refusal(&self) -> Option<Refusal> {
+        self.disk_reservation(0).await.err()
+    }
+
+    /// The request's `needs` bytes (its attachments) reserved above the floor, held until the
+    /// reservation is dropped (once its record is stored, or its ask failed); `disk_full` when
+    /// the file system is under the floor, or would be once these bytes and those other asks
+    /// hold are written. The first time of an episode, the owner's urgent notice is queued too.
+    pub(crate) async fn disk_reservation(&self, needs: u64) -> Result<Reservation, Refusal> {
         let floor = self.config.limits.min_free_bytes;
-        let (free, first) = match self.store.space(floor, needs) {
-            Space::Room => return None,
-            Space::NoRoomFor { free } => (free, false),
-            Space::Unknown(error) => {
+        let (free, first) = match self.store.reserve_space(floor, needs) {
+            Ok(reservation) => return Ok(reservation),
+            Err(Space::NoRoomFor { free }) => (free, false),
+            Err(Space::Room) => return Ok(Reservation::nothing()),
+            Err(Space::Unknown(error)) => {
                 tracing::warn!(%error, "cannot tell the state directory's free space");
-                return None;
+                return Ok(Reservation::nothing());
             }
-            Space::Low { free, first } => (free, first),
+            Err(Space::Low { free, first }) => (free, first),
         };
         let dir = self.store.state_dir().display().to_string();
         tracing::warn!(free, floor, %dir, "an ask refused disk_full");
@@ -73,7 +93,7 @@ impl Intake {
                 tracing::error!(%error, "cannot queue the owner's notice of a full disk");
             }
         }
-        Some(Refusal::new(
+        Err(Refusal::new(
             Reason::DiskFull,
             if needs > 0 && free >= floor {
                 format!(

@@ -170,9 +170,11 @@ impl Intake {
         };
         // The ask's own attachments count against the floor: they are written with its record.
         let needs: u64 = action.attachments.iter().map(|a| a.data.len() as u64).sum();
-        if let Some(refusal) = self.disk_refusal(needs).await {
-            return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
-        }
+        // Held until the ask is stored (its bytes then on the disk) or failed.
+        let _room = match self.disk_reservation(needs).await {
+            Ok(room) => room,
+            Err(refusal) => return Ok(Reply::Final(Response::refused(None, &refusal).to_line())),
+        };
         let open_card = self.opening(&action, ask.urgent, stays_in_card, now);
         let new = NewAsk {
             peer_uid,
@@ -217,7 +219,7 @@ impl Intake {
         if let Err(refusal) = self.mandate_card_fits(&request, &known, now) {
             return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await;
         }
-        if let Some(refusal) = self.disk_refusal(0).await {
+        if let Some(refusal) = self.disk_refusal().await {
             return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
         }
         let new = NewMandate {
@@ -244,6 +246,8 @@ impl Intake {
             card_chat: owner.map(|owner| owner.id),
             decline_memory: self.config.limits.decline_memory,
             max_pending: self.config.limits.max_pending,
+            max_pending_per_uid: self.config.limits.max_pending_per_uid,
+            attachment_bytes_per_uid: self.config.limits.attachment_bytes_per_uid,
             tz: self.config.owner.timezone,
             mandates_cover: false,
             mandate_day: consentd_core::mandate::Usage {

@@ -279,3 +279,4 @@ rule-item = { $agent } · { $tool } · in { $cwd }
 rule-removed = Removed: this call needs your Yes again.
 stale-rule-removed = This rule was already removed.
 summary-rules = Passed by saved rules: { $count }.
+silenced-session = For one session only: { $session }. Cards from other sessions still come.

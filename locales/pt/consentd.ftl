@@ -282,3 +282,4 @@ rule-item = { $agent } · { $tool } · em { $cwd }
 rule-removed = Removida: esta chamada precisa do seu Sim de novo.
 stale-rule-removed = Esta regra já foi removida.
 summary-rules = Passaram por regras salvas: { $count }.
+silenced-session = Só para uma sessão: { $session }. Os cartões de outras sessões continuam chegando.

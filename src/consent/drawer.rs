@@ -166,11 +166,12 @@ impl Consent {
         now: DateTime<Utc>,
     ) -> Body {
         let label = self.label(record, lang);
+        let session = session_name(record.peer_uid, record.origin.as_deref());
         let until = now + chrono::Duration::days(1);
         let (text, buttons) = card::silenced_notice(
             &self.locales,
             lang,
-            &label,
+            (&label, &session),
             self.config.limits.decline_streak,
             until,
             self.config.owner.timezone,
@@ -181,6 +182,19 @@ impl Consent {
             Styled::plain(text),
             self.signed(buttons, &record.id, &digest),
         )
+    }
+}
+
+/// The session a silence is for, as the owner knows it: its uid's user name (the uid alone when
+/// it has none), and the origin of the socket it asked through when it has one.
+pub(super) fn session_name(uid: u32, origin: Option<&str>) -> String {
+    let user = match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
+        Ok(Some(user)) => format!("{} (uid {uid})", user.name),
+        _ => format!("uid {uid}"),
+    };
+    match origin {
+        Some(origin) => format!("{user} · {origin}"),
+        None => user,
     }
 }
 

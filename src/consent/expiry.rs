@@ -1,6 +1,7 @@
 //! The sweep, ticked every [`SWEEP_EVERY`]: cards past their ttl expire (silence is never
-//! consent), mandates past their term end, once a local day the evening summary is sent, and
-//! strangers' press windows that have closed journal what they counted.
+//! consent), mandates past their term end, once a local day the evening summary is sent,
+//! strangers' press windows that have closed journal what they counted, and the attachment
+//! copies of what ran go once `attachment_retention` has passed.
 
 use std::time::Duration;
 
@@ -54,6 +55,15 @@ impl Consent {
             .await
         {
             tracing::error!(%error, "cannot journal the counted refusals");
+        }
+        // The copies of what ran, past `attachment_retention`, go.
+        let retention = self.config.limits.attachment_retention;
+        if let Err(error) = self
+            .store
+            .call(move |db| db.release_retained_copies(now, retention))
+            .await
+        {
+            tracing::error!(%error, "cannot release the attachment copies past their retention");
         }
         expired
     }

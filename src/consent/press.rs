@@ -147,10 +147,11 @@ impl Consent {
             PressAction::Resume => {
                 let wall = now.wall;
                 // A record refused before it had a kind started no silence.
-                let silence = match record.kind.clone() {
+                let (uid, silence) = (record.peer_uid, record.kind.clone());
+                let silence = match silence {
                     Some(kind) => {
                         self.store
-                            .call(move |db| db.silence_of(&kind, wall))
+                            .call(move |db| db.silence_of(uid, &kind, wall))
                             .await?
                     }
                     None => None,

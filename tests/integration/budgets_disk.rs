@@ -90,9 +90,16 @@ fn no_attachment_is_stored_for_a_stateful_refusal() {
             |daemon, cover| {
                 let id = pending(daemon, &ask("With a cover", Some(cover), None));
                 decline(daemon, &id);
-                // Its bytes were the declined record's; gone now, a refused ask must not
-                // write them again.
-                std::fs::remove_file(blob(daemon, cover)).unwrap();
+                // Its bytes were the declined record's and went with it (or go at once): a
+                // refused ask must not write them again.
+                let deadline = Instant::now() + std::time::Duration::from_secs(10);
+                while blob(daemon, cover).exists() {
+                    assert!(
+                        Instant::now() < deadline,
+                        "the declined record's copy stayed"
+                    );
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
             },
             None,
         ),

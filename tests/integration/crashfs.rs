@@ -424,9 +424,12 @@ fn check(daemon: &Daemon, told: &Told, seed: u64) {
         );
     }
     // An attachment is durable before the record naming it commits: a card or a run of a kept
-    // record must never find its file gone.
+    // record must never find its file gone. (A record that ended without running keeps none.)
     let mut statement = db
-        .prepare("SELECT record_id, bytes, sha256 FROM attachments")
+        .prepare(
+            "SELECT a.record_id, a.bytes, a.sha256 FROM attachments a
+             JOIN records r ON r.id = a.record_id WHERE r.copies_kept = 1",
+        )
         .unwrap();
     let named: Vec<(String, i64, String)> = statement
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))

@@ -239,7 +239,7 @@ card_ttl = "{card_ttl}"
 decline_reason_wait = "{decline_reason_wait}"
 refusals_per_minute = {refusals_per_minute}
 refusal_window = "{refusal_window}"
-{suggestions}{limits}
+{share}{suggestions}{limits}
 [gate]
 {gate}
 
@@ -280,6 +280,13 @@ command = ["/bin/true"]
             refusals_per_minute = self.refusals.0,
             refusal_window = self.refusals.1,
             limits = self.limits,
+            // The older tests ask as one uid: its share is all of `max_pending` unless a test
+            // sets one.
+            share = if self.limits.contains("max_pending_per_uid") {
+                String::new()
+            } else {
+                format!("max_pending_per_uid = {}\n", self.max_pending)
+            },
             suggestions = if self.limits.contains("suggest_mandate_after") {
                 ""
             } else {

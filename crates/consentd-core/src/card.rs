@@ -189,6 +189,7 @@ pub mod msg {
     pub(crate) const STALE_SILENCED_AGAIN: &str = "stale-silenced-again";
     pub(crate) const STALE_CATEGORY: &str = "stale-category";
     pub(crate) const CATEGORY_CANNOT_RUN: &str = "category-cannot-run";
+    pub(crate) const SILENCED_SESSION: &str = "silenced-session";
 
     #[cfg(test)]
     pub(crate) const ALL: &[&str] = &[
@@ -339,6 +340,7 @@ pub mod msg {
         STALE_SILENCED_AGAIN,
         STALE_CATEGORY,
         CATEGORY_CANNOT_RUN,
+        SILENCED_SESSION,
     ];
 }
 
@@ -1120,11 +1122,12 @@ pub(crate) fn usd_digits(lang: Language, amount: &str) -> String {
 }
 
 /// The notice that cards of a kind are silenced after `count` no's in a row, until `until`,
-/// with a Resume button.
+/// for one session only (`session`: its uid's user name, and its origin when it has one), with
+/// a Resume button that lifts that session's silence.
 pub fn silenced_notice(
     locales: &Locales,
     lang: Language,
-    label: &str,
+    (label, session): (&str, &str),
     count: u32,
     until: DateTime<Utc>,
     tz: Tz,
@@ -1140,7 +1143,11 @@ pub fn silenced_notice(
             ("until", (&until).into()),
         ],
     );
-    (text, vec![button(locales, lang, ButtonAction::Resume)])
+    let only = locales.t(lang, msg::SILENCED_SESSION, &[("session", session.into())]);
+    (
+        format!("{text}\n{only}"),
+        vec![button(locales, lang, ButtonAction::Resume)],
+    )
 }
 
 /// The reply to the owner's Resume: the silenced kind may send cards again.
@@ -1608,7 +1615,7 @@ mod tests {
             let (text, buttons) = silenced_notice(
                 &locales,
                 lang,
-                label(lang),
+                (label(lang), "mila (uid 1000) · devbox"),
                 3,
                 until,
                 chrono_tz::Europe::Moscow,

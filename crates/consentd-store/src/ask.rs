@@ -97,6 +97,10 @@ pub struct AskPolicy {
     pub card_chat: Option<i64>,
     pub decline_memory: Duration,
     pub max_pending: u32,
+    /// One peer uid's share of `max_pending`: its open asks and mandate requests together.
+    pub max_pending_per_uid: u32,
+    /// The bytes of attachment copies one uid's open and retained records may hold.
+    pub attachment_bytes_per_uid: u64,
     /// The owner's zone: a mandate's day is their local day.
     pub tz: chrono_tz::Tz,
     /// Whether the kind's category, as configured now, may be covered by a mandate (it is
@@ -245,10 +249,11 @@ impl Db {
 }
 
 /// The refusals an ask and a mandate request meet in the store before anything else: no owner,
-/// the identical request declined recently, the kind silenced.
+/// the identical request declined recently, the kind silenced. Decline memory and a silence are
+/// `peer_uid`'s own: another uid's no's never refuse it.
 pub(super) fn stateful_refusal(
     tx: &Connection,
-    digest: &str,
+    (peer_uid, digest): (u32, &str),
     kind: &str,
     policy: AskPolicy,
     now: DateTime<Utc>,
@@ -261,8 +266,9 @@ pub(super) fn stateful_refusal(
     }
     let declined_at: Option<String> = tx
         .query_row_cached(
-            "SELECT declined_at FROM declines WHERE digest = ?1 AND declined_at > ?2",
-            params![digest, since(now, policy.decline_memory)],
+            "SELECT declined_at FROM declines
+             WHERE peer_uid = ?1 AND digest = ?2 AND declined_at > ?3",
+            params![peer_uid, digest, since(now, policy.decline_memory)],
             |row| row.get(0),
         )
         .optional()?;
@@ -274,8 +280,9 @@ pub(super) fn stateful_refusal(
     }
     let silenced_until: Option<String> = tx
         .query_row_cached(
-            "SELECT silenced_until FROM kind_streaks WHERE kind = ?1 AND silenced_until > ?2",
-            params![kind, timestamp(now)],
+            "SELECT silenced_until FROM kind_streaks
+             WHERE peer_uid = ?1 AND kind = ?2 AND silenced_until > ?3",
+            params![peer_uid, kind, timestamp(now)],
             |row| row.get(0),
         )
         .optional()?;
@@ -283,19 +290,36 @@ pub(super) fn stateful_refusal(
         return Ok(Some(Refusal::new(
             Reason::KindSilenced,
             format!(
-                "the owner declined {kind} several times in a row; no cards of this kind until \
-                 {until} or until the owner resumes it"
+                "the owner declined {kind} from uid {peer_uid} several times in a row; no cards \
+                 of this kind from it until {until} or until the owner resumes it"
             ),
         )));
     }
     Ok(None)
 }
 
-/// `max_pending` asks are already waiting for the owner.
+/// `peer_uid` already has its share (`max_pending_per_uid`) of open asks, or `max_pending` asks
+/// are already waiting for the owner. A mandate request is one open ask like any other.
 pub(super) fn pending_refusal(
     tx: &Connection,
     policy: AskPolicy,
+    peer_uid: u32,
 ) -> Result<Option<Refusal>, StoreError> {
+    let own: i64 = tx.query_row_cached(
+        "SELECT count(*) FROM records WHERE peer_uid = ?1 AND state IN ('pending', 'card_shown')",
+        params![peer_uid],
+        |row| row.get(0),
+    )?;
+    if own >= i64::from(policy.max_pending_per_uid) {
+        return Ok(Some(Refusal::new(
+            Reason::TooManyPending,
+            format!(
+                "uid {peer_uid} already has {own} asks waiting for the owner; its share is {} \
+                 (max_pending_per_uid), so wait for one to end or withdraw one",
+                policy.max_pending_per_uid
+            ),
+        )));
+    }
     let open: i64 = tx.query_row_cached(
         "SELECT count(*) FROM records WHERE state IN ('pending', 'card_shown')",
         [],
@@ -309,6 +333,42 @@ pub(super) fn pending_refusal(
         format!(
             "{open} asks are already waiting for the owner; at most {} may wait at once",
             policy.max_pending
+        ),
+    )))
+}
+
+/// `too_large` when the ask's attachments and the copies its uid's records keep (open, or ran
+/// and within `attachment_retention`) would pass `attachment_bytes_per_uid`.
+fn bytes_refusal(
+    tx: &Connection,
+    ask: &NewAsk,
+    policy: AskPolicy,
+) -> Result<Option<Refusal>, StoreError> {
+    let needs: u64 = ask
+        .action
+        .attachments
+        .iter()
+        .map(|a| a.data.len() as u64)
+        .sum();
+    if needs == 0 {
+        return Ok(None);
+    }
+    let held: i64 = tx.query_row_cached(
+        "SELECT coalesce(sum(a.bytes), 0) FROM attachments a JOIN records r ON r.id = a.record_id
+         WHERE r.peer_uid = ?1 AND r.copies_kept = 1",
+        params![ask.peer_uid],
+        |row| row.get(0),
+    )?;
+    let held = held.unsigned_abs();
+    if held.saturating_add(needs) <= policy.attachment_bytes_per_uid {
+        return Ok(None);
+    }
+    Ok(Some(Refusal::new(
+        Reason::TooLarge,
+        format!(
+            "uid {} holds {held} bytes of attachments in open and kept asks; this ask's {needs} \
+             bytes would pass limits.attachment_bytes_per_uid ({})",
+            ask.peer_uid, policy.attachment_bytes_per_uid
         ),
     )))
 }
@@ -397,7 +457,13 @@ fn judge_ask(
             ),
         )));
     }
-    if let Some(refusal) = stateful_refusal(tx, &ask.digest, &ask.action.kind, policy, now)? {
+    if let Some(refusal) = stateful_refusal(
+        tx,
+        (ask.peer_uid, &ask.digest),
+        &ask.action.kind,
+        policy,
+        now,
+    )? {
         return Ok(AskVerdict::Refuse(refusal));
     }
     // Joined only by the same peer: another peer's record is not theirs to read or wait on.
@@ -407,6 +473,9 @@ fn judge_ask(
         if let Some(open) = record_where(tx, OPEN_BY_DIGEST, params![ask.digest, ask.peer_uid])? {
             return Ok(AskVerdict::Join(open));
         }
+    }
+    if let Some(refusal) = bytes_refusal(tx, ask, policy)? {
+        return Ok(AskVerdict::Refuse(refusal));
     }
     if policy.owner_known && policy.mandates_cover {
         if let Some(cover) = covering_mandate(
@@ -419,7 +488,7 @@ fn judge_ask(
             return Ok(AskVerdict::Cover(cover));
         }
     }
-    if let Some(refusal) = pending_refusal(tx, policy)? {
+    if let Some(refusal) = pending_refusal(tx, policy, ask.peer_uid)? {
         return Ok(AskVerdict::Refuse(refusal));
     }
     Ok(AskVerdict::Create)

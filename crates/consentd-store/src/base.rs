@@ -268,6 +268,9 @@ pub struct Db {
     /// Where an ask's attachment bytes are written, in its transaction; `None` (a bare `Db`, as
     /// tests open it) writes none.
     pub(super) attachments_dir: Option<std::path::PathBuf>,
+    /// Records whose copies were released since the last commit's removal
+    /// ([`crate::copies`]).
+    pub(super) released_copies: Vec<String>,
 }
 
 /// The refusal budget the daemon configured, and its state; used by the `refusals` module.
@@ -364,6 +367,7 @@ impl Db {
             opened_card: None,
             refusals: None,
             attachments_dir: None,
+            released_copies: Vec::new(),
             batch: None,
             commits: 0,
             checkpointed_at: 0,
@@ -720,7 +724,9 @@ pub(crate) fn transition_in(
              expires_at = coalesce(:expires_at, expires_at),
              decided_at = coalesce(:decided_at, decided_at),
              decided_by = coalesce(:decided_by, decided_by),
-             finished_at = coalesce(:finished_at, finished_at)
+             finished_at = coalesce(:finished_at, finished_at),
+             copies_kept = CASE WHEN :to IN ('declined', 'expired', 'refused', 'withdrawn')
+                 THEN 0 ELSE copies_kept END
          WHERE id = :id AND state = :from",
         named_params! {
             ":to": to.as_str(),

@@ -5,8 +5,9 @@
 //! commit, so a committed record always has its bytes and a refused ask leaves none. A commit
 //! that fails after the bytes were written removes those no record names at once
 //! ([`remove_unnamed`]); a crash between the write and the commit leaves an orphan (or a
-//! `.<sha256>.tmp` half-write), which [`remove_orphans`] takes away when the store opens. Records
-//! are never deleted, so a blob a record names stays for as long as the database does.
+//! `.<sha256>.tmp` half-write), which [`remove_orphans`] takes away when the store opens. A blob
+//! stays while a record keeps it: how long that is, and when one goes, is [`crate::copies`]'s;
+//! a blob no record keeps any more is an orphan too.
 //!
 //! Removal never follows a symbolic link: an entry is unlinked by its name (a link itself, not
 //! what it points to), a directory is left alone, and a name a record holds is never removed,
@@ -58,13 +59,27 @@ fn save(dir: &Path, attachment: &Attachment) -> Result<(), StoreError> {
         .map_err(failed)
 }
 
-/// Every hash a record names.
+/// Every hash a record keeps a copy of ([`crate::copies`]).
 fn named(conn: &Connection) -> Result<HashSet<String>, StoreError> {
-    let mut query = conn.prepare("SELECT DISTINCT sha256 FROM attachments")?;
+    let mut query = conn.prepare(
+        "SELECT DISTINCT a.sha256 FROM attachments a JOIN records r ON r.id = a.record_id
+         WHERE r.copies_kept = 1",
+    )?;
     let names = query
         .query_map([], |row| row.get::<_, String>(0))?
         .collect::<Result<HashSet<_>, _>>()?;
     Ok(names)
+}
+
+/// Whether any record keeps the copy named `hash`.
+pub(crate) fn kept(conn: &Connection, hash: &str) -> Result<bool, StoreError> {
+    let kept = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM attachments a JOIN records r ON r.id = a.record_id
+                        WHERE a.sha256 = ?1 AND r.copies_kept = 1)",
+        [hash],
+        |row| row.get(0),
+    )?;
+    Ok(kept)
 }
 
 /// Whether an entry of the attachments directory is the store's: a blob's name (64 lower-case

@@ -498,26 +498,29 @@ impl Db {
             .collect()
     }
 
-    /// The kind's silence while it lasts at `now`: the record whose no started it (`None` for a
-    /// silence from before silences were named).
+    /// Uid `peer_uid`'s silence of the kind while it lasts at `now`: the record whose no started
+    /// it (`None` for a silence from before silences were named).
     pub fn silence_of(
         &self,
+        peer_uid: u32,
         kind: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<Option<String>>, StoreError> {
         Ok(self
             .conn
             .query_row_cached(
-                "SELECT silenced_by FROM kind_streaks WHERE kind = ?1 AND silenced_until > ?2",
-                params![kind, timestamp(now)],
+                "SELECT silenced_by FROM kind_streaks
+                 WHERE peer_uid = ?1 AND kind = ?2 AND silenced_until > ?3",
+                params![peer_uid, kind, timestamp(now)],
                 |row| row.get(0),
             )
             .optional()?)
     }
 }
 
-/// The owner's Resume on the notice of the silence `silenced_by` started: the kind's streak ends
-/// and it may ask again, and `reply` is queued. A silence started by another record (a later
+/// The owner's Resume on the notice of the silence `silenced_by` started: the streak of the kind
+/// of that record's uid ends and that uid may ask it again (another uid's silence stays), and
+/// `reply` is queued. A silence started by another record (a later
 /// one) is left alone: an old Resume lifts only its own. (A silence from before silences were
 /// named, after an upgrade, is lifted by any Resume of its kind.) Returns whether it lifted one.
 pub(super) fn resume_in(
@@ -531,7 +534,8 @@ pub(super) fn resume_in(
     let changed = tx.execute_cached(
         "UPDATE kind_streaks SET streak = 0, silenced_until = NULL, silenced_by = NULL
          WHERE kind = ?1 AND (silenced_by = ?2 OR silenced_by IS NULL)
-             AND silenced_until > ?3",
+             AND silenced_until > ?3
+             AND peer_uid = (SELECT peer_uid FROM records WHERE id = ?2)",
         params![kind, silenced_by, timestamp(effects.now)],
     )?;
     if changed > 0 {

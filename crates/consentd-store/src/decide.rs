@@ -274,8 +274,9 @@ fn expire_in(
     }
 }
 
-/// The owner's no: the card is declined, its digest remembered, and the kind's streak grows; at
-/// `streak_limit` the kind is silenced for a day. Returns whether this no silenced it.
+/// The owner's no: the card is declined, its digest remembered for the uid that asked, and that
+/// uid's streak of the kind grows; at `streak_limit` the kind is silenced for that uid for a day.
+/// Returns whether this no silenced it.
 fn decline_in(
     tx: &Connection,
     effects: &mut Effects,
@@ -285,22 +286,22 @@ fn decline_in(
     let (id, by, now) = (card.id.as_str(), card.by, effects.now);
     let record = decided_in(tx, effects, card, RecordState::Declined)?;
     let asked = record.asked()?;
-    let (kind, digest) = (asked.kind, asked.digest.to_hex());
+    let (kind, digest, uid) = (asked.kind, asked.digest.to_hex(), record.peer_uid);
     tx.execute_cached(
-        "INSERT INTO declines (digest, declined_at) VALUES (?1, ?2)
-         ON CONFLICT (digest) DO UPDATE SET declined_at = excluded.declined_at",
-        params![digest, timestamp(now)],
+        "INSERT INTO declines (peer_uid, digest, declined_at) VALUES (?1, ?2, ?3)
+         ON CONFLICT (peer_uid, digest) DO UPDATE SET declined_at = excluded.declined_at",
+        params![uid, digest, timestamp(now)],
     )?;
     // A silence that has run its day ended the streak, as the owner's Resume would have: the
     // next No starts a new one rather than silencing the kind again at once.
     let streak: i64 = tx.query_row_cached(
-        "INSERT INTO kind_streaks (kind, streak) VALUES (?1, 1)
-         ON CONFLICT (kind) DO UPDATE SET
-             streak = CASE WHEN silenced_until <= ?2 THEN 1 ELSE streak + 1 END,
-             silenced_until = CASE WHEN silenced_until <= ?2 THEN NULL ELSE silenced_until END,
-             silenced_by = CASE WHEN silenced_until <= ?2 THEN NULL ELSE silenced_by END
+        "INSERT INTO kind_streaks (peer_uid, kind, streak) VALUES (?1, ?2, 1)
+         ON CONFLICT (peer_uid, kind) DO UPDATE SET
+             streak = CASE WHEN silenced_until <= ?3 THEN 1 ELSE streak + 1 END,
+             silenced_until = CASE WHEN silenced_until <= ?3 THEN NULL ELSE silenced_until END,
+             silenced_by = CASE WHEN silenced_until <= ?3 THEN NULL ELSE silenced_by END
          RETURNING streak",
-        params![kind, timestamp(now)],
+        params![uid, kind, timestamp(now)],
         |row| row.get(0),
     )?;
     effects.push(
@@ -317,12 +318,14 @@ fn decline_in(
     if silenced {
         let until = now + chrono::Duration::days(1);
         tx.execute_cached(
-            "UPDATE kind_streaks SET silenced_until = ?2, silenced_by = ?3 WHERE kind = ?1",
-            params![kind, timestamp(until), id],
+            "UPDATE kind_streaks SET silenced_until = ?3, silenced_by = ?4
+             WHERE peer_uid = ?1 AND kind = ?2",
+            params![uid, kind, timestamp(until), id],
         )?;
         effects.push(
             JournalEvent::new(EventName::Silenced)
                 .with("kind", kind)
+                .with("uid", uid)
                 .with("streak", streak)
                 .with("until", timestamp(until)),
         );
@@ -347,7 +350,7 @@ fn grant_in(tx: &Connection, effects: &mut Effects, card: &CardDecision) -> Resu
     let record = decided_in(tx, effects, card, RecordState::Granted)?;
     let asked = record.asked()?;
     let (kind, digest) = (asked.kind, asked.digest.to_hex());
-    lift_silence_in(tx, effects, kind)?;
+    lift_silence_in(tx, effects, (record.peer_uid, kind))?;
     match &record.mandate {
         Some(terms) => {
             // The end was fixed when it was asked: the card showed it, and a Grant opens
@@ -405,7 +408,7 @@ fn approve_in(
     let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
     effects.changed.push((id.to_owned(), RecordState::Approved));
     let asked = record.asked()?;
-    lift_silence_in(tx, effects, asked.kind)?;
+    lift_silence_in(tx, effects, (record.peer_uid, asked.kind))?;
     effects.push(
         JournalEvent::new(EventName::Approved)
             .with("id", id)
@@ -416,25 +419,26 @@ fn approve_in(
     card.noted_in(tx, effects)
 }
 
-/// A yes ends the kind's streak of no's, and with it a silence: the silence's notice loses its
-/// Resume, which could only be refused now.
+/// A yes to a uid's card ends that uid's streak of no's of the kind, and with it a silence: the
+/// silence's notice loses its Resume, which could only be refused now. Other uids' streaks stay.
 pub(super) fn lift_silence_in(
     tx: &Connection,
     effects: &mut Effects,
-    kind: &str,
+    (uid, kind): (u32, &str),
 ) -> Result<(), StoreError> {
     let silenced_by: Option<String> = tx
         .query_row_cached(
-            "SELECT silenced_by FROM kind_streaks WHERE kind = ?1 AND silenced_until > ?2",
-            params![kind, timestamp(effects.now)],
+            "SELECT silenced_by FROM kind_streaks
+             WHERE peer_uid = ?1 AND kind = ?2 AND silenced_until > ?3",
+            params![uid, kind, timestamp(effects.now)],
             |row| row.get(0),
         )
         .optional()?
         .flatten();
     tx.execute_cached(
         "UPDATE kind_streaks SET streak = 0, silenced_until = NULL, silenced_by = NULL
-         WHERE kind = ?1",
-        [kind],
+         WHERE peer_uid = ?1 AND kind = ?2",
+        params![uid, kind],
     )?;
     if let Some(silenced_by) = silenced_by {
         super::drawn::unbutton_in(

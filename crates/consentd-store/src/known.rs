@@ -132,6 +132,8 @@ mod tests {
             card_chat: None,
             decline_memory: Duration::from_secs(3600),
             max_pending: 100,
+            max_pending_per_uid: 100,
+            attachment_bytes_per_uid: 256 * 1024 * 1024,
             tz: chrono_tz::UTC,
             mandates_cover: false,
             mandate_day: crate::tests::spec_mandate_day(),

@@ -6,7 +6,10 @@
 //!   their answers. The thread also tells waiters when a record's state changes. Attachment bytes
 //!   are kept beside the database, named by their SHA-256, written and synced inside the
 //!   transaction of the record that names them, before its commit, and only for an ask that
-//!   creates or is covered by a record (`blobs`); blobs no record names are removed at open.
+//!   creates or is covered by a record (`blobs`). A record keeps its copies while it is open or
+//!   running, and for `attachment_retention` after it ran; one that ends without running releases
+//!   them in the transaction that ends it, and a copy no record keeps is removed after the commit
+//!   or, after a crash, at open (`copies`).
 //! - The refusal budget's state (`refusals`): which refused asks are recorded, which only counted
 //!   in a `denied_repeats` line; the rule is consentd-core's `refusal_budget`.
 //! - The migrations (`migrations/*.sql`, applied in order when the database opens) and the typed
@@ -39,6 +42,7 @@ mod blobs;
 mod cached;
 mod checkpoint;
 pub mod consent;
+mod copies;
 mod crash;
 pub mod db;
 mod decide;
@@ -213,7 +217,9 @@ impl Bells {
         if let Some(handing) = self.hand_opened_card(db) {
             handing.confirm(true);
         }
-        for (id, state) in db.take_changes() {
+        let changes = db.take_changes();
+        db.remove_released_copies(&changes);
+        for (id, state) in changes {
             // No receiver is fine: nobody is waiting.
             let _ = self.changes.send(RecordChanged { id, state });
         }
@@ -374,6 +380,16 @@ impl Store {
     /// The state directory's free space against `floor` bytes (see [`space::SpaceWatch::check`]).
     pub fn space(&self, floor: u64, needs: u64) -> space::Space {
         self.space.check(self.state_dir(), floor, needs)
+    }
+
+    /// Reserves `needs` bytes above `floor` for an ask's attachments (see
+    /// [`space::SpaceWatch::reserve`]); held until the returned reservation is dropped.
+    pub fn reserve_space(
+        &self,
+        floor: u64,
+        needs: u64,
+    ) -> Result<space::Reservation, space::Space> {
+        self.space.reserve(self.state_dir(), floor, needs)
     }
 
     /// Notified whenever a transaction queued something for Telegram.

@@ -65,14 +65,16 @@ impl Db {
                 };
                 Ok((refused, Some(judged)))
             };
-            if let Some(refusal) = stateful_refusal(tx, &ask.digest, &request.kind, policy, now)? {
+            if let Some(refusal) =
+                stateful_refusal(tx, (ask.peer_uid, &ask.digest), &request.kind, policy, now)?
+            {
                 return refuse(effects, refusal);
             }
             // The same open request is joined, not asked again: no second card.
             if let Some(open) = open_request(tx, &ask.digest, ask.peer_uid)? {
                 return Ok((AskOutcome::Joined(open), None));
             }
-            if let Some(refusal) = pending_refusal(tx, policy)? {
+            if let Some(refusal) = pending_refusal(tx, policy, ask.peer_uid)? {
                 return refuse(effects, refusal);
             }
             let asked = insert_request(tx, effects, ask, &id, policy.card_chat, now)?;

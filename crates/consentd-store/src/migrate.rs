@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::StoreError;
 
 /// The numbered migrations, applied in order.
-const MIGRATIONS: &[(u32, &str)] = &[
+pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("migrations/0001_init.sql")),
     (2, include_str!("migrations/0002_telegram.sql")),
     (3, include_str!("migrations/0003_mandates.sql")),
@@ -26,6 +26,8 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (17, include_str!("migrations/0017_joined_keys.sql")),
     (18, include_str!("migrations/0018_mandates_by_kind.sql")),
     (19, include_str!("migrations/0019_exact_rules.sql")),
+    (20, include_str!("migrations/0020_declines_per_uid.sql")),
+    (21, include_str!("migrations/0021_attachment_copies.sql")),
 ];
 
 pub(crate) fn migrate(conn: &Connection) -> Result<(), StoreError> {

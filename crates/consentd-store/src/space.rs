@@ -2,10 +2,16 @@
 //! refused `disk_full` (`[limits] min_free_bytes`). The probe is a trait so a test can say the
 //! disk is full without filling one; the watch remembers whether the disk is already low, so
 //! the owner hears of it once each time it runs low, not once per ask.
+//!
+//! An ask's attachment bytes are reserved, not only checked ([`SpaceWatch::reserve`]): the check
+//! and the reservation are one step under a lock, and the room above the floor is what the probe
+//! says less every reservation still held, so asks taken together never write the disk under
+//! the floor. A reservation is held until the ask's bytes are written and committed (the probe
+//! then sees them) or the ask failed, and released when dropped.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Tells how many bytes an unprivileged writer may still write on a directory's file system.
 pub trait FreeSpace: Send + Sync + std::fmt::Debug {
@@ -46,6 +52,40 @@ pub enum Space {
 pub struct SpaceWatch {
     probe: Arc<dyn FreeSpace>,
     low: AtomicBool,
+    /// Bytes reserved by asks whose attachments are not yet written and committed.
+    reserved: Mutex<u64>,
+}
+
+/// Bytes of the disk an ask holds until it is stored or has failed; released when dropped.
+#[derive(Debug)]
+pub struct Reservation {
+    watch: Option<Arc<SpaceWatch>>,
+    bytes: u64,
+}
+
+impl Reservation {
+    /// A reservation of nothing: what a request that writes no bytes, or an unknown free space,
+    /// holds.
+    pub fn nothing() -> Reservation {
+        Reservation {
+            watch: None,
+            bytes: 0,
+        }
+    }
+
+    /// The bytes held.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if let Some(watch) = &self.watch {
+            let mut reserved = watch.reserved.lock().unwrap_or_else(|p| p.into_inner());
+            *reserved = reserved.saturating_sub(self.bytes);
+        }
+    }
 }
 
 impl SpaceWatch {
@@ -53,6 +93,36 @@ impl SpaceWatch {
         SpaceWatch {
             probe,
             low: AtomicBool::new(false),
+            reserved: Mutex::new(0),
+        }
+    }
+
+    /// Reserves `needs` bytes of `dir`'s file system above `floor`, against what the probe says
+    /// less what other asks hold: one step under the lock, so two asks never both take the last
+    /// room. Refused with what [`SpaceWatch::check`] would say when there is no room, or
+    /// `Unknown` when the probe fails (nothing is refused on a guess); a zero floor reserves
+    /// nothing.
+    pub fn reserve(
+        self: &Arc<Self>,
+        dir: &Path,
+        floor: u64,
+        needs: u64,
+    ) -> Result<Reservation, Space> {
+        let mut reserved = self.reserved.lock().unwrap_or_else(|p| p.into_inner());
+        let held = *reserved;
+        match self.check(dir, floor, needs.saturating_add(held)) {
+            Space::Room if floor > 0 => {
+                *reserved = held.saturating_add(needs);
+                Ok(Reservation {
+                    watch: Some(self.clone()),
+                    bytes: needs,
+                })
+            }
+            Space::Room => Ok(Reservation::nothing()),
+            Space::NoRoomFor { free } => Err(Space::NoRoomFor {
+                free: free.saturating_sub(held),
+            }),
+            low => Err(low),
         }
     }
 
@@ -149,6 +219,38 @@ mod tests {
                 free: 99,
                 first: true
             }
+        ));
+    }
+
+    /// Eight threads reserving at once never hold more than the room above the floor, and a
+    /// reservation dropped gives its bytes back.
+    #[test]
+    fn reservations_taken_at_once_never_pass_the_room_above_the_floor() {
+        let probe = Arc::new(Fixed::default());
+        probe.0.store(100 + 130, Ordering::SeqCst);
+        let watch = Arc::new(SpaceWatch::new(probe));
+        for round in 0..100 {
+            let barrier = Arc::new(std::sync::Barrier::new(8));
+            let held: Vec<Option<Reservation>> = std::thread::scope(|scope| {
+                let threads: Vec<_> = (0..8)
+                    .map(|_| {
+                        let (watch, barrier) = (watch.clone(), barrier.clone());
+                        scope.spawn(move || {
+                            barrier.wait();
+                            watch.reserve(Path::new("/"), 100, 50).ok()
+                        })
+                    })
+                    .collect();
+                threads.into_iter().map(|t| t.join().unwrap()).collect()
+            });
+            let taken: u64 = held.iter().flatten().map(Reservation::bytes).sum();
+            assert_eq!(taken, 100, "round {round}: two of 50 fit in 130");
+            drop(held);
+            assert_eq!(*watch.reserved.lock().unwrap(), 0, "round {round}");
+        }
+        assert!(matches!(
+            watch.reserve(Path::new("/"), 100, 131),
+            Err(Space::NoRoomFor { free: 230 })
         ));
     }
 

@@ -100,6 +100,8 @@ pub(super) fn policy() -> AskPolicy {
         card_chat: None,
         decline_memory: Duration::from_secs(24 * 3600),
         max_pending: 20,
+        max_pending_per_uid: 20,
+        attachment_bytes_per_uid: 256 * 1024 * 1024,
         tz: chrono_tz::UTC,
         mandates_cover: true,
         mandate_day: crate::tests::spec_mandate_day(),
@@ -547,6 +549,219 @@ fn max_pending_bounds_the_open_asks() {
     ));
 }
 
+/// One uid at its share (`max_pending_per_uid`) is refused and told its share, while another
+/// uid still has room; a mandate request is one of its open asks.
+#[test]
+fn a_uids_share_of_the_open_asks_leaves_room_for_another() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let shared = AskPolicy {
+        max_pending: 4,
+        max_pending_per_uid: 2,
+        ..policy()
+    };
+    let of = |uid: u32, text: &str| NewAsk {
+        peer_uid: uid,
+        ..new_ask("k", text, None)
+    };
+    let request = consentd_core::mandate::MandateRequest {
+        kind: "k".to_owned(),
+        targets: vec!["@someone".to_owned()],
+        days: 7,
+        usd_per_day: None,
+        actions_per_day: 5,
+        reason: None,
+        origin: None,
+    };
+    let mandate = super::NewMandate {
+        peer_uid: 1000,
+        digest: request.digest().to_hex(),
+        request,
+        monotonic: None,
+    };
+    created(db.ask_mandate(&mandate, shared, t0()).unwrap());
+    created(db.ask(&of(1000, "a1"), shared, t0()).unwrap());
+    let over = db.ask(&of(1000, "a2"), shared, t0()).unwrap();
+    let AskOutcome::Refused { refusal, .. } = over else {
+        panic!("expected a refusal, got {over:?}");
+    };
+    assert_eq!(refusal.reason, Reason::TooManyPending);
+    assert_eq!(
+        refusal.message,
+        "uid 1000 already has 2 asks waiting for the owner; its share is 2 \
+         (max_pending_per_uid), so wait for one to end or withdraw one"
+    );
+    created(db.ask(&of(1001, "b1"), shared, t0()).unwrap());
+    created(db.ask(&of(1001, "b2"), shared, t0()).unwrap());
+    // All four slots are taken now: a third uid meets `max_pending` itself.
+    let full = db.ask(&of(1002, "c1"), shared, t0()).unwrap();
+    assert_eq!(refused_reason(full), Reason::TooManyPending);
+}
+
+/// Decline memory and a silence are per uid: uid 1000's no's never refuse uid 1001's asks, a
+/// Resume lifts only the silence of the uid whose record started it, and a yes to one uid's
+/// card leaves another uid's silence standing.
+#[test]
+fn declines_and_silences_are_each_uids_own() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let of = |uid: u32, text: &str| NewAsk {
+        peer_uid: uid,
+        ..new_ask("k", text, None)
+    };
+    let silence = |db: &mut Db, uid: u32| -> String {
+        let mut last = String::new();
+        for n in 0..3 {
+            let record = created(
+                db.ask(&of(uid, &format!("junk {uid} {n}")), policy(), t0())
+                    .unwrap(),
+            );
+            show_card(db, &record.id);
+            assert_eq!(
+                decline(db, &record.id, 3, t0()),
+                n == 2,
+                "uid {uid}, no {n}"
+            );
+            last = record.id;
+        }
+        last
+    };
+    let by_a = silence(&mut db, 1000);
+    let refused = db.ask(&of(1000, "more"), policy(), t0()).unwrap();
+    assert_eq!(refused_reason(refused), Reason::KindSilenced);
+    let refused = db.ask(&of(1000, "junk 1000 0"), policy(), t0()).unwrap();
+    assert_eq!(refused_reason(refused), Reason::DeclinedRecently);
+    // The same digest and the same kind from another uid: a card of its own.
+    created(db.ask(&of(1001, "junk 1000 0"), policy(), t0()).unwrap());
+    let by_b = silence(&mut db, 1001);
+    assert_ne!(by_a, by_b);
+    assert_eq!(
+        db.silence_of(1000, "k", t0()).unwrap(),
+        Some(Some(by_a.clone()))
+    );
+    assert_eq!(
+        db.silence_of(1001, "k", t0()).unwrap(),
+        Some(Some(by_b.clone()))
+    );
+    // A's Resume lifts A's silence only.
+    assert!(resume(&mut db, "k", &by_a, 1, t0()));
+    assert_eq!(db.silence_of(1000, "k", t0()).unwrap(), None);
+    assert_eq!(
+        db.silence_of(1001, "k", t0()).unwrap(),
+        Some(Some(by_b.clone()))
+    );
+    assert!(!resume(&mut db, "k", &by_a, 2, t0()));
+    created(db.ask(&of(1000, "more"), policy(), t0()).unwrap());
+    let refused = db.ask(&of(1001, "more"), policy(), t0()).unwrap();
+    assert_eq!(refused_reason(refused), Reason::KindSilenced);
+    // A yes to A's card leaves B silenced.
+    let open = created(db.ask(&of(1000, "good"), policy(), t0()).unwrap());
+    show_card(&mut db, &open.id);
+    grant(&mut db, &open.id, t0());
+    assert_eq!(db.silence_of(1001, "k", t0()).unwrap(), Some(Some(by_b)));
+    let journal = std::fs::read_to_string(&fixture.journal_path).unwrap();
+    let silenced: Vec<_> = journal
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|event| event["ev"] == "silenced")
+        .map(|event| event["uid"].as_u64())
+        .collect();
+    assert_eq!(silenced, [Some(1000), Some(1001)]);
+}
+
+/// Migration 20 gives each remembered no and each streak to the uid whose declined record it
+/// came from; a streak no record explains is dropped.
+#[test]
+fn migration_20_gives_each_decline_and_streak_its_uid() {
+    let fixture = Fixture::new();
+    {
+        let conn = rusqlite::Connection::open(&fixture.db_path).unwrap();
+        for (_, sql) in super::migrate::MIGRATIONS.iter().filter(|(n, _)| *n <= 18) {
+            conn.execute_batch(sql).unwrap();
+        }
+        let (d1, d2) = ("d1".repeat(32), "d2".repeat(32));
+        conn.execute_batch(&format!(
+            "PRAGMA user_version = 18;
+             INSERT INTO records (id, peer_uid, kind, digest, state, created_at)
+                 VALUES ('r_a', 1000, 'k', '{d1}', 'declined', '2026-11-29T11:00:00.000Z'),
+                        ('r_b', 1001, 'k', '{d2}', 'declined', '2026-11-29T11:01:00.000Z'),
+                        ('r_c', 1001, 'k', '{d1}', 'declined', '2026-11-29T11:02:00.000Z');
+             INSERT INTO declines VALUES ('{d1}', '2026-11-29T11:02:00.000Z'),
+                                         ('{d2}', '2026-11-29T11:01:00.000Z');
+             INSERT INTO kind_streaks VALUES ('k', 3, '2026-11-30T11:00:00.000Z', 'r_a'),
+                                             ('gone', 1, NULL, NULL);"
+        ))
+        .unwrap();
+    }
+    let db = fixture.open();
+    let rows = |sql: &str| -> Vec<String> {
+        let mut statement = db.connection().prepare(sql).unwrap();
+        statement
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(
+        rows("SELECT peer_uid || ' ' || substr(digest, 1, 2) FROM declines ORDER BY 1"),
+        ["1000 d1", "1001 d1", "1001 d2"]
+    );
+    assert_eq!(
+        rows("SELECT peer_uid || ' ' || kind || ' ' || silenced_by FROM kind_streaks"),
+        ["1000 k r_a"]
+    );
+}
+
+/// `attachment_bytes_per_uid` bounds the bytes one uid's open and kept records hold: over it an
+/// ask is refused `too_large` naming the limit, another uid still has its own, and bytes a
+/// record no longer keeps (withdrawn) count no more.
+#[test]
+fn a_uids_attachment_bytes_are_bounded_and_its_own() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let small = AskPolicy {
+        attachment_bytes_per_uid: 2048,
+        ..policy()
+    };
+    let with = |uid: u32, text: &str| {
+        let mut action = action("k", text);
+        action.attachments = vec![consentd_core::action::Attachment::new(
+            "a.bin".to_owned(),
+            "application/octet-stream".to_owned(),
+            vec![text.len() as u8; 1024],
+        )];
+        NewAsk {
+            peer_uid: uid,
+            digest: action.digest().to_hex(),
+            action,
+            ..new_ask("k", text, None)
+        }
+    };
+    let first = created(db.ask(&with(1000, "one"), small, t0()).unwrap());
+    created(db.ask(&with(1000, "two!"), small, t0()).unwrap());
+    let over = db.ask(&with(1000, "three"), small, t0()).unwrap();
+    let AskOutcome::Refused { refusal, .. } = over else {
+        panic!("expected a refusal, got {over:?}");
+    };
+    assert_eq!(refusal.reason, Reason::TooLarge);
+    assert_eq!(
+        refusal.message,
+        "uid 1000 holds 2048 bytes of attachments in open and kept asks; this ask's 1024 bytes \
+         would pass limits.attachment_bytes_per_uid (2048)"
+    );
+    created(db.ask(&with(1001, "three"), small, t0()).unwrap());
+    db.transition(
+        &first.id,
+        RecordState::Pending,
+        RecordState::Withdrawn,
+        StateChange::default(),
+        Vec::new(),
+        t0(),
+    )
+    .unwrap();
+    created(db.ask(&with(1000, "three"), small, t0()).unwrap());
+}
+
 /// What SQLite plans for `sql` with `params` bound: one step a line.
 pub(crate) fn query_plan(db: &Db, sql: &str, params: impl rusqlite::Params) -> Vec<String> {
     db.connection()
@@ -804,7 +1019,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 19);
+    assert_eq!(version, 21);
     let mode: String = db
         .connection()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -830,7 +1045,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
             error,
             StoreError::TooNew {
                 found: 99,
-                latest: 19
+                latest: 21
             }
         ),
         "{error}"
@@ -843,6 +1058,7 @@ fn a_damaged_database_is_refused_at_start() {
     let mut db = fixture.open();
     let roomy = AskPolicy {
         max_pending: 100,
+        max_pending_per_uid: 100,
         ..policy()
     };
     for n in 0..50 {
@@ -1513,25 +1729,25 @@ fn a_resume_lifts_only_the_silence_its_record_started() {
     let first = decline_one(&mut db, "first", t0());
     let at = t0() + chrono::Duration::minutes(1);
     assert_eq!(
-        db.silence_of("publish_x", at).unwrap(),
+        db.silence_of(1000, "publish_x", at).unwrap(),
         Some(Some(first.clone()))
     );
     assert!(resume(&mut db, "publish_x", &first, 1, at));
-    assert_eq!(db.silence_of("publish_x", at).unwrap(), None);
+    assert_eq!(db.silence_of(1000, "publish_x", at).unwrap(), None);
     let second = decline_one(&mut db, "second", at);
     assert!(
         !resume(&mut db, "publish_x", &first, 2, at),
         "an old Resume lifted a later silence"
     );
     assert_eq!(
-        db.silence_of("publish_x", at).unwrap(),
+        db.silence_of(1000, "publish_x", at).unwrap(),
         Some(Some(second.clone()))
     );
     // A silence from before silences were named is lifted by a Resume of its kind.
     db.connection()
         .execute("UPDATE kind_streaks SET silenced_by = NULL", [])
         .unwrap();
-    assert_eq!(db.silence_of("publish_x", at).unwrap(), Some(None));
+    assert_eq!(db.silence_of(1000, "publish_x", at).unwrap(), Some(None));
     assert!(resume(&mut db, "publish_x", &first, 3, at));
     fixture.journal_verifies();
 }
@@ -1744,7 +1960,7 @@ mod decide {
         let record = db.record(&id).unwrap().unwrap();
         assert_eq!(record.decided_by, Some(42));
         assert_eq!(record.decided_by_name.as_deref(), Some("Owner"));
-        assert_eq!(db.silence_of("k", t0()).unwrap(), None);
+        assert_eq!(db.silence_of(1000, "k", t0()).unwrap(), None);
     }
 
     #[test]
@@ -1761,7 +1977,7 @@ mod decide {
                 ("message".to_owned(), None)
             ]
         );
-        assert_eq!(db.silence_of("k", t0()).unwrap(), Some(Some(id)));
+        assert_eq!(db.silence_of(1000, "k", t0()).unwrap(), Some(Some(id)));
         let events = fixture.journal_events();
         assert_eq!(events[events.len() - 2..], ["declined", "silenced"]);
     }

@@ -49,6 +49,8 @@ fn policy() -> AskPolicy {
         card_chat: Some(42),
         decline_memory: Duration::from_secs(24 * 3600),
         max_pending: 20,
+        max_pending_per_uid: 20,
+        attachment_bytes_per_uid: 256 * 1024 * 1024,
         tz: chrono_tz::UTC,
         mandates_cover: false,
         mandate_day: crate::tests::spec_mandate_day(),
@@ -292,7 +294,7 @@ fn migration_8_keeps_every_record_and_what_names_it() {
         .connection()
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 19);
+    assert_eq!(version, 21);
     let old = db.record("r_old").unwrap().unwrap();
     assert_eq!(old.state, RecordState::CardShown);
     assert_eq!(old.attachments.len(), 1, "its attachment still names it");

@@ -20,6 +20,12 @@ pub struct Limits {
     pub mandate_max_usd_per_day: Decimal,
     pub mandate_max_actions_per_day: u32,
     pub max_pending: u32,
+    /// Open asks one peer uid may hold at once, its share of `max_pending`.
+    pub max_pending_per_uid: u32,
+    /// How long the attachment copies of a record that ran are kept; zero removes them at once.
+    pub attachment_retention: Duration,
+    /// Bytes of attachment copies one uid's open and retained records may hold together.
+    pub attachment_bytes_per_uid: u64,
     pub max_text_chars: usize,
     pub max_attachments: usize,
     pub max_attachment_bytes: u64,
@@ -63,6 +69,8 @@ pub(crate) enum LimitKind {
     DurationOrOff,
     /// A string amount of dollars (`"10.00"`); the rule's numbers are cents.
     Money,
+    /// Like `DurationOrOff`, in days too (`"7d"`); the numbers are seconds.
+    Retention,
 }
 
 impl LimitKind {
@@ -73,6 +81,7 @@ impl LimitKind {
             LimitKind::Duration => "a string with a unit, like \"15m\"",
             LimitKind::DurationOrOff => "a string with a unit, like \"60s\", or \"0s\" for none",
             LimitKind::Money => "a string amount like \"10.00\"",
+            LimitKind::Retention => "a string with a unit, like \"7d\", or \"0s\" for none",
         }
     }
 
@@ -83,6 +92,8 @@ impl LimitKind {
             LimitKind::Bytes => fmt_bytes(n),
             LimitKind::Duration | LimitKind::DurationOrOff => fmt_duration(Duration::from_secs(n)),
             LimitKind::Money => cents(n).to_string(),
+            LimitKind::Retention if n != 0 && n.is_multiple_of(DAY) => format!("{}d", n / DAY),
+            LimitKind::Retention => fmt_duration(Duration::from_secs(n)),
         }
     }
 }
@@ -156,6 +167,9 @@ impl LimitRule {
     }
 }
 
+/// A day, in seconds.
+const DAY: u64 = 24 * 3600;
+
 const fn cents(n: u64) -> Decimal {
     // Every amount in the table is a few dollars; the cast cannot truncate.
     Decimal::from_parts(n as u32, 0, 0, false, 2)
@@ -213,6 +227,31 @@ pub(crate) const MAX_PENDING: LimitRule = LimitRule {
     default: 20,
     lower: Some((1, Lower::Minimum)),
     ceiling: Some(100),
+};
+/// Half the default `max_pending`, so one session holding its whole share leaves as much to the
+/// others. Never above `max_pending` (checked after the walk): unwritten, it is cut to it.
+pub(crate) const MAX_PENDING_PER_UID: LimitRule = LimitRule {
+    key: "max_pending_per_uid",
+    kind: Count,
+    default: 10,
+    lower: Some((1, Lower::Minimum)),
+    ceiling: Some(100),
+};
+/// A week to look back at what ran; a month at most, so copies of what ran cannot pile up.
+pub(crate) const ATTACHMENT_RETENTION: LimitRule = LimitRule {
+    key: "attachment_retention",
+    kind: LimitKind::Retention,
+    default: 7 * DAY,
+    lower: None,
+    ceiling: Some(30 * DAY),
+};
+/// A dozen of the largest attachments; 4 GiB at most, so one session cannot fill a disk alone.
+pub(crate) const ATTACHMENT_BYTES_PER_UID: LimitRule = LimitRule {
+    key: "attachment_bytes_per_uid",
+    kind: Bytes,
+    default: 256 * MIB,
+    lower: Some((1, Lower::Minimum)),
+    ceiling: Some(4 * 1024 * MIB),
 };
 pub(crate) const MAX_TEXT_CHARS: LimitRule = LimitRule {
     key: "max_text_chars",
@@ -307,7 +346,7 @@ pub(crate) const SUGGEST_MANDATE_AFTER: LimitRule = LimitRule {
 };
 
 /// Every limit, in the order the walk reads them and reports their problems.
-pub(crate) const RULES: [LimitRule; 18] = [
+pub(crate) const RULES: [LimitRule; 21] = [
     CARD_TTL,
     DECLINE_MEMORY,
     DECLINE_STREAK,
@@ -315,6 +354,9 @@ pub(crate) const RULES: [LimitRule; 18] = [
     MANDATE_MAX_USD_PER_DAY,
     MANDATE_MAX_ACTIONS_PER_DAY,
     MAX_PENDING,
+    MAX_PENDING_PER_UID,
+    ATTACHMENT_RETENTION,
+    ATTACHMENT_BYTES_PER_UID,
     MAX_TEXT_CHARS,
     MAX_ATTACHMENTS,
     MAX_ATTACHMENT_BYTES,
@@ -361,6 +403,9 @@ impl Limits {
             mandate_max_usd_per_day: source.money(&MANDATE_MAX_USD_PER_DAY),
             mandate_max_actions_per_day: source.number(&MANDATE_MAX_ACTIONS_PER_DAY) as u32,
             max_pending: source.number(&MAX_PENDING) as u32,
+            max_pending_per_uid: source.number(&MAX_PENDING_PER_UID) as u32,
+            attachment_retention: source.duration(&ATTACHMENT_RETENTION),
+            attachment_bytes_per_uid: source.number(&ATTACHMENT_BYTES_PER_UID),
             max_text_chars: source.number(&MAX_TEXT_CHARS) as usize,
             max_attachments: source.number(&MAX_ATTACHMENTS) as usize,
             max_attachment_bytes: source.number(&MAX_ATTACHMENT_BYTES),
@@ -432,9 +477,22 @@ impl Source for Written<'_> {
 
     fn duration(&mut self, rule: &LimitRule) -> Duration {
         let default = Duration::from_secs(rule.default);
-        let off = rule.kind == LimitKind::DurationOrOff;
+        let off = matches!(rule.kind, LimitKind::DurationOrOff | LimitKind::Retention);
         let Some(raw) = self.string(rule) else {
             return default;
+        };
+        let (in_hours, written);
+        written = raw;
+        let raw = match raw.strip_suffix('d') {
+            // Days, where the rule takes them: the same strict syntax, counted in hours.
+            Some(days) if rule.kind == LimitKind::Retention && !days.ends_with(['s', 'm', 'h']) => {
+                in_hours = match days.parse::<u64>() {
+                    Ok(n) if !days.starts_with('0') || days == "0" => format!("{}h", n * 24),
+                    _ => days.to_owned() + "d",
+                };
+                in_hours.as_str()
+            }
+            _ => raw,
         };
         // The strict duration syntax has no zero; where the feature can be off, zero is the
         // way to say so.
@@ -442,7 +500,7 @@ impl Source for Written<'_> {
             return Duration::ZERO;
         }
         let message = match parse_duration(raw) {
-            Ok(value) => match rule.out_of_bounds(value, raw, Duration::from_secs) {
+            Ok(value) => match rule.out_of_bounds(value, written, Duration::from_secs) {
                 None => return value,
                 Some(message) => message,
             },
@@ -472,7 +530,8 @@ impl Source for Written<'_> {
 /// Reads `[limits]` from `table`, reporting every problem under its key.
 pub(super) fn limits(walker: &mut Walker, table: &Table) -> Limits {
     walker.unknown_keys(table, SECTION, LIMITS_KEYS);
-    let limits = Limits::build(&mut Written { walker, table });
+    let mut limits = Limits::build(&mut Written { walker, table });
+    pending_share(walker, table, &mut limits);
     if limits.max_request_bytes_in_flight < limits.max_request_bytes {
         // A request the budget can never hold would be refused however idle the daemon is.
         walker.report(
@@ -487,6 +546,25 @@ pub(super) fn limits(walker: &mut Walker, table: &Table) -> Limits {
     limits
 }
 
+/// `max_pending_per_uid` is a share of `max_pending`: written above it, it is a config error;
+/// left to its default, it is cut to `max_pending`, so a small `max_pending` alone stays valid.
+fn pending_share(walker: &mut Walker, table: &Table, limits: &mut Limits) {
+    if limits.max_pending_per_uid <= limits.max_pending {
+        return;
+    }
+    if table.contains_key(MAX_PENDING_PER_UID.key) {
+        walker.report(
+            join(SECTION, MAX_PENDING_PER_UID.key),
+            format!(
+                "{} is above max_pending ({}): one uid's share cannot be more than all the open \
+                 asks",
+                limits.max_pending_per_uid, limits.max_pending
+            ),
+        );
+    }
+    limits.max_pending_per_uid = limits.max_pending;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -496,7 +574,7 @@ mod tests {
     struct Asked(Vec<(&'static str, LimitKind)>);
 
     impl Asked {
-        fn note(&mut self, rule: &LimitRule, kinds: [LimitKind; 2]) {
+        fn note(&mut self, rule: &LimitRule, kinds: &[LimitKind]) {
             assert!(kinds.contains(&rule.kind), "{} read as {kinds:?}", rule.key);
             self.0.push((rule.key, rule.kind));
         }
@@ -504,17 +582,20 @@ mod tests {
 
     impl Source for Asked {
         fn number(&mut self, rule: &LimitRule) -> u64 {
-            self.note(rule, [Count, Bytes]);
+            self.note(rule, &[Count, Bytes]);
             rule.default
         }
 
         fn duration(&mut self, rule: &LimitRule) -> Duration {
-            self.note(rule, [LimitKind::Duration, DurationOrOff]);
+            self.note(
+                rule,
+                &[LimitKind::Duration, DurationOrOff, LimitKind::Retention],
+            );
             Duration::from_secs(rule.default)
         }
 
         fn money(&mut self, rule: &LimitRule) -> Decimal {
-            self.note(rule, [Money, Money]);
+            self.note(rule, &[Money]);
             cents(rule.default)
         }
     }

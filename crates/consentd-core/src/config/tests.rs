@@ -862,6 +862,71 @@ fn limits_max_pending_bounds() {
 }
 
 #[test]
+fn limits_max_pending_per_uid_is_a_share_of_max_pending() {
+    check_problem(
+        "[limits]\nmax_pending = 8\nmax_pending_per_uid = 9\n",
+        "limits.max_pending_per_uid",
+        "9 is above max_pending (8): one uid's share cannot be more than all the open asks",
+    );
+    check_problem(
+        "[limits]\nmax_pending_per_uid = 0\n",
+        "limits.max_pending_per_uid",
+        "0 is under the minimum of 1",
+    );
+    check_problem(
+        "[limits]\nmax_pending_per_uid = 101\n",
+        "limits.max_pending_per_uid",
+        "101 is over the ceiling of 100",
+    );
+    let cases = [
+        ("", 20, 10),
+        ("max_pending = 4\n", 4, 4),
+        ("max_pending = 8\nmax_pending_per_uid = 8\n", 8, 8),
+        ("max_pending = 100\nmax_pending_per_uid = 30\n", 100, 30),
+    ];
+    for (snippet, all, share) in cases {
+        let limits = check_ok(&format!("[limits]\n{snippet}")).limits;
+        assert_eq!(
+            (limits.max_pending, limits.max_pending_per_uid),
+            (all, share),
+            "{snippet}"
+        );
+    }
+}
+
+#[test]
+fn limits_attachment_retention_in_days_or_off() {
+    let cases: [(&str, u64); 6] = [
+        ("", 7 * 86_400),
+        ("attachment_retention = \"30d\"\n", 30 * 86_400),
+        ("attachment_retention = \"1d\"\n", 86_400),
+        ("attachment_retention = \"36h\"\n", 36 * 3600),
+        ("attachment_retention = \"0s\"\n", 0),
+        ("attachment_retention = \"0d\"\n", 0),
+    ];
+    for (snippet, secs) in cases {
+        let limits = check_ok(&format!("[limits]\n{snippet}")).limits;
+        assert_eq!(limits.attachment_retention.as_secs(), secs, "{snippet}");
+    }
+    let key = "limits.attachment_retention";
+    check_problem(
+        "[limits]\nattachment_retention = \"31d\"\n",
+        key,
+        "31d is over the ceiling of 30d",
+    );
+    check_problem(
+        "[limits]\nattachment_retention = 7\n",
+        key,
+        "a string with a unit, like \"7d\", or \"0s\" for none",
+    );
+    check_problem(
+        "[limits]\nattachment_retention = \"7w\"\n",
+        key,
+        "unknown unit \"w\"",
+    );
+}
+
+#[test]
 fn limits_max_text_chars_bounds() {
     check_problem(
         "[limits]\nmax_text_chars = 20001\n",
