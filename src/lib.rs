@@ -63,8 +63,8 @@ mod protocol_doc_tests;
 
 // The rules, from consentd-core, under the names the daemon has always used for them.
 pub use consentd_core::{
-    action, card, commands, deadline, digest, gate, kinds, locale, lookalike, mandate, pairing,
-    protocol, reason, refusal, shown, split, styled, suggest,
+    action, card, commands, deadline, digest, exact, gate, kinds, locale, lookalike, mandate,
+    pairing, protocol, reason, refusal, shown, split, styled, suggest,
 };
 // The store and the journal's file, from consentd-store, under the same names.
 pub use consentd_store as store;

@@ -135,6 +135,11 @@ fuzz_target!(|frame: &[u8]| {
                 }
             }
         }
+        // A hook's rule question is held to what an ask's `hook` is held to.
+        Ok(Request::Rule(query)) => match consentd::exact::check_hook(&query.call) {
+            Err(refusal) => refusal,
+            Ok(()) => return,
+        },
         // Reads and a withdraw carry nothing the gate checks.
         Ok(
             Request::Status { .. }

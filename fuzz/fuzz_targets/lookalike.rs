@@ -168,6 +168,7 @@ fuzz_target!(|data: &[u8]| {
             urgent: false,
             origin: None,
             agent_runs: false,
+            hook: None,
         };
         let at_intake = card::try_render_card(&view, locales(), lang, now).is_ok();
         let drawn = CardView {
