@@ -252,6 +252,23 @@ fn a_card_is_not_opened_with_its_ask_while_the_sender_is_busy() {
 /// whose replies keep the sender waking, the handing and the sender's reads interleave.
 #[test]
 fn every_card_reaches_the_owner_once_however_the_sender_wakes() {
+    // Whether any card finds the sender idle as its ask commits is the machine's timing: on a
+    // loaded one every card may come behind another. Each round asserts that every card reaches
+    // the owner once; that some card opened with its ask is asked of at most three rounds.
+    const ROUNDS: usize = 3;
+    let rounds_with_none: usize = (0..ROUNDS)
+        .map(|_| cards_reach_the_owner_once())
+        .take_while(|opened| *opened == 0)
+        .count();
+    assert!(
+        rounds_with_none < ROUNDS,
+        "no card opened with its ask in {ROUNDS} rounds"
+    );
+}
+
+/// One round of [`every_card_reaches_the_owner_once_however_the_sender_wakes`]: how many cards
+/// opened with their asks.
+fn cards_reach_the_owner_once() -> usize {
     const CLIENTS: usize = 3;
     const ASKS: usize = 6;
     let daemon = Daemon::builder().unpaced().max_pending(40).start();
@@ -306,5 +323,5 @@ fn every_card_reaches_the_owner_once_however_the_sender_wakes() {
             opened_with_ask += 1;
         }
     }
-    assert!(opened_with_ask >= 1, "no card opened with its ask");
+    opened_with_ask
 }

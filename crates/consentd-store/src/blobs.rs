@@ -59,23 +59,37 @@ fn save(dir: &Path, attachment: &Attachment) -> Result<(), StoreError> {
         .map_err(failed)
 }
 
-/// Every hash a record keeps a copy of ([`crate::copies`]).
+/// A queued message that sends a copy as a document (a mandate's receipt, held for the
+/// evening or behind a backlog) keeps it too, whatever its record says: the owner is shown the
+/// bytes that ran.
+const QUEUED_DOCUMENT: &str = "json_extract(o.body, '$.document.sha256')";
+
+/// Every hash a record or a queued message keeps a copy of ([`crate::copies`]).
 fn named(conn: &Connection) -> Result<HashSet<String>, StoreError> {
-    let mut query = conn.prepare(
-        "SELECT DISTINCT a.sha256 FROM attachments a JOIN records r ON r.id = a.record_id
-         WHERE r.copies_kept = 1",
-    )?;
+    let mut query = conn.prepare(&format!(
+        "SELECT a.sha256 FROM records r CROSS JOIN attachments a ON a.record_id = r.id
+         WHERE r.copies_kept = 1
+         UNION
+         SELECT {QUEUED_DOCUMENT} FROM outbox o
+         WHERE o.state = 'queued' AND {QUEUED_DOCUMENT} IS NOT NULL"
+    ))?;
     let names = query
         .query_map([], |row| row.get::<_, String>(0))?
         .collect::<Result<HashSet<_>, _>>()?;
     Ok(names)
 }
 
-/// Whether any record keeps the copy named `hash`.
+/// Whether any record or queued message keeps the copy named `hash`. The records that keep
+/// copies (open, running, retained) come first: a hash shared by a uid's whole history of
+/// ended asks is never scanned.
 pub(crate) fn kept(conn: &Connection, hash: &str) -> Result<bool, StoreError> {
     let kept = conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM attachments a JOIN records r ON r.id = a.record_id
-                        WHERE a.sha256 = ?1 AND r.copies_kept = 1)",
+        &format!(
+            "SELECT EXISTS (SELECT 1 FROM records r CROSS JOIN attachments a
+                            ON a.record_id = r.id WHERE r.copies_kept = 1 AND a.sha256 = ?1)
+                 OR EXISTS (SELECT 1 FROM outbox o
+                            WHERE o.state = 'queued' AND {QUEUED_DOCUMENT} = ?1)"
+        ),
         [hash],
         |row| row.get(0),
     )?;
@@ -142,6 +156,51 @@ pub(crate) fn remove_unnamed(conn: &Connection, dir: &Path, attachments: &[Attac
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A copy is kept while a record keeps it, or while a queued message (a held receipt) is
+    /// to send it as a document; not once that message is sent, nor for a record that let go.
+    #[test]
+    fn a_queued_document_keeps_its_copy_as_a_record_does() {
+        let conn = Connection::open_in_memory().unwrap();
+        crate::migrate::migrate(&conn).unwrap();
+        let hash = "ab".repeat(32);
+        let record = |id: &str, kept: bool| {
+            conn.execute(
+                "INSERT INTO records (id, peer_uid, kind, state, created_at, copies_kept)
+                 VALUES (?1, 1000, 'post', 'executed', '2026-01-01T00:00:00Z', ?2)",
+                rusqlite::params![id, kept],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO attachments (record_id, position, name, media_type, bytes, sha256)
+                 VALUES (?1, 0, 'a.png', 'image/png', 3, ?2)",
+                rusqlite::params![id, hash],
+            )
+            .unwrap();
+        };
+        record("r_1", false);
+        assert!(
+            !kept(&conn, &hash).unwrap(),
+            "a record that let go keeps nothing"
+        );
+        assert!(!named(&conn).unwrap().contains(&hash));
+        let body = serde_json::json!({"text": "receipt", "document": {"name": "a.png",
+            "media_type": "image/png", "bytes": 3, "sha256": hash}});
+        conn.execute(
+            "INSERT INTO outbox (chat_id, what, body, created_at)
+             VALUES (1, 'message', ?1, '2026-01-01T00:00:00Z')",
+            [body.to_string()],
+        )
+        .unwrap();
+        assert!(kept(&conn, &hash).unwrap(), "a queued document keeps it");
+        assert!(named(&conn).unwrap().contains(&hash));
+        conn.execute("UPDATE outbox SET state = 'sent'", [])
+            .unwrap();
+        assert!(!kept(&conn, &hash).unwrap(), "a sent one no longer does");
+        record("r_2", true);
+        assert!(kept(&conn, &hash).unwrap(), "a record that keeps it");
+        assert!(!kept(&conn, &"cd".repeat(32)).unwrap(), "another hash");
+    }
 
     #[test]
     fn only_blob_and_temporary_names_are_the_stores() {

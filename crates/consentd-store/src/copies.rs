@@ -7,7 +7,8 @@
 //!
 //! A copy is a file named by its hash, which records with the same bytes share: it is removed
 //! after the commit that released it, when no record keeps it any more
-//! ([`Db::remove_released_copies`]). A crash between that commit and the removal leaves a file
+//! ([`Db::remove_released_copies`]) and no queued message is to send it (a receipt held for the
+//! evening: such a copy goes at the next start). A crash between that commit and the removal leaves a file
 //! no record keeps, which the sweep at the next start removes ([`crate::blobs::remove_orphans`]).
 //! The `attachments` rows (name, media type, size, hash) stay: the journal and the records still
 //! say what was shown, and `journal verify` reads no copy.

@@ -244,8 +244,9 @@ pub(crate) fn refuse_in(
     // Only a well-formed kind is kept; an unknown one is the session's text and may be anything.
     let kind = kind.filter(|kind| consentd_core::config::is_valid_kind(kind));
     tx.execute_cached(
-        "INSERT INTO records (id, peer_uid, kind, state, reason, message, created_at, finished_at)
-         VALUES (?1, ?2, ?3, 'refused', ?4, ?5, ?6, ?6)",
+        "INSERT INTO records (id, peer_uid, kind, state, reason, message, created_at, finished_at,
+                              copies_kept)
+         VALUES (?1, ?2, ?3, 'refused', ?4, ?5, ?6, ?6, 0)",
         params![
             id,
             peer_uid,

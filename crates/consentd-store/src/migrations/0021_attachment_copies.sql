@@ -11,3 +11,7 @@ CREATE INDEX records_copies_kept ON records (finished_at)
     WHERE copies_kept = 1 AND state IN ('executed', 'failed', 'outcome_unknown', 'approved');
 -- Whether any record still keeps a copy, asked by hash when one may go.
 CREATE INDEX attachments_by_sha256 ON attachments (sha256);
+-- A uid's open asks and the copies its records keep, counted at each of its asks: bounded by
+-- what is open or kept, never by the uid's whole history.
+CREATE INDEX records_open_by_peer ON records (peer_uid) WHERE state IN ('pending', 'card_shown');
+CREATE INDEX records_keeping ON records (peer_uid) WHERE copies_kept = 1;
