@@ -4,10 +4,12 @@
 - no function over 100 lines outside tests;
 - no Rust file over 800 lines outside tests (a file's tests are its `#[cfg(test)] mod …` at the
   end, or a `tests.rs` / `*_tests.rs` file);
-- no cycle among a crate's modules, by the paths their code names (`crate::a::b`, `super::x`;
-  a child naming its parent is not a cycle, and doc comments do not count).
+- no cycle among a crate's modules, by the paths their code names: inline (`crate::a::b`,
+  `super::x`, `super::super::y`, `self::z`) and in `use` items with their groups expanded
+  (`use super::{a, b::{c, d}}`); a child naming its parent is not a cycle, and comments do not count.
 
 Run: python3 tools/structure.py            (exit 1 and a list when a rule is broken)
+     python3 tools/structure.py --self-test (the checks against planted cases)
      python3 tools/structure.py --report   (also the longest functions and files)
 
 It reads rustfmt-formatted code: a function ends at the first `}` at its own indentation.
@@ -68,6 +70,53 @@ def module_name(src, path):
     return "::".join(parts)
 
 
+def use_paths(code):
+    """Every path a `use` item names, its groups expanded: `use super::{a, b::{c, d}};` names
+    `super::a`, `super::b::c` and `super::b::d`."""
+    for item in re.findall(r"\buse\s+([^;]+);", code):
+        item = re.sub(r"\s*([{},:])\s*", r"\1", item.strip())
+        yield from expand_use_tree(re.sub(r"\s+", " ", item))
+
+
+def expand_use_tree(tree, prefix=""):
+    brace = tree.find("{")
+    if brace < 0:
+        yield (prefix + tree).split(" ")[0]  # `a::b as c` names `a::b`
+        return
+    head, body = tree[:brace], tree[brace + 1 : tree.rindex("}")]
+    depth, start = 0, 0
+    for i, ch in enumerate(body + ","):
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            part = body[start:i]
+            start = i + 1
+            if part == "self":
+                yield (prefix + head).rstrip(":")
+            elif part:
+                yield from expand_use_tree(part, prefix + head)
+
+
+def resolve(me, path):
+    """The module segments a `crate::`, `super::` or `self::` path starts from, or None."""
+    parts = [p for p in path.split("::") if p]
+    if not parts:
+        return None
+    if parts[0] == "crate":
+        return parts[1:]
+    base = me.split("::") if me else []
+    if parts[0] == "self":
+        return base + parts[1:]
+    if parts[0] != "super":
+        return None
+    while parts and parts[0] == "super":
+        base = base[:-1]
+        parts = parts[1:]
+    return base + parts
+
+
 def module_graph(src):
     files = {module_name(src, p): p for p in rust_files(src)}
     files.pop("lib", None)
@@ -75,18 +124,16 @@ def module_graph(src):
     graph = {}
     for me, path in files.items():
         code = "\n".join(l for l in non_test_lines(path) if not l.lstrip().startswith("//"))
-        parent = me.split("::")[:-1]
+        references = list(use_paths(code))
+        # Paths written inline in the code, outside `use` items.
+        references += re.findall(r"\b(?:crate|super|self)(?:::[a-z_0-9]+)+", code)
         named = set()
-        for reference in re.findall(r"crate::((?:[a-z_0-9]+::)*[a-z_0-9]+)", code):
-            parts = reference.split("::")
-            for k in range(len(parts), 0, -1):
+        for reference in references:
+            parts = resolve(me, reference)
+            for k in range(len(parts or []), 0, -1):
                 if "::".join(parts[:k]) in files:
                     named.add("::".join(parts[:k]))
                     break
-        for sibling in re.findall(r"\bsuper::([a-z_0-9]+)", code):
-            candidate = "::".join(parent + [sibling])
-            if candidate in files:
-                named.add(candidate)
         graph[me] = {n for n in named if n != me and not me.startswith(n + "::")}
     return graph
 
@@ -123,7 +170,42 @@ def cycles(graph):
     return found
 
 
+def self_test():
+    """The cycle finder on planted cases: each must be found (or not) as stated."""
+    import tempfile
+
+    cases = [
+        ("grouped super", {"m/mod.rs": "mod a; mod b;", "m/a.rs": "use super::{b, c};",
+                           "m/b.rs": "use super::a::X;"}, [["m::a", "m::b"]]),
+        ("nested crate group", {"a.rs": "use crate::{b::{self, Y}, c};", "b.rs": "use crate::a;"},
+         [["a", "b"]]),
+        ("super::super inline", {"p/mod.rs": "", "p/q/mod.rs": "", "p/q/r.rs": "fn f() { super::super::s::g() }",
+                                 "p/s.rs": "use crate::p::q::r;"}, [["p::q::r", "p::s"]]),
+        ("renamed import", {"a.rs": "use crate::b as other;", "b.rs": "pub(crate) use crate::a::Z;"},
+         [["a", "b"]]),
+        ("one way only", {"a.rs": "use super::{b};", "b.rs": "use std::{a};"}, []),
+        ("commented out", {"a.rs": "// use crate::b;", "b.rs": "use crate::a;"}, []),
+    ]
+    failed = 0
+    for name, tree, expected in cases:
+        with tempfile.TemporaryDirectory() as root:
+            for rel, text in tree.items():
+                os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+                with open(os.path.join(root, rel), "w", encoding="utf-8") as f:
+                    f.write(text + "\n")
+            found = cycles(module_graph(root))
+        if found != expected:
+            failed += 1
+            print(f"self-test {name}: found {found}, expected {expected}")
+    if failed:
+        sys.exit(1)
+    print(f"structure self-test: {len(cases)} cases ok")
+
+
 def main():
+    if "--self-test" in sys.argv[1:]:
+        self_test()
+        return
     report = "--report" in sys.argv[1:]
     broken = []
     all_functions, all_files = [], []

@@ -9,7 +9,7 @@
 
 use serde_json::{json, Value};
 
-use super::call::{Exchange, Waiter};
+use super::waiter::{Exchange, Waiter};
 
 /// The answer Claude Code reads: a text block holding the decision as JSON.
 fn decision(decision: Value) -> Value {

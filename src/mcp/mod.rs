@@ -16,6 +16,7 @@ mod call;
 mod guidance;
 mod rpc;
 mod tools;
+mod waiter;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
