@@ -558,7 +558,8 @@ fn card_class(text: &str, titles: &BTreeMap<String, &'static str>) -> Option<&'s
     class.copied()
 }
 
-/// `(i, N)` of a text that starts with the part header `[i/N]` and a newline (SPEC §6).
+/// `(i, N)` of a text that starts with the part header `[i/N]` and a newline, as `split` numbers a
+/// long text's parts.
 fn part_header(text: &str) -> Option<(u32, u32)> {
     let (header, _) = text.split_once('\n')?;
     let (i, n) = header
