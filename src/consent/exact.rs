@@ -1,4 +1,4 @@
-//! Exact rules ("Always here", SPEC §12) in the loop: the owner's Always press on a hook's gate
+//! Exact rules ("Always here") in the loop: the owner's Always press on a hook's gate
 //! card (approved, and its call saved as a rule, in one transaction), the `/rules` list with a
 //! signed Remove on each rule, and what a Remove does. Only ever restricts or saves what the
 //! owner saw: a rule answers nothing here (the intake answers a hook's `rule` question).

@@ -251,7 +251,7 @@ impl Consent {
 
     fn draw_ending(&self, db: &Db, record: &Record, finish: &Finish, now: DateTime<Utc>) -> Ending {
         let Some(mandate_id) = record.mandate_id.as_deref() else {
-            // The edit keeps saying who decided (SPEC §6), now with how the run ended.
+            // The edit keeps saying who decided, now with how the run ended.
             let outcome = Outcome {
                 state: finish.state.as_str(),
                 decided_by: record.decided_by_name.clone(),

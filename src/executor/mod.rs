@@ -1,4 +1,5 @@
-//! Runs one approved action's command, once, and reports what happened (SPEC §8).
+//! Runs one approved action's command, once, and reports what happened (docs/OPERATOR.md, "Writing
+//! an action command").
 //!
 //! This module owns everything between "the claim is durable" and "here is the outcome":
 //! reading the category's `env_file`, switching to `run_as`, preparing the private working

@@ -18,6 +18,11 @@
 //! needs a CORS preflight this server never grants) and, when the browser sends an `Origin`,
 //! come from this page. The page itself runs under a CSP with a per-response nonce, and
 //! uploaded files are served so that they can never run as part of it.
+//!
+//! The page's own words (sound, edited, parts, the hint, the empty chat) are a small en/ru/pt
+//! table in a JSON block of `page.html`, not in `locales/`: they are the emulated Telegram
+//! client's, not the bot's, and `locales/` holds only what the bot may say. The tests below hold
+//! that table to the same keys and placeholders in each language.
 
 use std::net::TcpListener;
 use std::time::Duration;
@@ -558,7 +563,8 @@ fn card_class(text: &str, titles: &BTreeMap<String, &'static str>) -> Option<&'s
     class.copied()
 }
 
-/// `(i, N)` of a text that starts with the part header `[i/N]` and a newline (SPEC §6).
+/// `(i, N)` of a text that starts with the part header `[i/N]` and a newline, as `split` numbers a
+/// long text's parts.
 fn part_header(text: &str) -> Option<(u32, u32)> {
     let (header, _) = text.split_once('\n')?;
     let (i, n) = header

@@ -251,8 +251,9 @@ fn an_elf_as_image_png_is_refused() {
     assert_journal_verifies(&daemon);
 }
 
-/// SPEC §7: the receipt of an ask a mandate answered shows what ran "as a card shows it", and a
-/// card's attachment is sent as a photo or document just before it (§6). Under a mandate no card
+/// The receipt of an ask a mandate answered shows what ran "as a card shows it", and a
+/// card's attachment is sent as a photo or document just before it (docs/CONTRACT-NOTES.md,
+/// "Mandates" and "Telegram and the consent loop"). Under a mandate no card
 /// was ever drawn, so the receipt is the only time the owner can see the image posted as them:
 /// it must come with it, not only with its name and hash.
 #[test]

@@ -365,7 +365,8 @@ fn a_stepped_clock_does_not_stretch_a_card() {
 
 /// A wall clock stepped back before a card's `shown_at` refuses every press on it, and must not
 /// keep it open either: past its minute on the monotonic clock the card expires and its session
-/// hears `expired` (SPEC: a card nobody answered within ttl is expired), whatever the wall clock
+/// hears `expired` (docs/CONFIG.md, `card_ttl`: a card nobody answered within ttl is expired),
+/// whatever the wall clock
 /// says, not hours later when the wall clock has caught up with `shown_at`.
 #[test]
 fn a_card_past_its_ttl_expires_while_the_wall_clock_is_stepped_back() {

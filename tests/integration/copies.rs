@@ -1,4 +1,5 @@
-//! Attachment copies end with their record (SPEC §3 `attachment_retention`): those of an ask that
+//! Attachment copies end with their record (docs/CONFIG.md, `attachment_retention`): those of an
+//! ask that
 //! ends without running go when it ends, those of one that ran after the retention, and a crash
 //! between the end and the removal leaves nothing once the daemon is back.
 

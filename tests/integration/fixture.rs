@@ -49,7 +49,8 @@ pub struct DaemonBuilder {
     timezone: String,
 }
 
-/// Three kinds that take mandates without a target or without money (SPEC §7), for the tests
+/// Three kinds that take mandates without a target or without money (docs/PROTOCOL.md, "Mandates"),
+/// for the tests
 /// that need them; off by default, as other tests count and list the fixture's kinds.
 /// `generate_image` has no target and a cost in each ask; `send_note` has a target and never
 /// costs; `ping_home` has neither. Each runs the fixture's action script.

@@ -1,4 +1,5 @@
-//! The visible-text rules (SPEC §5) through a real daemon, one table on one daemon: tag text hidden
+//! The visible-text rules (docs/PROTOCOL.md, "The visible-text rules") through a real daemon, one
+//! table on one daemon: tag text hidden
 //! after an emoji is refused in every value an ask or a mandate request carries, with what the
 //! tags spell; the three UK flags pass in a text and a target; blank lines and padded values are
 //! refused saying what to remove; the joiners scripts need and the registered variation sequences

@@ -1,4 +1,4 @@
-//! Exact rules ("Always here", SPEC §12) end to end: `consentd hook claude-code|codex` against a
+//! Exact rules ("Always here") end to end: `consentd hook claude-code|codex` against a
 //! real daemon whose owner presses in the emulator. Always here on a gate card saves one rule;
 //! the same exact call then passes with no card (`rule_used`), and anything else — a byte more or
 //! less, another directory, another agent, another uid, a destructive gate, a block rule — draws a

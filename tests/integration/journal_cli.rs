@@ -107,7 +107,8 @@ fn a_bad_anchor_is_a_usage_error_and_a_missing_file_an_error() {
 }
 
 /// A line is `{"n":N,"prev":…,"ts":"<RFC 3339 UTC>","ev":"<event>",…,"h":…}` in compact JSON
-/// (SPEC §9): a line whose hash was made to match but that is not one is not a whole journal.
+/// (docs/CONTRACT-NOTES.md, "Journal"): a line whose hash was made to match but that is not one is
+/// not a whole journal.
 /// Each case is line 2 of three, the chain around it intact; verify names line 2.
 #[test]
 fn verify_names_a_line_that_is_not_a_journal_line_even_when_its_hash_matches() {

@@ -1,4 +1,5 @@
-//! Look-alike targets end to end (SPEC §6, §7; UTS #39): the warning lines on the card as the
+//! Look-alike targets end to end (docs/CONTRACT-NOTES.md, "Look-alike targets"; UTS #39): the
+//! warning lines on the card as the
 //! owner's chat shows it, a mandate that does not cover a look-alike of its target, a target
 //! approved earlier becoming known, a mandate naming two look-alikes refused before any card, and
 //! a mandate card held for the morning that its new warnings no longer let fit.

@@ -1,4 +1,5 @@
-//! Mandates end to end (SPEC §7): asked on a card, opened by the owner's Grant, covering asks
+//! Mandates end to end (docs/PROTOCOL.md, "Mandates"): asked on a card, opened by the owner's
+//! Grant, covering asks
 //! without a card (with a receipt and Stop), and every way out of one — the day's count and
 //! money, another target, the end of the term, Stop — back to the usual card.
 
@@ -1070,7 +1071,8 @@ fn a_key_that_joined_an_open_card_names_that_record_when_asked_again() {
     assert_eq!(daemon.runs(), 1, "the action the key names ran twice");
 }
 
-/// Days are the owner's local days (SPEC §7), also the 25-hour day when the clocks go back:
+/// Days are the owner's local days (docs/PROTOCOL.md, "Mandates"), also the 25-hour day when the
+/// clocks go back:
 /// in New York on 2027-11-07 the hour after 01:00 comes twice and the day ends at 05:00 UTC on
 /// the 8th. A mandate's two actions a day are used up for the whole of that day (its repeated
 /// hour and its last hour, 24 hours after its midnight, included) and come back at its end.

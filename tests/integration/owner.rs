@@ -1,4 +1,5 @@
-//! The owner's side of the chat (SPEC §10, §11): the notification gate at night, the evening
+//! The owner's side of the chat (docs/OPERATOR.md, "In the chat"): the notification gate at night,
+//! the evening
 //! summary once a day with the journal's anchor, and the owner's commands — from the owner and
 //! from anyone else.
 

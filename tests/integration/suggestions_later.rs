@@ -249,8 +249,9 @@ fn a_held_receipt_of_a_mandate_stopped_since_comes_without_a_stop() {
     );
 }
 
-/// SPEC §10: "With `receipts = "summary"` receipts are not sent one by one, only counted in the
-/// evening summary." A receipt held overnight under `receipts = "each"` is kept in the outbox
+/// With `receipts = "summary"` receipts are not sent one by one, only counted in the
+/// evening summary (docs/CONFIG.md, `[gate]`). A receipt held overnight under `receipts = "each"`
+/// is kept in the outbox
 /// across a restart; the owner switches to `receipts = "summary"` and restarts, and the summary
 /// only counts it. (The summary is moved to 20:00 too, so that it comes before the hold runs
 /// out and the summary, not the sender, decides the row.)

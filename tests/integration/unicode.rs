@@ -229,7 +229,7 @@ fn preview_disabled(params: &Value) -> bool {
         || params["disable_web_page_preview"] == json!(true)
 }
 
-/// SPEC §6: the card shows the action's values exactly as asked and nothing else the agent
+/// The card shows the action's values exactly as asked and nothing else the agent
 /// chose. A URL in the text would otherwise get Telegram's link preview in the card's own
 /// message, between the quoted text and Yes/No: a title, a description and a picture that the
 /// page's owner writes (the agent, when it owns the page), which can read as the card's own lines
@@ -475,7 +475,7 @@ fn joiners_that_join_nothing_are_refused() {
     }
 }
 
-/// A long text is cut into parts on grapheme cluster boundaries, never inside one (SPEC §6). The
+/// A long text is cut into parts on grapheme cluster boundaries, never inside one. The
 /// gate judges characters by Unicode 18.0 (`icu_properties` 2.4) and accepts the combining marks
 /// new in it, but the parts are cut by `unicode-segmentation` 1.13 (Unicode 17.0), to which such
 /// a mark opens a cluster of its own: the cut falls between a letter and its mark, so the owner

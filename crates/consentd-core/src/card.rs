@@ -1,4 +1,5 @@
-//! What the owner sees in the chat (SPEC §6, §11): the card for an ask, the same card edited once
+//! What the owner sees in the chat (docs/OPERATOR.md, "In the chat"): the card for an ask, the same
+//! card edited once
 //! the ask has ended, and the bot's notices and replies, each drawn as a pure function of its
 //! inputs in the owner's language.
 //!
@@ -376,7 +377,7 @@ const FOOTER_ROOM: usize = 1024;
 
 /// Caps on the outcome's own values (not the action's: those are never shortened), so the outcome
 /// lines stay within [`FOOTER_ROOM`]. The result is the command's first line (≤ 200 characters
-/// by SPEC §8) and a Telegram name is at most 129 characters, so they are cut only when a caller
+/// by docs/PROTOCOL.md) and a Telegram name is at most 129, so they are cut only when a caller
 /// breaks those bounds.
 const NAME_ROOM: usize = 128;
 const RESULT_ROOM: usize = 400;
@@ -894,7 +895,8 @@ pub fn title_line(locales: &Locales, lang: Language, label: &str, class: &str) -
     )
 }
 
-/// A look-alike warning as its line under the target (SPEC §6): the scripts and every non-ASCII
+/// A look-alike warning as its line under the target (docs/OPERATOR.md, "A ⚠ line under the target
+/// or a field"): the scripts and every non-ASCII
 /// code point, or the known target it looks like and where the two first differ. Script and
 /// code point names are Unicode's own, in every language. The target it looks like (a string an
 /// agent once chose) is set apart as a value.

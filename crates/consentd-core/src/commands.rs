@@ -1,4 +1,5 @@
-//! The owner's chat commands (SPEC §11), parsed as a pure function of the message text. What a
+//! The owner's chat commands (docs/OPERATOR.md, "In the chat"), parsed as a pure function of the
+//! message text. What a
 //! command does is the consent loop's business; here each one is read, and a bad argument is told
 //! apart from an unknown command so the owner gets that command's one-line usage. A setting's
 //! command with nothing after it asks what the setting is now.

@@ -1,4 +1,4 @@
-//! Exact rules ("Always here", SPEC §12): what a hook's gate ask says of its call (`hook`: the
+//! Exact rules ("Always here", docs/HOOKS.md): what a hook's gate ask says of its call (`hook`: the
 //! agent, the tool and the working directory), the checks on it, the `rule` op's request, and a
 //! rule's id.
 //!

@@ -1,4 +1,5 @@
-//! The notification gate (SPEC §10): whether a message goes now with sound, now silently, waits
+//! The notification gate (docs/CONFIG.md, `[gate]`): whether a message goes now with sound, now
+//! silently, waits
 //! until quiet hours end, or is only counted in the evening summary. Pure: the caller passes the
 //! settings, tonight's card count and the time; nothing here reads a clock or a store.
 

@@ -25,8 +25,8 @@
 //!
 //! What it promises never to do: no async runtime, no database, no network. The compiler keeps
 //! that promise — none of tokio, rusqlite, reqwest, axum or teloxide is a dependency (`cargo tree
-//! -p consentd-core -e normal`). The few reads it makes are of files named by its caller: the
-//! config file and the press key.
+//! -p consentd-core -e normal`). It reads no file either: its callers read the config file and
+//! the press key and hand it their contents.
 
 pub mod action;
 pub mod card;

@@ -1,4 +1,4 @@
-//! The owner's languages and the Fluent messages the bot speaks in them (SPEC §11).
+//! The owner's languages and the Fluent messages the bot speaks in them (`owner.language`).
 //!
 //! The three locale files are compiled into the binary, so a running daemon can never miss one.
 //! Each language gets one thread-safe `FluentBundle`, built once at start.
@@ -428,7 +428,8 @@ mod tests {
 
     #[test]
     fn standing_permissions_are_named_for_a_term_not_for_ever() {
-        // They last at most 7 days (SPEC §7): "permanent" in ru or pt promised the owner more.
+        // They last at most 7 days (`mandate_max_days`, docs/CONFIG.md): "permanent" in ru or pt
+        // promised the owner more.
         let locales = locales();
         for (lang, never) in [(Language::Ru, "постоянн"), (Language::Pt, "permanente")] {
             for (id, vars) in messages(lang.source()) {

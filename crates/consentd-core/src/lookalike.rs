@@ -1,4 +1,5 @@
-//! Look-alike targets (UTS #39, SPEC §6): a target whose letters mix scripts or carry marks a
+//! Look-alike targets (UTS #39; docs/CONTRACT-NOTES.md, "Look-alike targets"): a target whose
+//! letters mix scripts or carry marks a
 //! reader cannot see, or whose confusable skeleton (with or without its nonspacing marks) is that
 //! of a target the owner approved while the two strings differ. The card marks each with a
 //! warning line, and so it does a field's value that is one word (an address, a URL, a handle); a
@@ -386,7 +387,8 @@ pub(crate) fn confusable_pair(targets: &[String]) -> Option<Pair> {
     })
 }
 
-/// The refusal message for a mandate request naming two look-alike targets (SPEC §7: the owner
+/// The refusal message for a mandate request naming two look-alike targets (docs/CONTRACT-NOTES.md,
+/// "Look-alike targets": the owner
 /// could not tell from its card which of the two a Grant opens), or `None`.
 pub(crate) fn mandate_targets_refusal(targets: &[String]) -> Option<String> {
     let pair = confusable_pair(targets)?;

@@ -1,4 +1,4 @@
-//! Mandates: the owner's standing permissions (SPEC §7).
+//! Mandates: the owner's standing permissions (docs/PROTOCOL.md, "Mandates").
 //!
 //! This is the pure core: checking a session's requested terms against the
 //! ceilings, computing a mandate's end and the owner's local day, and deciding
@@ -6,7 +6,7 @@
 //! clock, the database or the loaded config; callers pass everything in, so every
 //! rule can be tested at its exact boundary.
 //!
-//! Money is `rust_decimal::Decimal` throughout, never floats (SPEC §7).
+//! Money is `rust_decimal::Decimal` throughout, never floats: a day's money adds up to the cent.
 
 use chrono::{DateTime, NaiveDate, TimeDelta, TimeZone, Utc};
 use chrono_tz::Tz;
@@ -15,10 +15,10 @@ use std::fmt;
 
 use crate::config::limits;
 
-/// The ceilings in force (the config may only lower SPEC's): days, dollars a
+/// The ceilings in force (the config may only lower the built-in ones): days, dollars a
 /// day, actions a day.
 ///
-/// `check_terms` also clamps each value to SPEC's ceiling, so a config loader
+/// `check_terms` also clamps each value to the built-in ceiling, so a config loader
 /// that failed to reject a raised ceiling still cannot widen a mandate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Ceilings {
@@ -28,7 +28,7 @@ pub(crate) struct Ceilings {
 }
 
 impl Ceilings {
-    /// SPEC's own ceilings, for a config that lowers none of them: the `[limits]` table's.
+    /// The built-in ceilings, for a config that lowers none of them: the `[limits]` table's.
     pub(crate) fn spec() -> Self {
         Ceilings {
             max_days: limits::MANDATE_MAX_DAYS.ceiling_count(),
@@ -46,7 +46,7 @@ impl Ceilings {
         }
     }
 
-    /// The ceilings actually applied: the config's, never above SPEC's.
+    /// The ceilings actually applied: the config's, never above the built-in ones.
     pub(crate) fn effective(&self) -> Ceilings {
         let spec = Ceilings::spec();
         Ceilings {
@@ -162,7 +162,8 @@ fn refuse(term: &'static str, message: String) -> Result<(), TermsRefusal> {
 /// Characters that would let one target stand for many (glob and SQL LIKE).
 const WILDCARDS: [char; 3] = ['*', '?', '%'];
 
-/// Checks the terms (SPEC §7): days `1..=max_days`, `actions_per_day` `1..=max`; kind exists,
+/// Checks the terms (docs/PROTOCOL.md, "Mandates"): days `1..=max_days`, `actions_per_day`
+/// `1..=max`; kind exists,
 /// is `mandate_ok` and is never destructive; targets and money as the kind has them:
 ///
 /// - a kind with a target names its targets (non-empty list, no empty or whitespace-only

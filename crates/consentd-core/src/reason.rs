@@ -1,4 +1,5 @@
-//! The refusal's words: the stable reason codes (SPEC §4), a refusal as a value, and the fixed
+//! The refusal's words: the stable reason codes (docs/PROTOCOL.md, "Refusals"), a refusal as a
+//! value, and the fixed
 //! sizes beyond which the gate refuses. A leaf: the request parser, the media check and the
 //! look-alike rules name a refusal or a size without depending on the gate
 //! ([`crate::refusal`]), which depends on them.
@@ -14,7 +15,7 @@ pub(crate) const MAX_IDEMPOTENCY_KEY_CHARS: usize = 128;
 /// The longest attachment name, in bytes (a file name on most file systems).
 pub(crate) const MAX_ATTACHMENT_NAME_BYTES: usize = 255;
 
-/// The stable reason codes of a refusal (SPEC §4). Their strings never change.
+/// The stable reason codes of a refusal (docs/PROTOCOL.md, "Refusals"). Their strings never change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Reason {
     BadRequest,

@@ -1,4 +1,4 @@
-//! Cutting a text into Telegram-sized messages (SPEC §6): the numbered parts a long action text is
+//! Cutting a text into Telegram-sized messages: the numbered parts a long action text is
 //! sent in before its card, and the size checks every other message goes through.
 //!
 //! Telegram allows 4096 characters in a message, but the server counts Unicode code points while
@@ -417,7 +417,7 @@ mod tests {
     /// Combining marks that Unicode 18.0 (the gate's data, `icu_properties` 2.4) makes part of
     /// the grapheme cluster of the letter before them, and that `unicode-segmentation` 1.13
     /// (Unicode 17.0) does not: the gate accepts a text holding them, and the cut may then fall
-    /// between a letter and its mark, which SPEC §6 forbids ("never inside one"). The owner then
+    /// between a letter and its mark, which a cut must never do. The owner then
     /// sees the letter bare at the end of one part and the mark alone on a dotted circle at the
     /// start of the next.
     #[test]

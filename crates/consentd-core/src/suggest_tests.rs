@@ -249,7 +249,7 @@ fn terms_never_exceed_a_ceiling() {
     assert_eq!(offer.request.actions_per_day, 12);
     assert_eq!(offer.request.usd_per_day, Some("2.00".parse().unwrap()));
     assert_eq!(offer.request.days, 5);
-    // And SPEC's own ceilings hold for a config that lowers none.
+    // And the built-in ceilings hold for a config that lowers none.
     let mut spec = config();
     spec.limits = crate::config::Limits::default();
     let many: Vec<Approval> = (0..200).map(|i| yes(10, i / 20, Some("1.00"))).collect();

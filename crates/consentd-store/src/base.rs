@@ -29,8 +29,8 @@ const PAGE_CACHE_KIB: u32 = 512;
 /// only a backstop, since the store's thread checkpoints when idle (`checkpoint`).
 const WAL_BACKSTOP_PAGES: u32 = 4_000;
 
-/// The name of a journal event: the one place the names are written (SPEC §9's list, and
-/// `decline_reason`, a No's reason by hash, docs/CONTRACT-NOTES.md). A line's `ev` is one of these.
+/// The name of a journal event: the one place the names are written (docs/CONTRACT-NOTES.md,
+/// "Journal", has the newer ones, `decline_reason` among them). A line's `ev` is one of these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EventName {
     Started,
@@ -67,7 +67,7 @@ pub enum EventName {
     SealRotated,
     /// A mandate suggested to the owner after their yeses to the same kind and target.
     MandateSuggested,
-    /// An exact rule saved by the owner's Always here (SPEC §12).
+    /// An exact rule saved by the owner's Always here (docs/HOOKS.md).
     RuleSaved,
     /// A call passed by a saved exact rule, with no card.
     RuleUsed,
@@ -679,7 +679,8 @@ pub(super) fn stage(
     Ok(lines)
 }
 
-/// The claim (SPEC §8): granted → running. Returns the `used` line, for the caller to journal
+/// The claim (docs/PROTOCOL.md, "Statuses"): granted → running. Returns the `used` line, for the
+/// caller to journal
 /// in the same transaction, after whatever must precede it.
 pub(crate) fn claim_in(
     tx: &Connection,

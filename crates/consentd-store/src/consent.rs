@@ -336,7 +336,8 @@ impl Db {
         })
     }
 
-    /// The claim (SPEC §8): the card's window and the category are checked again, then granted
+    /// The claim (docs/PROTOCOL.md, "Statuses"): the card's window and the category are checked
+    /// again, then granted
     /// → running and the `used` line are durable before this returns; only then may the command
     /// start. A yes claimed after its card's window (the daemon stopped in between) ends the
     /// record expired; a category turned off ends it refused. Either way nothing runs, and the

@@ -1,4 +1,4 @@
-//! How long the attachment copies of a record are kept (SPEC §3 `attachment_retention`): while
+//! How long a record's attachment copies are kept (docs/CONFIG.md, `attachment_retention`): while
 //! the record is open or running; for the retention after it ran (`executed`, `failed`,
 //! `outcome_unknown`, `approved`); not at all once it ends without running (`declined`,
 //! `expired`, `refused`, `withdrawn`, a failed claim). A record keeps its copies while its

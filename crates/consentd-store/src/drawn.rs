@@ -1,7 +1,8 @@
 //! The messages that carry buttons, as the daemon drew them: for each, what it showed when
 //! Telegram returned it (the hash of its text, entities and keyboard, which the daemon computes
 //! from the message Telegram returns) and the callback data of its buttons. A press counts only on
-//! the message its button was drawn on, still showing that (SPEC §6; see
+//! the message its button was drawn on, still showing that (docs/CONTRACT-NOTES.md, "Telegram and
+//! the consent loop"; see
 //! [`consentd_core::press::MessageFacts`]).
 
 use chrono::{DateTime, Utc};

@@ -1,4 +1,4 @@
-//! Exact rules ("Always here", SPEC §12) in the database: a rule saved in the transaction of the
+//! Exact rules ("Always here", docs/HOOKS.md) in SQLite: a rule saved in the transaction of the
 //! owner's Always press, a hook's call answered by one (its use counted and journaled in one
 //! transaction), a rule removed, and the live rules for `/rules`.
 //!

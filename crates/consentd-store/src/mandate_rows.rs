@@ -1,4 +1,5 @@
-//! Reading mandates (SPEC §7): a mandate's row with its terms and where it stands, the usage of
+//! Reading mandates (docs/PROTOCOL.md, "Mandates"): a mandate's row with its terms and where it
+//! stands, the usage of
 //! its days counted from the asks it answered, and the open mandate that covers an action.
 
 use chrono::{DateTime, Utc};

@@ -1,4 +1,5 @@
-//! The store's side of mandates (SPEC §7): a mandate request stored as a record with its terms,
+//! The store's side of mandates (docs/PROTOCOL.md, "Mandates"): a mandate request stored as a
+//! record with its terms,
 //! the mandate opened by the owner's Grant, the usage of its days counted from the asks it
 //! answered, Stop, and the end of its term. Deciding whether a mandate covers an action is
 //! [`consentd_core::mandate::coverage`]; this module reads what it needs and writes what it decided, in

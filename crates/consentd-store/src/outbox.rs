@@ -42,7 +42,7 @@ impl What {
     }
 }
 
-/// Whether a row may make a sound (the gate decides when it is sent, SPEC §10).
+/// Whether a row may make a sound (the gate decides when it is sent: docs/CONFIG.md, `[gate]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sound {
     /// Never: edits, replies to the owner's own commands, quiet notices.
@@ -81,7 +81,7 @@ impl Sound {
 /// not stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Lane {
-    /// Messages that sound at once even at night (SPEC §10's urgent class).
+    /// Messages that sound at once even at night (the gate's urgent class).
     Urgent,
     /// Cards (their text parts and attachments travel with them).
     Card,

@@ -304,7 +304,7 @@ impl Db {
 /// memory too, and checks them there before an ask reaches the store; but that copy changes
 /// only after the owner's Off is committed, so an ask or a claim already past that check is
 /// judged again here, inside its own transaction, where the Off is either committed before it
-/// or ordered after it (SPEC §8: the category must still be on at the claim).
+/// or ordered after it (the category must still be on at the claim: docs/PROTOCOL.md, "Statuses").
 pub(super) fn switched_off_in(tx: &Connection, kind: &str) -> Result<bool, StoreError> {
     let enabled: Option<bool> = tx
         .query_row_cached(

@@ -4,7 +4,7 @@
 //! is stored. Two readers come later: the sender, which uploads it as a photo or document just
 //! before the card, and the executor, which copies it into the run's directory after the yes.
 //! Anything that can write to the state directory in between could change it, and a yes is for
-//! exactly the bytes whose digest the card shows (SPEC §6). So both readers go through
+//! exactly the bytes whose digest the card shows. So both readers go through
 //! [`open`] and [`copy`]: the file is opened without following a symbolic link, must be a
 //! regular file, and is hashed and counted while it is read; only a copy whose full SHA-256 and
 //! size are the record's is good. What the caller does with a bad one is its own: the sender

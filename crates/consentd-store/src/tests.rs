@@ -86,7 +86,7 @@ pub(super) fn new_ask(kind: &str, text: &str, key: Option<&str>) -> NewAsk {
     }
 }
 
-/// SPEC's ceilings on a mandate's day, which a config that lowers none of them has.
+/// The built-in ceilings on a mandate's day, which a config that lowers none of them has.
 pub(super) fn spec_mandate_day() -> consentd_core::mandate::Usage {
     consentd_core::mandate::Usage {
         actions: 100,
@@ -1627,7 +1627,8 @@ fn a_claim_judges_the_window_only_when_told_to() {
     fixture.journal_verifies();
 }
 
-/// SPEC §8: the category must still be on when an action is claimed. The daemon checks its copy
+/// The category must still be on when an action is claimed (docs/PROTOCOL.md, "Statuses"). The
+/// daemon checks its copy
 /// of the owner's switches first, but that copy changes only once the owner's Off is committed:
 /// an ask or a yes already past that check is judged again by the switch as stored, in its own
 /// transaction. Each case: the daemon's copy still says on, the store says off.
@@ -2221,7 +2222,8 @@ mod lanes {
 
 /// The sweep's list of cards past their ttl (`Db::due_for_expiry`), on both clocks. A wall clock
 /// stepped back before the card's `shown_at` must not keep a card open past its ttl on the
-/// monotonic clock: the card is expired and its session hears so within the ttl (SPEC: a card
+/// monotonic clock: the card is expired and its session hears so within the ttl (docs/CONFIG.md,
+/// `card_ttl`: a card
 /// nobody answered within ttl is expired), not when the wall clock has caught up hours later.
 #[test]
 fn a_card_past_its_ttl_on_the_monotonic_clock_is_due_whatever_the_wall_clock_says() {

@@ -1,4 +1,5 @@
-//! The mandate's side of the chat (SPEC §7): the card asking for a standing permission and its
+//! The mandate's side of the chat (docs/PROTOCOL.md, "Mandates"): the card asking for a standing
+//! permission and its
 //! edits, the receipt for each action a mandate answered, the `/mandates` list, and the notices
 //! of a mandate stopped or ended. Pure functions of their inputs, like the rest of [`crate::card`].
 

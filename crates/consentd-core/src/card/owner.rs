@@ -1,4 +1,5 @@
-//! The owner's side of the chat besides cards (SPEC §10, §11): replies to the commands that change
+//! The owner's side of the chat besides cards (docs/OPERATOR.md, "In the chat"): replies to the
+//! commands that change
 //! settings, the `/categories` list with its switches, `/anchor`, usage lines, and the evening
 //! summary. Pure functions of their inputs, like the rest of [`crate::card`].
 

@@ -1,4 +1,5 @@
-//! The exact rules' side of the chat (SPEC §11, §12): a gate card's edit once Always here saved
+//! The exact rules' side of the chat (docs/HOOKS.md, "Exact rules"): a gate card's edit once Always
+//! here saved
 //! its call, the `/rules` list (each rule with Remove), and a removed rule's message. Pure
 //! functions of their inputs, like the rest of [`crate::card`].
 

@@ -1,4 +1,4 @@
-//! `[limits]` (SPEC §3): one table of rules gives every limit its kind, its default, its bounds
+//! `[limits]` (docs/CONFIG.md): one rule table gives every limit its kind, its default, its bounds
 //! and the words of its messages. `Limits::default`, the walk over the config and the mandate
 //! ceilings ([`crate::mandate::Ceilings::spec`]) all read that table and nothing else.
 
@@ -125,7 +125,7 @@ pub(crate) struct LimitRule {
     /// The lowest value allowed and its name; `None` leaves only the syntax's own (no zero
     /// duration, no negative amount).
     pub(crate) lower: Option<(u64, Lower)>,
-    /// The highest value allowed (SPEC's ceiling); `None` for no ceiling.
+    /// The highest value allowed (the built-in ceiling); `None` for no ceiling.
     pub(crate) ceiling: Option<u64>,
 }
 

@@ -1,4 +1,4 @@
-//! A line's members between `ts` and `h` (SPEC §9): what makes a line whose hash matches a
+//! A line's members between `ts` and `h`: what makes a line whose hash matches a
 //! journal line and not some other text. The hash only says the line is as its writer made it;
 //! a line is whole when, besides, `ts` is an RFC 3339 UTC time, `ev` follows it and names an
 //! event, and the line is one compact JSON object whose keys appear once, as every reader takes

@@ -1,6 +1,6 @@
-//! What draws together on one spot of a card without stacking marks on one character (SPEC §5,
-//! §6): consonants joined to one letter by viramas, and grapheme clusters too long to be drawn —
-//! or split into the card's numbered parts — as one.
+//! What draws together on one spot of a card without stacking marks on one character
+//! (docs/PROTOCOL.md, "The visible-text rules"): consonants joined to one letter by viramas, and
+//! grapheme clusters too long to be drawn — or split into the card's numbered parts — as one.
 //!
 //! - **Joined consonants.** A virama (Canonical_Combining_Class 9) between two letters joins
 //!   them into one conjunct. Most scripts draw a conjunct along the line, but several stack each
@@ -11,7 +11,7 @@
 //!   (five consonants, "कार्त्स्न्य"). A ZWJ or ZWNJ beside the virama, and marks on a letter,
 //!   do not end the chain; any other scalar does.
 //! - **Long clusters.** A text is sent in numbered parts cut on grapheme cluster boundaries, never
-//!   inside a cluster (SPEC §6). A cluster longer than a part could not be cut that way, and
+//!   inside a cluster. A cluster longer than a part could not be cut that way, and
 //!   clusters of hundreds of scalars exist without a stacked mark: pictographs chained by ZWJ,
 //!   skin tones after one pictograph, conjoining jamo, spacing vowel signs, prepended letters.
 //!   The longest that real text uses are emoji ZWJ sequences (ten scalars: a kiss with two skin

@@ -1,4 +1,5 @@
-//! Spacing the owner cannot see (SPEC §5): blank lines around a text or piled up inside it, and
+//! Spacing the owner cannot see (docs/PROTOCOL.md, "The visible-text rules"): blank lines around a
+//! text or piled up inside it, and
 //! spaces at the ends of a one-line value or doubled inside it.
 //!
 //! Every scalar here is visible on its own (only U+0020 and U+000A are left once the scalar rules

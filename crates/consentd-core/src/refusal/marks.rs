@@ -1,4 +1,5 @@
-//! Combining marks stacked on one character (SPEC §5; UTS #39 §5.4): too many of them draw above
+//! Combining marks stacked on one character (docs/CONTRACT-NOTES.md, "The visible-text rules"; UTS
+//! #39 §5.4): too many of them draw above
 //! and below the line, over the card's lines around the value, and the same mark twice in a row
 //! draws as one, so two strings that differ look alike.
 //!

@@ -1,4 +1,4 @@
-//! The refusal gate (SPEC §5): everything refused before a card is drawn.
+//! The refusal gate (docs/PROTOCOL.md, "Refusals"): everything refused before a card is drawn.
 //!
 //! A pure function of the ask, the configured categories, its category's switch and the limits. It answers either an [`Action`] the
 //! owner can see in full, or a [`Refusal`] with its stable reason code and an English message that
@@ -40,7 +40,8 @@ impl From<visible::Unshowable> for Refusal {
 /// The most targets one mandate may name: each is a line on its card.
 pub const MAX_MANDATE_TARGETS: usize = 20;
 
-/// Checks a mandate request (SPEC §7): a known kind whose category is on, targets and a reason the
+/// Checks a mandate request (docs/PROTOCOL.md, "Mandates"): a known kind whose category is on,
+/// targets and a reason the
 /// owner can see, then the terms against the ceilings and the kind — named targets only where it
 /// has a target, a money term only where it can cost (`mandate_terms`, naming the term). A money
 /// term of zero for a kind that never costs comes back as none: it is the same request.

@@ -1152,7 +1152,7 @@ fn subscript_consonants_stacked_far_below_a_letter_are_refused() {
     }
 }
 
-/// SPEC §6: a long text is split on grapheme cluster boundaries, never inside one. A cluster can
+/// A long text is split on grapheme cluster boundaries, never inside one. A cluster can
 /// be longer than a part message holds without a single mark stacked on a letter: pictographs
 /// chained by ZWJ, skin tones after one pictograph, conjoining jamo, spacing vowel signs, prepended
 /// letters. A text the gate lets through is one whose parts fall on cluster boundaries.
@@ -1391,7 +1391,8 @@ fn an_origin_meets_every_visible_text_rule_naming_origin() {
     assert!(check(&with(&"x".repeat(MAX_ORIGIN_CHARS))).is_ok());
 }
 
-/// A refusal names the character it is about (SPEC §4: "the message says exactly what and
+/// A refusal names the character it is about (docs/PROTOCOL.md, "Refusals": the message says "what
+/// is wrong and
 /// where"). The marks new in Unicode 18.0, which the gate judges by `icu_properties` 2.4, have
 /// names, but not in `unicode_names2` 4.0 (Unicode 17.0): the repeated-mark message then calls
 /// the mark `<unnamed>`, a label the gate keeps for code points with no name (controls, private

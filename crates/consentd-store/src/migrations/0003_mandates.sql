@@ -1,4 +1,4 @@
--- Mandates (SPEC §7): the owner's standing permissions.
+-- Mandates (docs/PROTOCOL.md, "Mandates"): the owner's standing permissions.
 --
 -- A mandate request is a record like an ask (subject 'mandate'): it gets a card, a ttl, decline
 -- memory by its digest, and ends granted, declined or expired. Its terms live in `mandates`,

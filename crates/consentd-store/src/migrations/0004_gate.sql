@@ -1,4 +1,4 @@
--- The notification gate, the owner's settings and the evening summary (SPEC §10, §11).
+-- The notification gate, the owner's settings and the evening summary (docs/CONFIG.md, `[gate]`).
 
 -- How a row may sound: 'silent', 'gated' (by its class and the quiet hours), 'receipt' or
 -- 'urgent'. A card held over tonight's limit waits until `hold_until`; later rows go on.

@@ -1,5 +1,6 @@
 -- A press counts only on the message its button was drawn on, still showing what it showed when
--- Telegram returned it (SPEC §6): the messages that carry buttons, each with the hash of its text,
+-- Telegram returned it (docs/CONTRACT-NOTES.md, "Telegram and the consent loop"): the messages that
+-- carry buttons, each with the hash of its text,
 -- entities and keyboard, and the callback data of its buttons. A message loses its row when an
 -- edit takes its buttons away, or once it is older than any button that could still count.
 CREATE TABLE drawn_messages (

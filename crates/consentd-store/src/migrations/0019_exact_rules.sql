@@ -1,4 +1,4 @@
--- Exact rules ("Always here", SPEC §12). A hook's gate ask names its call (agent, tool, working
+-- Exact rules ("Always here"). A hook's gate ask names its call (agent, tool, working
 -- directory) beside its action; the record keeps it, so an Always press saves what its card
 -- showed. A rule answers only that call's byte-exact text (by its SHA-256) for the uid that
 -- asked; the text itself is kept here, in the daemon's own database, for /rules alone (the

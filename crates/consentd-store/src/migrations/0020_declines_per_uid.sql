@@ -1,4 +1,5 @@
--- Decline memory and a kind's streak of no's are kept per peer uid (SPEC §6): the owner answers
+-- Decline memory and a kind's streak of no's are kept per peer uid (docs/OPERATOR.md, "In the
+-- chat"): the owner answers
 -- a session, so one session's no's never refuse another's asks. Each row the old tables held
 -- goes to the uid whose declined record it came from: a remembered digest to every uid that had
 -- it declined, a streak to the uid of the record that silenced it, or else of its kind's latest

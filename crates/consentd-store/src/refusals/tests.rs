@@ -151,7 +151,7 @@ fn a_stateful_refusal_is_coalesced_too_and_its_due_line_goes_with_the_next_one()
     assert_eq!(events, ["started", "denied", "denied_repeats", "denied"]);
 }
 
-/// SPEC §11: the evening summary gives the day's count of refused asks. With the budget on, the
+/// The evening summary gives the day's count of refused asks. With the budget on, the
 /// repeats of a refusal are only counted in memory and in a `denied_repeats` line, and
 /// `day_counts` counts records alone: a flood of ten refusals shows the owner one.
 #[test]
