@@ -2,8 +2,8 @@
 
 use std::collections::BTreeSet;
 
-use consentd::config::Class;
-use consentd::store::RecordState;
+use consentd_daemon::config::Class;
+use consentd_daemon::store::RecordState;
 
 const LANGUAGES: [&str; 3] = ["en", "ru", "pt"];
 

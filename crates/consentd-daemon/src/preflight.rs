@@ -28,24 +28,24 @@ use crate::config::{Category, ConfigProblem, TelegramSection};
 
 mod files;
 
-pub(crate) use files::check as check_files;
+pub use files::check as check_files;
 
 /// The environment variable that may carry the bot token instead of `telegram.token_file`.
 pub(crate) const TOKEN_ENV: &str = "CONSENTD_BOT_TOKEN";
 
 /// What a check of this machine found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Findings {
+pub struct Findings {
     /// What `serve` refuses to start with.
-    pub(crate) problems: Vec<ConfigProblem>,
+    pub problems: Vec<ConfigProblem>,
     /// What fails only once the owner turns an off category on.
-    pub(crate) notes: Vec<ConfigProblem>,
+    pub notes: Vec<ConfigProblem>,
 }
 
 /// Checks the token and the categories against this machine, as this process's user; a
 /// category is on by its switch in `switches` (the owner's, from the chat), else by its
 /// `enabled`.
-pub(crate) fn check(
+pub fn check(
     telegram: &TelegramSection,
     categories: &BTreeMap<String, Category>,
     switches: &BTreeMap<String, bool>,
@@ -136,7 +136,7 @@ pub(crate) fn bot_token(telegram: &TelegramSection) -> Result<String, ConfigProb
     let (token, source) = match &telegram.token_file {
         // Read as a file an ask names is: never waiting on a FIFO, never reading a device
         // without end.
-        Some(path) => match crate::client::read_named_file(path).and_then(|bytes| {
+        Some(path) => match consentd_client::client::read_named_file(path).and_then(|bytes| {
             String::from_utf8(bytes)
                 .map_err(|error| std::io::Error::new(ErrorKind::InvalidData, error))
         }) {
@@ -162,7 +162,7 @@ pub(crate) fn bot_token(telegram: &TelegramSection) -> Result<String, ConfigProb
 }
 
 /// Whom the check ran as, for the line `check-config` prints and the messages above.
-pub(crate) fn whoami() -> String {
+pub fn whoami() -> String {
     let uid = nix::unistd::geteuid();
     match User::from_uid(uid) {
         Ok(Some(user)) => format!("uid {uid} ({})", user.name),

@@ -721,7 +721,7 @@ impl RuleSet {
 
 fn rule_sets(scratch: &str) -> Vec<RuleSet> {
     let example = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/hooks/rules.toml"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/hooks/rules.toml"),
     )
     .expect("examples/hooks/rules.toml");
     vec![

@@ -19,7 +19,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use crate::locale::{Language, Locales};
-use crate::output::{errln, Stream};
+use consentd_client::output::{errln, Stream};
 use consentd_emulator::{self as emulator, Emulator, UserSpec};
 
 /// The page's port when `--port` is not given; taken when free, else any free port.
@@ -55,7 +55,7 @@ pub(crate) struct Layout {
 
 /// The hook's rules for the sandbox: the example blog agent's (examples/hooks/rules.toml), whose
 /// categories the sandbox has.
-pub(crate) const HOOK_RULES: &str = include_str!("../../examples/hooks/rules.toml");
+pub(crate) const HOOK_RULES: &str = include_str!("../../../../examples/hooks/rules.toml");
 
 impl Layout {
     pub(crate) fn new(dir: &Path) -> Layout {
@@ -80,7 +80,7 @@ pub(crate) fn owner() -> UserSpec {
 /// Runs the sandbox until SIGINT or SIGTERM: `port` for the page (see [`DEFAULT_PORT`]; 0 for
 /// any free one), `state_dir` to keep the state between runs (else a fresh temp dir, removed
 /// at the end).
-pub(crate) fn run(port: Option<u16>, state_dir: Option<PathBuf>) -> anyhow::Result<()> {
+pub fn run(port: Option<u16>, state_dir: Option<PathBuf>) -> anyhow::Result<()> {
     let (dir, fresh) = match state_dir {
         Some(dir) => {
             let dir = std::path::absolute(&dir)
@@ -313,7 +313,7 @@ impl Banner {
             self.agent_lines(),
         );
         // A closed stdout must not stop the sandbox; the page still works.
-        crate::output::write(Stream::Stdout, format_args!("{text}"), "");
+        consentd_client::output::write(Stream::Stdout, format_args!("{text}"), "");
     }
 }
 
@@ -535,7 +535,7 @@ mod tests {
 
     #[test]
     fn the_printed_hook_rules_route_and_gate_to_the_sandboxs_own_kinds() {
-        use crate::hook::rules::{self, Call, Decision};
+        use consentd_client::hook::rules::{self, Call, Decision};
         let layout = Layout::new(Path::new("/tmp/x"));
         let config =
             crate::config::parse(&config_text(&layout, "http://127.0.0.1:1", 0).unwrap(), "s")

@@ -13,7 +13,7 @@ mod call;
 mod event;
 mod network;
 mod plain;
-pub(crate) mod rules;
+pub mod rules;
 mod shell;
 mod template;
 
@@ -42,7 +42,7 @@ event, a bad rules file, no daemon or a panic blocks the call (Claude Code: exit
 reason on stderr; Codex: a deny). See docs/HOOKS.md.";
 
 #[derive(Debug, Subcommand)]
-pub(crate) enum HookCommand {
+pub enum HookCommand {
     /// Answer Claude Code's PreToolUse and PermissionRequest hooks
     #[command(after_help = HOOK_AFTER)]
     ClaudeCode(HookArgs),
@@ -52,7 +52,7 @@ pub(crate) enum HookCommand {
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct HookArgs {
+pub struct HookArgs {
     /// The rules file (default: $CONSENTD_HOOK_RULES, else
     /// $XDG_CONFIG_HOME/consentd/hook-rules.toml, else ~/.config/consentd/hook-rules.toml)
     #[arg(long, value_name = "PATH")]
@@ -72,7 +72,7 @@ pub(crate) struct HookArgs {
 }
 
 /// Runs the hook; whatever happens inside, the exit code never lets a failed call through.
-pub(crate) fn main(command: HookCommand) -> ExitCode {
+pub fn main(command: HookCommand) -> ExitCode {
     let (agent, args) = match command {
         HookCommand::ClaudeCode(args) => (Agent::ClaudeCode, args),
         HookCommand::Codex(args) => (Agent::Codex, args),
@@ -273,9 +273,13 @@ mod tests {
     #[test]
     fn a_zero_wait_is_a_usage_error() {
         use clap::Parser as _;
-        let parse = |wait: &str| {
-            crate::cli::Cli::try_parse_from(["consentd", "hook", "codex", "--max-wait", wait])
-        };
+        /// `consentd hook` as the command line mounts it.
+        #[derive(Debug, clap::Parser)]
+        struct Hook {
+            #[command(subcommand)]
+            command: HookCommand,
+        }
+        let parse = |wait: &str| Hook::try_parse_from(["hook", "codex", "--max-wait", wait]);
         // A usage error exits 2, which blocks in both agents.
         assert_eq!(parse("0").unwrap_err().exit_code(), 2);
         assert!(parse("1").is_ok());

@@ -17,7 +17,7 @@ use crate::telegram::Telegram;
 
 /// What `pair` prints: the code, the link and the QR code (as text).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Pairing {
+pub struct Pairing {
     pub code: String,
     pub link: String,
     pub qr: String,
@@ -25,7 +25,7 @@ pub(crate) struct Pairing {
 }
 
 /// Makes and stores a pairing code for the daemon whose config is at `config_path`.
-pub(crate) async fn pair(config_path: &Path) -> anyhow::Result<Pairing> {
+pub async fn pair(config_path: &Path) -> anyhow::Result<Pairing> {
     let config = config::load(config_path)?;
     if let Some(owner) = config.owner.telegram_id {
         anyhow::bail!(

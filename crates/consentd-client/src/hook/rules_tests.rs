@@ -334,7 +334,7 @@ fn bad_rules_files_are_refused_naming_the_rule() {
 
 #[test]
 fn the_example_rules_file_parses() {
-    let text = include_str!("../../examples/hooks/rules.toml");
+    let text = include_str!("../../../../examples/hooks/rules.toml");
     let rules = parse(text).unwrap();
     let decide = |tool: &str, input: Value| {
         short(&rules.decide(&Call {
@@ -362,7 +362,7 @@ fn the_example_rules_file_parses() {
 
 #[test]
 fn the_example_passes_nothing_that_writes_a_file_or_runs_a_program() {
-    let rules = parse(include_str!("../../examples/hooks/rules.toml")).unwrap();
+    let rules = parse(include_str!("../../../../examples/hooks/rules.toml")).unwrap();
     let table = [
         // A repository's own config names programs git runs (`core.fsmonitor`, the pager).
         ("git status", "gate"),
@@ -403,7 +403,7 @@ fn the_example_passes_nothing_that_writes_a_file_or_runs_a_program() {
 
 #[test]
 fn the_documented_rule_parses() {
-    let doc = include_str!("../../docs/HOOKS.md");
+    let doc = include_str!("../../../../docs/HOOKS.md");
     let section = doc.split("## The rules file").nth(1).unwrap();
     let block = section
         .split("```toml\n")
@@ -761,7 +761,7 @@ const WALKED_AROUND: &[&str] = &[
 
 /// Whether the example's rules let `command` through or leave it to the agent.
 fn example_decision(command: &str) -> Decision {
-    let rules = parse(include_str!("../../examples/hooks/rules.toml")).unwrap();
+    let rules = parse(include_str!("../../../../examples/hooks/rules.toml")).unwrap();
     bash_with(&rules, command)
 }
 
@@ -810,7 +810,7 @@ fn a_pass_rule_with_no_program_passes_no_shell_line() {
 
 #[test]
 fn the_example_gates_writes_to_files_that_name_programs() {
-    let rules = parse(include_str!("../../examples/hooks/rules.toml")).unwrap();
+    let rules = parse(include_str!("../../../../examples/hooks/rules.toml")).unwrap();
     let decide = |tool: &str, path: &str| {
         let input = json!({"file_path": path, "content": "x"});
         short(&rules.decide(&Call {

@@ -16,8 +16,8 @@ use regex::Regex;
 use serde::Deserialize;
 use serde_json::Value;
 
-pub(crate) use super::call::Call;
-pub(crate) use super::network::{network_access, Network};
+pub use super::call::Call;
+pub use super::network::{network_access, Network};
 use super::plain;
 use super::shell::{self, Segment};
 use super::template::{value_text, Scope, Template};
@@ -26,7 +26,7 @@ use super::template::{value_text, Scope, Template};
 const MAX_RULES_BYTES: u64 = 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum RulesError {
+pub enum RulesError {
     #[error("cannot read the rules file {path}: {source}")]
     Read {
         path: String,
@@ -54,7 +54,7 @@ pub(crate) enum RulesError {
 
 /// What the rules say about one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Decision {
+pub enum Decision {
     /// consentd runs it (its category's command): ask, wait, and never let the agent run it.
     Route(Ask),
     /// The agent runs it only once the owner approves it (an approval-only category).
@@ -69,7 +69,7 @@ pub(crate) enum Decision {
 
 /// The ask a route or gate rule makes of a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Ask {
+pub struct Ask {
     /// The rule's name, for messages.
     pub rule: String,
     pub kind: String,
@@ -81,7 +81,7 @@ pub(crate) struct Ask {
 
 /// A parsed rules file.
 #[derive(Debug)]
-pub(crate) struct Rules {
+pub struct Rules {
     rules: Vec<Rule>,
     shell_tools: Vec<String>,
 }
@@ -175,7 +175,7 @@ pub(crate) fn load(path: &Path) -> Result<Rules, RulesError> {
 }
 
 /// Parses a rules file's text; every rule is checked now, so a bad one is found before any call.
-pub(crate) fn parse(text: &str) -> Result<Rules, RulesError> {
+pub fn parse(text: &str) -> Result<Rules, RulesError> {
     let raw: RawFile = toml::from_str(text).map_err(|e| RulesError::Syntax(e.to_string()))?;
     let rules = match (raw.rule, raw.rules) {
         (_, Some(listed)) if !listed.is_empty() => return Err(RulesError::RulesKey),
@@ -309,7 +309,7 @@ fn rule_programs(program: Option<OneOrMany>, action: Action) -> Result<Vec<Strin
 
 impl Rules {
     /// Decides one call.
-    pub(crate) fn decide(&self, call: &Call<'_>) -> Decision {
+    pub fn decide(&self, call: &Call<'_>) -> Decision {
         let command = call.tool_input.get("command").and_then(Value::as_str);
         match command {
             Some(command) if self.shell_tools.iter().any(|t| t == call.tool_name) => {

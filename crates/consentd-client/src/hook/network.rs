@@ -5,7 +5,7 @@ use serde_json::Value;
 
 /// What a network approval grants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Network<'a> {
+pub enum Network<'a> {
     /// A target read whole: `scheme://host:port`, the host a name or a bracketed IPv6 address.
     Host(&'a str),
     /// A `description` that starts `network-access` but holds no such target: still a network
@@ -17,7 +17,7 @@ pub(crate) enum Network<'a> {
 /// Codex writing the target as `{protocol}://{host}:{port}` (`format_network_target`,
 /// openai/codex#17563). Called for Codex's `PermissionRequest` events only; anywhere else the
 /// `description` is the model's.
-pub(crate) fn network_access(tool_input: &Value) -> Option<Network<'_>> {
+pub fn network_access(tool_input: &Value) -> Option<Network<'_>> {
     let description = tool_input.get("description")?.as_str()?;
     let rest = description.strip_prefix("network-access")?;
     let target = rest

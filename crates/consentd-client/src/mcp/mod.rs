@@ -42,7 +42,7 @@ const MAX_LINE_BYTES: usize = 4 << 20;
 
 /// `consentd mcp`'s flags.
 #[derive(Debug, clap::Args)]
-pub(crate) struct McpArgs {
+pub struct McpArgs {
     /// The daemon's socket (default: $CONSENTD_SOCKET, else /run/consentd/consent.sock)
     #[arg(long, value_name = "PATH")]
     socket: Option<std::path::PathBuf>,
@@ -65,7 +65,7 @@ pub(crate) struct McpArgs {
 
 /// A duration flag: `90s`, `15m`, `1h`, at least one second.
 fn duration(text: &str) -> Result<Duration, String> {
-    let duration = crate::config::parse_duration(text)?;
+    let duration = consentd_core::config::parse_duration(text)?;
     if duration < Duration::from_secs(1) {
         return Err("at least 1s".to_owned());
     }
@@ -73,7 +73,7 @@ fn duration(text: &str) -> Result<Duration, String> {
 }
 
 impl McpArgs {
-    pub(crate) fn into_options(self) -> Options {
+    pub fn into_options(self) -> Options {
         Options {
             socket: crate::client::socket_path(self.socket),
             origin: self.origin,
@@ -86,7 +86,7 @@ impl McpArgs {
 
 /// How the server is set up from its command line.
 #[derive(Debug, Clone)]
-pub(crate) struct Options {
+pub struct Options {
     pub socket: Socket,
     /// The origin line sent with asks whose call names none (e.g. `Claude Code · ~/src/blog`).
     pub origin: Option<String>,
@@ -99,7 +99,7 @@ pub(crate) struct Options {
 }
 
 /// Serves MCP on stdin/stdout until stdin ends.
-pub(crate) async fn serve(options: Options) -> std::io::Result<()> {
+pub async fn serve(options: Options) -> std::io::Result<()> {
     serve_on(tokio::io::stdin(), tokio::io::stdout(), options).await
 }
 

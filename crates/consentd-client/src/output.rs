@@ -12,7 +12,7 @@ use std::io::{ErrorKind, Write};
 
 /// Where a line goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stream {
+pub enum Stream {
     Stdout,
     Stderr,
 }
@@ -20,7 +20,7 @@ pub(crate) enum Stream {
 /// Writes `args` and then `end` to `stream`. A closed pipe drops the text; any other failure
 /// (a full disk behind a redirect) is said once on stderr, since output that vanishes without a
 /// word is worse than a line about it.
-pub(crate) fn write(stream: Stream, args: fmt::Arguments<'_>, end: &str) {
+pub fn write(stream: Stream, args: fmt::Arguments<'_>, end: &str) {
     let written = match stream {
         Stream::Stdout => write_to(&mut std::io::stdout().lock(), args, end),
         Stream::Stderr => write_to(&mut std::io::stderr().lock(), args, end),
@@ -43,6 +43,7 @@ fn write_to(out: &mut impl Write, args: fmt::Arguments<'_>, end: &str) -> std::i
 }
 
 /// `println!` that a closed stdout does not turn into a panic.
+#[macro_export]
 macro_rules! outln {
     ($($arg:tt)*) => {
         $crate::output::write($crate::output::Stream::Stdout, format_args!($($arg)*), "\n")
@@ -50,6 +51,7 @@ macro_rules! outln {
 }
 
 /// `eprintln!` that a closed stderr does not turn into a panic.
+#[macro_export]
 macro_rules! errln {
     () => {
         $crate::output::write($crate::output::Stream::Stderr, format_args!(""), "\n")
@@ -59,7 +61,7 @@ macro_rules! errln {
     };
 }
 
-pub(crate) use {errln, outln};
+pub use crate::{errln, outln};
 
 #[cfg(test)]
 mod tests {

@@ -29,14 +29,14 @@ pub(crate) enum ClientError {
 
 /// The socket a client talks to, and where its path came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Socket {
+pub struct Socket {
     pub path: PathBuf,
     /// `--socket`, `$CONSENTD_SOCKET` or the default: said when nothing answers there.
     pub from: SocketFrom,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SocketFrom {
+pub enum SocketFrom {
     Flag,
     Env,
     Default,
@@ -162,7 +162,7 @@ pub(crate) fn exit_code_for_answer(op: &str, status: &str) -> u8 {
 /// The exit code for a record as `status` shows it: the ask's code for its state once the record
 /// is final, 8 while it is still open (pending, card shown, granted but not yet run, running).
 /// A daemon that does not say `final` is taken at its status's word.
-pub(crate) fn exit_code_for_record(record: &Value) -> u8 {
+pub fn exit_code_for_record(record: &Value) -> u8 {
     let status = record.get("status").and_then(Value::as_str).unwrap_or("");
     match record.get("final").and_then(Value::as_bool) {
         Some(false) => EXIT_OPEN,
@@ -241,7 +241,7 @@ impl Default for Progress {
 
 /// What a waiting `ask` does when the user presses Ctrl-C.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OnInterrupt {
+pub enum OnInterrupt {
     /// Withdraw the open ask: the owner's card says the agent took it back.
     Withdraw,
     /// Leave it open: the owner can still answer it; `status` reads the outcome.
@@ -311,7 +311,7 @@ pub(crate) async fn request_with_progress(
 }
 
 /// A media type for an attachment, by its file name's extension.
-pub(crate) fn guess_media_type(path: &Path) -> &'static str {
+pub fn guess_media_type(path: &Path) -> &'static str {
     let extension = path
         .extension()
         .and_then(|e| e.to_str())
@@ -344,7 +344,7 @@ pub(crate) const MAX_FILE_BYTES: u64 = 20 << 20;
 /// without blocking (a FIFO would wait forever for a writer), judged by the opened file's own
 /// metadata (no swap between a check and the read; /dev/zero is no regular file), and read with
 /// a limit (files in /proc say they are empty and are not).
-pub(crate) fn read_named_file(path: &Path) -> std::io::Result<Vec<u8>> {
+pub fn read_named_file(path: &Path) -> std::io::Result<Vec<u8>> {
     read_regular_file(path, MAX_FILE_BYTES, "a file named in an ask")
 }
 

@@ -9,17 +9,13 @@ use base64::Engine as _;
 use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Map, Value};
 
-use crate::client::{self, OnInterrupt};
-use crate::config::{self, ConfigError};
-use crate::output::{errln, outln};
-use crate::preflight;
-use session::{ask, kinds, list, status, withdraw};
+use consentd_client::client::{self, OnInterrupt};
+use consentd_client::output::{errln, outln};
+use consentd_client::session::{self, ask, kinds, list, status, withdraw, EXIT_ERROR};
+use consentd_daemon::config::{self, ConfigError};
+use consentd_daemon::journal_cli;
+use consentd_daemon::preflight;
 
-mod journal_cli;
-mod session;
-
-/// Exit code: could not talk to the daemon, or an internal error.
-const EXIT_ERROR: u8 = 1;
 /// Exit code: a usage error.
 const EXIT_USAGE: u8 = 2;
 
@@ -137,7 +133,7 @@ enum Command {
     },
     /// Serve MCP on stdin and stdout: the agent's tools for asking the owner (one line in
     /// an MCP client's config; see docs/AGENT-AUTHOR.md)
-    Mcp(crate::mcp::McpArgs),
+    Mcp(consentd_client::mcp::McpArgs),
     /// Check, read or seal the decisions journal
     #[command(subcommand)]
     Journal(journal_cli::JournalCommand),
@@ -159,7 +155,7 @@ enum Command {
     },
     /// An agent's permission hook: route, gate, pass or block its tool calls by a rules file
     #[command(subcommand)]
-    Hook(crate::hook::HookCommand),
+    Hook(consentd_client::hook::HookCommand),
     /// Try consentd with no bot: the daemon against a local Telegram emulator, with the
     /// owner's chat as a web page on 127.0.0.1
     #[cfg(feature = "sandbox")]
@@ -181,6 +177,15 @@ struct CommonArgs {
     /// The daemon's socket (default: $CONSENTD_SOCKET, else /run/consentd/consent.sock)
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
+}
+
+impl From<CommonArgs> for session::Common {
+    fn from(args: CommonArgs) -> Self {
+        session::Common {
+            json: args.json,
+            socket: args.socket,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -285,18 +290,18 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Serve { config } => {
             init_logging("info");
-            report(crate::daemon::serve(&config).map(|()| 0))
+            report(consentd_daemon::daemon::serve(&config).map(|()| 0))
         }
         #[cfg(feature = "sandbox")]
         Command::Sandbox { port, state_dir } => {
             // The sandbox's terminal is for its own lines; the daemon's log shows only trouble.
             init_logging("warn");
-            report(crate::sandbox::run(port, state_dir).map(|()| 0))
+            report(consentd_daemon::sandbox::run(port, state_dir).map(|()| 0))
         }
         Command::CheckConfig { file, file_only } => check_config(&file, file_only),
-        Command::Hook(hook) => crate::hook::main(hook),
+        Command::Hook(hook) => consentd_client::hook::main(hook),
         Command::Pair { config } => report(with_runtime(async move {
-            let pairing = crate::pair::pair(&config).await?;
+            let pairing = consentd_daemon::pair::pair(&config).await?;
             outln!("{}", pairing.qr);
             outln!("code: {}", pairing.code);
             outln!("link: {}", pairing.link);
@@ -308,13 +313,13 @@ pub fn main() -> ExitCode {
             Ok(0)
         })),
         Command::Journal(command) => journal_cli::run(command),
-        Command::Kinds { common } => report(with_runtime(kinds(common))),
+        Command::Kinds { common } => report(with_runtime(kinds(common.into()))),
         Command::Withdraw { id, common } => {
             let request = json!({"v": 1, "op": "withdraw", "id": id});
-            report(with_runtime(withdraw(common, request)))
+            report(with_runtime(withdraw(common.into(), request)))
         }
         Command::Mcp(args) => report(with_runtime(async move {
-            crate::mcp::serve(args.into_options()).await?;
+            consentd_client::mcp::serve(args.into_options()).await?;
             Ok(0)
         })),
         Command::Ask(args) => match ask_request(&args) {
@@ -324,7 +329,7 @@ pub fn main() -> ExitCode {
                 } else {
                     OnInterrupt::Withdraw
                 };
-                report(with_runtime(ask(args.common, request, on_interrupt)))
+                report(with_runtime(ask(args.common.into(), request, on_interrupt)))
             }
             Err(error) => {
                 errln!("consentd ask: {error:#}");
@@ -334,18 +339,18 @@ pub fn main() -> ExitCode {
         Command::Mandate(args) => {
             let request = args.request();
             report(with_runtime(ask(
-                args.common,
+                args.common.into(),
                 request,
                 OnInterrupt::KeepOpen,
             )))
         }
         Command::Status { id, wait, common } => {
             let request = json!({"v": 1, "op": "status", "id": id, "wait": wait});
-            report(with_runtime(status(common, request)))
+            report(with_runtime(status(common.into(), request)))
         }
         Command::List { cursor, common } => {
             let request = json!({"v": 1, "op": "list", "cursor": cursor});
-            report(with_runtime(list(common, request)))
+            report(with_runtime(list(common.into(), request)))
         }
     }
 }
@@ -451,7 +456,7 @@ fn ask_request(args: &AskArgs) -> anyhow::Result<Value> {
     let text = match (&args.text, &args.text_file) {
         (Some(text), _) => Some(text.clone()),
         (None, Some(path)) => {
-            let bytes = crate::client::read_named_file(path)
+            let bytes = client::read_named_file(path)
                 .with_context(|| format!("--text-file {}", path.display()))?;
             Some(String::from_utf8(bytes).map_err(|error| {
                 anyhow::anyhow!(
@@ -489,7 +494,7 @@ fn ask_request(args: &AskArgs) -> anyhow::Result<Value> {
     }
     let mut attachments = Vec::new();
     for path in &args.attachments {
-        let data = crate::client::read_named_file(path)
+        let data = client::read_named_file(path)
             .with_context(|| format!("--attach {}", path.display()))?;
         let name = path
             .file_name()

@@ -23,7 +23,7 @@ use crate::telegram::Telegram;
 /// serve (`preflight`: the token, a category's command or user). A category is judged on or off
 /// as the owner last switched it in the chat, else as the config says: the switches are read
 /// from the store before anything is created.
-pub(crate) fn serve(config_path: &Path) -> anyhow::Result<()> {
+pub fn serve(config_path: &Path) -> anyhow::Result<()> {
     let mut unconfined = Vec::new();
     let config = config::load_checked(config_path, &mut |telegram, categories, paths| {
         // Owners and modes first: nothing in a refused state directory is opened, not even to

@@ -3,12 +3,12 @@
 //! parser takes, answered with known statuses and reasons (the rest of the document is held to
 //! the code in consentd-core).
 
-#[path = "../crates/consentd-core/src/protocol/doc_tables.rs"]
+#[path = "../../consentd-core/src/protocol/doc_tables.rs"]
 #[allow(dead_code)]
 mod doc_tables;
 
-use crate::client::exit_code_for_record;
 use crate::store::RecordState;
+use consentd_client::client::exit_code_for_record;
 use doc_tables::{rows, section, DOC};
 
 use std::collections::BTreeSet;

@@ -2,21 +2,31 @@
 //! `status`, `list`, `kinds` and `withdraw` — each one socket request, its answer printed, and
 //! the exit code docs/PROTOCOL.md gives for it.
 
+use std::path::PathBuf;
+
 use serde_json::{json, Value};
 
-use super::{CommonArgs, EXIT_ERROR};
 use crate::client::{self, OnInterrupt, Waited};
 use crate::output::{errln, outln};
+
+/// Exit code: could not talk to the daemon, or an internal error.
+pub const EXIT_ERROR: u8 = 1;
+
+/// What every session subcommand is given besides its request: the command line's `--json`
+/// and `--socket`.
+#[derive(Debug)]
+pub struct Common {
+    /// Print the daemon's final response object as the last line on stdout.
+    pub json: bool,
+    /// The daemon's socket, if the command line names one.
+    pub socket: Option<PathBuf>,
+}
 
 fn text_of<'a>(value: &'a Value, key: &str) -> &'a str {
     value.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-pub(super) async fn ask(
-    common: CommonArgs,
-    request: Value,
-    on_interrupt: OnInterrupt,
-) -> anyhow::Result<u8> {
+pub async fn ask(common: Common, request: Value, on_interrupt: OnInterrupt) -> anyhow::Result<u8> {
     let socket = client::socket_path(common.socket);
     let answer = match client::request_with_progress(&socket, &request, on_interrupt).await? {
         Waited::Final(answer) => answer,
@@ -119,7 +129,7 @@ fn interrupted(
     }
 }
 
-pub(super) async fn kinds(common: CommonArgs) -> anyhow::Result<u8> {
+pub async fn kinds(common: Common) -> anyhow::Result<u8> {
     let socket = client::socket_path(common.socket);
     let answer = client::request(&socket, &json!({"v": 1, "op": "kinds"}), |_| {}).await?;
     if common.json {
@@ -166,7 +176,7 @@ fn kind_line(kind: &Value) -> String {
     )
 }
 
-pub(super) async fn withdraw(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
+pub async fn withdraw(common: Common, request: Value) -> anyhow::Result<u8> {
     let socket = client::socket_path(common.socket);
     let answer = client::request(&socket, &request, |_| {}).await?;
     if common.json {
@@ -194,7 +204,7 @@ pub(super) async fn withdraw(common: CommonArgs, request: Value) -> anyhow::Resu
     )
 }
 
-pub(super) async fn status(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
+pub async fn status(common: Common, request: Value) -> anyhow::Result<u8> {
     let socket = client::socket_path(common.socket);
     let answer = client::request(&socket, &request, |_| {}).await?;
     let found = answer.get("id").is_some();
@@ -214,7 +224,7 @@ pub(super) async fn status(common: CommonArgs, request: Value) -> anyhow::Result
     })
 }
 
-pub(super) async fn list(common: CommonArgs, request: Value) -> anyhow::Result<u8> {
+pub async fn list(common: Common, request: Value) -> anyhow::Result<u8> {
     let socket = client::socket_path(common.socket);
     let answer = client::request(&socket, &request, |_| {}).await?;
     let Some(records) = answer.get("records").and_then(Value::as_array) else {

@@ -7,12 +7,16 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Subcommand;
 
-use super::{EXIT_ERROR, EXIT_USAGE};
 use crate::journal::{self, KeyFile};
-use crate::output::{errln, outln};
+use consentd_client::output::{errln, outln};
+
+/// Exit code: an internal error, or a journal that does not verify.
+const EXIT_ERROR: u8 = 1;
+/// Exit code: a usage error.
+const EXIT_USAGE: u8 = 2;
 
 #[derive(Debug, Subcommand)]
-pub(super) enum JournalCommand {
+pub enum JournalCommand {
     /// Check the hash chain, and with --key every seal (and an anchor from the evening summary)
     Verify {
         /// The journal (decisions.jsonl)
@@ -47,7 +51,7 @@ pub(super) enum JournalCommand {
     },
 }
 
-pub(super) fn run(command: JournalCommand) -> ExitCode {
+pub fn run(command: JournalCommand) -> ExitCode {
     match command {
         JournalCommand::Verify { file, anchor, key } => verify(&file, anchor.as_deref(), &key),
         JournalCommand::Head { file } => head(&file),
@@ -178,7 +182,12 @@ fn make_key(config_path: &Path, rotate: bool) -> anyhow::Result<()> {
     // and the printed key unused, never a key in use that nobody saw.
     let file = KeyFile::create(dir, &k0, first, now, secs)
         .context("the key printed above was not put in use")?;
-    match super::with_runtime(send_to_owner(&config, &k0_hex, &file.key_id)) {
+    let sent = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+        .and_then(|runtime| runtime.block_on(send_to_owner(&config, &k0_hex, &file.key_id)));
+    match sent {
         Ok(Some(id)) => outln!("Also sent to the owner's chat (Telegram id {id})."),
         Ok(None) => {
             outln!("No owner is paired yet, so it was not sent to a chat: keep the printed key.")

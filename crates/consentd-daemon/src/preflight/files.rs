@@ -33,7 +33,7 @@ enum Rule {
 
 /// The problems with the owners and modes of the token file, the state directory, what is in
 /// it, and the journal.
-pub(crate) fn check(telegram: &TelegramSection, paths: &Paths) -> Vec<ConfigProblem> {
+pub fn check(telegram: &TelegramSection, paths: &Paths) -> Vec<ConfigProblem> {
     let euid = nix::unistd::geteuid().as_raw();
     let mut problems = Vec::new();
     let mut push = |key: &str, message: Option<String>| {

@@ -29,7 +29,7 @@ mod tests {
     fn load_reads_a_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("config.toml");
-        std::fs::write(&path, include_str!("../config.toml")).expect("write");
+        std::fs::write(&path, include_str!("../../../config.toml")).expect("write");
         let config = load(&path).expect("valid");
         assert!(config.categories.contains_key("publish_x"));
 

@@ -6,7 +6,7 @@ use super::network::Network;
 
 /// A tool call as the agent asks for it.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Call<'a> {
+pub struct Call<'a> {
     pub tool_name: &'a str,
     pub tool_input: &'a Value,
     /// The agent's working directory, when it said (for `{cwd}`).
