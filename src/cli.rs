@@ -1,23 +1,12 @@
-//! The `consentd` command line. Parses arguments, runs a subcommand, maps its result to the exit
-//! code docs/PROTOCOL.md ("The command line") names.
+//! The `consentd` command line's parser: the subcommands, their arguments and their help. What
+//! each subcommand runs is in `cmd`, one file for each; the exit codes are docs/PROTOCOL.md's
+//! ("The command line").
 
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::path::PathBuf;
 
-use anyhow::Context as _;
-use base64::Engine as _;
 use clap::{Args, Parser, Subcommand};
-use serde_json::{json, Map, Value};
 
-use consentd_client::client::{self, OnInterrupt};
-use consentd_client::output::{errln, outln};
-use consentd_client::session::{self, ask, kinds, list, status, withdraw, EXIT_ERROR};
-use consentd_daemon::config::{self, ConfigError};
-use consentd_daemon::journal_cli;
-use consentd_daemon::preflight;
-
-/// Exit code: a usage error.
-const EXIT_USAGE: u8 = 2;
+use consentd_client::session;
 
 /// The exit codes of a record's final states, shared by `ask` and `status` (docs/PROTOCOL.md).
 macro_rules! final_exit_codes {
@@ -82,11 +71,11 @@ Exit codes: 0 ok (notes may follow), 1 a problem (each printed as KEY: MESSAGE),
 )]
 pub struct Cli {
     #[command(subcommand)]
-    command: Command,
+    pub(crate) command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {
+pub(crate) enum Command {
     /// Run the daemon
     Serve {
         /// The config file (TOML); `check-config` checks it first
@@ -136,7 +125,7 @@ enum Command {
     Mcp(consentd_client::mcp::McpArgs),
     /// Check, read or seal the decisions journal
     #[command(subcommand)]
-    Journal(journal_cli::JournalCommand),
+    Journal(JournalCommand),
     /// Print a one-time pairing code, its t.me link and a QR code
     Pair {
         /// The running daemon's config file
@@ -170,13 +159,13 @@ enum Command {
 }
 
 #[derive(Debug, Args)]
-struct CommonArgs {
+pub(crate) struct CommonArgs {
     /// Print the daemon's final response object as the last line on stdout
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// The daemon's socket (default: $CONSENTD_SOCKET, else /run/consentd/consent.sock)
     #[arg(long, value_name = "PATH")]
-    socket: Option<PathBuf>,
+    pub(crate) socket: Option<PathBuf>,
 }
 
 impl From<CommonArgs> for session::Common {
@@ -189,332 +178,114 @@ impl From<CommonArgs> for session::Common {
 }
 
 #[derive(Debug, Args)]
-struct AskArgs {
+pub(crate) struct AskArgs {
     /// The kind of action: a category of the owner's config (a refusal lists them)
     #[arg(long, value_name = "K")]
-    kind: String,
+    pub(crate) kind: String,
     /// Where it goes (an account, an address), if the category takes one
     #[arg(long, value_name = "T")]
-    target: Option<String>,
+    pub(crate) target: Option<String>,
     /// Read the text from a file (UTF-8, byte for byte: a final newline is refused)
     #[arg(long, value_name = "F", conflicts_with = "text")]
-    text_file: Option<PathBuf>,
+    pub(crate) text_file: Option<PathBuf>,
     /// The text the owner approves, exactly as it will be used
     #[arg(long, value_name = "S")]
-    text: Option<String>,
+    pub(crate) text: Option<String>,
     /// An extra field the card shows, NAME=VALUE (repeat for more)
     #[arg(long = "field", value_name = "NAME=VALUE")]
-    fields: Vec<String>,
+    pub(crate) fields: Vec<String>,
     /// What it costs in US dollars, at most 2 decimals (0.04), if the category asks for it
     #[arg(long, value_name = "D")]
-    cost_usd: Option<String>,
+    pub(crate) cost_usd: Option<String>,
     /// A file to attach (repeat, up to the category's number)
     #[arg(long = "attach", value_name = "PATH")]
-    attachments: Vec<PathBuf>,
+    pub(crate) attachments: Vec<PathBuf>,
     /// Your name for this action: asked again with it, the same action joins its record
     #[arg(long, value_name = "KEY")]
-    idempotency_key: Option<String>,
+    pub(crate) idempotency_key: Option<String>,
     /// Show the card with sound even in the owner's quiet hours
     #[arg(long)]
-    urgent: bool,
+    pub(crate) urgent: bool,
     /// A short line the card shows saying who asks (for example "nightly build · ~/src/blog")
     #[arg(long, value_name = "S")]
-    origin: Option<String>,
+    pub(crate) origin: Option<String>,
     /// Give up after this many seconds if the owner has not answered (at most the owner's
     /// card time)
     #[arg(long, value_name = "SECONDS")]
-    ttl: Option<u64>,
+    pub(crate) ttl: Option<u64>,
     /// On Ctrl-C while waiting, leave the ask open for the owner instead of withdrawing it
     #[arg(long)]
-    keep_open: bool,
+    pub(crate) keep_open: bool,
     /// Return at once with the record's id (exit 8 while it is pending)
     #[arg(long)]
-    no_wait: bool,
+    pub(crate) no_wait: bool,
     #[command(flatten)]
-    common: CommonArgs,
+    pub(crate) common: CommonArgs,
 }
 
 #[derive(Debug, Args)]
-struct MandateArgs {
+pub(crate) struct MandateArgs {
     /// The kind of action it covers: a category of the owner's config
     #[arg(long, value_name = "K")]
-    kind: String,
+    pub(crate) kind: String,
     /// A target the mandate covers, named exactly (repeat for more). Required for a kind with a
     /// target; left out for a kind with none, whose mandate then covers it for any use
     #[arg(long = "target", value_name = "T")]
-    targets: Vec<String>,
+    pub(crate) targets: Vec<String>,
     /// How many days it lasts (at most 7)
     #[arg(long, value_name = "N")]
-    days: u64,
+    pub(crate) days: u64,
     /// The most it may spend a day, in US dollars (at most 10.00). Required for a kind that
     /// costs money; left out (or 0.00) for a kind that never does
     #[arg(long, value_name = "D")]
-    usd_per_day: Option<String>,
+    pub(crate) usd_per_day: Option<String>,
     /// The most actions it may run a day
     #[arg(long, value_name = "N")]
-    actions_per_day: u64,
+    pub(crate) actions_per_day: u64,
     /// Why, in a line the owner reads on the card
     #[arg(long, value_name = "S")]
-    reason: Option<String>,
+    pub(crate) reason: Option<String>,
     /// Return at once with the request's id (exit 8 while it is pending)
     #[arg(long)]
-    no_wait: bool,
+    pub(crate) no_wait: bool,
     #[command(flatten)]
-    common: CommonArgs,
+    pub(crate) common: CommonArgs,
 }
 
-impl MandateArgs {
-    fn request(&self) -> Value {
-        let mut request = json!({
-            "v": 1,
-            "op": "mandate",
-            "kind": self.kind,
-            "targets": self.targets,
-            "days": self.days,
-            "actions_per_day": self.actions_per_day,
-            "wait": !self.no_wait,
-        });
-        if let Some(usd) = &self.usd_per_day {
-            request["usd_per_day"] = json!(usd);
-        }
-        if let Some(reason) = &self.reason {
-            request["reason"] = json!(reason);
-        }
-        request
-    }
-}
-
-/// Runs the command line and returns the process's exit code.
-pub fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Serve { config } => {
-            init_logging("info");
-            report(consentd_daemon::daemon::serve(&config).map(|()| 0))
-        }
-        #[cfg(feature = "sandbox")]
-        Command::Sandbox { port, state_dir } => {
-            // The sandbox's terminal is for its own lines; the daemon's log shows only trouble.
-            init_logging("warn");
-            report(consentd_daemon::sandbox::run(port, state_dir).map(|()| 0))
-        }
-        Command::CheckConfig { file, file_only } => check_config(&file, file_only),
-        Command::Hook(hook) => consentd_client::hook::main(hook),
-        Command::Pair { config } => report(with_runtime(async move {
-            let pairing = consentd_daemon::pair::pair(&config).await?;
-            outln!("{}", pairing.qr);
-            outln!("code: {}", pairing.code);
-            outln!("link: {}", pairing.link);
-            outln!(
-                "Send /start {} to the bot from your own Telegram account (or open the link) before {} UTC. The code works once.",
-                pairing.code,
-                pairing.expires_at.format("%H:%M")
-            );
-            Ok(0)
-        })),
-        Command::Journal(command) => journal_cli::run(command),
-        Command::Kinds { common } => report(with_runtime(kinds(common.into()))),
-        Command::Withdraw { id, common } => {
-            let request = json!({"v": 1, "op": "withdraw", "id": id});
-            report(with_runtime(withdraw(common.into(), request)))
-        }
-        Command::Mcp(args) => report(with_runtime(async move {
-            consentd_client::mcp::serve(args.into_options()).await?;
-            Ok(0)
-        })),
-        Command::Ask(args) => match ask_request(&args) {
-            Ok(request) => {
-                let on_interrupt = if args.keep_open {
-                    OnInterrupt::KeepOpen
-                } else {
-                    OnInterrupt::Withdraw
-                };
-                report(with_runtime(ask(args.common.into(), request, on_interrupt)))
-            }
-            Err(error) => {
-                errln!("consentd ask: {error:#}");
-                ExitCode::from(EXIT_USAGE)
-            }
-        },
-        Command::Mandate(args) => {
-            let request = args.request();
-            report(with_runtime(ask(
-                args.common.into(),
-                request,
-                OnInterrupt::KeepOpen,
-            )))
-        }
-        Command::Status { id, wait, common } => {
-            let request = json!({"v": 1, "op": "status", "id": id, "wait": wait});
-            report(with_runtime(status(common.into(), request)))
-        }
-        Command::List { cursor, common } => {
-            let request = json!({"v": 1, "op": "list", "cursor": cursor});
-            report(with_runtime(list(common.into(), request)))
-        }
-    }
-}
-
-fn init_logging(default: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("CONSENTD_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .init();
-}
-
-fn report(result: anyhow::Result<u8>) -> ExitCode {
-    match result {
-        Ok(code) => ExitCode::from(code),
-        Err(error) => {
-            errln!("consentd: {error:#}");
-            ExitCode::from(EXIT_ERROR)
-        }
-    }
-}
-
-fn with_runtime<T>(
-    future: impl std::future::Future<Output = anyhow::Result<T>>,
-) -> anyhow::Result<T> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?
-        .block_on(future)
-}
-
-fn check_config(file: &Path, file_only: bool) -> ExitCode {
-    let mut notes = Vec::new();
-    let loaded = if file_only {
-        config::load(file)
-    } else {
-        // The file alone decides what is on: the owner's switches live in the daemon's store.
-        config::load_checked(file, &mut |telegram, categories, paths| {
-            let findings = preflight::check(telegram, categories, &Default::default());
-            notes = findings.notes;
-            let mut problems = paths
-                .map(|p| preflight::check_files(telegram, p))
-                .unwrap_or_default();
-            problems.extend(findings.problems);
-            problems
-        })
-    };
-    // Whom the machine was checked as: another user (the daemon's) may find other answers.
-    let checked = if file_only {
-        "the file alone: the token, commands, run_as users and env_files were not checked"
-            .to_owned()
-    } else {
-        format!(
-            "the token, commands, run_as users and env_files as {} finds them, with this \
-             environment; the daemon's user may find otherwise",
-            preflight::whoami()
-        )
-    };
-    match loaded {
-        Ok(config) => {
-            outln!("{}", config.summary());
-            for note in &notes {
-                outln!("note: {note}");
-            }
-            outln!("checked: {checked}");
-            ExitCode::SUCCESS
-        }
-        Err(ConfigError::Invalid { problems, .. }) => {
-            for problem in &problems {
-                outln!("{problem}");
-            }
-            for note in &notes {
-                outln!("note: {note}");
-            }
-            outln!("checked: {checked}");
-            errln!(
-                "{}: {} problem{}",
-                file.display(),
-                problems.len(),
-                if problems.len() == 1 { "" } else { "s" }
-            );
-            ExitCode::from(EXIT_ERROR)
-        }
-        Err(error) => {
-            errln!("consentd: {error}");
-            ExitCode::from(EXIT_ERROR)
-        }
-    }
-}
-
-/// Builds the ask's request object from the arguments, reading the text and attachment files.
-fn ask_request(args: &AskArgs) -> anyhow::Result<Value> {
-    let mut request = Map::new();
-    request.insert("v".into(), json!(1));
-    request.insert("op".into(), json!("ask"));
-    request.insert("kind".into(), json!(args.kind));
-    if let Some(target) = &args.target {
-        request.insert("target".into(), json!(target));
-    }
-    let text = match (&args.text, &args.text_file) {
-        (Some(text), _) => Some(text.clone()),
-        (None, Some(path)) => {
-            let bytes = client::read_named_file(path)
-                .with_context(|| format!("--text-file {}", path.display()))?;
-            Some(String::from_utf8(bytes).map_err(|error| {
-                anyhow::anyhow!(
-                    "--text-file {}: not UTF-8 (invalid byte at offset {})",
-                    path.display(),
-                    error.utf8_error().valid_up_to()
-                )
-            })?)
-        }
-        (None, None) => None,
-    };
-    if let Some(text) = text {
-        request.insert("text".into(), json!(text));
-    }
-    let mut fields = Map::new();
-    for field in &args.fields {
-        let Some((name, value)) = field.split_once('=') else {
-            anyhow::bail!("--field {field:?}: expected NAME=VALUE");
-        };
-        if fields.insert(name.to_owned(), json!(value)).is_some() {
-            anyhow::bail!("--field {name}: given twice");
-        }
-    }
-    if !fields.is_empty() {
-        request.insert("fields".into(), Value::Object(fields));
-    }
-    if let Some(cost) = &args.cost_usd {
-        request.insert("cost_usd".into(), json!(cost));
-    }
-    if let Some(origin) = &args.origin {
-        request.insert("origin".into(), json!(origin));
-    }
-    if let Some(ttl) = args.ttl {
-        request.insert("ttl".into(), json!(ttl));
-    }
-    let mut attachments = Vec::new();
-    for path in &args.attachments {
-        let data = client::read_named_file(path)
-            .with_context(|| format!("--attach {}", path.display()))?;
-        let name = path
-            .file_name()
-            .and_then(|name| name.to_str())
-            .with_context(|| format!("--attach {}: the file name is not UTF-8", path.display()))?;
-        attachments.push(json!({
-            "name": name,
-            "media_type": client::guess_media_type(path),
-            "data_b64": base64::engine::general_purpose::STANDARD.encode(data),
-        }));
-    }
-    if !attachments.is_empty() {
-        request.insert("attachments".into(), Value::Array(attachments));
-    }
-    if let Some(key) = &args.idempotency_key {
-        request.insert("idempotency_key".into(), json!(key));
-    }
-    request.insert("urgent".into(), json!(args.urgent));
-    request.insert("wait".into(), json!(!args.no_wait));
-    Ok(Value::Object(request))
+#[derive(Debug, Subcommand)]
+pub(crate) enum JournalCommand {
+    /// Check the hash chain, and with --key every seal (and an anchor from the evening summary)
+    Verify {
+        /// The journal (decisions.jsonl)
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// N:HEX, with 12 to 64 hex digits of line N's hash (the longer, the stronger)
+        #[arg(long, value_name = "N:HEX")]
+        anchor: Option<String>,
+        /// A verification key (64 hex digits) from `seal-init` or `rotate`; once per key kept
+        #[arg(long, value_name = "K0")]
+        key: Vec<String>,
+    },
+    /// Print the anchor N:H12 of the last line
+    Head {
+        /// The journal (decisions.jsonl)
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Start sealing the journal: make a verification key, print it once, keep only the first
+    /// epoch's key (run while the daemon is stopped)
+    SealInit {
+        /// The daemon's config file
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
+    /// Replace the verification key: a new one is printed once, the journal's next line is
+    /// `seal_rotated` (run while the daemon is stopped)
+    Rotate {
+        /// The daemon's config file
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
 }
 
 #[cfg(test)]

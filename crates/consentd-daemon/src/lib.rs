@@ -43,13 +43,13 @@ pub(crate) mod disk;
 pub(crate) mod executor;
 pub(crate) mod failpoint;
 pub(crate) mod intake;
-pub mod journal_cli;
 pub(crate) mod owner;
 pub mod pair;
 pub mod preflight;
 pub mod press;
 #[cfg(feature = "sandbox")]
 pub mod sandbox;
+pub mod seal_key;
 pub(crate) mod sender;
 pub(crate) mod server;
 pub(crate) mod telegram;

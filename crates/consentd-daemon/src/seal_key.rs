@@ -1,136 +1,17 @@
-//! `consentd journal …`: verify (with anchors and verification keys), head, and the sealing key's
-//! `seal-init` and `rotate` (docs/OPERATOR.md, "The journal, and its anchor" and "Seals").
+//! `consentd journal seal-init` and `rotate`: a new sealing key for the journal, printed once and
+//! sent to the owner's chat (docs/OPERATOR.md, "Seals").
 
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::path::Path;
 
 use anyhow::Context as _;
-use clap::Subcommand;
 
 use crate::journal::{self, KeyFile};
-use consentd_client::output::{errln, outln};
-
-/// Exit code: an internal error, or a journal that does not verify.
-const EXIT_ERROR: u8 = 1;
-/// Exit code: a usage error.
-const EXIT_USAGE: u8 = 2;
-
-#[derive(Debug, Subcommand)]
-pub enum JournalCommand {
-    /// Check the hash chain, and with --key every seal (and an anchor from the evening summary)
-    Verify {
-        /// The journal (decisions.jsonl)
-        #[arg(value_name = "FILE")]
-        file: PathBuf,
-        /// N:HEX, with 12 to 64 hex digits of line N's hash (the longer, the stronger)
-        #[arg(long, value_name = "N:HEX")]
-        anchor: Option<String>,
-        /// A verification key (64 hex digits) from `seal-init` or `rotate`; once per key kept
-        #[arg(long, value_name = "K0")]
-        key: Vec<String>,
-    },
-    /// Print the anchor N:H12 of the last line
-    Head {
-        /// The journal (decisions.jsonl)
-        #[arg(value_name = "FILE")]
-        file: PathBuf,
-    },
-    /// Start sealing the journal: make a verification key, print it once, keep only the first
-    /// epoch's key (run while the daemon is stopped)
-    SealInit {
-        /// The daemon's config file
-        #[arg(long, value_name = "FILE")]
-        config: PathBuf,
-    },
-    /// Replace the verification key: a new one is printed once, the journal's next line is
-    /// `seal_rotated` (run while the daemon is stopped)
-    Rotate {
-        /// The daemon's config file
-        #[arg(long, value_name = "FILE")]
-        config: PathBuf,
-    },
-}
-
-pub fn run(command: JournalCommand) -> ExitCode {
-    match command {
-        JournalCommand::Verify { file, anchor, key } => verify(&file, anchor.as_deref(), &key),
-        JournalCommand::Head { file } => head(&file),
-        JournalCommand::SealInit { config } => new_key(&config, false),
-        JournalCommand::Rotate { config } => new_key(&config, true),
-    }
-}
-
-fn verify(file: &Path, anchor: Option<&str>, keys: &[String]) -> ExitCode {
-    let anchor = match anchor.map(str::parse::<journal::Anchor>).transpose() {
-        Ok(anchor) => anchor,
-        Err(error) => {
-            errln!("consentd journal verify: --anchor: {error}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
-    let mut k0s = Vec::new();
-    for key in keys {
-        match journal::parse_key(key) {
-            Some(k) => k0s.push(k),
-            None => {
-                errln!("consentd journal verify: --key: not 64 hex digits");
-                return ExitCode::from(EXIT_USAGE);
-            }
-        }
-    }
-    let keys = journal::SealKeys::verification(&k0s)
-        .dated_up_to(crate::clock::from_env().now().timestamp_millis());
-    match journal::verify_file_sealed(file, anchor.as_ref(), keys) {
-        Ok(Ok(verified)) => {
-            outln!("{}", verified.summary());
-            for line in verified.seals.lines() {
-                outln!("{line}");
-            }
-            ExitCode::SUCCESS
-        }
-        Ok(Err(problem)) => {
-            outln!("{problem}");
-            ExitCode::from(EXIT_ERROR)
-        }
-        Err(error) => {
-            errln!("consentd journal verify: {}: {error}", file.display());
-            ExitCode::from(EXIT_ERROR)
-        }
-    }
-}
-
-fn head(file: &Path) -> ExitCode {
-    match journal::head(file) {
-        Ok(Ok(head)) => {
-            outln!("{}", head.anchor());
-            ExitCode::SUCCESS
-        }
-        Ok(Err(problem)) => {
-            outln!("{problem}");
-            ExitCode::from(EXIT_ERROR)
-        }
-        Err(error) => {
-            errln!("consentd journal head: {}: {error}", file.display());
-            ExitCode::from(EXIT_ERROR)
-        }
-    }
-}
-
-fn new_key(config: &Path, rotate: bool) -> ExitCode {
-    let name = if rotate { "rotate" } else { "seal-init" };
-    match make_key(config, rotate) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            errln!("consentd journal {name}: {error:#}");
-            ExitCode::from(EXIT_ERROR)
-        }
-    }
-}
+use consentd_client::output::outln;
 
 /// Makes a verification key and the first epoch's key file, and prints the verification key once.
 /// The state directory's lock keeps this from racing a running daemon: the key file and the
 /// journal's announcement of it are the daemon's to write, at its next start.
-fn make_key(config_path: &Path, rotate: bool) -> anyhow::Result<()> {
+pub fn make_key(config_path: &Path, rotate: bool) -> anyhow::Result<()> {
     let config = crate::config::load(config_path)?;
     // A test build lets `CONSENTD_CRASH_AT` kill the command at each step of writing the key.
     #[cfg(feature = "test-hooks")]
