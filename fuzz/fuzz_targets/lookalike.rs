@@ -18,14 +18,14 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use chrono::{TimeZone, Utc};
-use consentd_daemon::card::{self, AttachmentView, CardView, Outcome};
-use consentd_daemon::config::{self, Config};
-use consentd_daemon::digest::Sha256Hash;
-use consentd_daemon::locale::{Language, Locales};
-use consentd_daemon::lookalike::{self, KnownTargets, Warning};
-use consentd_daemon::protocol::{self, Request};
-use consentd_daemon::refusal::{self, visible};
-use consentd_daemon::split;
+use consentd_core::card::{self, AttachmentView, CardView, Outcome};
+use consentd_core::config::{self, Config};
+use consentd_core::digest::Sha256Hash;
+use consentd_core::locale::{Language, Locales};
+use consentd_core::lookalike::{self, KnownTargets, Warning};
+use consentd_core::protocol::{self, Request};
+use consentd_core::refusal::{self, visible};
+use consentd_core::split;
 use libfuzzer_sys::fuzz_target;
 
 fn config() -> &'static Config {
@@ -44,7 +44,7 @@ fn locales() -> &'static Locales {
 /// The ask the input describes, as the gate accepts it, or `None`. `padding` characters go in
 /// each of its two fields (none when 0: an empty field is refused), at most 1,020 each; when
 /// `padding` is odd, the first field holds the target instead.
-fn accepted(target: &str, text: &str, padding: usize) -> Option<consentd_daemon::action::Action> {
+fn accepted(target: &str, text: &str, padding: usize) -> Option<consentd_core::action::Action> {
     let fields = if padding == 0 {
         serde_json::json!({})
     } else if padding % 2 == 1 {
@@ -157,7 +157,7 @@ fuzz_target!(|data: &[u8]| {
             target: Some(target),
             target_warnings: &mixed,
             fields,
-            field_labels: &consentd_daemon::card::NO_FIELD_LABELS,
+            field_labels: &consentd_core::card::NO_FIELD_LABELS,
             field_warnings: &field_mixed,
             cost_usd: cost.as_deref(),
             attachments: &attachments,

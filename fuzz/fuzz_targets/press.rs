@@ -9,9 +9,9 @@
 #![no_main]
 
 use chrono::{DateTime, TimeDelta, Utc};
-use consentd_daemon::clock::Monotonic;
-use consentd_daemon::deadline::{Now, Window};
-use consentd_daemon::press::{
+use consentd_core::clock::Monotonic;
+use consentd_core::deadline::{Now, Window};
+use consentd_core::press::{
     self, MessageFacts, PressAction, PressContext, PressKey, PressRejection, SubjectFacts, AsDrawn,
     Verdict, MAX_CALLBACK_LEN,
 };

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use consentd_client::session::EXIT_ERROR;
 use consentd_client::{errln, outln};
-use consentd_daemon::config::{self, ConfigError};
+use consentd_core::config::ConfigError;
+use consentd_daemon::config;
 use consentd_daemon::preflight;
 
 pub(super) fn check_config(file: &Path, file_only: bool) -> ExitCode {

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use super::EXIT_USAGE;
 use consentd_client::session::EXIT_ERROR;
 use consentd_client::{errln, outln};
-use consentd_daemon::journal;
+use consentd_store::journal;
 
 use crate::cli::JournalCommand;
 

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use consentd_daemon::journal::{key_id, parse_key, Key, Line, SealKey};
+use consentd_store::journal::{key_id, parse_key, Key, Line, SealKey};
 use nix::sys::signal::Signal;
 use sha2::{Digest as _, Sha256};
 
@@ -98,7 +98,7 @@ fn sealed_daemon() -> (Daemon, Key) {
 /// The key file's epoch and key.
 fn key_on_disk(state_dir: &Path) -> SealKey {
     let text =
-        std::fs::read_to_string(state_dir.join(consentd_daemon::journal::SEAL_KEY_FILE)).unwrap();
+        std::fs::read_to_string(state_dir.join(consentd_store::journal::SEAL_KEY_FILE)).unwrap();
     let field = |name: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
@@ -486,7 +486,7 @@ fn rotate_announces_a_new_key_and_both_keys_verify_their_ranges() {
     std::fs::remove_file(
         daemon
             .state_dir
-            .join(consentd_daemon::journal::SEAL_KEY_FILE),
+            .join(consentd_store::journal::SEAL_KEY_FILE),
     )
     .unwrap();
     let message = serve_until_it_exits(&daemon);
@@ -531,7 +531,7 @@ fn a_kill_inside_seal_init_never_leaves_a_key_in_use_that_nobody_saw() {
         assert!(!killed.status.success(), "{point}: {}", stderr(&killed));
         let key_file = daemon
             .state_dir
-            .join(consentd_daemon::journal::SEAL_KEY_FILE);
+            .join(consentd_store::journal::SEAL_KEY_FILE);
         if key_file.exists() {
             // The key file the next start seals with is one whose verification key was shown.
             let printed = stdout(&killed)

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeSet;
 
-use consentd_daemon::config::Class;
-use consentd_daemon::store::RecordState;
+use consentd_core::config::Class;
+use consentd_store::RecordState;
 
 const LANGUAGES: [&str; 3] = ["en", "ru", "pt"];
 

@@ -1,12 +1,12 @@
 //! The real clocks, which ask the kernel, and (in a `test-hooks` build) a clock a test can shift.
-//! The readings and the trait are `consentd_core::clock`, re-exported here.
+//! The readings and the trait are `consentd_core::clock`.
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-pub use consentd_core::clock::{Clock, Monotonic};
+use consentd_core::clock::{Clock, Monotonic};
 
 /// The real clocks.
 #[derive(Debug, Clone, Copy, Default)]

@@ -1,10 +1,10 @@
-//! The config: its rules are `consentd_core::config`, re-exported here; this module reads the
-//! file.
+//! The config's file: reading it. Its rules (parsing, validation, the types) are
+//! `consentd_core::config`.
 
 use std::path::Path;
 use std::sync::Arc;
 
-pub use consentd_core::config::*;
+use consentd_core::config::{parse_checked, Config, ConfigError, MoreChecks};
 
 /// Reads, parses and validates the config file at `path`.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {

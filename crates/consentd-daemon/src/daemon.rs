@@ -8,15 +8,15 @@ use std::sync::{Arc, RwLock};
 use anyhow::Context as _;
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::Clock;
-use crate::config::{self, Config};
 use crate::consent::{self, Consent};
 use crate::intake::Intake;
-use crate::locale::Locales;
 use crate::preflight;
 use crate::server::{self, BoundSocket, IntakeLimits};
-use crate::store::{self, Store};
 use crate::telegram::Telegram;
+use consentd_core::clock::Clock;
+use consentd_core::config::{self, Config};
+use consentd_core::locale::Locales;
+use consentd_store::Store;
 
 /// Runs the daemon with the config at `config_path` until a signal stops it. Refuses to start,
 /// naming every key at fault, on a config whose file is wrong or which this machine cannot
@@ -25,7 +25,7 @@ use crate::telegram::Telegram;
 /// from the store before anything is created.
 pub fn serve(config_path: &Path) -> anyhow::Result<()> {
     let mut unconfined = Vec::new();
-    let config = config::load_checked(config_path, &mut |telegram, categories, paths| {
+    let config = crate::config::load_checked(config_path, &mut |telegram, categories, paths| {
         // Owners and modes first: nothing in a refused state directory is opened, not even to
         // read the switches.
         let refused = paths.map(|p| preflight::check_files(telegram, p));
@@ -104,7 +104,7 @@ fn scrub_env(name: &str) {
 /// The owner's category switches kept in `state_dir`, or why they cannot be read (under the
 /// key `paths.state_dir`).
 fn stored_switches(state_dir: &Path) -> Result<BTreeMap<String, bool>, config::ConfigProblem> {
-    store::settings::read_switches(state_dir).map_err(|error| config::ConfigProblem {
+    consentd_store::settings::read_switches(state_dir).map_err(|error| config::ConfigProblem {
         key: "paths.state_dir".to_owned(),
         message: format!("cannot read the owner's category switches: {error}"),
     })
@@ -117,7 +117,7 @@ pub(crate) struct Beside {
     pub shutdown: CancellationToken,
     /// The owner as the daemon knows them: `None` until it has read its store (or while no one
     /// is paired); their language follows `/lang` as soon as the daemon takes it.
-    pub owner: consent::OwnerCell,
+    pub owner: crate::owner::OwnerCell,
 }
 
 /// `serve` on a loaded config and token, with `beside` running on the daemon's runtime next to
@@ -146,7 +146,7 @@ where
     let result = runtime.block_on(async {
         let shutdown = CancellationToken::new();
         tokio::spawn(stop_on_signal(shutdown.clone()));
-        let owner = consent::OwnerCell::default();
+        let owner = crate::owner::OwnerCell::default();
         let beside = beside(Beside {
             shutdown: shutdown.clone(),
             owner: owner.clone(),
@@ -207,7 +207,7 @@ fn spawn_seal_clock(store: Store, clock: Arc<dyn Clock>, shutdown: CancellationT
 
 /// Creates the state directory (0700) and the journal's directory.
 pub(crate) fn prepare_dirs(config: &Config) -> anyhow::Result<()> {
-    store::create_private_dir(&config.paths.state_dir).with_context(|| {
+    consentd_store::create_private_dir(&config.paths.state_dir).with_context(|| {
         format!(
             "cannot create the state directory {}",
             config.paths.state_dir.display()
@@ -215,7 +215,7 @@ pub(crate) fn prepare_dirs(config: &Config) -> anyhow::Result<()> {
     })?;
     if let Some(parent) = config.paths.journal.parent() {
         if !parent.exists() {
-            store::create_private_dir(parent).with_context(|| {
+            consentd_store::create_private_dir(parent).with_context(|| {
                 format!("cannot create the journal's directory {}", parent.display())
             })?;
         }
@@ -243,7 +243,7 @@ async fn run_sharing(
     socket: &BoundSocket,
     clock: Arc<dyn Clock>,
     shutdown: CancellationToken,
-    owner: consent::OwnerCell,
+    owner: crate::owner::OwnerCell,
 ) -> anyhow::Result<()> {
     let telegram = Telegram::new(token, &config.telegram.api_url).map_err(anyhow::Error::msg)?;
     let key_path = config.paths.state_dir.join("press.key");
@@ -258,7 +258,7 @@ async fn run_sharing(
     let owner_settings = store.call(|db| db.owner_settings()).await?;
     *owner.write().unwrap_or_else(|p| p.into_inner()) =
         owner_at_start(&config, stored_owner, &owner_settings);
-    let gate = Arc::new(RwLock::new(crate::gate::with_owner_settings(
+    let gate = Arc::new(RwLock::new(consentd_core::gate::with_owner_settings(
         &config.gate,
         &owner_settings,
     )));
@@ -339,13 +339,13 @@ async fn run_sharing(
 async fn open_store(
     config: &Config,
     now: chrono::DateTime<chrono::Utc>,
-) -> anyhow::Result<(Store, store::StoreThread)> {
+) -> anyhow::Result<(Store, consentd_store::StoreThread)> {
     let state_dir = config.paths.state_dir.clone();
     let journal = config.paths.journal.clone();
     // A test build lets `CONSENTD_CRASH_AT` kill the daemon inside a group commit (`mid_batch`)
     // or at each step of a seal key's epoch change.
     #[cfg(feature = "test-hooks")]
-    store::set_crash_hook(crate::failpoint::hit);
+    consentd_store::set_crash_hook(crate::failpoint::hit);
     // Opening verifies the whole chain, and the current epoch's seals, and refuses a break.
     let (store, store_thread, report) =
         tokio::task::spawn_blocking(move || Store::open(&state_dir, &journal, now))
@@ -386,13 +386,13 @@ async fn open_store(
 /// `/lang`, which wins over the config and their Telegram language.
 fn owner_at_start(
     config: &Config,
-    stored: Option<store::consent::OwnerRow>,
+    stored: Option<consentd_store::consent::OwnerRow>,
     settings: &std::collections::BTreeMap<String, String>,
-) -> Option<consent::Owner> {
+) -> Option<crate::owner::Owner> {
     let mut owner = consent::load_owner(config, stored)?;
     if let Some(chosen) = settings
         .get("language")
-        .and_then(|code| crate::locale::Language::from_code(code))
+        .and_then(|code| consentd_core::locale::Language::from_code(code))
     {
         owner.language = chosen;
     }
@@ -421,7 +421,7 @@ async fn stop_on_signal(shutdown: CancellationToken) {
 fn run_root(config: &Config) -> anyhow::Result<std::path::PathBuf> {
     if !config.categories.values().any(|c| c.run_as.is_some()) {
         let root = config.paths.state_dir.join("runs");
-        store::create_private_dir(&root)
+        consentd_store::create_private_dir(&root)
             .with_context(|| format!("cannot create {}", root.display()))?;
         return Ok(root);
     }

@@ -9,11 +9,11 @@
 use std::sync::Arc;
 
 use crate::intake::Intake;
-use crate::refusal::{Reason, Refusal};
-use crate::store::outbox::{self, Body, Sound, What};
-use crate::store::space::{FreeSpace, Reservation, Space, Statvfs};
-use crate::store::StoreError;
-use crate::styled::Styled;
+use consentd_core::refusal::{Reason, Refusal};
+use consentd_core::styled::Styled;
+use consentd_store::outbox::{self, Body, Sound, What};
+use consentd_store::space::{FreeSpace, Reservation, Space, Statvfs};
+use consentd_store::StoreError;
 
 const MIB: u64 = 1024 * 1024;
 
@@ -120,7 +120,7 @@ impl Intake {
             return Ok(());
         };
         let floor = self.config.limits.min_free_bytes;
-        let text = crate::card::disk_full_notice(
+        let text = consentd_core::card::disk_full_notice(
             &self.locales,
             owner.language,
             dir,

@@ -10,19 +10,21 @@ use tokio::sync::{mpsc, oneshot};
 
 use chrono::{DateTime, Utc};
 
-use crate::action::Action;
-use crate::card::mandate::MandateView;
-use crate::card::{self, AttachmentView, CardView};
-use crate::clock::Clock;
-use crate::config::Config;
-use crate::deadline::Now;
-use crate::digest::Sha256Hash;
-use crate::gate::{self, Delivery, NoticeClass};
-use crate::lookalike::{self, KnownTargets, Warning};
-use crate::mandate::MandateRequest;
-use crate::protocol::{self, ListResponse, RecordSummary, Request, Response, StatusResponse};
-use crate::refusal::{self, Reason, Refusal};
-use crate::store::{
+use consentd_core::action::Action;
+use consentd_core::card::mandate::MandateView;
+use consentd_core::card::{self, AttachmentView, CardView};
+use consentd_core::clock::Clock;
+use consentd_core::config::Config;
+use consentd_core::deadline::Now;
+use consentd_core::digest::Sha256Hash;
+use consentd_core::gate::{self, Delivery, NoticeClass};
+use consentd_core::lookalike::{self, KnownTargets, Warning};
+use consentd_core::mandate::MandateRequest;
+use consentd_core::protocol::{
+    self, ListResponse, RecordSummary, Request, Response, StatusResponse,
+};
+use consentd_core::refusal::{self, Reason, Refusal};
+use consentd_store::{
     AskOutcome, AskPolicy, CardOpening, NewAsk, NewMandate, Record, RecordState, Store, StoreError,
     Subject, Withdrawal,
 };
@@ -72,9 +74,9 @@ pub(crate) struct Intake {
     /// The owner, once known; cards go to their chat.
     pub owner: crate::owner::OwnerCell,
     /// To check that the card can be drawn before the ask is stored.
-    pub locales: Arc<crate::locale::Locales>,
+    pub locales: Arc<consentd_core::locale::Locales>,
     /// The gate's settings as the owner last set them: whether a new card would go at once.
-    pub gate: Arc<RwLock<crate::config::Gate>>,
+    pub gate: Arc<RwLock<consentd_core::config::Gate>>,
     /// Whether the sender waits with nothing in hand (for a card opened with its ask).
     pub sender_idle: crate::sender::SenderIdle,
     /// Asks a mandate covered (to run, or to be told of), and withdrawals, for the consent loop.
@@ -97,7 +99,7 @@ impl Intake {
             Ok(Request::Status { id, wait }) => self.status(peer_uid, id, wait).await,
             Ok(Request::List { cursor }) => self.list(peer_uid, cursor).await,
             Ok(Request::Kinds) => Ok(Reply::Final(protocol::to_line(
-                &crate::kinds::kinds_response(
+                &consentd_core::kinds::kinds_response(
                     &self.config.categories,
                     |kind| self.category_enabled(kind),
                     &self.config.limits,
@@ -186,11 +188,11 @@ impl Intake {
             ttl: ask.ttl.map(Duration::from_secs),
             monotonic: reading.monotonic,
             agent_runs: category
-                .is_some_and(|category| category.mode == crate::config::Mode::Approve),
+                .is_some_and(|category| category.mode == consentd_core::config::Mode::Approve),
             hook: ask.hook.clone(),
         };
         let mandates_cover = category.is_some_and(|category| {
-            category.mandate_ok && category.class != crate::config::Class::Destructive
+            category.mandate_ok && category.class != consentd_core::config::Class::Destructive
         });
         let policy = AskPolicy {
             mandates_cover,
@@ -379,7 +381,7 @@ impl Intake {
             tz: self.config.owner.timezone,
             urgent,
             origin: action.origin.as_deref(),
-            agent_runs: category.mode == crate::config::Mode::Approve,
+            agent_runs: category.mode == consentd_core::config::Mode::Approve,
             hook: ask.hook.as_ref().map(|call| card::HookView {
                 call,
                 always: consentd_core::exact::offers_always(category, Some(call)),
@@ -411,7 +413,7 @@ impl Intake {
             class: category.class.as_str(),
             targets: &request.targets,
             target_warnings: &lookalike::warnings_each(&request.targets, known),
-            ends_at: crate::mandate::ends_at(now, request.days),
+            ends_at: consentd_core::mandate::ends_at(now, request.days),
             usd_per_day: request.usd_per_day,
             actions_per_day: request.actions_per_day,
             reason: request.reason.as_deref(),
@@ -429,7 +431,7 @@ impl Intake {
             })
     }
 
-    fn language(&self) -> crate::locale::Language {
+    fn language(&self) -> consentd_core::locale::Language {
         let owner = *self
             .owner
             .read()
@@ -602,7 +604,7 @@ impl Intake {
         if record.state != RecordState::Declined || record.decline_reason.is_some() {
             return None;
         }
-        let deadline = crate::deadline::reason_deadline(
+        let deadline = consentd_core::deadline::reason_deadline(
             record.decided_at?,
             self.config.limits.decline_reason_wait,
         )?;
@@ -651,9 +653,9 @@ pub(crate) fn summary(record: &Record) -> RecordSummary {
         reason: record.reason.clone(),
         message: message_of(record),
         result: record.result.clone(),
-        created_at: crate::store::db::timestamp(record.created_at),
-        decided_at: record.decided_at.map(crate::store::db::timestamp),
-        finished_at: record.finished_at.map(crate::store::db::timestamp),
+        created_at: consentd_store::db::timestamp(record.created_at),
+        decided_at: record.decided_at.map(consentd_store::db::timestamp),
+        finished_at: record.finished_at.map(consentd_store::db::timestamp),
     }
 }
 

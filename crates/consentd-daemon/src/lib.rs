@@ -1,39 +1,35 @@
-//! consentd: the consent layer between an AI agent (a "session") and the outside world.
+//! consentd-daemon: the daemon, the consent layer between an AI agent (a "session") and the
+//! outside world.
 //!
-//! A session asks over a Unix socket for an action (a kind, a payload, attachments); consentd
+//! A session asks over a Unix socket for an action (a kind, a payload, attachments); the daemon
 //! refuses anything the owner could not see, records the ask durably, and — once the owner has
 //! pressed Yes in their private Telegram chat — runs the category's command at most once.
 //! Every step goes into a hash-chained journal.
 //!
-//! This crate is the daemon and its command line: the IO around the rules of `consentd-core`
-//! (re-exported here under their old names: [`refusal`], [`card`], [`protocol`], …) and the
-//! store of `consentd-store` (re-exported as [`store`] and [`journal`]).
+//! This crate is the IO around the rules of `consentd-core` and the store of `consentd-store`;
+//! each path names the crate a thing lives in (`consentd_core::card`, `consentd_store::journal`).
+//! The agent's side is `consentd-client`, whose file reading, output lines and hook rules the
+//! daemon uses too; the command line is the root package's.
 //!
-//! What it offers as a library is small, and only for its own tests, benches and fuzz targets:
-//! [`cli`] (the argument parser), [`config`] (the rules plus reading the file), [`clock`],
-//! [`journal`] (the line format, verification, the file), [`press`] (the verdict plus the key's
-//! file), [`store`]'s record states, and the core's modules. Everything
-//! else is `pub(crate)`: the socket server, intake, the consent loop, the sender, the Telegram
-//! transport, the daemon's wiring and the sandbox.
+//! Public is what the root package's subcommands call: [`daemon::serve`], [`sandbox::run`],
+//! [`pair::pair`], [`seal_key::make_key`], [`preflight`] and [`config`]'s reading of the file,
+//! with [`clock`] and [`press`] (the press key's file). Everything else is `pub(crate)`.
 //!
 //! What it promises never to do: run an action without a durable claim after the owner's press
 //! or inside a mandate; run one twice; put a secret (the bot token, the press key) in a log, the
 //! journal or anything the session can read. docs/ARCHITECTURE.md has the map and the
 //! invariants; the parts, from the edge inwards:
-//! - `cli`, the command line; `output`, its lines, which a closed pipe does not crash;
-//!   `client`, the `ask`, `status` and `list` clients; `hook`, the agents' permission hooks
-//!   (`consentd hook claude-code`, `consentd hook codex`) and their rules file.
-//! - `config` and `preflight`: the config against this machine (token, commands, users).
+//! - `config` and `preflight`: the config's file against this machine (token, commands, users).
 //! - `server`: the Unix socket: peer credentials, framing, caps, timeouts, shutdown; `intake`,
-//!   an ask's journey from a parsed request to a stored record or a refusal.
-//! - `store` (the `consentd-store` crate): the SQLite store, its one owning thread, the record
-//!   state machine, and the journal staging that keeps store and journal in step; `stored`, an
-//!   attachment's stored copy read back against its SHA-256; `journal`, the journal file.
+//!   an ask's journey from a parsed request to a stored record or a refusal; `disk`, the
+//!   intake's watch on the state directory's free space.
 //! - `owner`, the owner the intake and the consent loop share; `consent`, the consent loop;
 //!   `sender`, the outbox; `telegram`, the Bot API transport; `executor`, the command, once.
-//! - `daemon`: `serve`, wiring the parts together; `sandbox` (the default-on `sandbox` feature),
-//!   the daemon against the `consentd-emulator` crate's Bot API emulator with the chat as a web
-//!   page.
+//! - `daemon`: `serve`, wiring the parts together; `pair`, a pairing code; `seal_key`, the
+//!   journal's sealing key; `sandbox` (the default-on `sandbox` feature), the daemon against the
+//!   `consentd-emulator` crate's Bot API emulator with the chat as a web page.
+//! - `clock`, `failpoint`: the real clocks and, in a `test-hooks` build, the shifted clock and
+//!   crash points.
 
 pub mod clock;
 pub mod config;
@@ -56,13 +52,3 @@ pub(crate) mod telegram;
 
 #[cfg(test)]
 mod protocol_doc_tests;
-
-// The rules, from consentd-core, under the names the daemon has always used for them.
-pub use consentd_core::{
-    action, card, commands, deadline, digest, exact, gate, kinds, locale, lookalike, mandate,
-    pairing, protocol, reason, refusal, shown, split, styled, suggest,
-};
-// The store and the journal's file, from consentd-store, under the same names.
-pub use consentd_store as store;
-pub use consentd_store::journal;
-pub(crate) use consentd_store::stored;

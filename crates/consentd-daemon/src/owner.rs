@@ -4,8 +4,8 @@
 
 use std::sync::{Arc, RwLock};
 
-use crate::config::Config;
-use crate::locale::Language;
+use consentd_core::config::Config;
+use consentd_core::locale::Language;
 
 /// The owner, once known: from the config, or paired. Public, as [`OwnerCell`], because public
 /// fields of `daemon::Beside` and `intake::Intake` hold it.

@@ -10,10 +10,9 @@ use std::path::Path;
 use anyhow::Context as _;
 use chrono::Utc;
 
-use crate::config;
-use crate::pairing;
-use crate::store::pairing::store_code;
 use crate::telegram::Telegram;
+use consentd_core::pairing;
+use consentd_store::pairing::store_code;
 
 /// What `pair` prints: the code, the link and the QR code (as text).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,13 +25,13 @@ pub struct Pairing {
 
 /// Makes and stores a pairing code for the daemon whose config is at `config_path`.
 pub async fn pair(config_path: &Path) -> anyhow::Result<Pairing> {
-    let config = config::load(config_path)?;
+    let config = crate::config::load(config_path)?;
     if let Some(owner) = config.owner.telegram_id {
         anyhow::bail!(
             "the config names the owner (owner.telegram_id = {owner}); there is nothing to pair"
         );
     }
-    let db_path = config.paths.state_dir.join(crate::store::DB_FILE);
+    let db_path = config.paths.state_dir.join(consentd_store::DB_FILE);
     anyhow::ensure!(
         db_path.exists(),
         "{} does not exist yet: start `consentd serve` once before pairing",

@@ -24,7 +24,7 @@ use std::path::Path;
 
 use nix::unistd::{AccessFlags, User};
 
-use crate::config::{Category, ConfigProblem, TelegramSection};
+use consentd_core::config::{Category, ConfigProblem, TelegramSection};
 
 mod files;
 
@@ -97,7 +97,7 @@ pub(crate) fn unconfined<'a>(
         .iter()
         .filter(|(name, category)| {
             switches.get(*name).copied().unwrap_or(category.enabled)
-                && category.mode == crate::config::Mode::Run
+                && category.mode == consentd_core::config::Mode::Run
                 && category.run_as.is_none()
         })
         .map(|(name, _)| name.as_str())
@@ -112,7 +112,7 @@ pub(crate) fn category_problem(category: &Category) -> Option<(&'static str, Str
 /// Why a category's runs could not start here, each with the key's last part. An
 /// approval-only category runs nothing here, so nothing of it is checked.
 fn category_problems(category: &Category) -> impl Iterator<Item = (&'static str, String)> {
-    let runs = category.mode == crate::config::Mode::Run;
+    let runs = category.mode == consentd_core::config::Mode::Run;
     [
         ("command", command_problem(&category.command)),
         ("run_as", category.run_as.as_deref().and_then(user_problem)),
@@ -237,7 +237,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
-    use crate::config;
+    use consentd_core::config;
 
     /// The findings for a config of one category with `lines`, its token in a file.
     fn findings(lines: &str) -> Findings {

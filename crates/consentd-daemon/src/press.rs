@@ -1,12 +1,12 @@
-//! The signed button press: the rules are `consentd_core::press`, re-exported here; this module
-//! adds the press key's file in the state directory, which the daemon reads or makes at start.
+//! The press key's file in the state directory, which the daemon reads or makes at start. The
+//! signed button press itself (the key, signing, verifying) is `consentd_core::press`.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-pub use consentd_core::press::*;
+use consentd_core::press::{PressKey, KEY_LEN};
 
 /// Failure to get the press key. Messages name the path and never the key.
 #[derive(Debug, thiserror::Error)]
@@ -169,6 +169,7 @@ fn create_key(path: &Path) -> Result<PressKey, KeyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use consentd_core::press::PressAction;
     use std::os::unix::fs::PermissionsExt;
 
     const REC: &str = "r_0123456789abcdef0123";

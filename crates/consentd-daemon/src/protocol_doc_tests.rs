@@ -7,16 +7,16 @@
 #[allow(dead_code)]
 mod doc_tables;
 
-use crate::store::RecordState;
 use consentd_client::client::exit_code_for_record;
+use consentd_store::RecordState;
 use doc_tables::{rows, section, DOC};
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::protocol::parse_request;
-use crate::refusal::Reason;
+use consentd_core::protocol::parse_request;
+use consentd_core::refusal::Reason;
 
 #[test]
 fn every_status_is_documented_with_its_finality_and_exit_code() {

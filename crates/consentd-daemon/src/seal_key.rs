@@ -5,8 +5,8 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-use crate::journal::{self, KeyFile};
 use consentd_client::output::outln;
+use consentd_store::journal::{self, KeyFile};
 
 /// Makes a verification key and the first epoch's key file, and prints the verification key once.
 /// The state directory's lock keeps this from racing a running daemon: the key file and the
@@ -15,9 +15,9 @@ pub fn make_key(config_path: &Path, rotate: bool) -> anyhow::Result<()> {
     let config = crate::config::load(config_path)?;
     // A test build lets `CONSENTD_CRASH_AT` kill the command at each step of writing the key.
     #[cfg(feature = "test-hooks")]
-    crate::store::set_crash_hook(crate::failpoint::hit);
+    consentd_store::set_crash_hook(crate::failpoint::hit);
     let dir = &config.paths.state_dir;
-    let _lock = crate::store::lock_state_dir(dir).context(
+    let _lock = consentd_store::lock_state_dir(dir).context(
         "the state directory is locked: stop `consentd serve` first (it holds the lock while it runs)",
     )?;
     let old = KeyFile::load(dir)?;
@@ -84,13 +84,13 @@ pub fn make_key(config_path: &Path, rotate: bool) -> anyhow::Result<()> {
 /// the outbox, so the key is never written to the database (a row wiped after sending would
 /// still linger in the WAL and free pages). Returns the owner's id, or `None` with nobody paired.
 async fn send_to_owner(
-    config: &crate::config::Config,
+    config: &consentd_core::config::Config,
     k0_hex: &str,
     key_id: &str,
 ) -> anyhow::Result<Option<i64>> {
-    let stored = crate::store::paired_owner(&config.paths.state_dir.join(crate::store::DB_FILE))?
-        .map(
-            |(telegram_id, language_code)| crate::store::consent::OwnerRow {
+    let stored =
+        consentd_store::paired_owner(&config.paths.state_dir.join(consentd_store::DB_FILE))?.map(
+            |(telegram_id, language_code)| consentd_store::consent::OwnerRow {
                 telegram_id,
                 language_code,
             },
@@ -102,10 +102,16 @@ async fn send_to_owner(
         crate::preflight::bot_token(&config.telegram).map_err(|p| anyhow::anyhow!("{p}"))?;
     let telegram = crate::telegram::Telegram::new(&token, &config.telegram.api_url)
         .map_err(anyhow::Error::msg)?;
-    let locales = crate::locale::Locales::new().context("the built-in locales do not load")?;
-    let text = crate::card::owner::seal_key(&locales, owner.language, k0_hex, key_id);
+    let locales =
+        consentd_core::locale::Locales::new().context("the built-in locales do not load")?;
+    let text = consentd_core::card::owner::seal_key(&locales, owner.language, k0_hex, key_id);
     telegram
-        .send_text(owner.id, &crate::styled::Styled::plain(text), &[], false)
+        .send_text(
+            owner.id,
+            &consentd_core::styled::Styled::plain(text),
+            &[],
+            false,
+        )
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(Some(owner.id))

@@ -18,7 +18,7 @@ use teloxide::types::{
 };
 use teloxide::{ApiError, Bot, RequestError};
 
-use crate::styled::{ButtonSpec, Style, Styled};
+use consentd_core::styled::{ButtonSpec, Style, Styled};
 
 /// How long one getUpdates call waits for updates, in seconds; well under the HTTP client's
 /// 17 s timeout, so a long poll is never cut by the client.
@@ -195,7 +195,7 @@ pub(crate) fn fingerprint(message: &teloxide::types::Message) -> String {
         "entities": entities,
         "keyboard": keyboard,
     });
-    crate::digest::Sha256Hash::of(shown.to_string().as_bytes()).to_hex()
+    consentd_core::digest::Sha256Hash::of(shown.to_string().as_bytes()).to_hex()
 }
 
 /// An update, reduced to what the consent loop looks at.

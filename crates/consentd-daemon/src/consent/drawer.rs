@@ -6,16 +6,16 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
-use crate::card::mandate::MandateView;
-use crate::card::{self, AttachmentView, CardError, CardView, Outcome};
-use crate::config::Gate;
-use crate::digest::Sha256Hash;
-use crate::locale::Language;
-use crate::lookalike::{self, KnownTargets, Warning};
 use crate::sender::{Drawer, DrawnCard};
-use crate::store::outbox::{Body, ButtonSpec};
-use crate::store::{MandateRow, Record, RecordState};
-use crate::styled::Styled;
+use consentd_core::card::mandate::MandateView;
+use consentd_core::card::{self, AttachmentView, CardError, CardView, Outcome};
+use consentd_core::config::Gate;
+use consentd_core::digest::Sha256Hash;
+use consentd_core::locale::Language;
+use consentd_core::lookalike::{self, KnownTargets, Warning};
+use consentd_core::styled::Styled;
+use consentd_store::outbox::{Body, ButtonSpec};
+use consentd_store::{MandateRow, Record, RecordState};
 
 use super::Consent;
 
@@ -239,7 +239,7 @@ pub(super) fn with_view<T>(
         .map(|target| lookalike::warnings(target, known))
         .unwrap_or_default();
     let field_warnings = lookalike::field_warnings(record.fields.values(), known);
-    let cost = record.cost_usd.map(crate::action::format_usd);
+    let cost = record.cost_usd.map(consentd_core::action::format_usd);
     let view = CardView {
         record_id: &record.id,
         kind,
@@ -331,7 +331,10 @@ impl Drawer for Consent {
 /// Whether `record`'s card offers Always here: a hook's gate ask, approval-only as it was asked,
 /// of a category that is not destructive now (the config decides the class, as the card's
 /// title shows it). A press is judged on the same answer (`SubjectFacts::offers_always`).
-pub(super) fn offers_always(category: Option<&crate::config::Category>, record: &Record) -> bool {
+pub(super) fn offers_always(
+    category: Option<&consentd_core::config::Category>,
+    record: &Record,
+) -> bool {
     record.agent_runs
         && category.is_some_and(|c| consentd_core::exact::offers_always(c, record.hook.as_ref()))
 }
@@ -339,7 +342,7 @@ pub(super) fn offers_always(category: Option<&crate::config::Category>, record: 
 /// The known targets read, or none (only the mixed-script warnings then show) when they could not
 /// be read: what the owner is told must not stand in the way of recording an outcome.
 pub(super) fn known_or_none(
-    read: Result<KnownTargets, crate::store::StoreError>,
+    read: Result<KnownTargets, consentd_store::StoreError>,
     record_id: &str,
 ) -> KnownTargets {
     read.unwrap_or_else(|error| {

@@ -8,12 +8,12 @@ use chrono::{DateTime, Utc};
 use consentd_core::card::rules::{self, RuleView};
 use consentd_core::exact;
 
-use crate::card::owner::Stale;
-use crate::card::Outcome;
-use crate::locale::Language;
-use crate::press::PressRejection;
-use crate::store::outbox::{Body, Sound};
-use crate::store::{Decided, Outgoing, Record, RecordState, SavedRule, StoreError};
+use consentd_core::card::owner::Stale;
+use consentd_core::card::Outcome;
+use consentd_core::locale::Language;
+use consentd_core::press::PressRejection;
+use consentd_store::outbox::{Body, Sound};
+use consentd_store::{Decided, Outgoing, Record, RecordState, SavedRule, StoreError};
 
 use super::drawer::with_view;
 use super::queue::text_body;

@@ -9,12 +9,12 @@ use chrono::{DateTime, Utc};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::card;
-use crate::deadline::Now;
-use crate::store::db::Db;
-use crate::store::outbox::{Sound, What};
-use crate::store::settings::HeldReceipts;
-use crate::store::{Decided, Outgoing, OwnerDecision, RecordState, StoreError};
+use consentd_core::card;
+use consentd_core::deadline::Now;
+use consentd_store::db::Db;
+use consentd_store::outbox::{Sound, What};
+use consentd_store::settings::HeldReceipts;
+use consentd_store::{Decided, Outgoing, OwnerDecision, RecordState, StoreError};
 
 use super::queue::{queue, say};
 use super::{Consent, Wake};
@@ -157,7 +157,7 @@ impl Consent {
             .unwrap_or_else(|p| p.into_inner())
             .summary_at;
         let day = now.with_timezone(&tz).date_naive();
-        match crate::gate::local_instant(day, summary_at, tz) {
+        match consentd_core::gate::local_instant(day, summary_at, tz) {
             Some(at) if now >= at => {}
             _ => return Ok(()),
         }
@@ -165,7 +165,7 @@ impl Consent {
             return Ok(());
         }
         // Since the last summary (else since local midnight): nothing falls between two.
-        let (midnight, _) = crate::mandate::local_day(now, tz);
+        let (midnight, _) = consentd_core::mandate::local_day(now, tz);
         let start = self
             .store
             .call(|db| db.last_summary_sent_at())
@@ -180,8 +180,8 @@ impl Consent {
         // only counted now (the config may have changed since they were held).
         let receipts = self.gate.read().unwrap_or_else(|p| p.into_inner()).receipts;
         let held = match receipts {
-            crate::config::Receipts::Summary => HeldReceipts::Count,
-            crate::config::Receipts::Each => HeldReceipts::Send,
+            consentd_core::config::Receipts::Summary => HeldReceipts::Count,
+            consentd_core::config::Receipts::Each => HeldReceipts::Send,
         };
         let lang = owner.language;
         let labels = self.labels(lang);

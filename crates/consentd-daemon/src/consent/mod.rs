@@ -2,13 +2,13 @@
 //!
 //! One task handles `Wake`s one at a time: a batch of Telegram updates (each handled with its
 //! next offset stored in the same transaction as what it changed), the expiry sweep's tick, and
-//! the end of a run. Deciding is done by pure functions — [`crate::press::verify`],
-//! [`crate::pairing::decide`], the card renderers — and this module does the IO around them.
+//! the end of a run. Deciding is done by pure functions — [`consentd_core::press::verify`],
+//! [`consentd_core::pairing::decide`], the card renderers — and this module does the IO around them.
 //!
 //! This file holds the loop itself (the `Consent` it runs on, its `Wake`s, starting and
 //! stopping, handing each update to its handler) and the facts its parts share. The parts are
 //! `impl Consent` blocks split by what the owner or the clock did, so each reads on its own:
-//! - `press`: a button press, judged (`crate::press::verify`) and then applied — Yes, No,
+//! - `press`: a button press, judged (`consentd_core::press::verify`) and then applied — Yes, No,
 //!   Grant, Decline, Resume, Stop, or a rejection;
 //! - `stale`: why a press on a button that has moved on is refused, in the owner's words;
 //! - `owner_text`: the owner's text — commands, settings, `/categories` and its switches;
@@ -42,7 +42,7 @@ mod stale;
 mod suggest;
 mod withdraw;
 
-pub(crate) use crate::owner::{owner_language, Owner, OwnerCell};
+use crate::owner::{owner_language, Owner, OwnerCell};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -53,18 +53,18 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::card;
-use crate::clock::Clock;
-use crate::config::{Config, Gate};
-use crate::deadline::Window;
 use crate::executor::RunOutcome;
 use crate::intake::Handoff;
-use crate::locale::{Language, Locales};
-use crate::press::{MessageFacts, PressKey};
 use crate::sender::{Drawer, Drawing};
-use crate::store::consent::OwnerRow;
-use crate::store::{Record, Store, StoreError};
 use crate::telegram::{ChatRef, Incoming, Person, SendError, Telegram, UNREADABLE};
+use consentd_core::card;
+use consentd_core::clock::Clock;
+use consentd_core::config::{Config, Gate};
+use consentd_core::deadline::Window;
+use consentd_core::locale::{Language, Locales};
+use consentd_core::press::{MessageFacts, PressKey};
+use consentd_store::consent::OwnerRow;
+use consentd_store::{Record, Store, StoreError};
 
 use expiry::tick_sweeps;
 use poller::poll;
@@ -72,7 +72,7 @@ use poller::poll;
 /// What a category switch's buttons are signed for in place of a record's digest.
 const CATEGORY_DIGEST: &str = "category";
 
-/// A press's subject as the store knows it (owned: [`SubjectFacts`](crate::press::SubjectFacts)
+/// A press's subject as the store knows it (owned: [`SubjectFacts`](consentd_core::press::SubjectFacts)
 /// borrows from it).
 #[derive(Debug)]
 struct PressSubject {
@@ -88,7 +88,7 @@ struct PressSubject {
 /// Everything a press is judged on.
 #[derive(Debug)]
 struct PressFacts {
-    callback: Option<crate::press::Callback>,
+    callback: Option<consentd_core::press::Callback>,
     record: Option<Record>,
     subject: Option<PressSubject>,
     message: MessageFacts,
@@ -111,7 +111,7 @@ struct Decision {
     now: DateTime<Utc>,
     /// The monotonic clock read with `now`: what the press starts (a suggestion's request)
     /// runs on both clocks from it.
-    monotonic: crate::clock::Monotonic,
+    monotonic: consentd_core::clock::Monotonic,
     /// The pressed message (chat, message id), when Telegram said which.
     message: Option<(i64, i64)>,
 }
@@ -120,9 +120,9 @@ impl Decision {
     /// What the press `decided`, to be stored with the update's next offset.
     pub(super) fn offset_with(
         &self,
-        decided: crate::store::Decided,
-    ) -> crate::store::OwnerDecision {
-        crate::store::OwnerDecision {
+        decided: consentd_store::Decided,
+    ) -> consentd_store::OwnerDecision {
+        consentd_store::OwnerDecision {
             next_offset: Some(self.next),
             decided,
         }
@@ -146,7 +146,7 @@ pub(crate) enum Wake {
     Withdraw {
         id: String,
         peer_uid: u32,
-        reply: oneshot::Sender<Result<crate::store::Withdrawal, StoreError>>,
+        reply: oneshot::Sender<Result<consentd_store::Withdrawal, StoreError>>,
     },
 }
 

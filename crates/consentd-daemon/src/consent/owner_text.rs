@@ -5,16 +5,16 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::card;
-use crate::card::mandate::UsageView;
-use crate::commands::{self, ChatCommand};
-use crate::config::Gate;
-use crate::locale::Language;
-use crate::lookalike;
-use crate::store::outbox::{Body, Sound, What};
-use crate::store::{Decided, Outgoing, RecordState, StoreError};
-use crate::styled::Styled;
 use crate::telegram::{ChatRef, Person};
+use consentd_core::card;
+use consentd_core::card::mandate::UsageView;
+use consentd_core::commands::{self, ChatCommand};
+use consentd_core::config::Gate;
+use consentd_core::locale::Language;
+use consentd_core::lookalike;
+use consentd_core::styled::Styled;
+use consentd_store::outbox::{Body, Sound, What};
+use consentd_store::{Decided, Outgoing, RecordState, StoreError};
 
 use super::queue::{queue, say, text_body};
 use super::{Consent, Decision, Owner, Said, CATEGORY_DIGEST};

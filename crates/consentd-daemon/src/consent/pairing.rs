@@ -4,12 +4,12 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::card;
-use crate::pairing::PairVerdict;
-use crate::store::consent::OwnerRow;
-use crate::store::outbox::Sound;
-use crate::store::StoreError;
 use crate::telegram::{ChatRef, Person};
+use consentd_core::card;
+use consentd_core::pairing::PairVerdict;
+use consentd_store::consent::OwnerRow;
+use consentd_store::outbox::Sound;
+use consentd_store::StoreError;
 
 use super::queue::say;
 use super::{owner_language, Consent, Owner};

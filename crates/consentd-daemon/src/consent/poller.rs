@@ -7,8 +7,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::store::Store;
 use crate::telegram::{Incoming, Probe, SendError, Telegram, POLL_TIMEOUT_SECS, UNREADABLE};
+use consentd_store::Store;
 
 use super::Wake;
 

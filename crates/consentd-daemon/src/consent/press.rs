@@ -1,5 +1,5 @@
 //! A button press: the facts it is judged on (the message as drawn, the clocks, its subject),
-//! the verdict of the pure [`crate::press::verify`], the answer to the presser first, and then
+//! the verdict of the pure [`consentd_core::press::verify`], the answer to the presser first, and then
 //! what an accepted press does — Yes and Grant, No and Decline, Resume, Stop — or how a rejected
 //! one is journaled and, when it matters, told to the owner.
 
@@ -7,22 +7,22 @@ use std::time::Duration;
 
 use tokio_util::task::TaskTracker;
 
-use crate::card;
-use crate::deadline::Now;
-use crate::press::{
+use crate::telegram::{ChatRef, Person, Press};
+use consentd_core::card;
+use consentd_core::deadline::Now;
+use consentd_core::press::{
     self, AsDrawn, MessageFacts, PressAction, PressContext, PressRejection, SubjectFacts, Verdict,
 };
-use crate::store::consent::ClaimWindow;
-use crate::store::db::EventName;
-use crate::store::drawn::Drawn;
-use crate::store::outbox::{Body, Sound, What};
-use crate::store::strangers::StrangerPress;
-use crate::store::{
+use consentd_core::styled::Styled;
+use consentd_store::consent::ClaimWindow;
+use consentd_store::db::EventName;
+use consentd_store::drawn::Drawn;
+use consentd_store::outbox::{Body, Sound, What};
+use consentd_store::strangers::StrangerPress;
+use consentd_store::{
     Applied, CardDecision, Decided, JournalEvent, Outgoing, Record, RecordState, StoreError,
     Subject,
 };
-use crate::styled::Styled;
-use crate::telegram::{ChatRef, Person, Press};
 
 use super::queue::{queue, say, text_body};
 use super::stale;

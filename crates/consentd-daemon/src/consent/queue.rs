@@ -1,9 +1,9 @@
 //! Queuing the owner's messages inside a store transaction: every part of the loop sends through
 //! these, so what is said is committed with what it says happened.
 
-use crate::store::outbox::{self, Body, Sound, What};
-use crate::store::{Effects, StoreError};
-use crate::styled::Styled;
+use consentd_core::styled::Styled;
+use consentd_store::outbox::{self, Body, Sound, What};
+use consentd_store::{Effects, StoreError};
 
 pub(super) fn text_body(text: String) -> Body {
     Body::new(Styled::plain(text), Vec::new())

@@ -5,11 +5,11 @@
 use chrono::{DateTime, Utc};
 use tokio_util::task::TaskTracker;
 
-use crate::card;
-use crate::store::consent::{ClaimWindow, Finish};
-use crate::store::outbox::Sound;
-use crate::store::{Record, RecordState, StoreError, Subject};
-use crate::styled::Styled;
+use consentd_core::card;
+use consentd_core::styled::Styled;
+use consentd_store::consent::{ClaimWindow, Finish};
+use consentd_store::outbox::Sound;
+use consentd_store::{Record, RecordState, StoreError, Subject};
 
 use super::queue::say;
 use super::Consent;

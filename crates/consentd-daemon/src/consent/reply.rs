@@ -10,13 +10,13 @@ use chrono::{DateTime, Utc};
 use super::press::DRAWING_PATIENCE;
 use super::queue::{say, text_body};
 use super::{Consent, Owner, Said};
-use crate::card::owner::{self, ReasonReply};
-use crate::card::{self, Outcome};
-use crate::deadline::reason_deadline;
-use crate::refusal::visible::{self, Unshowable};
-use crate::store::outbox::Sound;
-use crate::store::{Record, RecordState, StoreError};
-use crate::styled::Styled;
+use consentd_core::card::owner::{self, ReasonReply};
+use consentd_core::card::{self, Outcome};
+use consentd_core::deadline::reason_deadline;
+use consentd_core::refusal::visible::{self, Unshowable};
+use consentd_core::styled::Styled;
+use consentd_store::outbox::Sound;
+use consentd_store::{Record, RecordState, StoreError};
 
 /// What a reply to a card comes to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -207,7 +207,7 @@ mod tests {
             finished_at: None,
             shown_monotonic: None,
             asked_monotonic: None,
-            subject: crate::store::Subject::Action,
+            subject: consentd_store::Subject::Action,
             mandate_id: None,
             mandate: None,
             mandate_use: None,

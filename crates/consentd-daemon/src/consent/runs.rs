@@ -5,15 +5,15 @@
 use chrono::{DateTime, Utc};
 use tokio_util::task::TaskTracker;
 
-use crate::card::mandate::UsageView;
-use crate::card::{self, Outcome};
-use crate::config::Category;
-use crate::deadline::Now;
 use crate::executor::{self, AttachmentSource, RunOutcome, RunSpec, StdinAction};
-use crate::store::consent::{Claim, ClaimNotices, ClaimWindow, Finish};
-use crate::store::outbox::{Body, Sound, What};
-use crate::store::{Db, Effects, Record, RecordState, StoreError};
-use crate::styled::Styled;
+use consentd_core::card::mandate::UsageView;
+use consentd_core::card::{self, Outcome};
+use consentd_core::config::Category;
+use consentd_core::deadline::Now;
+use consentd_core::styled::Styled;
+use consentd_store::consent::{Claim, ClaimNotices, ClaimWindow, Finish};
+use consentd_store::outbox::{Body, Sound, What};
+use consentd_store::{Db, Effects, Record, RecordState, StoreError};
 
 use super::drawer::{known_or_none, with_view};
 use super::queue::{queue, queue_card_edit, text_body};
@@ -101,7 +101,7 @@ impl Consent {
         let Some(category) = self.config.categories.get(&kind) else {
             return Err(StoreError::Missing);
         };
-        if category.mode == crate::config::Mode::Approve {
+        if category.mode == consentd_core::config::Mode::Approve {
             // Never reached by design: an approval-only category's yes ends it `approved`, never
             // `granted`. A record claimed anyway (its category changed to approve since the yes)
             // ends `failed` without the executor: consentd never runs an approve category.
@@ -145,7 +145,7 @@ impl Consent {
                 target: record.target.clone(),
                 text: record.text.clone(),
                 fields: record.fields.clone(),
-                cost_usd: record.cost_usd.map(crate::action::format_usd),
+                cost_usd: record.cost_usd.map(consentd_core::action::format_usd),
             },
             attachments: record
                 .attachments
@@ -302,7 +302,7 @@ impl Consent {
         };
         // With receipts in the summary, routine ones are only counted.
         let routine = succeeded && !self.last_of_the_day(db, &row, record, usage);
-        if receipts == crate::config::Receipts::Summary && routine {
+        if receipts == consentd_core::config::Receipts::Summary && routine {
             return none;
         }
         let known = known_or_none(db.known_targets_for(&record.id, now), &record.id);
@@ -348,7 +348,7 @@ impl Consent {
     fn last_of_the_day(
         &self,
         db: &Db,
-        row: &crate::store::MandateRow,
+        row: &consentd_store::MandateRow,
         record: &Record,
         usage: UsageView,
     ) -> bool {
@@ -371,7 +371,7 @@ fn receipt_messages(
     record: &Record,
     rendered: card::Rendered,
     captions: Vec<Styled>,
-    buttons: Vec<crate::store::outbox::ButtonSpec>,
+    buttons: Vec<consentd_store::outbox::ButtonSpec>,
 ) -> Vec<Body> {
     let parts = rendered
         .parts
@@ -434,7 +434,7 @@ impl Ending {
 /// receipt is then told (with a sound by day), since the next ask will be a card; a routine
 /// receipt never makes a sound and waits out quiet hours.
 fn last_today(
-    row: &crate::store::MandateRow,
+    row: &consentd_store::MandateRow,
     usage: UsageView,
     cost: rust_decimal::Decimal,
 ) -> bool {
@@ -449,12 +449,12 @@ mod tests {
     use rust_decimal::Decimal;
 
     use super::*;
-    use crate::store::MandateRow;
+    use consentd_store::MandateRow;
 
     fn mandate(usd: Option<&str>, actions: u32) -> MandateRow {
         MandateRow {
             id: "r_00000000000000000001".into(),
-            digest: crate::digest::Sha256Hash::of(b"terms"),
+            digest: consentd_core::digest::Sha256Hash::of(b"terms"),
             kind: "publish_x".into(),
             targets: vec!["@news".into()],
             days: 7,

@@ -7,11 +7,11 @@
 //! so such a press comes only from a message not edited yet.
 
 use super::{Consent, PressFacts, PressSubject, CATEGORY_DIGEST};
-use crate::card::owner::{self, Stale};
 use crate::preflight;
-use crate::press::{PressAction, PressRejection, Verdict};
-use crate::store::{MandateRow, RecordState};
 use crate::telegram::Person;
+use consentd_core::card::owner::{self, Stale};
+use consentd_core::press::{PressAction, PressRejection, Verdict};
+use consentd_store::{MandateRow, RecordState};
 
 /// Why a Yes, No, Grant or Decline on a card in `state` no longer counts.
 pub(super) fn card(state: RecordState) -> Option<Stale> {
@@ -109,7 +109,7 @@ impl Consent {
                     .map_or(kind, |category| category.label(lang));
                 owner::stale_toast(&self.locales, lang, stale, kind, label)
             }
-            None => crate::card::not_accepted(&self.locales, self.language_for(from)),
+            None => consentd_core::card::not_accepted(&self.locales, self.language_for(from)),
         })
     }
 }

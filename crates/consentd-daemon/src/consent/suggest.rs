@@ -1,19 +1,19 @@
 //! Suggested mandates in the chat: after the owner's yes to a card has run, whether to offer a
-//! mandate instead of the next card (the pure [`crate::suggest::decide`]) and, when it says so,
+//! mandate instead of the next card (the pure [`consentd_core::suggest::decide`]) and, when it says so,
 //! the silent message with its one signed button; and that button's press, which opens an
 //! ordinary mandate card — granting still takes the owner's Grant on it.
 
 use chrono::{DateTime, Utc};
 
-use crate::card::mandate::{render_suggestion, SuggestionView};
-use crate::deadline::Now;
-use crate::lookalike;
-use crate::mandate;
-use crate::press::PressRejection;
-use crate::store::outbox::{Body, Sound};
-use crate::store::suggestions::{new_suggestion_id, Suggestion};
-use crate::store::{Applied, Decided, Outgoing, Record, RecordState, StoreError, Subject};
-use crate::suggest::{self, Asked};
+use consentd_core::card::mandate::{render_suggestion, SuggestionView};
+use consentd_core::deadline::Now;
+use consentd_core::lookalike;
+use consentd_core::mandate;
+use consentd_core::press::PressRejection;
+use consentd_core::suggest::{self, Asked};
+use consentd_store::outbox::{Body, Sound};
+use consentd_store::suggestions::{new_suggestion_id, Suggestion};
+use consentd_store::{Applied, Decided, Outgoing, Record, RecordState, StoreError, Subject};
 
 use super::stale;
 use super::{Consent, Decision, PressSubject};

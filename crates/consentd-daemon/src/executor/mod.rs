@@ -67,7 +67,7 @@ use tokio::process::ChildStdin;
 use child::RunChild;
 use tokio::time::Instant;
 
-use crate::stored;
+use consentd_store::stored;
 
 /// At most this many characters of the first stdout line become the result.
 const RESULT_MAX_CHARS: usize = 200;
@@ -810,7 +810,7 @@ mod tests {
             if !store.exists() {
                 fs::create_dir(&store).unwrap();
             }
-            let sha256 = crate::digest::Sha256Hash::of(bytes).to_hex();
+            let sha256 = consentd_core::digest::Sha256Hash::of(bytes).to_hex();
             let source = store.join(&sha256);
             fs::write(&source, bytes).unwrap();
             AttachmentSource {
@@ -1388,7 +1388,8 @@ echo "on stderr" >&2"#;
     #[tokio::test]
     async fn a_stored_copy_changed_since_the_card_never_runs() {
         let shown: Vec<u8> = (0..=255u8).cycle().take(100_000).collect();
-        let sha = |bytes: &[u8]| crate::digest::Sha256Hash::of(bytes).to_hex()[..12].to_owned();
+        let sha =
+            |bytes: &[u8]| consentd_core::digest::Sha256Hash::of(bytes).to_hex()[..12].to_owned();
         let mut flipped = shown.clone();
         flipped[50_000] ^= 0x01;
         let mut grown = shown.clone();

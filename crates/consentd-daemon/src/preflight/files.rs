@@ -20,7 +20,7 @@ use std::io::ErrorKind;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 
-use crate::config::{ConfigProblem, Paths, TelegramSection};
+use consentd_core::config::{ConfigProblem, Paths, TelegramSection};
 
 /// What one file may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +98,7 @@ fn inside_state_dir(state_dir: &Path, euid: u32) -> Vec<String> {
         // The press key and the journal's seal key: either read by another user forges what
         // they protect (a press, the current epoch's lines).
         let name = entry.file_name();
-        let rule = if name == "press.key" || name == crate::journal::SEAL_KEY_FILE {
+        let rule = if name == "press.key" || name == consentd_store::journal::SEAL_KEY_FILE {
             Rule::Secret
         } else {
             Rule::Kept

@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::locale::{Language, Locales};
 use consentd_client::output::{errln, Stream};
+use consentd_core::locale::{Language, Locales};
 use consentd_emulator::{self as emulator, Emulator, UserSpec};
 
 /// The page's port when `--port` is not given; taken when free, else any free port.
@@ -85,7 +85,7 @@ pub fn run(port: Option<u16>, state_dir: Option<PathBuf>) -> anyhow::Result<()> 
         Some(dir) => {
             let dir = std::path::absolute(&dir)
                 .with_context(|| format!("--state-dir {}", dir.display()))?;
-            crate::store::create_private_dir(&dir)
+            consentd_store::create_private_dir(&dir)
                 .with_context(|| format!("cannot create --state-dir {}", dir.display()))?;
             (dir, false)
         }
@@ -147,14 +147,17 @@ struct Chat {
 
 /// Every category's card title in every language, alone and under the URGENT line, with its
 /// class.
-fn card_titles(config: &crate::config::Config) -> anyhow::Result<BTreeMap<String, &'static str>> {
+fn card_titles(
+    config: &consentd_core::config::Config,
+) -> anyhow::Result<BTreeMap<String, &'static str>> {
     let locales = Locales::new().context("the built-in locales do not load")?;
     let mut titles = BTreeMap::new();
     for category in config.categories.values() {
         for lang in Language::ALL {
             let class = category.class.as_str();
-            let title = crate::card::title_line(&locales, lang, category.label(lang), class);
-            let urgent = locales.t(lang, crate::card::msg::CARD_URGENT, &[]);
+            let title =
+                consentd_core::card::title_line(&locales, lang, category.label(lang), class);
+            let urgent = locales.t(lang, consentd_core::card::msg::CARD_URGENT, &[]);
             titles.insert(format!("{urgent}\n{title}"), class);
             titles.insert(title, class);
         }
@@ -507,7 +510,8 @@ mod tests {
     fn the_config_passes_validation_with_everything_on() {
         let layout = Layout::new(Path::new("/tmp/consentd-sandbox-test dir"));
         let text = config_text(&layout, "http://127.0.0.1:1234", 1000).unwrap();
-        let config = crate::config::parse(&text, "sandbox").unwrap_or_else(|e| panic!("{e}"));
+        let config =
+            consentd_core::config::parse(&text, "sandbox").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(config.owner.telegram_id, Some(OWNER_ID));
         assert_eq!(config.gate.quiet_hours, None);
         assert_eq!(config.paths.socket, layout.socket);
@@ -537,9 +541,11 @@ mod tests {
     fn the_printed_hook_rules_route_and_gate_to_the_sandboxs_own_kinds() {
         use consentd_client::hook::rules::{self, Call, Decision};
         let layout = Layout::new(Path::new("/tmp/x"));
-        let config =
-            crate::config::parse(&config_text(&layout, "http://127.0.0.1:1", 0).unwrap(), "s")
-                .unwrap();
+        let config = consentd_core::config::parse(
+            &config_text(&layout, "http://127.0.0.1:1", 0).unwrap(),
+            "s",
+        )
+        .unwrap();
         let rules = rules::parse(HOOK_RULES).unwrap_or_else(|e| panic!("{e}"));
         let bash = |command: &str| serde_json::json!({ "command": command });
         let decide = |input: &serde_json::Value| {
@@ -555,7 +561,7 @@ mod tests {
         };
         assert_eq!(
             config.categories[&gate.kind].mode,
-            crate::config::Mode::Approve
+            consentd_core::config::Mode::Approve
         );
         assert_eq!(gate.fields["cwd"], "/home/mila/blog");
         let Decision::Route(route) = decide(&bash("blog-post --to @mila_news Hello")) else {
@@ -563,7 +569,7 @@ mod tests {
         };
         assert_eq!(
             config.categories[&route.kind].mode,
-            crate::config::Mode::Run
+            consentd_core::config::Mode::Run
         );
         assert_eq!(route.target.as_deref(), Some("@mila_news"));
         assert!(matches!(decide(&bash("ls -la")), Decision::Pass { .. }));
@@ -587,7 +593,7 @@ mod tests {
     fn run(kind: &str, action: &[u8]) -> std::process::Output {
         let layout = Layout::new(Path::new("/tmp/x"));
         let text = config_text(&layout, "http://127.0.0.1:1", 0).unwrap();
-        let config = crate::config::parse(&text, "sandbox").unwrap();
+        let config = consentd_core::config::parse(&text, "sandbox").unwrap();
         let command = &config.categories[kind].command;
         std::process::Command::new(&command[0])
             .args(&command[1..])
@@ -620,7 +626,7 @@ mod tests {
     fn every_card_title_is_known_with_its_class_in_every_language() {
         let layout = Layout::new(Path::new("/tmp/x"));
         let text = config_text(&layout, "http://127.0.0.1:1", 0).unwrap();
-        let titles = card_titles(&crate::config::parse(&text, "sandbox").unwrap()).unwrap();
+        let titles = card_titles(&consentd_core::config::parse(&text, "sandbox").unwrap()).unwrap();
         assert_eq!(titles.len(), 6 * 3 * 2);
         assert_eq!(titles["Delete a post (destructive)"], "destructive");
         assert_eq!(titles["СРОЧНО\nУдалить пост (необратимое)"], "destructive");

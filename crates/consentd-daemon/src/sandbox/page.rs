@@ -37,8 +37,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::token::PageToken;
-use crate::consent::OwnerCell;
-use crate::locale::Language;
+use crate::owner::OwnerCell;
+use consentd_core::locale::Language;
 use consentd_emulator::{
     Button, CallbackAnswer, ChatMessage, ChatSpec, ContentKind, Emulator, UserSpec,
 };
@@ -438,7 +438,7 @@ impl From<Button> for ButtonView {
         let action = button
             .callback_data
             .as_deref()
-            .and_then(|data| crate::press::parse_callback(data).ok())
+            .and_then(|data| consentd_core::press::parse_callback(data).ok())
             .map(|callback| callback.action.as_str());
         ButtonView {
             text: button.text,
@@ -672,9 +672,9 @@ mod tests {
         let open = "Post to X (external)\nTarget: @x\nRecord: r_1\nAnswer by 14:35\n\nText:\nHi";
         let done = "Post to X (external)\nTarget: @x\nRecord: r_1\nOutcome: done. Decided by \
                     Ann.\nResult: ok\n\nText:\nHi";
-        let key = crate::press::PressKey::from_bytes([7; 32]);
+        let key = consentd_core::press::PressKey::from_bytes([7; 32]);
         let yes = key.sign(
-            crate::press::PressAction::Yes,
+            consentd_core::press::PressAction::Yes,
             "r_0123456789abcdef0123",
             "d",
             1,
@@ -758,7 +758,7 @@ mod tests {
         };
         // Before the daemon has read its store: the config's.
         assert_eq!(language().await, "pt");
-        let owner = crate::consent::Owner {
+        let owner = crate::owner::Owner {
             id: 5,
             language: Language::Ru,
         };

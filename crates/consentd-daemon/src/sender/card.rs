@@ -5,13 +5,13 @@
 use chrono::{DateTime, Utc};
 
 use super::{drawn_from, read_attachment, DrawnCard, Out, Pace, RowError};
-use crate::deadline::Now;
-use crate::gate::{self, Delivery, NoticeClass};
-use crate::lookalike::KnownTargets;
-use crate::store::handover::Commit;
-use crate::store::outbox::Row;
-use crate::store::{Record, RecordState, Store, StoreError};
 use crate::telegram::SendError;
+use consentd_core::deadline::Now;
+use consentd_core::gate::{self, Delivery, NoticeClass};
+use consentd_core::lookalike::KnownTargets;
+use consentd_store::handover::Commit;
+use consentd_store::outbox::Row;
+use consentd_store::{Record, RecordState, Store, StoreError};
 
 /// Whether the card of a pending record goes now (and how it sounds) or waits for the morning;
 /// `None` when it was held.

@@ -3,7 +3,7 @@
 
 use tokio::time::Instant;
 
-use crate::store::outbox::Lane;
+use consentd_store::outbox::Lane;
 
 /// What one lane has to offer at a moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -52,7 +52,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::store::outbox::{Sound, What};
+    use consentd_store::outbox::{Sound, What};
 
     fn ready() -> LaneView {
         LaneView {

@@ -17,18 +17,18 @@ use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::card::CardError;
-use crate::clock::Clock;
-use crate::digest::AttachmentFacts;
-use crate::gate::{self, Delivery, NoticeClass};
-use crate::lookalike::KnownTargets;
-use crate::store::db::Db;
-use crate::store::drawn::Drawn;
-use crate::store::outbox::{ButtonSpec, Head, Lane, Row, Sound, What};
-use crate::store::{HandedCard, Record, Store, StoreError};
-use crate::stored;
-use crate::styled::Styled;
 use crate::telegram::{SendError, Sent, Telegram};
+use consentd_core::card::CardError;
+use consentd_core::clock::Clock;
+use consentd_core::digest::AttachmentFacts;
+use consentd_core::gate::{self, Delivery, NoticeClass};
+use consentd_core::lookalike::KnownTargets;
+use consentd_core::styled::Styled;
+use consentd_store::db::Db;
+use consentd_store::drawn::Drawn;
+use consentd_store::outbox::{ButtonSpec, Head, Lane, Row, Sound, What};
+use consentd_store::stored;
+use consentd_store::{HandedCard, Record, Store, StoreError};
 
 use card::{send_card, send_found_card};
 use lanes::{Choice, LaneView};
@@ -67,7 +67,7 @@ pub(crate) trait Drawer: Send + Sync + std::fmt::Debug {
     /// How long a shown card may be answered.
     fn ttl(&self) -> chrono::Duration;
     /// The gate's settings as the owner last set them, and the owner's zone.
-    fn gate(&self) -> (crate::config::Gate, chrono_tz::Tz);
+    fn gate(&self) -> (consentd_core::config::Gate, chrono_tz::Tz);
 }
 
 /// Held by the sender from the moment it sends or edits a message until the store knows what the

@@ -20,8 +20,8 @@ use tokio_util::task::TaskTracker;
 
 use self::budget::{ByteBudget, Exhausted, Held, PeerSlots, BUDGET_WAIT};
 use crate::intake::{Intake, Reply};
-use crate::protocol::Response;
-use crate::refusal::{Reason, Refusal};
+use consentd_core::protocol::Response;
+use consentd_core::refusal::{Reason, Refusal};
 
 /// How long a client may take to send its whole request line.
 pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -491,9 +491,9 @@ state_dir = "/nonexistent"
         }
 
         fn start(&mut self, limits: IntakeLimits) -> tokio::task::JoinHandle<()> {
-            let config = crate::config::parse(CONFIG, "test").unwrap();
+            let config = consentd_core::config::parse(CONFIG, "test").unwrap();
             let gate = Arc::new(RwLock::new(config.gate.clone()));
-            let (store, _thread, _) = crate::store::Store::open(
+            let (store, _thread, _) = consentd_store::Store::open(
                 self.dir.path(),
                 &self.dir.path().join("j.jsonl"),
                 chrono::Utc::now(),
@@ -504,11 +504,11 @@ state_dir = "/nonexistent"
                 store,
                 clock: Arc::new(SystemClock),
                 switches: Arc::new(RwLock::new(BTreeMap::new())),
-                owner: Arc::new(RwLock::new(Some(crate::consent::Owner {
+                owner: Arc::new(RwLock::new(Some(crate::owner::Owner {
                     id: 42,
-                    language: crate::locale::Language::En,
+                    language: consentd_core::locale::Language::En,
                 }))),
-                locales: Arc::new(crate::locale::Locales::new().unwrap()),
+                locales: Arc::new(consentd_core::locale::Locales::new().unwrap()),
                 gate,
                 sender_idle: Default::default(),
                 handoff: tokio::sync::mpsc::unbounded_channel().0,
