@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use chrono::{TimeZone, Utc};
-use consentd::journal;
+use consentd_store::journal;
 use serde_json::{json, Value};
 
 const LINES: u64 = 1_000_000;

@@ -1,5 +1,5 @@
-//! The `consentd` binary: see [`consentd::cli`].
+//! The `consentd` binary: see [`consentd::cli`] for its subcommands.
 
 fn main() -> std::process::ExitCode {
-    consentd::cli::main()
+    consentd::main()
 }

@@ -22,6 +22,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CRATES = [
     "src",
+    "crates/consentd-client/src",
+    "crates/consentd-daemon/src",
     "crates/consentd-core/src",
     "crates/consentd-store/src",
     "crates/consentd-emulator/src",

@@ -11,9 +11,9 @@
 
 use std::sync::OnceLock;
 
-use consentd::config::{self, Config};
-use consentd::protocol::{self, Request, Response};
-use consentd::refusal::{self, visible};
+use consentd_core::config::{self, Config};
+use consentd_core::protocol::{self, Request, Response};
+use consentd_core::refusal::{self, visible};
 use libfuzzer_sys::fuzz_target;
 
 fn config() -> &'static Config {
@@ -136,7 +136,7 @@ fuzz_target!(|frame: &[u8]| {
             }
         }
         // A hook's rule question is held to what an ask's `hook` is held to.
-        Ok(Request::Rule(query)) => match consentd::exact::check_hook(&query.call) {
+        Ok(Request::Rule(query)) => match consentd_core::exact::check_hook(&query.call) {
             Err(refusal) => refusal,
             Ok(()) => return,
         },

@@ -14,7 +14,7 @@ use std::str::FromStr;
 use std::sync::OnceLock;
 
 use chrono::DateTime;
-use consentd::journal::{self, Anchor, Head, Line, Problem};
+use consentd_store::journal::{self, Anchor, Head, Line, Problem};
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;

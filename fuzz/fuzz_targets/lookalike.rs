@@ -18,14 +18,14 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use chrono::{TimeZone, Utc};
-use consentd::card::{self, AttachmentView, CardView, Outcome};
-use consentd::config::{self, Config};
-use consentd::digest::Sha256Hash;
-use consentd::locale::{Language, Locales};
-use consentd::lookalike::{self, KnownTargets, Warning};
-use consentd::protocol::{self, Request};
-use consentd::refusal::{self, visible};
-use consentd::split;
+use consentd_core::card::{self, AttachmentView, CardView, Outcome};
+use consentd_core::config::{self, Config};
+use consentd_core::digest::Sha256Hash;
+use consentd_core::locale::{Language, Locales};
+use consentd_core::lookalike::{self, KnownTargets, Warning};
+use consentd_core::protocol::{self, Request};
+use consentd_core::refusal::{self, visible};
+use consentd_core::split;
 use libfuzzer_sys::fuzz_target;
 
 fn config() -> &'static Config {
@@ -44,7 +44,7 @@ fn locales() -> &'static Locales {
 /// The ask the input describes, as the gate accepts it, or `None`. `padding` characters go in
 /// each of its two fields (none when 0: an empty field is refused), at most 1,020 each; when
 /// `padding` is odd, the first field holds the target instead.
-fn accepted(target: &str, text: &str, padding: usize) -> Option<consentd::action::Action> {
+fn accepted(target: &str, text: &str, padding: usize) -> Option<consentd_core::action::Action> {
     let fields = if padding == 0 {
         serde_json::json!({})
     } else if padding % 2 == 1 {
@@ -157,7 +157,7 @@ fuzz_target!(|data: &[u8]| {
             target: Some(target),
             target_warnings: &mixed,
             fields,
-            field_labels: &consentd::card::NO_FIELD_LABELS,
+            field_labels: &consentd_core::card::NO_FIELD_LABELS,
             field_warnings: &field_mixed,
             cost_usd: cost.as_deref(),
             attachments: &attachments,

@@ -9,9 +9,9 @@
 #![no_main]
 
 use chrono::{DateTime, TimeDelta, Utc};
-use consentd::clock::Monotonic;
-use consentd::deadline::{Now, Window};
-use consentd::press::{
+use consentd_core::clock::Monotonic;
+use consentd_core::deadline::{Now, Window};
+use consentd_core::press::{
     self, MessageFacts, PressAction, PressContext, PressKey, PressRejection, SubjectFacts, AsDrawn,
     Verdict, MAX_CALLBACK_LEN,
 };

@@ -10,7 +10,7 @@
 
 #![no_main]
 
-use consentd::split::{self, MESSAGE_LIMIT};
+use consentd_core::split::{self, MESSAGE_LIMIT};
 use libfuzzer_sys::fuzz_target;
 use unicode_segmentation::UnicodeSegmentation;
 

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use base64::Engine as _;
-use consentd::digest::Sha256Hash;
+use consentd_core::digest::Sha256Hash;
 use consentd_emulator::{ChatSpec, ContentKind, UserSpec};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use base64::Engine as _;
-use consentd::digest::Sha256Hash;
+use consentd_core::digest::Sha256Hash;
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 

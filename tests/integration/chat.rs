@@ -92,7 +92,7 @@ fn status(daemon: &Daemon, id: &str) -> Value {
 }
 
 fn sha256_hex(text: &str) -> String {
-    consentd::digest::Sha256Hash::of(text.as_bytes()).to_hex()
+    consentd_core::digest::Sha256Hash::of(text.as_bytes()).to_hex()
 }
 
 #[test]

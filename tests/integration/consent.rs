@@ -6,7 +6,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use base64::Engine as _;
-use consentd::press::{PressAction, PressKey};
+use consentd_core::press::{PressAction, PressKey};
 use consentd_emulator::{ChatMessage, ChatSpec, UserSpec};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};

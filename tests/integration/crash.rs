@@ -30,7 +30,7 @@ fn assert_store_agrees(
     daemon: &Daemon,
     journaled: &BTreeSet<String>,
     acknowledged: &BTreeSet<String>,
-    head: &consentd::journal::Head,
+    head: &consentd_store::journal::Head,
 ) {
     let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
     let mut statement = db.prepare("SELECT id FROM records").unwrap();
@@ -98,7 +98,7 @@ fn sigkill_at_any_moment_leaves_store_and_journal_in_agreement() {
     }
     assert!(daemon.stop_with(Signal::SIGTERM).success());
 
-    let journal = consentd::journal::verify_file(&daemon.journal, None).unwrap();
+    let journal = consentd_store::journal::verify_file(&daemon.journal, None).unwrap();
     let verified = journal.unwrap_or_else(|problem| panic!("journal broken: {problem}"));
     let text = std::fs::read_to_string(&daemon.journal).unwrap();
     let mut journaled = BTreeSet::new();
@@ -160,7 +160,7 @@ fn a_kill_in_the_middle_of_a_batch_keeps_every_answer_and_half_applies_nothing()
     );
     let acknowledged: BTreeSet<String> = acked.lock().unwrap().iter().cloned().collect();
     let daemon = daemon.restart();
-    let journal = consentd::journal::verify_file(&daemon.journal, None).unwrap();
+    let journal = consentd_store::journal::verify_file(&daemon.journal, None).unwrap();
     let verified = journal.unwrap_or_else(|problem| panic!("journal broken: {problem}"));
     let text = std::fs::read_to_string(&daemon.journal).unwrap();
     let journaled: BTreeSet<String> = text

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use consentd::store::state::RecordState;
 use consentd_emulator::{ChatSpec, Emulator, UserSpec};
+use consentd_store::state::RecordState;
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 use sha2::{Digest as _, Sha256};
@@ -321,7 +321,7 @@ fn wait_for_recovery(daemon: &Daemon, seed: u64) {
 
 /// Everything that must hold after a restart from the image, on the stopped daemon's files.
 fn check(daemon: &Daemon, told: &Told, seed: u64) {
-    let verified = consentd::journal::verify_file(&daemon.journal, None)
+    let verified = consentd_store::journal::verify_file(&daemon.journal, None)
         .unwrap()
         .unwrap_or_else(|problem| panic!("seed {seed}: the journal does not verify: {problem}"));
     let lines = journal_lines(&daemon.journal);

@@ -454,13 +454,13 @@ fn signed_always(daemon: &Daemon, id: &str) -> String {
         .unwrap()
         .try_into()
         .unwrap();
-    let key = consentd::press::PressKey::from_bytes(bytes);
+    let key = consentd_core::press::PressKey::from_bytes(bytes);
     let asked = events(daemon, "asked")
         .into_iter()
         .find(|line| line["id"] == id)
         .unwrap();
     key.sign(
-        consentd::press::PressAction::Always,
+        consentd_core::press::PressAction::Always,
         id,
         asked["digest"].as_str().unwrap(),
         OWNER,

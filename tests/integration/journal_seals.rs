@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use consentd::journal::{key_id, parse_key, Key, Line, SealKey};
+use consentd_store::journal::{key_id, parse_key, Key, Line, SealKey};
 use nix::sys::signal::Signal;
 use sha2::{Digest as _, Sha256};
 
@@ -97,7 +97,8 @@ fn sealed_daemon() -> (Daemon, Key) {
 
 /// The key file's epoch and key.
 fn key_on_disk(state_dir: &Path) -> SealKey {
-    let text = std::fs::read_to_string(state_dir.join(consentd::journal::SEAL_KEY_FILE)).unwrap();
+    let text =
+        std::fs::read_to_string(state_dir.join(consentd_store::journal::SEAL_KEY_FILE)).unwrap();
     let field = |name: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
@@ -482,7 +483,12 @@ fn rotate_announces_a_new_key_and_both_keys_verify_their_ranges() {
     assert_eq!((py.status.code(), named_line(&py)), (Some(1), started));
     // A sealed journal whose key file is gone is refused at start, pointing to `seal-init`
     // (`rotate` needs an old key to replace).
-    std::fs::remove_file(daemon.state_dir.join(consentd::journal::SEAL_KEY_FILE)).unwrap();
+    std::fs::remove_file(
+        daemon
+            .state_dir
+            .join(consentd_store::journal::SEAL_KEY_FILE),
+    )
+    .unwrap();
     let message = serve_until_it_exits(&daemon);
     assert!(message.contains("journal seal-init"), "{message}");
     let no_old = daemon.cli(&["journal", "rotate", "--config", &config]);
@@ -523,7 +529,9 @@ fn a_kill_inside_seal_init_never_leaves_a_key_in_use_that_nobody_saw() {
             .output()
             .unwrap();
         assert!(!killed.status.success(), "{point}: {}", stderr(&killed));
-        let key_file = daemon.state_dir.join(consentd::journal::SEAL_KEY_FILE);
+        let key_file = daemon
+            .state_dir
+            .join(consentd_store::journal::SEAL_KEY_FILE);
         if key_file.exists() {
             // The key file the next start seals with is one whose verification key was shown.
             let printed = stdout(&killed)

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeSet;
 
-use consentd::config::Class;
-use consentd::store::RecordState;
+use consentd_core::config::Class;
+use consentd_store::RecordState;
 
 const LANGUAGES: [&str; 3] = ["en", "ru", "pt"];
 

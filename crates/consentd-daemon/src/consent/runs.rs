@@ -1,0 +1,534 @@
+//! Runs: a granted record claimed (durably, before its command may start), its command started
+//! on its own task, and its outcome recorded with what the owner is told — the card edited to the
+//! outcome, or for an ask a mandate answered a receipt.
+
+use chrono::{DateTime, Utc};
+use tokio_util::task::TaskTracker;
+
+use crate::executor::{self, AttachmentSource, RunOutcome, RunSpec, StdinAction};
+use consentd_core::card::mandate::UsageView;
+use consentd_core::card::{self, Outcome};
+use consentd_core::config::Category;
+use consentd_core::deadline::Now;
+use consentd_core::styled::Styled;
+use consentd_store::consent::{Claim, ClaimNotices, ClaimWindow, Finish};
+use consentd_store::outbox::{Body, Sound, What};
+use consentd_store::{Db, Effects, Record, RecordState, StoreError};
+
+use super::drawer::{known_or_none, with_view};
+use super::queue::{queue, queue_card_edit, text_body};
+use super::Consent;
+
+impl Consent {
+    /// The claim, then the run on its own task; the run's end comes back as an event.
+    pub(super) async fn claim_and_run(
+        &self,
+        id: String,
+        window: ClaimWindow,
+        runs: &TaskTracker,
+    ) -> Result<(), StoreError> {
+        let lookup = id.clone();
+        let Some(record) = self.store.call(move |db| db.record(&lookup)).await? else {
+            return Err(StoreError::Missing);
+        };
+        let enabled = self.category_enabled(record.asked()?.kind);
+        crate::failpoint::hit("before_claim");
+        let now = Now::read(self.clock.as_ref());
+        let notices = self.claim_notices(&record, now.wall).await;
+        let claim_id = id.clone();
+        let claim = self
+            .store
+            .call(move |db| db.claim(&claim_id, enabled, (&now, window), &notices))
+            .await?;
+        match claim {
+            Claim::CategoryOff(_) | Claim::Expired(_) => Ok(()),
+            Claim::Claimed(record) => self.spawn_run(record, runs),
+        }
+    }
+
+    /// What the owner is told when a claim does not run, drawn before the claim decides.
+    async fn claim_notices(&self, record: &Record, now: DateTime<Utc>) -> ClaimNotices {
+        let lang = self.language();
+        let decided_by = record.decided_by_name.as_deref();
+        let refused = Outcome {
+            state: RecordState::Refused.as_str(),
+            decided_by: None,
+            result: None,
+            reason: Some("category_off"),
+            reply_by: None,
+        };
+        let refused_edit = self.outcome_text_with(record, refused, now).await;
+        let expired_edit = self
+            .outcome_text(record, RecordState::Expired, decided_by, now)
+            .await;
+        let label = self.label(record, lang);
+        let expired_notice = card::expired_at_claim_notice(&self.locales, lang, &record.id, &label);
+        ClaimNotices {
+            chat: self.owner().map(|owner| owner.id),
+            refused_edit: Some(Body::new(refused_edit, Vec::new())),
+            expired_edit: Some(Body::new(expired_edit, Vec::new())),
+            expired_notice: Some(text_body(expired_notice)),
+        }
+    }
+
+    /// An ask the store claimed under a mandate: its run starts. `record` is the one the ask's
+    /// transaction read back after its claim; nothing changes a claimed (or approved) record
+    /// before its run ends, so it is not read again.
+    pub(super) async fn run_claimed(
+        &self,
+        record: Record,
+        runs: &TaskTracker,
+    ) -> Result<(), StoreError> {
+        if record.state == RecordState::Approved {
+            // An approval-only category's ask the mandate approved: nothing runs; its receipt.
+            return self.approved_by_mandate(record).await;
+        }
+        if record.state != RecordState::Running {
+            return Err(StoreError::StateConflict {
+                id: record.id,
+                expected: RecordState::Running,
+                actual: record.state,
+            });
+        }
+        self.spawn_run(record, runs)
+    }
+
+    /// Starts a claimed record's command on its own task; its end comes back as an event.
+    fn spawn_run(&self, record: Record, runs: &TaskTracker) -> Result<(), StoreError> {
+        // The claim and its `used` line are durable: from here the command may start.
+        crate::failpoint::hit("after_claim");
+        let kind = record.asked()?.kind.to_owned();
+        let Some(category) = self.config.categories.get(&kind) else {
+            return Err(StoreError::Missing);
+        };
+        if category.mode == consentd_core::config::Mode::Approve {
+            // Never reached by design: an approval-only category's yes ends it `approved`, never
+            // `granted`. A record claimed anyway (its category changed to approve since the yes)
+            // ends `failed` without the executor: consentd never runs an approve category.
+            tracing::error!(id = %record.id, %kind, "a claim of an approval-only category; nothing runs");
+            let consent = self.clone();
+            let id = record.id;
+            runs.spawn(async move {
+                let outcome = RunOutcome::NotStarted {
+                    reason: format!(
+                        "{kind} is approval-only (mode = \"approve\"): consentd runs nothing"
+                    ),
+                };
+                consent.record_outcome(id, outcome).await;
+            });
+            return Ok(());
+        }
+        let spec = self.run_spec(&record, category);
+        // The run records its own outcome: runs of different records end side by side, and
+        // their store calls share commits (group commit), instead of queueing in the loop.
+        let consent = self.clone();
+        let id = record.id;
+        runs.spawn(async move {
+            let outcome = executor::run(&spec).await;
+            crate::failpoint::hit("after_exit");
+            consent.record_outcome(id, outcome).await;
+        });
+        Ok(())
+    }
+
+    fn run_spec(&self, record: &Record, category: &Category) -> RunSpec {
+        RunSpec {
+            record_id: record.id.clone(),
+            command: category.command.clone(),
+            run_as: category.run_as.clone(),
+            env_file: category.env_file.clone(),
+            timeout: category.timeout,
+            work_root: self.work_root.clone(),
+            stdin: StdinAction {
+                id: record.id.clone(),
+                kind: category.name.clone(),
+                target: record.target.clone(),
+                text: record.text.clone(),
+                fields: record.fields.clone(),
+                cost_usd: record.cost_usd.map(consentd_core::action::format_usd),
+            },
+            attachments: record
+                .attachments
+                .iter()
+                .map(|a| AttachmentSource {
+                    name: a.name.clone(),
+                    media_type: a.media_type.clone(),
+                    sha256: a.sha256.clone(),
+                    bytes: a.bytes,
+                    source: self.store.attachment_path(&a.sha256),
+                })
+                .collect(),
+            on_card: record.mandate_id.is_none(),
+        }
+    }
+
+    pub(super) async fn run_ended(
+        &self,
+        id: String,
+        outcome: RunOutcome,
+    ) -> Result<(), StoreError> {
+        let now = self.clock.now();
+        let finish = match outcome {
+            RunOutcome::Executed { result } => Finish {
+                state: RecordState::Executed,
+                result,
+                message: None,
+                stderr: None,
+                detail: None,
+            },
+            RunOutcome::Failed { exit, stderr } => Finish {
+                state: RecordState::Failed,
+                result: None,
+                message: Some(exit.clone()),
+                stderr: Some(stderr),
+                detail: Some(exit),
+            },
+            RunOutcome::TimedOut { stderr } => Finish {
+                state: RecordState::OutcomeUnknown,
+                result: None,
+                message: Some("the command did not finish in time and was killed".into()),
+                stderr: Some(stderr),
+                detail: Some("timeout".into()),
+            },
+            RunOutcome::NotStarted { reason } => Finish {
+                state: RecordState::Failed,
+                result: None,
+                message: Some(format!("the command could not start: {reason}")),
+                stderr: None,
+                detail: Some("not_started".into()),
+            },
+        };
+        let (consent, owner, ended) = (self.clone(), self.owner(), finish.state);
+        // One store call: the record and what its ending reads, read as before the outcome's
+        // write, then the write with the ending queued in its transaction. Each call waits for
+        // its batch's commit, so separate reads would each cost a commit's wait.
+        let record = self
+            .store
+            .call(move |db| {
+                let record = db.record(&id)?.ok_or(StoreError::Missing)?;
+                let ending = consent.ending(db, &record, &finish, now);
+                db.finish(
+                    &id,
+                    &finish,
+                    |tx, effects, _| match owner {
+                        Some(owner) => ending.queue(tx, effects, owner.id),
+                        None => Ok(()),
+                    },
+                    now,
+                )?;
+                Ok(record)
+            })
+            .await?;
+        self.suggest_after(&record, ended, now).await;
+        Ok(())
+    }
+
+    /// What the owner is told when a run ends: the card edited to its outcome, or — for an ask a
+    /// mandate answered, which had no card — a receipt with today's use and Stop (none when the
+    /// config keeps receipts for the summary).
+    ///
+    /// Runs on the store's thread, inside the call that records the outcome, reading what it
+    /// needs from `db` before that write.
+    ///
+    /// Never fails: what the owner is told must not stand in the way of recording the outcome.
+    /// Nor may a fault in drawing it take down the store's thread, which every request needs: a
+    /// panic here costs the owner this one message, logged, and the outcome is still recorded.
+    pub(super) fn ending(
+        &self,
+        db: &Db,
+        record: &Record,
+        finish: &Finish,
+        now: DateTime<Utc>,
+    ) -> Ending {
+        let drawn = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.draw_ending(db, record, finish, now)
+        }));
+        drawn.unwrap_or_else(|_| {
+            tracing::error!(id = %record.id, "drawing a run's ending panicked: nothing is told");
+            Ending::none(&record.id)
+        })
+    }
+
+    fn draw_ending(&self, db: &Db, record: &Record, finish: &Finish, now: DateTime<Utc>) -> Ending {
+        let Some(mandate_id) = record.mandate_id.as_deref() else {
+            // The edit keeps saying who decided, now with how the run ended.
+            let outcome = Outcome {
+                state: finish.state.as_str(),
+                decided_by: record.decided_by_name.clone(),
+                result: finish.result.as_deref(),
+                reason: finish.message.as_deref(),
+                reply_by: None,
+            };
+            let known = known_or_none(db.known_targets_for(&record.id, now), &record.id);
+            let edit = self.outcome_text_known(record, outcome, &known, now);
+            return Ending {
+                record_id: record.id.clone(),
+                edit: Some(edit),
+                messages: Vec::new(),
+                sound: Sound::Silent,
+            };
+        };
+        let none = Ending::none(&record.id);
+        let receipts = self.gate.read().unwrap_or_else(|p| p.into_inner()).receipts;
+        let succeeded = matches!(finish.state, RecordState::Executed | RecordState::Approved);
+        let tz = self.config.owner.timezone;
+        // The day the ask was claimed in, so a run that crosses midnight counts where it was
+        // taken. Its use as of its own claim is kept with it; only an ask claimed before the
+        // store kept that is shown against the whole day.
+        let day = record.created_at;
+        let (row, day_usage) = match db.mandate_usage(mandate_id, day, tz) {
+            Ok(Some(found)) => found,
+            Ok(None) => return none,
+            Err(error) => {
+                tracing::warn!(%error, id = %record.id, "no receipt: cannot read its mandate");
+                return none;
+            }
+        };
+        let lang = self.language();
+        let outcome = Outcome {
+            state: finish.state.as_str(),
+            decided_by: None,
+            result: finish.result.as_deref(),
+            reason: finish.message.as_deref(),
+            reply_by: None,
+        };
+        let label = self.label(record, lang);
+        // The receipt shows the action's target, not the mandate's terms.
+        let view = self.mandate_view(&row, &label, &[]);
+        let usage = record.mandate_use.unwrap_or(day_usage);
+        let usage = UsageView {
+            actions: usage.actions,
+            usd: usage.usd,
+        };
+        // With receipts in the summary, routine ones are only counted.
+        let routine = succeeded && !self.last_of_the_day(db, &row, record, usage);
+        if receipts == consentd_core::config::Receipts::Summary && routine {
+            return none;
+        }
+        let known = known_or_none(db.known_targets_for(&record.id, now), &record.id);
+        let (rendered, captions) = with_view(self, record, &known, lang, now, |action| {
+            let captions: Vec<Styled> = action
+                .attachments
+                .iter()
+                .map(|a| card::attachment_caption(&self.locales, lang, a))
+                .collect();
+            let receipt = card::mandate::render_receipt(
+                action,
+                &view,
+                usage,
+                &outcome,
+                &self.locales,
+                lang,
+                now,
+            );
+            (receipt, captions)
+        });
+        // A Stop for a mandate already stopped or ended would only be "not accepted".
+        let buttons = if row.is_open(now) {
+            self.signed(rendered.buttons.clone(), &row.id, &row.digest.to_hex())
+        } else {
+            Vec::new()
+        };
+        let messages = receipt_messages(record, rendered, captions, buttons);
+        Ending {
+            record_id: record.id.clone(),
+            edit: None,
+            messages,
+            sound: if routine {
+                Sound::Receipt
+            } else {
+                Sound::Gated
+            },
+        }
+    }
+
+    /// Whether the action just run, at `usage` today, was the last a mandate may answer today:
+    /// its own day's ([`last_today`]), or the kind's shared day's (`covering_mandate`). Either
+    /// way the next ask will be a card, so its receipt is told.
+    fn last_of_the_day(
+        &self,
+        db: &Db,
+        row: &consentd_store::MandateRow,
+        record: &Record,
+        usage: UsageView,
+    ) -> bool {
+        let cost = record.cost_usd.unwrap_or_default();
+        let limits = &self.config.limits;
+        let kind_full = db
+            .kind_mandate_usage(&row.kind, record.created_at, self.config.owner.timezone)
+            .is_ok_and(|kind| {
+                kind.actions >= limits.mandate_max_actions_per_day
+                    || kind.usd + cost > limits.mandate_max_usd_per_day
+            });
+        kind_full || last_today(row, usage, cost)
+    }
+}
+
+/// A receipt's messages in a card's order: the text's parts, then each attachment as a document
+/// under its caption, then the receipt. No card went before an ask a mandate answered, so the
+/// owner sees here, as on a card, the very bytes that were run.
+fn receipt_messages(
+    record: &Record,
+    rendered: card::Rendered,
+    captions: Vec<Styled>,
+    buttons: Vec<consentd_store::outbox::ButtonSpec>,
+) -> Vec<Body> {
+    let parts = rendered
+        .parts
+        .into_iter()
+        .map(|part| Body::new(part, Vec::new()));
+    let documents = record
+        .attachments
+        .iter()
+        .zip(captions)
+        .map(|(facts, caption)| Body {
+            document: Some(facts.clone()),
+            ..Body::new(caption, Vec::new())
+        });
+    parts
+        .chain(documents)
+        .chain([Body::new(rendered.card, buttons)])
+        .collect()
+}
+
+/// What ending a run sends: the card's edit, or (for an ask a mandate answered) the receipt and
+/// the messages before it.
+#[derive(Debug)]
+pub(super) struct Ending {
+    record_id: String,
+    edit: Option<Styled>,
+    messages: Vec<Body>,
+    /// A routine receipt is one the gate keeps quiet; a failure or a day's last is told.
+    sound: Sound,
+}
+
+impl Ending {
+    /// Nothing to tell.
+    fn none(record_id: &str) -> Ending {
+        Ending {
+            record_id: record_id.to_owned(),
+            edit: None,
+            messages: Vec::new(),
+            sound: Sound::Silent,
+        }
+    }
+
+    pub(super) fn queue(
+        self,
+        tx: &rusqlite::Connection,
+        effects: &mut Effects,
+        chat: i64,
+    ) -> Result<(), StoreError> {
+        if let Some(edit) = self.edit {
+            queue_card_edit(tx, effects, chat, &self.record_id, edit)?;
+        }
+        for body in self.messages {
+            queue(tx, effects, chat, What::Message, None, body, self.sound)?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether the action just run, at `usage` today, was the last its mandate allows today: its
+/// count is used up, or another action of this one's `cost` would not fit in its money. Its
+/// receipt is then told (with a sound by day), since the next ask will be a card; a routine
+/// receipt never makes a sound and waits out quiet hours.
+fn last_today(
+    row: &consentd_store::MandateRow,
+    usage: UsageView,
+    cost: rust_decimal::Decimal,
+) -> bool {
+    usage.actions >= row.actions_per_day
+        || row
+            .usd_per_day
+            .is_some_and(|max| usage.usd >= max || usage.usd + cost > max)
+}
+
+#[cfg(test)]
+mod tests {
+    use rust_decimal::Decimal;
+
+    use super::*;
+    use consentd_store::MandateRow;
+
+    fn mandate(usd: Option<&str>, actions: u32) -> MandateRow {
+        MandateRow {
+            id: "r_00000000000000000001".into(),
+            digest: consentd_core::digest::Sha256Hash::of(b"terms"),
+            kind: "publish_x".into(),
+            targets: vec!["@news".into()],
+            days: 7,
+            usd_per_day: usd.map(|u| u.parse().unwrap()),
+            actions_per_day: actions,
+            reason: None,
+            opened_at: None,
+            ends_at: None,
+            stopped_at: None,
+            ended_at: None,
+            origin: None,
+            suggested_after: None,
+            asked_at: chrono::DateTime::UNIX_EPOCH,
+            asked_monotonic: None,
+        }
+    }
+
+    fn used(actions: u32, usd: &str) -> UsageView {
+        UsageView {
+            actions,
+            usd: usd.parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn the_last_action_a_mandate_allows_today_is_told() {
+        let money: Decimal = "0.30".parse().unwrap();
+        type Case = (&'static str, MandateRow, UsageView, Decimal, bool);
+        let cases: [Case; 6] = [
+            (
+                "the first of 3",
+                mandate(None, 3),
+                used(1, "0"),
+                Decimal::ZERO,
+                false,
+            ),
+            (
+                "the third of 3",
+                mandate(None, 3),
+                used(3, "0"),
+                Decimal::ZERO,
+                true,
+            ),
+            (
+                "$0.30 of $0.50: the next would not fit",
+                mandate(Some("0.50"), 10),
+                used(1, "0.30"),
+                money,
+                true,
+            ),
+            (
+                "$0.30 of $1.00: room for another",
+                mandate(Some("1.00"), 10),
+                used(1, "0.30"),
+                money,
+                false,
+            ),
+            (
+                "the money used up exactly",
+                mandate(Some("0.60"), 10),
+                used(2, "0.60"),
+                money,
+                true,
+            ),
+            (
+                "a free action under a money term",
+                mandate(Some("0.50"), 10),
+                used(1, "0"),
+                Decimal::ZERO,
+                false,
+            ),
+        ];
+        for (name, row, usage, cost, want) in cases {
+            assert_eq!(last_today(&row, usage, cost), want, "{name}");
+        }
+    }
+}

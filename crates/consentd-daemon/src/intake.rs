@@ -1,0 +1,667 @@
+//! An ask's journey from a request frame to a stored record or a refusal, and the `status` and
+//! `list` reads. Knows nothing of sockets: [`crate::server`] moves the bytes.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{mpsc, oneshot};
+
+use chrono::{DateTime, Utc};
+
+use consentd_core::action::Action;
+use consentd_core::card::mandate::MandateView;
+use consentd_core::card::{self, AttachmentView, CardView};
+use consentd_core::clock::Clock;
+use consentd_core::config::Config;
+use consentd_core::deadline::Now;
+use consentd_core::digest::Sha256Hash;
+use consentd_core::gate::{self, Delivery, NoticeClass};
+use consentd_core::lookalike::{self, KnownTargets, Warning};
+use consentd_core::mandate::MandateRequest;
+use consentd_core::protocol::{
+    self, ListResponse, RecordSummary, Request, Response, StatusResponse,
+};
+use consentd_core::refusal::{self, Reason, Refusal};
+use consentd_store::{
+    AskOutcome, AskPolicy, CardOpening, NewAsk, NewMandate, Record, RecordState, Store, StoreError,
+    Subject, Withdrawal,
+};
+
+/// Records in one `list` page.
+pub(crate) const LIST_PAGE: usize = 100;
+
+/// How often a final line held back for a No's reason looks at the clock again, besides waking
+/// when the record changes: the wait ends by the daemon's clock, which a test may move.
+const REASON_RECHECK: Duration = Duration::from_millis(500);
+
+/// The first answer to a request: final, or a first line and a record to wait on.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Reply {
+    Final(String),
+    Wait {
+        first: String,
+        id: String,
+        summary: bool,
+    },
+}
+
+/// What the intake hands to the consent loop: the loop alone runs commands and edits cards.
+#[derive(Debug)]
+pub(crate) enum Handoff {
+    /// An ask a mandate covered, which the store has settled: claimed (its run starts), or for
+    /// an approval-only category approved (its receipt is sent). The record is the one the ask's
+    /// transaction read back after the claim: the loop starts from it without reading it again.
+    Covered(Box<Record>),
+    /// A session's withdraw of its own ask, done by the loop between its other events (so a
+    /// press and a withdraw never interleave); the answer comes back on `reply`.
+    Withdraw {
+        id: String,
+        peer_uid: u32,
+        reply: oneshot::Sender<Result<Withdrawal, StoreError>>,
+    },
+}
+
+/// Everything a request needs; shared by all connections.
+#[derive(Debug, Clone)]
+pub(crate) struct Intake {
+    pub config: Arc<Config>,
+    pub store: Store,
+    pub clock: Arc<dyn Clock>,
+    /// The owner's category switches, overriding the config's `enabled`.
+    pub switches: Arc<RwLock<BTreeMap<String, bool>>>,
+    /// The owner, once known; cards go to their chat.
+    pub owner: crate::owner::OwnerCell,
+    /// To check that the card can be drawn before the ask is stored.
+    pub locales: Arc<consentd_core::locale::Locales>,
+    /// The gate's settings as the owner last set them: whether a new card would go at once.
+    pub gate: Arc<RwLock<consentd_core::config::Gate>>,
+    /// Whether the sender waits with nothing in hand (for a card opened with its ask).
+    pub sender_idle: crate::sender::SenderIdle,
+    /// Asks a mandate covered (to run, or to be told of), and withdrawals, for the consent loop.
+    pub handoff: mpsc::UnboundedSender<Handoff>,
+}
+
+impl Intake {
+    /// Answers one request frame from a peer.
+    pub(crate) async fn handle(&self, peer_uid: u32, frame: &[u8]) -> Result<Reply, StoreError> {
+        match protocol::parse_request(frame) {
+            Err(rejection) if rejection.ask => {
+                self.refuse_ask(peer_uid, rejection.kind, rejection.refusal)
+                    .await
+            }
+            Err(rejection) => Ok(Reply::Final(
+                Response::refused(None, &rejection.refusal).to_line(),
+            )),
+            Ok(Request::Ask(ask)) => self.ask(peer_uid, ask).await,
+            Ok(Request::Mandate(ask)) => self.mandate(peer_uid, ask).await,
+            Ok(Request::Status { id, wait }) => self.status(peer_uid, id, wait).await,
+            Ok(Request::List { cursor }) => self.list(peer_uid, cursor).await,
+            Ok(Request::Kinds) => Ok(Reply::Final(protocol::to_line(
+                &consentd_core::kinds::kinds_response(
+                    &self.config.categories,
+                    |kind| self.category_enabled(kind),
+                    &self.config.limits,
+                ),
+            ))),
+            Ok(Request::Withdraw { id }) => self.withdraw(peer_uid, id).await,
+            Ok(Request::Rule(query)) => self.rule(peer_uid, query).await,
+        }
+    }
+
+    /// A hook's question: does a saved exact rule answer this call? Only for a kind a rule may
+    /// answer now (approval-only, on, not destructive: a rule saved before its category became
+    /// destructive answers nothing); a match is counted and journaled `rule_used` in one
+    /// transaction. Nothing is recorded for a refused or unanswered question.
+    async fn rule(&self, peer_uid: u32, query: protocol::RuleQuery) -> Result<Reply, StoreError> {
+        let refused =
+            |refusal: &Refusal| Ok(Reply::Final(Response::refused(None, refusal).to_line()));
+        let Some(category) = self.config.categories.get(&query.kind) else {
+            let refusal = Refusal::new(
+                Reason::UnknownKind,
+                format!("no category {} is configured", protocol::quote(&query.kind)),
+            );
+            return refused(&refusal);
+        };
+        if let Err(refusal) = consentd_core::exact::check_hook(&query.call) {
+            return refused(&refusal);
+        }
+        let answerable =
+            consentd_core::exact::rule_may_answer(category, self.category_enabled(&query.kind));
+        let rule = if answerable {
+            let now = self.clock.now();
+            self.store
+                .call(move |db| db.use_rule(peer_uid, &query, now))
+                .await?
+        } else {
+            None
+        };
+        Ok(Reply::Final(protocol::to_line(
+            &protocol::RuleResponse::of(rule),
+        )))
+    }
+
+    fn category_enabled(&self, kind: &str) -> bool {
+        let switches = self
+            .switches
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        switches.get(kind).copied().unwrap_or_else(|| {
+            self.config
+                .categories
+                .get(kind)
+                .is_some_and(|category| category.enabled)
+        })
+    }
+
+    async fn ask(&self, peer_uid: u32, ask: protocol::AskRequest) -> Result<Reply, StoreError> {
+        // One reading of both clocks: a card opened with its ask is shown at this instant on each.
+        let reading = Now::read(self.clock.as_ref());
+        let now = reading.wall;
+        let category = self.config.categories.get(&ask.kind);
+        let enabled = self.category_enabled(&ask.kind);
+        let categories = &self.config.categories;
+        let action = match refusal::check_ask(&ask, categories, enabled, &self.config.limits) {
+            Ok(action) => action,
+            Err(refusal) => return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await,
+        };
+        let stays_in_card = match self.card_fits(&action, &ask, now) {
+            Ok(stays_in_card) => stays_in_card,
+            Err(refusal) => return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await,
+        };
+        // The ask's own attachments count against the floor: they are written with its record.
+        let needs: u64 = action.attachments.iter().map(|a| a.data.len() as u64).sum();
+        // Held until the ask is stored (its bytes then on the disk) or failed.
+        let _room = match self.disk_reservation(needs).await {
+            Ok(room) => room,
+            Err(refusal) => return Ok(Reply::Final(Response::refused(None, &refusal).to_line())),
+        };
+        let open_card = self.opening(&action, ask.urgent, stays_in_card, now);
+        let new = NewAsk {
+            peer_uid,
+            open_card,
+            digest: action.digest().to_hex(),
+            action,
+            idempotency_key: ask.idempotency_key.clone(),
+            urgent: ask.urgent,
+            ttl: ask.ttl.map(Duration::from_secs),
+            monotonic: reading.monotonic,
+            agent_runs: category
+                .is_some_and(|category| category.mode == consentd_core::config::Mode::Approve),
+            hook: ask.hook.clone(),
+        };
+        let mandates_cover = category.is_some_and(|category| {
+            category.mandate_ok && category.class != consentd_core::config::Class::Destructive
+        });
+        let policy = AskPolicy {
+            mandates_cover,
+            ..self.policy()
+        };
+        let outcome = self.store.ask(new, policy, now).await?;
+        Ok(self.answer(outcome, ask.wait))
+    }
+
+    /// A mandate request: the gate, then the store (which queues its card).
+    async fn mandate(&self, peer_uid: u32, ask: protocol::MandateAsk) -> Result<Reply, StoreError> {
+        let Now {
+            wall: now,
+            monotonic,
+        } = Now::read(self.clock.as_ref());
+        let categories = &self.config.categories;
+        let enabled = self.category_enabled(&ask.kind);
+        let request = match refusal::check_mandate(&ask, categories, enabled, &self.config.limits) {
+            Ok(request) => request,
+            Err(refusal) => return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await,
+        };
+        // Checked against the targets known now. Its card is drawn against those known when it
+        // is shown (`known_targets_for`), which may be more for a card held until morning: one
+        // that no longer fits then is not sent, and the request ends expired (`Drawer::draw`).
+        let known = self.store.call(move |db| db.known_targets(now)).await?;
+        if let Err(refusal) = self.mandate_card_fits(&request, &known, now) {
+            return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await;
+        }
+        if let Some(refusal) = self.disk_refusal().await {
+            return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
+        }
+        let new = NewMandate {
+            peer_uid,
+            digest: request.digest().to_hex(),
+            request,
+            monotonic: Some(monotonic),
+        };
+        let policy = self.policy();
+        let outcome = self
+            .store
+            .call(move |db| db.ask_mandate(&new, policy, now))
+            .await?;
+        Ok(self.answer(outcome, ask.wait))
+    }
+
+    fn policy(&self) -> AskPolicy {
+        let owner = *self
+            .owner
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        AskPolicy {
+            owner_known: owner.is_some(),
+            card_chat: owner.map(|owner| owner.id),
+            decline_memory: self.config.limits.decline_memory,
+            max_pending: self.config.limits.max_pending,
+            max_pending_per_uid: self.config.limits.max_pending_per_uid,
+            attachment_bytes_per_uid: self.config.limits.attachment_bytes_per_uid,
+            tz: self.config.owner.timezone,
+            mandates_cover: false,
+            mandate_day: consentd_core::mandate::Usage {
+                actions: self.config.limits.mandate_max_actions_per_day,
+                usd: self.config.limits.mandate_max_usd_per_day,
+            },
+        }
+    }
+
+    /// The answer to an ask or a mandate request the store has taken.
+    fn answer(&self, outcome: AskOutcome, wait: bool) -> Reply {
+        let record = match outcome {
+            AskOutcome::Refused { id, refusal } => {
+                return Reply::Final(Response::refused(id, &refusal).to_line())
+            }
+            AskOutcome::Covered(record) => {
+                // The claim is durable; if the loop is gone the daemon is stopping, and the
+                // record becomes outcome_unknown at the next start rather than running twice.
+                if self
+                    .handoff
+                    .send(Handoff::Covered(Box::new(record.clone())))
+                    .is_err()
+                {
+                    tracing::warn!(id = %record.id, "a covered ask could not be handed to the loop");
+                }
+                record
+            }
+            AskOutcome::Created(record)
+            | AskOutcome::Joined(record)
+            | AskOutcome::Existing(record) => record,
+        };
+        if self.settled(&record) || !wait {
+            return Reply::Final(outcome_line(&record));
+        }
+        Reply::Wait {
+            first: outcome_line(&record),
+            id: record.id,
+            summary: false,
+        }
+    }
+
+    /// How to open the ask's card in the ask's own transaction, when the card would go to the
+    /// owner at once: nothing is sent before it (its text stays in the card, it has no
+    /// attachments), so its ttl would start as the owner can see it; and the gate sends a card
+    /// now (outside quiet hours; inside them the night's count decides, so the sender does). The
+    /// store opens it only when nothing waits in the outbox ahead of it and the sender has
+    /// nothing in hand; otherwise the sender opens it as it sends it, as every other card.
+    fn opening(
+        &self,
+        action: &Action,
+        urgent: bool,
+        stays_in_card: bool,
+        now: DateTime<Utc>,
+    ) -> Option<CardOpening> {
+        if !stays_in_card || !action.attachments.is_empty() {
+            return None;
+        }
+        let settings = self
+            .gate
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
+        let tz = self.config.owner.timezone;
+        // Quiet hours first: there an urgent ask's card is loud too, but only while the night's
+        // count allows, which only the sender reads.
+        if gate::quiet_window(settings.quiet_hours, now, tz).is_some() {
+            return None;
+        }
+        let class = NoticeClass::Card { urgent_ask: urgent };
+        if gate::decide(class, &settings, 0, now, tz) != Delivery::Loud {
+            return None;
+        }
+        Some(CardOpening {
+            ttl: chrono::Duration::from_std(self.config.limits.card_ttl).ok()?,
+            sender_idle: self.sender_idle.clone(),
+        })
+    }
+
+    /// A card must be one message even with its text moved to numbered parts: its target and
+    /// fields alone may not fill it. Checked in the owner's language before anything is stored,
+    /// with the mixed-script warnings of the target and of the one-word field values; room for
+    /// their look-alike lines is kept by [`card::check_card`] (the known targets are read
+    /// only when the card is shown). Answers whether the text stays inside the card however
+    /// those lines come out; the card itself is drawn only when it is sent.
+    fn card_fits(
+        &self,
+        action: &Action,
+        ask: &protocol::AskRequest,
+        now: DateTime<Utc>,
+    ) -> Result<bool, Refusal> {
+        let urgent = ask.urgent;
+        let lang = self.language();
+        let Some(category) = self.config.categories.get(&action.kind) else {
+            return Ok(false);
+        };
+        let cost = action.cost_string();
+        let facts = action.attachment_facts();
+        let attachments: Vec<AttachmentView<'_>> = facts.iter().map(AttachmentView::from).collect();
+        let text_hash = action
+            .text
+            .as_deref()
+            .map(|text| Sha256Hash::of(text.as_bytes()).to_hex());
+        let warnings: Vec<Warning> = action
+            .target
+            .as_deref()
+            .and_then(lookalike::mixed_scripts)
+            .into_iter()
+            .collect();
+        let field_labels = category.field_labels_in(lang);
+        // The one-word field values' mixed-script lines, exactly; their look-alike lines are
+        // kept room for, like the target's.
+        let field_warnings =
+            lookalike::field_warnings(action.fields.values(), &KnownTargets::default());
+        let view = CardView {
+            record_id: "r_00000000000000000000",
+            kind: &action.kind,
+            label: category.label(lang),
+            class: category.class.as_str(),
+            target: action.target.as_deref(),
+            target_warnings: &warnings,
+            fields: &action.fields,
+            field_labels: &field_labels,
+            field_warnings: &field_warnings,
+            cost_usd: cost.as_deref(),
+            attachments: &attachments,
+            text: action.text.as_deref(),
+            text_sha256_hex: text_hash.as_deref(),
+            expires_at: now,
+            tz: self.config.owner.timezone,
+            urgent,
+            origin: action.origin.as_deref(),
+            agent_runs: category.mode == consentd_core::config::Mode::Approve,
+            hook: ask.hook.as_ref().map(|call| card::HookView {
+                call,
+                always: consentd_core::exact::offers_always(category, Some(call)),
+            }),
+        };
+        card::check_card(&view, &self.locales, lang).map_err(|error| {
+            Refusal::new(
+                Reason::TooLarge,
+                format!("the card would not fit one Telegram message: {error}"),
+            )
+        })
+    }
+
+    /// The mandate card must be one message: many long targets, their warnings and a long reason
+    /// may not fit.
+    fn mandate_card_fits(
+        &self,
+        request: &MandateRequest,
+        known: &KnownTargets,
+        now: DateTime<Utc>,
+    ) -> Result<(), Refusal> {
+        let lang = self.language();
+        let Some(category) = self.config.categories.get(&request.kind) else {
+            return Ok(());
+        };
+        let view = MandateView {
+            record_id: "r_00000000000000000000",
+            label: category.label(lang),
+            class: category.class.as_str(),
+            targets: &request.targets,
+            target_warnings: &lookalike::warnings_each(&request.targets, known),
+            ends_at: consentd_core::mandate::ends_at(now, request.days),
+            usd_per_day: request.usd_per_day,
+            actions_per_day: request.actions_per_day,
+            reason: request.reason.as_deref(),
+            tz: self.config.owner.timezone,
+            origin: request.origin.as_deref(),
+            suggested_after: None,
+        };
+        card::mandate::try_render_mandate_card(&view, now, &self.locales, lang, now)
+            .map(|_| ())
+            .map_err(|error| {
+                Refusal::new(
+                    Reason::TooLarge,
+                    format!("the mandate card would not fit one Telegram message: {error}"),
+                )
+            })
+    }
+
+    fn language(&self) -> consentd_core::locale::Language {
+        let owner = *self
+            .owner
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        owner.map_or_else(
+            || crate::owner::owner_language(&self.config, None),
+            |owner| owner.language,
+        )
+    }
+
+    /// Records and journals a refused ask, or counts it as the peer's refusal budget says, and
+    /// answers it with its own reason and message.
+    async fn refuse_ask(
+        &self,
+        peer_uid: u32,
+        kind: Option<String>,
+        refusal: Refusal,
+    ) -> Result<Reply, StoreError> {
+        let now = self.clock.now();
+        let stored = refusal.clone();
+        let id = self
+            .store
+            .call(move |db| db.refuse(peer_uid, kind.as_deref(), stored, now))
+            .await?;
+        Ok(Reply::Final(Response::refused(id, &refusal).to_line()))
+    }
+
+    async fn status(&self, peer_uid: u32, id: String, wait: bool) -> Result<Reply, StoreError> {
+        let lookup = id.clone();
+        let record = self.store.call(move |db| db.record(&lookup)).await?;
+        let Some(record) = record.filter(|record| record.peer_uid == peer_uid) else {
+            let refusal = Refusal::new(
+                Reason::BadRequest,
+                format!("no record {} for this peer", protocol::quote(&id)),
+            );
+            return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
+        };
+        let line = summary_line(&record);
+        if self.settled(&record) || !wait {
+            return Ok(Reply::Final(line));
+        }
+        Ok(Reply::Wait {
+            first: line,
+            id: record.id,
+            summary: true,
+        })
+    }
+
+    /// A session takes back its own open ask. The consent loop does it, since a shown card is
+    /// edited in the same transaction; the answer is final at once.
+    async fn withdraw(&self, peer_uid: u32, id: String) -> Result<Reply, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let asked = Handoff::Withdraw {
+            id: id.clone(),
+            peer_uid,
+            reply,
+        };
+        self.handoff.send(asked).map_err(|_| StoreError::Stopped)?;
+        let withdrawal = answer.await.map_err(|_| StoreError::Stopped)??;
+        let line = match withdrawal {
+            Withdrawal::NoRecord => {
+                let refusal = Refusal::new(
+                    Reason::BadRequest,
+                    format!("no record {} for this peer", protocol::quote(&id)),
+                );
+                Response::refused(None, &refusal).to_line()
+            }
+            Withdrawal::Withdrawn(record) | Withdrawal::AlreadyWithdrawn(record) => Response {
+                v: protocol::VERSION,
+                id: Some(record.id),
+                status: RecordState::Withdrawn.as_str().to_owned(),
+                reason: None,
+                message: None,
+                result: None,
+            }
+            .to_line(),
+            Withdrawal::NotWithdrawable(record) => {
+                let why = match record.state {
+                    RecordState::Granted | RecordState::Running => {
+                        "a granted or running action cannot be withdrawn"
+                    }
+                    _ => "it has ended and cannot be withdrawn",
+                };
+                let refusal = Refusal::new(
+                    Reason::NotWithdrawable,
+                    format!("{} is {}: {why}", record.id, record.state),
+                );
+                Response::refused(Some(record.id), &refusal).to_line()
+            }
+        };
+        Ok(Reply::Final(line))
+    }
+
+    async fn list(&self, peer_uid: u32, cursor: Option<String>) -> Result<Reply, StoreError> {
+        let before = match cursor.as_deref().map(parse_cursor) {
+            None => None,
+            Some(Some(seq)) => Some(seq),
+            Some(None) => {
+                let refusal = Refusal::new(
+                    Reason::BadRequest,
+                    format!(
+                        "cursor {} is not one this daemon gave out",
+                        protocol::quote(cursor.as_deref().unwrap_or_default())
+                    ),
+                );
+                return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
+            }
+        };
+        let (records, next) = self
+            .store
+            .call(move |db| db.list(peer_uid, before, LIST_PAGE))
+            .await?;
+        let summaries: Vec<RecordSummary> = records.iter().map(summary).collect();
+        Ok(Reply::Final(protocol::to_line(&ListResponse {
+            v: protocol::VERSION,
+            records: &summaries,
+            next_cursor: next.map(|seq| format!("c{seq}")),
+        })))
+    }
+
+    /// Waits until record `id` is settled ([`Intake::settled`]) and returns its final line.
+    pub(crate) async fn wait_final(&self, id: &str, summary: bool) -> Result<String, StoreError> {
+        let mut changes = self.store.subscribe();
+        loop {
+            let lookup = id.to_owned();
+            let record = self
+                .store
+                .call(move |db| db.record(&lookup))
+                .await?
+                .ok_or(StoreError::Missing)?;
+            if self.settled(&record) {
+                return Ok(if summary {
+                    summary_line(&record)
+                } else {
+                    outcome_line(&record)
+                });
+            }
+            // Held back for a reason: the clock is read again now and then, as well.
+            let recheck = self
+                .reason_wait_left(&record)
+                .map(|left| tokio::time::Instant::now() + left.min(REASON_RECHECK));
+            loop {
+                let change = match recheck {
+                    Some(at) => match tokio::time::timeout_at(at, changes.recv()).await {
+                        Ok(change) => change,
+                        Err(_) => break,
+                    },
+                    None => changes.recv().await,
+                };
+                match change {
+                    Ok(change) if change.id == id => break,
+                    Ok(_) => continue,
+                    // Missed some changes: read the record again rather than guess.
+                    Err(RecvError::Lagged(_)) => break,
+                    Err(RecvError::Closed) => return Err(StoreError::Stopped),
+                }
+            }
+        }
+    }
+
+    /// Whether a record's answer to the session is complete: it is final, and not a No whose
+    /// reason may still come (the owner's reply within `decline_reason_wait`).
+    fn settled(&self, record: &Record) -> bool {
+        record.is_final() && self.reason_wait_left(record).is_none()
+    }
+
+    /// How much longer a declined record's final line waits for the owner's reason, by the
+    /// daemon's clock; `None` when it waits no more (a reason came, the wait is over or off).
+    fn reason_wait_left(&self, record: &Record) -> Option<Duration> {
+        if record.state != RecordState::Declined || record.decline_reason.is_some() {
+            return None;
+        }
+        let deadline = consentd_core::deadline::reason_deadline(
+            record.decided_at?,
+            self.config.limits.decline_reason_wait,
+        )?;
+        (deadline - self.clock.now()).to_std().ok()
+    }
+}
+
+fn parse_cursor(cursor: &str) -> Option<i64> {
+    cursor
+        .strip_prefix('c')?
+        .parse()
+        .ok()
+        .filter(|seq| *seq > 0)
+}
+
+/// The ask's answer for a record: its id, its state, and what the state carries.
+pub(crate) fn outcome_line(record: &Record) -> String {
+    Response {
+        v: protocol::VERSION,
+        id: Some(record.id.clone()),
+        status: record.state.as_str().to_owned(),
+        reason: record.reason.clone(),
+        message: message_of(record),
+        result: record
+            .result
+            .clone()
+            .filter(|_| record.state == RecordState::Executed && record.subject == Subject::Action),
+    }
+    .to_line()
+}
+
+/// A record's `message`: what its state carries, or for a No the owner's reason.
+fn message_of(record: &Record) -> Option<String> {
+    record
+        .message
+        .clone()
+        .or_else(|| record.decline_reason.clone())
+}
+
+pub(crate) fn summary(record: &Record) -> RecordSummary {
+    RecordSummary {
+        id: record.id.clone(),
+        kind: record.kind.clone(),
+        status: record.state.as_str().to_owned(),
+        is_final: record.is_final(),
+        reason: record.reason.clone(),
+        message: message_of(record),
+        result: record.result.clone(),
+        created_at: consentd_store::db::timestamp(record.created_at),
+        decided_at: record.decided_at.map(consentd_store::db::timestamp),
+        finished_at: record.finished_at.map(consentd_store::db::timestamp),
+    }
+}
+
+fn summary_line(record: &Record) -> String {
+    protocol::to_line(&StatusResponse {
+        v: protocol::VERSION,
+        record: &summary(record),
+    })
+}

@@ -1,0 +1,70 @@
+//! `consentd check-config`: a config file's own rules and, unless `--file-only`, this machine
+//! as whoever runs it.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use consentd_client::session::EXIT_ERROR;
+use consentd_client::{errln, outln};
+use consentd_core::config::ConfigError;
+use consentd_daemon::config;
+use consentd_daemon::preflight;
+
+pub(super) fn check_config(file: &Path, file_only: bool) -> ExitCode {
+    let mut notes = Vec::new();
+    let loaded = if file_only {
+        config::load(file)
+    } else {
+        // The file alone decides what is on: the owner's switches live in the daemon's store.
+        config::load_checked(file, &mut |telegram, categories, paths| {
+            let findings = preflight::check(telegram, categories, &Default::default());
+            notes = findings.notes;
+            let mut problems = paths
+                .map(|p| preflight::check_files(telegram, p))
+                .unwrap_or_default();
+            problems.extend(findings.problems);
+            problems
+        })
+    };
+    // Whom the machine was checked as: another user (the daemon's) may find other answers.
+    let checked = if file_only {
+        "the file alone: the token, commands, run_as users and env_files were not checked"
+            .to_owned()
+    } else {
+        format!(
+            "the token, commands, run_as users and env_files as {} finds them, with this \
+             environment; the daemon's user may find otherwise",
+            preflight::whoami()
+        )
+    };
+    match loaded {
+        Ok(config) => {
+            outln!("{}", config.summary());
+            for note in &notes {
+                outln!("note: {note}");
+            }
+            outln!("checked: {checked}");
+            ExitCode::SUCCESS
+        }
+        Err(ConfigError::Invalid { problems, .. }) => {
+            for problem in &problems {
+                outln!("{problem}");
+            }
+            for note in &notes {
+                outln!("note: {note}");
+            }
+            outln!("checked: {checked}");
+            errln!(
+                "{}: {} problem{}",
+                file.display(),
+                problems.len(),
+                if problems.len() == 1 { "" } else { "s" }
+            );
+            ExitCode::from(EXIT_ERROR)
+        }
+        Err(error) => {
+            errln!("consentd: {error}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
