@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use crate::intake::Intake;
 use crate::refusal::{Reason, Refusal};
-use crate::store::outbox::{self, Body, Sound, What};
+use crate::store::outbox::{Body, Outgoing, Sound};
 use crate::store::space::{FreeSpace, Reservation, Space, Statvfs};
-use crate::store::StoreError;
+use crate::store::{StoreError, Tell};
 use crate::styled::Styled;
 
 const MIB: u64 = 1024 * 1024;
@@ -130,13 +130,10 @@ impl Intake {
         let body = Body::new(Styled::plain(text), Vec::new());
         let now = self.clock.now();
         self.store
-            .call(move |db| {
-                db.write_effects(now, None, |tx, effects| {
-                    outbox::queue_in(tx, owner.id, What::Message, None, &body, Sound::Urgent, now)?;
-                    effects.queued = true;
-                    Ok(())
-                })
-            })
+            .tell(
+                Tell::messages(None, vec![Outgoing::message(owner.id, body, Sound::Urgent)]),
+                now,
+            )
             .await
     }
 }
