@@ -7,6 +7,9 @@
 - no cycle among a crate's modules, by the paths their code names: inline (`crate::a::b`,
   `super::x`, `super::super::y`, `self::z`) and in `use` items with their groups expanded
   (`use super::{a, b::{c, d}}`); a child naming its parent is not a cycle, and comments do not count.
+- no closure into the store from outside crates/consentd-store: no `.call(|…|` or
+  `.call(move |…|` on a store, and no `Db` (`&Db`, `Db::`, `: Db`) named there, whatever the
+  line breaks and spaces between the tokens (comments do not count).
 
 Run: python3 tools/structure.py            (exit 1 and a list when a rule is broken)
      python3 tools/structure.py --self-test (the checks against planted cases)
@@ -204,12 +207,57 @@ def self_test():
     print(f"structure self-test: {len(cases)} cases ok")
 
 
+STORE_CRATE = "crates/consentd-store"
+# Every Rust source outside the store crate: the daemon, its tests, benches, examples, the other
+# crates and the fuzz targets.
+OUTSIDE_STORE = ["src", "tests", "benches", "examples", "fuzz", "crates"]
+CLOSURE_INTO_STORE = re.compile(r"\.call\s*\(\s*(move\s+)?\|")
+NAMES_DB = re.compile(r"(&\s*(mut\s+)?Db\b|\bDb\s*::|:\s*Db\b|\bstore::(db::)?Db\b)")
+
+
+def outside_store_files():
+    for top in OUTSIDE_STORE:
+        base = os.path.join(ROOT, top)
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = [d for d in dirnames if d not in ("target", "corpus")]
+            if os.path.relpath(dirpath, ROOT).startswith(STORE_CRATE):
+                continue
+            for name in sorted(filenames):
+                if name.endswith(".rs"):
+                    yield os.path.join(dirpath, name)
+
+
+def code_without_comments(text):
+    """The text with `//` comments blanked (line numbers kept), so that a doc comment naming a
+    store method is no violation, and tokens split over lines still meet."""
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def store_boundary(broken):
+    """Only the store's own code hands the store's thread a closure or names its `Db`."""
+    for path in outside_store_files():
+        rel = os.path.relpath(path, ROOT)
+        with open(path, encoding="utf-8") as f:
+            code = code_without_comments(f.read())
+        for rule, what in (
+            (CLOSURE_INTO_STORE, "a closure into the store (`.call(|…|`)"),
+            (NAMES_DB, "the store's `Db`"),
+        ):
+            for found in rule.finditer(code):
+                line = code.count("\n", 0, found.start()) + 1
+                broken.append(
+                    f"{rel}:{line}: {what} outside {STORE_CRATE}: ask the store by a named "
+                    "method of `Store` instead"
+                )
+
+
 def main():
     if "--self-test" in sys.argv[1:]:
         self_test()
         return
     report = "--report" in sys.argv[1:]
     broken = []
+    store_boundary(broken)
     all_functions, all_files = [], []
     for src in CRATES:
         for path in rust_files(src):

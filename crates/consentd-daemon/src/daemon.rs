@@ -196,7 +196,9 @@ fn spawn_seal_clock(store: Store, clock: Arc<dyn Clock>, shutdown: CancellationT
                 () = tokio::time::sleep(SEAL_TICK) => {}
             }
             let now = clock.now();
-            let evolved = store.call(move |db| db.evolve_seal_key(now)).await;
+            let evolved = store
+                .upkeep(consentd_store::Upkeep::EvolveSealKey, now)
+                .await;
             // A store closed at shutdown is not an error worth a line.
             if let (Err(error), false) = (evolved, shutdown.is_cancelled()) {
                 tracing::error!(%error, "cannot evolve the journal's seal key");
@@ -253,9 +255,9 @@ async fn run_sharing(
     let locales = Arc::new(Locales::new().context("the built-in locales do not load")?);
     let listener = async_listener(socket)?;
     let (store, store_thread) = open_store(&config, clock.now()).await?;
-    let switches = Arc::new(RwLock::new(store.call(|db| db.category_switches()).await?));
-    let stored_owner = store.call(|db| db.owner()).await?;
-    let owner_settings = store.call(|db| db.owner_settings()).await?;
+    let switches = Arc::new(RwLock::new(store.category_switches().await?));
+    let stored_owner = store.owner().await?;
+    let owner_settings = store.owner_settings().await?;
     *owner.write().unwrap_or_else(|p| p.into_inner()) =
         owner_at_start(&config, stored_owner, &owner_settings);
     let gate = Arc::new(RwLock::new(consentd_core::gate::with_owner_settings(
@@ -322,7 +324,7 @@ async fn run_sharing(
     // The refusals counted in windows still open: their lines, before the store stops.
     let stopped_at = clock_at_stop.now();
     if let Err(error) = store
-        .call(move |db| db.drain_refusal_counts(stopped_at))
+        .upkeep(consentd_store::Upkeep::DrainRefusalCounts, stopped_at)
         .await
     {
         tracing::error!(%error, "cannot journal the counted refusals");
@@ -374,10 +376,10 @@ async fn open_store(
         window: config.limits.refusal_window,
     };
     store
-        .call(move |db| {
-            db.set_refusal_budget(budget);
-            Ok(())
-        })
+        .upkeep(
+            consentd_store::Upkeep::RefusalBudget(budget),
+            chrono::Utc::now(),
+        )
         .await?;
     Ok((store.with_free_space(crate::disk::probe()), store_thread))
 }

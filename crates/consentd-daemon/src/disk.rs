@@ -11,9 +11,9 @@ use std::sync::Arc;
 use crate::intake::Intake;
 use consentd_core::refusal::{Reason, Refusal};
 use consentd_core::styled::Styled;
-use consentd_store::outbox::{self, Body, Sound, What};
+use consentd_store::outbox::{Body, Outgoing, Sound};
 use consentd_store::space::{FreeSpace, Reservation, Space, Statvfs};
-use consentd_store::StoreError;
+use consentd_store::{StoreError, Tell};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -130,13 +130,10 @@ impl Intake {
         let body = Body::new(Styled::plain(text), Vec::new());
         let now = self.clock.now();
         self.store
-            .call(move |db| {
-                db.write_effects(now, None, |tx, effects| {
-                    outbox::queue_in(tx, owner.id, What::Message, None, &body, Sound::Urgent, now)?;
-                    effects.queued = true;
-                    Ok(())
-                })
-            })
+            .tell(
+                Tell::messages(None, vec![Outgoing::message(owner.id, body, Sound::Urgent)]),
+                now,
+            )
             .await
     }
 }

@@ -131,9 +131,7 @@ impl Intake {
             consentd_core::exact::rule_may_answer(category, self.category_enabled(&query.kind));
         let rule = if answerable {
             let now = self.clock.now();
-            self.store
-                .call(move |db| db.use_rule(peer_uid, &query, now))
-                .await?
+            self.store.use_rule(peer_uid, query, now).await?
         } else {
             None
         };
@@ -217,7 +215,7 @@ impl Intake {
         // Checked against the targets known now. Its card is drawn against those known when it
         // is shown (`known_targets_for`), which may be more for a card held until morning: one
         // that no longer fits then is not sent, and the request ends expired (`Drawer::draw`).
-        let known = self.store.call(move |db| db.known_targets(now)).await?;
+        let known = self.store.known_targets(now).await?;
         if let Err(refusal) = self.mandate_card_fits(&request, &known, now) {
             return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await;
         }
@@ -231,10 +229,7 @@ impl Intake {
             monotonic: Some(monotonic),
         };
         let policy = self.policy();
-        let outcome = self
-            .store
-            .call(move |db| db.ask_mandate(&new, policy, now))
-            .await?;
+        let outcome = self.store.ask_mandate(new, policy, now).await?;
         Ok(self.answer(outcome, ask.wait))
     }
 
@@ -452,16 +447,13 @@ impl Intake {
     ) -> Result<Reply, StoreError> {
         let now = self.clock.now();
         let stored = refusal.clone();
-        let id = self
-            .store
-            .call(move |db| db.refuse(peer_uid, kind.as_deref(), stored, now))
-            .await?;
+        let id = self.store.refuse(peer_uid, kind, stored, now).await?;
         Ok(Reply::Final(Response::refused(id, &refusal).to_line()))
     }
 
     async fn status(&self, peer_uid: u32, id: String, wait: bool) -> Result<Reply, StoreError> {
         let lookup = id.clone();
-        let record = self.store.call(move |db| db.record(&lookup)).await?;
+        let record = self.store.record(&lookup).await?;
         let Some(record) = record.filter(|record| record.peer_uid == peer_uid) else {
             let refusal = Refusal::new(
                 Reason::BadRequest,
@@ -540,10 +532,7 @@ impl Intake {
                 return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
             }
         };
-        let (records, next) = self
-            .store
-            .call(move |db| db.list(peer_uid, before, LIST_PAGE))
-            .await?;
+        let (records, next) = self.store.list(peer_uid, before, LIST_PAGE).await?;
         let summaries: Vec<RecordSummary> = records.iter().map(summary).collect();
         Ok(Reply::Final(protocol::to_line(&ListResponse {
             v: protocol::VERSION,
@@ -559,7 +548,7 @@ impl Intake {
             let lookup = id.to_owned();
             let record = self
                 .store
-                .call(move |db| db.record(&lookup))
+                .record(&lookup)
                 .await?
                 .ok_or(StoreError::Missing)?;
             if self.settled(&record) {

@@ -41,6 +41,17 @@ pub struct OwnerRow {
     pub language_code: Option<String>,
 }
 
+/// The replies to a pairing attempt, drawn before it, one for each verdict: the store queues the
+/// one its verdict takes in the attempt's own transaction.
+#[derive(Debug, Clone)]
+pub struct PairReplies {
+    pub paired: Outgoing,
+    pub wrong: Outgoing,
+    /// The reply to an attempt while pairing is locked, drawn for the lock's end it names (read
+    /// with [`crate::Store::pairing_lock`]).
+    pub locked: Option<(DateTime<Utc>, Outgoing)>,
+}
+
 /// How a run ended, as the store records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finish {
@@ -159,6 +170,17 @@ impl Db {
             .unwrap_or(0))
     }
 
+    /// Until when pairing is locked, if it is (or was).
+    pub fn pairing_lock(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
+        let until: Option<Option<String>> = self
+            .conn
+            .query_row_cached("SELECT locked_until FROM pairing WHERE id = 1", [], |row| {
+                row.get(0)
+            })
+            .optional()?;
+        Ok(until.flatten().as_deref().and_then(parse_time))
+    }
+
     /// An update that changes nothing but the offset.
     pub fn skip_update(&mut self, next_offset: i64, now: DateTime<Utc>) -> Result<(), StoreError> {
         self.write_effects(now, Some(next_offset), |_, _| Ok(()))
@@ -173,8 +195,8 @@ impl Db {
         candidate: OwnerRow,
         next_offset: i64,
         now: DateTime<Utc>,
-        reply: impl FnOnce(&rusqlite::Connection, &mut Effects, &PairVerdict) -> Result<(), StoreError>,
-    ) -> Result<PairVerdict, StoreError> {
+        replies: &PairReplies,
+    ) -> Result<Option<PairVerdict>, StoreError> {
         self.write_effects(now, Some(next_offset), |tx, effects| {
             let state = tx
                 .query_row_cached(
@@ -193,6 +215,16 @@ impl Db {
                 .optional()?
                 .unwrap_or_default();
             let (verdict, next) = pairing::decide(&state, given, now);
+            let reply = match &verdict {
+                PairVerdict::Paired => &replies.paired,
+                PairVerdict::Locked { until } => match &replies.locked {
+                    Some((drawn_for, reply)) if drawn_for == until => reply,
+                    // Drawn for another lock (a `consentd pair` or an attempt meanwhile):
+                    // nothing is written, and the caller draws it again.
+                    _ => return Ok(None),
+                },
+                _ => &replies.wrong,
+            };
             tx.execute_cached(
                 "INSERT INTO pairing (id, code_hash, expires_at, used, failures, locked_until)
                  VALUES (1, ?1, ?2, ?3, ?4, ?5)
@@ -218,8 +250,8 @@ impl Db {
                         .with("by", "pairing"),
                 );
             }
-            reply(tx, effects, &verdict)?;
-            Ok(verdict)
+            reply.queue_in(tx, effects)?;
+            Ok(Some(verdict))
         })
     }
 
@@ -230,7 +262,7 @@ impl Db {
         user_id: i64,
         next_offset: i64,
         now: DateTime<Utc>,
-        reply: impl FnOnce(&rusqlite::Connection, &mut Effects) -> Result<(), StoreError>,
+        reply: &Outgoing,
     ) -> Result<bool, StoreError> {
         let since = timestamp(now - chrono::Duration::hours(1));
         self.write_effects(now, Some(next_offset), |tx, effects| {
@@ -249,7 +281,7 @@ impl Db {
                  ON CONFLICT (user_id) DO UPDATE SET last_at = excluded.last_at",
                 params![user_id, timestamp(now)],
             )?;
-            reply(tx, effects)?;
+            reply.queue_in(tx, effects)?;
             Ok(true)
         })
     }
@@ -412,7 +444,7 @@ impl Db {
         &mut self,
         id: &str,
         finish: &Finish,
-        after: impl FnOnce(&rusqlite::Connection, &mut Effects, &Record) -> Result<(), StoreError>,
+        ending: &[Outgoing],
         now: DateTime<Utc>,
     ) -> Result<Record, StoreError> {
         self.write_effects(now, None, |tx, effects| {
@@ -439,7 +471,9 @@ impl Db {
             }
             effects.push(event);
             let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
-            after(tx, effects, &record)?;
+            for message in ending {
+                message.queue_in(tx, effects)?;
+            }
             Ok(record)
         })
     }

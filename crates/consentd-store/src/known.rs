@@ -244,7 +244,7 @@ mod tests {
                     stderr: None,
                     detail: None,
                 };
-                self.db.finish(&id, &finish, |_, _, _| Ok(()), at).unwrap();
+                self.db.finish(&id, &finish, &[], at).unwrap();
             }
         }
 

@@ -35,6 +35,7 @@
 //! (`.ci/run` checks `cargo tree -p consentd-store -e normal`), and it depends on consentd-core,
 //! never on the daemon.
 
+pub mod api;
 mod ask;
 mod base;
 mod batch;
@@ -69,6 +70,7 @@ pub mod stored;
 pub mod strangers;
 pub mod suggestions;
 mod withdraw;
+pub mod writes;
 
 #[cfg(test)]
 mod batch_tests;
@@ -101,6 +103,7 @@ pub use records::{Asked, Record, Subject};
 pub use sealing::paired_owner;
 pub use state::RecordState;
 pub use withdraw::Withdrawal;
+pub use writes::{SenderNote, Tell, Upkeep};
 
 /// The database's file name in the state directory.
 pub const DB_FILE: &str = "consentd.db";
@@ -310,7 +313,8 @@ impl Store {
     }
 
     /// Runs `job` on the store's thread and returns its answer, once what it wrote is durable.
-    pub async fn call<T: Send + 'static>(
+    /// Only the store's own methods pass jobs: the daemon asks by name ([`api`], [`writes`]).
+    pub(crate) async fn call<T: Send + 'static>(
         &self,
         job: impl FnOnce(&mut Db) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {

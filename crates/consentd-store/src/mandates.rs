@@ -19,7 +19,7 @@ pub use super::mandate_rows::MandateRow;
 use super::mandate_rows::{
     mandate_from_row, mandate_row, money_column, usage_on_day, MANDATE_COLUMNS,
 };
-use super::outbox::Outgoing;
+use super::outbox::{Body, Outgoing, Sound};
 use super::readings::monotonic_ms;
 use super::records::{record_where, Record};
 use super::refusals::refusal_in;
@@ -30,6 +30,32 @@ use consentd_core::deadline::Now;
 use consentd_core::mandate::{self, MandateRequest, Usage};
 use consentd_core::press::PressAction;
 use consentd_core::reason::Refusal;
+
+/// The notices of mandates whose term ends, drawn before the sweep's transaction, by mandate id.
+#[derive(Debug, Clone, Default)]
+pub struct MandateNotices {
+    /// The owner's chat; with none (before pairing) nothing is told.
+    pub chat: Option<i64>,
+    pub bodies: std::collections::BTreeMap<String, Body>,
+}
+
+/// The open mandates whose term is over at `now`, on either clock.
+fn due_mandates_in(conn: &Connection, now: &Now) -> Result<Vec<MandateRow>, StoreError> {
+    let mut statement = conn.prepare_cached(&format!(
+        "SELECT {MANDATE_COLUMNS} FROM mandates
+         WHERE opened_at IS NOT NULL AND stopped_at IS NULL AND ended_at IS NULL
+         ORDER BY ends_at, id"
+    ))?;
+    let rows = statement.query_map([], mandate_from_row)?;
+    let mut due = Vec::new();
+    for row in rows {
+        let row = row?;
+        if row.term().is_none_or(|term| term.over(now)) {
+            due.push(row);
+        }
+    }
+    Ok(due)
+}
 
 /// A mandate request that passed the refusal gate.
 #[derive(Debug, Clone)]
@@ -91,37 +117,30 @@ impl Db {
         Ok(outcome)
     }
 
+    /// The open mandates whose term is over at `now`, on either clock. The open mandates are
+    /// judged here, not in SQL: the monotonic clock is not in a column.
+    pub fn due_mandates(&self, now: &Now) -> Result<Vec<MandateRow>, StoreError> {
+        due_mandates_in(&self.conn, now)
+    }
+
     /// Mandates whose term is over at `now`, on either clock, and not yet marked: each is ended
-    /// with `mandate_end` journaled, and `notice` may queue a word to the owner in the same
-    /// transaction.
+    /// with `mandate_end` journaled, and its notice (drawn beforehand) queued in the same
+    /// transaction. With an owner to tell, a mandate due without a notice drawn for it (it fell
+    /// due after the caller looked) is left for the next sweep, so that none ends untold.
     pub fn end_due_mandates(
         &mut self,
         now: &Now,
-        mut notice: impl FnMut(&Connection, &mut Effects, &MandateRow) -> Result<(), StoreError>,
+        notices: &MandateNotices,
     ) -> Result<usize, StoreError> {
-        // Looked for first without the write lock: the sweep asks every second. The open
-        // mandates are judged here, not in SQL: the monotonic clock is not in a column.
-        let due = |conn: &Connection| -> Result<Vec<MandateRow>, StoreError> {
-            let mut statement = conn.prepare_cached(&format!(
-                "SELECT {MANDATE_COLUMNS} FROM mandates
-                 WHERE opened_at IS NOT NULL AND stopped_at IS NULL AND ended_at IS NULL
-                 ORDER BY ends_at, id"
-            ))?;
-            let rows = statement.query_map([], mandate_from_row)?;
-            let mut due = Vec::new();
-            for row in rows {
-                let row = row?;
-                if row.term().is_none_or(|term| term.over(now)) {
-                    due.push(row);
-                }
-            }
-            Ok(due)
-        };
-        if due(&self.conn)?.is_empty() {
+        // Looked for first without the write lock: the sweep asks every second.
+        if due_mandates_in(&self.conn, now)?.is_empty() {
             return Ok(0);
         }
         self.write_effects(now.wall, None, |tx, effects| {
-            let due = due(tx)?;
+            let mut due = due_mandates_in(tx, now)?;
+            if notices.chat.is_some() {
+                due.retain(|row| notices.bodies.contains_key(&row.id));
+            }
             let now = now.wall;
             for row in &due {
                 tx.execute_cached(
@@ -135,7 +154,9 @@ impl Db {
                         .with("reason", "term"),
                 );
                 unbutton_in(tx, effects, PressAction::Stop, &row.id)?;
-                notice(tx, effects, row)?;
+                if let (Some(chat), Some(body)) = (notices.chat, notices.bodies.get(&row.id)) {
+                    Outgoing::message(chat, body.clone(), Sound::Gated).queue_in(tx, effects)?;
+                }
             }
             Ok(due.len())
         })

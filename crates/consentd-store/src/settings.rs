@@ -13,6 +13,7 @@ use rust_decimal::Decimal;
 use super::base::EventName;
 use super::base::{timestamp, Db, Effects, JournalEvent};
 use super::cached::Cached;
+use super::outbox::Outgoing;
 use super::{StoreError, DB_FILE};
 use crate::journal::GENESIS_PREV;
 use consentd_core::gate::DayCounts;
@@ -25,6 +26,26 @@ pub struct MandateSpend {
     pub actions: u32,
     /// `None` for a mandate with no money term: the summary shows no money for it.
     pub usd: Option<Decimal>,
+}
+
+/// An evening summary, drawn before its transaction: its messages, and the anchor (`N:H`) they
+/// show, which must still be the journal's when it is sent.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// `None` sends whatever the anchor (a test's summary, which shows none).
+    pub anchor: Option<String>,
+    pub messages: Vec<Outgoing>,
+}
+
+/// What became of a summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SummarySent {
+    /// Sent now.
+    Now,
+    /// The day's summary was sent before: nothing is sent.
+    Before,
+    /// The journal moved since it was drawn: nothing is sent; draw it again.
+    AnchorMoved,
 }
 
 /// The owner's category switches as the database in `state_dir` holds them, read without
@@ -96,7 +117,7 @@ impl Db {
         by: i64,
         next_offset: i64,
         now: DateTime<Utc>,
-        reply: impl FnOnce(&Connection, &mut Effects) -> Result<(), StoreError>,
+        reply: &Outgoing,
     ) -> Result<(), StoreError> {
         self.write_effects(now, Some(next_offset), |tx, effects| {
             tx.execute_cached(
@@ -119,7 +140,7 @@ impl Db {
                 )?;
                 effects.queued |= released > 0;
             }
-            reply(tx, effects)
+            reply.queue_in(tx, effects)
         })
     }
 
@@ -159,8 +180,8 @@ impl Db {
         day: NaiveDate,
         now: DateTime<Utc>,
         held: HeldReceipts,
-        compose: impl FnOnce(&Connection, &mut Effects, &str) -> Result<(), StoreError>,
-    ) -> Result<bool, StoreError> {
+        summary: &Summary,
+    ) -> Result<SummarySent, StoreError> {
         self.write_effects(now, None, |tx, effects| {
             let sent: Option<i64> = tx
                 .query_row_cached(
@@ -170,7 +191,7 @@ impl Db {
                 )
                 .optional()?;
             if sent.is_some() {
-                return Ok(false);
+                return Ok(SummarySent::Before);
             }
             let (n, h): (i64, String) = tx
                 .query_row_cached(
@@ -180,6 +201,15 @@ impl Db {
                 )
                 .optional()?
                 .unwrap_or((0, GENESIS_PREV.to_owned()));
+            if summary
+                .anchor
+                .as_deref()
+                .is_some_and(|drawn| drawn != format!("{n}:{h}"))
+            {
+                // The journal moved since the summary was drawn: nothing is written, and the
+                // caller draws it again on the new anchor.
+                return Ok(SummarySent::AnchorMoved);
+            }
             let anchor = format!("{n}:{}", &h[..12.min(h.len())]);
             tx.execute_cached(
                 "INSERT INTO summaries (day, sent_at, anchor) VALUES (?1, ?2, ?3)",
@@ -204,14 +234,31 @@ impl Db {
             effects.queued = true;
             // The owner is shown the whole hash (and the short form): the table and the
             // journal keep the contract's `N:H12`.
-            compose(tx, effects, &format!("{n}:{h}"))?;
+            for message in &summary.messages {
+                message.queue_in(tx, effects)?;
+            }
             effects.push(
                 JournalEvent::new(EventName::SummarySent)
                     .with("day", day.to_string())
                     .with("anchor", anchor.as_str()),
             );
-            Ok(true)
+            Ok(SummarySent::Now)
         })
+    }
+
+    /// The anchor a summary drawn now shows, `N:H` (the whole hash): the journal's head as its
+    /// transaction reads it.
+    pub fn summary_anchor(&self) -> Result<String, StoreError> {
+        let (n, h): (i64, String) = self
+            .conn
+            .query_row_cached(
+                "SELECT last_n, last_h FROM journal_state WHERE id = 1",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?
+            .unwrap_or((0, GENESIS_PREV.to_owned()));
+        Ok(format!("{n}:{h}"))
     }
 
     /// What happened in `[start, end)`: asks stored, the owner's yeses (and mandates' covers),

@@ -1210,7 +1210,9 @@ fn a_mandates_term_runs_out_on_either_clock() {
         };
         assert_eq!(covered_at(&mut db, name, &now), covered, "{name}");
         // The sweep ends exactly the mandates that no longer cover.
-        let ended = db.end_due_mandates(&now, |_, _, _| Ok(())).unwrap();
+        let ended = db
+            .end_due_mandates(&now, &crate::mandates::MandateNotices::default())
+            .unwrap();
         assert_eq!(ended, usize::from(!covered), "{name}");
         let row = crate::mandate_rows::mandate_row(db.connection(), &mandate)
             .unwrap()
@@ -2201,14 +2203,16 @@ mod lanes {
         assert_eq!(read.row.seq, seq);
         // ...while the summary's transaction releases it...
         let day = summary.date_naive();
-        assert!(db
-            .send_summary(
+        assert_eq!(
+            db.send_summary(
                 day,
                 summary,
                 crate::settings::HeldReceipts::Send,
-                |_, _, _| Ok(())
+                &crate::settings::Summary::default()
             )
-            .unwrap());
+            .unwrap(),
+            crate::settings::SummarySent::Now
+        );
         // ...and then writes what it decided.
         db.outbox_hold(seq, summary + chrono::Duration::days(1))
             .unwrap();

@@ -146,16 +146,13 @@ impl Consent {
         })
     }
 
-    /// The targets a record's card was drawn against (`Db::known_targets_for`: as of its
+    /// The targets a record's card was drawn against (`Store::known_targets_for`: as of its
     /// `shown_at`), so its edits show the card's warnings; for an ask a mandate answered, those
     /// known when it was asked. Never fails: what the owner is told must not stand in the way of
     /// recording an outcome, so without them only the mixed-script warnings show.
     pub(super) async fn known_for(&self, record_id: &str, now: DateTime<Utc>) -> KnownTargets {
         let id = record_id.to_owned();
-        let read = self
-            .store
-            .call(move |db| db.known_targets_for(&id, now))
-            .await;
+        let read = self.store.known_targets_for(&id, now).await;
         known_or_none(read, record_id)
     }
 

@@ -59,7 +59,7 @@ impl Consent {
             return Ok(None);
         }
         let lookup = id.to_owned();
-        let rule = self.store.call(move |db| db.saved_rule(&lookup)).await?;
+        let rule = self.store.saved_rule(&lookup).await?;
         Ok(rule.map(|rule| PressSubject {
             digest: rule.command_sha256.clone(),
             open: rule.is_live(),
@@ -77,7 +77,7 @@ impl Consent {
         decision: Decision,
     ) -> Result<(), StoreError> {
         let lookup = rule_id.clone();
-        let rule = self.store.call(move |db| db.saved_rule(&lookup)).await?;
+        let rule = self.store.saved_rule(&lookup).await?;
         let Some(rule) = rule else {
             return self
                 .rejected(PressRejection::UnknownSubject, &decision, Some(rule_id))
@@ -119,7 +119,7 @@ impl Consent {
         lang: Language,
         now: DateTime<Utc>,
     ) -> Result<Vec<Body>, StoreError> {
-        let live = self.store.call(|db| db.live_rules()).await?;
+        let live = self.store.live_rules().await?;
         let mut replies = vec![text_body(rules::rules_count(
             &self.locales,
             lang,

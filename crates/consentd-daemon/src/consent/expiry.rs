@@ -10,13 +10,14 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use consentd_core::card;
-use consentd_core::deadline::Now;
-use consentd_store::db::Db;
-use consentd_store::outbox::{Sound, What};
-use consentd_store::settings::HeldReceipts;
+use consentd_store::api::Due;
+use consentd_store::mandates::MandateNotices;
+use consentd_store::outbox::Sound;
+use consentd_store::settings::{HeldReceipts, Summary, SummarySent};
+use consentd_store::writes::DaySummary;
 use consentd_store::{Decided, Outgoing, OwnerDecision, RecordState, StoreError};
 
-use super::queue::{queue, say};
+use super::queue::{say, text_body};
 use super::{Consent, Wake};
 
 /// How often the expiry sweep looks for cards past their ttl.
@@ -24,6 +25,10 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 /// How long a drawn button counts at most: a mandate's term (7 days) and a day to spare.
 const DRAWN_KEPT_DAYS: i64 = 8;
+
+/// How many times a summary is drawn again when the journal moved under it before it is left
+/// for the next sweep.
+const SUMMARY_TRIES: usize = 4;
 
 impl Consent {
     /// Cards past their ttl: expired, edited to say so without buttons; the session hears
@@ -43,7 +48,7 @@ impl Consent {
         // A stranger's window that has closed journals the presses it counted.
         let closed = self
             .store
-            .call(move |db| db.close_stranger_windows(now))
+            .upkeep(consentd_store::Upkeep::CloseStrangerWindows, now)
             .await;
         if let Err(error) = closed {
             tracing::error!(%error, "cannot close strangers' press windows");
@@ -51,7 +56,7 @@ impl Consent {
         // Refusal counts whose window has ended, when no later refusal wrote them.
         if let Err(error) = self
             .store
-            .call(move |db| db.flush_refusal_counts(now))
+            .upkeep(consentd_store::Upkeep::FlushRefusalCounts, now)
             .await
         {
             tracing::error!(%error, "cannot journal the counted refusals");
@@ -60,7 +65,10 @@ impl Consent {
         let retention = self.config.limits.attachment_retention;
         if let Err(error) = self
             .store
-            .call(move |db| db.release_retained_copies(now, retention))
+            .upkeep(
+                consentd_store::Upkeep::ReleaseRetainedCopies { retention },
+                now,
+            )
             .await
         {
             tracing::error!(%error, "cannot release the attachment copies past their retention");
@@ -68,32 +76,21 @@ impl Consent {
         expired
     }
 
-    /// `look` on the store's thread, given both clocks read there, at one instant, as it runs:
-    /// how the sweep finds what is due (cards, asks unshown, mandates). A reading taken before
-    /// a card opened would be earlier than the card's own on the monotonic clock, which a window
-    /// takes for a clock not to be trusted (late); and an old wall clock paired with a new
-    /// monotonic one, around a step, would be late as well. Either way something the owner may
-    /// still answer, or a session still waits on, would end.
-    pub(super) async fn at_one_reading<T: Send + 'static>(
-        &self,
-        look: impl FnOnce(&mut Db, &Now) -> Result<T, StoreError> + Send + 'static,
-    ) -> Result<(DateTime<Utc>, T), StoreError> {
-        let clock = self.clock.clone();
-        self.store
-            .call(move |db| {
-                let reading = Now::read(clock.as_ref());
-                Ok((reading.wall, look(db, &reading)?))
-            })
-            .await
+    /// What is due, looked for at one reading of both clocks taken on the store's thread as
+    /// the look runs ([`consentd_store::Store::due`]): a reading taken before a card opened would
+    /// be earlier than the card's own on the monotonic clock, which a window takes for a clock
+    /// not to be trusted (late); and an old wall clock paired with a new monotonic one, around
+    /// a step, would be late as well. Either way something the owner may still answer, or a
+    /// session still waits on, would end.
+    pub(super) async fn due(&self, what: Due) -> Result<(DateTime<Utc>, Vec<String>), StoreError> {
+        self.store.due(what, self.clock.clone()).await
     }
 
     async fn expire_cards(&self) -> Result<(), StoreError> {
-        let (now, due) = self
-            .at_one_reading(|db, now| db.due_for_expiry(now))
-            .await?;
+        let (now, due) = self.due(Due::Cards).await?;
         for id in due {
             let lookup = id.clone();
-            let Some(record) = self.store.call(move |db| db.record(&lookup)).await? else {
+            let Some(record) = self.store.record(&lookup).await? else {
                 continue;
             };
             let edit = self
@@ -128,20 +125,31 @@ impl Consent {
     async fn end_due_mandates(&self) -> Result<(), StoreError> {
         let lang = self.language();
         let owner = self.owner();
-        let locales = self.locales.clone();
         let labels = self.labels(lang);
-        self.at_one_reading(move |db, now| {
-            db.end_due_mandates(now, |tx, effects, row| {
-                let Some(owner) = owner else { return Ok(()) };
+        // The notices are drawn for the mandates due now; one that falls due between this look
+        // and the write is left for the next sweep (`Store::end_due_mandates`).
+        let (_, due) = self.store.due_mandates(self.clock.clone()).await?;
+        if due.is_empty() {
+            return Ok(());
+        }
+        let bodies = due
+            .iter()
+            .map(|row| {
                 let label = labels
                     .get(&row.kind)
                     .map_or(row.kind.as_str(), String::as_str);
-                let text = card::mandate::mandate_ended(&locales, lang, &row.id, label);
-                say(tx, effects, owner.id, text, Sound::Gated)
+                let text = card::mandate::mandate_ended(&self.locales, lang, &row.id, label);
+                (row.id.clone(), text_body(text))
             })
-        })
-        .await
-        .map(|_| ())
+            .collect();
+        let notices = MandateNotices {
+            chat: owner.map(|owner| owner.id),
+            bodies,
+        };
+        self.store
+            .end_due_mandates(self.clock.clone(), notices)
+            .await
+            .map(|_| ())
     }
 
     /// The evening summary, once a local day, at `summary_at` or at the first sweep after it
@@ -161,21 +169,14 @@ impl Consent {
             Some(at) if now >= at => {}
             _ => return Ok(()),
         }
-        if self.store.call(move |db| db.summary_sent_on(day)).await? {
+        if self.store.summary_sent_on(day).await? {
             return Ok(());
         }
         // Since the last summary (else since local midnight): nothing falls between two.
         let (midnight, _) = consentd_core::mandate::local_day(now, tz);
-        let start = self
-            .store
-            .call(|db| db.last_summary_sent_at())
-            .await?
-            .unwrap_or(midnight);
-        let counts = self.store.call(move |db| db.day_counts(start, now)).await?;
-        let spend = self
-            .store
-            .call(move |db| db.mandate_spend(start, now))
-            .await?;
+        let start = self.store.last_summary_sent_at().await?.unwrap_or(midnight);
+        let counts = self.store.day_counts(start, now).await?;
+        let spend = self.store.mandate_spend(start, now).await?;
         // Receipts held through quiet hours go just before the summary, unless receipts are
         // only counted now (the config may have changed since they were held).
         let receipts = self.gate.read().unwrap_or_else(|p| p.into_inner()).receipts;
@@ -185,9 +186,10 @@ impl Consent {
         };
         let lang = owner.language;
         let labels = self.labels(lang);
-        let locales = self.locales.clone();
-        // Drawn inside the summary's transaction: the anchor is known only there.
-        let render = move |anchor: &str| {
+        let locales = &self.locales;
+        // Drawn on the journal's head as read now; the store sends it only if that is still the
+        // head its transaction reads, else it is drawn again on the new one.
+        let render = |anchor: &str| {
             let mandates: Vec<card::owner::MandateDay<'_>> = spend
                 .iter()
                 .map(|s| card::owner::MandateDay {
@@ -197,36 +199,42 @@ impl Consent {
                     usd: s.usd,
                 })
                 .collect();
-            card::owner::summary(&locales, lang, day, &counts, &mandates, anchor)
+            card::owner::summary(locales, lang, day, &counts, &mandates, anchor)
         };
         // The open mandates follow, each with its Stop, as `/mandates` shows them.
         let open = self.mandates_replies(lang, now).await?;
-        let sent = self
-            .store
-            .call(move |db| {
-                db.send_summary(day, now, held, |tx, effects, anchor| {
-                    say(tx, effects, owner.id, render(anchor), Sound::Gated)?;
-                    for body in open.into_iter().skip(1) {
-                        queue(
-                            tx,
-                            effects,
-                            owner.id,
-                            What::Message,
-                            None,
-                            body,
-                            Sound::Gated,
-                        )?;
-                    }
-                    Ok(())
-                })
-            })
-            .await?;
-        if sent {
+        let mut sent = SummarySent::AnchorMoved;
+        for _ in 0..SUMMARY_TRIES {
+            let anchor = self.store.summary_anchor().await?;
+            let messages = std::iter::once(say(owner.id, render(&anchor), Sound::Gated))
+                .chain(
+                    open.iter()
+                        .skip(1)
+                        .map(|body| Outgoing::message(owner.id, body.clone(), Sound::Gated)),
+                )
+                .collect();
+            let summary = DaySummary {
+                day,
+                held,
+                summary: Summary {
+                    anchor: Some(anchor),
+                    messages,
+                },
+            };
+            sent = self.store.send_summary(summary, now).await?;
+            if sent != SummarySent::AnchorMoved {
+                break;
+            }
+        }
+        if sent == SummarySent::AnchorMoved {
+            tracing::warn!(%day, "the journal kept moving under the summary; tried at the next sweep");
+        }
+        if sent == SummarySent::Now {
             tracing::info!(%day, "evening summary sent");
             // Once a day, the buttons drawn long ago are forgotten (see `forget_drawn_before`).
             let before = now - chrono::Duration::days(DRAWN_KEPT_DAYS);
             self.store
-                .call(move |db| db.forget_drawn_before(before))
+                .upkeep(consentd_store::Upkeep::ForgetDrawnBefore { before }, now)
                 .await?;
         }
         Ok(())

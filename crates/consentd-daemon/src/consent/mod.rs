@@ -403,7 +403,7 @@ impl Consent {
 
     async fn incoming(&self, incoming: Incoming, runs: &TaskTracker) -> Result<(), StoreError> {
         let next = incoming.update_id() + 1;
-        let stored = self.store.call(|db| db.next_offset()).await?;
+        let stored = self.store.next_offset().await?;
         if incoming.update_id() < stored {
             // Handled before (a duplicate or a late, out-of-order delivery): nothing changes twice.
             return Ok(());
@@ -416,7 +416,9 @@ impl Consent {
                 } else {
                     tracing::debug!(what, "update ignored");
                 }
-                self.store.call(move |db| db.skip_update(next, now)).await
+                self.store
+                    .tell(consentd_store::Tell::offset(next), now)
+                    .await
             }
             Incoming::Text {
                 from,
@@ -427,7 +429,10 @@ impl Consent {
                 ..
             } => {
                 if !chat.private || forwarded {
-                    return self.store.call(move |db| db.skip_update(next, now)).await;
+                    return self
+                        .store
+                        .tell(consentd_store::Tell::offset(next), now)
+                        .await;
                 }
                 let said = Said {
                     chat,

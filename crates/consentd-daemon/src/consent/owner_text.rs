@@ -13,10 +13,11 @@ use consentd_core::config::Gate;
 use consentd_core::locale::Language;
 use consentd_core::lookalike;
 use consentd_core::styled::Styled;
-use consentd_store::outbox::{Body, Sound, What};
-use consentd_store::{Decided, Outgoing, RecordState, StoreError};
+use consentd_store::outbox::{Body, Sound};
+use consentd_store::writes::OwnerSetting;
+use consentd_store::{Decided, Outgoing, StoreError};
 
-use super::queue::{queue, say, text_body};
+use super::queue::{say, text_body};
 use super::{Consent, Decision, Owner, Said, CATEGORY_DIGEST};
 
 impl Consent {
@@ -43,13 +44,9 @@ impl Consent {
             _ => {
                 let line = card::not_owner_line(&self.locales, self.language_for(&from));
                 self.store
-                    .call(move |db| {
-                        db.stranger_may_hear(from.id, next, now, |tx, effects| {
-                            say(tx, effects, chat.id, line, Sound::Gated)
-                        })
-                        .map(|_| ())
-                    })
+                    .stranger_reply(from.id, next, say(chat.id, line, Sound::Gated), now)
                     .await
+                    .map(|_| ())
             }
         }
     }
@@ -77,7 +74,7 @@ impl Consent {
             ChatCommand::Rules => self.rules_replies(lang, now).await?,
             ChatCommand::Categories => self.categories_replies(lang),
             ChatCommand::Anchor => {
-                let head = self.store.call(|db| Ok(db.journal_head())).await?;
+                let head = self.store.journal_head().await?;
                 let head = (head.n > 0).then_some((head.n, head.h.as_str()));
                 vec![text_body(card::owner::anchor(locales, lang, head))]
             }
@@ -97,23 +94,12 @@ impl Consent {
             // One line, not the whole help: a stray message is more often a slip than a question.
             ChatCommand::Unknown => vec![text_body(card::owner::help_pointer(locales, lang))],
         };
+        let replies = replies
+            .into_iter()
+            .map(|reply| Outgoing::message(chat.id, reply, Sound::Silent))
+            .collect();
         self.store
-            .call(move |db| {
-                db.write_effects(now, Some(next), |tx, effects| {
-                    for reply in replies {
-                        queue(
-                            tx,
-                            effects,
-                            chat.id,
-                            What::Message,
-                            None,
-                            reply,
-                            Sound::Silent,
-                        )?;
-                    }
-                    Ok(())
-                })
-            })
+            .tell(consentd_store::Tell::messages(Some(next), replies), now)
             .await
     }
 
@@ -190,7 +176,11 @@ impl Consent {
                 self.set(owner, "language", value, reply, next, now).await
             }
             // Not a setting (the caller sends only settings here): only the offset moves.
-            _ => self.store.call(move |db| db.skip_update(next, now)).await,
+            _ => {
+                self.store
+                    .tell(consentd_store::Tell::offset(next), now)
+                    .await
+            }
         }
     }
 
@@ -204,13 +194,14 @@ impl Consent {
         next: i64,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        self.store
-            .call(move |db| {
-                db.set_owner_setting(key, &value, owner.id, next, now, |tx, effects| {
-                    say(tx, effects, owner.id, reply, Sound::Silent)
-                })
-            })
-            .await
+        let setting = OwnerSetting {
+            key,
+            value,
+            by: owner.id,
+            next_offset: next,
+            reply: say(owner.id, reply, Sound::Silent),
+        };
+        self.store.set_owner_setting(setting, now).await
     }
 
     fn write_gate(&self) -> std::sync::RwLockWriteGuard<'_, Gate> {
@@ -298,7 +289,7 @@ impl Consent {
         now: DateTime<Utc>,
     ) -> Result<Vec<Body>, StoreError> {
         let tz = self.config.owner.timezone;
-        let open = self.store.call(move |db| db.open_mandates(now, tz)).await?;
+        let open = self.store.open_mandates(now, tz).await?;
         let mut replies = vec![text_body(card::mandate::mandates_count(
             &self.locales,
             lang,
@@ -333,15 +324,7 @@ impl Consent {
         now: DateTime<Utc>,
     ) -> Result<Vec<String>, StoreError> {
         // Shown cards with their deadlines, then those not shown yet (held for the morning).
-        let (shown, waiting) = self
-            .store
-            .call(|db| {
-                Ok((
-                    db.records_in(RecordState::CardShown)?,
-                    db.records_in(RecordState::Pending)?,
-                ))
-            })
-            .await?;
+        let (shown, waiting) = self.store.open_records().await?;
         let labels: Vec<(String, String, Option<DateTime<Utc>>)> = shown
             .iter()
             .chain(&waiting)

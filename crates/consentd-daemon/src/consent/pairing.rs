@@ -7,8 +7,9 @@ use chrono::{DateTime, Utc};
 use crate::telegram::{ChatRef, Person};
 use consentd_core::card;
 use consentd_core::pairing::PairVerdict;
-use consentd_store::consent::OwnerRow;
+use consentd_store::consent::{OwnerRow, PairReplies};
 use consentd_store::outbox::Sound;
+use consentd_store::writes::PairingAttempt;
 use consentd_store::StoreError;
 
 use super::queue::say;
@@ -25,26 +26,38 @@ impl Consent {
     ) -> Result<(), StoreError> {
         let language = owner_language(&self.config, from.language_code.as_deref());
         let tz = self.config.owner.timezone;
-        let locales = self.locales.clone();
+        let locales = &self.locales;
         let candidate = OwnerRow {
             telegram_id: from.id,
             language_code: from.language_code.clone(),
         };
-        let verdict = self
-            .store
-            .call(move |db| {
-                db.pairing_attempt(&code, candidate, next, now, |tx, effects, verdict| {
-                    let reply = match verdict {
-                        PairVerdict::Paired => card::paired(&locales, language),
-                        PairVerdict::Locked { until } => {
-                            card::pairing_locked(&locales, language, *until, tz, now)
-                        }
-                        _ => card::pairing_wrong_code(&locales, language),
-                    };
-                    say(tx, effects, chat.id, reply, Sound::Gated)
-                })
-            })
-            .await?;
+        // Every reply is drawn before the attempt, the locked one for the lock stored now; the
+        // store queues the one its verdict takes, or, if the lock moved meanwhile, writes
+        // nothing and the replies are drawn again.
+        let verdict = loop {
+            let lock = self.store.pairing_lock().await?;
+            let replies = PairReplies {
+                paired: say(chat.id, card::paired(locales, language), Sound::Gated),
+                wrong: say(
+                    chat.id,
+                    card::pairing_wrong_code(locales, language),
+                    Sound::Gated,
+                ),
+                locked: lock.map(|until| {
+                    let text = card::pairing_locked(locales, language, until, tz, now);
+                    (until, say(chat.id, text, Sound::Gated))
+                }),
+            };
+            let attempt = PairingAttempt {
+                code: code.clone(),
+                candidate: candidate.clone(),
+                next_offset: next,
+                replies,
+            };
+            if let Some(verdict) = self.store.pair(attempt, now).await? {
+                break verdict;
+            }
+        };
         tracing::info!(user = from.id, verdict = ?verdict, "pairing attempt");
         if verdict == PairVerdict::Paired {
             *self.owner.write().unwrap_or_else(|p| p.into_inner()) = Some(Owner {

@@ -24,7 +24,7 @@ pub(super) async fn poll(
 ) {
     let mut failures: u32 = 0;
     loop {
-        let offset = match store.call(|db| db.next_offset()).await {
+        let offset = match store.next_offset().await {
             Ok(offset) => offset,
             Err(error) => {
                 tracing::error!(%error, "cannot read the polling offset");

@@ -17,14 +17,14 @@ use consentd_core::styled::Styled;
 use consentd_store::consent::ClaimWindow;
 use consentd_store::db::EventName;
 use consentd_store::drawn::Drawn;
-use consentd_store::outbox::{Body, Sound, What};
+use consentd_store::outbox::{Body, Sound};
 use consentd_store::strangers::StrangerPress;
 use consentd_store::{
     Applied, CardDecision, Decided, JournalEvent, Outgoing, Record, RecordState, StoreError,
     Subject,
 };
 
-use super::queue::{queue, say, text_body};
+use super::queue::{say, text_body};
 use super::stale;
 use super::{Consent, Decision, Owner, PressFacts, PressSubject};
 
@@ -105,7 +105,7 @@ impl Consent {
         let record = match &callback {
             Some(callback) if callback.subject.starts_with("r_") => {
                 let id = callback.subject.clone();
-                self.store.call(move |db| db.record(&id)).await?
+                self.store.record(&id).await?
             }
             _ => None,
         };
@@ -149,11 +149,7 @@ impl Consent {
                 // A record refused before it had a kind started no silence.
                 let (uid, silence) = (record.peer_uid, record.kind.clone());
                 let silence = match silence {
-                    Some(kind) => {
-                        self.store
-                            .call(move |db| db.silence_of(uid, &kind, wall))
-                            .await?
-                    }
+                    Some(kind) => self.store.silence_of(uid, &kind, wall).await?,
                     None => None,
                 };
                 let open = match &silence {
@@ -201,10 +197,7 @@ impl Consent {
             return Ok(MessageFacts::NotDrawn);
         };
         let read = || async {
-            let drawn = self
-                .store
-                .call(move |db| db.drawn_message(chat.id, message_id))
-                .await?;
+            let drawn = self.store.drawn_message(chat.id, message_id).await?;
             Ok::<_, StoreError>(as_drawn(drawn, &data, press.message_shows.as_deref()))
         };
         let facts = read().await?;
@@ -424,12 +417,9 @@ impl Consent {
         };
         let text = card::altered_notice(&self.locales, owner.language);
         let now = decision.now;
+        let notice = say(owner.id, text, Sound::Urgent);
         self.store
-            .call(move |db| {
-                db.write_effects(now, None, |tx, effects| {
-                    say(tx, effects, owner.id, text, Sound::Urgent)
-                })
-            })
+            .tell(consentd_store::Tell::messages(None, vec![notice]), now)
             .await
     }
 
@@ -467,7 +457,7 @@ impl Consent {
             };
             return self
                 .store
-                .call(move |db| db.stranger_press_rejected(press, Some(next), now))
+                .stranger_press_rejected(press, Some(next), now)
                 .await
                 .map(|_| ());
         };
@@ -476,25 +466,21 @@ impl Consent {
         let notice = (rejection == PressRejection::CardAltered)
             .then(|| self.stranger_notice(owner, from, rejection));
         let presser = from.id;
-        self.store
-            .call(move |db| {
-                db.write_effects(now, Some(next), |tx, effects| {
-                    let mut event = JournalEvent::new(EventName::PressRejected)
-                        .with("reason", rejection.as_str())
-                        .with("by", presser);
-                    if let Some(subject) = subject {
-                        event = event.with("subject", subject);
-                    }
-                    effects.push(event);
-                    match notice {
-                        Some((chat, body)) => {
-                            queue(tx, effects, chat, What::Message, None, body, Sound::Urgent)
-                        }
-                        None => Ok(()),
-                    }
-                })
-            })
-            .await
+        let mut event = JournalEvent::new(EventName::PressRejected)
+            .with("reason", rejection.as_str())
+            .with("by", presser);
+        if let Some(subject) = subject {
+            event = event.with("subject", subject);
+        }
+        let tell = consentd_store::Tell {
+            next_offset: Some(next),
+            events: vec![event],
+            messages: notice
+                .map(|(chat, body)| Outgoing::message(chat, body, Sound::Urgent))
+                .into_iter()
+                .collect(),
+        };
+        self.store.tell(tell, now).await
     }
 
     /// The owner's urgent notice that `from` pressed one of their buttons and why it did not

@@ -9,6 +9,7 @@ use consentd_core::card;
 use consentd_core::styled::Styled;
 use consentd_store::consent::{ClaimWindow, Finish};
 use consentd_store::outbox::Sound;
+use consentd_store::writes::Finished;
 use consentd_store::{Record, RecordState, StoreError, Subject};
 
 use super::queue::say;
@@ -19,10 +20,7 @@ impl Consent {
     /// notice; granted records not yet claimed are claimed and run.
     pub(super) async fn recover(&self, runs: &TaskTracker) -> Result<(), StoreError> {
         let now = self.clock.now();
-        let orphans = self
-            .store
-            .call(|db| db.records_in(RecordState::Running))
-            .await?;
+        let orphans = self.store.records_in(RecordState::Running).await?;
         for record in orphans {
             let (notice, _) = self.unknown_texts(&record, now).await;
             let finish = Finish {
@@ -34,30 +32,25 @@ impl Consent {
                 stderr: None,
                 detail: Some("restart".into()),
             };
-            let (consent, owner) = (self.clone(), self.owner());
             let id = record.id.clone();
+            let facts = self
+                .store
+                .ending_facts(&id, now, self.config.owner.timezone)
+                .await?;
+            let ending = self.ending(&record, facts, &finish, now);
+            let ending = match self.owner() {
+                Some(owner) => {
+                    let mut told = ending.outgoing(owner.id);
+                    told.push(say(owner.id, notice, Sound::Urgent));
+                    told
+                }
+                None => Vec::new(),
+            };
             self.store
-                .call(move |db| {
-                    let ending = consent.ending(db, &record, &finish, now);
-                    db.finish(
-                        &id,
-                        &finish,
-                        |tx, effects, _| {
-                            if let Some(owner) = owner {
-                                ending.queue(tx, effects, owner.id)?;
-                                say(tx, effects, owner.id, notice, Sound::Urgent)?;
-                            }
-                            Ok(())
-                        },
-                        now,
-                    )
-                })
+                .finish(Finished { id, finish, ending }, now)
                 .await?;
         }
-        let granted = self
-            .store
-            .call(|db| db.records_in(RecordState::Granted))
-            .await?;
+        let granted = self.store.records_in(RecordState::Granted).await?;
         // A granted mandate request is where it ends: it opened a mandate and never runs.
         for record in granted.into_iter().filter(|r| r.subject == Subject::Action) {
             self.claim_and_run(record.id, ClaimWindow::JudgeAgain, runs)

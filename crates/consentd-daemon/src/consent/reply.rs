@@ -115,7 +115,7 @@ impl Consent {
     /// whose send is being recorded this moment (Telegram has it, the daemon is still writing
     /// its id down): then, as for a press, the reply waits briefly for that to finish.
     async fn card_replied_to(&self, message_id: i64) -> Result<Option<Record>, StoreError> {
-        let read = || self.store.call(move |db| db.record_of_card(message_id));
+        let read = || self.store.record_of_card(message_id);
         let record = read().await?;
         if record.is_some() {
             return Ok(record);
@@ -148,9 +148,16 @@ impl Consent {
                 let reason = said.text;
                 let kept = self
                     .store
-                    .call(move |db| {
-                        db.note_decline_reason(&id, &reason, owner.id, next, now, (chat, reply))
-                    })
+                    .note_decline_reason(
+                        consentd_store::writes::DeclineReason {
+                            id,
+                            reason,
+                            by: owner.id,
+                            next_offset: next,
+                            reply: (chat, reply),
+                        },
+                        now,
+                    )
                     .await?;
                 if !kept {
                     tracing::warn!("a No's reason found its record changed; not kept");
@@ -160,12 +167,9 @@ impl Consent {
             Judged::Say(reply) => owner::reason_reply(&self.locales, lang, &reply),
             Judged::Stray => owner::help_pointer(&self.locales, lang),
         };
+        let reply = say(chat, line, Sound::Silent);
         self.store
-            .call(move |db| {
-                db.write_effects(now, Some(next), |tx, effects| {
-                    say(tx, effects, chat, line, Sound::Silent)
-                })
-            })
+            .tell(consentd_store::Tell::messages(Some(next), vec![reply]), now)
             .await
     }
 }

@@ -10,13 +10,16 @@ use consentd_core::card::mandate::UsageView;
 use consentd_core::card::{self, Outcome};
 use consentd_core::config::Category;
 use consentd_core::deadline::Now;
+use consentd_core::mandate::Usage;
 use consentd_core::styled::Styled;
+use consentd_store::api::EndingFacts;
 use consentd_store::consent::{Claim, ClaimNotices, ClaimWindow, Finish};
-use consentd_store::outbox::{Body, Sound, What};
-use consentd_store::{Db, Effects, Record, RecordState, StoreError};
+use consentd_store::outbox::{Body, Sound};
+use consentd_store::writes::{ClaimRun, Finished};
+use consentd_store::{Outgoing, Record, RecordState, StoreError};
 
 use super::drawer::{known_or_none, with_view};
-use super::queue::{queue, queue_card_edit, text_body};
+use super::queue::text_body;
 use super::Consent;
 
 impl Consent {
@@ -28,7 +31,7 @@ impl Consent {
         runs: &TaskTracker,
     ) -> Result<(), StoreError> {
         let lookup = id.clone();
-        let Some(record) = self.store.call(move |db| db.record(&lookup)).await? else {
+        let Some(record) = self.store.record(&lookup).await? else {
             return Err(StoreError::Missing);
         };
         let enabled = self.category_enabled(record.asked()?.kind);
@@ -38,7 +41,13 @@ impl Consent {
         let claim_id = id.clone();
         let claim = self
             .store
-            .call(move |db| db.claim(&claim_id, enabled, (&now, window), &notices))
+            .claim(ClaimRun {
+                id: claim_id,
+                category_enabled: enabled,
+                now,
+                window,
+                notices,
+            })
             .await?;
         match claim {
             Claim::CategoryOff(_) | Claim::Expired(_) => Ok(()),
@@ -198,26 +207,21 @@ impl Consent {
                 detail: Some("not_started".into()),
             },
         };
-        let (consent, owner, ended) = (self.clone(), self.owner(), finish.state);
-        // One store call: the record and what its ending reads, read as before the outcome's
-        // write, then the write with the ending queued in its transaction. Each call waits for
-        // its batch's commit, so separate reads would each cost a commit's wait.
-        let record = self
+        let ended = finish.state;
+        // The record and what its ending reads, read as before the outcome's write (a read
+        // answers without waiting for a commit), then the write with the ending queued in its
+        // transaction.
+        let facts = self
             .store
-            .call(move |db| {
-                let record = db.record(&id)?.ok_or(StoreError::Missing)?;
-                let ending = consent.ending(db, &record, &finish, now);
-                db.finish(
-                    &id,
-                    &finish,
-                    |tx, effects, _| match owner {
-                        Some(owner) => ending.queue(tx, effects, owner.id),
-                        None => Ok(()),
-                    },
-                    now,
-                )?;
-                Ok(record)
-            })
+            .ending_facts(&id, now, self.config.owner.timezone)
+            .await?;
+        let record = facts.record.clone();
+        let ending = self.ending(&record, facts, &finish, now);
+        let ending = self
+            .owner()
+            .map_or_else(Vec::new, |owner| ending.outgoing(owner.id));
+        self.store
+            .finish(Finished { id, finish, ending }, now)
             .await?;
         self.suggest_after(&record, ended, now).await;
         Ok(())
@@ -227,31 +231,19 @@ impl Consent {
     /// mandate answered, which had no card — a receipt with today's use and Stop (none when the
     /// config keeps receipts for the summary).
     ///
-    /// Runs on the store's thread, inside the call that records the outcome, reading what it
-    /// needs from `db` before that write.
+    /// Drawn here, in the daemon, from `facts` read just before the outcome's write
+    /// ([`consentd_store::Store::ending_facts`]); the store only queues what it is given.
     ///
     /// Never fails: what the owner is told must not stand in the way of recording the outcome.
-    /// Nor may a fault in drawing it take down the store's thread, which every request needs: a
-    /// panic here costs the owner this one message, logged, and the outcome is still recorded.
     pub(super) fn ending(
         &self,
-        db: &Db,
         record: &Record,
+        facts: EndingFacts,
         finish: &Finish,
         now: DateTime<Utc>,
     ) -> Ending {
-        let drawn = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.draw_ending(db, record, finish, now)
-        }));
-        drawn.unwrap_or_else(|_| {
-            tracing::error!(id = %record.id, "drawing a run's ending panicked: nothing is told");
-            Ending::none(&record.id)
-        })
-    }
-
-    fn draw_ending(&self, db: &Db, record: &Record, finish: &Finish, now: DateTime<Utc>) -> Ending {
-        let Some(mandate_id) = record.mandate_id.as_deref() else {
-            // The edit keeps saying who decided, now with how the run ended.
+        let Some(_) = record.mandate_id.as_deref() else {
+            // The edit keeps saying who decided now with how the run ended.
             let outcome = Outcome {
                 state: finish.state.as_str(),
                 decided_by: record.decided_by_name.clone(),
@@ -259,7 +251,7 @@ impl Consent {
                 reason: finish.message.as_deref(),
                 reply_by: None,
             };
-            let known = known_or_none(db.known_targets_for(&record.id, now), &record.id);
+            let known = known_or_none(facts.known, &record.id);
             let edit = self.outcome_text_known(record, outcome, &known, now);
             return Ending {
                 record_id: record.id.clone(),
@@ -271,12 +263,10 @@ impl Consent {
         let none = Ending::none(&record.id);
         let receipts = self.gate.read().unwrap_or_else(|p| p.into_inner()).receipts;
         let succeeded = matches!(finish.state, RecordState::Executed | RecordState::Approved);
-        let tz = self.config.owner.timezone;
         // The day the ask was claimed in, so a run that crosses midnight counts where it was
         // taken. Its use as of its own claim is kept with it; only an ask claimed before the
         // store kept that is shown against the whole day.
-        let day = record.created_at;
-        let (row, day_usage) = match db.mandate_usage(mandate_id, day, tz) {
+        let (row, day_usage) = match facts.mandate {
             Ok(Some(found)) => found,
             Ok(None) => return none,
             Err(error) => {
@@ -301,11 +291,11 @@ impl Consent {
             usd: usage.usd,
         };
         // With receipts in the summary, routine ones are only counted.
-        let routine = succeeded && !self.last_of_the_day(db, &row, record, usage);
+        let routine = succeeded && !self.last_of_the_day(&facts.kind_usage, &row, record, usage);
         if receipts == consentd_core::config::Receipts::Summary && routine {
             return none;
         }
-        let known = known_or_none(db.known_targets_for(&record.id, now), &record.id);
+        let known = known_or_none(facts.known, &record.id);
         let (rendered, captions) = with_view(self, record, &known, lang, now, |action| {
             let captions: Vec<Styled> = action
                 .attachments
@@ -347,19 +337,17 @@ impl Consent {
     /// way the next ask will be a card, so its receipt is told.
     fn last_of_the_day(
         &self,
-        db: &Db,
+        kind_usage: &Result<Usage, StoreError>,
         row: &consentd_store::MandateRow,
         record: &Record,
         usage: UsageView,
     ) -> bool {
         let cost = record.cost_usd.unwrap_or_default();
         let limits = &self.config.limits;
-        let kind_full = db
-            .kind_mandate_usage(&row.kind, record.created_at, self.config.owner.timezone)
-            .is_ok_and(|kind| {
-                kind.actions >= limits.mandate_max_actions_per_day
-                    || kind.usd + cost > limits.mandate_max_usd_per_day
-            });
+        let kind_full = kind_usage.as_ref().is_ok_and(|kind| {
+            kind.actions >= limits.mandate_max_actions_per_day
+                || kind.usd + cost > limits.mandate_max_usd_per_day
+        });
         kind_full || last_today(row, usage, cost)
     }
 }
@@ -413,19 +401,19 @@ impl Ending {
         }
     }
 
-    pub(super) fn queue(
-        self,
-        tx: &rusqlite::Connection,
-        effects: &mut Effects,
-        chat: i64,
-    ) -> Result<(), StoreError> {
-        if let Some(edit) = self.edit {
-            queue_card_edit(tx, effects, chat, &self.record_id, edit)?;
-        }
-        for body in self.messages {
-            queue(tx, effects, chat, What::Message, None, body, self.sound)?;
-        }
-        Ok(())
+    /// The messages to `chat` that tell it, for the store to queue with the outcome.
+    pub(super) fn outgoing(self, chat: i64) -> Vec<Outgoing> {
+        let edit = self
+            .edit
+            .map(|edit| Outgoing::card_edit(chat, &self.record_id, edit));
+        let sound = self.sound;
+        edit.into_iter()
+            .chain(
+                self.messages
+                    .into_iter()
+                    .map(|body| Outgoing::message(chat, body, sound)),
+            )
+            .collect()
     }
 }
 

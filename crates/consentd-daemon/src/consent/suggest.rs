@@ -60,7 +60,7 @@ impl Consent {
         let lookup = (kind.clone(), target.clone());
         let history = self
             .store
-            .call(move |db| db.suggestion_history(uid, &lookup.0, lookup.1.as_deref(), now))
+            .suggestion_history(uid, &lookup.0, lookup.1.as_deref(), now)
             .await?;
         let tz = self.config.owner.timezone;
         let offer = match suggest::decide(asked, &self.config.limits, &history, now, tz) {
@@ -74,7 +74,7 @@ impl Consent {
         let request = offer.request;
         let digest = request.digest().to_hex();
         // The target's warnings, as every card that named it showed them.
-        let known = self.store.call(move |db| db.known_targets(now)).await?;
+        let known = self.store.known_targets(now).await?;
         let warnings = lookalike::warnings_each(&request.targets, &known);
         let view = SuggestionView {
             label: category.label(lang),
@@ -101,7 +101,14 @@ impl Consent {
         let (day_start, _) = mandate::local_day(now, tz);
         let made = self
             .store
-            .call(move |db| db.offer_suggestion(&suggestion, &message, day_start, now))
+            .offer_suggestion(
+                consentd_store::writes::SuggestionOffer {
+                    suggestion,
+                    message,
+                    day_start,
+                },
+                now,
+            )
             .await?;
         if !made {
             tracing::debug!(id = %record.id, "no suggestion: another was made meanwhile");
@@ -119,7 +126,7 @@ impl Consent {
         now: &Now,
     ) -> Result<Option<PressSubject>, StoreError> {
         let lookup = id.to_owned();
-        let Some(found) = self.store.call(move |db| db.suggestion(&lookup)).await? else {
+        let Some(found) = self.store.suggestion(&lookup).await? else {
             return Ok(None);
         };
         let still = self

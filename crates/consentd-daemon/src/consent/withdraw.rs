@@ -26,7 +26,7 @@ impl Consent {
     ) -> Result<Withdrawal, StoreError> {
         let now = self.clock.now();
         let lookup = id.clone();
-        let record = self.store.call(move |db| db.record(&lookup)).await?;
+        let record = self.store.record(&lookup).await?;
         // Drawn before the transaction (drawing reads the store); used only if it withdraws. A
         // card never sent has no message: its edit is dropped by the sender.
         let edit = match (&record, self.owner()) {
@@ -40,9 +40,7 @@ impl Consent {
             }
             _ => None,
         };
-        self.store
-            .call(move |db| db.withdraw(&id, peer_uid, edit.as_ref(), now))
-            .await
+        self.store.withdraw(id, peer_uid, edit, now).await
     }
 
     /// The owner's Yes to an approval-only category's card: approved in one compare-and-set,
@@ -84,23 +82,27 @@ impl Consent {
         let Some(owner) = self.owner() else {
             return Ok(());
         };
-        // The receipt's reads and its queueing in one store call, as at a run's end.
-        let consent = self.clone();
+        // The receipt is drawn from what the store holds now, as at a run's end.
+        let facts = self
+            .store
+            .ending_facts(&record.id, now, self.config.owner.timezone)
+            .await?;
+        let ending = self.ending(&record, facts, &finish, now);
         self.store
-            .call(move |db| {
-                let ending = consent.ending(db, &record, &finish, now);
-                db.write_effects(now, None, |tx, effects| ending.queue(tx, effects, owner.id))
-            })
+            .tell(
+                consentd_store::Tell::messages(None, ending.outgoing(owner.id)),
+                now,
+            )
             .await
     }
 
     /// Pending asks past their own ttl: expired, never shown (a card held for the morning, or
     /// still queued, is dropped).
     pub(super) async fn expire_unshown(&self) -> Result<(), StoreError> {
-        let (now, due) = self.at_one_reading(|db, now| db.due_unshown(now)).await?;
+        let (now, due) = self.due(consentd_store::api::Due::Unshown).await?;
         for id in due {
             self.store
-                .call(move |db| db.expire_unshown(&id, now))
+                .upkeep(consentd_store::Upkeep::ExpireUnshown { id }, now)
                 .await?;
         }
         Ok(())

@@ -11,7 +11,8 @@ use consentd_core::gate::{self, Delivery, NoticeClass};
 use consentd_core::lookalike::KnownTargets;
 use consentd_store::handover::Commit;
 use consentd_store::outbox::Row;
-use consentd_store::{Record, RecordState, Store, StoreError};
+use consentd_store::writes::CardShowing;
+use consentd_store::{Record, RecordState, SenderNote, Store, StoreError};
 
 /// Whether the card of a pending record goes now (and how it sounds) or waits for the morning;
 /// `None` when it was held.
@@ -25,11 +26,7 @@ async fn card_delivery(out: &Out<'_>, record: &Record, seq: i64) -> Result<Optio
     }
     // Tonight's count: the cards shown since tonight's quiet hours began.
     let tonight = match window {
-        Some((start, _)) => {
-            out.store
-                .call(move |db| db.cards_shown_since(start))
-                .await?
-        }
+        Some((start, _)) => out.store.cards_shown_since(start).await?,
         None => 0,
     };
     let class = NoticeClass::Card {
@@ -38,7 +35,7 @@ async fn card_delivery(out: &Out<'_>, record: &Record, seq: i64) -> Result<Optio
     match gate::decide(class, &settings, tonight, now, tz) {
         Delivery::HoldUntil(until) => {
             // Still pending: its ttl starts when it is shown, after quiet hours.
-            out.store.call(move |db| db.outbox_hold(seq, until)).await?;
+            out.store.sent(SenderNote::Hold { seq, until }).await?;
             // The owner may have changed the hours or the limit since they were read here, and
             // the store released the held cards before this hold was written: then this card is
             // decided again now rather than held under rules that are gone.
@@ -46,7 +43,7 @@ async fn card_delivery(out: &Out<'_>, record: &Record, seq: i64) -> Result<Optio
             if (changed.quiet_hours, changed.night_card_limit)
                 != (settings.quiet_hours, settings.night_card_limit)
             {
-                out.store.call(move |db| db.outbox_release(seq)).await?;
+                out.store.sent(SenderNote::Release { seq }).await?;
             }
             Ok(None)
         }
@@ -63,22 +60,14 @@ pub(super) async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Resul
     // They are read with the record, in one store call.
     let first = out.clock.now();
     let found = store
-        .call(move |db| {
-            let record = db.record(&lookup)?;
-            // Pending, or opened already (with its ask, or by an earlier attempt whose send
-            // failed): both still need their card.
-            match record.filter(|record| {
-                matches!(record.state, RecordState::Pending | RecordState::CardShown)
-            }) {
-                Some(record) => Ok(Some((db.known_targets_for(&lookup, first)?, record))),
-                None => Ok(None),
-            }
-        })
+        // Pending, or opened already (with its ask, or by an earlier attempt whose send
+        // failed): both still need their card.
+        .card_to_draw(&lookup, first)
         .await?;
     let Some((known, record)) = found else {
         let reason = format!("record {record_id} ended before its card was sent");
         store
-            .call(move |db| db.outbox_dropped(seq, &reason))
+            .sent(SenderNote::Dropped { seq, error: reason })
             .await?;
         return Ok(());
     };
@@ -105,7 +94,7 @@ pub(super) async fn send_found_card(
     {
         let reason = format!("record {record_id} reached its ttl before its card was sent");
         store
-            .call(move |db| db.outbox_dropped(seq, &reason))
+            .sent(SenderNote::Dropped { seq, error: reason })
             .await?;
         return Ok(());
     }
@@ -145,14 +134,13 @@ pub(super) async fn send_found_card(
     let drawn = drawn_from(&sent, &card.buttons);
     let chat = row.chat_id;
     store
-        .call(move |db| {
-            db.card_sent(
-                seq,
-                &record_id,
-                (chat, sent.message_id),
-                drawn.as_ref(),
-                now,
-            )
+        .sent(SenderNote::Card {
+            seq,
+            record_id,
+            chat,
+            message_id: sent.message_id,
+            drawn,
+            now,
         })
         .await?;
     Ok(())
@@ -194,17 +182,17 @@ async fn open_card(
             // The targets as of its `shown_at` (`now`) are read in the same store call as the
             // opening: one round trip less between the card's commit and its send.
             let opened = store
-                .call(move |db| {
-                    if !db.card_showing(&opening, expires_at, now, &monotonic)? {
-                        return Ok(None);
-                    }
-                    db.known_targets_for(&opening, now).map(Some)
+                .show_card(CardShowing {
+                    record_id: opening,
+                    expires_at,
+                    now,
+                    monotonic,
                 })
                 .await?;
             let Some(known) = opened else {
                 let reason = format!("record {record_id} ended before its card was sent");
                 store
-                    .call(move |db| db.outbox_dropped(seq, &reason))
+                    .sent(SenderNote::Dropped { seq, error: reason })
                     .await?;
                 return Ok(None);
             };
@@ -215,7 +203,7 @@ async fn open_card(
 }
 
 /// A record's card as of `now`, against `known`, the targets known for it then
-/// (`Db::known_targets_for`). A card that cannot be one message is a permanent failure: it is
+/// (`Store::known_targets_for`). A card that cannot be one message is a permanent failure: it is
 /// dropped as undeliverable and its record ends expired.
 fn draw(
     out: &Out<'_>,
@@ -276,10 +264,7 @@ async fn send_before_card(
 
 async fn already_sent(store: &Store, record_id: &str, role: &str) -> Result<bool, StoreError> {
     let (record_id, role) = (record_id.to_owned(), role.to_owned());
-    Ok(store
-        .call(move |db| db.record_message_id(&record_id, &role))
-        .await?
-        .is_some())
+    Ok(store.record_message_id(&record_id, &role).await?.is_some())
 }
 
 async fn remember(
@@ -290,6 +275,10 @@ async fn remember(
 ) -> Result<(), StoreError> {
     let record_id = record_id.to_owned();
     store
-        .call(move |db| db.record_message(&record_id, &role, message_id))
+        .sent(SenderNote::RecordMessage {
+            record_id,
+            role,
+            message_id,
+        })
         .await
 }

@@ -24,11 +24,10 @@ use consentd_core::digest::AttachmentFacts;
 use consentd_core::gate::{self, Delivery, NoticeClass};
 use consentd_core::lookalike::KnownTargets;
 use consentd_core::styled::Styled;
-use consentd_store::db::Db;
 use consentd_store::drawn::Drawn;
 use consentd_store::outbox::{ButtonSpec, Head, Lane, Row, Sound, What};
 use consentd_store::stored;
-use consentd_store::{HandedCard, Record, Store, StoreError};
+use consentd_store::{HandedCard, Record, SenderNote, Store, StoreError};
 
 use card::{send_card, send_found_card};
 use lanes::{Choice, LaneView};
@@ -196,7 +195,7 @@ pub(crate) async fn run(
             }
         }
         let now = clock.now();
-        let heads = match store.call(move |db| lane_heads(db, now)).await {
+        let heads = match store.lane_heads(now).await {
             Ok(heads) => heads,
             Err(error) => {
                 tracing::error!(%error, "cannot read the outbox");
@@ -277,14 +276,6 @@ fn holds(heads: &[(Lane, Option<Head>)], seq: i64) -> bool {
         .any(|(_, head)| head.as_ref().is_some_and(|head| head.row.seq == seq))
 }
 
-/// The oldest ready row of each lane.
-fn lane_heads(db: &mut Db, now: DateTime<Utc>) -> Result<Vec<(Lane, Option<Head>)>, StoreError> {
-    Lane::ALL
-        .into_iter()
-        .map(|lane| Ok((lane, db.next_in_lane(lane, now)?)))
-        .collect()
-}
-
 /// The lanes whose oldest row failed, each with that row and when it may be tried again. A
 /// lane waits out its own backoff; the others go on meanwhile.
 #[derive(Debug, Default)]
@@ -332,17 +323,22 @@ async fn settle(
             let _ = match card_of {
                 Some(record_id) => {
                     store
-                        .call(move |db| db.card_undeliverable(seq, &record_id, &reason, now))
+                        .sent(SenderNote::CardUndeliverable {
+                            seq,
+                            record_id,
+                            reason,
+                            now,
+                        })
                         .await
                 }
-                None => store.call(move |db| db.outbox_dropped(seq, &reason)).await,
+                None => store.sent(SenderNote::Dropped { seq, error: reason }).await,
             };
             Ok(None)
         }
         Err(RowError::Send(error)) => {
             let text = error.to_string();
             let _ = store
-                .call(move |db| db.outbox_attempt_failed(seq, &text))
+                .sent(SenderNote::AttemptFailed { seq, error: text })
                 .await;
             match error {
                 SendError::RetryAfter(after) => {
@@ -406,14 +402,14 @@ async fn send_row(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowErr
                         Delivery::Loud => false,
                         Delivery::Silent => true,
                         // A routine receipt in quiet hours waits for the evening summary,
-                        // which releases it (`Db::send_summary`); later rows go on meanwhile.
+                        // which releases it (`Store::send_summary`); later rows go on meanwhile.
                         Delivery::HoldUntil(until) => {
-                            store.call(move |db| db.outbox_hold(seq, until)).await?;
+                            store.sent(SenderNote::Hold { seq, until }).await?;
                             return Ok(());
                         }
                         // Counted in the evening summary instead.
                         Delivery::SummaryOnly => {
-                            store.call(move |db| db.outbox_sent(seq)).await?;
+                            store.sent(SenderNote::Done { seq }).await?;
                             return Ok(());
                         }
                     }
@@ -427,7 +423,7 @@ async fn send_row(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowErr
                 out.telegram
                     .send_file(row.chat_id, &document.name, bytes, &caption, silent)
                     .await?;
-                store.call(move |db| db.outbox_sent(seq)).await?;
+                store.sent(SenderNote::Done { seq }).await?;
                 return Ok(());
             }
             pace.take().await;
@@ -445,10 +441,15 @@ async fn send_row(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowErr
             if let Some(drawn) = drawn_from(&sent, &buttons).filter(|_| !buttons.is_empty()) {
                 let (chat, now) = (row.chat_id, out.clock.now());
                 store
-                    .call(move |db| db.message_drawn(chat, sent.message_id, &drawn, now))
+                    .sent(SenderNote::Drawn {
+                        chat,
+                        message_id: sent.message_id,
+                        drawn,
+                        now,
+                    })
                     .await?;
             }
-            store.call(move |db| db.outbox_sent(seq)).await?;
+            store.sent(SenderNote::Done { seq }).await?;
         }
         What::Edit => send_edit(out, pace, row).await?,
         What::Card => send_card(out, pace, row).await?,
@@ -464,9 +465,7 @@ async fn send_edit(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
         Some(message_id) => Some(message_id),
         None => {
             let lookup = row.record_id.clone().unwrap_or_default();
-            store
-                .call(move |db| db.record_message_id(&lookup, "card"))
-                .await?
+            store.record_message_id(&lookup, "card").await?
         }
     };
     let Some(message_id) = message_id else {
@@ -474,17 +473,15 @@ async fn send_edit(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
         let record_id = row.record_id.unwrap_or_default();
         let reason = format!("record {record_id} has no card to edit");
         store
-            .call(move |db| db.outbox_dropped(seq, &reason))
+            .sent(SenderNote::Dropped { seq, error: reason })
             .await?;
         return Ok(());
     };
     pace.take().await;
     if row.body.text.is_none() {
         out.telegram.remove_buttons(chat, message_id).await?;
-        store
-            .call(move |db| db.message_undrawn(chat, message_id))
-            .await?;
-        store.call(move |db| db.outbox_sent(seq)).await?;
+        store.sent(SenderNote::Undrawn { chat, message_id }).await?;
+        store.sent(SenderNote::Done { seq }).await?;
         return Ok(());
     }
     let text = row.body.styled();
@@ -496,20 +493,21 @@ async fn send_edit(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowEr
         .await?;
     let now = out.clock.now();
     match drawn_from(&sent, &buttons) {
-        _ if buttons.is_empty() => {
-            store
-                .call(move |db| db.message_undrawn(chat, message_id))
-                .await?
-        }
+        _ if buttons.is_empty() => store.sent(SenderNote::Undrawn { chat, message_id }).await?,
         Some(drawn) => {
             store
-                .call(move |db| db.message_drawn(chat, message_id, &drawn, now))
+                .sent(SenderNote::Drawn {
+                    chat,
+                    message_id,
+                    drawn,
+                    now,
+                })
                 .await?
         }
         // Not modified: it shows what was recorded before.
         None => {}
     }
-    store.call(move |db| db.outbox_sent(seq)).await?;
+    store.sent(SenderNote::Done { seq }).await?;
     Ok(())
 }
 
