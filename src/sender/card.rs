@@ -1,6 +1,7 @@
 //! A record's card: whether it goes now, drawn as it is shown, its text's parts and attachments
-//! before it (each remembered once sent, so a retry skips it), then opened (its ttl starts)
-//! and sent, unless it was opened already, with its ask or by an earlier attempt.
+//! before it (each remembered once sent, so a retry skips it), then opened (its ttl starts,
+//! `card_shown` durable in the store and the journal) and sent, unless an earlier attempt
+//! opened it already. The sender alone opens and sends a card, from its outbox row.
 
 use chrono::{DateTime, Utc};
 
@@ -8,7 +9,6 @@ use super::{drawn_from, read_attachment, DrawnCard, Out, Pace, RowError};
 use crate::deadline::Now;
 use crate::gate::{self, Delivery, NoticeClass};
 use crate::lookalike::KnownTargets;
-use crate::store::handover::Commit;
 use crate::store::outbox::Row;
 use crate::store::{Record, RecordState, Store, StoreError};
 use crate::telegram::SendError;
@@ -65,8 +65,8 @@ pub(super) async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Resul
     let found = store
         .call(move |db| {
             let record = db.record(&lookup)?;
-            // Pending, or opened already (with its ask, or by an earlier attempt whose send
-            // failed): both still need their card.
+            // Pending, or opened already by an earlier attempt whose send failed: both still
+            // need their card.
             match record.filter(|record| {
                 matches!(record.state, RecordState::Pending | RecordState::CardShown)
             }) {
@@ -82,18 +82,16 @@ pub(super) async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Resul
             .await?;
         return Ok(());
     };
-    send_found_card(out, pace, row, (record, known, first), None).await
+    send_found_card(out, pace, row, (record, known, first)).await
 }
 
 /// Sends the card of `row`, `record` being pending or open, `known` the targets known for it
-/// at `first` (or, once open, as of its `shown_at`). A card handed over by the store before its
-/// batch's commit (`commit`) is drawn at once and sent only once that commit is durable.
-pub(super) async fn send_found_card(
+/// at `first` (or, once open, as of its `shown_at`).
+async fn send_found_card(
     out: &Out<'_>,
     pace: &mut Pace,
     row: Row,
     (record, known, first): (Record, KnownTargets, DateTime<Utc>),
-    commit: Option<Commit>,
 ) -> Result<(), RowError> {
     let (store, seq) = (out.store, row.seq);
     let record_id = record.id.clone();
@@ -129,13 +127,6 @@ pub(super) async fn send_found_card(
         return Ok(());
     };
     let card = draw(out, &record, &known, now, expires_at)?;
-    if let Some(commit) = commit {
-        if !commit.durable().await {
-            // The batch that opened it did not commit: its record and its row are gone with it.
-            // Nothing of it has reached the chat: its parts too wait for this word.
-            return Ok(());
-        }
-    }
     send_before_card(out, pace, &row, &record, &card, silent).await?;
     let _drawing = out.drawing.lock().await;
     let sent = out
@@ -159,7 +150,7 @@ pub(super) async fn send_found_card(
 }
 
 /// Opens a pending record's card as it is about to be sent: its ttl starts `now` and
-/// `card_shown` is journaled. A card already open (by its ask's own transaction, or by an
+/// `card_shown` is journaled, durably, before the card leaves. A card already open (by an
 /// earlier attempt whose send failed) keeps its deadline, and `known`, the targets read with the
 /// record, are already those of its `shown_at`. Returns the card's deadline and the targets
 /// known as of its `shown_at`; `None` when the record ended meanwhile, its row then dropped.
