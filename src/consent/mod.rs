@@ -2,7 +2,7 @@
 //!
 //! One task handles `Wake`s one at a time: a batch of Telegram updates (each handled with its
 //! next offset stored in the same transaction as what it changed), the expiry sweep's tick, and
-//! the end of a run. Deciding is done by pure functions — [`crate::press::verify`],
+//! from the intake an ask a mandate covered or a session's withdraw. Deciding is done by pure functions — [`crate::press::verify`],
 //! [`crate::pairing::decide`], the card renderers — and this module does the IO around them.
 //!
 //! This file holds the loop itself (the `Consent` it runs on, its `Wake`s, starting and
