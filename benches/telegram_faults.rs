@@ -87,6 +87,7 @@ command = ["/bin/sh", "-c", "echo ran >> {dir}/ran.log; echo ok"]
         Options {
             clock_file: Some(&clock),
             log_file: Some(&daemon_log),
+            binary: None,
         },
     );
     let socket = daemon.socket.clone();

@@ -46,6 +46,9 @@ pub struct Options<'a> {
     pub clock_file: Option<&'a Path>,
     /// Where the daemon's warnings and errors go (`CONSENTD_BENCH_LOG`'s debug log wins).
     pub log_file: Option<&'a Path>,
+    /// The daemon's binary, over `CONSENTD_BENCH_BIN` and this build's: a benchmark that runs
+    /// two builds side by side.
+    pub binary: Option<&'a Path>,
 }
 
 impl Daemon {
@@ -105,8 +108,11 @@ quiet_hours = "off"
         };
         // CONSENTD_BENCH_BIN=PATH runs another build of the daemon (e.g. one from before a
         // change), so a before and an after can be taken back to back on the same machine.
-        let binary = std::env::var_os("CONSENTD_BENCH_BIN")
-            .unwrap_or_else(|| env!("CARGO_BIN_EXE_consentd").into());
+        let binary = match options.binary {
+            Some(binary) => binary.as_os_str().to_owned(),
+            None => std::env::var_os("CONSENTD_BENCH_BIN")
+                .unwrap_or_else(|| env!("CARGO_BIN_EXE_consentd").into()),
+        };
         let mut command = Command::new(binary);
         command
             .args(["serve", "--config"])

@@ -525,25 +525,19 @@ pub fn try_render_card(
     lang: Language,
     now: DateTime<Utc>,
 ) -> Result<Rendered, CardError> {
-    let (body, _) = checked_body(view, locales, lang)?;
+    let body = checked_body(view, locales, lang)?;
     Ok(draw_card(view, body, locales, lang, now))
 }
 
 /// What the intake asks of a card before its ask is stored, without drawing it: an error when
-/// it cannot be one message (as [`try_render_card`]), else whether its text stays inside it
-/// whatever look-alike lines the targets known when it is shown may add. A card whose text
-/// stays has no parts to send before it, so it can be opened the moment it is asked for.
-pub fn check_card(view: &CardView, locales: &Locales, lang: Language) -> Result<bool, CardError> {
-    checked_body(view, locales, lang).map(|(_, stays_in_card)| stays_in_card)
+/// it cannot be one message (as [`try_render_card`]).
+pub fn check_card(view: &CardView, locales: &Locales, lang: Language) -> Result<(), CardError> {
+    checked_body(view, locales, lang).map(|_| ())
 }
 
-/// `view`'s body once it is known to fit one message, and whether its text stays in the card
-/// with the widest look-alike lines it could still get (measured so, for both answers).
-fn checked_body(
-    view: &CardView,
-    locales: &Locales,
-    lang: Language,
-) -> Result<(CardBody, bool), CardError> {
+/// `view`'s body once it is known to fit one message, measured with the widest look-alike
+/// lines it could still get.
+fn checked_body(view: &CardView, locales: &Locales, lang: Language) -> Result<CardBody, CardError> {
     let (target_warnings, field_warnings) = with_room_for_look_alikes(view);
     let measured = CardView {
         target_warnings: &target_warnings,
@@ -554,8 +548,7 @@ fn checked_body(
     fits_beside_footer(&widest.without_footer().text)?;
     let body = CardBody::new(view, locales, lang);
     fits_beside_footer(&body.without_footer().text)?;
-    let stays_in_card = !matches!(widest.text, TextPlace::Parts { .. });
-    Ok((body, stays_in_card))
+    Ok(body)
 }
 
 /// `view`'s warnings with the widest look-alike line added where one could still come: under

@@ -279,7 +279,6 @@ async fn run_sharing(
     };
     let config = Arc::new(config);
     let (handoff, handed) = tokio::sync::mpsc::unbounded_channel();
-    let sender_idle = crate::sender::SenderIdle::default();
     let intake = Intake {
         config: config.clone(),
         store: store.clone(),
@@ -287,8 +286,6 @@ async fn run_sharing(
         switches: switches.clone(),
         owner: owner.clone(),
         locales: locales.clone(),
-        gate: gate.clone(),
-        sender_idle: sender_idle.clone(),
         handoff,
     };
     let clock_at_stop = clock.clone();
@@ -305,7 +302,6 @@ async fn run_sharing(
         work_root,
         telegram,
         drawing: Default::default(),
-        sender_idle,
     };
     tracing::info!(socket = %socket.path.display(), "consentd is serving");
     // The consent loop ends the daemon too when it fails (another instance polls the bot).

@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use chrono::{DateTime, Utc};
 
+use crate::consent::Wake;
 use consentd_core::action::Action;
 use consentd_core::card::mandate::MandateView;
 use consentd_core::card::{self, AttachmentView, CardView};
@@ -17,7 +18,6 @@ use consentd_core::clock::Clock;
 use consentd_core::config::Config;
 use consentd_core::deadline::Now;
 use consentd_core::digest::Sha256Hash;
-use consentd_core::gate::{self, Delivery, NoticeClass};
 use consentd_core::lookalike::{self, KnownTargets, Warning};
 use consentd_core::mandate::MandateRequest;
 use consentd_core::protocol::{
@@ -25,8 +25,8 @@ use consentd_core::protocol::{
 };
 use consentd_core::refusal::{self, Reason, Refusal};
 use consentd_store::{
-    AskOutcome, AskPolicy, CardOpening, NewAsk, NewMandate, Record, RecordState, Store, StoreError,
-    Subject, Withdrawal,
+    AskOutcome, AskPolicy, NewAsk, NewMandate, Record, RecordState, Store, StoreError, Subject,
+    Withdrawal,
 };
 
 /// Records in one `list` page.
@@ -47,22 +47,6 @@ pub(crate) enum Reply {
     },
 }
 
-/// What the intake hands to the consent loop: the loop alone runs commands and edits cards.
-#[derive(Debug)]
-pub(crate) enum Handoff {
-    /// An ask a mandate covered, which the store has settled: claimed (its run starts), or for
-    /// an approval-only category approved (its receipt is sent). The record is the one the ask's
-    /// transaction read back after the claim: the loop starts from it without reading it again.
-    Covered(Box<Record>),
-    /// A session's withdraw of its own ask, done by the loop between its other events (so a
-    /// press and a withdraw never interleave); the answer comes back on `reply`.
-    Withdraw {
-        id: String,
-        peer_uid: u32,
-        reply: oneshot::Sender<Result<Withdrawal, StoreError>>,
-    },
-}
-
 /// Everything a request needs; shared by all connections.
 #[derive(Debug, Clone)]
 pub(crate) struct Intake {
@@ -75,12 +59,9 @@ pub(crate) struct Intake {
     pub owner: crate::owner::OwnerCell,
     /// To check that the card can be drawn before the ask is stored.
     pub locales: Arc<consentd_core::locale::Locales>,
-    /// The gate's settings as the owner last set them: whether a new card would go at once.
-    pub gate: Arc<RwLock<consentd_core::config::Gate>>,
-    /// Whether the sender waits with nothing in hand (for a card opened with its ask).
-    pub sender_idle: crate::sender::SenderIdle,
-    /// Asks a mandate covered (to run, or to be told of), and withdrawals, for the consent loop.
-    pub handoff: mpsc::UnboundedSender<Handoff>,
+    /// Asks a mandate covered (to run, or to be told of), and withdrawals, for the consent loop
+    /// (only [`Wake::Covered`] and [`Wake::Withdraw`] come this way).
+    pub handoff: mpsc::UnboundedSender<Wake>,
 }
 
 impl Intake {
@@ -154,7 +135,7 @@ impl Intake {
     }
 
     async fn ask(&self, peer_uid: u32, ask: protocol::AskRequest) -> Result<Reply, StoreError> {
-        // One reading of both clocks: a card opened with its ask is shown at this instant on each.
+        // One reading of both clocks: the ask's own ttl and a mandate's day run from it on each.
         let reading = Now::read(self.clock.as_ref());
         let now = reading.wall;
         let category = self.config.categories.get(&ask.kind);
@@ -164,10 +145,9 @@ impl Intake {
             Ok(action) => action,
             Err(refusal) => return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await,
         };
-        let stays_in_card = match self.card_fits(&action, &ask, now) {
-            Ok(stays_in_card) => stays_in_card,
-            Err(refusal) => return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await,
-        };
+        if let Err(refusal) = self.card_fits(&action, &ask, now) {
+            return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await;
+        }
         // The ask's own attachments count against the floor: they are written with its record.
         let needs: u64 = action.attachments.iter().map(|a| a.data.len() as u64).sum();
         // Held until the ask is stored (its bytes then on the disk) or failed.
@@ -175,10 +155,8 @@ impl Intake {
             Ok(room) => room,
             Err(refusal) => return Ok(Reply::Final(Response::refused(None, &refusal).to_line())),
         };
-        let open_card = self.opening(&action, ask.urgent, stays_in_card, now);
         let new = NewAsk {
             peer_uid,
-            open_card,
             digest: action.digest().to_hex(),
             action,
             idempotency_key: ask.idempotency_key.clone(),
@@ -265,7 +243,7 @@ impl Intake {
                 // record becomes outcome_unknown at the next start rather than running twice.
                 if self
                     .handoff
-                    .send(Handoff::Covered(Box::new(record.clone())))
+                    .send(Wake::Covered(Box::new(record.clone())))
                     .is_err()
                 {
                     tracing::warn!(id = %record.id, "a covered ask could not be handed to the loop");
@@ -286,59 +264,21 @@ impl Intake {
         }
     }
 
-    /// How to open the ask's card in the ask's own transaction, when the card would go to the
-    /// owner at once: nothing is sent before it (its text stays in the card, it has no
-    /// attachments), so its ttl would start as the owner can see it; and the gate sends a card
-    /// now (outside quiet hours; inside them the night's count decides, so the sender does). The
-    /// store opens it only when nothing waits in the outbox ahead of it and the sender has
-    /// nothing in hand; otherwise the sender opens it as it sends it, as every other card.
-    fn opening(
-        &self,
-        action: &Action,
-        urgent: bool,
-        stays_in_card: bool,
-        now: DateTime<Utc>,
-    ) -> Option<CardOpening> {
-        if !stays_in_card || !action.attachments.is_empty() {
-            return None;
-        }
-        let settings = self
-            .gate
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone();
-        let tz = self.config.owner.timezone;
-        // Quiet hours first: there an urgent ask's card is loud too, but only while the night's
-        // count allows, which only the sender reads.
-        if gate::quiet_window(settings.quiet_hours, now, tz).is_some() {
-            return None;
-        }
-        let class = NoticeClass::Card { urgent_ask: urgent };
-        if gate::decide(class, &settings, 0, now, tz) != Delivery::Loud {
-            return None;
-        }
-        Some(CardOpening {
-            ttl: chrono::Duration::from_std(self.config.limits.card_ttl).ok()?,
-            sender_idle: self.sender_idle.clone(),
-        })
-    }
-
     /// A card must be one message even with its text moved to numbered parts: its target and
     /// fields alone may not fill it. Checked in the owner's language before anything is stored,
     /// with the mixed-script warnings of the target and of the one-word field values; room for
     /// their look-alike lines is kept by [`card::check_card`] (the known targets are read
-    /// only when the card is shown). Answers whether the text stays inside the card however
-    /// those lines come out; the card itself is drawn only when it is sent.
+    /// only when the card is shown); the card itself is drawn only when it is sent.
     fn card_fits(
         &self,
         action: &Action,
         ask: &protocol::AskRequest,
         now: DateTime<Utc>,
-    ) -> Result<bool, Refusal> {
+    ) -> Result<(), Refusal> {
         let urgent = ask.urgent;
         let lang = self.language();
         let Some(category) = self.config.categories.get(&action.kind) else {
-            return Ok(false);
+            return Ok(());
         };
         let cost = action.cost_string();
         let facts = action.attachment_facts();
@@ -476,7 +416,7 @@ impl Intake {
     /// edited in the same transaction; the answer is final at once.
     async fn withdraw(&self, peer_uid: u32, id: String) -> Result<Reply, StoreError> {
         let (reply, answer) = oneshot::channel();
-        let asked = Handoff::Withdraw {
+        let asked = Wake::Withdraw {
             id: id.clone(),
             peer_uid,
             reply,

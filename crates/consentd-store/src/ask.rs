@@ -2,8 +2,6 @@
 //! owner's switch for its kind, owner, decline memory, a silenced kind, joining an open card, a
 //! covering mandate, `max_pending`) and what is written for each outcome, in one transaction.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -15,7 +13,6 @@ use super::base::{
     StateChange,
 };
 use super::cached::Cached;
-use super::consent::open_card_in;
 use super::mandate_rows::{covering_mandate, Cover};
 use super::readings::monotonic_ms;
 use super::records::{record_where, Record, OPEN_BY_DIGEST};
@@ -39,16 +36,11 @@ pub struct NewAsk {
     /// by either clock.
     pub ttl: Option<Duration>,
     /// The daemon's monotonic clock as the ask was taken, read with the ask's `now`: its own
-    /// ttl, a mandate it might use, and a card opened with it are judged on it too.
+    /// ttl and a mandate it might use are judged on it too.
     pub monotonic: Monotonic,
     /// Its category is approval-only (`mode = "approve"`): a mandate that covers it ends it
     /// `approved` at once, and nothing is claimed or run.
     pub agent_runs: bool,
-    /// Set when a new record's card would go to the owner at once (no parts or attachments to
-    /// send before it, outside quiet hours): the card is then opened in the ask's own
-    /// transaction, provided nothing else waits in the outbox ahead of it and the sender has
-    /// nothing in hand.
-    pub open_card: Option<CardOpening>,
     /// The agent's call, when a hook's gate asks: kept with the record (not in its digest).
     pub hook: Option<consentd_core::exact::HookCall>,
 }
@@ -61,32 +53,6 @@ impl NewAsk {
             monotonic: self.monotonic.clone(),
         }
     }
-}
-
-/// How to open a card in its ask's transaction (see [`NewAsk::open_card`]).
-#[derive(Debug, Clone)]
-pub struct CardOpening {
-    /// How long a shown card may be answered (`card_ttl`).
-    pub ttl: chrono::Duration,
-    /// Set by the sender while it waits with nothing in hand, read as the ask is written: a
-    /// sender still busy (with a row since dropped, or a 429's wait) would hold the card back
-    /// while its ttl runs.
-    pub sender_idle: Arc<AtomicBool>,
-}
-
-/// A card opened in its ask's transaction, handed to the sender before its batch commits and
-/// sent once the commit is confirmed ([`crate::handover`]): the sender sends it without reading
-/// back what that transaction wrote, while the batch's journal lines are appended (they are
-/// durable already, staged in the commit). Its outbox row stays queued until the sender marks it
-/// sent, so a card the sender does not take this way is still sent the usual way.
-#[derive(Debug, Clone)]
-pub struct OpenedCard {
-    /// The card's outbox row.
-    pub row: crate::outbox::Row,
-    /// The record as opened: `card_shown`, its deadline set.
-    pub record: Record,
-    /// The targets known as of its `shown_at`, which its drawing compares its target with.
-    pub known: consentd_core::lookalike::KnownTargets,
 }
 
 /// The stateful rules an ask meets in the store.
@@ -147,7 +113,6 @@ impl Db {
     ) -> Result<AskOutcome, StoreError> {
         let id = new_record_id()?;
         let mut queued_card = false;
-        let mut opened_card = false;
         let blobs = self.attachments_dir.clone();
         let mut wrote_blobs = false;
         let written = self.write_with_refusals(now, |tx, effects, refusals| {
@@ -183,10 +148,8 @@ impl Db {
                 }
                 AskVerdict::Create => {
                     store_blobs()?;
-                    let (created, opened) =
-                        created_in(tx, effects, &id, ask, policy.card_chat, now)?;
+                    let created = created_in(tx, effects, &id, ask, policy.card_chat, now)?;
                     queued_card = policy.card_chat.is_some();
-                    opened_card = opened;
                     created
                 }
             };
@@ -206,45 +169,11 @@ impl Db {
         if let Some(judged) = judged {
             self.note_refusal(judged, now);
         }
-        // A created record's changes (`pending`, then `card_shown` when its card opened with
-        // it) were noted in its transaction, in order.
+        // A created record's change (`pending`) was noted in its transaction.
         if let AskOutcome::Covered(record) = &outcome {
             self.changed.push((record.id.clone(), record.state));
         }
-        if opened_card {
-            self.opened_card = Some(id);
-        }
         Ok(outcome)
-    }
-
-    /// The card the last ask opened with it, once, as the sender needs it: for the store's
-    /// thread to hand over, read in the batch's transaction (what it wrote, before the commit
-    /// that makes it durable, which the thread confirms to the sender). `None` when there is none, or
-    /// its row is no longer the card the sender would take next (the only row due, as the
-    /// opening required); a read that fails only leaves the card to the sender's usual way.
-    pub(crate) fn take_opened_card(&mut self) -> Option<OpenedCard> {
-        let id = self.opened_card.take()?;
-        self.opened_card_of(&id).ok().flatten()
-    }
-
-    fn opened_card_of(&self, id: &str) -> Result<Option<OpenedCard>, StoreError> {
-        let Some(record) = self.record(id)? else {
-            return Ok(None);
-        };
-        let Some(shown_at) = record
-            .shown_at
-            .filter(|_| record.state == RecordState::CardShown)
-        else {
-            return Ok(None);
-        };
-        let Some(row) = self.next_outbox(shown_at)? else {
-            return Ok(None);
-        };
-        if row.what != crate::outbox::What::Card || row.record_id.as_deref() != Some(id) {
-            return Ok(None);
-        }
-        let known = self.known_targets_for(id, shown_at)?;
-        Ok(Some(OpenedCard { row, record, known }))
     }
 }
 
@@ -494,10 +423,9 @@ fn judge_ask(
     Ok(AskVerdict::Create)
 }
 
-/// A new pending record, with its card queued for `card_chat` in the same transaction, and
-/// opened there too when the ask says it can go at once, the sender is idle and nothing waits
-/// ahead of it. The
-/// outcome is the record as created, `pending`: what the session's first line says.
+/// A new pending record, with its card queued for `card_chat` in the same transaction: the
+/// sender opens it as it sends it. The outcome is the record as created, `pending`: what the
+/// session's first line says.
 fn created_in(
     tx: &Connection,
     effects: &mut Effects,
@@ -505,7 +433,7 @@ fn created_in(
     ask: &NewAsk,
     card_chat: Option<i64>,
     now: DateTime<Utc>,
-) -> Result<(AskOutcome, bool), StoreError> {
+) -> Result<AskOutcome, StoreError> {
     insert_pending(tx, id, ask, now)?;
     if let Some(chat) = card_chat {
         crate::outbox::queue_in(
@@ -525,19 +453,7 @@ fn created_in(
     effects.push(asked);
     let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
     effects.changed.push((record.id.clone(), record.state));
-    if let (Some(_), Some(opening)) = (card_chat, &ask.open_card) {
-        if opening.sender_idle.load(Ordering::SeqCst) && crate::outbox::only_row_due(tx, now)? {
-            // Its ttl starts now, or at the ask's own deadline if that comes first, as the
-            // sender's own opening would set it.
-            let usual = now + opening.ttl;
-            let expires_at = record
-                .expires_at
-                .map_or(usual, |deadline| deadline.min(usual));
-            open_card_in(tx, effects, id, expires_at, now, &ask.monotonic)?;
-            return Ok((AskOutcome::Created(record), true));
-        }
-    }
-    Ok((AskOutcome::Created(record), false))
+    Ok(AskOutcome::Created(record))
 }
 
 /// The `asked` journal line of a stored ask.

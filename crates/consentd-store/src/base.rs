@@ -255,8 +255,6 @@ pub struct Db {
     pub(super) changed: Vec<(String, RecordState)>,
     /// Set when a transaction queued something for Telegram.
     pub(super) outbox_queued: bool,
-    /// The record whose card was opened with its ask since the last [`Db::take_opened_card`].
-    pub(super) opened_card: Option<String>,
     /// The open batch, while the store's thread applies one ([`crate::batch`]).
     pub(super) batch: Option<Batch>,
     /// Transactions committed since the store opened: a batch counts once.
@@ -364,7 +362,6 @@ impl Db {
             sealer,
             changed: Vec::new(),
             outbox_queued: false,
-            opened_card: None,
             refusals: None,
             attachments_dir: None,
             released_copies: Vec::new(),

@@ -14,11 +14,9 @@
 //!   only what is durable. The one exception is a request that comes before the batch's first
 //!   write and writes nothing itself (a read): all it saw was made durable by earlier batches,
 //!   so it is answered at once instead of waiting for the batch's fsync.
-//! - A card opened with its ask ([`crate::ask::OpenedCard`]) is handed to the sender before the
-//!   commit, and sent once the commit is confirmed ([`crate::handover`]): it is drawn while the
-//!   commit's fsync runs, and its `sendMessage` overlaps the journal's. Its `asked` and
-//!   `card_shown` lines are durable once the commit is, staged in it, and a crash before the
-//!   append still puts them in the file at the next start, before anything else.
+//! - Nor is the sender rung for a card the batch queued: it opens and sends the card from its
+//!   outbox row once the batch is durable, so a batch that fails to commit takes its card with
+//!   it, unsent.
 //! - If the commit or the journal's append fails, every request of the batch not yet answered
 //!   is answered with the failure (a request that had failed on its own keeps its own error).
 //! - A crash anywhere in a batch leaves the state of the last commit: none of the batch, or all

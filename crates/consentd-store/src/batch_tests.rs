@@ -250,7 +250,7 @@ fn reads_before_the_first_write_are_answered_at_once_and_the_rest_once_durable()
         job("write", true),
         job("read after", false),
     ];
-    super::run_batch(&mut db, jobs, &super::Bells::unheard());
+    super::run_batch(&mut db, jobs);
     assert_eq!(
         *answered.lock().unwrap(),
         [
@@ -262,13 +262,10 @@ fn reads_before_the_first_write_are_answered_at_once_and_the_rest_once_durable()
     );
 }
 
-/// The job of a batch: an ask for the owner's chat (42), whose card may open with it.
-fn ask_job(text: &'static str, opens: bool, answered: mpsc::Sender<bool>) -> super::Job {
+/// The job of a batch: an ask for the owner's chat (42), which queues its card.
+fn ask_job(text: &'static str, answered: mpsc::Sender<bool>) -> super::Job {
     Box::new(move |db: &mut super::Db| -> super::Answer {
-        let ask = crate::NewAsk {
-            open_card: opens.then(super::opening_tests::opening),
-            ..super::tests::new_ask("publish_x", text, None)
-        };
+        let ask = super::tests::new_ask("publish_x", text, None);
         let policy = crate::AskPolicy {
             card_chat: Some(42),
             ..super::tests::policy()
@@ -280,47 +277,11 @@ fn ask_job(text: &'static str, opens: bool, answered: mpsc::Sender<bool>) -> sup
     })
 }
 
-/// A card opened with its ask goes to the sender before its batch commits, with the sender
-/// rung, so it is drawn during the commit's fsync; the word that the commit is durable comes
-/// before any request of the batch is answered. A batch that opened none hands nothing over.
-#[tokio::test]
-async fn a_card_opened_with_its_ask_is_handed_over_before_the_commit_and_confirmed_after() {
-    let fixture = Fixture::new();
-    let mut db = fixture.open();
-    let bells = super::Bells::unheard();
-    let (answered, answers) = mpsc::channel();
-    super::run_batch(
-        &mut db,
-        vec![ask_job("opens nothing", false, answered.clone())],
-        &bells,
-    );
-    assert_eq!(answers.try_recv(), Ok(true));
-    assert!(bells.opened_card.take().is_none(), "nothing was opened");
-    db.connection()
-        .execute("UPDATE outbox SET state = 'sent'", [])
-        .unwrap();
-    super::run_batch(
-        &mut db,
-        vec![ask_job("opens its card", true, answered)],
-        &bells,
-    );
-    assert_eq!(answers.try_recv(), Ok(true));
-    let handed = bells.opened_card.take().expect("handed over");
-    assert_eq!(
-        handed.card.record.state,
-        super::state::RecordState::CardShown
-    );
-    let rung = bells.outbox.notified();
-    tokio::pin!(rung);
-    assert!(poll_once(rung.as_mut()), "the sender was rung for the card");
-    assert!(handed.commit.durable().await, "its batch committed");
-}
-
-/// A batch whose `COMMIT` fails after its card was handed over: the sender is told the commit
-/// did not happen, so the card, whose record and row the failed commit took with it, is never
-/// sent; the ask is told its batch failed.
-#[tokio::test]
-async fn a_card_whose_batch_fails_to_commit_is_never_sent() {
+/// A batch whose `COMMIT` fails after an ask queued its card: the card's row goes with the
+/// failed commit and the sender is not rung, so the card is never sent; the ask is told its
+/// batch failed. The same ask in a batch that commits rings the sender for its card.
+#[test]
+fn a_card_whose_batch_fails_to_commit_is_never_sent() {
     let fixture = Fixture::new();
     let mut db = fixture.open();
     // A deferred foreign key fails only at `COMMIT`: a batch that broke it cannot commit.
@@ -339,24 +300,31 @@ async fn a_card_whose_batch_fails_to_commit_is_never_sent() {
             .unwrap();
         Box::new(|_| {})
     });
-    let jobs = vec![ask_job("opens its card", true, answered), breaks_the_commit];
-    super::run_batch(&mut db, jobs, &bells);
+    let jobs = vec![
+        ask_job("queues its card", answered.clone()),
+        breaks_the_commit,
+    ];
+    super::run_batch(&mut db, jobs);
+    bells.ring(&mut db);
     assert_eq!(
         answers.try_recv(),
         Ok(false),
         "the ask is told its batch failed"
     );
-    let handed = bells
-        .opened_card
-        .take()
-        .expect("handed over before the commit");
-    assert!(!handed.commit.durable().await, "the commit failed");
+    let rung = bells.outbox.notified();
+    tokio::pin!(rung);
+    assert!(!poll_once(rung.as_mut()), "the sender was rung for nothing");
     let cards: i64 = db
         .connection()
         .query_row("SELECT count(*) FROM outbox", [], |row| row.get(0))
         .unwrap();
     assert_eq!(cards, 0, "the card's row went with the failed commit");
     fixture.journal_verifies();
+
+    super::run_batch(&mut db, vec![ask_job("queues its card", answered)]);
+    bells.ring(&mut db);
+    assert_eq!(answers.try_recv(), Ok(true), "committed");
+    assert!(poll_once(rung.as_mut()), "the sender was rung for the card");
 }
 
 /// Whether a future is ready at its first poll.

@@ -297,7 +297,35 @@ impl Db {
         monotonic: &Monotonic,
     ) -> Result<bool, StoreError> {
         self.write_effects(now, None, |tx, effects| {
-            open_card_in(tx, effects, record_id, expires_at, now, monotonic)
+            let change = StateChange {
+                shown_at: Some(now),
+                expires_at: Some(expires_at),
+                ..StateChange::default()
+            };
+            match transition_in(
+                tx,
+                record_id,
+                RecordState::Pending,
+                RecordState::CardShown,
+                &change,
+            ) {
+                Ok(()) => {}
+                Err(StoreError::StateConflict { .. }) => return Ok(false),
+                Err(error) => return Err(error),
+            }
+            tx.execute_cached(
+                "UPDATE records SET shown_boot = ?2, shown_since_boot_ms = ?3 WHERE id = ?1",
+                params![record_id, monotonic.boot, monotonic_ms(monotonic)],
+            )?;
+            effects
+                .changed
+                .push((record_id.to_owned(), RecordState::CardShown));
+            effects.push(
+                JournalEvent::new(EventName::CardShown)
+                    .with("id", record_id)
+                    .with("expires_at", timestamp(expires_at)),
+            );
+            Ok(true)
         })
     }
 
@@ -585,46 +613,4 @@ pub(super) fn resume_in(
         unbutton_in(tx, effects, PressAction::Resume, silenced_by)?;
     }
     Ok(changed > 0)
-}
-
-/// Opens a pending record's card in `tx`: `pending` → `card_shown`, answerable until
-/// `expires_at` (also kept against the monotonic clock, read as `monotonic` at `now`), and
-/// `card_shown` journaled. False when the record is no longer pending.
-pub(crate) fn open_card_in(
-    tx: &rusqlite::Connection,
-    effects: &mut Effects,
-    record_id: &str,
-    expires_at: DateTime<Utc>,
-    now: DateTime<Utc>,
-    monotonic: &Monotonic,
-) -> Result<bool, StoreError> {
-    let change = StateChange {
-        shown_at: Some(now),
-        expires_at: Some(expires_at),
-        ..StateChange::default()
-    };
-    match transition_in(
-        tx,
-        record_id,
-        RecordState::Pending,
-        RecordState::CardShown,
-        &change,
-    ) {
-        Ok(()) => {}
-        Err(StoreError::StateConflict { .. }) => return Ok(false),
-        Err(error) => return Err(error),
-    }
-    tx.execute_cached(
-        "UPDATE records SET shown_boot = ?2, shown_since_boot_ms = ?3 WHERE id = ?1",
-        params![record_id, monotonic.boot, monotonic_ms(monotonic)],
-    )?;
-    effects
-        .changed
-        .push((record_id.to_owned(), RecordState::CardShown));
-    effects.push(
-        JournalEvent::new(EventName::CardShown)
-            .with("id", record_id)
-            .with("expires_at", timestamp(expires_at)),
-    );
-    Ok(true)
 }

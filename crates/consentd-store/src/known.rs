@@ -178,7 +178,6 @@ mod tests {
                 idempotency_key: None,
                 urgent: false,
                 agent_runs: false,
-                open_card: None,
                 hook: None,
                 ttl: None,
                 monotonic: super::super::tests::monotonic(),

@@ -49,7 +49,6 @@ pub mod db;
 mod decide;
 pub mod drawn;
 mod exact_rules;
-pub mod handover;
 pub mod journal;
 mod known;
 mod mandate_rows;
@@ -77,8 +76,6 @@ mod batch_tests;
 #[cfg(test)]
 mod exact_rules_tests;
 #[cfg(test)]
-mod opening_tests;
-#[cfg(test)]
 mod suggestions_tests;
 #[cfg(test)]
 mod tests;
@@ -89,14 +86,12 @@ use std::sync::{mpsc, Arc};
 use chrono::{DateTime, Utc};
 use tokio::sync::{broadcast, oneshot, Notify};
 
-pub use ask::{AskOutcome, AskPolicy, CardOpening, NewAsk, OpenedCard};
+pub use ask::{AskOutcome, AskPolicy, NewAsk};
 pub use base::{Db, Effects, JournalEvent, OpenReport, StateChange};
 pub use batch::MAX_BATCH;
 pub use crash::set_crash_hook;
 pub use decide::{Applied, CardDecision, Decided, OwnerDecision};
 pub use exact_rules::SavedRule;
-pub use handover::HandedCard;
-use handover::{CardSlot, Handing};
 pub use mandates::{MandateRow, NewMandate};
 pub use outbox::Outgoing;
 pub use records::{Asked, Record, Subject};
@@ -183,7 +178,6 @@ pub struct Store {
     changes: broadcast::Sender<RecordChanged>,
     attachments_dir: PathBuf,
     outbox_ready: Arc<Notify>,
-    opened_card: Arc<CardSlot>,
     space: Arc<space::SpaceWatch>,
 }
 
@@ -191,7 +185,6 @@ pub struct Store {
 struct Bells {
     changes: broadcast::Sender<RecordChanged>,
     outbox: Arc<Notify>,
-    opened_card: Arc<CardSlot>,
 }
 
 impl Bells {
@@ -201,25 +194,11 @@ impl Bells {
         Bells {
             changes: broadcast::channel(16).0,
             outbox: Arc::new(Notify::new()),
-            opened_card: Arc::new(CardSlot::default()),
         }
-    }
-
-    /// Hands the sender a card the batch opened with its ask, and rings it: called once the
-    /// batch's requests have run, before its commit, which the returned [`Handing`] confirms.
-    fn hand_opened_card(&self, db: &mut Db) -> Option<Handing> {
-        let card = db.take_opened_card()?;
-        let handing = self.opened_card.hand(card);
-        self.outbox.notify_one();
-        Some(handing)
     }
 
     /// Announces what a durable batch changed.
     fn ring(&self, db: &mut Db) {
-        // Only where the batch's writes committed one by one (it could not begin): committed.
-        if let Some(handing) = self.hand_opened_card(db) {
-            handing.confirm(true);
-        }
         let changes = db.take_changes();
         db.remove_released_copies(&changes);
         for (id, state) in changes {
@@ -265,11 +244,9 @@ impl Store {
         let (jobs, queue) = mpsc::channel::<Job>();
         let (changes, _) = broadcast::channel(1024);
         let outbox_ready = Arc::new(Notify::new());
-        let opened_card = Arc::new(CardSlot::default());
         let bells = Bells {
             changes: changes.clone(),
             outbox: outbox_ready.clone(),
-            opened_card: opened_card.clone(),
         };
         let thread = std::thread::Builder::new()
             .name("consentd-store".into())
@@ -280,7 +257,7 @@ impl Store {
                 while let Some(first) = waiting.take().or_else(|| queue.recv().ok()) {
                     let mut jobs = vec![first];
                     jobs.extend(queue.try_iter().take(MAX_BATCH - 1));
-                    run_batch(&mut db, jobs, &bells);
+                    run_batch(&mut db, jobs);
                     bells.ring(&mut db);
                     match queue.try_recv() {
                         Ok(job) => waiting = Some(job),
@@ -304,7 +281,6 @@ impl Store {
                 changes,
                 attachments_dir,
                 outbox_ready,
-                opened_card,
                 space: Arc::new(space::SpaceWatch::new(Arc::new(space::Statvfs))),
             },
             StoreThread(thread),
@@ -401,12 +377,6 @@ impl Store {
         self.outbox_ready.clone()
     }
 
-    /// The card an ask opened with it, if the sender has not taken it yet, with the word on its
-    /// batch's commit ([`handover`]); its outbox row is the sender's to mark sent, as any card's.
-    pub fn take_opened_card(&self) -> Option<HandedCard> {
-        self.opened_card.take()
-    }
-
     /// Where an attachment's bytes are kept.
     pub fn attachment_path(&self, sha256_hex: &str) -> PathBuf {
         self.attachments_dir.join(sha256_hex)
@@ -419,11 +389,10 @@ impl Store {
 }
 
 /// Applies `jobs` as one batch ([`batch`]) and answers them once it is durable; the jobs that
-/// come before its first write, having written nothing, are answered at once. A card the batch
-/// opened with its ask goes to the sender before the commit, to be sent once the commit is
-/// confirmed, so its `sendMessage` waits for neither the journal's append nor a read. When a
-/// batch cannot even begin, each job runs on its own, as before batching, and is answered at once.
-fn run_batch(db: &mut Db, jobs: Vec<Job>, bells: &Bells) {
+/// come before its first write, having written nothing, are answered at once. When a batch
+/// cannot even begin, each job runs on its own, as before batching, and is answered at once.
+/// What the batch changed is announced afterwards ([`Bells::ring`]), once it is durable.
+fn run_batch(db: &mut Db, jobs: Vec<Job>) {
     // A batch that cannot begin (the disk failing, say) is not an error of its own: each write
     // then tries its own transaction and reports what stops it to its request.
     let batched = db.begin_batch().is_ok();
@@ -439,14 +408,8 @@ fn run_batch(db: &mut Db, jobs: Vec<Job>, bells: &Bells) {
             answers.push(answer);
         }
     }
-    // Handed over now, so the sender draws it during the commit's fsync; sent once confirmed.
-    let handing = batched.then(|| bells.hand_opened_card(db)).flatten();
     let failure = if batched {
-        let committed = db.commit_batch();
-        if let Some(handing) = handing {
-            handing.confirm(committed.is_ok());
-        }
-        match committed {
+        match db.commit_batch() {
             Ok(lines) => db.append_batch_lines(&lines).err(),
             Err(error) => Some(error),
         }

@@ -249,18 +249,6 @@ impl Outgoing {
     }
 }
 
-/// Whether exactly one row is queued and due: the one a transaction has just queued, which the
-/// sender will then take next, with nothing to send ahead of it.
-pub(crate) fn only_row_due(tx: &Connection, now: DateTime<Utc>) -> Result<bool, StoreError> {
-    let due: i64 = tx.query_row_cached(
-        "SELECT count(*) FROM (SELECT 1 FROM outbox
-         WHERE state = 'queued' AND (hold_until IS NULL OR hold_until <= ?1) LIMIT 2)",
-        [timestamp(now)],
-        |row| row.get(0),
-    )?;
-    Ok(due == 1)
-}
-
 /// Queues a row inside a transaction.
 pub fn queue_in(
     tx: &Connection,

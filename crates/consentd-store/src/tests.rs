@@ -79,7 +79,6 @@ pub(super) fn new_ask(kind: &str, text: &str, key: Option<&str>) -> NewAsk {
         idempotency_key: key.map(str::to_owned),
         urgent: false,
         agent_runs: false,
-        open_card: None,
         hook: None,
         ttl: None,
         monotonic: monotonic(),

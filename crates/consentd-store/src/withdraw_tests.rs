@@ -37,7 +37,6 @@ fn ask(text: &str, ttl: Option<u64>) -> NewAsk {
         urgent: false,
         ttl: ttl.map(Duration::from_secs),
         agent_runs: true,
-        open_card: None,
         hook: None,
         monotonic: crate::tests::monotonic(),
     }

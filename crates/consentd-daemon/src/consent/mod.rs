@@ -2,7 +2,8 @@
 //!
 //! One task handles `Wake`s one at a time: a batch of Telegram updates (each handled with its
 //! next offset stored in the same transaction as what it changed), the expiry sweep's tick, and
-//! the end of a run. Deciding is done by pure functions — [`consentd_core::press::verify`],
+//! from the intake an ask a mandate covered or a session's withdraw. Deciding is done by pure
+//! functions — [`consentd_core::press::verify`],
 //! [`consentd_core::pairing::decide`], the card renderers — and this module does the IO around them.
 //!
 //! This file holds the loop itself (the `Consent` it runs on, its `Wake`s, starting and
@@ -54,7 +55,6 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::executor::RunOutcome;
-use crate::intake::Handoff;
 use crate::sender::{Drawer, Drawing};
 use crate::telegram::{ChatRef, Incoming, Person, SendError, Telegram, UNREADABLE};
 use consentd_core::card;
@@ -129,42 +129,29 @@ impl Decision {
     }
 }
 
-/// What the loop handles, one at a time.
+/// What wakes the consent loop, one at a time. Its own helpers (the poller, the sweep's ticks)
+/// send theirs on the loop's inbox; the intake sends [`Wake::Covered`] and [`Wake::Withdraw`] on
+/// a channel of their own, never full, so a session is never held up by the loop.
 #[derive(Debug)]
 pub(crate) enum Wake {
     /// A batch of updates from one getUpdates; the poller waits for the reply before asking for
     /// the next batch, so no update is confirmed to Telegram before it is handled.
     Updates(Vec<Incoming>, oneshot::Sender<()>),
-    /// Time to expire cards past their ttl.
+    /// Time to expire cards past their ttl, mandates past their term, and to send the evening
+    /// summary.
     Sweep,
     /// An ask an open mandate covered: the store has already claimed it (running, `used`
     /// durable) in the transaction that took its share of the mandate; its run starts. (An
     /// approval-only category's is `approved` instead: its receipt is sent.) The record as that
-    /// transaction left it.
+    /// transaction left it: the loop starts from it without reading it again.
     Covered(Box<Record>),
-    /// A session withdraws its own ask.
+    /// A session withdraws its own ask, done by the loop between its other events (so a press
+    /// and a withdraw never interleave); the answer goes back on `reply`.
     Withdraw {
         id: String,
         peer_uid: u32,
         reply: oneshot::Sender<Result<consentd_store::Withdrawal, StoreError>>,
     },
-}
-
-impl From<Handoff> for Wake {
-    fn from(handoff: Handoff) -> Self {
-        match handoff {
-            Handoff::Covered(record) => Wake::Covered(record),
-            Handoff::Withdraw {
-                id,
-                peer_uid,
-                reply,
-            } => Wake::Withdraw {
-                id,
-                peer_uid,
-                reply,
-            },
-        }
-    }
 }
 
 /// Everything the loop needs.
@@ -184,8 +171,6 @@ pub(crate) struct Consent {
     pub(crate) telegram: Telegram,
     /// Held by the sender while a message with buttons is sent and recorded.
     pub(crate) drawing: Drawing,
-    /// The sender's [`crate::sender::SenderIdle`], shared with the intake.
-    pub(crate) sender_idle: crate::sender::SenderIdle,
 }
 
 /// Reads who the owner is at start: the config's `telegram_id`, else the paired one.
@@ -239,7 +224,7 @@ impl Consent {
     pub(crate) async fn run(
         self,
         daemon_shutdown: CancellationToken,
-        mut covered: mpsc::UnboundedReceiver<Handoff>,
+        mut covered: mpsc::UnboundedReceiver<Wake>,
         recovered: oneshot::Sender<()>,
     ) -> anyhow::Result<()> {
         // The loop's own tasks stop when the daemon stops and when the loop itself ends (a 409).
@@ -288,16 +273,15 @@ impl Consent {
 
     /// The sender's task; its failure is reported through `conflict`, which ends the loop.
     async fn send_until(self, shutdown: CancellationToken, conflict: CancellationToken) {
-        let (store, telegram, clock, drawing, idle) = (
+        let (store, telegram, clock, drawing) = (
             self.store.clone(),
             self.telegram.clone(),
             self.clock.clone(),
             self.drawing.clone(),
-            self.sender_idle.clone(),
         );
         let drawer: Arc<dyn Drawer> = Arc::new(self);
         if let Err(error) =
-            crate::sender::run(store, telegram, drawer, clock, drawing, idle, shutdown).await
+            crate::sender::run(store, telegram, drawer, clock, drawing, shutdown).await
         {
             tracing::error!(%error, "the sender stopped");
             conflict.cancel();
@@ -311,7 +295,7 @@ impl Consent {
         shutdown: &CancellationToken,
         conflict: &CancellationToken,
         inbox: &mut mpsc::Receiver<Wake>,
-        covered: &mut mpsc::UnboundedReceiver<Handoff>,
+        covered: &mut mpsc::UnboundedReceiver<Wake>,
         runs: &TaskTracker,
     ) -> anyhow::Result<()> {
         loop {
@@ -319,7 +303,7 @@ impl Consent {
                 () = shutdown.cancelled() => return Ok(()),
                 () = conflict.cancelled() => return Err(anyhow::anyhow!(SendError::Conflict)),
                 event = inbox.recv() => event,
-                Some(handed) = covered.recv() => Some(Wake::from(handed)),
+                Some(handed) = covered.recv() => Some(handed),
             };
             let Some(event) = event else { return Ok(()) };
             if let Err(error) = self.handle(event, runs).await {
@@ -333,12 +317,12 @@ impl Consent {
     /// covered ask committed during the stop is not left behind.
     async fn run_covered_while_stopping(
         &self,
-        mut covered: mpsc::UnboundedReceiver<Handoff>,
+        mut covered: mpsc::UnboundedReceiver<Wake>,
         runs: &TaskTracker,
     ) {
         while let Some(handed) = covered.recv().await {
             // A withdraw that came in while stopping is still answered.
-            if let Err(error) = self.handle(Wake::from(handed), runs).await {
+            if let Err(error) = self.handle(handed, runs).await {
                 tracing::error!(%error, "could not settle a handed-over request while stopping");
             }
         }

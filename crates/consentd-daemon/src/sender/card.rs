@@ -1,6 +1,7 @@
 //! A record's card: whether it goes now, drawn as it is shown, its text's parts and attachments
-//! before it (each remembered once sent, so a retry skips it), then opened (its ttl starts)
-//! and sent, unless it was opened already, with its ask or by an earlier attempt.
+//! before it (each remembered once sent, so a retry skips it), then opened (its ttl starts,
+//! `card_shown` durable in the store and the journal) and sent, unless an earlier attempt
+//! opened it already. The sender alone opens and sends a card, from its outbox row.
 
 use chrono::{DateTime, Utc};
 
@@ -9,7 +10,6 @@ use crate::telegram::SendError;
 use consentd_core::deadline::Now;
 use consentd_core::gate::{self, Delivery, NoticeClass};
 use consentd_core::lookalike::KnownTargets;
-use consentd_store::handover::Commit;
 use consentd_store::outbox::Row;
 use consentd_store::writes::CardShowing;
 use consentd_store::{Record, RecordState, SenderNote, Store, StoreError};
@@ -60,8 +60,8 @@ pub(super) async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Resul
     // They are read with the record, in one store call.
     let first = out.clock.now();
     let found = store
-        // Pending, or opened already (with its ask, or by an earlier attempt whose send
-        // failed): both still need their card.
+        // Pending, or opened already by an earlier attempt whose send failed: both still need
+        // their card.
         .card_to_draw(&lookup, first)
         .await?;
     let Some((known, record)) = found else {
@@ -71,18 +71,16 @@ pub(super) async fn send_card(out: &Out<'_>, pace: &mut Pace, row: Row) -> Resul
             .await?;
         return Ok(());
     };
-    send_found_card(out, pace, row, (record, known, first), None).await
+    send_found_card(out, pace, row, (record, known, first)).await
 }
 
 /// Sends the card of `row`, `record` being pending or open, `known` the targets known for it
-/// at `first` (or, once open, as of its `shown_at`). A card handed over by the store before its
-/// batch's commit (`commit`) is drawn at once and sent only once that commit is durable.
-pub(super) async fn send_found_card(
+/// at `first` (or, once open, as of its `shown_at`).
+async fn send_found_card(
     out: &Out<'_>,
     pace: &mut Pace,
     row: Row,
     (record, known, first): (Record, KnownTargets, DateTime<Utc>),
-    commit: Option<Commit>,
 ) -> Result<(), RowError> {
     let (store, seq) = (out.store, row.seq);
     let record_id = record.id.clone();
@@ -118,13 +116,6 @@ pub(super) async fn send_found_card(
         return Ok(());
     };
     let card = draw(out, &record, &known, now, expires_at)?;
-    if let Some(commit) = commit {
-        if !commit.durable().await {
-            // The batch that opened it did not commit: its record and its row are gone with it.
-            // Nothing of it has reached the chat: its parts too wait for this word.
-            return Ok(());
-        }
-    }
     send_before_card(out, pace, &row, &record, &card, silent).await?;
     let _drawing = out.drawing.lock().await;
     let sent = out
@@ -147,7 +138,7 @@ pub(super) async fn send_found_card(
 }
 
 /// Opens a pending record's card as it is about to be sent: its ttl starts `now` and
-/// `card_shown` is journaled. A card already open (by its ask's own transaction, or by an
+/// `card_shown` is journaled, durably, before the card leaves. A card already open (by an
 /// earlier attempt whose send failed) keeps its deadline, and `known`, the targets read with the
 /// record, are already those of its `shown_at`. Returns the card's deadline and the targets
 /// known as of its `shown_at`; `None` when the record ended meanwhile, its row then dropped.

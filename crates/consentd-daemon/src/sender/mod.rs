@@ -9,7 +9,6 @@ mod card;
 mod lanes;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,9 +26,9 @@ use consentd_core::styled::Styled;
 use consentd_store::drawn::Drawn;
 use consentd_store::outbox::{ButtonSpec, Head, Lane, Row, Sound, What};
 use consentd_store::stored;
-use consentd_store::{HandedCard, Record, SenderNote, Store, StoreError};
+use consentd_store::{Record, SenderNote, Store, StoreError};
 
-use card::{send_card, send_found_card};
+use card::send_card;
 use lanes::{Choice, LaneView};
 
 /// Messages a burst may hold; after it, one a second.
@@ -75,21 +74,6 @@ pub(crate) trait Drawer: Send + Sync + std::fmt::Debug {
 /// (Telegram answers the owner and the sender at the same time) is judged against the card as
 /// drawn, not against a store that has not heard of it yet.
 pub(crate) type Drawing = Arc<tokio::sync::Mutex<()>>;
-
-/// Set by the sender while it waits for rows with none in hand, and cleared as it wakes: a card
-/// opened with its ask (`NewAsk::open_card`) is opened only while it is set, so the card goes
-/// at once rather than behind a row the sender is still sending (a dropped row's attachments, a
-/// 429's wait) while its ttl runs.
-pub(crate) type SenderIdle = Arc<AtomicBool>;
-
-/// Clears [`SenderIdle`] when the sender stops, however it stops: a stopped sender sends nothing.
-struct ClearOnStop(SenderIdle);
-
-impl Drop for ClearOnStop {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::SeqCst);
-    }
-}
 
 /// What a message with buttons was drawn with, as Telegram returned it; `None` when its answer
 /// said nothing (an edit that changed nothing leaves what was recorded before).
@@ -162,10 +146,8 @@ pub(crate) async fn run(
     drawer: Arc<dyn Drawer>,
     clock: Arc<dyn Clock>,
     drawing: Drawing,
-    idle: SenderIdle,
     shutdown: CancellationToken,
 ) -> Result<(), SendError> {
-    let idle = ClearOnStop(idle);
     let ready = store.outbox_ready();
     let mut pace = Pace::new();
     let mut backoffs = Backoffs::default();
@@ -176,23 +158,11 @@ pub(crate) async fn run(
         clock: clock.as_ref(),
         drawing: &drawing,
     };
-    // A card opened with its ask, taken from the store after the heads were read that did not
-    // hold it: sent next, before the heads are read again.
-    let mut handed: Option<HandedCard> = None;
     loop {
         // Checked before every row: with a long backlog the outbox is never empty, and a row in
         // flight is finished rather than cut (cutting it could send it twice after a restart).
         if shutdown.is_cancelled() {
             return Ok(());
-        }
-        idle.0.store(false, Ordering::SeqCst);
-        // A card opened with its ask goes without reading back what its ask wrote: it was the
-        // only row due when it opened, with the sender idle.
-        if let Some(card) = handed.take().or_else(|| store.take_opened_card()) {
-            match send_opened_card(&out, &mut pace, card, &mut backoffs).await? {
-                Some(wait) if sleep_or_stop(wait, &shutdown).await => return Ok(()),
-                _ => continue,
-            }
         }
         let now = clock.now();
         let heads = match store.lane_heads(now).await {
@@ -205,16 +175,6 @@ pub(crate) async fn run(
                 continue;
             }
         };
-        // The store hands a card over before its batch commits, and answers nothing of the
-        // batch before that: a card these heads hold was handed before they were read, so it is
-        // here now, and these heads send it. One they do not hold was opened after they were
-        // read (or its batch did not commit: its own send then finds out and sends nothing).
-        if let Some(card) = store.take_opened_card() {
-            if !holds(&heads, card.card.row.seq) {
-                handed = Some(card);
-                continue;
-            }
-        }
         let views: Vec<(Lane, LaneView)> = heads
             .iter()
             .map(|(lane, head)| (*lane, backoffs.view(*lane, head.as_ref())))
@@ -237,11 +197,7 @@ pub(crate) async fn run(
             }
             Choice::WaitUntil(until) => until.min(Instant::now() + HELD_RECHECK),
             // Held cards become due by time, not by a new row: look again at least every second.
-            Choice::Idle => {
-                // Nothing in hand and nothing due: a card that can go at once may open with its ask.
-                idle.0.store(true, Ordering::SeqCst);
-                Instant::now() + HELD_RECHECK
-            }
+            Choice::Idle => Instant::now() + HELD_RECHECK,
         };
         tokio::select! {
             () = shutdown.cancelled() => return Ok(()),
@@ -249,31 +205,6 @@ pub(crate) async fn run(
             () = tokio::time::sleep_until(wake) => {}
         }
     }
-}
-
-/// Sends a card opened with its ask, as handed over by the store (drawn at once, sent once its
-/// batch's commit is durable), and records how it went ([`settle`]).
-async fn send_opened_card(
-    out: &Out<'_>,
-    pace: &mut Pace,
-    handed: HandedCard,
-    backoffs: &mut Backoffs,
-) -> Result<Option<Duration>, SendError> {
-    let HandedCard { card, commit } = handed;
-    let (lane, row) = (Lane::of(card.row.what, card.row.sound), card.row.clone());
-    tracing::debug!(seq = row.seq, "outbox: a card opened with its ask");
-    // Open already: its targets are those of its `shown_at`, whatever instant is given here.
-    let found = (card.record, card.known, out.clock.now());
-    let outcome = send_found_card(out, pace, row.clone(), found, Some(commit)).await;
-    settle(out, lane, &row, outcome, backoffs).await
-}
-
-/// Whether `heads` hold outbox row `seq`. A card the store handed over that they hold is theirs
-/// to send: sending it as handed too would show it twice.
-fn holds(heads: &[(Lane, Option<Head>)], seq: i64) -> bool {
-    heads
-        .iter()
-        .any(|(_, head)| head.as_ref().is_some_and(|head| head.row.seq == seq))
 }
 
 /// The lanes whose oldest row failed, each with that row and when it may be tried again. A
@@ -545,56 +476,6 @@ mod tests {
     fn backoff_doubles_up_to_its_ceiling() {
         let waits: Vec<u64> = (0..8).map(|a| backoff(a).as_secs()).collect();
         assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30, 30]);
-    }
-
-    /// The sender read the outbox while the store handed over a card opened with its ask: the
-    /// handed card goes on its own only when what was read does not hold it.
-    #[test]
-    fn a_handed_card_is_sent_as_handed_only_when_the_heads_read_do_not_hold_it() {
-        let head = |seq: i64, what: What| Head {
-            row: Row {
-                seq,
-                chat_id: 1,
-                what,
-                record_id: Some(format!("r_{seq}")),
-                message_id: None,
-                body: Default::default(),
-                sound: Sound::Gated,
-                attempts: 0,
-            },
-            waits_for_card: false,
-        };
-        let card = 7;
-        type Heads = Vec<(Lane, Option<Head>)>;
-        let cases: Vec<(&str, Heads, bool)> = vec![
-            ("nothing read", vec![], false),
-            (
-                "every lane empty",
-                Lane::ALL.map(|lane| (lane, None)).to_vec(),
-                false,
-            ),
-            (
-                "the card first in its lane",
-                vec![(Lane::Card, Some(head(card, What::Card)))],
-                true,
-            ),
-            (
-                "another card first",
-                vec![(Lane::Card, Some(head(card - 1, What::Card)))],
-                false,
-            ),
-            (
-                "only rows of other lanes",
-                vec![
-                    (Lane::Urgent, Some(head(card + 1, What::Message))),
-                    (Lane::Card, None),
-                ],
-                false,
-            ),
-        ];
-        for (name, heads, held) in cases {
-            assert_eq!(holds(&heads, card), held, "{name}");
-        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -492,7 +492,6 @@ state_dir = "/nonexistent"
 
         fn start(&mut self, limits: IntakeLimits) -> tokio::task::JoinHandle<()> {
             let config = consentd_core::config::parse(CONFIG, "test").unwrap();
-            let gate = Arc::new(RwLock::new(config.gate.clone()));
             let (store, _thread, _) = consentd_store::Store::open(
                 self.dir.path(),
                 &self.dir.path().join("j.jsonl"),
@@ -509,8 +508,6 @@ state_dir = "/nonexistent"
                     language: consentd_core::locale::Language::En,
                 }))),
                 locales: Arc::new(consentd_core::locale::Locales::new().unwrap()),
-                gate,
-                sender_idle: Default::default(),
                 handoff: tokio::sync::mpsc::unbounded_channel().0,
             };
             let listener = self.listener.take().unwrap();
