@@ -42,6 +42,7 @@ pub mod config;
 pub(crate) mod consent;
 pub(crate) mod daemon;
 pub(crate) mod disk;
+pub(crate) mod doctor;
 pub(crate) mod executor;
 pub(crate) mod failpoint;
 pub(crate) mod hook;

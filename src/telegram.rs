@@ -365,6 +365,13 @@ impl Telegram {
         Ok(me.username.clone().unwrap_or_default())
     }
 
+    /// The webhook Telegram delivers the bot's updates to, if one is set (`getWebhookInfo`):
+    /// while one is, `getUpdates` fails, so `doctor` says so.
+    pub(crate) async fn webhook_url(&self) -> Result<Option<String>, SendError> {
+        let info = self.bot.get_webhook_info().await.map_err(classify)?;
+        Ok(info.url.map(|url| url.to_string()))
+    }
+
     /// One long poll from `offset`.
     pub(crate) async fn updates(
         &self,

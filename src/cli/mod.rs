@@ -157,6 +157,10 @@ enum Command {
         #[arg(long)]
         file_only: bool,
     },
+    /// Check a whole setup: config, token and webhook, owner, journal, modes, the socket, and
+    /// the agents' hooks and MCP entries; one line each, OK or what to do
+    #[command(after_help = crate::doctor::DOCTOR_AFTER)]
+    Doctor(crate::doctor::DoctorArgs),
     /// An agent's permission hook: route, gate, pass or block its tool calls by a rules file
     #[command(subcommand)]
     Hook(crate::hook::HookCommand),
@@ -295,6 +299,7 @@ pub fn main() -> ExitCode {
         }
         Command::CheckConfig { file, file_only } => check_config(&file, file_only),
         Command::Hook(hook) => crate::hook::main(hook),
+        Command::Doctor(args) => crate::doctor::main(args),
         Command::Pair { config } => report(with_runtime(async move {
             let pairing = crate::pair::pair(&config).await?;
             outln!("{}", pairing.qr);
@@ -381,20 +386,10 @@ fn with_runtime<T>(
 }
 
 fn check_config(file: &Path, file_only: bool) -> ExitCode {
-    let mut notes = Vec::new();
-    let loaded = if file_only {
-        config::load(file)
+    let (loaded, notes) = if file_only {
+        (config::load(file), Vec::new())
     } else {
-        // The file alone decides what is on: the owner's switches live in the daemon's store.
-        config::load_checked(file, &mut |telegram, categories, paths| {
-            let findings = preflight::check(telegram, categories, &Default::default());
-            notes = findings.notes;
-            let mut problems = paths
-                .map(|p| preflight::check_files(telegram, p))
-                .unwrap_or_default();
-            problems.extend(findings.problems);
-            problems
-        })
+        preflight::load_on_machine(file, true)
     };
     // Whom the machine was checked as: another user (the daemon's) may find other answers.
     let checked = if file_only {
