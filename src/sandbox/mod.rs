@@ -27,7 +27,8 @@ pub(crate) const DEFAULT_PORT: u16 = 8340;
 /// The emulated bot's id, before the token's random secret.
 const BOT_ID: &str = "1000001";
 
-/// A bot token for one run: given to the daemon in-process and to the emulator, never shown.
+/// A bot token for one run: given to the daemon in-process and to the emulator, never shown,
+/// and kept in the sandbox's directory in a 0600 file its config names (for `consentd doctor`).
 /// Secret, since the emulator listens on loopback where any local process reaches it: with the
 /// token it could poll as the bot, which ends the daemon's long poll with 409 (the daemon stops)
 /// and takes the owner's presses before the daemon sees them.
