@@ -142,6 +142,10 @@ pub(crate) enum Command {
         #[arg(long)]
         file_only: bool,
     },
+    /// Check a whole setup: config, token and webhook, owner, journal, modes, the socket, and
+    /// the agents' hooks and MCP entries; one line each, OK or what to do
+    #[command(after_help = DOCTOR_AFTER)]
+    Doctor(DoctorArgs),
     /// An agent's permission hook: route, gate, pass or block its tool calls by a rules file
     #[command(subcommand)]
     Hook(consentd_client::hook::HookCommand),
@@ -286,6 +290,30 @@ pub(crate) enum JournalCommand {
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
     },
+}
+
+pub(crate) const DOCTOR_AFTER: &str = "\
+Checks, one line each: the config (all that check-config checks), the bot token (getMe) and
+that no webhook is set, the owner paired and the last message that reached them, the journal
+(from the last anchor the owner was sent; its seals with --key), the owners and modes of the
+state, the socket (a `kinds` request, as the calling user), and Claude Code's and Codex's hooks
+and MCP entries (installed or not; an installed one must run consentd and fail closed).
+Run it as the agent's user to check the socket and the agents' settings, and as the daemon's
+user to check the token, the database and the modes.
+
+Exit codes: 0 everything is OK, 1 something is not (each line says what to do), 2 usage error";
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct DoctorArgs {
+    /// The daemon's config file (default: /etc/consentd/config.toml)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// A verification key of the journal's seals (64 hex digits), to check them; once per key
+    #[arg(long, value_name = "K0")]
+    pub(crate) key: Vec<String>,
+    /// Print one JSON object, {"ok": …, "checks": [{"name", "ok", "detail", "fix"}]}, for scripts
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[cfg(test)]

@@ -11,20 +11,10 @@ use consentd_daemon::config;
 use consentd_daemon::preflight;
 
 pub(super) fn check_config(file: &Path, file_only: bool) -> ExitCode {
-    let mut notes = Vec::new();
-    let loaded = if file_only {
-        config::load(file)
+    let (loaded, notes) = if file_only {
+        (config::load(file), Vec::new())
     } else {
-        // The file alone decides what is on: the owner's switches live in the daemon's store.
-        config::load_checked(file, &mut |telegram, categories, paths| {
-            let findings = preflight::check(telegram, categories, &Default::default());
-            notes = findings.notes;
-            let mut problems = paths
-                .map(|p| preflight::check_files(telegram, p))
-                .unwrap_or_default();
-            problems.extend(findings.problems);
-            problems
-        })
+        preflight::load_on_machine(file, true)
     };
     // Whom the machine was checked as: another user (the daemon's) may find other answers.
     let checked = if file_only {

@@ -39,9 +39,8 @@ fn verify(file: &Path, anchor: Option<&str>, keys: &[String]) -> ExitCode {
             }
         }
     }
-    let keys = journal::SealKeys::verification(&k0s)
-        .dated_up_to(consentd_daemon::clock::from_env().now().timestamp_millis());
-    match journal::verify_file_sealed(file, anchor.as_ref(), keys) {
+    let now = consentd_daemon::clock::from_env().now().timestamp_millis();
+    match journal::verify_file_with_keys(file, anchor.as_ref(), &k0s, now) {
         Ok(Ok(verified)) => {
             outln!("{}", verified.summary());
             for line in verified.seals.lines() {

@@ -12,6 +12,7 @@ use consentd_client::session::EXIT_ERROR;
 
 pub(crate) mod ask;
 mod check_config;
+mod doctor;
 mod hook;
 pub(crate) mod journal;
 mod mcp;
@@ -32,6 +33,7 @@ pub(crate) fn run(command: Command) -> ExitCode {
         Command::Sandbox { port, state_dir } => sandbox::sandbox(port, state_dir),
         Command::CheckConfig { file, file_only } => check_config::check_config(&file, file_only),
         Command::Hook(hook) => hook::hook(hook),
+        Command::Doctor(args) => doctor::doctor(args),
         Command::Pair { config } => pair::pair(&config),
         Command::Journal(command) => journal::journal(command),
         Command::Kinds { common } => records::kinds(common),

@@ -16,6 +16,7 @@ mod consent;
 mod copies;
 mod crash;
 mod crashfs;
+mod doctor;
 mod faults;
 mod fixture;
 mod gate;

@@ -14,7 +14,7 @@ use crate::output::{errln, Stream};
 pub(crate) const DEFAULT_SOCKET: &str = "/run/consentd/consent.sock";
 
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ClientError {
+pub enum ClientError {
     /// No daemon answered: the whole message, with what to check ([`no_daemon`]).
     #[error("{0}")]
     Connect(String),
@@ -53,7 +53,7 @@ impl SocketFrom {
 }
 
 /// The socket: `--socket`, else `$CONSENTD_SOCKET` (unless empty), else the default.
-pub(crate) fn socket_path(flag: Option<PathBuf>) -> Socket {
+pub fn socket_path(flag: Option<PathBuf>) -> Socket {
     let env = std::env::var_os("CONSENTD_SOCKET").filter(|path| !path.is_empty());
     let (path, from) = match (flag, env) {
         (Some(path), _) => (path, SocketFrom::Flag),
@@ -89,7 +89,7 @@ pub(crate) fn no_daemon(socket: &Socket, error: &std::io::Error) -> String {
 }
 
 /// Sends one request and returns the final (last) answer line, calling `on_line` for each line.
-pub(crate) async fn request(
+pub async fn request(
     socket: &Socket,
     request: &Value,
     mut on_line: impl FnMut(&Value),

@@ -48,7 +48,7 @@ pub mod sandbox;
 pub mod seal_key;
 pub(crate) mod sender;
 pub(crate) mod server;
-pub(crate) mod telegram;
+pub mod telegram;
 
 #[cfg(test)]
 mod protocol_doc_tests;

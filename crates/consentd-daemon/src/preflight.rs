@@ -128,7 +128,7 @@ fn category_problems(category: &Category) -> impl Iterator<Item = (&'static str,
 
 /// The bot token: the config's `token_file`, else `$CONSENTD_BOT_TOKEN`. Never logged; a problem
 /// names the file or the variable, never what it holds.
-pub(crate) fn bot_token(telegram: &TelegramSection) -> Result<String, ConfigProblem> {
+pub fn bot_token(telegram: &TelegramSection) -> Result<String, ConfigProblem> {
     let problem = |message: String| ConfigProblem {
         key: "telegram.token_file".to_owned(),
         message,
@@ -159,6 +159,31 @@ pub(crate) fn bot_token(telegram: &TelegramSection) -> Result<String, ConfigProb
         )));
     }
     Ok(token.to_owned())
+}
+
+/// The config at `file` with what `serve` checks on this machine, as `check-config` and
+/// `doctor` read it: the file alone decides which categories are on (the owner's switches live
+/// in the daemon's store). Returns the notes beside it. `files` adds the owners and modes of
+/// the token file and the state ([`check_files`]); `doctor` reports those on a line of their own.
+pub fn load_on_machine(
+    file: &Path,
+    files: bool,
+) -> (
+    Result<consentd_core::config::Config, consentd_core::config::ConfigError>,
+    Vec<ConfigProblem>,
+) {
+    let mut notes = Vec::new();
+    let loaded = crate::config::load_checked(file, &mut |telegram, categories, paths| {
+        let findings = check(telegram, categories, &Default::default());
+        notes = findings.notes;
+        let mut problems = paths
+            .filter(|_| files)
+            .map(|p| check_files(telegram, p))
+            .unwrap_or_default();
+        problems.extend(findings.problems);
+        problems
+    });
+    (loaded, notes)
 }
 
 /// Whom the check ran as, for the line `check-config` prints and the messages above.

@@ -28,7 +28,7 @@ pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// Why a request did not go through.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum SendError {
+pub enum SendError {
     #[error("rate limited for {0:?}")]
     RetryAfter(Duration),
     #[error("transient: {0}")]
@@ -336,7 +336,7 @@ fn keyboard(buttons: &[ButtonSpec]) -> InlineKeyboardMarkup {
 
 /// The bot, pointed at Telegram or at a local Bot API server.
 #[derive(Clone)]
-pub(crate) struct Telegram {
+pub struct Telegram {
     bot: Bot,
 }
 
@@ -352,7 +352,7 @@ impl std::fmt::Debug for Telegram {
 impl Telegram {
     /// `api_url` is the config's `telegram.api_url`. The token is held by teloxide and never
     /// printed (see the `Debug` impl).
-    pub(crate) fn new(token: &str, api_url: &str) -> Result<Telegram, String> {
+    pub fn new(token: &str, api_url: &str) -> Result<Telegram, String> {
         let url = reqwest_url(api_url)?;
         Ok(Telegram {
             bot: Bot::new(token).set_api_url(url),
@@ -360,9 +360,16 @@ impl Telegram {
     }
 
     /// The bot's username, for the pairing link.
-    pub(crate) async fn username(&self) -> Result<String, SendError> {
+    pub async fn username(&self) -> Result<String, SendError> {
         let me = self.bot.get_me().await.map_err(classify)?;
         Ok(me.username.clone().unwrap_or_default())
+    }
+
+    /// The webhook Telegram delivers the bot's updates to, if one is set (`getWebhookInfo`):
+    /// while one is, `getUpdates` fails, so `doctor` says so.
+    pub async fn webhook_url(&self) -> Result<Option<String>, SendError> {
+        let info = self.bot.get_webhook_info().await.map_err(classify)?;
+        Ok(info.url.map(|url| url.to_string()))
     }
 
     /// One long poll from `offset`.

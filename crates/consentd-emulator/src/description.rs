@@ -29,6 +29,9 @@ pub const CHAT_NOT_FOUND: &str = "Bad Request: chat not found";
 pub const WRONG_FILE: &str = "Bad Request: wrong file identifier/HTTP URL specified";
 pub const BOT_COMMAND_INVALID: &str = "Bad Request: BOT_COMMAND_INVALID";
 pub const UNAUTHORIZED: &str = "Unauthorized";
+/// `getUpdates` while a webhook is set: Telegram delivers to one or the other.
+pub const WEBHOOK_ACTIVE: &str =
+    "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first";
 pub const NOT_FOUND: &str = "Not Found";
 pub const TOO_LARGE: &str = "Request Entity Too Large";
 

@@ -25,8 +25,9 @@
 //!   [`Emulator::push_update`], and — as Telegram does — a newer `getUpdates` ends an older one
 //!   still waiting with 409 Conflict), `sendMessage`, `editMessageText`,
 //!   `editMessageReplyMarkup`, `deleteMessage`, `answerCallbackQuery`, `sendPhoto`,
-//!   `sendDocument`, `setMyCommands`, `getMyCommands`, `deleteWebhook`. Anything else answers
-//!   404 "Not Found", as Telegram does for an unknown method.
+//!   `sendDocument`, `setMyCommands`, `getMyCommands`, `setWebhook`, `getWebhookInfo` and
+//!   `deleteWebhook` (while a webhook is set, `getUpdates` answers 409 as Telegram does).
+//!   Anything else answers 404 "Not Found", as Telegram does for an unknown method.
 //! * Telegram's checks that bot code must cope with: text 1–4096 and captions ≤ 1024 (counted in
 //!   UTF-16 units, which is never fewer than code points, so a text passing here passes both
 //!   ways of counting), whitespace-only text, callback data 1–64 bytes, an edit that changes

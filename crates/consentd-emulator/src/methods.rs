@@ -35,6 +35,13 @@ impl Emulator {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
         let generation = {
             let mut state = self.state();
+            if !state.webhook.is_empty() {
+                return Err(ApiFail {
+                    code: 409,
+                    description: description::WEBHOOK_ACTIVE.to_owned(),
+                    retry_after: None,
+                });
+            }
             if offset > 0 {
                 state
                     .updates
@@ -112,8 +119,18 @@ impl Emulator {
                 if p.get("drop_pending_updates").and_then(as_bool) == Some(true) {
                     state.updates.clear();
                 }
+                state.webhook.clear();
                 Ok(json!(true))
             }
+            "setwebhook" => {
+                state.webhook = str_param(p, "url").unwrap_or_default();
+                Ok(json!(true))
+            }
+            "getwebhookinfo" => Ok(json!({
+                "url": state.webhook,
+                "has_custom_certificate": false,
+                "pending_update_count": if state.webhook.is_empty() { 0 } else { state.updates.len() },
+            })),
             _ => Err(ApiFail {
                 code: 404,
                 description: description::NOT_FOUND.to_owned(),

@@ -42,6 +42,8 @@ pub(crate) struct EmuState {
     pub(crate) files: HashMap<String, FileInfo>,
     /// Uploaded bytes by file id, when `Config::keep_file_bytes` is on.
     pub(crate) file_bytes: HashMap<String, axum::body::Bytes>,
+    /// The webhook `setWebhook` set (empty: none), which makes `getUpdates` fail.
+    pub(crate) webhook: String,
 }
 
 impl EmuState {
@@ -60,6 +62,7 @@ impl EmuState {
             commands: BTreeMap::new(),
             files: HashMap::new(),
             file_bytes: HashMap::new(),
+            webhook: String::new(),
         }
     }
 

@@ -998,6 +998,31 @@ async fn commands_round_trip_and_delete_webhook_can_drop_pending_updates() {
 }
 
 #[tokio::test]
+async fn a_webhook_shows_in_get_webhook_info_and_stops_get_updates_until_deleted() {
+    let emulator = start().await;
+    let bot = bot(&emulator);
+    let info = bot.get_webhook_info().await.expect("getWebhookInfo");
+    assert_eq!(info.url, None);
+    bot.set_webhook("https://example.org/hook".parse().unwrap())
+        .await
+        .expect("setWebhook");
+    let info = bot.get_webhook_info().await.expect("getWebhookInfo");
+    assert_eq!(info.url.unwrap().as_str(), "https://example.org/hook");
+    let err = bot.get_updates().await.unwrap_err();
+    assert!(
+        matches!(&err, RequestError::Api(ApiError::Unknown(text)) if text == description::WEBHOOK_ACTIVE),
+        "{err:?}"
+    );
+    bot.delete_webhook().await.expect("deleteWebhook");
+    assert_eq!(bot.get_webhook_info().await.unwrap().url, None);
+    bot.get_updates()
+        .await
+        .expect("getUpdates after deleteWebhook");
+    emulator.set_webhook("https://example.org/other");
+    assert!(bot.get_updates().await.is_err());
+}
+
+#[tokio::test]
 async fn wait_until_reports_what_it_waited_for() {
     let emulator = start().await;
     bot(&emulator).get_me().await.unwrap();

@@ -106,6 +106,13 @@ impl Emulator {
         self.state().users.insert(user.id, user.clone());
     }
 
+    /// Sets a webhook as `setWebhook` does (an empty `url` removes it): from then on
+    /// `getUpdates` answers 409 until `deleteWebhook`, as Telegram does.
+    pub fn set_webhook(&self, url: &str) {
+        self.state().webhook = url.to_owned();
+        self.signal();
+    }
+
     /// A `message` update for a text the user writes; the message is stored in the chat (with
     /// the next message id) so the bot can reply to it. Push it with [`Emulator::push_update`].
     pub fn message_update(&self, from: &UserSpec, chat: ChatSpec, text: &str) -> Value {

@@ -14,7 +14,7 @@ mod event;
 mod network;
 mod plain;
 pub mod rules;
-mod shell;
+pub mod shell;
 mod template;
 
 use std::io::{Read as _, Write as _};
@@ -136,7 +136,7 @@ fn read_stdin() -> Result<Vec<u8>, String> {
 }
 
 /// The rules file: `--rules`, else `$CONSENTD_HOOK_RULES`, else the user's config directory.
-fn rules_path(flag: Option<&PathBuf>) -> Result<PathBuf, String> {
+pub fn rules_path(flag: Option<&PathBuf>) -> Result<PathBuf, String> {
     if let Some(path) = flag {
         return Ok(path.clone());
     }

@@ -157,7 +157,7 @@ impl Rule {
 
 /// Reads and parses the rules file at `path`: a regular file (a FIFO, a device, a directory,
 /// or a symlink to one is refused at once, never waited on), at most 1 MiB, UTF-8.
-pub(crate) fn load(path: &Path) -> Result<Rules, RulesError> {
+pub fn load(path: &Path) -> Result<Rules, RulesError> {
     let shown = path.display().to_string();
     let bytes = crate::client::read_regular_file(path, MAX_RULES_BYTES, "a rules file").map_err(
         |source| RulesError::Read {

@@ -86,7 +86,7 @@ pub(super) const RESERVED: &[&str] = &[
 
 /// One simple command: the program and its arguments as the shell would pass them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Segment {
+pub struct Segment {
     /// The words after quote removal, the program first (wrappers such as `nohup` removed).
     pub words: Vec<String>,
     /// The segment as written, trimmed.
@@ -115,7 +115,7 @@ impl Segment {
 
 /// A command line cut into segments, with what could not be analysed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct CommandLine {
+pub struct CommandLine {
     pub segments: Vec<Segment>,
     /// Each construct the reader could not see through, named for a message (deduplicated).
     pub opaque: Vec<&'static str>,
@@ -130,7 +130,7 @@ impl CommandLine {
 }
 
 /// Reads `command` into its segments.
-pub(crate) fn parse(command: &str) -> CommandLine {
+pub fn parse(command: &str) -> CommandLine {
     let mut line = CommandLine::default();
     // Bash does not take a carriage return for a blank, and a NUL cuts its string short: a
     // reader that saw either differently would see other commands than bash runs.

@@ -27,7 +27,8 @@ pub(crate) const DEFAULT_PORT: u16 = 8340;
 /// The emulated bot's id, before the token's random secret.
 const BOT_ID: &str = "1000001";
 
-/// A bot token for one run: given to the daemon in-process and to the emulator, never shown.
+/// A bot token for one run: given to the daemon in-process and to the emulator, never shown,
+/// and kept in the sandbox's directory in a 0600 file its config names (for `consentd doctor`).
 /// Secret, since the emulator listens on loopback where any local process reaches it: with the
 /// token it could poll as the bot, which ends the daemon's long poll with 409 (the daemon stops)
 /// and takes the owner's presses before the daemon sees them.
@@ -51,6 +52,9 @@ pub(crate) struct Layout {
     pub socket: PathBuf,
     /// The rules `consentd hook` reads in the lines the sandbox prints.
     pub rules: PathBuf,
+    /// The emulated bot's token (0600), the config's `telegram.token_file`: so `consentd
+    /// doctor --config` checks the sandbox as it would a real setup.
+    pub token: PathBuf,
 }
 
 /// The hook's rules for the sandbox: the example blog agent's (examples/hooks/rules.toml), whose
@@ -66,6 +70,7 @@ impl Layout {
             journal: dir.join("state/decisions.jsonl"),
             socket: dir.join("consent.sock"),
             rules: dir.join("hook-rules.toml"),
+            token: dir.join("bot-token"),
         }
     }
 }
@@ -114,13 +119,14 @@ fn run_in(layout: &Layout, port: Option<u16>, fresh: bool) -> anyhow::Result<()>
     let text = config_text(layout, &api_url, nix::unistd::getuid().as_raw())?;
     write_private(&layout.config, &text)?;
     write_private(&layout.rules, HOOK_RULES)?;
+    let bot_token = bot_token().context("cannot make the bot's token from getrandom")?;
+    write_private(&layout.token, &bot_token)?;
     let config = crate::config::load(&layout.config)?;
     let language = config.owner.language.unwrap_or(Language::En);
     let titles = card_titles(&config)?;
     let exe = std::env::current_exe().context("cannot find the path of this executable")?;
     let token =
         token::PageToken::generate().context("cannot make the page's secret from getrandom")?;
-    let bot_token = bot_token().context("cannot make the bot's token from getrandom")?;
     let banner = Banner {
         layout: layout.clone(),
         page: page_addr,
@@ -398,6 +404,9 @@ fn hanging_command() -> String {
 /// (and its test) costs a few seconds.
 pub(crate) const HANG_TIMEOUT: &str = "3s";
 
+/// What the sample `generate_image` answers.
+const GENERATED: &str = "https://example.org/sandbox/images/$id.png (nothing was paid)";
+
 /// The sandbox's config: the owner preset, English, UTC, no quiet hours, and six sample
 /// categories, all on: three whose commands only echo, one whose command fails, one whose
 /// command hangs past its timeout, and an approval-only `shell`.
@@ -412,6 +421,7 @@ timezone = "UTC"
 
 [telegram]
 api_url = {api_url}
+token_file = {token_file}
 
 [paths]
 state_dir = {state_dir}
@@ -488,14 +498,12 @@ command = {hangs}
 timeout = "{HANG_TIMEOUT}"
 "#,
         api_url = toml_string(api_url),
+        token_file = path_string(&layout.token)?,
         state_dir = path_string(&layout.state_dir)?,
         journal = path_string(&layout.journal)?,
         socket = path_string(&layout.socket)?,
         publish = echo_command("sandbox-publish-x", "https://example.org/sandbox/posts/$id"),
-        generate = echo_command(
-            "sandbox-generate-image",
-            "https://example.org/sandbox/images/$id.png (nothing was paid)"
-        ),
+        generate = echo_command("sandbox-generate-image", GENERATED),
         delete = echo_command("sandbox-delete-post", "deleted in the sandbox only ($id)"),
         fails = failing_command(),
         hangs = hanging_command(),

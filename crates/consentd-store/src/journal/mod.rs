@@ -67,6 +67,21 @@ pub fn verify_file_sealed(
     Ok(verify_read_sealed(file, anchor, keys)?)
 }
 
+/// [`verify_file_sealed`] with the verification keys `k0s` (none: seals are not checked), each
+/// key's epochs dated up to `now_ms`: what `consentd journal verify` and `consentd doctor` run.
+pub fn verify_file_with_keys(
+    path: &Path,
+    anchor: Option<&Anchor>,
+    k0s: &[Key],
+    now_ms: i64,
+) -> Result<Result<Verified, Problem>, JournalError> {
+    verify_file_sealed(
+        path,
+        anchor,
+        SealKeys::verification(k0s).dated_up_to(now_ms),
+    )
+}
+
 /// Opens a journal to verify it (or to read its head) as the daemon would take it: a regular file, not through a
 /// symlink (the daemon refuses one at the journal's path: `ok` for whatever it points at would
 /// vouch for a file that is not the journal), and without waiting (a FIFO would block the open
