@@ -121,17 +121,13 @@ impl Intake {
         )))
     }
 
+    /// Whether `kind` is on (`consentd_core::config::category_enabled`).
     fn category_enabled(&self, kind: &str) -> bool {
-        let switches = self
-            .switches
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        switches.get(kind).copied().unwrap_or_else(|| {
-            self.config
-                .categories
-                .get(kind)
-                .is_some_and(|category| category.enabled)
-        })
+        let switches = self.switches.read().unwrap_or_else(|p| p.into_inner());
+        consentd_core::config::category_enabled(
+            self.config.categories.get(kind),
+            switches.get(kind).copied(),
+        )
     }
 
     async fn ask(&self, peer_uid: u32, ask: protocol::AskRequest) -> Result<Reply, StoreError> {

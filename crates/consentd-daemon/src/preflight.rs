@@ -66,7 +66,8 @@ pub fn check(
                 ),
             });
         }
-        let on = switches.get(name).copied().unwrap_or(category.enabled);
+        let on =
+            consentd_core::config::category_enabled(Some(category), switches.get(name).copied());
         for (leaf, message) in category_problems(category) {
             if on {
                 findings.problems.push(ConfigProblem {
@@ -96,7 +97,7 @@ pub(crate) fn unconfined<'a>(
     categories
         .iter()
         .filter(|(name, category)| {
-            switches.get(*name).copied().unwrap_or(category.enabled)
+            consentd_core::config::category_enabled(Some(category), switches.get(*name).copied())
                 && category.mode == consentd_core::config::Mode::Run
                 && category.run_as.is_none()
         })

@@ -288,6 +288,15 @@ pub struct Category {
     pub timeout: Duration,
 }
 
+/// Whether a kind is on: configured, and then as the owner last switched it in the chat, else as
+/// the config's `enabled` says. A stored switch for a kind the config no longer has turns nothing
+/// on: a Yes given before the kind was removed ends refused at its claim, instead of claimed with
+/// no command to run, and an ask for it is refused as an unknown kind. One rule for the intake,
+/// the consent loop and the preflight, so they never disagree about what is on.
+pub fn category_enabled(category: Option<&Category>, switch: Option<bool>) -> bool {
+    category.is_some_and(|category| switch.unwrap_or(category.enabled))
+}
+
 impl Category {
     /// The label in `lang`, falling back to English (always present after
     /// validation), and to the category name for a hand-built value without one.

@@ -1759,3 +1759,30 @@ fn seal_epoch_is_whole_minutes_from_one_minute_to_a_day() {
     );
     check_problem("[journal]\nepoch = \"1m\"\n", "journal.epoch", "");
 }
+
+/// One rule says whether a kind is on, for the intake, the consent loop and the preflight: a
+/// stored switch decides for a configured kind, the config's `enabled` when there is none, and
+/// nothing turns on a kind the config does not have.
+#[test]
+fn a_kind_is_on_only_when_configured_and_then_as_switched() {
+    let on = category_ok("enabled = true");
+    let off = category_ok("enabled = false");
+    let cases: [(&str, Option<&Category>, Option<bool>, bool); 8] = [
+        ("configured on, no switch", Some(&on), None, true),
+        ("configured off, no switch", Some(&off), None, false),
+        ("configured on, switched off", Some(&on), Some(false), false),
+        ("configured off, switched on", Some(&off), Some(true), true),
+        ("configured on, switched on", Some(&on), Some(true), true),
+        (
+            "configured off, switched off",
+            Some(&off),
+            Some(false),
+            false,
+        ),
+        ("not configured, switched on", None, Some(true), false),
+        ("not configured, no switch", None, None, false),
+    ];
+    for (case, category, switch, expected) in cases {
+        assert_eq!(category_enabled(category, switch), expected, "{case}");
+    }
+}

@@ -206,15 +206,13 @@ impl Consent {
         )
     }
 
-    /// Whether `kind` is on: configured, and on by the owner's switch or else by the config. A
-    /// kind the config no longer has is off whatever its stored switch says, so a yes given
-    /// before it was removed ends refused at the claim, instead of claimed with no command to run.
+    /// Whether `kind` is on (`consentd_core::config::category_enabled`).
     fn category_enabled(&self, kind: &str) -> bool {
-        let Some(category) = self.config.categories.get(kind) else {
-            return false;
-        };
         let switches = self.switches.read().unwrap_or_else(|p| p.into_inner());
-        switches.get(kind).copied().unwrap_or(category.enabled)
+        consentd_core::config::category_enabled(
+            self.config.categories.get(kind),
+            switches.get(kind).copied(),
+        )
     }
 
     /// Runs the loop until `shutdown`; returns an error when Telegram says another instance polls
