@@ -31,6 +31,7 @@
 //! - `clock`, `failpoint`: the real clocks and, in a `test-hooks` build, the shifted clock and
 //!   crash points.
 
+pub(crate) mod backoff;
 pub mod clock;
 pub mod config;
 pub(crate) mod consent;

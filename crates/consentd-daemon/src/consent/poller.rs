@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::backoff::Backoff;
 use crate::telegram::{Incoming, Probe, SendError, Telegram, POLL_TIMEOUT_SECS, UNREADABLE};
 use consentd_store::Store;
 
@@ -91,9 +92,7 @@ pub(super) async fn poll(
                 }
                 failures += 1;
                 tracing::warn!(%error, "getUpdates answered unreadably; retrying");
-                Duration::from_secs(1u64 << failures.min(5))
-                    .min(crate::sender::MAX_BACKOFF)
-                    .max(retry_after)
+                Backoff::TELEGRAM.after(failures).max(retry_after)
             }
             Err(SendError::Conflict) => {
                 tracing::error!(
@@ -106,7 +105,7 @@ pub(super) async fn poll(
             Err(error) => {
                 failures += 1;
                 tracing::warn!(%error, "getUpdates failed; retrying");
-                Duration::from_secs(1u64 << failures.min(5)).min(crate::sender::MAX_BACKOFF)
+                Backoff::TELEGRAM.after(failures)
             }
         };
         tokio::select! {

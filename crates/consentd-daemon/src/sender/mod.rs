@@ -16,6 +16,7 @@ use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::backoff::Backoff;
 use crate::telegram::{SendError, Sent, Telegram};
 use consentd_core::card::CardError;
 use consentd_core::clock::Clock;
@@ -33,9 +34,6 @@ use lanes::{Choice, LaneView};
 
 /// Messages a burst may hold; after it, one a second.
 pub(crate) const BURST: f64 = 3.0;
-/// The longest wait between attempts of a failing row.
-pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(30);
-
 /// How often the sender looks for held cards that have become due.
 const HELD_RECHECK: Duration = Duration::from_secs(1);
 
@@ -291,10 +289,9 @@ async fn settle(
     }
 }
 
-/// 1 s, 2 s, 4 s, … up to [`MAX_BACKOFF`].
+/// The wait before trying a row again after `attempts` failed tries.
 fn backoff(attempts: i64) -> Duration {
-    let exponent = attempts.clamp(0, 5) as u32;
-    Duration::from_secs(1u64 << exponent).min(MAX_BACKOFF)
+    Backoff::TELEGRAM.after(u32::try_from(attempts.max(0)).unwrap_or(u32::MAX))
 }
 
 /// Sleeps, or returns true at once when shutting down.
@@ -473,9 +470,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn backoff_doubles_up_to_its_ceiling() {
-        let waits: Vec<u64> = (0..8).map(|a| backoff(a).as_secs()).collect();
-        assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30, 30]);
+    fn a_rows_backoff_is_telegrams_from_its_first_failure() {
+        let waits: Vec<u64> = (-1..7).map(|a| backoff(a).as_secs()).collect();
+        assert_eq!(waits, [1, 1, 2, 4, 8, 16, 30, 30]);
     }
 
     #[tokio::test(start_paused = true)]

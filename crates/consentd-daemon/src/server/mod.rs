@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use self::budget::{ByteBudget, Exhausted, Held, PeerSlots, BUDGET_WAIT};
+use crate::backoff::Backoff;
 use crate::intake::{Intake, Reply};
 use consentd_core::protocol::Response;
 use consentd_core::refusal::{Reason, Refusal};
@@ -141,7 +142,7 @@ pub(crate) async fn run(
     let budget = ByteBudget::with_share(total, share);
     let tracker = TaskTracker::new();
     let limits = Arc::new(limits);
-    let mut backoff = Duration::from_millis(10);
+    let mut failures = 0;
     loop {
         let accepted = tokio::select! {
             () = shutdown.cancelled() => break,
@@ -149,14 +150,14 @@ pub(crate) async fn run(
         };
         let stream = match accepted {
             Ok((stream, _)) => {
-                backoff = Duration::from_millis(10);
+                failures = 0;
                 stream
             }
             Err(error) => {
                 // Out of descriptors or memory: back off instead of spinning.
                 tracing::warn!(%error, "accept failed; backing off");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(1));
+                tokio::time::sleep(Backoff::ACCEPT.after(failures)).await;
+                failures += 1;
                 continue;
             }
         };
