@@ -39,6 +39,8 @@ fn ask(socket: &std::path::Path, n: usize) -> String {
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();
     let value: serde_json::Value = serde_json::from_str(answer.trim()).unwrap();
+    // A refused ask has no card to wait for.
+    assert_eq!(value["status"], "pending", "{answer}");
     value["id"]
         .as_str()
         .unwrap_or_else(|| panic!("{answer}"))
@@ -211,7 +213,9 @@ fn main() {
                 binary: *binary,
                 ..support::Options::default()
             };
-            let daemon = Daemon::start_with(&bot, "max_pending = 100", PUBLISH_X, options);
+            // One uid asks them all: its share of max_pending is raised to the whole.
+            let limits = "max_pending = 100\nmax_pending_per_uid = 100";
+            let daemon = Daemon::start_with(&bot, limits, PUBLISH_X, options);
             for n in batch * 100..asks.min((batch + 1) * 100) {
                 let latency = time_ask(&bot, &daemon, n, &mut raw, &probe);
                 timed[build].latencies.push(latency);
