@@ -25,8 +25,7 @@ use consentd_core::protocol::{
 };
 use consentd_core::refusal::{self, Reason, Refusal};
 use consentd_store::{
-    AskOutcome, AskPolicy, NewAsk, NewMandate, Record, RecordState, Store, StoreError, Subject,
-    Withdrawal,
+    AskOutcome, AskPolicy, NewAsk, NewMandate, Record, RecordState, Store, StoreError, Withdrawal,
 };
 
 /// Records in one `list` page.
@@ -526,11 +525,12 @@ impl Intake {
     /// How much longer a declined record's final line waits for the owner's reason, by the
     /// daemon's clock; `None` when it waits no more (a reason came, the wait is over or off).
     fn reason_wait_left(&self, record: &Record) -> Option<Duration> {
-        if record.state != RecordState::Declined || record.decline_reason.is_some() {
+        let asked = record.asked_part()?;
+        if record.state != RecordState::Declined || asked.decline_reason.is_some() {
             return None;
         }
         let deadline = consentd_core::deadline::reason_deadline(
-            record.decided_at?,
+            asked.decided_at?,
             self.config.limits.decline_reason_wait,
         )?;
         (deadline - self.clock.now()).to_std().ok()
@@ -554,32 +554,36 @@ pub(crate) fn outcome_line(record: &Record) -> String {
         reason: record.reason.clone(),
         message: message_of(record),
         result: record
-            .result
-            .clone()
-            .filter(|_| record.state == RecordState::Executed && record.subject == Subject::Action),
+            .action()
+            .and_then(|action| action.result.clone())
+            .filter(|_| record.state == RecordState::Executed),
     }
     .to_line()
 }
 
 /// A record's `message`: what its state carries, or for a No the owner's reason.
 fn message_of(record: &Record) -> Option<String> {
-    record
-        .message
-        .clone()
-        .or_else(|| record.decline_reason.clone())
+    record.message.clone().or_else(|| {
+        record
+            .asked_part()
+            .and_then(|asked| asked.decline_reason.clone())
+    })
 }
 
 pub(crate) fn summary(record: &Record) -> RecordSummary {
     RecordSummary {
         id: record.id.clone(),
-        kind: record.kind.clone(),
+        kind: record.kind().map(str::to_owned),
         status: record.state.as_str().to_owned(),
         is_final: record.is_final(),
         reason: record.reason.clone(),
         message: message_of(record),
-        result: record.result.clone(),
+        result: record.action().and_then(|action| action.result.clone()),
         created_at: consentd_store::db::timestamp(record.created_at),
-        decided_at: record.decided_at.map(consentd_store::db::timestamp),
+        decided_at: record
+            .asked_part()
+            .and_then(|asked| asked.decided_at)
+            .map(consentd_store::db::timestamp),
         finished_at: record.finished_at.map(consentd_store::db::timestamp),
     }
 }

@@ -147,7 +147,10 @@ impl Store {
             let record = db.record(&id)?.ok_or(StoreError::Missing)?;
             let known = db.known_targets_for(&id, now);
             let day = record.created_at;
-            let mandate = match record.mandate_id.as_deref() {
+            let mandate = match record
+                .action()
+                .and_then(|action| action.mandate_id.as_deref())
+            {
                 Some(mandate_id) => db.mandate_usage(mandate_id, day, tz),
                 None => Ok(None),
             };

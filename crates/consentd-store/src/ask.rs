@@ -360,8 +360,8 @@ fn judge_ask(
     if let Some(key) = &ask.idempotency_key {
         if let Some(existing) = keyed_record(tx, ask.peer_uid, key)? {
             if existing
-                .digest
-                .is_some_and(|digest| digest.to_hex() == ask.digest)
+                .asked_part()
+                .is_some_and(|asked| asked.digest.to_hex() == ask.digest)
             {
                 return Ok(AskVerdict::Existing(existing));
             }

@@ -426,9 +426,9 @@ impl Db {
                     JournalEvent::new(EventName::Expired).with("id", id).with("detail", "claim"),
                 )
                 } else if !category_enabled
-                    || crate::settings::switched_off_in(tx, record.asked()?.kind)?
+                    || crate::settings::switched_off_in(tx, &record.asked()?.kind)?
                 {
-                    let kind = record.asked()?.kind;
+                    let kind = record.asked()?.kind.as_str();
                     (
                         RecordState::Refused,
                         Some("category_off".to_owned()),

@@ -286,7 +286,7 @@ fn decline_in(
     let (id, by, now) = (card.id.as_str(), card.by, effects.now);
     let record = decided_in(tx, effects, card, RecordState::Declined)?;
     let asked = record.asked()?;
-    let (kind, digest, uid) = (asked.kind, asked.digest.to_hex(), record.peer_uid);
+    let (kind, digest, uid) = (asked.kind.as_str(), asked.digest.to_hex(), record.peer_uid);
     tx.execute_cached(
         "INSERT INTO declines (peer_uid, digest, declined_at) VALUES (?1, ?2, ?3)
          ON CONFLICT (peer_uid, digest) DO UPDATE SET declined_at = excluded.declined_at",
@@ -305,7 +305,7 @@ fn decline_in(
         |row| row.get(0),
     )?;
     effects.push(
-        JournalEvent::new(match record.subject {
+        JournalEvent::new(match record.subject() {
             Subject::Action => EventName::Declined,
             Subject::Mandate => EventName::MandateDeclined,
         })
@@ -349,9 +349,12 @@ fn grant_in(tx: &Connection, effects: &mut Effects, card: &CardDecision) -> Resu
     }
     let record = decided_in(tx, effects, card, RecordState::Granted)?;
     let asked = record.asked()?;
-    let (kind, digest) = (asked.kind, asked.digest.to_hex());
+    let (kind, digest) = (asked.kind.as_str(), asked.digest.to_hex());
     lift_silence_in(tx, effects, (record.peer_uid, kind))?;
-    match &record.mandate {
+    match record
+        .mandate_request()
+        .and_then(|request| request.row.as_ref())
+    {
         Some(terms) => {
             // The end was fixed when it was asked: the card showed it, and a Grant opens
             // exactly that.
@@ -408,11 +411,11 @@ fn approve_in(
     let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
     effects.changed.push((id.to_owned(), RecordState::Approved));
     let asked = record.asked()?;
-    lift_silence_in(tx, effects, (record.peer_uid, asked.kind))?;
+    lift_silence_in(tx, effects, (record.peer_uid, asked.kind.as_str()))?;
     effects.push(
         JournalEvent::new(EventName::Approved)
             .with("id", id)
-            .with("kind", asked.kind)
+            .with("kind", asked.kind.as_str())
             .with("digest", asked.digest.to_hex())
             .with("by", by),
     );

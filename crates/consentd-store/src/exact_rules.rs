@@ -97,10 +97,12 @@ pub(crate) fn save_in(
     let kind = record.asked()?.kind.to_owned();
     // The press's verdict asked for both (`offers_always`); a record without them is no
     // record an Always could be signed for.
-    let hook = record.hook.as_ref().ok_or_else(|| StoreError::NotAsked {
+    let not_asked = || StoreError::NotAsked {
         id: record.id.clone(),
-    })?;
-    let text = record.text.as_deref().unwrap_or_default();
+    };
+    let action = record.action().ok_or_else(not_asked)?;
+    let hook = action.hook.as_ref().ok_or_else(not_asked)?;
+    let text = action.text.as_deref().unwrap_or_default();
     let sha = Sha256Hash::of(text.as_bytes()).to_hex();
     let live: Option<String> = tx
         .query_row_cached(

@@ -95,7 +95,7 @@ pub use decide::{Applied, CardDecision, Decided, OwnerDecision};
 pub use exact_rules::SavedRule;
 pub use mandates::{MandateRow, NewMandate};
 pub use outbox::Outgoing;
-pub use records::{Asked, Record, Subject};
+pub use records::{ActionRecord, Asked, Body, MandateRequest, Record, Subject};
 pub use sealing::paired_owner;
 pub use state::RecordState;
 pub use withdraw::Withdrawal;

@@ -18,90 +18,159 @@ use consentd_core::deadline::{Span, Window};
 use consentd_core::digest::{AttachmentFacts, Sha256Hash};
 use consentd_core::exact::HookCall;
 
-/// A stored record.
+/// A stored record: what every record has, and a [`Body`] for what it asks, so a field exists
+/// only on the records it means something for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
     pub seq: i64,
     pub id: String,
     pub peer_uid: u32,
-    pub kind: Option<String>,
+    pub state: RecordState,
+    /// Times are parsed once, when the record is read (the store writes them with `timestamp`).
+    pub created_at: DateTime<Utc>,
+    /// The monotonic clock as it was asked (with `created_at`), when it was kept: its own ttl
+    /// while it waits unshown, and a mandate request's term, are judged on it too.
+    pub asked_monotonic: Option<Monotonic>,
+    /// Why it ended where it did, when that has a reason code (a refusal, an expiry, a failure),
+    /// and the words that go with it.
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    /// When it reached its final state.
+    pub finished_at: Option<DateTime<Utc>>,
+    pub body: Body,
+}
+
+/// What a record asks for, and what only that kind of record has.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    /// An action: what the owner sees and what runs.
+    Action(Box<ActionRecord>),
+    /// A request for a mandate.
+    Mandate(Box<MandateRequest>),
+    /// An ask refused before it had a digest: the gate never let it become an action.
+    RefusedEarly {
+        /// Its kind, when the session named a well-formed one.
+        kind: Option<String>,
+    },
+}
+
+/// What every record that was asked has — an action or a mandate request, never one refused
+/// before it had them: the kind it asks for, its digest, and its card's times and answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Asked {
+    pub kind: String,
+    /// The action's (or mandate request's) digest, parsed once when the record is read.
+    pub digest: Sha256Hash,
+    /// The client's one line on where the ask comes from, when it sent one.
+    pub origin: Option<String>,
+    pub shown_at: Option<DateTime<Utc>>,
+    /// Its card's deadline once shown; while it waits unshown, its own ttl (see
+    /// [`Record::own_ttl`]).
+    pub expires_at: Option<DateTime<Utc>>,
+    /// The monotonic clock when the card was shown, when it was kept.
+    pub shown_monotonic: Option<Monotonic>,
+    pub decided_at: Option<DateTime<Utc>>,
+    pub decided_by: Option<i64>,
+    /// The display name of whoever pressed, as Telegram gave it then.
+    pub decided_by_name: Option<String>,
+    /// For a declined record: the owner's reply to its card, the No's reason.
+    pub decline_reason: Option<String>,
+}
+
+/// A record of an action.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionRecord {
+    pub asked: Asked,
     pub target: Option<String>,
     pub text: Option<String>,
     pub fields: BTreeMap<String, String>,
     /// Parsed once, when the record is read (the store writes it with `format_usd`).
     pub cost_usd: Option<Decimal>,
     pub attachments: Vec<AttachmentFacts>,
-    /// The action's (or mandate request's) digest, parsed once when the record is read. `kind`
-    /// and `digest` are missing only on a record refused before it had them: see
-    /// [`Record::asked`].
-    pub digest: Option<Sha256Hash>,
     pub idempotency_key: Option<String>,
     pub urgent: bool,
-    pub state: RecordState,
-    pub reason: Option<String>,
-    pub message: Option<String>,
-    pub result: Option<String>,
-    /// Times are parsed once, when the record is read (the store writes them with `timestamp`).
-    pub created_at: DateTime<Utc>,
-    pub shown_at: Option<DateTime<Utc>>,
-    pub expires_at: Option<DateTime<Utc>>,
-    pub decided_at: Option<DateTime<Utc>>,
-    pub decided_by: Option<i64>,
-    /// The display name of whoever pressed, as Telegram gave it then.
-    pub decided_by_name: Option<String>,
-    pub finished_at: Option<DateTime<Utc>>,
-    /// The monotonic clock when the card was shown, when it was kept.
-    pub shown_monotonic: Option<Monotonic>,
-    /// The monotonic clock as it was asked (with `created_at`), when it was kept: its own ttl
-    /// while it waits unshown, and a mandate request's term, are judged on it too.
-    pub asked_monotonic: Option<Monotonic>,
-    /// An action, or a request for a mandate.
-    pub subject: Subject,
-    /// For an action: the mandate that answered it instead of a card.
-    pub mandate_id: Option<String>,
-    /// For an action a mandate answered: the mandate's day as of this action, itself included,
-    /// taken in its claim's transaction — what its receipt shows, however many asks the
-    /// mandate answered while it ran. `None` for one claimed before the store kept it.
-    pub mandate_use: Option<consentd_core::mandate::Usage>,
-    /// For a mandate request: its terms and where the mandate stands.
-    pub mandate: Option<MandateRow>,
-    /// For a declined record: the owner's reply to its card, the No's reason.
-    pub decline_reason: Option<String>,
-    /// The client's one line on where the ask comes from, when it sent one.
-    pub origin: Option<String>,
     /// Whether its category was approval-only when it was asked, as its card says: then the
     /// owner's Yes ends it `approved` and nothing runs, whatever the config says by then.
     pub agent_runs: bool,
     /// The agent's call, when a hook's gate asked (`hook`): its card shows it, and an Always
     /// press saves it as an exact rule.
     pub hook: Option<HookCall>,
+    /// The mandate that answered it instead of a card.
+    pub mandate_id: Option<String>,
+    /// For an action a mandate answered: the mandate's day as of this action, itself included,
+    /// taken in its claim's transaction — what its receipt shows, however many asks the
+    /// mandate answered while it ran. `None` for one claimed before the store kept it.
+    pub mandate_use: Option<consentd_core::mandate::Usage>,
+    /// What its run left for the session, once it ran.
+    pub result: Option<String>,
 }
 
-/// What every record that was asked has — all but one refused before it had them: the kind
-/// it asks for and its digest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Asked<'a> {
-    pub kind: &'a str,
-    pub digest: &'a Sha256Hash,
+/// A record of a request for a mandate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MandateRequest {
+    pub asked: Asked,
+    /// Its terms and where the mandate stands.
+    pub row: Option<MandateRow>,
 }
 
 impl Record {
-    /// Its kind and digest; [`StoreError::NotAsked`] for a record refused before it had them.
-    pub fn asked(&self) -> Result<Asked<'_>, StoreError> {
-        match (&self.kind, &self.digest) {
-            (Some(kind), Some(digest)) => Ok(Asked { kind, digest }),
-            _ => Err(StoreError::NotAsked {
-                id: self.id.clone(),
-            }),
+    /// Its kind and digest, and its card; [`StoreError::NotAsked`] for a record refused before
+    /// it had them.
+    pub fn asked(&self) -> Result<&Asked, StoreError> {
+        self.asked_part().ok_or_else(|| StoreError::NotAsked {
+            id: self.id.clone(),
+        })
+    }
+
+    /// Its kind, digest and card, unless it was refused before it had them.
+    pub fn asked_part(&self) -> Option<&Asked> {
+        match &self.body {
+            Body::Action(action) => Some(&action.asked),
+            Body::Mandate(request) => Some(&request.asked),
+            Body::RefusedEarly { .. } => None,
+        }
+    }
+
+    /// The kind it asks for, when it has one (a record refused early may not).
+    pub fn kind(&self) -> Option<&str> {
+        match &self.body {
+            Body::RefusedEarly { kind } => kind.as_deref(),
+            _ => self.asked_part().map(|asked| asked.kind.as_str()),
+        }
+    }
+
+    /// The action, for a record of one.
+    pub fn action(&self) -> Option<&ActionRecord> {
+        match &self.body {
+            Body::Action(action) => Some(action),
+            _ => None,
+        }
+    }
+
+    /// The mandate request, for a record of one.
+    pub fn mandate_request(&self) -> Option<&MandateRequest> {
+        match &self.body {
+            Body::Mandate(request) => Some(request),
+            _ => None,
+        }
+    }
+
+    /// What it asks for, as the `subject` column says: an ask refused early was stored as an
+    /// action's.
+    pub fn subject(&self) -> Subject {
+        match self.body {
+            Body::Mandate(_) => Subject::Mandate,
+            _ => Subject::Action,
         }
     }
 
     /// When its card was shown and until when it may be answered, once it was shown.
     pub fn window(&self) -> Option<Window> {
+        let asked = self.asked_part()?;
         Some(Window {
-            shown_at: self.shown_at?,
-            expires_at: self.expires_at?,
-            shown_monotonic: self.shown_monotonic.clone(),
+            shown_at: asked.shown_at?,
+            expires_at: asked.expires_at?,
+            shown_monotonic: asked.shown_monotonic.clone(),
         })
     }
 
@@ -111,7 +180,7 @@ impl Record {
         (self.state == RecordState::Pending).then_some(())?;
         Some(Span {
             started_at: self.created_at,
-            ends_at: self.expires_at?,
+            ends_at: self.asked_part()?.expires_at?,
             started_monotonic: self.asked_monotonic.clone(),
         })
     }
@@ -120,7 +189,7 @@ impl Record {
     /// request (a mandate request is never run, so `granted` is where it ends).
     pub fn is_final(&self) -> bool {
         self.state.is_final()
-            || (self.subject == Subject::Mandate && self.state == RecordState::Granted)
+            || (self.subject() == Subject::Mandate && self.state == RecordState::Granted)
     }
 }
 
@@ -173,7 +242,7 @@ impl Db {
             None
         };
         for record in &mut records {
-            record.attachments = attachments_of(&self.conn, &record.id)?;
+            complete(&self.conn, record)?;
         }
         Ok((records, next))
     }
@@ -208,10 +277,7 @@ pub(crate) fn record_where(
         .optional()?;
     match record {
         Some(mut record) => {
-            record.attachments = attachments_of(conn, &record.id)?;
-            if record.subject == Subject::Mandate {
-                record.mandate = mandate_row(conn, &record.id)?;
-            }
+            complete(conn, &mut record)?;
             Ok(Some(record))
         }
         None => Ok(None),
@@ -219,47 +285,63 @@ pub(crate) fn record_where(
 }
 
 fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
-    let fields: String = row.get(6)?;
     let state: String = row.get(11)?;
-    let invalid = |column: usize, what: String| {
-        rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, what.into())
-    };
     Ok(Record {
         seq: row.get(0)?,
         id: row.get(1)?,
         peer_uid: row.get(2)?,
-        kind: row.get(3)?,
-        target: row.get(4)?,
-        text: row.get(5)?,
-        fields: serde_json::from_str(&fields).map_err(|e| invalid(6, e.to_string()))?,
-        cost_usd: stored_money(row, 7)?,
-        attachments: Vec::new(),
-        digest: stored_digest(row, 8)?,
-        idempotency_key: row.get(9)?,
-        urgent: row.get(10)?,
         state: RecordState::parse(&state).ok_or_else(|| invalid(11, format!("state {state}")))?,
-        reason: row.get(12)?,
-        message: row.get(13)?,
-        result: row.get(14)?,
         created_at: stored_time(row, 15)?.ok_or(rusqlite::Error::InvalidColumnType(
             15,
             "created_at".to_owned(),
             rusqlite::types::Type::Null,
         ))?,
+        asked_monotonic: stored_monotonic(row.get(31)?, row.get(32)?),
+        reason: row.get(12)?,
+        message: row.get(13)?,
+        finished_at: stored_time(row, 20)?,
+        body: body_from_row(row)?,
+    })
+}
+
+/// The body its columns make: a record without a kind and a digest was refused before it had
+/// them, whatever its `subject`; the attachments and the mandate's row are read after.
+fn body_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Body> {
+    let kind: Option<String> = row.get(3)?;
+    let (Some(kind), Some(digest)) = (kind.clone(), stored_digest(row, 8)?) else {
+        return Ok(Body::RefusedEarly { kind });
+    };
+    let asked = Asked {
+        kind,
+        digest,
+        origin: row.get(29)?,
         shown_at: stored_time(row, 16)?,
         expires_at: stored_time(row, 17)?,
+        shown_monotonic: stored_monotonic(row.get(24)?, row.get(25)?),
         decided_at: stored_time(row, 18)?,
         decided_by: row.get(19)?,
-        finished_at: stored_time(row, 20)?,
-        shown_monotonic: stored_monotonic(row.get(24)?, row.get(25)?),
-        asked_monotonic: stored_monotonic(row.get(31)?, row.get(32)?),
-        subject: match row.get::<_, String>(21)?.as_str() {
-            "mandate" => Subject::Mandate,
-            _ => Subject::Action,
+        decided_by_name: row.get(23)?,
+        decline_reason: row.get(28)?,
+    };
+    if row.get::<_, String>(21)? == "mandate" {
+        return Ok(Body::Mandate(Box::new(MandateRequest { asked, row: None })));
+    }
+    let fields: String = row.get(6)?;
+    Ok(Body::Action(Box::new(ActionRecord {
+        asked,
+        target: row.get(4)?,
+        text: row.get(5)?,
+        fields: serde_json::from_str(&fields).map_err(|e| invalid(6, e.to_string()))?,
+        cost_usd: stored_money(row, 7)?,
+        attachments: Vec::new(),
+        idempotency_key: row.get(9)?,
+        urgent: row.get(10)?,
+        agent_runs: row.get(30)?,
+        hook: match (row.get(33)?, row.get(34)?, row.get(35)?) {
+            (Some(agent), Some(tool), Some(cwd)) => Some(HookCall { agent, tool, cwd }),
+            _ => None,
         },
         mandate_id: row.get(22)?,
-        decided_by_name: row.get(23)?,
-        mandate: None,
         mandate_use: match (
             row.get::<_, Option<u32>>(26)?,
             row.get::<_, Option<String>>(27)?,
@@ -272,14 +354,23 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
             }),
             _ => None,
         },
-        decline_reason: row.get(28)?,
-        origin: row.get(29)?,
-        agent_runs: row.get(30)?,
-        hook: match (row.get(33)?, row.get(34)?, row.get(35)?) {
-            (Some(agent), Some(tool), Some(cwd)) => Some(HookCall { agent, tool, cwd }),
-            _ => None,
-        },
-    })
+        result: row.get(14)?,
+    })))
+}
+
+fn invalid(column: usize, what: String) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, what.into())
+}
+
+/// Reads what a record's row does not hold: an action's attachments, a mandate request's
+/// terms.
+fn complete(conn: &Connection, record: &mut Record) -> Result<(), StoreError> {
+    match &mut record.body {
+        Body::Action(action) => action.attachments = attachments_of(conn, &record.id)?,
+        Body::Mandate(request) => request.row = mandate_row(conn, &record.id)?,
+        Body::RefusedEarly { .. } => {}
+    }
+    Ok(())
 }
 
 fn attachments_of(conn: &Connection, id: &str) -> Result<Vec<AttachmentFacts>, StoreError> {

@@ -246,8 +246,9 @@ fn an_ask_is_stored_pending_and_journaled_without_its_text() {
     let ask = new_ask("publish_x", "a secret text", None);
     let record = created(db.ask(&ask, policy(), t0()).unwrap());
     assert_eq!(record.state, RecordState::Pending);
-    assert_eq!(record.text.as_deref(), Some("a secret text"));
-    assert_eq!(record.digest.map(|d| d.to_hex()), Some(ask.digest.clone()));
+    let action = record.action().expect("an action");
+    assert_eq!(action.text.as_deref(), Some("a secret text"));
+    assert_eq!(action.asked.digest.to_hex(), ask.digest);
     assert_eq!(fixture.journal_events(), ["started", "asked"]);
     let journal = std::fs::read_to_string(&fixture.journal_path).unwrap();
     assert!(!journal.contains("a secret text"));
@@ -902,10 +903,11 @@ fn attachments_are_recorded_by_their_facts() {
     )];
     ask.digest = ask.action.digest().to_hex();
     let record = created(db.ask(&ask, policy(), t0()).unwrap());
-    assert_eq!(record.attachments.len(), 1);
-    assert_eq!(record.attachments[0].bytes, 3);
+    let attachments = &record.action().expect("an action").attachments;
+    assert_eq!(attachments.len(), 1);
+    assert_eq!(attachments[0].bytes, 3);
     assert_eq!(
-        record.attachments[0].sha256,
+        attachments[0].sha256,
         consentd_core::digest::Sha256Hash::of(&[1, 2, 3]).to_hex()
     );
 }
@@ -1366,7 +1368,12 @@ fn a_covered_ask_is_claimed_in_the_transaction_that_counts_it() {
         panic!("covered");
     };
     assert_eq!(record.state, RecordState::Running);
-    assert_eq!(record.mandate_id.as_deref(), Some(mandate.as_str()));
+    assert_eq!(
+        record
+            .action()
+            .and_then(|action| action.mandate_id.as_deref()),
+        Some(mandate.as_str())
+    );
     // The record handed back is the record as stored: the loop runs it without reading it again.
     assert_eq!(db.record(&record.id).unwrap().as_ref(), Some(&record));
     let events = fixture.journal_events();
@@ -1402,7 +1409,7 @@ fn each_covered_ask_keeps_its_mandates_day_as_of_its_own_claim() {
     for (id, (actions, usd)) in ids.iter().zip([(1, 10), (2, 30), (3, 60)]) {
         let record = db.record(id).unwrap().unwrap();
         assert_eq!(
-            record.mandate_use,
+            record.action().expect("an action").mandate_use,
             Some(consentd_core::mandate::Usage {
                 actions,
                 usd: rust_decimal::Decimal::new(usd, 2),
@@ -1415,7 +1422,7 @@ fn each_covered_ask_keeps_its_mandates_day_as_of_its_own_claim() {
         db.ask(&new_ask("send_letter", "x", None), policy(), t0())
             .unwrap(),
     );
-    assert_eq!(carded.mandate_use, None);
+    assert_eq!(carded.action().expect("an action").mandate_use, None);
 }
 
 #[test]
@@ -1780,7 +1787,10 @@ fn a_nos_reason_is_kept_once_on_a_declined_record_and_journaled_by_its_hash() {
         .note_decline_reason(&record.id, "another", 42, 12, t0(), reply())
         .unwrap());
     let stored = db.record(&record.id).unwrap().unwrap();
-    assert_eq!(stored.decline_reason.as_deref(), Some(reason));
+    assert_eq!(
+        stored.asked().unwrap().decline_reason.as_deref(),
+        Some(reason)
+    );
     assert_eq!(stored.state, RecordState::Declined);
     assert_eq!(db.next_offset().unwrap(), 12, "each reply moved the offset");
     let events = fixture.journal_events();
@@ -1960,8 +1970,9 @@ mod decide {
         assert_eq!(state_of(&db, &id), RecordState::Declined);
         assert_eq!(next_offset(&db), 7);
         let record = db.record(&id).unwrap().unwrap();
-        assert_eq!(record.decided_by, Some(42));
-        assert_eq!(record.decided_by_name.as_deref(), Some("Owner"));
+        let asked = record.asked().unwrap();
+        assert_eq!(asked.decided_by, Some(42));
+        assert_eq!(asked.decided_by_name.as_deref(), Some("Owner"));
         assert_eq!(db.silence_of(1000, "k", t0()).unwrap(), None);
     }
 

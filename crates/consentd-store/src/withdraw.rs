@@ -77,7 +77,7 @@ impl Db {
             effects.push(
                 JournalEvent::new(EventName::Withdrawn)
                     .with("id", id)
-                    .with("kind", asked.kind)
+                    .with("kind", asked.kind.as_str())
                     .with("digest", asked.digest.to_hex()),
             );
             if let Some(edit) = card_edit {

@@ -169,9 +169,12 @@ fn an_approval_only_yes_ends_approved_and_cannot_be_claimed() {
     );
     let record = approve(&mut db, &id, t0()).unwrap();
     assert_eq!(record.state, RecordState::Approved);
-    assert_eq!(record.decided_by, Some(42));
+    assert_eq!(record.asked().unwrap().decided_by, Some(42));
     assert!(record.is_final());
-    assert_eq!(record.origin.as_deref(), Some("Claude Code · ~/src/blog"));
+    assert_eq!(
+        record.asked().unwrap().origin.as_deref(),
+        Some("Claude Code · ~/src/blog")
+    );
     // No step leads on from approved: nothing can claim or run it.
     for to in RecordState::ALL {
         assert!(!RecordState::Approved.can_become(to), "approved -> {to}");
@@ -197,11 +200,9 @@ fn a_pending_ask_past_its_own_ttl_expires_unshown() {
     let short = created(&mut db, "short", Some(60));
     let usual = created(&mut db, "usual", None);
     let record = db.record(&short).unwrap().unwrap();
-    assert_eq!(
-        record.expires_at,
-        Some(t0() + chrono::Duration::seconds(60))
-    );
-    assert_eq!(record.shown_at, None);
+    let asked = record.asked().unwrap();
+    assert_eq!(asked.expires_at, Some(t0() + chrono::Duration::seconds(60)));
+    assert_eq!(asked.shown_at, None);
     // Asked at `crate::tests::monotonic()`, 100 s into boot "test"; its ttl is 60 s on either
     // clock. (case, seconds on the wall clock from the ask, boot, seconds since that boot, due)
     let cases: [(&str, i64, &str, u64, bool); 6] = [
@@ -296,17 +297,20 @@ fn migration_8_keeps_every_record_and_what_names_it() {
     assert_eq!(version, 21);
     let old = db.record("r_old").unwrap().unwrap();
     assert_eq!(old.state, RecordState::CardShown);
-    assert_eq!(old.attachments.len(), 1, "its attachment still names it");
-    assert_eq!(old.decline_reason.as_deref(), Some("because"));
-    assert_eq!(old.origin, None);
+    let action = old.action().expect("an action");
+    assert_eq!(action.attachments.len(), 1, "its attachment still names it");
+    assert_eq!(action.asked.decline_reason.as_deref(), Some("because"));
+    assert_eq!(action.asked.origin, None);
     assert!(
-        !old.agent_runs,
+        !action.agent_runs,
         "a record from before 0009 was asked of a category that runs"
     );
     assert_eq!(db.record_message_id("r_old", "card").unwrap(), Some(7));
     let mandate = db.record("r_mandate").unwrap().unwrap();
     assert!(
-        mandate.mandate.is_some(),
+        mandate
+            .mandate_request()
+            .is_some_and(|request| request.row.is_some()),
         "its mandate's row still names it"
     );
     let foreign_keys: i64 = db

@@ -21,7 +21,7 @@ use super::Consent;
 
 impl Consent {
     pub(super) fn label(&self, record: &Record, lang: Language) -> String {
-        let kind = record.kind.as_deref().unwrap_or("");
+        let kind = record.kind().unwrap_or("");
         self.config.categories.get(kind).map_or_else(
             || kind.to_owned(),
             |category| category.label(lang).to_owned(),
@@ -95,7 +95,7 @@ impl Consent {
         let outcome = Outcome {
             state: state.as_str(),
             decided_by: decided_by.map(str::to_owned),
-            result: record.result.as_deref(),
+            result: record.action().and_then(|action| action.result.as_deref()),
             reason: record.reason.as_deref(),
             reply_by: None,
         };
@@ -124,7 +124,7 @@ impl Consent {
         now: DateTime<Utc>,
     ) -> Styled {
         let lang = self.language();
-        if let Some(row) = &record.mandate {
+        if let Some(row) = record.mandate_request().and_then(|m| m.row.as_ref()) {
             let label = self.label(record, lang);
             let warnings = lookalike::warnings_each(&row.targets, known);
             let view = self.mandate_view(row, &label, &warnings);
@@ -140,7 +140,10 @@ impl Consent {
                 now,
             );
         }
-        let expires = record.expires_at.unwrap_or(now);
+        let expires = record
+            .asked_part()
+            .and_then(|asked| asked.expires_at)
+            .unwrap_or(now);
         with_view(self, record, known, lang, expires, |view| {
             card::render_outcome(view, &self.locales, lang, &outcome)
         })
@@ -163,7 +166,8 @@ impl Consent {
         now: DateTime<Utc>,
     ) -> Body {
         let label = self.label(record, lang);
-        let session = session_name(record.peer_uid, record.origin.as_deref());
+        let origin = record.asked_part().and_then(|a| a.origin.as_deref());
+        let session = session_name(record.peer_uid, origin);
         let until = now + chrono::Duration::days(1);
         let (text, buttons) = card::silenced_notice(
             &self.locales,
@@ -199,9 +203,8 @@ pub(super) fn session_name(uid: u32, origin: Option<&str>) -> String {
 /// one lacks it, and it never gets buttons: the empty text would verify no press.
 pub(super) fn signed_digest(record: &Record) -> String {
     record
-        .digest
-        .as_ref()
-        .map_or_else(String::new, Sha256Hash::to_hex)
+        .asked_part()
+        .map_or_else(String::new, |asked| asked.digest.to_hex())
 }
 
 /// Builds the card's view of a record, its target and one-word field values compared with
@@ -214,54 +217,63 @@ pub(super) fn with_view<T>(
     expires_at: DateTime<Utc>,
     render: impl FnOnce(&CardView<'_>) -> T,
 ) -> T {
-    let kind = record.kind.as_deref().unwrap_or("");
+    let kind = record.kind().unwrap_or("");
     let category = consent.config.categories.get(kind);
     let label = category.map_or(kind, |c| c.label(lang));
     let class = category.map_or("external", |c| c.class.as_str());
     let field_labels = category
         .map(|c| c.field_labels_in(lang))
         .unwrap_or_default();
-    let attachments: Vec<AttachmentView<'_>> = record
-        .attachments
+    // A mandate request drawn without its terms, or a record refused early, shows no action.
+    let action = record.action();
+    let no_fields = BTreeMap::new();
+    let fields = action.map_or(&no_fields, |action| &action.fields);
+    let (target, text) = (
+        action.and_then(|action| action.target.as_deref()),
+        action.and_then(|action| action.text.as_deref()),
+    );
+    let attachments: Vec<AttachmentView<'_>> = action
+        .map_or(&[][..], |action| &action.attachments)
         .iter()
         .map(AttachmentView::from)
         .collect();
-    let text_hash = record
-        .text
-        .as_deref()
-        .map(|t| Sha256Hash::of(t.as_bytes()).to_hex());
-    let target_warnings = record
-        .target
-        .as_deref()
+    let text_hash = text.map(|t| Sha256Hash::of(t.as_bytes()).to_hex());
+    let target_warnings = target
         .map(|target| lookalike::warnings(target, known))
         .unwrap_or_default();
-    let field_warnings = lookalike::field_warnings(record.fields.values(), known);
-    let cost = record.cost_usd.map(consentd_core::action::format_usd);
+    let field_warnings = lookalike::field_warnings(fields.values(), known);
+    let cost = action
+        .and_then(|action| action.cost_usd)
+        .map(consentd_core::action::format_usd);
     let view = CardView {
         record_id: &record.id,
         kind,
         label,
         class,
-        target: record.target.as_deref(),
+        target,
         target_warnings: &target_warnings,
-        fields: &record.fields,
+        fields,
         field_labels: &field_labels,
         field_warnings: &field_warnings,
         cost_usd: cost.as_deref(),
         attachments: &attachments,
-        text: record.text.as_deref(),
+        text,
         text_sha256_hex: text_hash.as_deref(),
         expires_at,
         tz: consent.config.owner.timezone,
-        urgent: record.urgent,
-        origin: record.origin.as_deref(),
+        urgent: action.is_some_and(|action| action.urgent),
+        origin: record
+            .asked_part()
+            .and_then(|asked| asked.origin.as_deref()),
         // As it was asked: a card says what the owner's Yes will do, whatever the config says
         // by the time it is drawn.
-        agent_runs: record.agent_runs,
-        hook: record.hook.as_ref().map(|call| card::HookView {
-            call,
-            always: offers_always(category, record),
-        }),
+        agent_runs: action.is_some_and(|action| action.agent_runs),
+        hook: action
+            .and_then(|action| action.hook.as_ref())
+            .map(|call| card::HookView {
+                call,
+                always: offers_always(category, record),
+            }),
     };
     render(&view)
 }
@@ -276,7 +288,7 @@ impl Drawer for Consent {
     ) -> Result<DrawnCard, CardError> {
         let lang = self.language();
         let digest = signed_digest(record);
-        if let Some(row) = &record.mandate {
+        if let Some(row) = record.mandate_request().and_then(|m| m.row.as_ref()) {
             let label = self.label(record, lang);
             let warnings = lookalike::warnings_each(&row.targets, known);
             let view = self.mandate_view(row, &label, &warnings);
@@ -332,8 +344,11 @@ pub(super) fn offers_always(
     category: Option<&consentd_core::config::Category>,
     record: &Record,
 ) -> bool {
-    record.agent_runs
-        && category.is_some_and(|c| consentd_core::exact::offers_always(c, record.hook.as_ref()))
+    record.action().is_some_and(|action| {
+        action.agent_runs
+            && category
+                .is_some_and(|c| consentd_core::exact::offers_always(c, action.hook.as_ref()))
+    })
 }
 
 /// The known targets read, or none (only the mixed-script warnings then show) when they could not

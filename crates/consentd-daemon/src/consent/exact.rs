@@ -38,7 +38,10 @@ impl Consent {
             reason: None,
             reply_by: None,
         };
-        let expires = record.expires_at.unwrap_or(decision.now);
+        let expires = record
+            .asked_part()
+            .and_then(|asked| asked.expires_at)
+            .unwrap_or(decision.now);
         let edit = with_view(self, &record, &known, lang, expires, |view| {
             rules::render_rule_saved(view, &self.locales, lang, &outcome)
         });

@@ -331,7 +331,9 @@ impl Consent {
             .map(|record| {
                 // A pending ask with its own ttl has a deadline before it has a card: it is
                 // still "not shown yet".
-                let expires = record.expires_at.filter(|_| record.shown_at.is_some());
+                let expires = record
+                    .asked_part()
+                    .and_then(|asked| asked.expires_at.filter(|_| asked.shown_at.is_some()));
                 (record.id.clone(), self.label(record, lang), expires)
             })
             .collect();

@@ -147,7 +147,7 @@ impl Consent {
             PressAction::Resume => {
                 let wall = now.wall;
                 // A record refused before it had a kind started no silence.
-                let (uid, silence) = (record.peer_uid, record.kind.clone());
+                let (uid, silence) = (record.peer_uid, record.kind().map(str::to_owned));
                 let silence = match silence {
                     Some(kind) => self.store.silence_of(uid, &kind, wall).await?,
                     None => None,
@@ -161,11 +161,14 @@ impl Consent {
                 (open, None, stale::resume(silence.is_some()))
             }
             // Stop names the mandate: open while granted, not stopped and in its term.
-            PressAction::Stop => (
-                record.mandate.as_ref().is_some_and(|m| m.is_open(now.wall)),
-                None,
-                stale::stop(record.mandate.as_ref()),
-            ),
+            PressAction::Stop => {
+                let row = record.mandate_request().and_then(|m| m.row.as_ref());
+                (
+                    row.is_some_and(|m| m.is_open(now.wall)),
+                    None,
+                    stale::stop(row),
+                )
+            }
             _ => (
                 record.state == RecordState::CardShown,
                 record.window(),
@@ -173,8 +176,7 @@ impl Consent {
             ),
         };
         let category = record
-            .kind
-            .as_deref()
+            .kind()
             .and_then(|kind| self.config.categories.get(kind));
         Ok(PressSubject {
             digest: super::drawer::signed_digest(record),
@@ -236,7 +238,7 @@ impl Consent {
                 .rejected(PressRejection::UnknownSubject, &decision, Some(subject))
                 .await;
         };
-        match (action, record.subject) {
+        match (action, record.subject()) {
             // An approval-only category's yes ends it approved: nothing is claimed or run.
             (PressAction::Yes, Subject::Action) if self.agent_runs(&record) => {
                 self.approved(record, decision).await
@@ -282,7 +284,7 @@ impl Consent {
             .decide(decision.offset_with(Decided::Grant(card)), decision.now)
             .await;
         match self.lost_race(granted, &decision, &record.id).await? {
-            Some(_) if record.subject == Subject::Mandate => Ok(()),
+            Some(_) if record.subject() == Subject::Mandate => Ok(()),
             Some(_) => {
                 self.claim_and_run(record.id, ClaimWindow::JudgedAtGrant, runs)
                     .await

@@ -52,7 +52,10 @@ impl Consent {
         }
         let granted = self.store.records_in(RecordState::Granted).await?;
         // A granted mandate request is where it ends: it opened a mandate and never runs.
-        for record in granted.into_iter().filter(|r| r.subject == Subject::Action) {
+        for record in granted
+            .into_iter()
+            .filter(|r| r.subject() == Subject::Action)
+        {
             self.claim_and_run(record.id, ClaimWindow::JudgeAgain, runs)
                 .await?;
         }

@@ -47,10 +47,13 @@ pub(super) fn judge(
         RecordState::Declined => {}
         _ => return Judged::Stray,
     }
-    let Some(deadline) = record.decided_at.and_then(|at| reason_deadline(at, wait)) else {
+    let Some(asked) = record.asked_part() else {
         return Judged::Stray;
     };
-    if record.decline_reason.is_some() {
+    let Some(deadline) = asked.decided_at.and_then(|at| reason_deadline(at, wait)) else {
+        return Judged::Stray;
+    };
+    if asked.decline_reason.is_some() {
         return Judged::Say(ReasonReply::Already);
     }
     if now >= deadline {
@@ -104,7 +107,7 @@ impl Consent {
         let outcome = Outcome {
             state: RecordState::Declined.as_str(),
             decided_by: Some(decided_by.to_owned()),
-            result: record.result.as_deref(),
+            result: record.action().and_then(|action| action.result.as_deref()),
             reason: record.reason.as_deref(),
             reply_by,
         };
@@ -184,41 +187,46 @@ mod tests {
         Utc.with_ymd_and_hms(2026, 3, 3, 12, 0, 0).unwrap() + chrono::Duration::seconds(seconds)
     }
 
+    /// A declined action's record: what a reason replies to. Its digest is any digest; the
+    /// judgment reads only the state, the decision's time and the reason.
     fn record(state: RecordState, reason: Option<&str>) -> Record {
+        let asked = consentd_store::Asked {
+            kind: "publish_x".into(),
+            digest: consentd_core::digest::Sha256Hash::of(b"publish_x"),
+            origin: None,
+            shown_at: None,
+            expires_at: None,
+            shown_monotonic: None,
+            decided_at: Some(at(0)),
+            decided_by: Some(42),
+            decided_by_name: None,
+            decline_reason: reason.map(str::to_owned),
+        };
         Record {
             seq: 1,
             id: "r_0123456789abcdef0123".into(),
             peer_uid: 1000,
-            kind: Some("publish_x".into()),
-            target: None,
-            text: None,
-            fields: Default::default(),
-            cost_usd: None,
-            attachments: Vec::new(),
-            digest: None,
-            idempotency_key: None,
-            urgent: false,
             state,
+            created_at: at(-100),
+            asked_monotonic: None,
             reason: None,
             message: None,
-            result: None,
-            created_at: at(-100),
-            shown_at: None,
-            expires_at: None,
-            decided_at: Some(at(0)),
-            decided_by: Some(42),
-            decided_by_name: None,
             finished_at: None,
-            shown_monotonic: None,
-            asked_monotonic: None,
-            subject: consentd_store::Subject::Action,
-            mandate_id: None,
-            mandate: None,
-            mandate_use: None,
-            agent_runs: false,
-            hook: None,
-            decline_reason: reason.map(str::to_owned),
-            origin: None,
+            body: consentd_store::Body::Action(Box::new(consentd_store::ActionRecord {
+                asked,
+                target: None,
+                text: None,
+                fields: Default::default(),
+                cost_usd: None,
+                attachments: Vec::new(),
+                idempotency_key: None,
+                urgent: false,
+                agent_runs: false,
+                hook: None,
+                mandate_id: None,
+                mandate_use: None,
+                result: None,
+            })),
         }
     }
 

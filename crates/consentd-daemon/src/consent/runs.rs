@@ -16,7 +16,7 @@ use consentd_store::api::EndingFacts;
 use consentd_store::consent::{Claim, ClaimNotices, ClaimWindow, Finish};
 use consentd_store::outbox::{Body, Sound};
 use consentd_store::writes::{ClaimRun, Finished};
-use consentd_store::{Outgoing, Record, RecordState, StoreError};
+use consentd_store::{ActionRecord, Outgoing, Record, RecordState, StoreError};
 
 use super::drawer::{known_or_none, with_view};
 use super::queue::text_body;
@@ -34,7 +34,7 @@ impl Consent {
         let Some(record) = self.store.record(&lookup).await? else {
             return Err(StoreError::Missing);
         };
-        let enabled = self.category_enabled(record.asked()?.kind);
+        let enabled = self.category_enabled(&record.asked()?.kind);
         crate::failpoint::hit("before_claim");
         let now = Now::read(self.clock.as_ref());
         let notices = self.claim_notices(&record, now.wall).await;
@@ -58,7 +58,9 @@ impl Consent {
     /// What the owner is told when a claim does not run, drawn before the claim decides.
     async fn claim_notices(&self, record: &Record, now: DateTime<Utc>) -> ClaimNotices {
         let lang = self.language();
-        let decided_by = record.decided_by_name.as_deref();
+        let decided_by = record
+            .asked_part()
+            .and_then(|asked| asked.decided_by_name.as_deref());
         let refused = Outcome {
             state: RecordState::Refused.as_str(),
             decided_by: None,
@@ -106,7 +108,10 @@ impl Consent {
     fn spawn_run(&self, record: Record, runs: &TaskTracker) -> Result<(), StoreError> {
         // The claim and its `used` line are durable: from here the command may start.
         crate::failpoint::hit("after_claim");
-        let kind = record.asked()?.kind.to_owned();
+        let action = record.action().ok_or_else(|| StoreError::NotAsked {
+            id: record.id.clone(),
+        })?;
+        let kind = action.asked.kind.clone();
         let Some(category) = self.config.categories.get(&kind) else {
             return Err(StoreError::Missing);
         };
@@ -127,7 +132,7 @@ impl Consent {
             });
             return Ok(());
         }
-        let spec = self.run_spec(&record, category);
+        let spec = self.run_spec(&record.id, action, category);
         // The run records its own outcome: runs of different records end side by side, and
         // their store calls share commits (group commit), instead of queueing in the loop.
         let consent = self.clone();
@@ -140,23 +145,23 @@ impl Consent {
         Ok(())
     }
 
-    fn run_spec(&self, record: &Record, category: &Category) -> RunSpec {
+    fn run_spec(&self, id: &str, action: &ActionRecord, category: &Category) -> RunSpec {
         RunSpec {
-            record_id: record.id.clone(),
+            record_id: id.to_owned(),
             command: category.command.clone(),
             run_as: category.run_as.clone(),
             env_file: category.env_file.clone(),
             timeout: category.timeout,
             work_root: self.work_root.clone(),
             stdin: StdinAction {
-                id: record.id.clone(),
+                id: id.to_owned(),
                 kind: category.name.clone(),
-                target: record.target.clone(),
-                text: record.text.clone(),
-                fields: record.fields.clone(),
-                cost_usd: record.cost_usd.map(consentd_core::action::format_usd),
+                target: action.target.clone(),
+                text: action.text.clone(),
+                fields: action.fields.clone(),
+                cost_usd: action.cost_usd.map(consentd_core::action::format_usd),
             },
-            attachments: record
+            attachments: action
                 .attachments
                 .iter()
                 .map(|a| AttachmentSource {
@@ -167,7 +172,7 @@ impl Consent {
                     source: self.store.attachment_path(&a.sha256),
                 })
                 .collect(),
-            on_card: record.mandate_id.is_none(),
+            on_card: action.mandate_id.is_none(),
         }
     }
 
@@ -242,11 +247,13 @@ impl Consent {
         finish: &Finish,
         now: DateTime<Utc>,
     ) -> Ending {
-        let Some(_) = record.mandate_id.as_deref() else {
+        let Some(action) = record.action().filter(|action| action.mandate_id.is_some()) else {
             // The edit keeps saying who decided now with how the run ended.
             let outcome = Outcome {
                 state: finish.state.as_str(),
-                decided_by: record.decided_by_name.clone(),
+                decided_by: record
+                    .asked_part()
+                    .and_then(|asked| asked.decided_by_name.clone()),
                 result: finish.result.as_deref(),
                 reason: finish.message.as_deref(),
                 reply_by: None,
@@ -285,13 +292,13 @@ impl Consent {
         let label = self.label(record, lang);
         // The receipt shows the action's target, not the mandate's terms.
         let view = self.mandate_view(&row, &label, &[]);
-        let usage = record.mandate_use.unwrap_or(day_usage);
+        let usage = action.mandate_use.unwrap_or(day_usage);
         let usage = UsageView {
             actions: usage.actions,
             usd: usage.usd,
         };
         // With receipts in the summary, routine ones are only counted.
-        let routine = succeeded && !self.last_of_the_day(&facts.kind_usage, &row, record, usage);
+        let routine = succeeded && !self.last_of_the_day(&facts.kind_usage, &row, action, usage);
         if receipts == consentd_core::config::Receipts::Summary && routine {
             return none;
         }
@@ -319,7 +326,7 @@ impl Consent {
         } else {
             Vec::new()
         };
-        let messages = receipt_messages(record, rendered, captions, buttons);
+        let messages = receipt_messages(action, rendered, captions, buttons);
         Ending {
             record_id: record.id.clone(),
             edit: None,
@@ -339,10 +346,10 @@ impl Consent {
         &self,
         kind_usage: &Result<Usage, StoreError>,
         row: &consentd_store::MandateRow,
-        record: &Record,
+        action: &ActionRecord,
         usage: UsageView,
     ) -> bool {
-        let cost = record.cost_usd.unwrap_or_default();
+        let cost = action.cost_usd.unwrap_or_default();
         let limits = &self.config.limits;
         let kind_full = kind_usage.as_ref().is_ok_and(|kind| {
             kind.actions >= limits.mandate_max_actions_per_day
@@ -356,7 +363,7 @@ impl Consent {
 /// under its caption, then the receipt. No card went before an ask a mandate answered, so the
 /// owner sees here, as on a card, the very bytes that were run.
 fn receipt_messages(
-    record: &Record,
+    action: &ActionRecord,
     rendered: card::Rendered,
     captions: Vec<Styled>,
     buttons: Vec<consentd_store::outbox::ButtonSpec>,
@@ -365,7 +372,7 @@ fn receipt_messages(
         .parts
         .into_iter()
         .map(|part| Body::new(part, Vec::new()));
-    let documents = record
+    let documents = action
         .attachments
         .iter()
         .zip(captions)

@@ -13,7 +13,7 @@ use consentd_core::press::PressRejection;
 use consentd_core::suggest::{self, Asked};
 use consentd_store::outbox::{Body, Sound};
 use consentd_store::suggestions::{new_suggestion_id, Suggestion};
-use consentd_store::{Applied, Decided, Outgoing, Record, RecordState, StoreError, Subject};
+use consentd_store::{Applied, Decided, Outgoing, Record, RecordState, StoreError};
 
 use super::stale;
 use super::{Consent, Decision, PressSubject};
@@ -27,10 +27,12 @@ impl Consent {
         ended: RecordState,
         now: DateTime<Utc>,
     ) {
+        let Some(action) = record.action() else {
+            return;
+        };
         if ended != RecordState::Executed
-            || record.mandate_id.is_some()
-            || record.subject != Subject::Action
-            || record.decided_by.is_none()
+            || action.mandate_id.is_some()
+            || action.asked.decided_by.is_none()
         {
             return;
         }
@@ -40,13 +42,16 @@ impl Consent {
     }
 
     async fn try_suggest(&self, record: &Record, now: DateTime<Utc>) -> Result<(), StoreError> {
-        let (Some(owner), Some(kind)) = (self.owner(), record.kind.clone()) else {
+        let (Some(owner), Some(kind)) = (self.owner(), record.kind().map(str::to_owned)) else {
             return Ok(());
         };
         let Some(category) = self.config.categories.get(&kind) else {
             return Ok(());
         };
-        let (uid, target) = (record.peer_uid, record.target.clone());
+        let (uid, target) = (
+            record.peer_uid,
+            record.action().and_then(|action| action.target.clone()),
+        );
         let asked = Asked {
             category,
             target: target.as_deref(),

@@ -13,7 +13,7 @@ impl Consent {
     /// Yes to "the agent runs this; consentd runs nothing" must never start a command. (A
     /// category that became approval-only after an ask is stopped at the claim instead.)
     pub(super) fn agent_runs(&self, record: &Record) -> bool {
-        record.agent_runs
+        record.action().is_some_and(|action| action.agent_runs)
     }
 
     /// A session takes back its own open ask: withdrawn, and its card (if it was shown) edited

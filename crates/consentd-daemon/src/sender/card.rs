@@ -30,7 +30,7 @@ async fn card_delivery(out: &Out<'_>, record: &Record, seq: i64) -> Result<Optio
         None => 0,
     };
     let class = NoticeClass::Card {
-        urgent_ask: record.urgent,
+        urgent_ask: record.action().is_some_and(|action| action.urgent),
     };
     match gate::decide(class, &settings, tonight, now, tz) {
         Delivery::HoldUntil(until) => {
@@ -154,7 +154,7 @@ async fn open_card(
         monotonic,
     } = reading;
     let (store, record_id) = (out.store, &record.id);
-    let opened = match record.expires_at {
+    let opened = match record.asked_part().and_then(|asked| asked.expires_at) {
         Some(expires_at) if record.state == RecordState::CardShown => (expires_at, known),
         _ => {
             // An ask's own ttl set a deadline when it was taken (kept in `expires_at` while it
@@ -236,8 +236,10 @@ async fn send_before_card(
             .await?;
         remember(store, record_id, role, sent.message_id).await?;
     }
-    for (index, (attachment, caption)) in record.attachments.iter().zip(&drawn.captions).enumerate()
-    {
+    let attachments = record
+        .action()
+        .map_or(&[][..], |action| &action.attachments);
+    for (index, (attachment, caption)) in attachments.iter().zip(&drawn.captions).enumerate() {
         let role = format!("attachment{}", index + 1);
         if already_sent(store, record_id, &role).await? {
             continue;
