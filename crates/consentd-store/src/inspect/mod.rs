@@ -234,3 +234,38 @@ impl Inspect {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Db;
+
+    /// Read beside an open writer: the journal head it records is the file's, and a read-only
+    /// connection refuses a write even if one were attempted.
+    #[test]
+    fn reads_beside_the_writer_and_cannot_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("decisions.jsonl");
+        let now = DateTime::parse_from_rfc3339("2026-01-01T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let (_db, _) = Db::open(&dir.path().join(DB_FILE), &journal, now).unwrap();
+        let inspect = Inspect::open_read_only(dir.path()).unwrap();
+        let file_head = crate::journal::head(&journal).unwrap().unwrap();
+        assert_eq!(inspect.journal_head().unwrap(), file_head);
+        assert!(inspect.records().unwrap().is_empty());
+        assert!(inspect.outbox().unwrap().is_empty());
+        assert_eq!(inspect.due_work(now).unwrap().total(), 0);
+        assert!(inspect
+            .conn
+            .execute("DELETE FROM outbox", [])
+            .is_err_and(|e| e.to_string().contains("readonly")));
+    }
+
+    #[test]
+    fn a_missing_database_is_not_created() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(Inspect::open_read_only(dir.path()).is_err());
+        assert!(!dir.path().join(DB_FILE).exists());
+    }
+}
