@@ -10,6 +10,11 @@
 - no closure into the store from outside crates/consentd-store: no `.call(|…|` or
   `.call(move |…|` on a store, and no `Db` (`&Db`, `Db::`, `: Db`) named there, whatever the
   line breaks and spaces between the tokens (comments do not count).
+- only the store writes: outside crates/consentd-store no `rusqlite` (or `libsqlite3_sys`) in
+  code or as a dependency in a Cargo.toml, no `.sql` file, and no SQL statement that changes
+  the database or its settings (`INSERT`, `REPLACE`, `UPDATE`, `DELETE`, `CREATE`, `DROP`,
+  `ALTER`, `PRAGMA`, in any case) in a string literal; comments do not count, and a keyword
+  counts only in the shape of a statement (`UPDATE t SET c =`, not "update the settings").
 
 Run: python3 tools/structure.py            (exit 1 and a list when a rule is broken)
      python3 tools/structure.py --self-test (the checks against planted cases)
@@ -202,9 +207,69 @@ def self_test():
         if found != expected:
             failed += 1
             print(f"self-test {name}: found {found}, expected {expected}")
+    failed += self_test_writes()
     if failed:
         sys.exit(1)
-    print(f"structure self-test: {len(cases)} cases ok")
+    print(f"structure self-test: {len(cases) + len(WRITES_CASES)} cases ok")
+
+
+# Planted trees for "only the store writes": each with how many problems the check must report.
+# Every case that expects a problem is reported by this check alone, so each fails without it.
+WRITES_CASES = [
+    ("a test opening the database", {"tests/t.rs": 'fn f() { rusqlite::Connection::open("x"); }'}, 1),
+    ("a use item, split over lines", {"benches/b.rs": "use\n    rusqlite\n    ::params;"}, 1),
+    ("the FFI crate in a fuzz target", {"fuzz/fuzz_targets/f.rs": "use libsqlite3_sys as ffi;"}, 1),
+    ("a dependency of another crate", {"crates/consentd-daemon/Cargo.toml":
+                                       "[dev-dependencies]\nrusqlite = { workspace = true }"}, 1),
+    ("a dependency of the root package", {"Cargo.toml": '[dev-dependencies]\nrusqlite = "0.43"'}, 1),
+    ("an UPDATE in a test", {"tests/t.rs": 'fn f() { db.execute_batch(\n'
+                             '    "UPDATE kind_streaks SET silenced_by = NULL;"); }'}, 1),
+    ("lower case, over lines", {"src/a.rs":
+                                'const Q: &str = "insert into outbox\n  (chat_id) values (1)";'}, 1),
+    ("a raw string's CREATE", {"crates/consentd-daemon/src/a.rs":
+                               'const Q: &str = r#"CREATE TABLE t (\n  "a" INTEGER\n)"#;'}, 1),
+    ("a continued line's DELETE", {"examples/e.rs":
+                                   'const Q: &str = "DELETE \\\n    FROM outbox WHERE seq = 1";'}, 1),
+    ("a PRAGMA and an ALTER", {"tests/t.rs":
+                               'const A: &str = "PRAGMA journal_mode = WAL";\n'
+                               'const B: &str = "ALTER TABLE outbox ADD COLUMN x TEXT";'}, 2),
+    ("a formatted DROP", {"tests/t.rs": 'fn f() { format!("DROP TABLE IF EXISTS {table};"); }'}, 1),
+    ("a string that looks like a comment", {"tests/t.rs": 'const Q: &str = "// UPDATE t SET a = 1";'}, 1),
+    ("an SQL file", {"tests/fixtures/old.sql": "-- an old schema"}, 1),
+    ("comments do not count", {"tests/t.rs":
+                               "// rusqlite, UPDATE t SET a = 1\n/// \"DELETE FROM t;\"\n"
+                               "/* PRAGMA x = 1; /* rusqlite */ INSERT INTO t (a) VALUES (1) */\n"
+                               "//! use rusqlite::params;",
+                               "Cargo.toml": "# rusqlite is the store's alone"}, 0),
+    ("prose is not SQL", {"tests/t.rs":
+                          'const A: &str = "delete from the list, then insert into the queue";\n'
+                          'const B: &str = "U+FE0F VARIATION SELECTOR-16 in text; update the settings";\n'
+                          'const C: &str = "create a table of drops, drop the table";\n'
+                          "const D: char = '\"'; const E: &str = \"rusqlite\";"}, 0),
+    ("the store itself", {"crates/consentd-store/src/a.rs":
+                          'use rusqlite::params; const Q: &str = "UPDATE t SET a = 1";',
+                          "crates/consentd-store/Cargo.toml": "[dependencies]\nrusqlite = \"0.43\"",
+                          "crates/consentd-store/src/migrations/0001_init.sql": "CREATE TABLE t (a);"}, 0),
+]
+
+
+def self_test_writes():
+    """"Only the store writes" on its planted cases; the number of cases that went wrong."""
+    import tempfile
+
+    failed = 0
+    for name, tree, expected in WRITES_CASES:
+        with tempfile.TemporaryDirectory() as root:
+            for rel, text in tree.items():
+                os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+                with open(os.path.join(root, rel), "w", encoding="utf-8") as f:
+                    f.write(text + "\n")
+            found = []
+            only_the_store_writes(found, root)
+        if len(found) != expected:
+            failed += 1
+            print(f"self-test {name}: {len(found)} problems, expected {expected}: {found}")
+    return failed
 
 
 STORE_CRATE = "crates/consentd-store"
@@ -215,12 +280,13 @@ CLOSURE_INTO_STORE = re.compile(r"\.call\s*\(\s*(move\s+)?\|")
 NAMES_DB = re.compile(r"(&\s*(mut\s+)?Db\b|\bDb\s*::|:\s*Db\b|\bstore::(db::)?Db\b)")
 
 
-def outside_store_files():
+def outside_store_files(root=None):
+    root = root or ROOT
     for top in OUTSIDE_STORE:
-        base = os.path.join(ROOT, top)
+        base = os.path.join(root, top)
         for dirpath, dirnames, filenames in os.walk(base):
             dirnames[:] = [d for d in dirnames if d not in ("target", "corpus")]
-            if os.path.relpath(dirpath, ROOT).startswith(STORE_CRATE):
+            if os.path.relpath(dirpath, root).startswith(STORE_CRATE):
                 continue
             for name in sorted(filenames):
                 if name.endswith(".rs"):
@@ -251,6 +317,136 @@ def store_boundary(broken):
                 )
 
 
+RAW_STRING = re.compile(r'b?r(#*)"')
+# A char literal (`'a'`, `'"'`, `'\n'`, `'\u{1F600}'`), not a lifetime (`'a`).
+CHAR_LITERAL = re.compile(r"'(\\.[^']*|[^\\'])'")
+
+
+def starts_token(text, i):
+    """Whether a literal's prefix (`r`, `b`) at `i` starts a token rather than ends a name."""
+    return i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")
+
+
+def rust_split(text):
+    """The text's code with comments and string literals blanked (newlines kept), and its string
+    literals as (line, content): a small lexer for `//` and nested `/* */` comments, strings with
+    escapes, raw strings (`r#"…"#`), byte strings, and char literals told from lifetimes."""
+    code, strings, i, n = [], [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            code.append(" " * (end - i))
+            i = end
+        elif text.startswith("/*", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if text.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif text.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            code.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif starts_token(text, i) and (raw := RAW_STRING.match(text, i)):
+            close = '"' + raw.group(1)
+            end = text.find(close, raw.end())
+            end = n if end < 0 else end + len(close)
+            strings.append((text.count("\n", 0, i) + 1, text[raw.end() : end - len(close)]))
+            code.append(re.sub(r"[^\n]", " ", text[i:end]))
+            i = end
+        elif c == '"' or (text.startswith('b"', i) and starts_token(text, i)):
+            start = i + (2 if c == "b" else 1)
+            j = start
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            # A `\` before a newline continues the line: the next line's indentation is not text.
+            content = re.sub(r"\\\n\s*", "", text[start:j]).replace("\\n", "\n").replace("\\t", "\t")
+            strings.append((text.count("\n", 0, i) + 1, content))
+            code.append(re.sub(r"[^\n]", " ", text[i : j + 1]))
+            i = j + 1
+        elif c == "'" and (char := CHAR_LITERAL.match(text, i)):
+            code.append(" " * (char.end() - i))
+            i = char.end()
+        else:
+            code.append(c)
+            i += 1
+    return "".join(code), strings
+
+
+_NAME = r"[\w\"`\[\]{}.]+"
+# A statement that changes the database or its settings, in any case and over any line breaks,
+# by its shape: the keyword, then what only SQL puts after it.
+SQL_WRITE = re.compile(
+    r"\b(?:"
+    rf"(?:insert(?:\s+or\s+\w+)?|replace)\s+into\s+{_NAME}\s*(?:\(|values\b|select\b|default\s+values\b)"
+    rf"|update(?:\s+or\s+\w+)?\s+{_NAME}\s+set\s+{_NAME}\s*="
+    rf"|delete\s+from\s+{_NAME}\s*(?:where\b|returning\b|;|$)"
+    rf"|create\s+(?:temp(?:orary)?\s+)?(?:unique\s+|virtual\s+)?(?:table|index|trigger|view)\s+"
+    rf"(?:if\s+not\s+exists\s+)?{_NAME}\s*(?:\(|on\b|as\b|using\b|before\b|after\b|instead\b)"
+    rf"|drop\s+(?:table|index|trigger|view)\s+(?:if\s+exists\s+)?{_NAME}\s*(?:;|$)"
+    rf"|alter\s+table\s+{_NAME}\s+(?:add|drop|rename)\b"
+    rf"|pragma\s+(?:\w+\.)?\w+\s*(?:=|\(|;|$)"
+    r")",
+    re.IGNORECASE,
+)
+SQLITE_CRATE = re.compile(r"\b(rusqlite|libsqlite3_sys)\b")
+SQLITE_DEPENDENCY = re.compile(r"\b(rusqlite|libsqlite3-sys)\b")
+
+
+def outside_store_manifests(root):
+    """Every Cargo.toml outside the store crate: the root package's, the other crates', fuzz's."""
+    for top in ["."] + OUTSIDE_STORE:
+        base = os.path.join(root, top)
+        if top == ".":
+            candidates = [os.path.join(base, "Cargo.toml")]
+        else:
+            candidates = []
+            for dirpath, dirnames, filenames in os.walk(base):
+                dirnames[:] = [d for d in dirnames if d not in ("target", "corpus")]
+                if "Cargo.toml" in filenames:
+                    candidates.append(os.path.join(dirpath, "Cargo.toml"))
+        for path in candidates:
+            if os.path.isfile(path) and not os.path.relpath(path, root).startswith(STORE_CRATE):
+                yield path
+
+
+def only_the_store_writes(broken, root=None):
+    """No SQLite crate, no SQL file and no SQL statement that writes, outside the store crate."""
+    root = root or ROOT
+    for path in outside_store_files(root):
+        rel = os.path.relpath(path, root)
+        with open(path, encoding="utf-8") as f:
+            code, strings = rust_split(f.read())
+        for found in SQLITE_CRATE.finditer(code):
+            line = code.count("\n", 0, found.start()) + 1
+            broken.append(f"{rel}:{line}: `{found.group(1)}` outside {STORE_CRATE}: read the "
+                          "database through consentd_store (`inspect::Inspect`)")
+        for line, text in strings:
+            found = SQL_WRITE.search(text)
+            if found:
+                broken.append(f"{rel}:{line}: SQL outside {STORE_CRATE} "
+                              f"({' '.join(found.group(0).split())!r}): only the store writes")
+    for path in outside_store_manifests(root):
+        rel = os.path.relpath(path, root)
+        with open(path, encoding="utf-8") as f:
+            manifest = re.sub(r"#[^\n]*", "", f.read())
+        for found in SQLITE_DEPENDENCY.finditer(manifest):
+            line = manifest.count("\n", 0, found.start()) + 1
+            broken.append(f"{rel}:{line}: a dependency on `{found.group(1)}` outside {STORE_CRATE}")
+    for top in OUTSIDE_STORE:
+        for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
+            dirnames[:] = [d for d in dirnames if d not in ("target", "corpus")]
+            if os.path.relpath(dirpath, root).startswith(STORE_CRATE):
+                continue
+            for name in sorted(filenames):
+                if name.endswith(".sql"):
+                    rel = os.path.relpath(os.path.join(dirpath, name), root)
+                    broken.append(f"{rel}: an SQL file outside {STORE_CRATE}")
+
+
 def main():
     if "--self-test" in sys.argv[1:]:
         self_test()
@@ -258,6 +454,7 @@ def main():
     report = "--report" in sys.argv[1:]
     broken = []
     store_boundary(broken)
+    only_the_store_writes(broken)
     all_functions, all_files = [], []
     for src in CRATES:
         for path in rust_files(src):

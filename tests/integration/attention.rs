@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveTime, Timelike, Utc};
 use consentd_emulator::ChatMessage;
+use consentd_store::inspect::Inspect;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -221,7 +222,7 @@ impl Figures {
 /// The daemon, the simulated clock, and what the scripted owner has seen and done.
 struct Replay {
     daemon: Daemon,
-    db: rusqlite::Connection,
+    db: Inspect,
     /// Day 1 at 00:00, simulated.
     start: DateTime<Utc>,
     /// The wall clock's offset when the daemon started: the monotonic one moves with the wall
@@ -259,7 +260,7 @@ impl Replay {
             .mandate_kinds()
             .config_tail(&categories())
             .start();
-        let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
+        let db = Inspect::open_read_only(&daemon.state_dir).unwrap();
         // Tomorrow at 00:00: the simulated week only ever moves the clock forward.
         let start = (Utc::now() + chrono::Duration::days(1))
             .date_naive()
@@ -328,22 +329,7 @@ impl Replay {
         if !self.daemon.bot.pending_updates().is_empty() {
             return false;
         }
-        let now = self
-            .now()
-            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-        let busy: i64 = self
-            .db
-            .query_row(
-                "SELECT (SELECT COUNT(*) FROM outbox WHERE state = 'queued'
-                         AND (hold_until IS NULL OR hold_until <= ?1))
-                      + (SELECT COUNT(*) FROM records WHERE state = 'running'
-                         OR (state = 'granted' AND id NOT IN (SELECT id FROM mandates)))
-                      + (SELECT COUNT(*) FROM records WHERE state = 'card_shown'
-                         AND expires_at <= ?1)",
-                [&now],
-                |row| row.get(0),
-            )
-            .unwrap();
+        let busy = self.db.due_work(self.now()).unwrap().total();
         busy == 0
     }
 

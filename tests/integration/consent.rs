@@ -8,6 +8,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use consentd_core::press::{PressAction, PressKey};
 use consentd_emulator::{ChatMessage, ChatSpec, UserSpec};
+use consentd_store::inspect::Inspect;
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
@@ -554,12 +555,13 @@ fn pairing_makes_the_owner_and_strangers_get_one_line() {
         .push_text(&stranger(), ChatSpec::private(777), "hello?");
     daemon.settle();
     // Both updates are handled, so whatever the stranger will be sent is queued by now.
-    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
-    let to_stranger: i64 = db
-        .query_row("SELECT count(*) FROM outbox WHERE chat_id = 777", [], |r| {
-            r.get(0)
-        })
-        .unwrap();
+    let to_stranger = Inspect::open_read_only(&daemon.state_dir)
+        .unwrap()
+        .outbox()
+        .unwrap()
+        .iter()
+        .filter(|row| row.chat_id == 777)
+        .count();
     assert_eq!(
         to_stranger, 1,
         "a stranger gets one polite line, rate-limited"
@@ -688,30 +690,23 @@ fn telegram_saying_not_modified_or_too_old_does_not_stop_the_loop() {
         bot.message(OWNER, card.message_id)
             .is_some_and(|m| m.buttons().is_empty())
     });
-    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
+    let db = Inspect::open_read_only(&daemon.state_dir).unwrap();
+    let in_state = |state: &str| {
+        db.outbox()
+            .unwrap()
+            .iter()
+            .filter(|row| row.state == state)
+            .count()
+    };
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while db
-        .query_row(
-            "SELECT count(*) FROM outbox WHERE state = 'queued'",
-            [],
-            |r| r.get::<_, i64>(0),
-        )
-        .unwrap()
-        > 0
-    {
+    while in_state("queued") > 0 {
         assert!(
             std::time::Instant::now() < deadline,
             "the outbox never emptied"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let dropped: i64 = db
-        .query_row(
-            "SELECT count(*) FROM outbox WHERE state = 'dropped'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let dropped = in_state("dropped");
     assert_eq!(dropped, 0, "nothing was given up on");
 }
 

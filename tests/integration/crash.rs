@@ -7,6 +7,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use consentd_store::inspect::Inspect;
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
@@ -32,12 +33,12 @@ fn assert_store_agrees(
     acknowledged: &BTreeSet<String>,
     head: &consentd_store::journal::Head,
 ) {
-    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
-    let mut statement = db.prepare("SELECT id FROM records").unwrap();
-    let stored: BTreeSet<String> = statement
-        .query_map([], |row| row.get(0))
+    let db = Inspect::open_read_only(&daemon.state_dir).unwrap();
+    let stored: BTreeSet<String> = db
+        .records()
         .unwrap()
-        .map(Result::unwrap)
+        .into_iter()
+        .map(|record| record.id)
         .collect();
     assert_eq!(
         &stored, journaled,
@@ -45,12 +46,8 @@ fn assert_store_agrees(
     );
     let lost: Vec<_> = acknowledged.difference(&stored).collect();
     assert!(lost.is_empty(), "acknowledged asks lost: {lost:?}");
-    let (n, h): (i64, String) = db
-        .query_row("SELECT last_n, last_h FROM journal_state", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .unwrap();
-    assert_eq!((n as u64, &h), (head.n, &head.h));
+    let stored_head = db.journal_head().unwrap();
+    assert_eq!((stored_head.n, &stored_head.h), (head.n, &head.h));
 }
 
 #[test]

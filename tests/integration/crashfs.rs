@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use consentd_emulator::{ChatSpec, Emulator, UserSpec};
+use consentd_store::inspect::{Inspect, KeptAttachment};
 use consentd_store::state::RecordState;
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
@@ -287,15 +288,12 @@ fn journal_lines(path: &Path) -> Vec<Value> {
 }
 
 fn records(state_dir: &Path) -> BTreeMap<String, RecordState> {
-    let db = rusqlite::Connection::open(state_dir.join("consentd.db")).unwrap();
-    let mut statement = db.prepare("SELECT id, state FROM records").unwrap();
-    statement
-        .query_map([], |row| Ok((row.get(0)?, row.get::<_, String>(1)?)))
+    Inspect::open_read_only(state_dir)
         .unwrap()
-        .map(|row| {
-            let (id, state) = row.unwrap();
-            (id, RecordState::parse(&state).unwrap())
-        })
+        .records()
+        .unwrap()
+        .into_iter()
+        .map(|record| (record.id, record.state))
         .collect()
 }
 
@@ -326,14 +324,10 @@ fn check(daemon: &Daemon, told: &Told, seed: u64) {
         .unwrap_or_else(|problem| panic!("seed {seed}: the journal does not verify: {problem}"));
     let lines = journal_lines(&daemon.journal);
     let stored = records(&daemon.state_dir);
-    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
-    let (n, h): (i64, String) = db
-        .query_row("SELECT last_n, last_h FROM journal_state", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .unwrap();
+    let db = Inspect::open_read_only(&daemon.state_dir).unwrap();
+    let stored_head = db.journal_head().unwrap();
     assert_eq!(
-        (n as u64, h),
+        (stored_head.n, stored_head.h),
         (verified.head.n, verified.head.h.clone()),
         "seed {seed}: the store's journal head is not the file's"
     );
@@ -425,18 +419,12 @@ fn check(daemon: &Daemon, told: &Told, seed: u64) {
     }
     // An attachment is durable before the record naming it commits: a card or a run of a kept
     // record must never find its file gone. (A record that ended without running keeps none.)
-    let mut statement = db
-        .prepare(
-            "SELECT a.record_id, a.bytes, a.sha256 FROM attachments a
-             JOIN records r ON r.id = a.record_id WHERE r.copies_kept = 1",
-        )
-        .unwrap();
-    let named: Vec<(String, i64, String)> = statement
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    for (id, bytes, sha256) in named {
+    for KeptAttachment {
+        record_id: id,
+        bytes,
+        sha256,
+    } in db.kept_attachments().unwrap()
+    {
         let path = daemon.state_dir.join("attachments").join(&sha256);
         let data = std::fs::read(&path).unwrap_or_else(|error| {
             panic!("seed {seed}: {id}'s attachment {sha256} is gone: {error}")

@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use consentd_emulator::{ChatMessage, ChatSpec, UserSpec};
+use consentd_store::inspect::Inspect;
 
 use crate::fixture::{good_ask, Daemon, OWNER};
 
@@ -96,13 +97,15 @@ fn an_urgent_notice_goes_before_a_backlog_of_cards_which_keep_their_order() {
 
 /// The urgent notices queued for the owner so far (each update handled has queued its own).
 fn urgent_rows(daemon: &Daemon) -> i64 {
-    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
-    db.query_row(
-        "SELECT count(*) FROM outbox WHERE chat_id = ?1 AND sound = 'urgent'",
-        [OWNER],
-        |r| r.get(0),
-    )
-    .unwrap()
+    let rows = Inspect::open_read_only(&daemon.state_dir)
+        .unwrap()
+        .outbox()
+        .unwrap();
+    let urgent = rows
+        .iter()
+        .filter(|row| row.chat_id == OWNER && row.sound == "urgent")
+        .count();
+    i64::try_from(urgent).unwrap()
 }
 
 /// The journal's `press_rejected` lines for presses by `user`.

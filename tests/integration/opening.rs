@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use chrono::{DateTime, Utc};
 use consentd_emulator::{ChatSpec, Scripted, UserSpec};
+use consentd_store::inspect::Inspect;
 use serde_json::{json, Value};
 
 use crate::attachments::PNG;
@@ -127,14 +128,13 @@ fn a_new_ask_is_pending_in_the_first_answer_and_its_card_answerable_at_once() {
 
 /// Waits until the outbox has nothing left to send.
 fn outbox_drained(daemon: &Daemon) {
-    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
+    let db = Inspect::open_read_only(&daemon.state_dir).unwrap();
     daemon.wait_for("the outbox to drain", |_| {
-        db.query_row(
-            "SELECT count(*) FROM outbox WHERE state = 'queued' AND hold_until IS NULL",
-            [],
-            |row| row.get::<_, i64>(0),
-        )
-        .unwrap()
+        db.outbox()
+            .unwrap()
+            .iter()
+            .filter(|row| row.is_queued_unheld())
+            .count()
             == 0
     });
 }

@@ -2,6 +2,8 @@
 //! Stop, a config restarted with other limits, a receipt held while its mandate was stopped.
 
 use chrono::{DateTime, Duration, Utc};
+use consentd_store::inspect::{Inspect, SuggestedTerms};
+use consentd_store::state::RecordState;
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
@@ -18,26 +20,13 @@ fn days_on(base: DateTime<Utc>, d: i64) -> DateTime<Utc> {
 
 /// Open mandates (granted, not stopped, not ended) that name `target`.
 fn open_mandates_naming(daemon: &Daemon, target: &str) -> Vec<String> {
-    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
-    let mut statement = db
-        .prepare(
-            "SELECT id, targets FROM mandates WHERE opened_at IS NOT NULL
-             AND stopped_at IS NULL AND ended_at IS NULL",
-        )
-        .unwrap();
-    let rows = statement
-        .query_map([], |row| {
-            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
-        })
-        .unwrap();
-    rows.map(Result::unwrap)
-        .filter(|(_, targets)| {
-            serde_json::from_str::<Vec<String>>(targets)
-                .unwrap()
-                .iter()
-                .any(|t| t == target)
-        })
-        .map(|(id, _)| id)
+    Inspect::open_read_only(&daemon.state_dir)
+        .unwrap()
+        .open_mandates()
+        .unwrap()
+        .into_iter()
+        .filter(|mandate| mandate.targets.iter().any(|t| t == target))
+        .map(|mandate| mandate.id)
         .collect()
 }
 
@@ -69,14 +58,17 @@ fn a_suggested_card_granted_after_a_mandate_for_its_target_opens_no_second_one()
 fn a_suggestion_for_terms_already_asked_joins_the_open_request_and_draws_no_second_card() {
     let daemon = daemon();
     let (_, suggestion) = suggested(&daemon, "@news");
-    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
-    let (days, usd, actions, digest): (u32, String, u32, String) = db
-        .query_row(
-            "SELECT days, usd_per_day, actions_per_day, digest FROM suggestions",
-            [],
-            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
-        )
+    let terms = Inspect::open_read_only(&daemon.state_dir)
+        .unwrap()
+        .suggested_terms()
         .unwrap();
+    let SuggestedTerms {
+        days,
+        usd_per_day,
+        actions_per_day: actions,
+        digest,
+    } = terms[0].clone();
+    let usd = usd_per_day.unwrap();
     let mut request = json!({"v":1,"op":"mandate","kind":"publish_x","targets":["@news"],
         "days":days,"actions_per_day":actions,"wait":false});
     if !usd.is_empty() {
@@ -122,14 +114,13 @@ fn a_suggestion_opens_no_card_beyond_max_pending() {
     assert_eq!(own["status"], "refused", "{own}");
     daemon.tap(&suggestion, 0);
     daemon.settle();
-    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
-    let open: i64 = db
-        .query_row(
-            "SELECT count(*) FROM records WHERE state IN ('pending', 'card_shown')",
-            [],
-            |row| row.get(0),
-        )
-        .unwrap();
+    let open = Inspect::open_read_only(&daemon.state_dir)
+        .unwrap()
+        .records()
+        .unwrap()
+        .iter()
+        .filter(|r| matches!(r.state, RecordState::Pending | RecordState::CardShown))
+        .count();
     assert!(
         open <= 1,
         "{open} asks wait for the owner; max_pending is 1"
@@ -300,17 +291,17 @@ fn a_receipt_held_before_receipts_became_summary_only_is_not_sent_one_by_one() {
 
 /// Waits until a receipt is held in the outbox.
 fn wait_held_receipt(daemon: &Daemon) {
-    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
+    let db = Inspect::open_read_only(&daemon.state_dir).unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
-        let held: i64 = db
-            .query_row(
-                "SELECT count(*) FROM outbox WHERE state = 'queued' AND sound = 'receipt'
-                 AND hold_until IS NOT NULL",
-                [],
-                |row| row.get(0),
-            )
-            .unwrap();
+        let held = db
+            .outbox()
+            .unwrap()
+            .iter()
+            .filter(|row| {
+                row.state == "queued" && row.sound == "receipt" && row.hold_until.is_some()
+            })
+            .count();
         if held > 0 {
             return;
         }

@@ -175,10 +175,7 @@ fn a_silence_from_before_the_upgrade_can_still_be_resumed() {
     let mut daemon = daemon;
     daemon.stop_with(nix::sys::signal::Signal::SIGTERM);
     // What a silence started before the upgrade holds: no silenced_by.
-    let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
-    db.execute_batch("UPDATE kind_streaks SET silenced_by = NULL;")
-        .unwrap();
-    drop(db);
+    consentd_store::inspect::tamper::forget_who_silenced(&daemon.state_dir).unwrap();
     let daemon = daemon.restart();
     assert_eq!(
         daemon.request(&good_ask("silenced"))["reason"],

@@ -20,6 +20,8 @@
 //!   consentd-core's. The store stages its journal lines in the same step as the transaction that
 //!   causes them, so store and journal stay in step.
 //! - [`stored`]: an attachment's stored copy, read back against its SHA-256.
+//! - [`inspect`]: a read-only look at a state directory's database for tests and tools, by named
+//!   questions returning plain data (and, in a `test-hooks` build, `inspect::tamper`).
 //! - Exact rules ("Always here", `exact_rules`): a rule saved in the Always press's transaction,
 //!   the byte-exact call it answers ([`Db::use_rule`]), its removal, and [`SavedRule`] for
 //!   `/rules`.
@@ -49,6 +51,7 @@ pub mod db;
 mod decide;
 pub mod drawn;
 mod exact_rules;
+pub mod inspect;
 pub mod journal;
 mod known;
 mod mandate_rows;
