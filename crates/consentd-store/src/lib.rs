@@ -59,7 +59,6 @@ pub mod mandates;
 mod migrate;
 pub mod outbox;
 pub mod pairing;
-pub mod read_only;
 mod readings;
 mod records;
 mod refusals;

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::Check;
 use consentd_core::config::{Config, ConfigError};
 use consentd_daemon::telegram::Telegram;
-use consentd_store::read_only::ReadOnly;
+use consentd_store::inspect::Inspect;
 
 /// What the owner's chat needs when the last message to them was dropped.
 const REACH_FIX: &str = "the owner opens the chat with the bot and presses Start (a bot cannot \
@@ -116,10 +116,46 @@ async fn token_checks(config: &Config) -> Vec<Check> {
     vec![token, webhook]
 }
 
+/// The daemon's database, read-only, if there is one yet; or why it cannot be read.
+struct ReadOnly {
+    path: std::path::PathBuf,
+    inspect: Result<Option<Inspect>, String>,
+}
+
+impl ReadOnly {
+    fn open(state_dir: &Path) -> ReadOnly {
+        let path = state_dir.join(consentd_store::DB_FILE);
+        let inspect = match path.try_exists() {
+            Ok(false) => Ok(None),
+            Err(error) => Err(error.to_string()),
+            Ok(true) => Inspect::open_read_only(state_dir)
+                .map(Some)
+                .map_err(|error| error.to_string()),
+        };
+        ReadOnly { path, inspect }
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// One read: `None` when there is no database yet.
+    fn read<T>(
+        &self,
+        read: impl FnOnce(&Inspect) -> Result<Option<T>, consentd_store::StoreError>,
+    ) -> Result<Option<T>, String> {
+        match &self.inspect {
+            Ok(None) => Ok(None),
+            Ok(Some(inspect)) => read(inspect).map_err(|error| error.to_string()),
+            Err(error) => Err(error.clone()),
+        }
+    }
+}
+
 /// The owner: paired in the config or the store, and what the outbox says reached them.
 fn owner_check(config: &Config, db: &ReadOnly) -> Check {
     let shown = db.path().display();
-    let stored = db.paired_owner();
+    let stored = db.read(Inspect::paired_owner);
     let (owner, from) =
         match (config.owner.telegram_id, stored) {
             (Some(id), _) => (id, "owner.telegram_id in the config"),
@@ -139,8 +175,8 @@ fn owner_check(config: &Config, db: &ReadOnly) -> Check {
             }
         };
     let paired = format!("Telegram id {owner} (by {from})");
-    let last = db.last_message_to(owner);
-    let reached = db.last_sent_to(owner);
+    let last = db.read(|inspect| inspect.last_message_to(owner));
+    let reached = db.read(|inspect| inspect.last_sent_to(owner));
     match (last, reached) {
         (Ok(Some(last)), _) if last.state == "dropped" => {
             let (at, error) = (last.queued_at, last.error);
@@ -171,7 +207,7 @@ fn owner_check(config: &Config, db: &ReadOnly) -> Check {
 fn journal_check(config: &Config, db: &ReadOnly, keys: &[consentd_core::journal::Key]) -> Check {
     let file = &config.paths.journal;
     let anchor = db
-        .last_summary_anchor()
+        .read(Inspect::last_summary_anchor)
         .ok()
         .flatten()
         .and_then(|anchor| anchor.parse::<consentd_core::journal::Anchor>().ok());

@@ -22,6 +22,9 @@ use crate::base::timestamp;
 use crate::state::RecordState;
 use crate::{StoreError, DB_FILE};
 
+mod setup;
+pub use setup::LastMessage;
+
 /// A read-only connection to a state directory's database.
 #[derive(Debug)]
 pub struct Inspect {
