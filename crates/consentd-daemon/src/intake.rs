@@ -582,9 +582,9 @@ pub(crate) fn summary(record: &Record) -> RecordSummary {
         reason: record.reason.clone(),
         message: message_of(record),
         result: record.result.clone(),
-        created_at: consentd_store::db::timestamp(record.created_at),
-        decided_at: record.decided_at.map(consentd_store::db::timestamp),
-        finished_at: record.finished_at.map(consentd_store::db::timestamp),
+        created_at: consentd_store::time::timestamp(record.created_at),
+        decided_at: record.decided_at.map(consentd_store::time::timestamp),
+        finished_at: record.finished_at.map(consentd_store::time::timestamp),
     }
 }
 

@@ -23,7 +23,7 @@
 //!   of it with its journal lines staged in the same commit (appended at the next start, as for
 //!   a single write). No request of a batch was answered before its commit.
 
-use crate::base::{Batch, Db};
+use crate::db::{Batch, Db};
 use crate::journal::Line;
 use crate::StoreError;
 

@@ -5,16 +5,17 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
-use super::base::EventName;
-use super::base::{
-    claim_in, parse_time, timestamp, transition_in, Db, Effects, JournalEvent, StateChange,
-};
 use super::cached::Cached;
+use super::db::Db;
 use super::drawn::{drawn_in, unbutton_in, Drawn};
+use super::events::EventName;
+use super::events::{Effects, JournalEvent};
 use super::outbox::{self, Body, Outgoing, Sound, What};
 use super::readings::{monotonic_ms, stored_monotonic};
 use super::records::{record_where, Record};
 use super::state::RecordState;
+use super::time::{parse_time, timestamp};
+use super::transitions::{claim_in, transition_in, StateChange};
 use super::StoreError;
 
 /// The records in a state. The plan does not depend on what is bound (the store's connection

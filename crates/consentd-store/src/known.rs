@@ -11,7 +11,8 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
-use super::base::{timestamp, Db};
+use super::db::Db;
+use super::time::timestamp;
 use super::{RecordState, StoreError};
 use consentd_core::lookalike::{KnownTargets, KNOWN_DAYS};
 
@@ -103,8 +104,9 @@ mod tests {
 
     use chrono::{DateTime, TimeZone, Utc};
 
+    use super::super::ask::{AskOutcome, AskPolicy, NewAsk};
     use super::super::consent::Finish;
-    use super::super::db::{AskOutcome, AskPolicy, Db, NewAsk};
+    use super::super::db::Db;
     use super::super::mandates::NewMandate;
     use super::super::state::RecordState;
     use consentd_core::action::Action;

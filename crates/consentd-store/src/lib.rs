@@ -37,7 +37,6 @@
 
 pub mod api;
 mod ask;
-mod base;
 mod batch;
 mod blobs;
 mod cached;
@@ -45,10 +44,12 @@ mod checkpoint;
 pub mod consent;
 mod copies;
 mod crash;
-pub mod db;
+mod db;
 mod decide;
 pub mod drawn;
+pub mod events;
 mod exact_rules;
+mod ids;
 pub mod journal;
 mod known;
 mod mandate_rows;
@@ -68,6 +69,8 @@ pub mod state;
 pub mod stored;
 pub mod strangers;
 pub mod suggestions;
+pub mod time;
+mod transitions;
 mod withdraw;
 pub mod writes;
 
@@ -87,16 +90,18 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{broadcast, oneshot, Notify};
 
 pub use ask::{AskOutcome, AskPolicy, NewAsk};
-pub use base::{Db, Effects, JournalEvent, OpenReport, StateChange};
 pub use batch::MAX_BATCH;
 pub use crash::set_crash_hook;
+pub use db::{Db, OpenReport};
 pub use decide::{Applied, CardDecision, Decided, OwnerDecision};
+pub use events::{Effects, JournalEvent};
 pub use exact_rules::SavedRule;
 pub use mandates::{MandateRow, NewMandate};
 pub use outbox::Outgoing;
 pub use records::{Asked, Record, Subject};
 pub use sealing::paired_owner;
 pub use state::RecordState;
+pub use transitions::StateChange;
 pub use withdraw::Withdrawal;
 pub use writes::{SenderNote, Tell, Upkeep};
 

@@ -183,7 +183,8 @@ pub fn paired_owner(db_path: &Path) -> Result<Option<(i64, Option<String>)>, Sto
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::{Db, EventName, JournalEvent};
+    use crate::db::Db;
+    use crate::events::{EventName, JournalEvent};
     use chrono::Duration;
 
     const K0: journal::Key = [0x42; 32];

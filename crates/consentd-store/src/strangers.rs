@@ -5,9 +5,11 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::base::{parse_time, timestamp, Db, EventName, JournalEvent};
 use super::cached::Cached;
+use super::db::Db;
+use super::events::{EventName, JournalEvent};
 use super::outbox::Outgoing;
+use super::time::{parse_time, timestamp};
 use super::StoreError;
 use consentd_core::stranger::{self, Window};
 

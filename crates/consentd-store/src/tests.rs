@@ -7,8 +7,10 @@ use std::time::Duration;
 use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::params;
 
-use super::db::{AskOutcome, AskPolicy, Db, NewAsk, StateChange};
+use super::ask::{AskOutcome, AskPolicy, NewAsk};
+use super::db::Db;
 use super::state::RecordState;
+use super::transitions::StateChange;
 use super::{Store, StoreError};
 use crate::journal;
 use consentd_core::action::{Action, Attachment};
@@ -2276,7 +2278,7 @@ fn a_card_past_its_ttl_on_the_monotonic_clock_is_due_whatever_the_wall_clock_say
 /// event given a member again keeps its place with the later value.
 #[test]
 fn a_journal_event_holds_each_key_once() {
-    use super::base::{EventName, JournalEvent};
+    use super::events::{EventName, JournalEvent};
     let event = JournalEvent::new(EventName::Asked)
         .with("id", "r_1")
         .with("kind", "k")

@@ -5,12 +5,15 @@
 use chrono::{DateTime, Utc};
 use rusqlite::params;
 
-use super::base::{parse_time, transition_in, Db, EventName, JournalEvent, StateChange};
 use super::cached::Cached;
+use super::db::Db;
+use super::events::{EventName, JournalEvent};
 use super::outbox::Outgoing;
 use super::readings::stored_monotonic;
 use super::records::{record_where, Record};
 use super::state::RecordState;
+use super::time::parse_time;
+use super::transitions::{transition_in, StateChange};
 use super::StoreError;
 use consentd_core::deadline::{Now, Span};
 

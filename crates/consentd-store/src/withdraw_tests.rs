@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection};
 
-use super::super::db::{AskOutcome, AskPolicy, Db, NewAsk, StateChange};
+use super::super::ask::{AskOutcome, AskPolicy, NewAsk};
+use super::super::db::Db;
 use super::super::state::RecordState;
 use super::super::tests::{approve, t0, Fixture};
+use super::super::transitions::StateChange;
 use super::Withdrawal;
 use consentd_core::action::Action;
 
