@@ -384,7 +384,7 @@ async fn open_store(
 /// `/lang`, which wins over the config and their Telegram language.
 fn owner_at_start(
     config: &Config,
-    stored: Option<consentd_store::consent::OwnerRow>,
+    stored: Option<consentd_store::owner::OwnerRow>,
     settings: &std::collections::BTreeMap<String, String>,
 ) -> Option<crate::owner::Owner> {
     let mut owner = consent::load_owner(config, stored)?;

@@ -90,7 +90,7 @@ async fn send_to_owner(
 ) -> anyhow::Result<Option<i64>> {
     let stored =
         consentd_store::paired_owner(&config.paths.state_dir.join(consentd_store::DB_FILE))?.map(
-            |(telegram_id, language_code)| consentd_store::consent::OwnerRow {
+            |(telegram_id, language_code)| consentd_store::owner::OwnerRow {
                 telegram_id,
                 language_code,
             },

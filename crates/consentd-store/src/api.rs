@@ -17,10 +17,10 @@ use consentd_core::lookalike::KnownTargets;
 use consentd_core::mandate::Usage;
 use consentd_core::suggest::History;
 
-use crate::consent::OwnerRow;
 use crate::drawn::Drawn;
 use crate::journal;
 use crate::outbox::{Head, Lane};
+use crate::owner::OwnerRow;
 use crate::settings::MandateSpend;
 use crate::suggestions::Suggestion;
 use crate::{MandateRow, Record, RecordState, SavedRule, Store, StoreError};

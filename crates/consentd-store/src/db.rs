@@ -377,6 +377,24 @@ impl Db {
     pub fn connection(&self) -> &Connection {
         &self.conn
     }
+
+    /// The next getUpdates offset (0 before the first update).
+    pub fn next_offset(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .conn
+            .query_row_cached(
+                "SELECT next_offset FROM telegram_state WHERE id = 1",
+                [],
+                |row| row.get(0),
+            )
+            .optional()?
+            .unwrap_or(0))
+    }
+
+    /// An update that changes nothing but the offset.
+    pub fn skip_update(&mut self, next_offset: i64, now: DateTime<Utc>) -> Result<(), StoreError> {
+        self.write_effects(now, Some(next_offset), |_, _| Ok(()))
+    }
 }
 
 /// What every write does after its change, in its transaction or savepoint: the seal's key

@@ -105,7 +105,7 @@ mod tests {
     use chrono::{DateTime, TimeZone, Utc};
 
     use super::super::ask::{AskOutcome, AskPolicy, NewAsk};
-    use super::super::consent::Finish;
+    use super::super::claims::Finish;
     use super::super::db::Db;
     use super::super::mandates::NewMandate;
     use super::super::state::RecordState;
@@ -234,8 +234,8 @@ mod tests {
                 wall: at,
                 monotonic: Self::monotonic(),
             };
-            let window = crate::consent::ClaimWindow::JudgedAtGrant;
-            let notices = crate::consent::ClaimNotices::default();
+            let window = crate::claims::ClaimWindow::JudgedAtGrant;
+            let notices = crate::claims::ClaimNotices::default();
             self.db.claim(&id, true, (&now, window), &notices).unwrap();
             if let Some(state) = end {
                 let finish = Finish {

@@ -1,6 +1,7 @@
 //! Strangers' rejected presses: each press is applied as `consentd_core::stranger` decides, its
 //! window kept in `stranger_presses`, so a stranger pressing the owner's buttons over and over
-//! costs the owner one notice an hour and the journal two lines per window.
+//! costs the owner one notice an hour and the journal two lines per window; and the polite line
+//! a stranger writing to the bot hears at most once an hour.
 
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -131,6 +132,37 @@ impl Db {
                 )?;
             }
             Ok(lines)
+        })
+    }
+
+    /// Whether a stranger may get the polite line now (at most once an hour); if so, notes it and
+    /// runs `reply` (which queues the line) in the same transaction.
+    pub fn stranger_may_hear(
+        &mut self,
+        user_id: i64,
+        next_offset: i64,
+        now: DateTime<Utc>,
+        reply: &Outgoing,
+    ) -> Result<bool, StoreError> {
+        let since = timestamp(now - chrono::Duration::hours(1));
+        self.write_effects(now, Some(next_offset), |tx, effects| {
+            let recent: Option<String> = tx
+                .query_row_cached(
+                    "SELECT last_at FROM stranger_replies WHERE user_id = ?1 AND last_at > ?2",
+                    params![user_id, since],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            if recent.is_some() {
+                return Ok(false);
+            }
+            tx.execute_cached(
+                "INSERT INTO stranger_replies (user_id, last_at) VALUES (?1, ?2)
+                 ON CONFLICT (user_id) DO UPDATE SET last_at = excluded.last_at",
+                params![user_id, timestamp(now)],
+            )?;
+            reply.queue_in(tx, effects)?;
+            Ok(true)
         })
     }
 }

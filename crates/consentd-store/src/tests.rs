@@ -828,13 +828,13 @@ fn a_kinds_mandate_day_is_counted_from_indexes_alone() {
 fn open_records_are_listed_from_the_open_index() {
     let fixture = Fixture::new();
     let db = fixture.open();
-    let plan = query_plan(&db, super::consent::OPEN_RECORDS_IN, params!["pending"]);
+    let plan = query_plan(&db, super::cards::OPEN_RECORDS_IN, params!["pending"]);
     assert!(
         plan.iter().any(|step| step.contains("records_open")),
         "{plan:?}"
     );
     // So do the sweep's looks for cards and asks past their time, every second.
-    for sql in [super::consent::DUE_FOR_EXPIRY, super::withdraw::DUE_UNSHOWN] {
+    for sql in [super::cards::DUE_FOR_EXPIRY, super::withdraw::DUE_UNSHOWN] {
         let plan = query_plan(&db, sql, params![]);
         assert!(
             // A walk of the open index only: never of the whole table ("SCAN records").
@@ -1569,7 +1569,7 @@ fn a_card_sent_keeps_its_message_and_what_it_shows_in_one_transaction() {
 
 #[test]
 fn a_claim_judges_the_window_only_when_told_to() {
-    use super::consent::{Claim, ClaimNotices, ClaimWindow};
+    use super::claims::{Claim, ClaimNotices, ClaimWindow};
     use consentd_core::deadline::Now;
     let fixture = Fixture::new();
     let mut db = fixture.open();
@@ -1637,7 +1637,7 @@ fn a_claim_judges_the_window_only_when_told_to() {
 /// transaction. Each case: the daemon's copy still says on, the store says off.
 #[test]
 fn an_off_committed_before_an_ask_or_a_claim_wins_over_the_daemons_copy() {
-    use super::consent::{Claim, ClaimNotices, ClaimWindow};
+    use super::claims::{Claim, ClaimNotices, ClaimWindow};
     let fixture = Fixture::new();
     let mut db = fixture.open();
     open_mandate(&mut db, "publish_x", 10, t0());

@@ -31,7 +31,7 @@ pub enum Withdrawal {
 }
 
 /// The pending asks with a ttl of their own, which the sweep judges every second: read through
-/// `records_open` (see `consent::OPEN_RECORDS_IN`), not by a walk of every record ever made.
+/// `records_open` (see `cards::OPEN_RECORDS_IN`), not by a walk of every record ever made.
 pub(crate) const DUE_UNSHOWN: &str =
     "SELECT id, created_at, expires_at, asked_boot, asked_since_boot_ms
      FROM records INDEXED BY records_open

@@ -63,7 +63,7 @@ use consentd_core::config::{Config, Gate};
 use consentd_core::deadline::Window;
 use consentd_core::locale::{Language, Locales};
 use consentd_core::press::{MessageFacts, PressKey};
-use consentd_store::consent::OwnerRow;
+use consentd_store::owner::OwnerRow;
 use consentd_store::{Record, Store, StoreError};
 
 use expiry::tick_sweeps;

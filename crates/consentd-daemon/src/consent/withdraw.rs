@@ -2,7 +2,7 @@
 //! the same transaction), an approval-only category's Yes (`approved`: nothing is claimed or
 //! run), the receipt of one a mandate approved, and an ask that reached its own ttl unshown.
 
-use consentd_store::consent::Finish;
+use consentd_store::claims::Finish;
 use consentd_store::{Decided, Outgoing, Record, RecordState, StoreError, Withdrawal};
 
 use super::{Consent, Decision};
