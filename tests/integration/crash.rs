@@ -30,7 +30,7 @@ fn assert_store_agrees(
     daemon: &Daemon,
     journaled: &BTreeSet<String>,
     acknowledged: &BTreeSet<String>,
-    head: &consentd_store::journal::Head,
+    head: &consentd_core::journal::Head,
 ) {
     let db = rusqlite::Connection::open(daemon.state_dir.join("consentd.db")).unwrap();
     let mut statement = db.prepare("SELECT id FROM records").unwrap();

@@ -18,7 +18,6 @@ use consentd_core::mandate::Usage;
 use consentd_core::suggest::History;
 
 use crate::drawn::Drawn;
-use crate::journal;
 use crate::outbox::{Head, Lane};
 use crate::owner::OwnerRow;
 use crate::settings::MandateSpend;
@@ -255,7 +254,7 @@ impl Store {
     }
 
     /// The journal's head as the store knows it.
-    pub async fn journal_head(&self) -> Result<journal::Head, StoreError> {
+    pub async fn journal_head(&self) -> Result<consentd_core::journal::Head, StoreError> {
         self.call(|db| Ok(db.journal_head())).await
     }
 

@@ -24,8 +24,8 @@
 //!   a single write). No request of a batch was answered before its commit.
 
 use crate::db::{Batch, Db};
-use crate::journal::Line;
 use crate::StoreError;
+use consentd_core::journal::Line;
 
 /// The most requests one batch takes: enough to share one fsync among a burst of agents, few
 /// enough that the first of them is not held long behind the last.

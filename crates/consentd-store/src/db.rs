@@ -17,7 +17,8 @@ use super::cached::{Cached, STATEMENT_CACHE_CAPACITY};
 use super::events::{Effects, EventName, JournalEvent};
 use super::state::RecordState;
 use super::StoreError;
-use crate::journal::{self, JournalFile, Line};
+use crate::journal::{JournalFile, KeyFile};
+use consentd_core::journal::{self, Line};
 
 /// SQLite's page cache for the store's one connection, in KiB (SQLite's default is 2,000).
 /// The file's pages stay in the kernel's page cache anyway; this is only what SQLite keeps
@@ -57,7 +58,7 @@ pub struct Db {
     pub(super) conn: Connection,
     journal: JournalFile,
     /// The sealing key, once `consentd journal seal-init` made one.
-    pub(super) sealer: Option<journal::KeyFile>,
+    pub(super) sealer: Option<KeyFile>,
     /// Records whose state changed since the last call to [`Db::take_changes`].
     pub(super) changed: Vec<(String, RecordState)>,
     /// Set when a transaction queued something for Telegram.
@@ -402,7 +403,7 @@ impl Db {
 /// Telegram offset stored, and the events staged as sealed, chained lines.
 fn seal_and_stage(
     tx: &Connection,
-    sealer: &mut Option<journal::KeyFile>,
+    sealer: &mut Option<KeyFile>,
     now: DateTime<Utc>,
     next_offset: Option<i64>,
     effects: &mut Effects,

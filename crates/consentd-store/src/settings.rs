@@ -17,8 +17,8 @@ use super::events::{Effects, JournalEvent};
 use super::outbox::Outgoing;
 use super::time::timestamp;
 use super::{StoreError, DB_FILE};
-use crate::journal::GENESIS_PREV;
 use consentd_core::gate::DayCounts;
+use consentd_core::journal::GENESIS_PREV;
 
 /// A mandate's use on one day, for the summary.
 #[derive(Debug, Clone, PartialEq, Eq)]

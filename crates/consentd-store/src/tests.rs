@@ -41,7 +41,7 @@ impl Fixture {
         Db::open(&self.db_path, &self.journal_path, t0()).unwrap().0
     }
 
-    pub(super) fn journal_verifies(&self) -> journal::Head {
+    pub(super) fn journal_verifies(&self) -> consentd_core::journal::Head {
         match journal::verify_file(&self.journal_path, None).unwrap() {
             Ok(verified) => verified.head,
             Err(problem) => panic!("journal does not verify: {problem}"),
