@@ -377,7 +377,10 @@ async fn open_store(
             chrono::Utc::now(),
         )
         .await?;
-    Ok((store.with_free_space(crate::disk::probe()), store_thread))
+    Ok((
+        store.with_free_space(crate::intake::disk::probe()),
+        store_thread,
+    ))
 }
 
 /// The owner at start: the config's or the paired one, in the language the owner chose with

@@ -28,6 +28,7 @@
 //! Siblings reach each other only through `impl Consent` methods or through the leaves
 //! (`queue`, `drawer`, `stale`), so the module graph has no cycle.
 
+mod approval_only;
 mod drawer;
 mod exact;
 mod expiry;
@@ -41,6 +42,7 @@ mod reply;
 mod runs;
 mod stale;
 mod suggest;
+mod summary;
 mod withdraw;
 
 use crate::owner::{owner_language, Owner, OwnerCell};

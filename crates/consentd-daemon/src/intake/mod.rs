@@ -1,6 +1,8 @@
 //! An ask's journey from a request frame to a stored record or a refusal, and the `status` and
 //! `list` reads. Knows nothing of sockets: [`crate::server`] moves the bytes.
 
+pub(crate) mod disk;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
