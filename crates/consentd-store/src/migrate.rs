@@ -15,7 +15,7 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (5, include_str!("migrations/0005_binding.sql")),
     (6, include_str!("migrations/0006_mandate_use.sql")),
     (7, include_str!("migrations/0007_decline_reason.sql")),
-    (8, include_str!("migrations/0008_protocol_additions.sql")),
+    (8, include_str!("migrations/0008_withdrawn_approved.sql")),
     (9, include_str!("migrations/0009_agent_runs.sql")),
     (11, include_str!("migrations/0011_stranger_presses.sql")),
     (12, include_str!("migrations/0012_journal_seal.sql")),

@@ -20,7 +20,7 @@ pub(super) fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap()
 }
 
-/// A database and a journal in a temp dir (the protocol additions' tests share it).
+/// A database and a journal in a temp dir (the withdraw tests share it).
 pub(super) struct Fixture {
     _dir: tempfile::TempDir,
     pub(super) db_path: PathBuf,

@@ -1,4 +1,4 @@
-//! The protocol additions' state changes (docs/PROTOCOL.md): a session withdrawing its own open
+//! A record's ends other than a run's (docs/PROTOCOL.md): a session withdrawing its own open
 //! ask, an approval-only category's yes (`approved`: nothing is claimed or run), and an ask's
 //! own deadline (`ttl`) reached before its card was shown.
 

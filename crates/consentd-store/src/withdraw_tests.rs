@@ -1,4 +1,4 @@
-//! The protocol additions' store operations against a real SQLite file and journal: a withdraw
+//! The store's withdraw, approval-only and ttl operations against a real SQLite file and journal: a withdraw
 //! from each state, an approval-only yes, an ask's own deadline, and migration 0008 keeping every
 //! record of a database made before it.
 

@@ -18,12 +18,13 @@
 //! - `runs`: claiming a granted record, running it, recording how it ended;
 //! - `suggest`: a mandate suggested after the owner's yeses, and its button's press;
 //! - `recover`: at start, the claims a crash left without an outcome, and granted records;
-//! - `expiry`: the sweep — cards past their ttl, mandates past their term, the evening summary;
+//! - `expiry`: the sweep — cards and unshown asks past their ttl, mandates past their term,
+//!   the evening summary (`summary`);
 //! - `drawer`: cards, outcomes and receipts drawn for the owner, and the sender's [`Drawer`];
 //! - `queue`: the outbox helpers every part queues its messages with;
 //! - `poller`: the getUpdates loop that feeds the loop its batches;
-//! - `withdraw`: the protocol additions — a session's withdraw, an approval-only category's
-//!   yes (`approved`, nothing runs) and its receipt under a mandate, an ask past its own ttl.
+//! - `withdraw`: a session's withdraw; `approval_only`: an approval-only category's yes
+//!   (`approved`, nothing runs) and its receipt under a mandate.
 //!
 //! Siblings reach each other only through `impl Consent` methods or through the leaves
 //! (`queue`, `drawer`, `stale`), so the module graph has no cycle.
