@@ -7,6 +7,12 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::StoreError;
 
 /// The numbered migrations, applied in order.
+///
+/// There is no migration 10, and there never was one: no commit of this repository holds one.
+/// The stranger presses (11) and the journal's seals (12) were written side by side on branches
+/// of their own, when 9 was the last migration, and merged with those numbers, before any
+/// release. Only the number matters (`user_version`), so a database at 9 goes on to 11; a 10
+/// must never be added now, since a database at 21 would never run it.
 pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("migrations/0001_init.sql")),
     (2, include_str!("migrations/0002_telegram.sql")),
