@@ -7,7 +7,7 @@
 //! - `consentd hook claude-code`: a process per tool call, reading the event and the rules file.
 //!
 //! Every ask carries an invisible character, so the daemon answers it at once — the same work in
-//! every column: since the refusal budget (issue 17), the first of each `refusal_window` is
+//! every column: since the refusal budget, the first of each `refusal_window` is
 //! recorded and journaled and its repeats only counted — and the figures are the front end's own
 //! time plus one refusal. Run: `cargo bench --bench agent_overhead [-- ASKS]` (default 300 per column).
 

@@ -1,7 +1,7 @@
 //! Intake figures for docs/BENCHMARKS.md, measured side by side in one run:
 //! - refusals per second over the socket from 8 concurrent clients, for a malformed frame (refused
-//!   before the store) and for an ask with an invisible character (before the refusal budget of
-//!   issue 17 each was recorded and journaled, a SQLite commit and a journal fsync; now the first
+//!   before the store) and for an ask with an invisible character (before the refusal budget
+//!   each was recorded and journaled, a SQLite commit and a journal fsync; now the first
 //!   of each `refusal_window` is, and its repeats are counted in memory);
 //! - the raw fsync rate of the same disk, the baseline for the journaled refusals;
 //! - the resident memory of an idle `serve`, and after the load.

@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use chrono::{TimeZone, Utc};
-use consentd_store::journal;
+use consentd_core::journal;
 use serde_json::{json, Value};
 
 const LINES: u64 = 1_000_000;
@@ -127,7 +127,7 @@ fn time_sha256sum(path: &Path) -> Duration {
 
 fn time_verify(path: &Path, keys: journal::SealKeys) -> Duration {
     let start = Instant::now();
-    let verified = journal::verify_file_sealed(path, None, keys)
+    let verified = consentd_store::journal::verify_file_sealed(path, None, keys)
         .expect("read journal")
         .expect("journal verifies");
     let took = start.elapsed();
@@ -242,7 +242,7 @@ fn sealing_cost(dir: &Path) {
     }
     let seal = start.elapsed() / MACS;
     const CHANGES: i64 = 200;
-    let mut file = journal::KeyFile::create(dir, &K0, 1, 0, 60).expect("key file");
+    let mut file = consentd_store::journal::KeyFile::create(dir, &K0, 1, 0, 60).expect("key file");
     let start = Instant::now();
     for i in 1..=CHANGES {
         file.key_at(i * 60_000).expect("evolve");

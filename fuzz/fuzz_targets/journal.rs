@@ -14,7 +14,7 @@ use std::str::FromStr;
 use std::sync::OnceLock;
 
 use chrono::DateTime;
-use consentd_store::journal::{self, Anchor, Head, Line, Problem};
+use consentd_core::journal::{self, Anchor, Head, Line, Problem};
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
@@ -96,19 +96,19 @@ fn on_disk(anchored: bool, bytes: &[u8]) {
 
     let path = scratch();
     std::fs::write(path, bytes).expect("write the scratch journal");
-    let from_file = journal::verify_file(path, anchor.as_ref()).expect("read the scratch journal");
+    let from_file = consentd_store::journal::verify_file(path, anchor.as_ref()).expect("read the scratch journal");
     assert_eq!(
         from_file, verdict,
         "the file and in-memory verifiers disagree"
     );
-    let head = journal::head(path).expect("read the scratch journal");
+    let head = consentd_store::journal::head(path).expect("read the scratch journal");
     match (&plain, &head) {
         (Ok(v), _) => assert_eq!(head, Ok(v.head.clone())),
         // `head` reports a problem only after verifying the whole file.
         (Err(p), Err(q)) => assert_eq!(p, q),
         (Err(_), Ok(_)) => {}
     }
-    let cut = journal::repair_torn_tail(path).expect("repair the scratch journal");
+    let cut = consentd_store::journal::repair_torn_tail(path).expect("repair the scratch journal");
     let kept = bytes.len() - cut as usize;
     assert!(kept == 0 || bytes[kept - 1] == b'\n');
     assert!(!bytes[kept..].contains(&b'\n'));

@@ -22,7 +22,10 @@ pub(super) fn journal(command: JournalCommand) -> ExitCode {
 }
 
 fn verify(file: &Path, anchor: Option<&str>, keys: &[String]) -> ExitCode {
-    let anchor = match anchor.map(str::parse::<journal::Anchor>).transpose() {
+    let anchor = match anchor
+        .map(str::parse::<consentd_core::journal::Anchor>)
+        .transpose()
+    {
         Ok(anchor) => anchor,
         Err(error) => {
             errln!("consentd journal verify: --anchor: {error}");
@@ -31,7 +34,7 @@ fn verify(file: &Path, anchor: Option<&str>, keys: &[String]) -> ExitCode {
     };
     let mut k0s = Vec::new();
     for key in keys {
-        match journal::parse_key(key) {
+        match consentd_core::journal::parse_key(key) {
             Some(k) => k0s.push(k),
             None => {
                 errln!("consentd journal verify: --key: not 64 hex digits");

@@ -1,4 +1,4 @@
-//! Issue 17's bounds on what a session can make the daemon write: no attachment is kept for a
+//! The bounds on what a session can make the daemon write: no attachment is kept for a
 //! refused ask and none is left without a record, a refusal flood from one uid grows the journal
 //! by a bounded number of lines that still account for every refusal, and a full disk refuses
 //! asks `disk_full` without losing a decision, telling the owner once.

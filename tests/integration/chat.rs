@@ -1,4 +1,4 @@
-//! The owner's chat (issue 14, item 9): a No that carries the owner's reason to the session, the
+//! The owner's chat: a No that carries the owner's reason to the session, the
 //! settings as they are, one line for a stray message, stale buttons told apart and taken away,
 //! and the category's labels for the fields on a card.
 

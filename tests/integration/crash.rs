@@ -31,7 +31,7 @@ fn assert_store_agrees(
     daemon: &Daemon,
     journaled: &BTreeSet<String>,
     acknowledged: &BTreeSet<String>,
-    head: &consentd_store::journal::Head,
+    head: &consentd_core::journal::Head,
 ) {
     let db = Inspect::open_read_only(&daemon.state_dir).unwrap();
     let stored: BTreeSet<String> = db

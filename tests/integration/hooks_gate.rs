@@ -3,8 +3,7 @@
 //! was made from (Claude Code's `updatedInput`); a No denies; a wait past `--max-wait`
 //! withdraws the ask and denies; the origin line puts the agent and its directory on the card.
 //!
-//! These need the daemon's protocol additions (approve categories, `withdraw`, `origin`):
-//! register this module in main.rs once they are merged.
+//! These use approve categories, `withdraw` and `origin`.
 
 use serde_json::json;
 

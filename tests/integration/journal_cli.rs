@@ -1,7 +1,7 @@
 //! `consentd journal verify` and `journal head` on journals written by the library.
 
 use chrono::{TimeZone, Utc};
-use consentd_store::journal::{build_line, GENESIS_PREV};
+use consentd_core::journal::{build_line, GENESIS_PREV};
 use serde_json::json;
 
 use crate::fixture::{consentd, stdout};

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use consentd_store::journal::{key_id, parse_key, Key, Line, SealKey};
+use consentd_core::journal::{key_id, parse_key, Key, Line, SealKey};
 use nix::sys::signal::Signal;
 use sha2::{Digest as _, Sha256};
 

@@ -1,4 +1,4 @@
-//! Issue 17, items 4 and 5: the sender's lanes (an urgent notice is not kept waiting behind a
+//! The sender's lanes (an urgent notice is not kept waiting behind a
 //! backlog of cards, and cards keep their order), and strangers' presses (one notice to the owner
 //! per stranger per hour, their presses journaled as counted lines).
 

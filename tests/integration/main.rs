@@ -1,7 +1,9 @@
 //! The one integration test binary: each module drives the real `consentd` binary through its
 //! real surfaces — the socket, the command line, the journal file.
 
+mod approval_only;
 mod ask;
+mod ask_ttl;
 mod attachments;
 mod attention;
 mod binding;
@@ -26,6 +28,7 @@ mod hooks_gate;
 mod hostile_peers;
 mod journal_cli;
 mod journal_seals;
+mod kinds;
 mod lanes_strangers;
 mod load;
 mod locales;
@@ -33,9 +36,9 @@ mod lookalike;
 mod mandates;
 mod mcp;
 mod opening;
+mod origin;
 mod owner;
 mod privilege;
-mod protocol_additions;
 mod runs;
 mod runs_reaped;
 mod sandbox;
@@ -47,3 +50,4 @@ mod suggestions_hostile;
 mod suggestions_later;
 mod tamper;
 mod unicode;
+mod withdraw;

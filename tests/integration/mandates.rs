@@ -430,7 +430,7 @@ fn only_the_owners_signed_stop_stops_a_mandate_and_it_holds_from_the_next_ask() 
         ),
         (
             // Another stranger: one stranger's presses within the hour are journaled as one
-            // counted line (issue 17), so each case here is its own presser.
+            // counted line, so each case here is its own presser.
             "another user in the owner's chat",
             UserSpec::new(778, "Eve's friend"),
             ChatSpec::private(OWNER),

@@ -377,14 +377,17 @@ async fn open_store(
             chrono::Utc::now(),
         )
         .await?;
-    Ok((store.with_free_space(crate::disk::probe()), store_thread))
+    Ok((
+        store.with_free_space(crate::intake::disk::probe()),
+        store_thread,
+    ))
 }
 
 /// The owner at start: the config's or the paired one, in the language the owner chose with
 /// `/lang`, which wins over the config and their Telegram language.
 fn owner_at_start(
     config: &Config,
-    stored: Option<consentd_store::consent::OwnerRow>,
+    stored: Option<consentd_store::owner::OwnerRow>,
     settings: &std::collections::BTreeMap<String, String>,
 ) -> Option<crate::owner::Owner> {
     let mut owner = consent::load_owner(config, stored)?;

@@ -21,8 +21,8 @@
 //! invariants; the parts, from the edge inwards:
 //! - `config` and `preflight`: the config's file against this machine (token, commands, users).
 //! - `server`: the Unix socket: peer credentials, framing, caps, timeouts, shutdown; `intake`,
-//!   an ask's journey from a parsed request to a stored record or a refusal; `disk`, the
-//!   intake's watch on the state directory's free space.
+//!   an ask's journey from a parsed request to a stored record or a refusal, and its `disk`,
+//!   the intake's watch on the state directory's free space.
 //! - `owner`, the owner the intake and the consent loop share; `consent`, the consent loop;
 //!   `sender`, the outbox; `telegram`, the Bot API transport; `executor`, the command, once.
 //! - `daemon`: `serve`, wiring the parts together; `pair`, a pairing code; `seal_key`, the
@@ -36,7 +36,6 @@ pub mod clock;
 pub mod config;
 pub(crate) mod consent;
 pub mod daemon;
-pub(crate) mod disk;
 pub(crate) mod executor;
 pub(crate) mod failpoint;
 pub(crate) mod intake;

@@ -38,7 +38,7 @@ pub fn make_key(config_path: &Path, rotate: bool) -> anyhow::Result<()> {
     let k0 = journal::new_k0()?;
     let now = crate::clock::from_env().now().timestamp_millis();
     let secs = config.journal.seal_epoch.as_secs() as i64;
-    let key_id = journal::key_id(&k0);
+    let key_id = consentd_core::journal::key_id(&k0);
     let k0_hex = hex::encode(k0);
     let qr = qrcode::QrCode::new(k0_hex.as_bytes())
         .context("cannot make a QR code of the key")?
@@ -55,7 +55,7 @@ pub fn make_key(config_path: &Path, rotate: bool) -> anyhow::Result<()> {
     );
     outln!(
         "Sealing starts at the daemon's next start: its first line is `{}` with key id {}, and each key lives {}s.",
-        if rotate { journal::SEAL_ROTATED } else { journal::SEAL_STARTED },
+        if rotate { consentd_core::journal::SEAL_ROTATED } else { consentd_core::journal::SEAL_STARTED },
         key_id,
         secs
     );
@@ -90,7 +90,7 @@ async fn send_to_owner(
 ) -> anyhow::Result<Option<i64>> {
     let stored =
         consentd_store::paired_owner(&config.paths.state_dir.join(consentd_store::DB_FILE))?.map(
-            |(telegram_id, language_code)| consentd_store::consent::OwnerRow {
+            |(telegram_id, language_code)| consentd_store::owner::OwnerRow {
                 telegram_id,
                 language_code,
             },

@@ -17,10 +17,9 @@ use consentd_core::lookalike::KnownTargets;
 use consentd_core::mandate::Usage;
 use consentd_core::suggest::History;
 
-use crate::consent::OwnerRow;
 use crate::drawn::Drawn;
-use crate::journal;
 use crate::outbox::{Head, Lane};
+use crate::owner::OwnerRow;
 use crate::settings::MandateSpend;
 use crate::suggestions::Suggestion;
 use crate::{MandateRow, Record, RecordState, SavedRule, Store, StoreError};
@@ -258,7 +257,7 @@ impl Store {
     }
 
     /// The journal's head as the store knows it.
-    pub async fn journal_head(&self) -> Result<journal::Head, StoreError> {
+    pub async fn journal_head(&self) -> Result<consentd_core::journal::Head, StoreError> {
         self.call(|db| Ok(db.journal_head())).await
     }
 

@@ -7,17 +7,18 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::base::EventName;
-use super::base::{
-    claim_in, new_record_id, since, timestamp, transition_in, Db, Effects, JournalEvent,
-    StateChange,
-};
 use super::cached::Cached;
+use super::db::Db;
+use super::events::EventName;
+use super::events::{Effects, JournalEvent};
+use super::ids::new_record_id;
 use super::mandate_rows::{covering_mandate, Cover};
 use super::readings::monotonic_ms;
 use super::records::{record_where, Record, OPEN_BY_DIGEST};
 use super::refusals::refusal_in;
 use super::state::RecordState;
+use super::time::{since, timestamp};
+use super::transitions::{claim_in, transition_in, StateChange};
 use super::StoreError;
 use consentd_core::action::{format_usd, Action};
 use consentd_core::clock::Monotonic;

@@ -23,9 +23,9 @@
 //!   of it with its journal lines staged in the same commit (appended at the next start, as for
 //!   a single write). No request of a batch was answered before its commit.
 
-use crate::base::{Batch, Db};
-use crate::journal::Line;
+use crate::db::{Batch, Db};
 use crate::StoreError;
+use consentd_core::journal::Line;
 
 /// The most requests one batch takes: enough to share one fsync among a burst of agents, few
 /// enough that the first of them is not held long behind the last.

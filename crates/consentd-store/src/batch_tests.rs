@@ -2,7 +2,7 @@
 
 use std::sync::mpsc;
 
-use super::base::{EventName, JournalEvent};
+use super::events::{EventName, JournalEvent};
 use super::tests::{t0, Fixture};
 use super::{Store, StoreError};
 use crate::journal;

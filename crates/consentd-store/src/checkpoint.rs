@@ -8,14 +8,14 @@
 //! - The store's thread checkpoints instead when it is idle: once its queue is empty after a
 //!   batch, and at least [`IDLE_CHECKPOINT_COMMITS`] commits have gone into the WAL since the
 //!   last one. A request that arrives during it waits, as it would behind any batch.
-//! - SQLite's own checkpoint stays as the backstop, at `base::WAL_BACKSTOP_PAGES` (set as the
+//! - SQLite's own checkpoint stays as the backstop, at `db::WAL_BACKSTOP_PAGES` (set as the
 //!   connection opens), for a load that never leaves the thread idle: the WAL stays bounded
 //!   either way.
 //! - A checkpoint is PASSIVE: it copies what no reader still needs and never blocks; what it
 //!   leaves is copied by the next one. Durability does not depend on it: a commit is durable
 //!   in the WAL (`synchronous = FULL`).
 
-use crate::base::Db;
+use crate::db::Db;
 use crate::StoreError;
 
 /// Commits since the last checkpoint that make an idle store's thread checkpoint: a few

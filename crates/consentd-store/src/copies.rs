@@ -3,7 +3,7 @@
 //! `outcome_unknown`, `approved`); not at all once it ends without running (`declined`,
 //! `expired`, `refused`, `withdrawn`, a failed claim). A record keeps its copies while its
 //! `copies_kept` is set (migration 0021): cleared in the transaction that ends a record that
-//! never ran ([`crate::base::transition_in`]) and by [`Db::release_retained_copies`].
+//! never ran ([`crate::transitions::transition_in`]) and by [`Db::release_retained_copies`].
 //!
 //! A copy is a file named by its hash, which records with the same bytes share: it is removed
 //! after the commit that released it, when no record keeps it any more
@@ -18,9 +18,10 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use rusqlite::params;
 
-use super::base::{since, Db};
 use super::cached::Cached;
+use super::db::Db;
 use super::state::RecordState;
+use super::time::since;
 use super::StoreError;
 
 impl Db {

@@ -5,18 +5,19 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::base::EventName;
-use super::base::{
-    note_decider_name, timestamp, transition_in, Db, Effects, JournalEvent, StateChange,
-};
 use super::cached::Cached;
-use super::consent::resume_in;
+use super::db::Db;
+use super::events::EventName;
+use super::events::{Effects, JournalEvent};
 use super::mandates::stop_in;
 use super::outbox::Outgoing;
 use super::records::{record_where, Record, Subject};
 use super::settings::switch_category_in;
+use super::silences::resume_in;
 use super::state::RecordState;
 use super::suggestions::{open_suggestion_in, suggested_and_covered, Opened};
+use super::time::timestamp;
+use super::transitions::{note_decider_name, transition_in, StateChange};
 use super::StoreError;
 use consentd_core::clock::Monotonic;
 

@@ -8,9 +8,11 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::base::{timestamp, Db, Effects};
 use super::cached::Cached;
+use super::db::Db;
+use super::events::Effects;
 use super::outbox::{self, Body};
+use super::time::timestamp;
 use super::StoreError;
 use consentd_core::press::{self, PressAction};
 

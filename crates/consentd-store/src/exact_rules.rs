@@ -11,11 +11,13 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::base::{parse_time, timestamp, Db, Effects, EventName, JournalEvent};
 use super::cached::Cached;
+use super::db::Db;
 use super::drawn::unbutton_in;
+use super::events::{Effects, EventName, JournalEvent};
 use super::outbox::Outgoing;
 use super::records::record_where;
+use super::time::{parse_time, timestamp};
 use super::StoreError;
 use consentd_core::digest::Sha256Hash;
 use consentd_core::exact::RuleQuery;

@@ -11,7 +11,8 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
-use super::base::{timestamp, Db};
+use super::db::Db;
+use super::time::timestamp;
 use super::{RecordState, StoreError};
 use consentd_core::lookalike::{KnownTargets, KNOWN_DAYS};
 
@@ -103,8 +104,9 @@ mod tests {
 
     use chrono::{DateTime, TimeZone, Utc};
 
-    use super::super::consent::Finish;
-    use super::super::db::{AskOutcome, AskPolicy, Db, NewAsk};
+    use super::super::ask::{AskOutcome, AskPolicy, NewAsk};
+    use super::super::claims::Finish;
+    use super::super::db::Db;
     use super::super::mandates::NewMandate;
     use super::super::state::RecordState;
     use consentd_core::action::Action;
@@ -232,8 +234,8 @@ mod tests {
                 wall: at,
                 monotonic: Self::monotonic(),
             };
-            let window = crate::consent::ClaimWindow::JudgedAtGrant;
-            let notices = crate::consent::ClaimNotices::default();
+            let window = crate::claims::ClaimWindow::JudgedAtGrant;
+            let notices = crate::claims::ClaimNotices::default();
             self.db.claim(&id, true, (&now, window), &notices).unwrap();
             if let Some(state) = end {
                 let finish = Finish {

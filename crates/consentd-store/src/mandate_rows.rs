@@ -7,9 +7,9 @@ use chrono_tz::Tz;
 use rusqlite::{params, Connection, OptionalExtension};
 use rust_decimal::Decimal;
 
-use super::base::{parse_time, timestamp};
 use super::cached::Cached;
 use super::readings::stored_monotonic;
+use super::time::{parse_time, timestamp};
 use super::StoreError;
 use consentd_core::action::{format_usd, Action};
 use consentd_core::clock::Monotonic;

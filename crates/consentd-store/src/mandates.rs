@@ -11,10 +11,12 @@ use rusqlite::{params, Connection};
 use rust_decimal::Decimal;
 
 use super::ask::{pending_refusal, stateful_refusal, AskOutcome, AskPolicy};
-use super::base::EventName;
-use super::base::{new_record_id, timestamp, Db, Effects, JournalEvent};
 use super::cached::Cached;
+use super::db::Db;
 use super::drawn::unbutton_in;
+use super::events::EventName;
+use super::events::{Effects, JournalEvent};
+use super::ids::new_record_id;
 pub use super::mandate_rows::MandateRow;
 use super::mandate_rows::{
     mandate_from_row, mandate_row, money_column, usage_on_day, MANDATE_COLUMNS,
@@ -23,6 +25,7 @@ use super::outbox::{Body, Outgoing, Sound};
 use super::readings::monotonic_ms;
 use super::records::{record_where, Record};
 use super::refusals::refusal_in;
+use super::time::timestamp;
 use super::StoreError;
 use consentd_core::action::format_usd;
 use consentd_core::clock::Monotonic;

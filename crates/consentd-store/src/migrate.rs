@@ -7,6 +7,12 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::StoreError;
 
 /// The numbered migrations, applied in order.
+///
+/// There is no migration 10, and there never was one: no commit of this repository holds one.
+/// The stranger presses (11) and the journal's seals (12) were written side by side on branches
+/// of their own, when 9 was the last migration, and merged with those numbers, before any
+/// release. Only the number matters (`user_version`), so a database at 9 goes on to 11; a 10
+/// must never be added now, since a database at 21 would never run it.
 pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("migrations/0001_init.sql")),
     (2, include_str!("migrations/0002_telegram.sql")),
@@ -15,7 +21,7 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (5, include_str!("migrations/0005_binding.sql")),
     (6, include_str!("migrations/0006_mandate_use.sql")),
     (7, include_str!("migrations/0007_decline_reason.sql")),
-    (8, include_str!("migrations/0008_protocol_additions.sql")),
+    (8, include_str!("migrations/0008_withdrawn_approved.sql")),
     (9, include_str!("migrations/0009_agent_runs.sql")),
     (11, include_str!("migrations/0011_stranger_presses.sql")),
     (12, include_str!("migrations/0012_journal_seal.sql")),

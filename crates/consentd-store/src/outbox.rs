@@ -6,8 +6,10 @@ use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
-use super::base::{timestamp, Db, Effects};
 use super::cached::Cached;
+use super::db::Db;
+use super::events::Effects;
+use super::time::timestamp;
 use super::StoreError;
 use consentd_core::styled::{Span, Styled};
 

@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use chrono::Utc;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::base::timestamp;
+use super::time::timestamp;
 
 /// Stores the hash of a new pairing code in the database at `db_path`, unless an owner is paired
 /// or pairing is locked after too many wrong codes.

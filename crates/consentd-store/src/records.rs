@@ -7,11 +7,12 @@ use chrono::{DateTime, Utc};
 use rusqlite::{named_params, params, Connection, OptionalExtension};
 use rust_decimal::Decimal;
 
-use super::base::{parse_time, Db};
 use super::cached::Cached;
+use super::db::Db;
 use super::mandate_rows::{mandate_row, stored_digest, MandateRow};
 use super::readings::stored_monotonic;
 use super::state::RecordState;
+use super::time::parse_time;
 use super::StoreError;
 use consentd_core::clock::Monotonic;
 use consentd_core::deadline::{Span, Window};

@@ -17,9 +17,12 @@ use rusqlite::{params, Connection};
 use consentd_core::reason::Refusal;
 use consentd_core::refusal_budget::{BudgetPolicy, Closed, RefusalBudget, RefusalKey, Verdict};
 
-use super::base::{new_record_id, timestamp, Db, Effects, EventName, JournalEvent, Refusals};
 use super::cached::Cached;
+use super::db::{Db, Refusals};
+use super::events::{Effects, EventName, JournalEvent};
+use super::ids::new_record_id;
 use super::state::RecordState;
+use super::time::timestamp;
 use super::StoreError;
 
 /// What a write made of one refusal, noted in the budget once the write is committed.

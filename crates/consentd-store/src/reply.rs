@@ -4,12 +4,14 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
-use super::base::EventName;
-use super::base::{timestamp, Db, JournalEvent};
 use super::cached::Cached;
+use super::db::Db;
+use super::events::EventName;
+use super::events::JournalEvent;
 use super::outbox::{self, Body, Sound, What};
 use super::records::{record_where, Record};
 use super::state::RecordState;
+use super::time::timestamp;
 use super::StoreError;
 use consentd_core::digest::Sha256Hash;
 

@@ -8,8 +8,9 @@ use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::Value;
 
-use crate::journal::{self, KeyFile, SealKey, SealKeys};
+use crate::journal::{self, KeyFile};
 use crate::StoreError;
+use consentd_core::journal::{announcement, SealKey, SealKeys};
 
 /// A line announcing a family of keys, to come first among a transaction's lines.
 pub(crate) struct Announce {
@@ -73,7 +74,7 @@ pub(crate) fn prepare(
         )?;
         announce = Some(Announce {
             rotated: announced.is_some(),
-            members: journal::announcement(&file.key_id, &file.epochs),
+            members: announcement(&file.key_id, &file.epochs),
         });
     }
     let key = file.key().clone();
@@ -183,10 +184,12 @@ pub fn paired_owner(db_path: &Path) -> Result<Option<(i64, Option<String>)>, Sto
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::{Db, EventName, JournalEvent};
+    use crate::db::Db;
+    use crate::events::{EventName, JournalEvent};
     use chrono::Duration;
+    use consentd_core::journal::Key;
 
-    const K0: journal::Key = [0x42; 32];
+    const K0: Key = [0x42; 32];
 
     fn t0() -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 3, 14, 9, 0, 0).unwrap()
@@ -256,7 +259,7 @@ mod tests {
         // so the owner runs `seal-init`, which has no old epoch to go on and starts at epoch 1.
         std::fs::remove_file(dir.path().join(journal::SEAL_KEY_FILE)).unwrap();
         assert!(Db::open(&db_path, &journal_path, t0() + Duration::minutes(9)).is_err());
-        const K1: journal::Key = [0x17; 32];
+        const K1: Key = [0x17; 32];
         let later = t0() + Duration::minutes(10);
         KeyFile::create(dir.path(), &K1, 1, later.timestamp_millis(), 60).unwrap();
         let (mut db, _) = Db::open(&db_path, &journal_path, later).unwrap();

@@ -10,13 +10,15 @@ use chrono::{DateTime, NaiveDate, Utc};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use rust_decimal::Decimal;
 
-use super::base::EventName;
-use super::base::{timestamp, Db, Effects, JournalEvent};
 use super::cached::Cached;
+use super::db::Db;
+use super::events::EventName;
+use super::events::{Effects, JournalEvent};
 use super::outbox::Outgoing;
+use super::time::timestamp;
 use super::{StoreError, DB_FILE};
-use crate::journal::GENESIS_PREV;
 use consentd_core::gate::DayCounts;
+use consentd_core::journal::GENESIS_PREV;
 
 /// A mandate's use on one day, for the summary.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,13 +1,16 @@
 //! Strangers' rejected presses: each press is applied as `consentd_core::stranger` decides, its
 //! window kept in `stranger_presses`, so a stranger pressing the owner's buttons over and over
-//! costs the owner one notice an hour and the journal two lines per window.
+//! costs the owner one notice an hour and the journal two lines per window; and the polite line
+//! a stranger writing to the bot hears at most once an hour.
 
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::base::{parse_time, timestamp, Db, EventName, JournalEvent};
 use super::cached::Cached;
+use super::db::Db;
+use super::events::{EventName, JournalEvent};
 use super::outbox::Outgoing;
+use super::time::{parse_time, timestamp};
 use super::StoreError;
 use consentd_core::stranger::{self, Window};
 
@@ -129,6 +132,37 @@ impl Db {
                 )?;
             }
             Ok(lines)
+        })
+    }
+
+    /// Whether a stranger may get the polite line now (at most once an hour); if so, notes it and
+    /// runs `reply` (which queues the line) in the same transaction.
+    pub fn stranger_may_hear(
+        &mut self,
+        user_id: i64,
+        next_offset: i64,
+        now: DateTime<Utc>,
+        reply: &Outgoing,
+    ) -> Result<bool, StoreError> {
+        let since = timestamp(now - chrono::Duration::hours(1));
+        self.write_effects(now, Some(next_offset), |tx, effects| {
+            let recent: Option<String> = tx
+                .query_row_cached(
+                    "SELECT last_at FROM stranger_replies WHERE user_id = ?1 AND last_at > ?2",
+                    params![user_id, since],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            if recent.is_some() {
+                return Ok(false);
+            }
+            tx.execute_cached(
+                "INSERT INTO stranger_replies (user_id, last_at) VALUES (?1, ?2)
+                 ON CONFLICT (user_id) DO UPDATE SET last_at = excluded.last_at",
+                params![user_id, timestamp(now)],
+            )?;
+            reply.queue_in(tx, effects)?;
+            Ok(true)
         })
     }
 }

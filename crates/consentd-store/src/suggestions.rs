@@ -6,13 +6,16 @@ use chrono::{DateTime, Duration, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 use rust_decimal::Decimal;
 
-use super::base::{new_record_id, parse_time, timestamp, Db, Effects, EventName, JournalEvent};
 use super::cached::Cached;
+use super::db::Db;
 use super::drawn::unbutton_in;
+use super::events::{Effects, EventName, JournalEvent};
+use super::ids::new_record_id;
 use super::mandate_rows::{money_column, money_from_column};
 use super::mandates::{insert_request, open_request, NewMandate};
 use super::outbox::Outgoing;
 use super::records::record_where;
+use super::time::{parse_time, timestamp};
 use super::StoreError;
 use consentd_core::clock::Monotonic;
 use consentd_core::mandate::MandateRequest;

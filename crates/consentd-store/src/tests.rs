@@ -7,8 +7,10 @@ use std::time::Duration;
 use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::params;
 
-use super::db::{AskOutcome, AskPolicy, Db, NewAsk, StateChange};
+use super::ask::{AskOutcome, AskPolicy, NewAsk};
+use super::db::Db;
 use super::state::RecordState;
+use super::transitions::StateChange;
 use super::{Store, StoreError};
 use crate::journal;
 use consentd_core::action::{Action, Attachment};
@@ -18,7 +20,7 @@ pub(super) fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap()
 }
 
-/// A database and a journal in a temp dir (the protocol additions' tests share it).
+/// A database and a journal in a temp dir (the withdraw tests share it).
 pub(super) struct Fixture {
     _dir: tempfile::TempDir,
     pub(super) db_path: PathBuf,
@@ -39,7 +41,7 @@ impl Fixture {
         Db::open(&self.db_path, &self.journal_path, t0()).unwrap().0
     }
 
-    pub(super) fn journal_verifies(&self) -> journal::Head {
+    pub(super) fn journal_verifies(&self) -> consentd_core::journal::Head {
         match journal::verify_file(&self.journal_path, None).unwrap() {
             Ok(verified) => verified.head,
             Err(problem) => panic!("journal does not verify: {problem}"),
@@ -827,13 +829,13 @@ fn a_kinds_mandate_day_is_counted_from_indexes_alone() {
 fn open_records_are_listed_from_the_open_index() {
     let fixture = Fixture::new();
     let db = fixture.open();
-    let plan = query_plan(&db, super::consent::OPEN_RECORDS_IN, params!["pending"]);
+    let plan = query_plan(&db, super::cards::OPEN_RECORDS_IN, params!["pending"]);
     assert!(
         plan.iter().any(|step| step.contains("records_open")),
         "{plan:?}"
     );
     // So do the sweep's looks for cards and asks past their time, every second.
-    for sql in [super::consent::DUE_FOR_EXPIRY, super::withdraw::DUE_UNSHOWN] {
+    for sql in [super::cards::DUE_FOR_EXPIRY, super::withdraw::DUE_UNSHOWN] {
         let plan = query_plan(&db, sql, params![]);
         assert!(
             // A walk of the open index only: never of the whole table ("SCAN records").
@@ -1574,7 +1576,7 @@ fn a_card_sent_keeps_its_message_and_what_it_shows_in_one_transaction() {
 
 #[test]
 fn a_claim_judges_the_window_only_when_told_to() {
-    use super::consent::{Claim, ClaimNotices, ClaimWindow};
+    use super::claims::{Claim, ClaimNotices, ClaimWindow};
     use consentd_core::deadline::Now;
     let fixture = Fixture::new();
     let mut db = fixture.open();
@@ -1642,7 +1644,7 @@ fn a_claim_judges_the_window_only_when_told_to() {
 /// transaction. Each case: the daemon's copy still says on, the store says off.
 #[test]
 fn an_off_committed_before_an_ask_or_a_claim_wins_over_the_daemons_copy() {
-    use super::consent::{Claim, ClaimNotices, ClaimWindow};
+    use super::claims::{Claim, ClaimNotices, ClaimWindow};
     let fixture = Fixture::new();
     let mut db = fixture.open();
     open_mandate(&mut db, "publish_x", 10, t0());
@@ -2287,7 +2289,7 @@ fn a_card_past_its_ttl_on_the_monotonic_clock_is_due_whatever_the_wall_clock_say
 /// event given a member again keeps its place with the later value.
 #[test]
 fn a_journal_event_holds_each_key_once() {
-    use super::base::{EventName, JournalEvent};
+    use super::events::{EventName, JournalEvent};
     let event = JournalEvent::new(EventName::Asked)
         .with("id", "r_1")
         .with("kind", "k")

@@ -1,16 +1,19 @@
-//! The protocol additions' state changes (docs/PROTOCOL.md): a session withdrawing its own open
+//! A record's ends other than a run's (docs/PROTOCOL.md): a session withdrawing its own open
 //! ask, an approval-only category's yes (`approved`: nothing is claimed or run), and an ask's
 //! own deadline (`ttl`) reached before its card was shown.
 
 use chrono::{DateTime, Utc};
 use rusqlite::params;
 
-use super::base::{parse_time, transition_in, Db, EventName, JournalEvent, StateChange};
 use super::cached::Cached;
+use super::db::Db;
+use super::events::{EventName, JournalEvent};
 use super::outbox::Outgoing;
 use super::readings::stored_monotonic;
 use super::records::{record_where, Record};
 use super::state::RecordState;
+use super::time::parse_time;
+use super::transitions::{transition_in, StateChange};
 use super::StoreError;
 use consentd_core::deadline::{Now, Span};
 
@@ -28,7 +31,7 @@ pub enum Withdrawal {
 }
 
 /// The pending asks with a ttl of their own, which the sweep judges every second: read through
-/// `records_open` (see `consent::OPEN_RECORDS_IN`), not by a walk of every record ever made.
+/// `records_open` (see `cards::OPEN_RECORDS_IN`), not by a walk of every record ever made.
 pub(crate) const DUE_UNSHOWN: &str =
     "SELECT id, created_at, expires_at, asked_boot, asked_since_boot_ms
      FROM records INDEXED BY records_open

@@ -1,4 +1,4 @@
-//! The protocol additions' store operations against a real SQLite file and journal: a withdraw
+//! The store's withdraw, approval-only and ttl operations against a real SQLite file and journal: a withdraw
 //! from each state, an approval-only yes, an ask's own deadline, and migration 0008 keeping every
 //! record of a database made before it.
 
@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection};
 
-use super::super::db::{AskOutcome, AskPolicy, Db, NewAsk, StateChange};
+use super::super::ask::{AskOutcome, AskPolicy, NewAsk};
+use super::super::db::Db;
 use super::super::state::RecordState;
 use super::super::tests::{approve, t0, Fixture};
+use super::super::transitions::StateChange;
 use super::Withdrawal;
 use consentd_core::action::Action;
 

@@ -15,10 +15,11 @@ use consentd_core::pairing::PairVerdict;
 use consentd_core::reason::Refusal;
 use consentd_core::refusal_budget::BudgetPolicy;
 
-use crate::consent::{Claim, ClaimNotices, ClaimWindow, Finish, OwnerRow, PairReplies};
+use crate::claims::{Claim, ClaimNotices, ClaimWindow, Finish};
 use crate::drawn::Drawn;
 use crate::mandates::MandateNotices;
 use crate::outbox::{Body, Outgoing};
+use crate::owner::{OwnerRow, PairReplies};
 use crate::settings::{HeldReceipts, Summary, SummarySent};
 use crate::strangers::StrangerPress;
 use crate::suggestions::Suggestion;

@@ -18,16 +18,18 @@
 //! - `runs`: claiming a granted record, running it, recording how it ended;
 //! - `suggest`: a mandate suggested after the owner's yeses, and its button's press;
 //! - `recover`: at start, the claims a crash left without an outcome, and granted records;
-//! - `expiry`: the sweep — cards past their ttl, mandates past their term, the evening summary;
+//! - `expiry`: the sweep — cards and unshown asks past their ttl, mandates past their term,
+//!   the evening summary (`summary`);
 //! - `drawer`: cards, outcomes and receipts drawn for the owner, and the sender's [`Drawer`];
 //! - `queue`: the outbox helpers every part queues its messages with;
 //! - `poller`: the getUpdates loop that feeds the loop its batches;
-//! - `withdraw`: the protocol additions — a session's withdraw, an approval-only category's
-//!   yes (`approved`, nothing runs) and its receipt under a mandate, an ask past its own ttl.
+//! - `withdraw`: a session's withdraw; `approval_only`: an approval-only category's yes
+//!   (`approved`, nothing runs) and its receipt under a mandate.
 //!
 //! Siblings reach each other only through `impl Consent` methods or through the leaves
 //! (`queue`, `drawer`, `stale`), so the module graph has no cycle.
 
+mod approval_only;
 mod drawer;
 mod exact;
 mod expiry;
@@ -41,6 +43,7 @@ mod reply;
 mod runs;
 mod stale;
 mod suggest;
+mod summary;
 mod withdraw;
 
 use crate::owner::{owner_language, Owner, OwnerCell};
@@ -63,7 +66,7 @@ use consentd_core::config::{Config, Gate};
 use consentd_core::deadline::Window;
 use consentd_core::locale::{Language, Locales};
 use consentd_core::press::{MessageFacts, PressKey};
-use consentd_store::consent::OwnerRow;
+use consentd_store::owner::OwnerRow;
 use consentd_store::{Record, Store, StoreError};
 
 use expiry::tick_sweeps;

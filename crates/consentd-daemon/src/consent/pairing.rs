@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use crate::telegram::{ChatRef, Person};
 use consentd_core::card;
 use consentd_core::pairing::PairVerdict;
-use consentd_store::consent::{OwnerRow, PairReplies};
 use consentd_store::outbox::Sound;
+use consentd_store::owner::{OwnerRow, PairReplies};
 use consentd_store::writes::PairingAttempt;
 use consentd_store::StoreError;
 

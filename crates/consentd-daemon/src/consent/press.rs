@@ -14,9 +14,9 @@ use consentd_core::press::{
     self, AsDrawn, MessageFacts, PressAction, PressContext, PressRejection, SubjectFacts, Verdict,
 };
 use consentd_core::styled::Styled;
-use consentd_store::consent::ClaimWindow;
-use consentd_store::db::EventName;
+use consentd_store::claims::ClaimWindow;
 use consentd_store::drawn::Drawn;
+use consentd_store::events::EventName;
 use consentd_store::outbox::{Body, Sound};
 use consentd_store::strangers::StrangerPress;
 use consentd_store::{

@@ -7,7 +7,7 @@ use tokio_util::task::TaskTracker;
 
 use consentd_core::card;
 use consentd_core::styled::Styled;
-use consentd_store::consent::{ClaimWindow, Finish};
+use consentd_store::claims::{ClaimWindow, Finish};
 use consentd_store::outbox::Sound;
 use consentd_store::writes::Finished;
 use consentd_store::{Record, RecordState, StoreError, Subject};

@@ -13,7 +13,7 @@ use consentd_core::deadline::Now;
 use consentd_core::mandate::Usage;
 use consentd_core::styled::Styled;
 use consentd_store::api::EndingFacts;
-use consentd_store::consent::{Claim, ClaimNotices, ClaimWindow, Finish};
+use consentd_store::claims::{Claim, ClaimNotices, ClaimWindow, Finish};
 use consentd_store::outbox::{Body, Sound};
 use consentd_store::writes::{ClaimRun, Finished};
 use consentd_store::{ActionRecord, Outgoing, Record, RecordState, StoreError};

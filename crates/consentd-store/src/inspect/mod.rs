@@ -18,8 +18,8 @@ use chrono::{DateTime, Utc};
 use consentd_core::journal::Head;
 use rusqlite::{Connection, OpenFlags};
 
-use crate::base::timestamp;
 use crate::state::RecordState;
+use crate::time::timestamp;
 use crate::{StoreError, DB_FILE};
 
 mod setup;

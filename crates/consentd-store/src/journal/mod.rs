@@ -1,8 +1,8 @@
 //! The consent journal's file: an append-only, hash-chained JSON Lines file.
 //!
 //! The line format and its verification over bytes are consentd-core's
-//! ([`consentd_core::journal`]), re-exported here under the names the daemon
-//! has always used. This module owns what touches the file: verifying a file
+//! ([`consentd_core::journal`]), and its callers name them there. This module
+//! owns what touches the file: verifying a file
 //! by streaming it through the core's verifier ([`verify_file`]), and, in
 //! `file`, finding the head from the tail, cutting a torn tail after a crash,
 //! and appending lines durably ([`JournalFile`]).
@@ -12,12 +12,10 @@ use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-pub use consentd_core::journal::{
-    announcement, build_line, key_id, parse_key, verify_bytes, Anchor, AnchorError, Epochs, Head,
-    Key, Line, Problem, SealKey, SealKeys, SealReport, Verified, GENESIS_PREV, SEAL_ROTATED,
-    SEAL_STARTED,
+use consentd_core::journal::{
+    check_continues, head_of_line, verify_read, verify_read_sealed, Anchor, Head, Key, Line,
+    Problem, SealKeys, Verified,
 };
-use consentd_core::journal::{check_continues, head_of_line, verify_read, verify_read_sealed};
 
 mod file;
 mod seal_key;
@@ -129,6 +127,7 @@ impl Read for ReadAt<'_> {
 mod tests {
     use super::*;
     use chrono::{DateTime, Duration, TimeZone, Utc};
+    use consentd_core::journal::{build_line, verify_bytes, GENESIS_PREV};
     use serde_json::json;
     use std::fs::Permissions;
     use std::os::unix::fs::PermissionsExt;

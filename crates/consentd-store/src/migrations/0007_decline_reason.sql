@@ -1,4 +1,4 @@
--- The owner's chat (issue 14, item 9).
+-- The owner's chat.
 --
 -- A No may carry a reason: the owner's reply to the declined card, within
 -- limits.decline_reason_wait, reaches the session as the `message` of its final line and stays

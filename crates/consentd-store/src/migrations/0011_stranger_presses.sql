@@ -1,4 +1,4 @@
--- A stranger's window of rejected presses, per reason code (issue 17): the first press of a
+-- A stranger's window of rejected presses, per reason code: the first press of a
 -- window is journaled (and told to the owner), the rest are counted here and journaled as one
 -- line with their count once the window has closed.
 CREATE TABLE stranger_presses (

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use crate::intake::Intake;
+use super::Intake;
 use consentd_core::refusal::{Reason, Refusal};
 use consentd_core::styled::Styled;
 use consentd_store::outbox::{Body, Outgoing, Sound};

@@ -1,6 +1,6 @@
--- The protocol additions of issue 16: a session may withdraw its open ask (`withdrawn`), an
--- approval-only category's yes ends its record `approved` (consentd runs nothing), an ask may
--- carry an `origin` line shown on its card, and its own `ttl` (kept as the pending record's
+-- A session may withdraw its open ask (`withdrawn`), an approval-only category's yes ends its
+-- record `approved` (consentd runs nothing), an ask may carry an `origin` line shown on its
+-- card, and its own `ttl` (kept as the pending record's
 -- `expires_at`, the deadline it is never shown past).
 --
 -- The state machine gains four steps, and `records.state` its two new values. The column's

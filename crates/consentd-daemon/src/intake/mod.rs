@@ -1,6 +1,8 @@
 //! An ask's journey from a request frame to a stored record or a refusal, and the `status` and
 //! `list` reads. Knows nothing of sockets: [`crate::server`] moves the bytes.
 
+pub(crate) mod disk;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -579,12 +581,12 @@ pub(crate) fn summary(record: &Record) -> RecordSummary {
         reason: record.reason.clone(),
         message: message_of(record),
         result: record.action().and_then(|action| action.result.clone()),
-        created_at: consentd_store::db::timestamp(record.created_at),
+        created_at: consentd_store::time::timestamp(record.created_at),
         decided_at: record
             .asked_part()
             .and_then(|asked| asked.decided_at)
-            .map(consentd_store::db::timestamp),
-        finished_at: record.finished_at.map(consentd_store::db::timestamp),
+            .map(consentd_store::time::timestamp),
+        finished_at: record.finished_at.map(consentd_store::time::timestamp),
     }
 }
 
