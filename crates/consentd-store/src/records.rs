@@ -389,7 +389,7 @@ fn attachments_of(conn: &Connection, id: &str) -> Result<Vec<AttachmentFacts>, S
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-/// A time column as the store wrote it ([`super::base::timestamp`]), parsed; a text that is not
+/// A time column as the store wrote it ([`super::time::timestamp`]), parsed; a text that is not
 /// one is an error naming the column, never a silently missing time.
 fn stored_time(row: &rusqlite::Row<'_>, column: usize) -> rusqlite::Result<Option<DateTime<Utc>>> {
     let Some(text) = row.get::<_, Option<String>>(column)? else {
