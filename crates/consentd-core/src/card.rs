@@ -24,7 +24,9 @@ use crate::shown::shown;
 use crate::split::{self, MESSAGE_LIMIT};
 use crate::styled::Styled;
 
+mod action_card;
 pub mod mandate;
+pub use action_card::{ActionDerived, ActionShown, UNNUMBERED_RECORD};
 pub mod owner;
 pub mod rules;
 

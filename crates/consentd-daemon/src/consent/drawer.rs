@@ -10,7 +10,6 @@ use crate::sender::{Drawer, DrawnCard};
 use consentd_core::card::mandate::MandateView;
 use consentd_core::card::{self, AttachmentView, CardError, CardView, Outcome};
 use consentd_core::config::Gate;
-use consentd_core::digest::Sha256Hash;
 use consentd_core::locale::Language;
 use consentd_core::lookalike::{self, KnownTargets, Warning};
 use consentd_core::styled::Styled;
@@ -219,48 +218,22 @@ pub(super) fn with_view<T>(
 ) -> T {
     let kind = record.kind().unwrap_or("");
     let category = consent.config.categories.get(kind);
-    let label = category.map_or(kind, |c| c.label(lang));
-    let class = category.map_or("external", |c| c.class.as_str());
-    let field_labels = category
-        .map(|c| c.field_labels_in(lang))
-        .unwrap_or_default();
     // A mandate request drawn without its terms, or a record refused early, shows no action.
     let action = record.action();
     let no_fields = BTreeMap::new();
-    let fields = action.map_or(&no_fields, |action| &action.fields);
-    let (target, text) = (
-        action.and_then(|action| action.target.as_deref()),
-        action.and_then(|action| action.text.as_deref()),
-    );
-    let attachments: Vec<AttachmentView<'_>> = action
-        .map_or(&[][..], |action| &action.attachments)
-        .iter()
-        .map(AttachmentView::from)
-        .collect();
-    let text_hash = text.map(|t| Sha256Hash::of(t.as_bytes()).to_hex());
-    let target_warnings = target
-        .map(|target| lookalike::warnings(target, known))
-        .unwrap_or_default();
-    let field_warnings = lookalike::field_warnings(fields.values(), known);
-    let cost = action
-        .and_then(|action| action.cost_usd)
-        .map(consentd_core::action::format_usd);
-    let view = CardView {
+    let shown = card::ActionShown {
         record_id: &record.id,
         kind,
-        label,
-        class,
-        target,
-        target_warnings: &target_warnings,
-        fields,
-        field_labels: &field_labels,
-        field_warnings: &field_warnings,
-        cost_usd: cost.as_deref(),
-        attachments: &attachments,
-        text,
-        text_sha256_hex: text_hash.as_deref(),
-        expires_at,
-        tz: consent.config.owner.timezone,
+        category,
+        target: action.and_then(|action| action.target.as_deref()),
+        text: action.and_then(|action| action.text.as_deref()),
+        fields: action.map_or(&no_fields, |action| &action.fields),
+        attachments: action
+            .map_or(&[][..], |action| &action.attachments)
+            .iter()
+            .map(AttachmentView::from)
+            .collect(),
+        cost_usd: action.and_then(|action| action.cost_usd),
         urgent: action.is_some_and(|action| action.urgent),
         origin: record
             .asked_part()
@@ -274,7 +247,11 @@ pub(super) fn with_view<T>(
                 call,
                 always: offers_always(category, record),
             }),
+        lang,
+        tz: consent.config.owner.timezone,
     };
+    let derived = shown.derive(known);
+    let view = CardView::for_action(&shown, &derived, expires_at);
     render(&view)
 }
 

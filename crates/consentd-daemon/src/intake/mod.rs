@@ -19,8 +19,7 @@ use consentd_core::card::{self, AttachmentView, CardView};
 use consentd_core::clock::Clock;
 use consentd_core::config::Config;
 use consentd_core::deadline::Now;
-use consentd_core::digest::Sha256Hash;
-use consentd_core::lookalike::{self, KnownTargets, Warning};
+use consentd_core::lookalike::{self, KnownTargets};
 use consentd_core::mandate::MandateRequest;
 use consentd_core::protocol::{
     self, ListResponse, RecordSummary, Request, Response, StatusResponse,
@@ -272,53 +271,34 @@ impl Intake {
         ask: &protocol::AskRequest,
         now: DateTime<Utc>,
     ) -> Result<(), Refusal> {
-        let urgent = ask.urgent;
         let lang = self.language();
         let Some(category) = self.config.categories.get(&action.kind) else {
             return Ok(());
         };
-        let cost = action.cost_string();
         let facts = action.attachment_facts();
-        let attachments: Vec<AttachmentView<'_>> = facts.iter().map(AttachmentView::from).collect();
-        let text_hash = action
-            .text
-            .as_deref()
-            .map(|text| Sha256Hash::of(text.as_bytes()).to_hex());
-        let warnings: Vec<Warning> = action
-            .target
-            .as_deref()
-            .and_then(lookalike::mixed_scripts)
-            .into_iter()
-            .collect();
-        let field_labels = category.field_labels_in(lang);
-        // The one-word field values' mixed-script lines, exactly; their look-alike lines are
-        // kept room for, like the target's.
-        let field_warnings =
-            lookalike::field_warnings(action.fields.values(), &KnownTargets::default());
-        let view = CardView {
-            record_id: "r_00000000000000000000",
+        let shown = card::ActionShown {
+            record_id: card::UNNUMBERED_RECORD,
             kind: &action.kind,
-            label: category.label(lang),
-            class: category.class.as_str(),
+            category: Some(category),
             target: action.target.as_deref(),
-            target_warnings: &warnings,
-            fields: &action.fields,
-            field_labels: &field_labels,
-            field_warnings: &field_warnings,
-            cost_usd: cost.as_deref(),
-            attachments: &attachments,
             text: action.text.as_deref(),
-            text_sha256_hex: text_hash.as_deref(),
-            expires_at: now,
-            tz: self.config.owner.timezone,
-            urgent,
+            fields: &action.fields,
+            attachments: facts.iter().map(AttachmentView::from).collect(),
+            cost_usd: action.cost_usd,
+            urgent: ask.urgent,
             origin: action.origin.as_deref(),
             agent_runs: category.mode == consentd_core::config::Mode::Approve,
             hook: ask.hook.as_ref().map(|call| card::HookView {
                 call,
                 always: consentd_core::exact::offers_always(category, Some(call)),
             }),
+            lang,
+            tz: self.config.owner.timezone,
         };
+        // No known targets yet: the mixed-script lines are exact, and the card's limits keep
+        // room for look-alike lines.
+        let derived = shown.derive(&KnownTargets::default());
+        let view = CardView::for_action(&shown, &derived, now);
         card::check_card(&view, &self.locales, lang).map_err(|error| {
             Refusal::new(
                 Reason::TooLarge,
