@@ -189,6 +189,16 @@ fn each_broken_setup_names_its_problem_and_exits_1() {
             name: "claude-code mcp",
             says: "not consentd",
         },
+        Broken {
+            case: "hook waits past the default timeout",
+            name: "claude-code hook",
+            says: "the agent's default",
+        },
+        Broken {
+            case: "mcp waits past its tool timeout",
+            name: "codex mcp",
+            says: "tool_timeout_sec",
+        },
     ];
     for broken in table {
         let (out, _daemon, _project) = run_broken(broken.case);
@@ -200,6 +210,14 @@ fn each_broken_setup_names_its_problem_and_exits_1() {
             broken.case
         );
         assert_eq!(out.status.code(), Some(1), "{}: {text}", broken.case);
+        let said = format!("{text}{}", String::from_utf8_lossy(&out.stderr));
+        for secret in [TOKEN, "123456:not-the-bots-token"] {
+            assert!(
+                !said.contains(secret),
+                "{}: the token is printed:\n{said}",
+                broken.case
+            );
+        }
     }
 }
 
@@ -263,6 +281,20 @@ fn run_broken(case: &str) -> (Output, Daemon, tempfile::TempDir) {
             &p.join(".mcp.json"),
             &json!({"mcpServers": {"consentd": {"command": "/bin/sh", "args": ["mcp"]}}})
                 .to_string(),
+        ),
+        // No `timeout`: Claude Code gives the hook 600 s, less than the 900 it would wait.
+        "hook waits past the default timeout" => write(
+            &p.join(".claude/settings.json"),
+            &json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command",
+                "command": format!("{BIN} hook claude-code --rules {rules} --max-wait 900")}]}]}})
+            .to_string(),
+        ),
+        // A duration as consentd mcp reads it: 15 minutes, past the tool's 600 s.
+        "mcp waits past its tool timeout" => write(
+            &p.join(".codex/config.toml"),
+            &format!(
+                "[mcp_servers.consentd]\ncommand = \"{BIN}\"\nargs = [\"mcp\", \"--max-wait\", \"15m\"]\ntool_timeout_sec = 600\n"
+            ),
         ),
         other => panic!("no case {other}"),
     }

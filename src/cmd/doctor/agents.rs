@@ -18,7 +18,8 @@ use super::invocation::{expand_home, Invocation};
 use super::Check;
 
 /// How long `consentd hook` and `consentd mcp` wait for the owner unless told otherwise.
-const DEFAULT_MAX_WAIT: u64 = 540;
+/// Claude Code's timeout of a hook that states none (docs/HOOKS.md).
+const CLAUDE_CODE_HOOK_TIMEOUT_SECS: f64 = 600.0;
 
 /// Where the agents' settings are looked for: the user's home and the current directory.
 #[derive(Debug, Clone)]
@@ -55,6 +56,14 @@ impl Agent {
         match self {
             Agent::ClaudeCode => "claude-code",
             Agent::Codex => "codex",
+        }
+    }
+
+    /// The timeout the agent gives a hook that states none, where it is known.
+    fn default_hook_timeout(self) -> Option<f64> {
+        match self {
+            Agent::ClaudeCode => Some(CLAUDE_CODE_HOOK_TIMEOUT_SECS),
+            Agent::Codex => None,
         }
     }
 
@@ -304,22 +313,26 @@ fn judge_hook(
             ))
         }
     }
-    invocation.parses()?;
+    let max_wait = invocation.max_wait()?.as_secs_f64();
     let rules = match invocation.option("rules") {
         Some(path) => expand_home(path),
         None => consentd_client::hook::rules_path(None)?,
     };
     consentd_client::hook::rules::load(&rules)
         .map_err(|error| format!("{error}: every call is blocked until it is fixed"))?;
-    let max_wait = invocation
-        .option("max-wait")
-        .and_then(|wait| wait.parse().ok())
-        .unwrap_or(DEFAULT_MAX_WAIT);
-    if let Some(timeout) = hook["timeout"].as_f64() {
-        if timeout <= max_wait as f64 {
+    // Without its own `timeout`, a hook gets the agent's default: Claude Code's is 600 s;
+    // Codex's is not documented, so only a stated one can be checked.
+    let timeout = hook["timeout"].as_f64().or(agent.default_hook_timeout());
+    if let Some(timeout) = timeout {
+        if timeout <= max_wait {
             return Err(format!(
-                "its timeout ({timeout} s) is not above --max-wait ({max_wait} s): a hook that \
-                 times out decides nothing and the call goes on without consentd"
+                "its timeout ({timeout} s{}) is not above --max-wait ({max_wait} s): a hook that \
+                 times out decides nothing and the call goes on without consentd",
+                if hook["timeout"].is_null() {
+                    ", the agent's default"
+                } else {
+                    ""
+                }
             ));
         }
     }
@@ -405,16 +418,12 @@ fn judge_mcp(server: &Value, tool_timeout: Option<u64>) -> Result<String, String
     if args.first().map(String::as_str) != Some("mcp") {
         return Err("its args do not start with \"mcp\": it does not run `consentd mcp`".into());
     }
-    invocation.parses()?;
+    let max_wait = invocation.max_wait()?.as_secs_f64();
     if let Some(default) = tool_timeout {
-        let max_wait = invocation
-            .option("max-wait")
-            .and_then(|wait| wait.trim_end_matches('s').parse().ok())
-            .unwrap_or(DEFAULT_MAX_WAIT);
         let timeout = server["tool_timeout_sec"]
             .as_f64()
             .unwrap_or(default as f64);
-        if timeout <= max_wait as f64 {
+        if timeout <= max_wait {
             return Err(format!(
                 "a tool may take {timeout} s (tool_timeout_sec), not above --max-wait \
                  ({max_wait} s): a call is cut off while the owner decides"

@@ -4,6 +4,7 @@
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// A command an agent runs: its words after assignments, with the options `doctor` looks at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,9 +99,10 @@ impl Invocation {
         }
     }
 
-    /// Whether consentd's own parser for `hook` or `mcp` takes these arguments; why not, in
-    /// one line.
-    pub(super) fn parses(&self) -> Result<(), String> {
+    /// How long the invocation waits for the owner (`--max-wait`), read by consentd's own parser
+    /// for `hook` or `mcp`, so a value is understood exactly as the agent's consentd will
+    /// understand it; why the arguments are refused, in one line.
+    pub(super) fn max_wait(&self) -> Result<Duration, String> {
         use clap::{Args as _, Subcommand as _};
         let args = self.args();
         let command = match args.first().map(String::as_str) {
@@ -110,15 +112,22 @@ impl Invocation {
             Some("mcp") => consentd_client::mcp::McpArgs::augment_args(clap::Command::new("mcp")),
             _ => return Err("it runs neither `consentd hook` nor `consentd mcp`".to_owned()),
         };
-        let parsed = command.try_get_matches_from(args);
-        parsed.map(|_| ()).map_err(|error| {
+        let matches = command.try_get_matches_from(args).map_err(|error| {
             let text = error.to_string();
             let first = text.lines().next().unwrap_or_default().trim();
             format!(
                 "consentd refuses its arguments: {}",
                 first.trim_start_matches("error: ")
             )
-        })
+        })?;
+        // `hook` reads whole seconds, `mcp` a duration; both have a default.
+        let wait = match matches.subcommand() {
+            Some((_, hook)) => hook
+                .get_one::<u64>("max_wait")
+                .map(|secs| Duration::from_secs(*secs)),
+            None => matches.get_one::<Duration>("max_wait").copied(),
+        };
+        wait.ok_or_else(|| "consentd's parser gave no --max-wait".to_owned())
     }
 }
 
@@ -170,16 +179,23 @@ mod tests {
     }
 
     #[test]
-    fn arguments_are_judged_by_consentds_parser() {
+    fn arguments_and_the_wait_are_read_by_consentds_parser() {
         let args = |words: &[&str]| words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
-        assert!(
-            Invocation::from_argv("consentd", &args(&["mcp", "--origin", "x"]))
-                .parses()
-                .is_ok()
-        );
-        let refused = Invocation::from_argv("consentd", &args(&["hook", "claude-code", "--nope"]))
-            .parses()
-            .unwrap_err();
+        let wait = |words: &[&str]| Invocation::from_argv("consentd", &args(words)).max_wait();
+        let cases: [(&[&str], Option<u64>); 7] = [
+            (&["mcp", "--origin", "x"], Some(540)),
+            (&["mcp", "--max-wait", "15m"], Some(900)),
+            (&["mcp", "--max-wait=90s"], Some(90)),
+            (&["hook", "claude-code"], Some(540)),
+            (&["hook", "codex", "--max-wait", "700"], Some(700)),
+            (&["hook", "claude-code", "--max-wait", "15m"], None),
+            (&["hook", "claude-code", "--nope"], None),
+        ];
+        for (words, expected) in cases {
+            let read = wait(words).map(|wait| wait.as_secs());
+            assert_eq!(read.as_ref().ok().copied(), expected, "{words:?}: {read:?}");
+        }
+        let refused = wait(&["hook", "claude-code", "--nope"]).unwrap_err();
         assert!(refused.contains("--nope"), "{refused}");
     }
 }

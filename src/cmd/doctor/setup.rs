@@ -206,11 +206,30 @@ fn owner_check(config: &Config, db: &ReadOnly) -> Check {
 /// sent the owner (kept in the store), its seals with `--key`.
 fn journal_check(config: &Config, db: &ReadOnly, keys: &[consentd_core::journal::Key]) -> Check {
     let file = &config.paths.journal;
-    let anchor = db
-        .read(Inspect::last_summary_anchor)
-        .ok()
-        .flatten()
-        .and_then(|anchor| anchor.parse::<consentd_core::journal::Anchor>().ok());
+    // Without the anchor, a journal rewritten whole with a fresh chain would verify: say so
+    // rather than vouch for it.
+    let anchor = match db.read(Inspect::last_summary_anchor) {
+        Ok(stored) => stored.map(|text| text.parse::<consentd_core::journal::Anchor>()),
+        Err(error) => {
+            return Check::fail(
+                "journal",
+                format!(
+                    "cannot read the last summary's anchor from {}: {error}",
+                    db.path().display()
+                ),
+                "run doctor as the daemon's user, who can read its database",
+            )
+        }
+    };
+    let anchor =
+        match anchor.transpose() {
+            Ok(anchor) => anchor,
+            Err(error) => return Check::fail(
+                "journal",
+                format!("the last summary's anchor in the database is not an anchor: {error}"),
+                "the database was changed outside consentd: keep it and the journal as evidence",
+            ),
+        };
     let now = consentd_daemon::clock::from_env().now().timestamp_millis();
     match consentd_store::journal::verify_file_with_keys(file, anchor.as_ref(), keys, now) {
         Ok(Ok(verified)) => {

@@ -178,7 +178,10 @@ fields = ["subject"]
                 now,
             );
             assert_eq!(
-                measured.card.text.replace(UNNUMBERED_RECORD, after.record_id),
+                measured
+                    .card
+                    .text
+                    .replace(UNNUMBERED_RECORD, after.record_id),
                 drawn.card.text,
                 "{lang:?}: the same card but for its id"
             );
