@@ -365,6 +365,7 @@ impl Db {
     }
 
     /// Transactions committed since the store opened; a batch of requests counts once.
+    #[cfg(test)]
     pub fn commits(&self) -> u64 {
         self.commits
     }
@@ -375,6 +376,7 @@ impl Db {
     }
 
     /// Runs a read-only query on the connection; for tests and diagnostics.
+    #[cfg(test)]
     pub fn connection(&self) -> &Connection {
         &self.conn
     }
@@ -390,11 +392,6 @@ impl Db {
             )
             .optional()?
             .unwrap_or(0))
-    }
-
-    /// An update that changes nothing but the offset.
-    pub fn skip_update(&mut self, next_offset: i64, now: DateTime<Utc>) -> Result<(), StoreError> {
-        self.write_effects(now, Some(next_offset), |_, _| Ok(()))
     }
 }
 

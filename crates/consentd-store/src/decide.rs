@@ -139,6 +139,7 @@ impl Db {
     /// Moves a record from `from` to `to` in one guarded compare-and-set, with its journal events.
     /// Fails with [`StoreError::IllegalTransition`] for a step the state machine lacks, and with
     /// [`StoreError::StateConflict`] when the record is no longer in `from` (someone was first).
+    #[cfg(test)]
     pub fn transition(
         &mut self,
         id: &str,

@@ -298,6 +298,7 @@ pub(crate) fn queue_message_edit(
 
 impl Db {
     /// The oldest queued row that is not held past `now`, whatever its lane.
+    #[cfg(test)]
     pub fn next_outbox(&self, now: DateTime<Utc>) -> Result<Option<Row>, StoreError> {
         self.next_where("TRUE", now)
     }

@@ -3,7 +3,7 @@
 //!
 //! The daemon runs through the same [`crate::daemon::serve_with`] as `consentd serve`, on a
 //! config this module writes (a preset owner, English, UTC, no quiet hours, sample categories
-//! whose commands only echo, fail or hang) and a fixed token that is no secret. Its Telegram is
+//! whose commands only echo, fail or hang) and a random token in a 0600 file. Its Telegram is
 //! [`consentd_emulator::Emulator`], the one the tests use; [`page`] serves the chat.
 
 mod page;
@@ -336,15 +336,20 @@ fn shell_quote(word: &str) -> String {
     }
 }
 
+/// Writes `text` to `path`, readable by this user only: never through a symlink planted there,
+/// and 0600 also when the file existed with another mode (`mode` only applies to a new file).
 fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
         .open(path)
         .with_context(|| format!("cannot write {}", path.display()))?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("cannot make {} private", path.display()))?;
     file.write_all(text.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))
 }
