@@ -47,3 +47,4 @@ mod suggestions_hostile;
 mod suggestions_later;
 mod tamper;
 mod unicode;
+mod unreachable;
