@@ -109,6 +109,15 @@ altered = A message with your buttons was changed after consentd sent it: someon
 expired-at-claim = Your yes to “{ $label }” ({ $id }) came in time, but consentd stopped before it could run it, and by the time it was back the card's time was up. Nothing ran; if it is still wanted, it has to be asked again.
 outcome-unknown = consentd restarted while “{ $label }” ({ $id }) was running. It may or may not have run, and it will not be run again by itself: please check what happened.
 disk-full = The disk of consentd's state directory { $dir } is nearly full: { $free_mib } MiB free, under the { $floor_mib } MiB it keeps. New asks are refused until there is room; what is already running still ends and is recorded. Please free some space.
+reachable-again = { $minutes ->
+        [0] consentd was cut off from you for less than a minute
+        [one] consentd was cut off from you for { $minutes } minute
+       *[other] consentd was cut off from you for { $minutes } minutes
+    }: { $cause ->
+        [conflict] another program was polling this bot's token
+        [webhook] a webhook was set for this bot
+       *[token_revoked] Telegram refused the bot's token
+    }. It is back: asks made meanwhile waited, and their cards follow.
 resumed = “{ $label }” cards can come again.
 not-owner = Sorry, this bot answers only its owner.
 not-accepted = Not accepted.

@@ -111,6 +111,15 @@ altered = Uma mensagem com seus botões foi alterada depois que o consentd a env
 expired-at-claim = Seu Sim para “{ $label }” ({ $id }) chegou a tempo, mas o consentd parou antes de executar a ação e, quando voltou, o prazo do cartão já tinha acabado. Nada foi executado; se ainda for preciso, o pedido terá de ser feito de novo.
 outcome-unknown = O consentd reiniciou enquanto “{ $label }” ({ $id }) estava em execução. A ação pode ter sido executada ou não, e não será executada de novo automaticamente: verifique o que aconteceu.
 disk-full = O disco do diretório de estado do consentd { $dir } está quase cheio: { $free_mib } MiB livres, abaixo dos { $floor_mib } MiB que ele reserva. Novos pedidos são recusados até haver espaço; o que já está em execução termina e fica registrado. Libere algum espaço, por favor.
+reachable-again = O consentd ficou sem contato com você { $minutes ->
+        [0] por menos de um minuto
+        [one] por { $minutes } minuto
+       *[other] por { $minutes } minutos
+    }: { $cause ->
+        [conflict] outro programa estava consultando o token deste bot
+        [webhook] havia um webhook definido para este bot
+       *[token_revoked] o Telegram recusava o token do bot
+    }. A conexão voltou: os pedidos feitos nesse meio-tempo esperaram, e os cartões deles vêm a seguir.
 resumed = Os cartões de “{ $label }” voltam a chegar.
 not-owner = Desculpe, este bot só responde ao próprio dono.
 not-accepted = Não aceito.

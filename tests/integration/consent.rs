@@ -625,17 +625,6 @@ fn a_rate_limited_send_is_retried_after_retry_after() {
 }
 
 #[test]
-fn another_instance_polling_the_bot_stops_the_daemon() {
-    let mut daemon = Daemon::start();
-    daemon
-        .bot
-        .script("getUpdates", consentd_emulator::Scripted::conflict());
-    let status = daemon.wait_exit();
-    assert!(!status.success());
-    assert!(daemon.log().contains("409"), "{}", daemon.log());
-}
-
-#[test]
 fn the_owner_can_ask_what_is_pending_and_for_help() {
     let daemon = Daemon::start();
     let (id, _answer) = ask_waiting(&daemon, waiting("waiting for you"));

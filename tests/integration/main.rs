@@ -50,4 +50,5 @@ mod suggestions_hostile;
 mod suggestions_later;
 mod tamper;
 mod unicode;
+mod unreachable;
 mod withdraw;

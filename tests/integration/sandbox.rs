@@ -604,8 +604,8 @@ fn listening_ports(pid: u32) -> Vec<u16> {
 /// The page is behind a secret token, and so is the sandbox's Bot API emulator on its other
 /// loopback port: with a known bot token (the sandbox once had a fixed, published one) any local
 /// process that finds the port could call `getUpdates` as the bot, which ends the daemon's long
-/// poll with 409 Conflict, as Telegram does, and stops the daemon (a poller of its own would take
-/// the owner's presses before the daemon saw them).
+/// poll with 409 Conflict, as Telegram does, and cut the owner off (a poller of its own would
+/// take the owner's presses before the daemon saw them).
 #[test]
 fn a_local_process_without_the_page_token_cannot_stop_the_sandbox_through_its_bot_api() {
     let mut sandbox = Sandbox::start(&[]);

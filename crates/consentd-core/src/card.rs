@@ -107,6 +107,7 @@ pub mod msg {
     pub(crate) const DISK_FULL: &str = "disk-full";
     pub(crate) const EXPIRED_AT_CLAIM: &str = "expired-at-claim";
     pub(crate) const ALTERED: &str = "altered";
+    pub(crate) const REACHABLE_AGAIN: &str = "reachable-again";
     pub(crate) const NOT_OWNER: &str = "not-owner";
     pub(crate) const NOT_ACCEPTED: &str = "not-accepted";
     pub(crate) const PAIRED: &str = "paired";
@@ -269,6 +270,7 @@ pub mod msg {
         DISK_FULL,
         EXPIRED_AT_CLAIM,
         ALTERED,
+        REACHABLE_AGAIN,
         NOT_OWNER,
         NOT_ACCEPTED,
         PAIRED,
@@ -1168,6 +1170,22 @@ pub fn press_rejected_notice(locales: &Locales, lang: Language, who: &str, why: 
 /// that a press on it counted only because it took something back.
 pub fn altered_notice(locales: &Locales, lang: Language) -> String {
     locales.t(lang, msg::ALTERED, &[])
+}
+
+/// The notice that Telegram answers the bot again after refusing it for `minutes` whole
+/// minutes, `cause` saying why (`conflict`, `webhook`, `token_revoked`): asks made meanwhile
+/// waited, and the owner learns why their cards came late.
+pub fn reachable_again_notice(
+    locales: &Locales,
+    lang: Language,
+    minutes: i64,
+    cause: &str,
+) -> String {
+    locales.t(
+        lang,
+        msg::REACHABLE_AGAIN,
+        &[("minutes", minutes.into()), ("cause", cause.into())],
+    )
 }
 
 /// The notice that a yes could not be run in time: the daemon stopped between the owner's yes

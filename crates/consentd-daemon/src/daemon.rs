@@ -170,7 +170,7 @@ where
             owner,
         )
         .await;
-        // The daemon may also end by itself (a failed start, a 409): what runs beside it ends too.
+        // The daemon may also end by itself (a failed start): what runs beside it ends too.
         shutdown.cancel();
         let beside = beside
             .await
@@ -302,9 +302,12 @@ async fn run_sharing(
         work_root,
         telegram,
         drawing: Default::default(),
+        // Telegram refusing the bot (409, 401) is an episode the daemon serves through; it is
+        // owned here, beside the owner, so what serves the socket can report it later.
+        reach: Default::default(),
     };
     tracing::info!(socket = %socket.path.display(), "consentd is serving");
-    // The consent loop ends the daemon too when it fails (another instance polls the bot).
+    // The consent loop ends the daemon too when it fails (a store it cannot read).
     let stop = shutdown.clone();
     let (recovered, recovery_done) = tokio::sync::oneshot::channel();
     let consent_loop = tokio::spawn(async move {

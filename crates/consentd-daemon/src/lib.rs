@@ -24,7 +24,9 @@
 //!   an ask's journey from a parsed request to a stored record or a refusal, and its `disk`,
 //!   the intake's watch on the state directory's free space.
 //! - `owner`, the owner the intake and the consent loop share; `consent`, the consent loop;
-//!   `sender`, the outbox; `telegram`, the Bot API transport; `executor`, the command, once.
+//!   `sender`, the outbox; `telegram`, the Bot API transport; `unreachable`, an episode of
+//!   Telegram refusing the bot (409, 401) the daemon serves through; `executor`, the command,
+//!   once.
 //! - `daemon`: `serve`, wiring the parts together; `pair`, a pairing code; `seal_key`, the
 //!   journal's sealing key; `sandbox` (the default-on `sandbox` feature), the daemon against the
 //!   `consentd-emulator` crate's Bot API emulator with the chat as a web page.
@@ -49,6 +51,7 @@ pub mod seal_key;
 pub(crate) mod sender;
 pub(crate) mod server;
 pub mod telegram;
+pub(crate) mod unreachable;
 
 #[cfg(test)]
 mod protocol_doc_tests;

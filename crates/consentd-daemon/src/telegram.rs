@@ -2,8 +2,9 @@
 //!
 //! It sends what the outbox asks for and reads updates by long polling, turning them into
 //! [`Incoming`] values the consent loop decides on. Errors become [`SendError`]: retry later
-//! (network, 5xx, 429 with its `retry_after`), never (a 4xx), or stop (409: another instance is
-//! polling the same bot).
+//! (network, 5xx, 429 with its `retry_after`), never (a 4xx), or wait for a person to fix the
+//! bot (409: another instance is polling the same bot or a webhook is set; 401: the token was
+//! revoked), retrying meanwhile (`crate::unreachable`).
 
 use std::time::Duration;
 
@@ -39,6 +40,12 @@ pub enum SendError {
         "another consentd (or another program) is polling this bot: Telegram answered 409 Conflict"
     )]
     Conflict,
+    /// getUpdates answered 409 because a webhook is set: Telegram delivers to one or the other.
+    #[error("a webhook is set for this bot, so getUpdates answers 409 Conflict")]
+    WebhookSet,
+    /// 401: Telegram no longer knows the token (revoked, or never right).
+    #[error("Telegram answered 401 Unauthorized: the bot token was revoked or is wrong")]
+    Unauthorized,
     /// An answer teloxide could not read: cut off in transit, or (for getUpdates) a batch holding
     /// an update it cannot parse, which fails the whole batch. Retried like `Transient`; the
     /// poller also probes for a poison update (see [`Telegram::probe`]).
@@ -114,6 +121,9 @@ fn classify(error: RequestError) -> SendError {
             SendError::RetryAfter(seconds.duration().min(MAX_RETRY_AFTER))
         }
         RequestError::Api(ApiError::TerminatedByOtherGetUpdates) => SendError::Conflict,
+        RequestError::Api(ApiError::CantGetUpdates) => SendError::WebhookSet,
+        // teloxide reads Telegram's 404 "Not Found" (a token of the wrong shape) as this too.
+        RequestError::Api(ApiError::InvalidToken) => SendError::Unauthorized,
         RequestError::Api(ApiError::Unknown(description)) => {
             // teloxide keeps no status code: 5xx arrive as unknown descriptions, 4xx start with
             // their class. Unknown 4xx are final; anything else may pass on a retry.
@@ -634,6 +644,14 @@ mod tests {
         assert_eq!(
             classify(RequestError::Api(ApiError::TerminatedByOtherGetUpdates)),
             SendError::Conflict
+        );
+        assert_eq!(
+            classify(RequestError::Api(ApiError::CantGetUpdates)),
+            SendError::WebhookSet
+        );
+        assert_eq!(
+            classify(RequestError::Api(ApiError::InvalidToken)),
+            SendError::Unauthorized
         );
         assert_eq!(
             classify(RequestError::Api(ApiError::Unknown(

@@ -41,7 +41,9 @@
 //!
 //! # Scripted answers, and what teloxide 0.17 makes of them
 //!
-//! [`Emulator::script`] queues answers per method, consumed in order before normal handling.
+//! [`Emulator::script`] queues answers per method, consumed in order before normal handling;
+//! [`Emulator::outage`] gives one answer to every call of a method until
+//! [`Emulator::end_outage`].
 //! Each row was observed through teloxide in this module's tests:
 //!
 //! | scripted answer | HTTP | teloxide `RequestError` |
@@ -55,6 +57,7 @@
 //! | [`Scripted::MalformedJson`] | 200, cut-off JSON | `InvalidJson { .. }` |
 //! | [`Scripted::Delay`]`(d)` | the normal answer, `d` later | the normal result; `Network(..)` (a timeout) when `d` exceeds the client's timeout, 17 s by default |
 //! | [`Scripted::AnswerLate`]`(d)` | handled at once (a message is in the chat), its answer `d` later | as for `Delay` |
+//! | [`Scripted::unauthorized`] (a revoked token) | 401 | `Api(ApiError::InvalidToken)` |
 //! | (a wrong token) | 401 "Unauthorized" | `Api(ApiError::InvalidToken)` |
 //! | (an unknown method) | 404 "Not Found" | `Api(ApiError::InvalidToken)`: teloxide reads "Not Found" as a bad token |
 //!

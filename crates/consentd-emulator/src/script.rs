@@ -66,6 +66,11 @@ impl Scripted {
         Scripted::error(409, description::CONFLICT)
     }
 
+    /// 401 "Unauthorized", what every call gets once the bot's token is revoked.
+    pub fn unauthorized() -> Scripted {
+        Scripted::error(401, description::UNAUTHORIZED)
+    }
+
     /// A 5xx with the reason phrase as description, as Telegram's front ends answer.
     pub fn server_error(code: u16) -> Scripted {
         let reason = StatusCode::from_u16(code)

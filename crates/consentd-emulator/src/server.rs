@@ -252,8 +252,13 @@ impl Emulator {
         self.signal();
     }
 
+    /// The answer scripted for this call: a standing outage's, else the next queued one.
     pub(crate) fn next_script(&self, method: &str) -> Option<Scripted> {
-        self.state().scripts.get_mut(method)?.pop_front()
+        let mut state = self.state();
+        if let Some(answer) = state.outages.get(method) {
+            return Some(answer.clone());
+        }
+        state.scripts.get_mut(method)?.pop_front()
     }
 }
 

@@ -27,6 +27,8 @@ pub(crate) struct CallbackQueryState {
 pub(crate) struct EmuState {
     pub(crate) calls: Vec<Call>,
     pub(crate) scripts: HashMap<String, VecDeque<Scripted>>,
+    /// Standing answers by method (lower case), given to every call until the outage ends.
+    pub(crate) outages: HashMap<String, Scripted>,
     /// Updates not yet confirmed by an offset, in push order.
     pub(crate) updates: VecDeque<Value>,
     pub(crate) next_update_id: i64,
@@ -51,6 +53,7 @@ impl EmuState {
         EmuState {
             calls: Vec::new(),
             scripts: HashMap::new(),
+            outages: HashMap::new(),
             updates: VecDeque::new(),
             next_update_id: 1,
             poll_generation: 0,

@@ -529,6 +529,31 @@ async fn scripted_429_is_retry_after_and_409_is_conflict() {
     assert_eq!(outcomes, [(429, Some(3)), (200, None), (409, None)]);
 }
 
+/// An outage answers every call until it ends, ahead of queued scripts, which wait for it.
+#[tokio::test]
+async fn an_outage_answers_every_call_until_it_ends() {
+    let emulator = start().await;
+    let bot = bot(&emulator);
+    emulator.script("sendMessage", Scripted::not_modified());
+    emulator.outage("sendMessage", Scripted::unauthorized());
+    for _ in 0..3 {
+        let err = bot.send_message(ChatId(OWNER), "x").await.unwrap_err();
+        assert!(
+            matches!(err, RequestError::Api(ApiError::InvalidToken)),
+            "{err:?}"
+        );
+    }
+    assert!(emulator.messages(OWNER).is_empty());
+    emulator.end_outage("SENDMESSAGE");
+    let err = bot.send_message(ChatId(OWNER), "x").await.unwrap_err();
+    assert!(
+        matches!(err, RequestError::Api(ApiError::MessageNotModified)),
+        "the queued script comes after the outage: {err:?}"
+    );
+    bot.send_message(ChatId(OWNER), "x").await.unwrap();
+    assert_eq!(emulator.messages(OWNER).len(), 1);
+}
+
 #[tokio::test]
 async fn counting_views_agree_with_the_full_ones() {
     let emulator = start().await;

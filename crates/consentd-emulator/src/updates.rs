@@ -43,6 +43,23 @@ impl Emulator {
         self.signal();
     }
 
+    /// Answers every call to `method` (any case) with `answer` from now until
+    /// [`Emulator::end_outage`]: an outage that lasts however many retries the bot makes (a
+    /// token revoked, another poller), where [`Emulator::script`] answers a counted few. It wins
+    /// over queued scripts, which wait until it ends.
+    pub fn outage(&self, method: &str, answer: Scripted) {
+        self.state()
+            .outages
+            .insert(method.to_ascii_lowercase(), answer);
+        self.signal();
+    }
+
+    /// Ends the outage of `method` (any case): its calls are answered as before.
+    pub fn end_outage(&self, method: &str) {
+        self.state().outages.remove(&method.to_ascii_lowercase());
+        self.signal();
+    }
+
     /// Scripted answers not consumed yet, for every method.
     pub fn pending_scripts(&self) -> usize {
         self.state().scripts.values().map(VecDeque::len).sum()

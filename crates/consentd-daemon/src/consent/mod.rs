@@ -22,7 +22,8 @@
 //!   the evening summary (`summary`);
 //! - `drawer`: cards, outcomes and receipts drawn for the owner, and the sender's [`Drawer`];
 //! - `queue`: the outbox helpers every part queues its messages with;
-//! - `poller`: the getUpdates loop that feeds the loop its batches;
+//! - `poller`: the getUpdates loop that feeds the loop its batches, through Telegram refusing
+//!   the bot; `reach`: the owner told how long they were cut off once it answers again;
 //! - `withdraw`: a session's withdraw; `approval_only`: an approval-only category's yes
 //!   (`approved`, nothing runs) and its receipt under a mandate.
 //!
@@ -38,6 +39,7 @@ mod pairing;
 mod poller;
 mod press;
 mod queue;
+mod reach;
 mod recover;
 mod reply;
 mod runs;
@@ -59,7 +61,8 @@ use tokio_util::task::TaskTracker;
 
 use crate::executor::RunOutcome;
 use crate::sender::{Drawer, Drawing};
-use crate::telegram::{ChatRef, Incoming, Person, SendError, Telegram, UNREADABLE};
+use crate::telegram::{ChatRef, Incoming, Person, Telegram, UNREADABLE};
+use crate::unreachable::{Reach, Unreachable};
 use consentd_core::card;
 use consentd_core::clock::Clock;
 use consentd_core::config::{Config, Gate};
@@ -70,7 +73,7 @@ use consentd_store::owner::OwnerRow;
 use consentd_store::{Record, Store, StoreError};
 
 use expiry::tick_sweeps;
-use poller::poll;
+use poller::{poll, Poller};
 
 /// What a category switch's buttons are signed for in place of a record's digest.
 const CATEGORY_DIGEST: &str = "category";
@@ -155,6 +158,9 @@ pub(crate) enum Wake {
         peer_uid: u32,
         reply: oneshot::Sender<Result<consentd_store::Withdrawal, StoreError>>,
     },
+    /// getUpdates answers again after this episode of Telegram refusing the bot: the owner is
+    /// told how long they were cut off.
+    Reachable(Unreachable),
 }
 
 /// Everything the loop needs.
@@ -174,6 +180,9 @@ pub(crate) struct Consent {
     pub(crate) telegram: Telegram,
     /// Held by the sender while a message with buttons is sent and recorded.
     pub(crate) drawing: Drawing,
+    /// Whether Telegram refuses the bot now (409, 401), and since when: the poller and the
+    /// sender note it, the daemon's wiring owns it.
+    pub(crate) reach: Reach,
 }
 
 /// Reads who the owner is at start: the config's `telegram_id`, else the paired one.
@@ -218,8 +227,8 @@ impl Consent {
         )
     }
 
-    /// Runs the loop until `shutdown`; returns an error when Telegram says another instance polls
-    /// the same bot.
+    /// Runs the loop until `shutdown`. Telegram refusing the bot (409, 401) does not end it: the
+    /// poller and the sender retry until it answers again.
     /// `recovered` is told once the claims a crash left behind are settled: asks served before
     /// then could be mistaken for them.
     pub(crate) async fn run(
@@ -228,21 +237,20 @@ impl Consent {
         mut covered: mpsc::UnboundedReceiver<Wake>,
         recovered: oneshot::Sender<()>,
     ) -> anyhow::Result<()> {
-        // The loop's own tasks stop when the daemon stops and when the loop itself ends (a 409).
+        // The loop's own tasks stop when the daemon stops and when the loop itself ends.
         let shutdown = daemon_shutdown.child_token();
         let (events, mut inbox) = mpsc::channel::<Wake>(64);
         let runs = TaskTracker::new();
-        let conflict = CancellationToken::new();
-        let tasks = self.spawn_helpers(&events, &shutdown, &conflict);
+        let tasks = self.spawn_helpers(&events, &shutdown);
 
         self.set_command_menu();
         self.recover(&runs).await?;
         let _ = recovered.send(());
         let result = self
-            .handle_until_stopped(&shutdown, &conflict, &mut inbox, &mut covered, &runs)
+            .handle_until_stopped(&shutdown, &mut inbox, &mut covered, &runs)
             .await;
         shutdown.cancel();
-        // The loop ends the daemon too (a 409 ends it from here).
+        // The loop ends the daemon too.
         daemon_shutdown.cancel();
         self.run_covered_while_stopping(covered, &runs).await;
         self.finish_runs(&runs, inbox).await;
@@ -250,51 +258,52 @@ impl Consent {
         result
     }
 
-    /// Starts the loop's helpers: the poller, the sender and the sweep's ticks. A sender that
-    /// stops ends the loop, as a 409 does.
+    /// Starts the loop's helpers: the poller, the sender and the sweep's ticks.
     fn spawn_helpers(
         &self,
         events: &mpsc::Sender<Wake>,
         shutdown: &CancellationToken,
-        conflict: &CancellationToken,
     ) -> TaskTracker {
         let tasks = TaskTracker::new();
-        tasks.spawn(poll(
-            self.store.clone(),
-            self.telegram.clone(),
-            events.clone(),
-            shutdown.clone(),
-            conflict.clone(),
-        ));
-        tasks.spawn(self.clone().send_until(shutdown.clone(), conflict.clone()));
+        let poller = Poller {
+            store: self.store.clone(),
+            telegram: self.telegram.clone(),
+            clock: self.clock.clone(),
+            reach: self.reach.clone(),
+            events: events.clone(),
+        };
+        tasks.spawn(poll(poller, shutdown.clone()));
+        tasks.spawn(self.clone().send_until(shutdown.clone()));
         tasks.spawn(tick_sweeps(events.clone(), shutdown.clone()));
         tasks.close();
         tasks
     }
 
-    /// The sender's task; its failure is reported through `conflict`, which ends the loop.
-    async fn send_until(self, shutdown: CancellationToken, conflict: CancellationToken) {
-        let (store, telegram, clock, drawing) = (
+    /// The sender's task, until `shutdown`.
+    async fn send_until(self, shutdown: CancellationToken) {
+        let (store, telegram, clock, drawing, reach) = (
             self.store.clone(),
             self.telegram.clone(),
             self.clock.clone(),
             self.drawing.clone(),
+            self.reach.clone(),
         );
         let drawer: Arc<dyn Drawer> = Arc::new(self);
-        if let Err(error) =
-            crate::sender::run(store, telegram, drawer, clock, drawing, shutdown).await
-        {
-            tracing::error!(%error, "the sender stopped");
-            conflict.cancel();
-        }
+        let out = crate::sender::SenderParts {
+            store,
+            telegram,
+            drawer,
+            clock,
+            drawing,
+            reach,
+        };
+        crate::sender::run(out, shutdown).await;
     }
 
-    /// The loop proper: one event at a time until `shutdown`, a 409 (`conflict`) or the inbox
-    /// closes.
+    /// The loop proper: one event at a time until `shutdown` or the inbox closes.
     async fn handle_until_stopped(
         &self,
         shutdown: &CancellationToken,
-        conflict: &CancellationToken,
         inbox: &mut mpsc::Receiver<Wake>,
         covered: &mut mpsc::UnboundedReceiver<Wake>,
         runs: &TaskTracker,
@@ -302,7 +311,6 @@ impl Consent {
         loop {
             let event = tokio::select! {
                 () = shutdown.cancelled() => return Ok(()),
-                () = conflict.cancelled() => return Err(anyhow::anyhow!(SendError::Conflict)),
                 event = inbox.recv() => event,
                 Some(handed) = covered.recv() => Some(handed),
             };
@@ -382,6 +390,7 @@ impl Consent {
             } => {
                 let _ = reply.send(self.withdraw(id, peer_uid).await);
             }
+            Wake::Reachable(ended) => self.reachable_again(ended).await?,
         }
         Ok(())
     }

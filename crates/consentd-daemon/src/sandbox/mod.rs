@@ -30,8 +30,8 @@ const BOT_ID: &str = "1000001";
 /// A bot token for one run: given to the daemon in-process and to the emulator, never shown,
 /// and kept in the sandbox's directory in a 0600 file its config names (for `consentd doctor`).
 /// Secret, since the emulator listens on loopback where any local process reaches it: with the
-/// token it could poll as the bot, which ends the daemon's long poll with 409 (the daemon stops)
-/// and takes the owner's presses before the daemon sees them.
+/// token it could poll as the bot, which ends the daemon's long poll with 409 (the owner is cut
+/// off while it does) and takes the owner's presses before the daemon sees them.
 fn bot_token() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 24];
     getrandom::fill(&mut bytes)?;

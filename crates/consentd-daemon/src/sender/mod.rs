@@ -3,7 +3,8 @@
 //! message a second to the owner's chat with short bursts, retrying network errors and 5xx with backoff and honouring
 //! a 429's `retry_after`. A card row is drawn when it is sent, so its ttl starts when the owner
 //! can see it; its text parts and attachments go first, each remembered once sent, so a restart
-//! resumes where it stopped.
+//! resumes where it stopped. Telegram refusing the bot (409, 401) holds every lane, up to a
+//! minute between tries, and never stops the daemon: the rows wait and go once it answers.
 
 mod card;
 mod lanes;
@@ -18,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backoff::Backoff;
 use crate::telegram::{SendError, Sent, Telegram};
+use crate::unreachable::{Cause, Reach};
 use consentd_core::card::CardError;
 use consentd_core::clock::Clock;
 use consentd_core::digest::AttachmentFacts;
@@ -136,16 +138,28 @@ impl From<StoreError> for RowError {
     }
 }
 
-/// Runs the sender until `shutdown`. Returns an error only for a 409 Conflict, which
-/// stops the daemon.
-pub(crate) async fn run(
-    store: Store,
-    telegram: Telegram,
-    drawer: Arc<dyn Drawer>,
-    clock: Arc<dyn Clock>,
-    drawing: Drawing,
-    shutdown: CancellationToken,
-) -> Result<(), SendError> {
+/// What the sender works with.
+#[derive(Debug)]
+pub(crate) struct SenderParts {
+    pub store: Store,
+    pub telegram: Telegram,
+    pub drawer: Arc<dyn Drawer>,
+    pub clock: Arc<dyn Clock>,
+    pub drawing: Drawing,
+    /// Where a refusal of the bot itself (409, 401) is noted, once per episode.
+    pub reach: Reach,
+}
+
+/// Runs the sender until `shutdown`. Nothing Telegram answers stops it.
+pub(crate) async fn run(parts: SenderParts, shutdown: CancellationToken) {
+    let SenderParts {
+        store,
+        telegram,
+        drawer,
+        clock,
+        drawing,
+        reach,
+    } = parts;
     let ready = store.outbox_ready();
     let mut pace = Pace::new();
     let mut backoffs = Backoffs::default();
@@ -155,12 +169,13 @@ pub(crate) async fn run(
         drawer: drawer.as_ref(),
         clock: clock.as_ref(),
         drawing: &drawing,
+        reach: &reach,
     };
     loop {
         // Checked before every row: with a long backlog the outbox is never empty, and a row in
         // flight is finished rather than cut (cutting it could send it twice after a restart).
         if shutdown.is_cancelled() {
-            return Ok(());
+            return;
         }
         let now = clock.now();
         let heads = match store.lane_heads(now).await {
@@ -168,7 +183,7 @@ pub(crate) async fn run(
             Err(error) => {
                 tracing::error!(%error, "cannot read the outbox");
                 if sleep_or_stop(Duration::from_secs(1), &shutdown).await {
-                    return Ok(());
+                    return;
                 }
                 continue;
             }
@@ -188,8 +203,8 @@ pub(crate) async fn run(
                 };
                 tracing::debug!(seq = head.row.seq, what = ?head.row.what, ?lane, "outbox");
                 let outcome = send_row(&out, &mut pace, head.row.clone()).await;
-                match settle(&out, lane, &head.row, outcome, &mut backoffs).await? {
-                    Some(wait) if sleep_or_stop(wait, &shutdown).await => return Ok(()),
+                match settle(&out, lane, &head.row, outcome, &mut backoffs).await {
+                    Some(wait) if sleep_or_stop(wait, &shutdown).await => return,
                     _ => continue,
                 }
             }
@@ -198,7 +213,7 @@ pub(crate) async fn run(
             Choice::Idle => Instant::now() + HELD_RECHECK,
         };
         tokio::select! {
-            () = shutdown.cancelled() => return Ok(()),
+            () = shutdown.cancelled() => return,
             () = ready.notified() => {}
             () = tokio::time::sleep_until(wake) => {}
         }
@@ -225,23 +240,22 @@ impl Backoffs {
     }
 }
 
-/// Records how a row's send went. Returns how long the whole sender waits before the next row
-/// (a 429's `retry_after` holds every lane: Telegram's limit is the bot's, not a lane's), or
-/// the 409 that stops the daemon.
+/// Records how a row's send went. Returns how long the whole sender waits before the next row:
+/// a 429's `retry_after` and a refusal of the bot (409, 401) hold every lane, for Telegram's
+/// limit and its refusal are the bot's, not a lane's.
 async fn settle(
     out: &Out<'_>,
     lane: Lane,
     row: &Row,
     outcome: Result<(), RowError>,
     backoffs: &mut Backoffs,
-) -> Result<Option<Duration>, SendError> {
+) -> Option<Duration> {
     let (store, seq) = (out.store, row.seq);
     match outcome {
         Ok(()) => {
             backoffs.0.remove(&lane);
-            Ok(None)
+            None
         }
-        Err(RowError::Send(SendError::Conflict)) => Err(SendError::Conflict),
         Err(RowError::Send(SendError::Permanent(reason))) => {
             backoffs.0.remove(&lane);
             tracing::warn!(seq, %reason, "Telegram refused an outbox row; dropping it");
@@ -262,36 +276,48 @@ async fn settle(
                 }
                 None => store.sent(SenderNote::Dropped { seq, error: reason }).await,
             };
-            Ok(None)
+            None
         }
         Err(RowError::Send(error)) => {
             let text = error.to_string();
             let _ = store
                 .sent(SenderNote::AttemptFailed { seq, error: text })
                 .await;
+            if let Some(cause) = Cause::of(&error) {
+                // Said once per episode (`Reach`); the row waits, unsent, for Telegram.
+                out.reach.refused(cause, out.clock.now());
+                let wait = Backoff::unreachable().after(attempts(row.attempts));
+                tracing::debug!(seq, %error, ?wait, "Telegram refuses the bot; every lane waits");
+                return Some(wait);
+            }
             match error {
                 SendError::RetryAfter(after) => {
                     tracing::info!(seq, %error, ?after, "rate limited; every lane waits");
-                    Ok(Some(after))
+                    Some(after)
                 }
                 _ => {
                     let wait = backoff(row.attempts);
                     tracing::info!(seq, %error, ?wait, ?lane, "send failed; retrying");
                     backoffs.0.insert(lane, (seq, Instant::now() + wait));
-                    Ok(None)
+                    None
                 }
             }
         }
         Err(RowError::Store(error)) => {
             tracing::error!(seq, %error, "outbox row failed in the store");
-            Ok(Some(Duration::from_secs(1)))
+            Some(Duration::from_secs(1))
         }
     }
 }
 
 /// The wait before trying a row again after `attempts` failed tries.
-fn backoff(attempts: i64) -> Duration {
-    Backoff::TELEGRAM.after(u32::try_from(attempts.max(0)).unwrap_or(u32::MAX))
+fn backoff(tries: i64) -> Duration {
+    Backoff::TELEGRAM.after(attempts(tries))
+}
+
+/// A row's failed tries as a backoff counts them.
+fn attempts(tries: i64) -> u32 {
+    u32::try_from(tries.max(0)).unwrap_or(u32::MAX)
 }
 
 /// Sleeps, or returns true at once when shutting down.
@@ -309,6 +335,7 @@ struct Out<'a> {
     drawer: &'a dyn Drawer,
     clock: &'a dyn Clock,
     drawing: &'a Drawing,
+    reach: &'a Reach,
 }
 
 async fn send_row(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowError> {
