@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use tokio_util::sync::CancellationToken;
@@ -117,7 +117,7 @@ pub(crate) struct Beside {
     pub shutdown: CancellationToken,
     /// The owner as the daemon knows them: `None` until it has read its store (or while no one
     /// is paired); their language follows `/lang` as soon as the daemon takes it.
-    pub owner: crate::owner::OwnerCell,
+    pub owner: crate::owner::SharedOwner,
 }
 
 /// `serve` on a loaded config and token, with `beside` running on the daemon's runtime next to
@@ -146,7 +146,7 @@ where
     let result = runtime.block_on(async {
         let shutdown = CancellationToken::new();
         tokio::spawn(stop_on_signal(shutdown.clone()));
-        let owner = crate::owner::OwnerCell::default();
+        let owner = crate::owner::SharedOwner::default();
         let beside = beside(Beside {
             shutdown: shutdown.clone(),
             owner: owner.clone(),
@@ -245,7 +245,7 @@ async fn run_sharing(
     socket: &BoundSocket,
     clock: Arc<dyn Clock>,
     shutdown: CancellationToken,
-    owner: crate::owner::OwnerCell,
+    owner: crate::owner::SharedOwner,
 ) -> anyhow::Result<()> {
     let telegram = Telegram::new(token, &config.telegram.api_url).map_err(anyhow::Error::msg)?;
     let key_path = config.paths.state_dir.join("press.key");
@@ -255,16 +255,13 @@ async fn run_sharing(
     let locales = Arc::new(Locales::new().context("the built-in locales do not load")?);
     let listener = async_listener(socket)?;
     let (store, store_thread) = open_store(&config, clock.now()).await?;
-    let switches = Arc::new(RwLock::new(store.category_switches().await?));
+    owner.set_switches(store.category_switches().await?);
     let stored_owner = store.owner().await?;
     let owner_settings = store.owner_settings().await?;
-    *owner.write().unwrap_or_else(|p| p.into_inner()) =
-        owner_at_start(&config, stored_owner, &owner_settings);
-    let gate = Arc::new(RwLock::new(consentd_core::gate::with_owner_settings(
-        &config.gate,
-        &owner_settings,
-    )));
-    if owner.read().map(|o| o.is_none()).unwrap_or(false) {
+    owner.set_owner(owner_at_start(&config, stored_owner, &owner_settings));
+    let gate = consentd_core::gate::with_owner_settings(&config.gate, &owner_settings);
+    owner.change_gate(|current| *current = gate);
+    if owner.owner().is_none() {
         tracing::warn!("no owner yet: asks are refused `no_owner` until `consentd pair` pairs one");
     }
     let work_root = run_root(&config)?;
@@ -283,7 +280,6 @@ async fn run_sharing(
         config: config.clone(),
         store: store.clone(),
         clock: clock.clone(),
-        switches: switches.clone(),
         owner: owner.clone(),
         locales: locales.clone(),
         handoff,
@@ -297,8 +293,6 @@ async fn run_sharing(
         key: Arc::new(key),
         locales,
         owner,
-        switches,
-        gate,
         work_root,
         telegram,
         drawing: Default::default(),

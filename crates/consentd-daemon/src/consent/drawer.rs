@@ -302,10 +302,7 @@ impl Drawer for Consent {
     }
 
     fn gate(&self) -> (Gate, chrono_tz::Tz) {
-        (
-            self.gate.read().unwrap_or_else(|p| p.into_inner()).clone(),
-            self.config.owner.timezone,
-        )
+        (self.owner.gate(), self.config.owner.timezone)
     }
 
     fn ttl(&self) -> chrono::Duration {

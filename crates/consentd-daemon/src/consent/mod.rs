@@ -48,11 +48,10 @@ mod suggest;
 mod summary;
 mod withdraw;
 
-use crate::owner::{owner_language, Owner, OwnerCell};
+use crate::owner::{owner_language, Owner, SharedOwner};
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, oneshot};
@@ -65,7 +64,7 @@ use crate::telegram::{ChatRef, Incoming, Person, Telegram, UNREADABLE};
 use crate::unreachable::{Reach, Unreachable};
 use consentd_core::card;
 use consentd_core::clock::Clock;
-use consentd_core::config::{Config, Gate};
+use consentd_core::config::Config;
 use consentd_core::deadline::Window;
 use consentd_core::locale::{Language, Locales};
 use consentd_core::press::{MessageFacts, PressKey};
@@ -171,10 +170,9 @@ pub(crate) struct Consent {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) key: Arc<PressKey>,
     pub(crate) locales: Arc<Locales>,
-    pub(crate) owner: OwnerCell,
-    pub(crate) switches: Arc<RwLock<BTreeMap<String, bool>>>,
-    /// The gate's settings: the config's, with what the owner set in the chat.
-    pub(crate) gate: Arc<RwLock<Gate>>,
+    /// The owner, their switches, and the gate's settings (the config's, with what they set in
+    /// the chat).
+    pub(crate) owner: SharedOwner,
     /// Where runs get their private working directories.
     pub(crate) work_root: PathBuf,
     pub(crate) telegram: Telegram,
@@ -208,23 +206,16 @@ pub(crate) fn load_owner(config: &Config, stored: Option<OwnerRow>) -> Option<Ow
 
 impl Consent {
     fn owner(&self) -> Option<Owner> {
-        *self.owner.read().unwrap_or_else(|p| p.into_inner())
+        self.owner.owner()
     }
 
     fn language(&self) -> Language {
-        self.owner().map_or_else(
-            || owner_language(&self.config, None),
-            |owner| owner.language,
-        )
+        self.owner.language(&self.config)
     }
 
-    /// Whether `kind` is on (`consentd_core::config::category_enabled`).
+    /// Whether `kind` is on (`OwnerState::category_enabled`).
     fn category_enabled(&self, kind: &str) -> bool {
-        let switches = self.switches.read().unwrap_or_else(|p| p.into_inner());
-        consentd_core::config::category_enabled(
-            self.config.categories.get(kind),
-            switches.get(kind).copied(),
-        )
+        self.owner.category_enabled(&self.config, kind)
     }
 
     /// Runs the loop until `shutdown`. Telegram refusing the bot (409, 401) does not end it: the

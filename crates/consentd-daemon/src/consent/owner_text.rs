@@ -9,7 +9,6 @@ use crate::telegram::{ChatRef, Person};
 use consentd_core::card;
 use consentd_core::card::mandate::UsageView;
 use consentd_core::commands::{self, ChatCommand};
-use consentd_core::config::Gate;
 use consentd_core::locale::Language;
 use consentd_core::lookalike;
 use consentd_core::styled::Styled;
@@ -106,7 +105,7 @@ impl Consent {
     /// What `/quiet` or `/nightcards` alone answers: the setting as the gate has it now (the
     /// config's, or the owner's own over it).
     fn setting_now(&self, command: ChatCommand, lang: Language) -> String {
-        let gate = self.gate.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let gate = self.owner.gate();
         match command {
             ChatCommand::NightCardsNow => card::owner::nightcards_current(
                 &self.locales,
@@ -139,14 +138,14 @@ impl Consent {
                 // The gate the sender reads changes before the store releases held cards: a
                 // card held under the old hours after that release is released by the sender
                 // itself (see `sender::card_delivery`).
-                self.write_gate().quiet_hours = quiet;
+                self.owner.change_gate(|gate| gate.quiet_hours = quiet);
                 self.set(owner, "quiet_hours", value, reply, next, now)
                     .await
             }
             ChatCommand::NightCards(count) => {
                 let reply = card::owner::nightcards_set(locales, lang, count);
                 // Before the store's release of held cards, as for the quiet hours.
-                self.write_gate().night_card_limit = count;
+                self.owner.change_gate(|gate| gate.night_card_limit = count);
                 let value = count.to_string();
                 self.set(owner, "night_card_limit", value, reply, next, now)
                     .await
@@ -156,7 +155,7 @@ impl Consent {
                 let value = at.format("%H:%M").to_string();
                 self.set(owner, "summary_at", value, reply, next, now)
                     .await?;
-                self.write_gate().summary_at = at;
+                self.owner.change_gate(|gate| gate.summary_at = at);
                 Ok(())
             }
             ChatCommand::Lang(chosen) => {
@@ -165,14 +164,7 @@ impl Consent {
                 // The cell before the store: the reply is queued there, and whatever shows the
                 // owner's language beside the daemon (the sandbox's page) must already have the
                 // new one when the reply reaches the chat.
-                if let Some(known) = self
-                    .owner
-                    .write()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .as_mut()
-                {
-                    known.language = chosen;
-                }
+                self.owner.set_language(chosen);
                 self.set(owner, "language", value, reply, next, now).await
             }
             // Not a setting (the caller sends only settings here): only the offset moves.
@@ -202,10 +194,6 @@ impl Consent {
             reply: say(owner.id, reply, Sound::Silent),
         };
         self.store.set_owner_setting(setting, now).await
-    }
-
-    fn write_gate(&self) -> std::sync::RwLockWriteGuard<'_, Gate> {
-        self.gate.write().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The `/categories` reply: a title, then each kind with its switch and the button that
@@ -275,10 +263,7 @@ impl Consent {
         self.store
             .decide(decision.offset_with(decided), decision.now)
             .await?;
-        self.switches
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(kind, on);
+        self.owner.set_switch(kind, on);
         Ok(())
     }
 

@@ -60,10 +60,10 @@ impl Consent {
         };
         tracing::info!(user = from.id, verdict = ?verdict, "pairing attempt");
         if verdict == PairVerdict::Paired {
-            *self.owner.write().unwrap_or_else(|p| p.into_inner()) = Some(Owner {
+            self.owner.set_owner(Some(Owner {
                 id: from.id,
                 language,
-            });
+            }));
         }
         Ok(())
     }

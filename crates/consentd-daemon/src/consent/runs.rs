@@ -268,7 +268,7 @@ impl Consent {
             };
         };
         let none = Ending::none(&record.id);
-        let receipts = self.gate.read().unwrap_or_else(|p| p.into_inner()).receipts;
+        let receipts = self.owner.gate().receipts;
         let succeeded = matches!(finish.state, RecordState::Executed | RecordState::Approved);
         // The day the ask was claimed in, so a run that crosses midnight counts where it was
         // taken. Its use as of its own claim is kept with it; only an ask claimed before the

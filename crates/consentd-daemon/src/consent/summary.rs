@@ -26,11 +26,7 @@ impl Consent {
             return Ok(());
         };
         let tz = self.config.owner.timezone;
-        let summary_at = self
-            .gate
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .summary_at;
+        let summary_at = self.owner.gate().summary_at;
         let day = now.with_timezone(&tz).date_naive();
         match consentd_core::gate::local_instant(day, summary_at, tz) {
             Some(at) if now >= at => {}
@@ -46,7 +42,7 @@ impl Consent {
         let spend = self.store.mandate_spend(start, now).await?;
         // Receipts held through quiet hours go just before the summary, unless receipts are
         // only counted now (the config may have changed since they were held).
-        let receipts = self.gate.read().unwrap_or_else(|p| p.into_inner()).receipts;
+        let receipts = self.owner.gate().receipts;
         let held = match receipts {
             consentd_core::config::Receipts::Summary => HeldReceipts::Count,
             consentd_core::config::Receipts::Each => HeldReceipts::Send,

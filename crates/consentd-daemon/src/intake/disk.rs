@@ -112,10 +112,7 @@ impl Intake {
 
     /// Queues the urgent notice that asks are refused for want of disk.
     async fn tell_owner_disk_full(&self, dir: &str, free: u64) -> Result<(), StoreError> {
-        let owner = *self
-            .owner
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let owner = self.owner.owner();
         let Some(owner) = owner else {
             return Ok(());
         };

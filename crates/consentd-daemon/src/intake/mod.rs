@@ -3,8 +3,7 @@
 
 pub(crate) mod disk;
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::broadcast::error::RecvError;
@@ -53,10 +52,8 @@ pub(crate) struct Intake {
     pub config: Arc<Config>,
     pub store: Store,
     pub clock: Arc<dyn Clock>,
-    /// The owner's category switches, overriding the config's `enabled`.
-    pub switches: Arc<RwLock<BTreeMap<String, bool>>>,
-    /// The owner, once known; cards go to their chat.
-    pub owner: crate::owner::OwnerCell,
+    /// The owner once known (cards go to their chat) and their category switches.
+    pub owner: crate::owner::SharedOwner,
     /// To check that the card can be drawn before the ask is stored.
     pub locales: Arc<consentd_core::locale::Locales>,
     /// Asks a mandate covered (to run, or to be told of), and withdrawals, for the consent loop
@@ -121,13 +118,9 @@ impl Intake {
         )))
     }
 
-    /// Whether `kind` is on (`consentd_core::config::category_enabled`).
+    /// Whether `kind` is on (`OwnerState::category_enabled`).
     fn category_enabled(&self, kind: &str) -> bool {
-        let switches = self.switches.read().unwrap_or_else(|p| p.into_inner());
-        consentd_core::config::category_enabled(
-            self.config.categories.get(kind),
-            switches.get(kind).copied(),
-        )
+        self.owner.category_enabled(&self.config, kind)
     }
 
     async fn ask(&self, peer_uid: u32, ask: protocol::AskRequest) -> Result<Reply, StoreError> {
@@ -208,10 +201,7 @@ impl Intake {
     }
 
     fn policy(&self) -> AskPolicy {
-        let owner = *self
-            .owner
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let owner = self.owner.owner();
         AskPolicy {
             owner_known: owner.is_some(),
             card_chat: owner.map(|owner| owner.id),
@@ -344,14 +334,7 @@ impl Intake {
     }
 
     fn language(&self) -> consentd_core::locale::Language {
-        let owner = *self
-            .owner
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        owner.map_or_else(
-            || crate::owner::owner_language(&self.config, None),
-            |owner| owner.language,
-        )
+        self.owner.language(&self.config)
     }
 
     /// Records and journals a refused ask, or counts it as the peer's refusal budget says, and

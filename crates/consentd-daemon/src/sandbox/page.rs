@@ -42,7 +42,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::token::PageToken;
-use crate::owner::OwnerCell;
+use crate::owner::SharedOwner;
 use consentd_core::locale::Language;
 use consentd_emulator::{
     Button, CallbackAnswer, ChatMessage, ChatSpec, ContentKind, Emulator, UserSpec,
@@ -73,7 +73,7 @@ pub(super) struct Page {
     /// Ends long polls at once when the sandbox stops.
     pub shutdown: CancellationToken,
     /// The owner as the daemon knows them, for the language they read the chat in.
-    pub daemon_owner: OwnerCell,
+    pub daemon_owner: SharedOwner,
     /// Their language until the daemon has read its store (the config's).
     pub language: Language,
     /// Each category's card title in every language (alone, and under the URGENT line), with
@@ -92,7 +92,7 @@ impl Page {
 
     /// The language the owner reads the chat in: the page's own words follow it.
     fn language(&self) -> Language {
-        let owner = *self.daemon_owner.read().unwrap_or_else(|p| p.into_inner());
+        let owner = self.daemon_owner.owner();
         owner.map_or(self.language, |owner| owner.language)
     }
 
@@ -743,7 +743,7 @@ mod tests {
     #[tokio::test]
     async fn the_chat_view_says_the_owners_language_as_the_daemon_has_it() {
         let emulator = Emulator::start("1:t").await.unwrap();
-        let daemon_owner = OwnerCell::default();
+        let daemon_owner = SharedOwner::default();
         let page = Page {
             emulator: emulator.clone(),
             owner: UserSpec::new(5, "Ann"),
@@ -768,7 +768,7 @@ mod tests {
             id: 5,
             language: Language::Ru,
         };
-        *daemon_owner.write().unwrap() = Some(owner);
+        daemon_owner.set_owner(Some(owner));
         assert_eq!(language().await, "ru");
         emulator.shutdown();
     }

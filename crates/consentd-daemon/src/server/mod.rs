@@ -451,8 +451,6 @@ impl Connection {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-    use std::sync::RwLock;
 
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -503,11 +501,14 @@ state_dir = "/nonexistent"
                 config: Arc::new(config),
                 store,
                 clock: Arc::new(SystemClock),
-                switches: Arc::new(RwLock::new(BTreeMap::new())),
-                owner: Arc::new(RwLock::new(Some(crate::owner::Owner {
-                    id: 42,
-                    language: consentd_core::locale::Language::En,
-                }))),
+                owner: {
+                    let owner = crate::owner::SharedOwner::default();
+                    owner.set_owner(Some(crate::owner::Owner {
+                        id: 42,
+                        language: consentd_core::locale::Language::En,
+                    }));
+                    owner
+                },
                 locales: Arc::new(consentd_core::locale::Locales::new().unwrap()),
                 handoff: tokio::sync::mpsc::unbounded_channel().0,
             };
