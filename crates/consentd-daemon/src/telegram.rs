@@ -124,6 +124,18 @@ fn classify(error: RequestError) -> SendError {
         RequestError::Api(ApiError::CantGetUpdates) => SendError::WebhookSet,
         // teloxide reads Telegram's 404 "Not Found" (a token of the wrong shape) as this too.
         RequestError::Api(ApiError::InvalidToken) => SendError::Unauthorized,
+        // teloxide knows a 409 only by its exact description; Telegram's own words are longer
+        // ("Conflict: can't use getUpdates method while webhook is active; use deleteWebhook
+        // …"), so they arrive unknown: a webhook set and another poller are told apart here.
+        RequestError::Api(ApiError::Unknown(description))
+            if description.starts_with("Conflict") =>
+        {
+            if description.contains("webhook") {
+                SendError::WebhookSet
+            } else {
+                SendError::Conflict
+            }
+        }
         RequestError::Api(ApiError::Unknown(description)) => {
             // teloxide keeps no status code: 5xx arrive as unknown descriptions, 4xx start with
             // their class. Unknown 4xx are final; anything else may pass on a retry.
@@ -648,6 +660,23 @@ mod tests {
         assert_eq!(
             classify(RequestError::Api(ApiError::CantGetUpdates)),
             SendError::WebhookSet
+        );
+        // Telegram's own words, which teloxide does not recognise (the emulator's too).
+        assert_eq!(
+            classify(RequestError::Api(ApiError::Unknown(
+                "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook \
+                 to delete the webhook first"
+                    .to_owned()
+            ))),
+            SendError::WebhookSet
+        );
+        assert_eq!(
+            classify(RequestError::Api(ApiError::Unknown(
+                "Conflict: terminated by other getUpdates request; make sure that only one bot \
+                 instance is running"
+                    .to_owned()
+            ))),
+            SendError::Conflict
         );
         assert_eq!(
             classify(RequestError::Api(ApiError::InvalidToken)),

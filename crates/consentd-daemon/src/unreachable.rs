@@ -3,7 +3,7 @@
 //! remembers since when and why in one value, says so once in the log, and retries with
 //! [`Backoff::unreachable`](crate::backoff::Backoff::unreachable) until Telegram answers again.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
@@ -73,10 +73,44 @@ pub(crate) struct Unreachable {
     /// along).
     pub since: DateTime<Utc>,
     pub cause: Cause,
-    /// The causes whose line the log has had in this episode: the poller and the sender may
-    /// see two causes alternate (one call answered before a fix, the other after), and each is
-    /// said once.
-    said: Vec<Cause>,
+}
+
+/// How long a cause's log line, or the owner's "reachable again" notice, is not repeated. Two
+/// pollers on one token take turns: each turn would otherwise end an episode and begin the
+/// next, with a line in the log and a message to the owner every minute or so.
+const REPEAT_QUIET: chrono::TimeDelta = chrono::TimeDelta::hours(1);
+
+/// What was said, across episodes: each cause's last log line, and the last notice.
+#[derive(Debug, Default)]
+struct Said {
+    lines: Vec<(Cause, DateTime<Utc>)>,
+    notice: Option<DateTime<Utc>>,
+}
+
+impl Said {
+    /// Whether `cause`'s line is due at `now` (and, if so, it counts as said).
+    fn line_due(&mut self, cause: Cause, now: DateTime<Utc>) -> bool {
+        match self.lines.iter_mut().find(|(said, _)| *said == cause) {
+            Some((_, at)) if now - *at < REPEAT_QUIET => false,
+            Some((_, at)) => {
+                *at = now;
+                true
+            }
+            None => {
+                self.lines.push((cause, now));
+                true
+            }
+        }
+    }
+
+    /// Whether the owner's notice is due at `now` (and, if so, it counts as told).
+    fn notice_due(&mut self, now: DateTime<Utc>) -> bool {
+        let due = self.notice.is_none_or(|at| now - at >= REPEAT_QUIET);
+        if due {
+            self.notice = Some(now);
+        }
+        due
+    }
 }
 
 /// What the daemon knows about reaching the owner: `None` while Telegram answers, else the
@@ -84,48 +118,53 @@ pub(crate) struct Unreachable {
 /// opens one when a send is refused the same way) and whoever reports it to waiting sessions
 /// (through [`Reach::watch`]); created by the daemon's wiring.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Reach(Arc<watch::Sender<Option<Unreachable>>>);
+pub(crate) struct Reach {
+    episode: Arc<watch::Sender<Option<Unreachable>>>,
+    said: Arc<Mutex<Said>>,
+}
 
 impl Reach {
     /// Telegram refused the bot for `cause` at `now`: opens an episode or notes its new cause,
-    /// and logs a line only then, never for each retry.
+    /// and logs a line only for a cause not said within the last hour, never for each retry.
     pub(crate) fn refused(&self, cause: Cause, now: DateTime<Utc>) {
-        let mut first = false;
-        self.0.send_if_modified(|current| {
-            let episode = current.get_or_insert_with(|| Unreachable {
-                since: now,
-                cause,
-                said: Vec::new(),
-            });
-            first = !episode.said.contains(&cause);
-            if first {
-                episode.said.push(cause);
-            }
-            let changed = first || episode.cause != cause;
+        self.episode.send_if_modified(|current| {
+            let episode = current.get_or_insert_with(|| Unreachable { since: now, cause });
+            let changed = episode.cause != cause;
             episode.cause = cause;
             changed
         });
-        if first {
+        let due = self
+            .said
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .line_due(cause, now);
+        if due {
             cause.log_line();
         }
     }
 
-    /// Telegram answered getUpdates again: ends the episode, if one was open, and returns it.
-    pub(crate) fn answered(&self) -> Option<Unreachable> {
-        let ended = self.0.send_replace(None)?;
+    /// Telegram answered getUpdates again at `now`: ends the episode, if one was open, and
+    /// returns it when the owner is to be told (not within an hour of the last notice).
+    pub(crate) fn answered(&self, now: DateTime<Utc>) -> Option<Unreachable> {
+        let ended = self.episode.send_replace(None)?;
         tracing::info!(
             since = %ended.since,
             cause = ended.cause.as_str(),
             "Telegram answers again; polling resumes"
         );
-        Some(ended)
+        let tell = self
+            .said
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .notice_due(now);
+        tell.then_some(ended)
     }
 
     /// Follows the episodes as they open and end, for a report to waiting sessions (not made
     /// yet: only the tests follow it so far).
     #[allow(dead_code)]
     pub(crate) fn watch(&self) -> watch::Receiver<Option<Unreachable>> {
-        self.0.subscribe()
+        self.episode.subscribe()
     }
 }
 
@@ -136,32 +175,50 @@ mod tests {
     #[test]
     fn an_episode_keeps_its_start_across_causes_and_ends_once() {
         let reach = Reach::default();
-        let (t0, t1) = (
-            DateTime::<Utc>::from_timestamp(1_000, 0).unwrap(),
-            DateTime::<Utc>::from_timestamp(2_000, 0).unwrap(),
-        );
+        let at = |secs: i64| DateTime::<Utc>::from_timestamp(secs, 0).unwrap();
         let watching = reach.watch();
-        reach.refused(Cause::Conflict, t0);
-        reach.refused(Cause::Conflict, t1);
+        reach.refused(Cause::Conflict, at(1_000));
+        reach.refused(Cause::Conflict, at(2_000));
         assert_eq!(
             watching.borrow().as_ref().map(|u| (u.since, u.cause)),
-            Some((t0, Cause::Conflict))
+            Some((at(1_000), Cause::Conflict))
         );
-        reach.refused(Cause::Revoked, t1);
-        reach.refused(Cause::Conflict, t1);
+        reach.refused(Cause::Revoked, at(2_000));
         assert_eq!(
-            watching.borrow().as_ref().map(|u| u.said.clone()),
-            Some(vec![Cause::Conflict, Cause::Revoked]),
-            "each cause is said once"
+            watching.borrow().as_ref().map(|u| (u.since, u.cause)),
+            Some((at(1_000), Cause::Revoked)),
+            "a new cause keeps the episode's start"
         );
-        reach.refused(Cause::Revoked, t1);
-        assert_eq!(
-            watching.borrow().as_ref().map(|u| u.cause),
-            Some(Cause::Revoked)
-        );
-        assert_eq!(reach.answered().map(|u| u.since), Some(t0));
-        assert_eq!(reach.answered(), None);
+        assert_eq!(reach.answered(at(2_100)).map(|u| u.since), Some(at(1_000)));
+        assert_eq!(*watching.borrow(), None, "the episode has ended");
+        assert_eq!(reach.answered(at(2_200)), None, "an episode ends once");
         assert_eq!(Cause::of(&SendError::Transient("x".into())), None);
         assert_eq!(Cause::of(&SendError::Unauthorized), Some(Cause::Revoked));
+    }
+
+    /// Two pollers on one token take turns: the owner is told once an hour at most, and each
+    /// cause's log line is not repeated within the hour either.
+    #[test]
+    fn a_flapping_refusal_tells_the_owner_and_the_log_once_an_hour() {
+        let reach = Reach::default();
+        let at = |minutes: i64| DateTime::<Utc>::from_timestamp(minutes * 60, 0).unwrap();
+        let mut told = Vec::new();
+        for minute in 0..130 {
+            if minute % 2 == 0 {
+                reach.refused(Cause::Conflict, at(minute));
+            } else if reach.answered(at(minute)).is_some() {
+                told.push(minute);
+            }
+        }
+        assert_eq!(told, [1, 61, 121], "a notice an hour at most");
+        let mut said = Said::default();
+        let lines: Vec<i64> = (0..130)
+            .filter(|minute| said.line_due(Cause::Conflict, at(*minute)))
+            .collect();
+        assert_eq!(lines, [0, 60, 120], "a line an hour at most");
+        assert!(
+            said.line_due(Cause::Revoked, at(5)),
+            "another cause has its own line"
+        );
     }
 }

@@ -322,6 +322,9 @@ fn judge_hook(
         .map_err(|error| format!("{error}: every call is blocked until it is fixed"))?;
     // Without its own `timeout`, a hook gets the agent's default: Claude Code's is 600 s;
     // Codex's is not documented, so only a stated one can be checked.
+    if !hook["timeout"].is_null() && !hook["timeout"].is_number() {
+        return Err("its timeout is not a number of seconds".to_owned());
+    }
     let timeout = hook["timeout"].as_f64().or(agent.default_hook_timeout());
     if let Some(timeout) = timeout {
         if timeout <= max_wait {

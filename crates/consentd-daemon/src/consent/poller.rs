@@ -111,7 +111,7 @@ impl Poller {
     /// getUpdates answered: an episode of refusals ends (the owner is told through the loop),
     /// and the batch is handed over.
     async fn answered(&self, batch: Vec<Incoming>) -> Next {
-        if let Some(ended) = self.reach.answered() {
+        if let Some(ended) = self.reach.answered(self.clock.now()) {
             if self.events.send(Wake::Reachable(ended)).await.is_err() {
                 return Next::Stop;
             }
