@@ -128,8 +128,9 @@ impl Reach {
     /// and logs a line only for a cause not said within the last hour, never for each retry.
     pub(crate) fn refused(&self, cause: Cause, now: DateTime<Utc>) {
         self.episode.send_if_modified(|current| {
+            let opened = current.is_none();
             let episode = current.get_or_insert_with(|| Unreachable { since: now, cause });
-            let changed = episode.cause != cause;
+            let changed = opened || episode.cause != cause;
             episode.cause = cause;
             changed
         });
@@ -176,9 +177,18 @@ mod tests {
     fn an_episode_keeps_its_start_across_causes_and_ends_once() {
         let reach = Reach::default();
         let at = |secs: i64| DateTime::<Utc>::from_timestamp(secs, 0).unwrap();
-        let watching = reach.watch();
+        let mut watching = reach.watch();
         reach.refused(Cause::Conflict, at(1_000));
+        assert!(
+            watching.has_changed().unwrap(),
+            "an opened episode is announced"
+        );
+        watching.mark_unchanged();
         reach.refused(Cause::Conflict, at(2_000));
+        assert!(
+            !watching.has_changed().unwrap(),
+            "a retry of the same cause is not"
+        );
         assert_eq!(
             watching.borrow().as_ref().map(|u| (u.since, u.cause)),
             Some((at(1_000), Cause::Conflict))
