@@ -427,12 +427,10 @@ impl Daemon {
                 let dir = std::mem::replace(&mut daemon.dir, tempfile::tempdir().unwrap());
                 return Err(StartFailure { message, _dir: dir });
             }
-            if UnixStream::connect(&daemon.socket).is_ok() && daemon.journal.exists() {
-                // The socket is bound before the store opens: ask once to be sure it answers.
-                let answer = daemon.request_raw(b"{\"v\":1,\"op\":\"list\"}\n");
-                if !answer.is_empty() {
-                    return Ok(daemon);
-                }
+            // The socket is bound before the store opens: ask once to be sure it answers (a
+            // daemon that then refuses its database closes the connection unanswered).
+            if daemon.journal.exists() && daemon.answers_a_list() {
+                return Ok(daemon);
             }
             assert!(
                 Instant::now() < deadline,
@@ -687,6 +685,20 @@ impl Daemon {
         let _ = stream.write_all(frame);
         let _ = stream.shutdown(std::net::Shutdown::Write);
         answer_lines(&mut stream)
+    }
+
+    /// Whether a `list` on the socket gets an answer line; never panics (the daemon may be
+    /// exiting).
+    fn answers_a_list(&self) -> bool {
+        let Ok(mut stream) = UnixStream::connect(&self.socket) else {
+            return false;
+        };
+        let _ = stream.set_read_timeout(Some(PATIENCE));
+        let _ = stream.write_all(b"{\"v\":1,\"op\":\"list\"}\n");
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        answer.contains(&b'\n')
     }
 
     /// Sends a JSON request and returns its final answer.

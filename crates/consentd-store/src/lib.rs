@@ -59,6 +59,7 @@ mod known;
 mod mandate_rows;
 pub mod mandates;
 mod migrate;
+pub use migrate::SCHEMA;
 pub mod outbox;
 pub mod owner;
 pub mod pairing;
@@ -125,7 +126,11 @@ pub enum StoreError {
     },
     #[error("the database {path} failed its integrity check: {detail}")]
     Corrupt { path: String, detail: String },
-    #[error("the database is at schema {found}, newer than this consentd knows ({latest})")]
+    #[error(
+        "the database is at schema {found}, newer than this consentd knows ({latest}): a newer \
+         consentd wrote it, and this one will not open it. Run the newer binary again, or restore \
+         the backup taken before the upgrade (docs/OPERATOR.md, \"Upgrading\")"
+    )]
     TooNew { found: u32, latest: u32 },
     #[error("migration {number} failed: {source}")]
     Migration {

@@ -36,9 +36,13 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (21, include_str!("migrations/0021_attachment_copies.sql")),
 ];
 
+/// The schema this build writes: the last migration's number. A database above it is refused;
+/// one below it is brought up to it at open.
+pub const SCHEMA: u32 = MIGRATIONS[MIGRATIONS.len() - 1].0;
+
 pub(crate) fn migrate(conn: &Connection) -> Result<(), StoreError> {
     let current: u32 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-    let latest = MIGRATIONS.last().map_or(0, |(number, _)| *number);
+    let latest = SCHEMA;
     if current > latest {
         return Err(StoreError::TooNew {
             found: current,

@@ -119,6 +119,13 @@ impl Inspect {
         Ok(Inspect { conn })
     }
 
+    /// The schema the database is at (`PRAGMA user_version`).
+    pub fn schema(&self) -> Result<u32, StoreError> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))?)
+    }
+
     /// Every outbox row, in the order queued.
     pub fn outbox(&self) -> Result<Vec<OutboxRow>, StoreError> {
         let mut statement = self
