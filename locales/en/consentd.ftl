@@ -287,5 +287,6 @@ rule-item = { $agent } · { $tool } · in { $cwd }
     }. Rule { $id }, command SHA-256 { $sha }:
 rule-removed = Removed: this call needs your Yes again.
 stale-rule-removed = This rule was already removed.
+stale-from-before-upgrade = This button was drawn before consentd was upgraded or its key was changed, and no longer answers. Ask again.
 summary-rules = Passed by saved rules: { $count }.
 silenced-session = For one session only: { $session }. Cards from other sessions still come.

@@ -290,5 +290,6 @@ rule-item = { $agent } · { $tool } · em { $cwd }
     }. Regra { $id }, SHA-256 do comando { $sha }:
 rule-removed = Removida: esta chamada precisa do seu Sim de novo.
 stale-rule-removed = Esta regra já foi removida.
+stale-from-before-upgrade = Este botão foi desenhado antes de o consentd ser atualizado ou de a sua chave mudar, e já não responde. Peça de novo.
 summary-rules = Passaram por regras salvas: { $count }.
 silenced-session = Só para uma sessão: { $session }. Os cartões de outras sessões continuam chegando.

@@ -14,7 +14,9 @@ use consentd_store::inspect::{tamper, Inspect};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
-use crate::fixture::{consentd, good_ask, noon_today, stdout, Daemon};
+use consentd_emulator::{ChatSpec, UserSpec};
+
+use crate::fixture::{consentd, good_ask, noon_today, stdout, Daemon, OWNER};
 
 /// The release whose state this build must open: the last one cut.
 const RELEASE: &str = "0.1.0";
@@ -195,4 +197,123 @@ fn a_database_a_newer_consentd_wrote_is_refused_and_left_as_it_was() {
         std::fs::read(&db).unwrap() == bytes,
         "the refused database was changed"
     );
+}
+
+/// A button drawn before an upgrade that signs buttons otherwise (another format version), or
+/// under a key since rotated (another key id): the owner, in their own chat, is told it is from
+/// before the upgrade; anyone else, or anywhere else, only "not accepted". Either way nothing is
+/// done, and the press is journaled as rejected.
+#[test]
+fn a_button_from_before_an_upgrade_tells_the_owner_so_and_does_nothing() {
+    const BEFORE: &str = "This button was drawn before consentd was upgraded or its key was \
+                          changed, and no longer answers. Ask again.";
+    const NOT_ACCEPTED: &str = "Not accepted.";
+    let daemon = Daemon::start();
+    let id = ask(&daemon, "pressed with an old button");
+    let card = daemon.card_of(&id);
+    let yes = card.buttons()[0].callback_data.clone().unwrap();
+    let parts: Vec<&str> = yes.split('.').collect();
+    let with = |index: usize, value: &str| {
+        let mut changed = parts.clone();
+        changed[index] = value;
+        changed.join(".")
+    };
+    let older_version = with(0, "0");
+    let newer_version = with(0, "2");
+    let other_key = with(1, if parts[1] == "0000" { "ffff" } else { "0000" });
+    let owner = UserSpec::new(OWNER, "Mila");
+    let stranger = UserSpec::new(777, "Eve");
+    let cases = [
+        (
+            "an older format, the owner in their chat",
+            &older_version,
+            &owner,
+            ChatSpec::private(OWNER),
+            BEFORE,
+            "wrong_version",
+        ),
+        (
+            "a newer format, the owner in their chat",
+            &newer_version,
+            &owner,
+            ChatSpec::private(OWNER),
+            BEFORE,
+            "wrong_version",
+        ),
+        (
+            "a rotated key, the owner in their chat",
+            &other_key,
+            &owner,
+            ChatSpec::private(OWNER),
+            BEFORE,
+            "stale_key",
+        ),
+        (
+            "an older format, a stranger in their chat",
+            &older_version,
+            &stranger,
+            ChatSpec::private(777),
+            NOT_ACCEPTED,
+            "wrong_version",
+        ),
+        (
+            "a rotated key, a stranger in the owner's chat id",
+            &other_key,
+            &stranger,
+            ChatSpec::private(OWNER),
+            NOT_ACCEPTED,
+            "stale_key",
+        ),
+        (
+            "an older format, the owner in a group",
+            &older_version,
+            &owner,
+            ChatSpec::group(4242),
+            NOT_ACCEPTED,
+            "wrong_version",
+        ),
+    ];
+    for (case, data, from, chat, toast, code) in cases {
+        let answers = daemon.bot.callback_answers().len();
+        let rejected = rejections(&daemon);
+        daemon.bot.push_press(from, chat, card.message_id, data);
+        daemon.wait_for(&format!("{case}: the toast {toast:?}"), |bot| {
+            bot.callback_answers()
+                .iter()
+                .skip(answers)
+                .any(|answer| answer.text.as_deref() == Some(toast))
+        });
+        daemon.wait_for(&format!("{case}: press_rejected {code}"), |_| {
+            rejections(&daemon).len() > rejected.len()
+        });
+        assert_eq!(
+            rejections(&daemon).last().map(String::as_str),
+            Some(code),
+            "{case}"
+        );
+        assert_eq!(
+            status_of(&daemon, &id),
+            "card_shown",
+            "{case}: the card moved"
+        );
+    }
+    assert_eq!(daemon.runs(), 0);
+    // The card's own Yes still counts.
+    daemon.press_yes(&card);
+    daemon.wait_state(&id, "executed");
+}
+
+/// The codes of every `press_rejected` line so far, in order.
+fn rejections(daemon: &Daemon) -> Vec<String> {
+    daemon
+        .journal_events()
+        .iter()
+        .filter(|event| event["ev"] == "press_rejected")
+        .map(|event| event["reason"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn status_of(daemon: &Daemon, id: &str) -> String {
+    let answer = daemon.request(&json!({"v": 1, "op": "status", "id": id}));
+    answer["status"].as_str().unwrap_or_default().to_owned()
 }

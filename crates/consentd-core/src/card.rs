@@ -68,6 +68,7 @@ pub mod msg {
     pub(crate) const RULE_ITEM: &str = "rule-item";
     pub(crate) const RULE_REMOVED: &str = "rule-removed";
     pub(crate) const STALE_RULE_REMOVED: &str = "stale-rule-removed";
+    pub(crate) const STALE_FROM_BEFORE_UPGRADE: &str = "stale-from-before-upgrade";
     pub(crate) const CARD_DEADLINE: &str = "card-deadline";
     pub(crate) const CARD_TEXT: &str = "card-text";
     pub(crate) const CARD_TEXT_PARTS: &str = "card-text-parts";
@@ -228,6 +229,7 @@ pub mod msg {
         RULE_ITEM,
         RULE_REMOVED,
         STALE_RULE_REMOVED,
+        STALE_FROM_BEFORE_UPGRADE,
         BUTTON_ALWAYS,
         BUTTON_REMOVE,
         COMMAND_RULES,

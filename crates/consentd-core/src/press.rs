@@ -211,6 +211,17 @@ pub enum PressRejection {
 }
 
 impl PressRejection {
+    /// Whether the button was made by a build that signs buttons otherwise, or under a key this
+    /// one no longer holds: drawn before an upgrade or a key rotation. Nothing in it can be
+    /// checked, so it can only be refused; the owner is told why (see
+    /// [`PressContext::is_owner_in_own_chat`]), everyone else only "not accepted".
+    pub fn is_from_before_upgrade(self) -> bool {
+        matches!(
+            self,
+            PressRejection::WrongVersion | PressRejection::StaleKey
+        )
+    }
+
     /// The code written in the journal's `press_rejected` entry.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -439,6 +450,16 @@ pub struct PressContext<'a> {
     pub now: Now,
 }
 
+impl PressContext<'_> {
+    /// Whether the press came from the paired owner in their own private chat (there the chat's
+    /// id is the owner's id): the only presser ever told more than "not accepted".
+    pub fn is_owner_in_own_chat(&self) -> bool {
+        self.owner_id == Some(self.presser_id)
+            && self.chat_is_private
+            && self.chat_id == self.presser_id
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubjectFacts<'a> {
     /// The digest the card was drawn for (64 hex); a press counts only for this digest.
@@ -646,6 +667,92 @@ mod tests {
 
     fn yes() -> String {
         key().sign(PressAction::Yes, REC, DIGEST, OWNER)
+    }
+
+    /// Only the paired owner in their own private chat is told more than "not accepted".
+    #[test]
+    fn only_the_owner_in_their_own_chat_is_told_why() {
+        // (case, presser, chat, private chat, paired owner, told why)
+        type Case = (&'static str, i64, i64, bool, Option<i64>, bool);
+        let cases: [Case; 6] = [
+            (
+                "the owner in their chat",
+                OWNER,
+                OWNER,
+                true,
+                Some(OWNER),
+                true,
+            ),
+            (
+                "a stranger in their own chat",
+                STRANGER,
+                STRANGER,
+                true,
+                Some(OWNER),
+                false,
+            ),
+            (
+                "a stranger naming the owner's chat",
+                STRANGER,
+                OWNER,
+                true,
+                Some(OWNER),
+                false,
+            ),
+            (
+                "the owner in a group",
+                OWNER,
+                GROUP,
+                false,
+                Some(OWNER),
+                false,
+            ),
+            (
+                "the owner in another's private chat",
+                OWNER,
+                STRANGER,
+                true,
+                Some(OWNER),
+                false,
+            ),
+            ("no owner paired", OWNER, OWNER, true, None, false),
+        ];
+        for (case, presser, chat, private, owner, told) in cases {
+            let ctx = PressContext {
+                presser_id: presser,
+                chat_id: chat,
+                chat_is_private: private,
+                owner_id: owner,
+                ..good_ctx()
+            };
+            assert_eq!(ctx.is_owner_in_own_chat(), told, "{case}");
+        }
+    }
+
+    /// Only a button this build cannot read at all counts as drawn before an upgrade.
+    #[test]
+    fn from_before_an_upgrade_is_another_format_or_another_key() {
+        let mut from_before: Vec<&str> = [
+            PressRejection::Malformed,
+            PressRejection::WrongVersion,
+            PressRejection::StaleKey,
+            PressRejection::BadTag,
+            PressRejection::NotOwner,
+            PressRejection::NotPrivateChat,
+            PressRejection::UnknownSubject,
+            PressRejection::WrongMessage,
+            PressRejection::CardAltered,
+            PressRejection::NotOpen,
+            PressRejection::Expired,
+            PressRejection::BeforeShown,
+            PressRejection::NotOffered,
+        ]
+        .into_iter()
+        .filter(|r| r.is_from_before_upgrade())
+        .map(PressRejection::as_str)
+        .collect();
+        from_before.sort_unstable();
+        assert_eq!(from_before, ["stale_key", "wrong_version"]);
     }
 
     /// Replaces the tag part of `data` with `tag` bytes of any length.

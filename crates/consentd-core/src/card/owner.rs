@@ -112,6 +112,9 @@ pub enum Stale {
     Suggestion,
     /// A Remove on a rule already removed.
     RuleRemoved,
+    /// Any button drawn before an upgrade that changed how buttons are signed, or before the
+    /// HMAC key was rotated: this build cannot read it, so it answers nothing.
+    FromBeforeUpgrade,
 }
 
 /// The press's answer for a stale button (at most `CALLBACK_TEXT_LIMIT` characters);
@@ -131,6 +134,7 @@ pub fn stale_toast(
         Stale::MandateEnded => locales.t(lang, msg::STALE_MANDATE_ENDED, &[]),
         Stale::Suggestion => locales.t(lang, msg::STALE_SUGGESTION, &[]),
         Stale::RuleRemoved => locales.t(lang, msg::STALE_RULE_REMOVED, &[]),
+        Stale::FromBeforeUpgrade => locales.t(lang, msg::STALE_FROM_BEFORE_UPGRADE, &[]),
         Stale::Resumed => locales.t(lang, msg::STALE_RESUMED, &[]),
         Stale::SilencedAgain => locales.t(lang, msg::STALE_SILENCED_AGAIN, &[]),
         Stale::CategoryAlready { on } => locales.t(

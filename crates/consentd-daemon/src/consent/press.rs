@@ -70,7 +70,7 @@ impl Consent {
         let data = press.data.clone().unwrap_or_default();
         let verdict = press::verify(&data, &self.key, &context);
         // Answered first: Telegram gives a query only seconds.
-        let answer = self.press_answer(&verdict, &facts, &press.from);
+        let answer = self.press_answer(&verdict, &facts, &context, &press.from);
         self.answer(press.query_id.clone(), answer);
         let subject = facts.callback.map(|c| c.subject);
         let decision = Decision {

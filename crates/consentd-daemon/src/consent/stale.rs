@@ -10,7 +10,7 @@ use super::{Consent, PressFacts, PressSubject, CATEGORY_DIGEST};
 use crate::preflight;
 use crate::telegram::Person;
 use consentd_core::card::owner::{self, Stale};
-use consentd_core::press::{PressAction, PressRejection, Verdict};
+use consentd_core::press::{PressAction, PressContext, PressRejection, Verdict};
 use consentd_store::{MandateRow, RecordState};
 
 /// Why a Yes, No, Grant or Decline on a card in `state` no longer counts.
@@ -75,18 +75,26 @@ impl Consent {
 
     /// The answer to a press: nothing for an accepted one; why, for the owner's genuine press
     /// on a stale button (only `not_open` comes after every check of who pressed, where, on
-    /// which message, with which signature); "Not accepted." for everything else, which tells
-    /// a stranger or a forger nothing.
+    /// which message, with which signature), and for the owner's press, in their own chat, on a
+    /// button drawn before an upgrade or a key rotation (which cannot be checked at all, so it
+    /// is told only to whoever is the owner, and does nothing); "Not accepted." for everything
+    /// else, which tells a stranger or a forger nothing.
     pub(super) fn press_answer(
         &self,
         verdict: &Verdict,
         facts: &PressFacts,
+        context: &PressContext<'_>,
         from: &Person,
     ) -> Option<String> {
         let stale = match verdict {
             Verdict::Accept { .. } => return None,
             Verdict::Reject(PressRejection::NotOpen) => {
                 facts.subject.as_ref().and_then(|s| s.stale)
+            }
+            Verdict::Reject(rejection)
+                if rejection.is_from_before_upgrade() && context.is_owner_in_own_chat() =>
+            {
+                Some(Stale::FromBeforeUpgrade)
             }
             Verdict::Reject(_) => None,
         };
