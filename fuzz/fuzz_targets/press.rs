@@ -107,6 +107,7 @@ fuzz_target!(|bytes: &[u8]| {
                     action,
                     PressAction::Yes
                         | PressAction::No
+                        | PressAction::NoSayWhy
                         | PressAction::Grant
                         | PressAction::Decline
                         | PressAction::Always
@@ -125,12 +126,14 @@ fuzz_target!(|bytes: &[u8]| {
                 Verdict::Reject(PressRejection::WrongMessage)
             );
             // On a message changed since it was drawn only a press that takes something back
-            // counts (No, Decline, Stop, Off, Remove): whoever changed it can make nothing run.
+            // counts (No, No and say why, Decline, Stop, Off, Remove): whoever changed it can
+            // make nothing run.
             let mut altered = context(DIGEST);
             altered.message = MessageFacts::Drawn(AsDrawn::Changed);
             let takes_back = matches!(
                 action,
                 PressAction::No
+                    | PressAction::NoSayWhy
                     | PressAction::Decline
                     | PressAction::Stop
                     | PressAction::CategoryOff

@@ -172,7 +172,7 @@ test('the sandbox page, as the owner uses it', async () => {
     const card = page.locator('.row.in', { hasText: TEXT });
     await card.getByRole('button', { name: 'Yes' }).waitFor();
     const bubble = await card.locator('.bubble').evaluate((b) => getComputedStyle(b).backgroundColor);
-    for (const look of await buttonLooks(card.getByRole('button'))) {
+    for (const look of await buttonLooks(card.locator('.keyboard').getByRole('button'))) {
       assert.ok(contrast(look.color, look.background) >= 4.5, `${look.text} is hard to read: ${JSON.stringify(look)}`);
       assert.notEqual(look.background, bubble, `${look.text} does not stand out from its card`);
       assert.ok(!look.classes.includes('danger'), `${look.text} is not on a destructive card`);
@@ -183,7 +183,7 @@ test('the sandbox page, as the owner uses it', async () => {
     await card.getByRole('button', { name: 'Yes' }).click();
     await card.getByText('Outcome: done').waitFor();
 
-    assert.equal(await card.getByRole('button').count(), 0, 'the edited card has no buttons');
+    assert.equal(await card.locator('.keyboard button').count(), 0, 'the edited card has no buttons');
     assert.equal(await card.locator('.edited').count(), 1, 'the card is marked edited');
     assert.equal(await card.locator('b').count(), 0, 'markup in the text stays text');
     assert.match(await card.innerText(), /Result: https:\/\/example\.org\/sandbox\/posts\/r_/);
@@ -223,15 +223,28 @@ test('the sandbox page, as the owner uses it', async () => {
     const destructive = page.locator('.row.in', { hasText: doomed.out.trim() });
     await destructive.getByRole('button', { name: 'Yes' }).waitFor();
     assert.equal(await destructive.locator('.msg.destructive').count(), 1);
-    const [yes, no] = await buttonLooks(destructive.getByRole('button'));
+    const [yes, no] = await buttonLooks(destructive.locator('.keyboard').getByRole('button'));
     assert.equal(yes.text, 'Yes');
     assert.ok(yes.classes.includes('danger'), 'the Yes is marked destructive');
     const [r, g, b] = yes.background.match(/\d+/g).map(Number);
     assert.ok(r > 150 && g < 80 && b < 80, `the Yes is red: ${yes.background}`);
     assert.ok(contrast(yes.color, yes.background) >= 4.5, JSON.stringify(yes));
     assert.ok(!no.classes.includes('danger'), 'the No is not');
-    await destructive.getByRole('button', { name: 'No' }).click();
+    await destructive.getByRole('button', { name: 'No', exact: true }).click();
     await destructive.locator('.msg.settled .outcome', { hasText: 'Outcome: declined' }).waitFor();
+
+    // "No, and say why…", then the reason written on the page as a reply to the card.
+    const asking = await ask(socket, ['--kind', 'publish_x', '--target', '@why', '--text', 'Say why', '--no-wait']);
+    assert.equal(asking.code, 8, asking.err);
+    const whyCard = page.locator('.row.in', { hasText: asking.out.trim() });
+    await whyCard.getByRole('button', { name: 'No, and say why…' }).click();
+    await whyCard.getByText('Reply to this message by').waitFor();
+    await whyCard.locator('.meta .reply').click();
+    await page.locator('#replying-text', { hasText: 'Replying to:' }).waitFor();
+    await page.locator('#text').fill('Not on a Sunday');
+    await page.locator('#send').click();
+    await page.locator('.row.in', { hasText: 'Sent to the agent with your No.' }).waitFor();
+    assert.ok(await page.locator('#replying').isHidden(), 'the reply is sent and done');
 
     // A text too long for its card comes in parts, each with one badge and no [i/N] line.
     const long = 'Long text for its parts. '.repeat(200);

@@ -1,14 +1,12 @@
-//! The owner's chat: a No that carries the owner's reason to the session, the
-//! settings as they are, one line for a stray message, stale buttons told apart and taken away,
+//! The owner's chat (a No and its reason are in say_why.rs): a reply that never answers a
+//! card, the settings as they are, one line for a stray message, stale buttons told apart and taken away,
 //! and the category's labels for the fields on a card.
 
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use consentd_emulator::{ChatMessage, ChatSpec, Scripted, UserSpec};
 use serde_json::{json, Value};
 
-use crate::consent::{ask_waiting, waiting};
 use crate::fixture::{good_ask, Daemon, OWNER};
 use crate::mandates::{ask, ask_to, button, grant, receipt_of};
 use crate::owner::{events, say};
@@ -23,18 +21,6 @@ fn stranger() -> UserSpec {
 
 fn private() -> ChatSpec {
     ChatSpec::private(OWNER)
-}
-
-/// The final line a waiting session got, once it came within `within`; `None` while it waits.
-fn final_within(answer: &JoinHandle<Value>, within: Duration) -> bool {
-    let deadline = Instant::now() + within;
-    while !answer.is_finished() {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    true
 }
 
 /// Waits for a message from the bot after the first `before` messages whose text has `expected`.
@@ -60,13 +46,6 @@ fn reply(daemon: &Daemon, from: &UserSpec, text: &str, message: &ChatMessage) ->
     before
 }
 
-/// The owner writes `text`; returns how many messages the chat held before.
-fn write(daemon: &Daemon, text: &str) -> usize {
-    let before = daemon.bot.messages(OWNER).len();
-    daemon.bot.push_text(&owner(), private(), text);
-    before
-}
-
 /// Presses No on record `id`'s card and waits for the card's edit to say it was declined.
 fn decline(daemon: &Daemon, id: &str) -> ChatMessage {
     let card = daemon.card_of(id);
@@ -89,111 +68,6 @@ fn ask_id(daemon: &Daemon, text: &str) -> String {
 
 fn status(daemon: &Daemon, id: &str) -> Value {
     daemon.request(&json!({"v":1,"op":"status","id":id}))
-}
-
-fn sha256_hex(text: &str) -> String {
-    consentd_core::digest::Sha256Hash::of(text.as_bytes()).to_hex()
-}
-
-#[test]
-fn a_reply_to_a_declined_card_in_time_reaches_the_session_and_stays_on_the_record() {
-    let daemon = Daemon::builder().decline_reason_wait("60s").start();
-    let (id, answer) = ask_waiting(&daemon, waiting("Post the old logo"));
-    let card = decline(&daemon, &id);
-    let edited = card.text.clone().unwrap();
-    assert!(
-        edited.contains("Reply to this message by"),
-        "the declined card invites a reply:\n{edited}"
-    );
-    // The No answered at once; the final line waits for the reason.
-    assert!(!final_within(&answer, Duration::from_millis(500)));
-    assert_eq!(status(&daemon, &id)["status"], "declined");
-
-    // A hidden character is sent back, and nothing is kept.
-    let before = reply(&daemon, &owner(), "Use\u{200B} the new one", &card);
-    bot_says(&daemon, before, "U+200B ZERO WIDTH SPACE at character 4");
-    assert!(!final_within(&answer, Duration::from_millis(300)));
-
-    let reason = "Use the new logo instead, and post after 18:00";
-    let before = reply(&daemon, &owner(), reason, &card);
-    bot_says(&daemon, before, "Sent to the agent with your No.");
-    assert!(final_within(&answer, Duration::from_secs(10)));
-    let last = answer.join().unwrap();
-    assert_eq!(last["status"], "declined", "{last}");
-    assert_eq!(last["message"], reason, "{last}");
-    let record = status(&daemon, &id);
-    assert_eq!(record["message"], reason, "{record}");
-    assert_eq!(record["final"], true, "{record}");
-
-    // Journaled by its hash alone; never in the journal or the log in clear.
-    let kept = events(&daemon, "decline_reason");
-    assert_eq!(kept.len(), 1);
-    assert_eq!(kept[0]["id"], id.as_str());
-    assert_eq!(kept[0]["sha256"], sha256_hex(reason));
-    assert_eq!(kept[0]["by"], OWNER);
-    let journal = std::fs::read_to_string(&daemon.journal).unwrap();
-    assert!(!journal.contains("new logo"));
-    assert!(!daemon.log().contains("new logo"));
-
-    // One reason per No.
-    let before = reply(&daemon, &owner(), "And another thing", &card);
-    bot_says(&daemon, before, "The agent already has your reason");
-    assert_eq!(status(&daemon, &id)["message"], reason);
-    assert_eq!(events(&daemon, "decline_reason").len(), 1);
-}
-
-#[test]
-fn a_reply_late_to_another_message_or_from_someone_else_is_not_attached() {
-    let daemon = Daemon::builder().decline_reason_wait("60s").start();
-    let (id, answer) = ask_waiting(&daemon, waiting("Post it"));
-    let card = decline(&daemon, &id);
-
-    // A reply to a message that is no card is a stray message.
-    let before = write(&daemon, "a note to myself");
-    let note = daemon
-        .bot
-        .messages(OWNER)
-        .into_iter()
-        .skip(before)
-        .find(|m| !m.outgoing)
-        .unwrap();
-    bot_says(&daemon, before, "Send /help for the list.");
-    let before = reply(&daemon, &owner(), "not for the card", &note);
-    bot_says(&daemon, before, "Send /help for the list.");
-
-    // Someone else's reply to the card gets the stranger's line at most, and changes nothing.
-    reply(&daemon, &stranger(), "from a stranger", &card);
-    daemon.settle();
-    assert!(status(&daemon, &id).get("message").is_none());
-    assert!(!final_within(&answer, Duration::from_millis(300)));
-
-    // After the wait the session has its No without a reason, and a reply is too late.
-    daemon.advance_clock(61);
-    assert!(final_within(&answer, Duration::from_secs(10)));
-    let last = answer.join().unwrap();
-    assert_eq!(last["status"], "declined", "{last}");
-    assert!(last.get("message").is_none(), "{last}");
-    let before = reply(&daemon, &owner(), "too late now", &card);
-    bot_says(&daemon, before, "Too late for this card");
-    assert!(status(&daemon, &id).get("message").is_none());
-    assert!(events(&daemon, "decline_reason").is_empty());
-}
-
-#[test]
-fn with_the_wait_off_the_declined_line_comes_at_once_and_the_card_invites_nothing() {
-    let daemon = Daemon::builder().decline_reason_wait("0s").start();
-    let (id, answer) = ask_waiting(&daemon, waiting("Post it now"));
-    let card = decline(&daemon, &id);
-    assert!(final_within(&answer, Duration::from_secs(10)));
-    assert_eq!(answer.join().unwrap()["status"], "declined");
-    assert!(!card
-        .text
-        .as_deref()
-        .unwrap()
-        .contains("Reply to this message"));
-    let before = reply(&daemon, &owner(), "why not", &card);
-    bot_says(&daemon, before, "Send /help for the list.");
-    assert!(events(&daemon, "decline_reason").is_empty());
 }
 
 #[test]

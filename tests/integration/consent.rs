@@ -114,7 +114,7 @@ fn the_whole_loop_runs_the_action_once_after_the_owners_yes() {
         assert!(text.contains(shown), "the card lacks {shown:?}:\n{text}");
     }
     let labels: Vec<String> = card.buttons().iter().map(|b| b.text.clone()).collect();
-    assert_eq!(labels, ["Yes", "No"]);
+    assert_eq!(labels, ["Yes", "No", "No, and say why…"]);
     assert_eq!(daemon.runs(), 0, "nothing runs before the press");
 
     press(

@@ -31,7 +31,8 @@ pub struct DaemonBuilder {
     owner: Option<i64>,
     decline_streak: u32,
     card_ttl: String,
-    decline_reason_wait: String,
+    /// `limits.decline_reason_wait` when a test sets it; absent, the daemon's default (60 s).
+    decline_reason_wait: Option<String>,
     /// The `[gate]` table's lines.
     gate: String,
     /// Extra environment for the daemon's first start (a preloaded library, a crash point).
@@ -91,8 +92,9 @@ impl Default for DaemonBuilder {
             owner: Some(OWNER),
             decline_streak: 3,
             card_ttl: "15m".to_owned(),
-            // Off unless a test waits for a reason: a declined ask's final line comes at once.
-            decline_reason_wait: "0s".to_owned(),
+            // The daemon's default: a plain No's final line comes at once whatever the wait,
+            // and every card offers "No, and say why…".
+            decline_reason_wait: None,
             gate: "quiet_hours = \"off\"".to_owned(),
             env: Vec::new(),
             mandate_kinds: false,
@@ -187,9 +189,9 @@ impl DaemonBuilder {
         self
     }
 
-    /// Sets `limits.decline_reason_wait` (the fixture's default is "0s": no wait).
+    /// Sets `limits.decline_reason_wait` (unset, the config leaves it to the daemon's default).
     pub fn decline_reason_wait(mut self, wait: &str) -> Self {
-        self.decline_reason_wait = wait.to_owned();
+        self.decline_reason_wait = Some(wait.to_owned());
         self
     }
 
@@ -237,8 +239,7 @@ max_request_bytes = {max_request_bytes}
 max_pending = {max_pending}
 decline_streak = {decline_streak}
 card_ttl = "{card_ttl}"
-decline_reason_wait = "{decline_reason_wait}"
-refusals_per_minute = {refusals_per_minute}
+{decline_reason_wait}refusals_per_minute = {refusals_per_minute}
 refusal_window = "{refusal_window}"
 {share}{suggestions}{limits}
 [gate]
@@ -277,7 +278,12 @@ command = ["/bin/true"]
             max_pending = self.max_pending,
             decline_streak = self.decline_streak,
             card_ttl = self.card_ttl,
-            decline_reason_wait = self.decline_reason_wait,
+            decline_reason_wait = self
+                .decline_reason_wait
+                .as_ref()
+                .map_or(String::new(), |wait| format!(
+                    "decline_reason_wait = \"{wait}\"\n"
+                )),
             refusals_per_minute = self.refusals.0,
             refusal_window = self.refusals.1,
             limits = self.limits,
@@ -613,7 +619,13 @@ impl Daemon {
         self.press_nth(card, 1);
     }
 
-    fn press_nth(&self, card: &ChatMessage, index: usize) {
+    /// Presses the card's "No, and say why…" (the button on its second row) as the owner.
+    pub fn press_no_say_why(&self, card: &ChatMessage) {
+        self.press_nth(card, say_why_index(card));
+    }
+
+    /// Presses button `index` of `card` as the owner, in the owner's private chat.
+    pub fn press_nth(&self, card: &ChatMessage, index: usize) {
         let data = card.buttons()[index].callback_data.clone().unwrap();
         self.bot.push_press(
             &UserSpec::new(OWNER, "Mila"),
@@ -836,4 +848,17 @@ pub fn output_within_ten_seconds(
         panic!("{what}: still waiting after 10 s");
     }
     child.wait_with_output().unwrap()
+}
+
+/// The action letter of callback data (`1.<kid>.<a>.<subject>.<tag>`).
+pub fn action_letter(data: &str) -> Option<&str> {
+    data.split('.').nth(2)
+}
+
+/// Where `card`'s "No, and say why…" is among its buttons (row by row, left to right).
+pub fn say_why_index(card: &ChatMessage) -> usize {
+    card.buttons()
+        .iter()
+        .position(|b| b.callback_data.as_deref().and_then(action_letter) == Some("w"))
+        .expect("the card offers No, and say why…")
 }

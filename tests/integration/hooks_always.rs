@@ -116,9 +116,16 @@ fn chat_len(daemon: &Daemon) -> usize {
     daemon.bot.messages(OWNER).len()
 }
 
-fn labels(card: &ChatMessage) -> Vec<String> {
-    card.buttons().into_iter().map(|b| b.text).collect()
+/// The card's button labels, row by row: Always here (where offered) on the first row after
+/// Yes and No, "No, and say why…" on a row of its own.
+fn labels(card: &ChatMessage) -> Vec<Vec<String>> {
+    card.button_rows()
+        .into_iter()
+        .map(|row| row.into_iter().map(|b| b.text).collect())
+        .collect()
 }
+
+const WHY: [&str; 1] = ["No, and say why…"];
 
 fn events(daemon: &Daemon, ev: &str) -> Vec<Value> {
     daemon
@@ -142,7 +149,7 @@ fn saved_by_always(daemon: &Daemon, rules: &std::path::Path, agent: &str, event:
     let card = new_card(daemon, before, command);
     assert_eq!(
         labels(&card),
-        ["Yes", "No", "Always here"],
+        [&["Yes", "No", "Always here"][..], &WHY],
         "{:?}",
         card.text
     );
@@ -340,7 +347,7 @@ fn a_destructive_gate_never_offers_always_and_a_block_rule_comes_before_a_saved_
     let card = new_card(&daemon, before, command);
     assert_eq!(
         labels(&card),
-        ["Yes", "No"],
+        [&["Yes", "No"][..], &WHY],
         "a destructive card offers no Always"
     );
     assert!(card.text.as_deref().unwrap().contains("Delete files"));
@@ -398,7 +405,7 @@ fn rules_lists_the_rule_and_remove_takes_it_away() {
     for part in ["claude-code", "Bash", BLOG, "used once"] {
         assert!(text.contains(part), "{part}: {text}");
     }
-    assert_eq!(labels(&listed), ["Remove"]);
+    assert_eq!(labels(&listed), [["Remove"]]);
     daemon.tap(&listed, 0);
     let removed = daemon.wait_for_event("rule_removed");
     assert!(removed["rule"].as_str().unwrap().starts_with("u_"));
@@ -506,7 +513,11 @@ fn attempt(daemon: &Daemon, n: usize, attempt: Attempt) -> (String, String) {
             drawn[..drawn.len() - 2].to_owned()
         }
         Attempt::Destructive | Attempt::NoHook => {
-            assert_eq!(labels(&card), ["Yes", "No"], "{attempt:?}: no Always drawn");
+            assert_eq!(
+                labels(&card),
+                [&["Yes", "No"][..], &WHY],
+                "{attempt:?}: no Always drawn"
+            );
             signed_always(daemon, &id)
         }
         _ => drawn.unwrap(),
@@ -712,7 +723,7 @@ fn another_uids_same_call_draws_a_card() {
         .write_all(event.to_string().as_bytes())
         .unwrap();
     let card = new_card(&daemon, before, "make other-uid");
-    assert_eq!(labels(&card), ["Yes", "No", "Always here"]);
+    assert_eq!(labels(&card), [&["Yes", "No", "Always here"][..], &WHY]);
     daemon.tap(&card, 1);
     let output = finish(hook);
     assert_eq!(pre_tool_use(&output).0, "deny");
@@ -759,7 +770,11 @@ fn a_codex_gate_and_a_network_approval_offer_no_always_and_use_no_rule() {
             event.to_string().as_bytes(),
         );
         let card = new_card(&daemon, before, "cargo test --workspace");
-        assert_eq!(labels(&card), ["Yes", "No"], "{what}: no Always here");
+        assert_eq!(
+            labels(&card),
+            [&["Yes", "No"][..], &WHY],
+            "{what}: no Always here"
+        );
         daemon.tap(&card, 0);
         assert!(
             allowed("codex", &finish(hook)),

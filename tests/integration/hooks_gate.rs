@@ -100,6 +100,51 @@ fn a_gated_command_the_owner_declines_is_denied() {
     }
 }
 
+/// "No, and say why…" and the owner's reply: each agent's deny carries the reason, where the
+/// model reads it (Claude Code's deny reason, a PermissionRequest's and Codex's deny message).
+#[test]
+fn a_gated_command_declined_with_a_reason_is_denied_with_that_reason() {
+    let daemon = daemon();
+    let rules = rules_file(daemon.dir.path(), GATE_RULES);
+    for (agent, fixture) in [
+        ("claude-code", "claude-code/pre_tool_use_bash"),
+        ("claude-code", "claude-code/permission_request_bash"),
+        ("codex", "codex/permission_request_bash"),
+    ] {
+        let command = format!("npm run why-{}", fixture.replace('/', "-"));
+        let reason = format!("Run the tests first ({agent}, {fixture})");
+        let event = fixture_event(fixture, Some(&command));
+        let hook = spawn_hook(
+            agent,
+            &rules,
+            &daemon.socket,
+            &[],
+            event.to_string().as_bytes(),
+        );
+        crate::say_why::decline_with_reason(&daemon, &command, &reason);
+        let output = finish(hook);
+        let message = match (agent, fixture.ends_with("pre_tool_use_bash")) {
+            (_, true) => {
+                let (decision, reason) = pre_tool_use(&output);
+                assert_eq!(decision, "deny");
+                reason
+            }
+            ("codex", _) => {
+                let decision = codex_decision(&output);
+                assert_eq!(decision["behavior"], "deny", "{decision}");
+                decision["message"].as_str().unwrap().to_owned()
+            }
+            _ => {
+                let decision = permission_decision(&output);
+                assert_eq!(decision["behavior"], "deny", "{decision}");
+                decision["message"].as_str().unwrap().to_owned()
+            }
+        };
+        assert!(message.contains("declined by the owner"), "{message}");
+        assert!(message.contains(&reason), "{fixture}: {message}");
+    }
+}
+
 #[test]
 fn a_gate_past_max_wait_is_withdrawn_and_denied() {
     let daemon = daemon();

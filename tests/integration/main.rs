@@ -42,6 +42,7 @@ mod privilege;
 mod runs;
 mod runs_reaped;
 mod sandbox;
+mod say_why;
 mod session_cli;
 mod shares;
 mod socket;

@@ -147,7 +147,7 @@ fn a_mandate_is_asked_on_a_card_and_opened_only_by_the_owners_grant() {
         );
     }
     let labels: Vec<String> = card.buttons().iter().map(|b| b.text.clone()).collect();
-    assert_eq!(labels, ["Grant", "Decline"]);
+    assert_eq!(labels, ["Grant", "Decline", "Decline, and say why…"]);
     // Nobody but the owner opens it.
     press(
         &daemon,

@@ -251,6 +251,40 @@ fn a_declined_ask_says_not_to_retry() {
     assert_journal_verifies(&daemon);
 }
 
+/// "No, and say why…" and the owner's reply: `consent_ask` answers with the reason as the
+/// answer's `message` and in the text the model reads, and `approval_prompt`'s deny carries it.
+#[test]
+fn a_reason_given_with_a_no_reaches_the_model() {
+    let daemon = Daemon::builder()
+        .config_tail(crate::hooks_gate::SHELL_CATEGORY)
+        .start();
+    let steps =
+        json!([{ "call": "consent_ask", "arguments": ask_arguments("Declined with a reason") }]);
+    let mut driver = Driver::start(&daemon, &[], steps);
+    let id = newest_record(&daemon);
+    let reason = "Post it tomorrow morning instead";
+    crate::say_why::decline_with_reason(&daemon, &id, reason);
+    let result = driver.next();
+    driver.finish();
+    assert_eq!(result["structured"]["status"], "declined", "{result}");
+    assert_eq!(result["structured"]["message"], reason, "{result}");
+    let text = result["text"].as_str().unwrap();
+    assert!(text.contains(reason), "{text}");
+    assert!(text.contains("follow what they said"), "{text}");
+
+    let mut server = PromptServer::start(&daemon, "60s");
+    let command = "make the-prompt-with-a-reason";
+    server.prompt(1, command, "toolu_W");
+    let reason = "Use make check, not this";
+    crate::say_why::decline_with_reason(&daemon, command, reason);
+    let decision = server.next_decision();
+    assert_eq!(decision["behavior"], "deny", "{decision}");
+    let message = decision["message"].as_str().unwrap();
+    assert!(message.contains(reason), "{message}");
+    assert_eq!(daemon.runs(), 0);
+    assert_journal_verifies(&daemon);
+}
+
 #[test]
 fn a_refused_ask_is_a_tool_error_that_says_what_to_fix() {
     let daemon = Daemon::start();

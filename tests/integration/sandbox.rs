@@ -353,6 +353,50 @@ fn a_press_on_the_page_is_a_callback_the_daemon_accepts() {
     );
 }
 
+/// The sandbox has the reply's wait on: "No, and say why…" pressed on the page, then the
+/// owner's reply to the card written on the page, reaches the session as its `message`.
+#[test]
+fn no_and_say_why_and_a_reply_from_the_page_reach_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sandbox = Sandbox::start(&["--state-dir", dir.path().to_str().unwrap()]);
+    let (id, card) = sandbox.ask_card(&[
+        "--kind",
+        "publish_x",
+        "--target",
+        "@example",
+        "--text",
+        "Say why",
+    ]);
+    let why = &card["buttons"][1][0];
+    assert_eq!(why["text"], "No, and say why…", "{card}");
+    assert_eq!(why["action"], "no_say_why", "{card}");
+    let (status, pressed) = sandbox.post(
+        "/api/press",
+        &json!({"message_id": card["id"], "data": why["callback_data"]}),
+    );
+    assert_eq!(status, 200, "{pressed}");
+    sandbox.wait_chat("the card asking for a reply", |messages| {
+        messages
+            .iter()
+            .any(|m| text_of(m).contains(&id) && text_of(m).contains("Reply to this message by"))
+    });
+    let (status, _) = sandbox.post(
+        "/api/send",
+        &json!({"text": "because", "reply_to": 999_999}),
+    );
+    assert_eq!(status, 400, "a reply to a message the chat does not have");
+    let (status, sent) = sandbox.post(
+        "/api/send",
+        &json!({"text": "Not on a Sunday", "reply_to": card["id"]}),
+    );
+    assert_eq!(status, 200, "{sent}");
+    let done = sandbox.cli(&["status", &id, "--wait", "--json"]);
+    let done: Value = serde_json::from_str(stdout(&done).trim()).unwrap();
+    assert_eq!(done["status"], "declined", "{done}");
+    assert_eq!(done["message"], "Not on a Sunday", "{done}");
+    assert!(sandbox.stop(Signal::SIGTERM).success());
+}
+
 #[test]
 fn the_kinds_that_fail_and_hang_end_ask_with_6_and_7() {
     let sandbox = Sandbox::start(&[]);

@@ -205,8 +205,8 @@ fn the_suggestions_button_opens_an_ordinary_mandate_card_that_only_the_owners_gr
         .collect();
     assert_eq!(
         letters,
-        ["g", "d"],
-        "Grant and Decline, as on any mandate card"
+        ["g", "d", "w"],
+        "Grant, Decline and Decline, and say why…, as on any mandate card"
     );
     assert!(card.text.as_deref().unwrap().contains("@news"));
     assert_eq!(daemon.wait_state(&id, "card_shown")["status"], "card_shown");

@@ -227,7 +227,7 @@ fn withdraw_of_another_peers_ask_is_refused_and_changes_nothing() {
     assert!(answer.get("id").is_none());
     assert_eq!(
         now_showing(&daemon, &card).buttons().len(),
-        2,
+        3,
         "its card keeps its buttons"
     );
     assert!(!events_of(&daemon, &id).contains(&"withdrawn".to_owned()));

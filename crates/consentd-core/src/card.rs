@@ -91,6 +91,8 @@ pub mod msg {
 
     pub(crate) const BUTTON_YES: &str = "button-yes";
     pub(crate) const BUTTON_NO: &str = "button-no";
+    pub(crate) const BUTTON_NO_SAY_WHY: &str = "button-no-say-why";
+    pub(crate) const BUTTON_DECLINE_SAY_WHY: &str = "button-decline-say-why";
     pub(crate) const BUTTON_RESUME: &str = "button-resume";
     pub(crate) const BUTTON_GRANT: &str = "button-grant";
     pub(crate) const BUTTON_DECLINE: &str = "button-decline";
@@ -178,6 +180,7 @@ pub mod msg {
     pub(crate) const DECLINE_REASON_SENT: &str = "decline-reason-sent";
     pub(crate) const DECLINE_REASON_LATE: &str = "decline-reason-late";
     pub(crate) const DECLINE_REASON_ALREADY: &str = "decline-reason-already";
+    pub(crate) const DECLINE_REASON_NOT_ASKED: &str = "decline-reason-not-asked";
     pub(crate) const DECLINE_REASON_HIDDEN: &str = "decline-reason-hidden";
     pub(crate) const DECLINE_REASON_NOT_NFC: &str = "decline-reason-not-nfc";
     pub(crate) const TEXT_NOT_AN_ANSWER: &str = "text-not-an-answer";
@@ -253,6 +256,8 @@ pub mod msg {
         WHEN_DATE,
         BUTTON_YES,
         BUTTON_NO,
+        BUTTON_NO_SAY_WHY,
+        BUTTON_DECLINE_SAY_WHY,
         BUTTON_RESUME,
         BUTTON_GRANT,
         BUTTON_DECLINE,
@@ -331,6 +336,7 @@ pub mod msg {
         DECLINE_REASON_SENT,
         DECLINE_REASON_LATE,
         DECLINE_REASON_ALREADY,
+        DECLINE_REASON_NOT_ASKED,
         DECLINE_REASON_HIDDEN,
         DECLINE_REASON_NOT_NFC,
         TEXT_NOT_AN_ANSWER,
@@ -468,6 +474,8 @@ pub(crate) use crate::press::PressAction as ButtonAction;
 pub struct Button {
     pub label: String,
     pub action: ButtonAction,
+    /// The keyboard row it sits on, from 0; rows follow each other in the order of the buttons.
+    pub row: u8,
 }
 
 /// A card ready to send.
@@ -477,7 +485,8 @@ pub struct Rendered {
     /// when the text is inside the card.
     pub parts: Vec<Styled>,
     pub card: Styled,
-    /// One row: Yes, then No, then Always here where the card offers it.
+    /// A first row with Yes, then No, then Always here where the card offers it; a second row
+    /// with "No, and say why…".
     pub buttons: Vec<Button>,
 }
 
@@ -624,6 +633,7 @@ fn draw_card(
     if view.hook.is_some_and(|hook| hook.always) {
         buttons.push(button(locales, lang, ButtonAction::Always));
     }
+    buttons.push(say_why_button(locales, lang, false));
     Rendered {
         parts,
         card,
@@ -1019,6 +1029,7 @@ pub(crate) fn button(locales: &Locales, lang: Language, action: ButtonAction) ->
     let id = match action {
         ButtonAction::Yes => msg::BUTTON_YES,
         ButtonAction::No => msg::BUTTON_NO,
+        ButtonAction::NoSayWhy => return say_why_button(locales, lang, false),
         ButtonAction::Resume => msg::BUTTON_RESUME,
         ButtonAction::Grant => msg::BUTTON_GRANT,
         ButtonAction::Decline => msg::BUTTON_DECLINE,
@@ -1032,6 +1043,22 @@ pub(crate) fn button(locales: &Locales, lang: Language, action: ButtonAction) ->
     Button {
         label: locales.t(lang, id, &[]),
         action,
+        row: 0,
+    }
+}
+
+/// "No, and say why…" (on a mandate card "Decline, and say why…"), on a row of its own under
+/// the card's answers: a No that waits for the owner's reply with the reason.
+pub(crate) fn say_why_button(locales: &Locales, lang: Language, mandate: bool) -> Button {
+    let id = if mandate {
+        msg::BUTTON_DECLINE_SAY_WHY
+    } else {
+        msg::BUTTON_NO_SAY_WHY
+    };
+    Button {
+        label: locales.t(lang, id, &[]),
+        action: ButtonAction::NoSayWhy,
+        row: 1,
     }
 }
 
@@ -1441,14 +1468,17 @@ mod tests {
         }
     }
 
-    /// The card and its buttons as the owner sees them.
+    /// The card and its buttons as the owner sees them, a line for each row of buttons.
     pub(super) fn show(rendered: &Rendered) -> String {
-        let buttons: Vec<String> = rendered
+        let rows: Vec<String> = rendered
             .buttons
-            .iter()
-            .map(|b| format!("[{}]", b.label))
+            .chunk_by(|a, b| a.row == b.row)
+            .map(|row| {
+                let labels: Vec<String> = row.iter().map(|b| format!("[{}]", b.label)).collect();
+                labels.join(" ")
+            })
             .collect();
-        format!("{}\n----\n{}", rendered.card.marked(), buttons.join(" "))
+        format!("{}\n----\n{}", rendered.card.marked(), rows.join("\n"))
     }
 
     /// A long text of mixed scripts with line and word breaks.
@@ -1649,28 +1679,28 @@ mod tests {
     }
 
     #[test]
-    fn buttons_are_yes_then_no_in_every_language() {
+    fn buttons_are_yes_then_no_then_no_and_say_why_on_its_own_row_in_every_language() {
         let locales = locales();
         let (fields, attachments) = (fields(), attachments());
         let expected = [
-            (Language::En, "Yes", "No"),
-            (Language::Ru, "Да", "Нет"),
-            (Language::Pt, "Sim", "Não"),
+            (Language::En, "Yes", "No", "No, and say why…"),
+            (Language::Ru, "Да", "Нет", "Нет, и объяснить…"),
+            (Language::Pt, "Sim", "Não", "Não, e dizer por quê…"),
         ];
-        for (lang, yes, no) in expected {
+        let make = |label: &str, action, row| Button {
+            label: label.to_owned(),
+            action,
+            row,
+        };
+        for (lang, yes, no, why) in expected {
             let v = view(&fields, &attachments, "hi", label(lang));
             let buttons = render_card(&v, &locales, lang, now()).buttons;
             assert_eq!(
                 buttons,
                 vec![
-                    Button {
-                        label: yes.to_owned(),
-                        action: ButtonAction::Yes
-                    },
-                    Button {
-                        label: no.to_owned(),
-                        action: ButtonAction::No
-                    },
+                    make(yes, ButtonAction::Yes, 0),
+                    make(no, ButtonAction::No, 0),
+                    make(why, ButtonAction::NoSayWhy, 1),
                 ]
             );
         }
@@ -1685,6 +1715,12 @@ mod tests {
                 assert!(!b.label.is_empty());
                 assert_clean(&b.label);
             }
+        }
+        for lang in Language::ALL {
+            let b = say_why_button(&locales, lang, true);
+            assert_eq!((b.action, b.row), (ButtonAction::NoSayWhy, 1));
+            assert_ne!(b.label, say_why_button(&locales, lang, false).label);
+            assert_clean(&b.label);
         }
     }
 
@@ -2119,9 +2155,17 @@ mod tests {
             for (always, expected) in [
                 (
                     true,
-                    vec![ButtonAction::Yes, ButtonAction::No, ButtonAction::Always],
+                    vec![
+                        ButtonAction::Yes,
+                        ButtonAction::No,
+                        ButtonAction::Always,
+                        ButtonAction::NoSayWhy,
+                    ],
                 ),
-                (false, vec![ButtonAction::Yes, ButtonAction::No]),
+                (
+                    false,
+                    vec![ButtonAction::Yes, ButtonAction::No, ButtonAction::NoSayWhy],
+                ),
             ] {
                 let v = CardView {
                     agent_runs: true,

@@ -43,6 +43,11 @@ type HmacSha256 = Hmac<Sha256>;
 pub enum PressAction {
     Yes,
     No,
+    /// "No, and say why…": a No (or, on a mandate card, a Decline) whose final answer to a
+    /// waiting session is held for the owner's reply to the card, up to
+    /// `limits.decline_reason_wait`; the reply is the answer's `message`. A plain No answers
+    /// at once.
+    NoSayWhy,
     Resume,
     Grant,
     Decline,
@@ -60,9 +65,10 @@ pub enum PressAction {
 }
 
 impl PressAction {
-    pub(crate) const ALL: [PressAction; 11] = [
+    pub(crate) const ALL: [PressAction; 12] = [
         PressAction::Yes,
         PressAction::No,
+        PressAction::NoSayWhy,
         PressAction::Resume,
         PressAction::Grant,
         PressAction::Decline,
@@ -79,6 +85,7 @@ impl PressAction {
         match self {
             PressAction::Yes => 'y',
             PressAction::No => 'n',
+            PressAction::NoSayWhy => 'w',
             PressAction::Resume => 'r',
             PressAction::Grant => 'g',
             PressAction::Decline => 'd',
@@ -100,6 +107,7 @@ impl PressAction {
         match self {
             PressAction::Yes => "yes",
             PressAction::No => "no",
+            PressAction::NoSayWhy => "no_say_why",
             PressAction::Resume => "resume",
             PressAction::Grant => "grant",
             PressAction::Decline => "decline",
@@ -120,6 +128,7 @@ impl PressAction {
         matches!(
             self,
             PressAction::No
+                | PressAction::NoSayWhy
                 | PressAction::Decline
                 | PressAction::Stop
                 | PressAction::CategoryOff
@@ -133,6 +142,7 @@ impl PressAction {
             self,
             PressAction::Yes
                 | PressAction::No
+                | PressAction::NoSayWhy
                 | PressAction::Grant
                 | PressAction::Decline
                 | PressAction::Always
@@ -1329,6 +1339,109 @@ mod tests {
         assert!(verify(&yes(), &key(), &no_always).is_accept());
     }
 
+    /// "No, and say why…" is judged as a No, in the same order: only the owner's press in their
+    /// chat, on an open card within its window, with a tag signed for this action, this
+    /// record and its digest, counts; being a No, it still counts on a changed message.
+    #[test]
+    fn a_no_and_say_why_press_counts_only_as_a_no_would() {
+        let why = key().sign(PressAction::NoSayWhy, REC, DIGEST, OWNER);
+        let tag = tag_of(&why);
+        let with = |f: &dyn Fn(&mut PressContext<'static>)| {
+            let mut c = good_ctx();
+            f(&mut c);
+            c
+        };
+        let accept = Verdict::Accept {
+            action: PressAction::NoSayWhy,
+            subject: REC.to_owned(),
+        };
+        let no = key().sign(PressAction::No, REC, DIGEST, OWNER);
+        let other_record = key().sign(PressAction::NoSayWhy, REC2, DIGEST, OWNER);
+        let (head, _) = why.rsplit_once('.').unwrap();
+        let cases: Vec<(&str, String, PressContext, Verdict)> = vec![
+            ("the owner's press", why.clone(), good_ctx(), accept.clone()),
+            (
+                "on a message changed since it was drawn",
+                why.clone(),
+                with(&|c| c.message = MessageFacts::Drawn(AsDrawn::Changed)),
+                accept,
+            ),
+            (
+                "a forged tag",
+                with_tag(&why, &[0u8; TAG_LEN]),
+                good_ctx(),
+                reject(PressRejection::BadTag),
+            ),
+            (
+                "a short tag",
+                with_tag(&why, &tag[..TAG_LEN - 1]),
+                good_ctx(),
+                reject(PressRejection::Malformed),
+            ),
+            (
+                "another record's tag",
+                format!("{head}.{}", other_record.rsplit_once('.').unwrap().1),
+                good_ctx(),
+                reject(PressRejection::BadTag),
+            ),
+            (
+                "a No relabelled as No and say why",
+                relabel(&no, 'n', 'w'),
+                good_ctx(),
+                reject(PressRejection::BadTag),
+            ),
+            (
+                "signed for another digest",
+                key().sign(PressAction::NoSayWhy, REC, DIGEST2, OWNER),
+                good_ctx(),
+                reject(PressRejection::BadTag),
+            ),
+            (
+                "another user",
+                why.clone(),
+                with(&|c| c.presser_id = STRANGER),
+                reject(PressRejection::NotOwner),
+            ),
+            (
+                "another chat",
+                why.clone(),
+                with(&|c| {
+                    c.chat_id = GROUP;
+                    c.chat_is_private = false;
+                }),
+                reject(PressRejection::NotPrivateChat),
+            ),
+            (
+                "under a message it was not drawn on",
+                why.clone(),
+                with(&|c| c.message = MessageFacts::NotDrawn),
+                reject(PressRejection::WrongMessage),
+            ),
+            (
+                "stale: the card is answered",
+                why.clone(),
+                with(&|c| c.subject.as_mut().unwrap().open = false),
+                reject(PressRejection::NotOpen),
+            ),
+            (
+                "after the ttl",
+                why.clone(),
+                with(&|c| c.now = at(expiry() + TimeDelta::seconds(1))),
+                reject(PressRejection::Expired),
+            ),
+            (
+                "signed by an old key",
+                other_key().sign(PressAction::NoSayWhy, REC, DIGEST, OWNER),
+                good_ctx(),
+                reject(PressRejection::StaleKey),
+            ),
+        ];
+        for (label, data, ctx, want) in &cases {
+            assert_eq!(&verify(data, &key(), ctx), want, "case: {label}");
+        }
+        assert!(why.len() <= MAX_CALLBACK_LEN, "{why}");
+    }
+
     /// A Remove names a rule, and only takes something back: it counts on a changed message.
     #[test]
     fn a_remove_press_names_a_rule() {
@@ -1556,7 +1669,7 @@ mod tests {
 
         #[test]
         fn well_shaped_random_data_never_accepts(
-            action in "[ynrgdsof]",
+            action in "[ynwrgdsof]",
             hexid in "[0-9a-f]{20}",
             tag in "[A-Za-z0-9_-]{22}",
         ) {

@@ -17,6 +17,13 @@ use serde::{Deserialize, Serialize};
 pub struct ButtonSpec {
     pub label: String,
     pub data: String,
+    /// The keyboard row, from 0 (absent from older stored rows: they had one row).
+    #[serde(default, skip_serializing_if = "is_first_row")]
+    pub row: u8,
+}
+
+fn is_first_row(row: &u8) -> bool {
+    *row == 0
 }
 
 /// How a span is set apart.

@@ -349,11 +349,14 @@ fn entities(styled: &Styled) -> Vec<MessageEntity> {
         .collect()
 }
 
+/// The buttons as an inline keyboard: a new row wherever a button's row changes.
 fn keyboard(buttons: &[ButtonSpec]) -> InlineKeyboardMarkup {
-    InlineKeyboardMarkup::new([buttons
-        .iter()
-        .map(|button| InlineKeyboardButton::callback(button.label.clone(), button.data.clone()))
-        .collect::<Vec<_>>()])
+    let rows = buttons.chunk_by(|a, b| a.row == b.row).map(|row| {
+        row.iter()
+            .map(|button| InlineKeyboardButton::callback(button.label.clone(), button.data.clone()))
+            .collect::<Vec<_>>()
+    });
+    InlineKeyboardMarkup::new(rows)
 }
 
 /// The bot, pointed at Telegram or at a local Bot API server.

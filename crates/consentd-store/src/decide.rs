@@ -47,11 +47,14 @@ pub enum Decided {
         edit: Outgoing,
     },
     /// No (or Decline): the shown card is declined; at `streak_limit` no's in a row the kind is
-    /// silenced for a day and `notice_if_silenced` is queued.
+    /// silenced for a day and `notice_if_silenced` is queued. With `reason_until` ("No, and
+    /// say why…") the session's final line waits until then for the owner's reply.
     Decline {
         card: CardDecision,
         streak_limit: u32,
-        notice_if_silenced: Option<Outgoing>,
+        /// Boxed: the notice is large, and rarely there.
+        notice_if_silenced: Option<Box<Outgoing>>,
+        reason_until: Option<DateTime<Utc>>,
     },
     /// Resume: the silence of `kind` that `silenced_by` started ends, and `reply` is queued.
     Resume {
@@ -188,8 +191,9 @@ impl Db {
                     card,
                     streak_limit,
                     notice_if_silenced,
+                    reason_until,
                 } => {
-                    let silenced = decline_in(tx, effects, card, *streak_limit)?;
+                    let silenced = decline_in(tx, effects, card, *streak_limit, *reason_until)?;
                     if !silenced {
                         return Ok(Applied::Done);
                     }
@@ -278,15 +282,23 @@ fn expire_in(
 
 /// The owner's no: the card is declined, its digest remembered for the uid that asked, and that
 /// uid's streak of the kind grows; at `streak_limit` the kind is silenced for that uid for a day.
+/// With `reason_until` the record keeps until when it waits for the owner's reason.
 /// Returns whether this no silenced it.
 fn decline_in(
     tx: &Connection,
     effects: &mut Effects,
     card: &CardDecision,
     streak_limit: u32,
+    reason_until: Option<DateTime<Utc>>,
 ) -> Result<bool, StoreError> {
     let (id, by, now) = (card.id.as_str(), card.by, effects.now);
     let record = decided_in(tx, effects, card, RecordState::Declined)?;
+    if let Some(until) = reason_until {
+        tx.execute_cached(
+            "UPDATE records SET reason_until = ?2 WHERE id = ?1",
+            params![id, timestamp(until)],
+        )?;
+    }
     let asked = record.asked()?;
     let (kind, digest, uid) = (asked.kind.as_str(), asked.digest.to_hex(), record.peer_uid);
     tx.execute_cached(

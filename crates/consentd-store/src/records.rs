@@ -76,6 +76,9 @@ pub struct Asked {
     pub decided_by_name: Option<String>,
     /// For a declined record: the owner's reply to its card, the No's reason.
     pub decline_reason: Option<String>,
+    /// For a record declined with "No, and say why…": until when its final line waits for
+    /// that reason. `None` for a plain No, which takes no reason.
+    pub reason_until: Option<DateTime<Utc>>,
 }
 
 /// A record of an action.
@@ -261,7 +264,7 @@ const RECORD_COLUMNS: &str = "seq, id, peer_uid, kind, target, text, fields, cos
     idempotency_key, urgent, state, reason, message, result, created_at, shown_at, expires_at, \
     decided_at, decided_by, finished_at, subject, mandate_id, decided_by_name, shown_boot, \
     shown_since_boot_ms, mandate_actions_today, mandate_usd_today, decline_reason, origin, \
-    agent_runs, asked_boot, asked_since_boot_ms, hook_agent, hook_tool, hook_cwd";
+    agent_runs, asked_boot, asked_since_boot_ms, hook_agent, hook_tool, hook_cwd, reason_until";
 
 /// The query [`record_where`] runs: the latest record meeting `condition`.
 pub(super) fn record_where_sql(condition: &str) -> String {
@@ -323,6 +326,7 @@ fn body_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Body> {
         decided_by: row.get(19)?,
         decided_by_name: row.get(23)?,
         decline_reason: row.get(28)?,
+        reason_until: stored_time(row, 36)?,
     };
     if row.get::<_, String>(21)? == "mandate" {
         return Ok(Body::Mandate(Box::new(MandateRequest { asked, row: None })));

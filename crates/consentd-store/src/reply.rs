@@ -28,8 +28,9 @@ impl Db {
     /// Keeps the owner's reason for the No on record `id` and journals `decline_reason` with the
     /// reason's SHA-256 (never its text), with the update's offset and `reply` to the owner, in
     /// one transaction. Waiters hear of it: a session's final `declined` line carries it. Only
-    /// a declined record without a reason takes one; otherwise nothing but the offset changes
-    /// and this returns false.
+    /// a record declined with "No, and say why…" and without a reason yet takes one (the
+    /// caller judged the time against its `reason_until`); otherwise nothing but the offset
+    /// changes and this returns false.
     pub fn note_decline_reason(
         &mut self,
         id: &str,
@@ -44,6 +45,7 @@ impl Db {
                 .query_row_cached(
                     "UPDATE records SET decline_reason = ?2, decline_reason_at = ?3
                      WHERE id = ?1 AND state = 'declined' AND decline_reason IS NULL
+                       AND reason_until > ?3
                      RETURNING kind",
                     params![id, reason, timestamp(now)],
                     |row| row.get(0),

@@ -1022,7 +1022,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 21);
+    assert_eq!(version, 22);
     let mode: String = db
         .connection()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -1048,7 +1048,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
             error,
             StoreError::TooNew {
                 found: 99,
-                latest: 21
+                latest: 22
             }
         ),
         "{error}"
@@ -1767,6 +1767,38 @@ fn a_resume_lifts_only_the_silence_its_record_started() {
 fn a_nos_reason_is_kept_once_on_a_declined_record_and_journaled_by_its_hash() {
     let fixture = Fixture::new();
     let mut db = fixture.open();
+    let reply = || (42, super::outbox::Body::default());
+    // A plain No takes no reason, and neither does "No, and say why…" once its wait is over.
+    let plain = created(
+        db.ask(&new_ask("k0", "post that", None), policy(), t0())
+            .unwrap(),
+    );
+    show_card(&mut db, &plain.id);
+    decline(&mut db, &plain.id, 3, t0());
+    assert!(!db
+        .note_decline_reason(&plain.id, "why", 42, 8, t0(), reply())
+        .unwrap());
+    let late = created(
+        db.ask(&new_ask("k1", "post this", None), policy(), t0())
+            .unwrap(),
+    );
+    show_card(&mut db, &late.id);
+    decline_asking_why(
+        &mut db,
+        &late.id,
+        t0() + chrono::Duration::seconds(60),
+        t0(),
+    );
+    assert!(!db
+        .note_decline_reason(
+            &late.id,
+            "why",
+            42,
+            9,
+            t0() + chrono::Duration::seconds(60),
+            reply()
+        )
+        .unwrap());
     let record = created(
         db.ask(&new_ask("k", "post it", None), policy(), t0())
             .unwrap(),
@@ -1775,13 +1807,20 @@ fn a_nos_reason_is_kept_once_on_a_declined_record_and_journaled_by_its_hash() {
     db.record_message(&record.id, "card", 555).unwrap();
     assert_eq!(db.record_of_card(555).unwrap().unwrap().id, record.id);
     assert!(db.record_of_card(556).unwrap().is_none());
-    let reply = || (42, super::outbox::Body::default());
     let reason = "Use the new logo";
     // Only a declined record takes a reason.
     assert!(!db
         .note_decline_reason(&record.id, reason, 42, 10, t0(), reply())
         .unwrap());
-    decline(&mut db, &record.id, 3, t0());
+    decline_asking_why(
+        &mut db,
+        &record.id,
+        t0() + chrono::Duration::seconds(60),
+        t0(),
+    );
+    let stored = db.record(&record.id).unwrap().unwrap();
+    let until = stored.asked().unwrap().reason_until;
+    assert_eq!(until, Some(t0() + chrono::Duration::seconds(60)));
     assert!(db
         .note_decline_reason(&record.id, reason, 42, 11, t0(), reply())
         .unwrap());
@@ -1884,8 +1923,20 @@ pub(super) fn decline(db: &mut Db, id: &str, streak_limit: u32, at: DateTime<Utc
         card: card(id),
         streak_limit,
         notice_if_silenced: None,
+        reason_until: None,
     });
     db.decide(&decision, at).unwrap() == super::Applied::Silenced
+}
+
+/// The owner's "No, and say why…" to a shown card at `at`, waiting for a reason until `until`.
+pub(super) fn decline_asking_why(db: &mut Db, id: &str, until: DateTime<Utc>, at: DateTime<Utc>) {
+    let decision = decided(super::Decided::Decline {
+        card: card(id),
+        streak_limit: 3,
+        notice_if_silenced: None,
+        reason_until: Some(until),
+    });
+    db.decide(&decision, at).unwrap();
 }
 
 /// The owner's Resume of the silence `silenced_by` started; whether it lifted one.
@@ -1956,7 +2007,12 @@ mod decide {
                     ..card(id)
                 },
                 streak_limit,
-                notice_if_silenced: Some(Outgoing::message(42, Body::default(), Sound::Gated)),
+                notice_if_silenced: Some(Box::new(Outgoing::message(
+                    42,
+                    Body::default(),
+                    Sound::Gated,
+                ))),
+                reason_until: None,
             },
         }
     }
@@ -2007,7 +2063,12 @@ mod decide {
             ("decline", |id| Decided::Decline {
                 card: card(id),
                 streak_limit: 1,
-                notice_if_silenced: Some(Outgoing::message(42, Body::default(), Sound::Gated)),
+                notice_if_silenced: Some(Box::new(Outgoing::message(
+                    42,
+                    Body::default(),
+                    Sound::Gated,
+                ))),
+                reason_until: None,
             }),
             ("expire", |id| Decided::Expire {
                 id: id.to_owned(),

@@ -111,10 +111,13 @@ fn verdict(answer: &Value, input: &Value) -> Value {
                 .and_then(Value::as_str)
                 .map_or(String::new(), |r| format!(" (result: {r})"))
         )),
-        "declined" => deny(format!(
-            "the owner declined it{}; do not retry",
-            message.map_or(String::new(), |m| format!(": {m}"))
-        )),
+        "declined" => deny(match message {
+            Some(reason) => format!(
+                "the owner declined it, and said: {reason}\nDo not retry it as it was; follow \
+                 what they said"
+            ),
+            None => "the owner declined it; do not retry".to_owned(),
+        }),
         _ => deny(format!(
             "not approved: {status}{}; do not run it",
             message.map_or(String::new(), |m| format!(" ({m})"))
@@ -162,6 +165,19 @@ mod tests {
                 assert!(answer.get("updatedInput").is_none(), "{status}");
             }
         }
+    }
+
+    /// The owner's reason for a No is the deny's message, with what to do about it.
+    #[test]
+    fn a_decline_passes_the_owners_reason_on() {
+        let input = json!({"command": "ls"});
+        let answer = json!({"status": "declined", "message": "Use make check"});
+        let denied = text_of(&verdict(&answer, &input));
+        assert_eq!(denied["behavior"], "deny");
+        let message = denied["message"].as_str().unwrap();
+        assert!(message.contains("said: Use make check"), "{message}");
+        let plain = text_of(&verdict(&json!({"status": "declined"}), &input));
+        assert_eq!(plain["message"], "the owner declined it; do not retry");
     }
 
     #[test]

@@ -87,11 +87,15 @@ fn next_step(answer: &Value, status: &str) -> String {
             "The owner granted it ({id}). Asks it covers now run without a card, within its \
              terms."
         ),
-        "declined" => format!(
-            "Declined by the owner{}. Do not retry this action or a variant of it; if it \
-             matters, ask the owner in conversation.",
-            with(": ")
-        ),
+        "declined" => match message {
+            Some(reason) => format!(
+                "Declined by the owner, who said: {reason}\nDo not retry it as it was; follow \
+                 what they said."
+            ),
+            None => "Declined by the owner. Do not retry this action or a variant of it; if \
+                     it matters, ask the owner in conversation."
+                .to_owned(),
+        },
         "expired" => format!(
             "Nobody answered in time{}; nothing ran. Do not retry on your own; ask the owner \
              in conversation if it still matters.",

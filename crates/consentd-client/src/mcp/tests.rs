@@ -457,7 +457,12 @@ async fn final_answers_become_results_that_say_whether_to_retry() {
         (
             json!({"v":1,"id":"r_1","status":"declined","message":"not today"}),
             false,
-            "not today. Do not retry",
+            "who said: not today\nDo not retry it as it was; follow what they said.",
+        ),
+        (
+            json!({"v":1,"id":"r_1","status":"declined"}),
+            false,
+            "Declined by the owner. Do not retry",
         ),
         (
             json!({"v":1,"id":"r_1","status":"expired"}),

@@ -170,6 +170,7 @@ pub(crate) fn render_mandate_card(
         buttons: vec![
             button(locales, lang, ButtonAction::Grant),
             button(locales, lang, ButtonAction::Decline),
+            super::say_why_button(locales, lang, true),
         ],
     }
 }
@@ -401,7 +402,11 @@ pub(super) mod tests {
                     .iter()
                     .map(|b| b.action)
                     .collect::<Vec<_>>(),
-                [ButtonAction::Grant, ButtonAction::Decline]
+                [
+                    ButtonAction::Grant,
+                    ButtonAction::Decline,
+                    ButtonAction::NoSayWhy
+                ]
             );
             assert!(rendered.parts.is_empty());
             assert!(

@@ -166,6 +166,9 @@ pub enum ReasonReply {
     Late,
     /// A reason was already given for this No.
     Already,
+    /// A reply to a card declined with a plain No, which answered the session at once: only
+    /// "No, and say why…" waits for a reason.
+    NotAsked,
     /// The reply holds a scalar that does not show (`U+XXXX NAME`), at a 1-based position.
     Hidden { char: String, position: usize },
     /// The reply is not NFC from a 1-based position.
@@ -180,6 +183,7 @@ pub fn reason_reply(locales: &Locales, lang: Language, reply: &ReasonReply) -> S
         ReasonReply::Sent => locales.t(lang, msg::DECLINE_REASON_SENT, &[]),
         ReasonReply::Late => locales.t(lang, msg::DECLINE_REASON_LATE, &[]),
         ReasonReply::Already => locales.t(lang, msg::DECLINE_REASON_ALREADY, &[]),
+        ReasonReply::NotAsked => locales.t(lang, msg::DECLINE_REASON_NOT_ASKED, &[]),
         ReasonReply::Hidden { char, position } => locales.t(
             lang,
             msg::DECLINE_REASON_HIDDEN,
@@ -440,6 +444,7 @@ mod tests {
             ReasonReply::Sent,
             ReasonReply::Late,
             ReasonReply::Already,
+            ReasonReply::NotAsked,
             ReasonReply::Hidden {
                 char: "U+200B ZERO WIDTH SPACE".to_owned(),
                 position: 7,

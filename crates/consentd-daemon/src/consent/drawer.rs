@@ -12,6 +12,7 @@ use consentd_core::card::{self, AttachmentView, CardError, CardView, Outcome};
 use consentd_core::config::Gate;
 use consentd_core::locale::Language;
 use consentd_core::lookalike::{self, KnownTargets, Warning};
+use consentd_core::press::PressAction;
 use consentd_core::styled::Styled;
 use consentd_store::outbox::{Body, ButtonSpec};
 use consentd_store::{MandateRow, Record, RecordState};
@@ -67,6 +68,16 @@ impl Consent {
         }
     }
 
+    /// A card's buttons as this daemon offers them: "No, and say why…" only while
+    /// `limits.decline_reason_wait` is on (with it off no reply could reach the session, and a
+    /// button that promised one would mislead the owner).
+    fn offered(&self, mut buttons: Vec<card::Button>) -> Vec<card::Button> {
+        if self.config.limits.decline_reason_wait.is_zero() {
+            buttons.retain(|button| button.action != PressAction::NoSayWhy);
+        }
+        buttons
+    }
+
     /// Buttons with their callback data signed for `subject` and its digest, for the owner.
     pub(super) fn signed(
         &self,
@@ -80,6 +91,7 @@ impl Consent {
             .map(|button| ButtonSpec {
                 label: button.label,
                 data: self.key.sign(button.action, subject, digest, owner_id),
+                row: button.row,
             })
             .collect()
     }
@@ -282,7 +294,7 @@ impl Drawer for Consent {
                 parts: Vec::new(),
                 captions: Vec::new(),
                 text: rendered.card,
-                buttons: self.signed(rendered.buttons, &record.id, &digest),
+                buttons: self.signed(self.offered(rendered.buttons), &record.id, &digest),
             });
         }
         Ok(with_view(self, record, known, lang, expires_at, |view| {
@@ -296,7 +308,7 @@ impl Drawer for Consent {
                 parts: rendered.parts,
                 captions,
                 text: rendered.card,
-                buttons: self.signed(rendered.buttons, &record.id, &digest),
+                buttons: self.signed(self.offered(rendered.buttons), &record.id, &digest),
             }
         }))
     }

@@ -9,7 +9,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::telegram::{ChatRef, Person, Press};
 use consentd_core::card;
-use consentd_core::deadline::Now;
+use consentd_core::deadline::{reason_deadline, Now};
 use consentd_core::press::{
     self, AsDrawn, MessageFacts, PressAction, PressContext, PressRejection, SubjectFacts, Verdict,
 };
@@ -249,7 +249,10 @@ impl Consent {
                 self.granted(record, decision, runs).await
             }
             (PressAction::No, Subject::Action) | (PressAction::Decline, Subject::Mandate) => {
-                self.declined(record, decision).await
+                self.declined(record, decision, false).await
+            }
+            (PressAction::NoSayWhy, Subject::Action | Subject::Mandate) => {
+                self.declined(record, decision, true).await
             }
             (PressAction::Resume, _) => self.resumed(record, decision).await,
             (PressAction::Stop, Subject::Mandate) => self.stopped(record, decision).await,
@@ -294,21 +297,32 @@ impl Consent {
     }
 
     /// The owner's No (or Decline): declined in one compare-and-set; at the streak's limit the
-    /// kind is silenced and the owner gets the notice with Resume.
-    async fn declined(&self, record: Record, decision: Decision) -> Result<(), StoreError> {
+    /// kind is silenced and the owner gets the notice with Resume. A plain No answers a waiting
+    /// session at once; with `say_why` ("No, and say why…", while the wait is on) the record
+    /// keeps until when its answer waits for the owner's reply, and the card's edit asks for it.
+    async fn declined(
+        &self,
+        record: Record,
+        decision: Decision,
+        say_why: bool,
+    ) -> Result<(), StoreError> {
         let lang = self.language();
+        let reason_until = say_why
+            .then(|| reason_deadline(decision.now, self.config.limits.decline_reason_wait))
+            .flatten();
         let edit = self
-            .declined_text(&record, &decision.from.name, decision.now)
+            .declined_text(&record, &decision.from.name, reason_until, decision.now)
             .await;
         let notice = self.silenced_notice(&record, lang, decision.now);
         let decided = Decided::Decline {
             card: self.card_decision(&record, &decision, edit),
             streak_limit: self.config.limits.decline_streak,
-            notice_if_silenced: Some(Outgoing::message(
+            notice_if_silenced: Some(Box::new(Outgoing::message(
                 self.owner_chat(&decision),
                 notice,
                 Sound::Gated,
-            )),
+            ))),
+            reason_until,
         };
         let declined = self
             .store

@@ -1,9 +1,10 @@
-//! A No can carry a reason. The No itself answers the card at once (only a press answers); the
-//! declined card's edit then invites a reply, and the owner's reply to that card's message,
-//! within `limits.decline_reason_wait` of the No, reaches the session as the `message` of its
-//! final `declined` line (the intake holds that line back for as long) and stays on the record
-//! for `status`. The reply must show all it holds (no hidden scalars, NFC); it is journaled by
-//! its hash alone and never logged.
+//! A No can carry a reason. A plain No answers the card and the waiting session at once.
+//! "No, and say why…" answers the card at once too (only a press answers), and the declined
+//! card's edit then invites a reply: the owner's reply to that card's message, within
+//! `limits.decline_reason_wait` of the press (the record's `reason_until`), reaches the session
+//! as the `message` of its final `declined` line (the intake holds that line back for as long)
+//! and stays on the record for `status`. The reply must show all it holds (no hidden scalars,
+//! NFC); it is journaled by its hash alone and never logged.
 
 use chrono::{DateTime, Utc};
 
@@ -12,7 +13,6 @@ use super::queue::{say, text_body};
 use super::{Consent, Owner, Said};
 use consentd_core::card::owner::{self, ReasonReply};
 use consentd_core::card::{self, Outcome};
-use consentd_core::deadline::reason_deadline;
 use consentd_core::refusal::visible::{self, Unshowable};
 use consentd_core::styled::Styled;
 use consentd_store::outbox::Sound;
@@ -30,13 +30,8 @@ pub(super) enum Judged {
 }
 
 /// The reply `text` to the card of `record` (if the message replied to is a card), judged at
-/// `now` with the config's wait. Pure: every fact comes in.
-pub(super) fn judge(
-    record: Option<&Record>,
-    text: &str,
-    wait: std::time::Duration,
-    now: DateTime<Utc>,
-) -> Judged {
+/// `now` against the wait its No started. Pure: every fact comes in.
+pub(super) fn judge(record: Option<&Record>, text: &str, now: DateTime<Utc>) -> Judged {
     let Some(record) = record else {
         return Judged::Stray;
     };
@@ -50,8 +45,9 @@ pub(super) fn judge(
     let Some(asked) = record.asked_part() else {
         return Judged::Stray;
     };
-    let Some(deadline) = asked.decided_at.and_then(|at| reason_deadline(at, wait)) else {
-        return Judged::Stray;
+    // A plain No: its answer went at once, without a reason.
+    let Some(deadline) = asked.reason_until else {
+        return Judged::Say(ReasonReply::NotAsked);
     };
     if asked.decline_reason.is_some() {
         return Judged::Say(ReasonReply::Already);
@@ -92,16 +88,18 @@ pub(super) fn judge(
 }
 
 impl Consent {
-    /// The declined card's edit: the outcome and who decided, and — while the wait is on — the
-    /// line that invites a reply with the reason, until when in the owner's time.
+    /// The declined card's edit: the outcome and who decided, and — after "No, and say why…",
+    /// `reason_until` — the line that invites a reply with the reason, until when in the
+    /// owner's time.
     pub(super) async fn declined_text(
         &self,
         record: &Record,
         decided_by: &str,
+        reason_until: Option<DateTime<Utc>>,
         now: DateTime<Utc>,
     ) -> Styled {
         let lang = self.language();
-        let reply_by = reason_deadline(now, self.config.limits.decline_reason_wait).map(|until| {
+        let reply_by = reason_until.map(|until| {
             card::local_time(&self.locales, lang, until, self.config.owner.timezone, now)
         });
         let outcome = Outcome {
@@ -141,10 +139,9 @@ impl Consent {
             Some(message_id) => self.card_replied_to(message_id).await?,
             None => None,
         };
-        let wait = self.config.limits.decline_reason_wait;
         let lang = owner.language;
         let chat = said.chat.id;
-        let line = match judge(record.as_ref(), &said.text, wait, now) {
+        let line = match judge(record.as_ref(), &said.text, now) {
             Judged::Reason => {
                 let id = record.map(|r| r.id).unwrap_or_default();
                 let reply = text_body(owner::reason_reply(&self.locales, lang, &ReasonReply::Sent));
@@ -181,15 +178,23 @@ impl Consent {
 mod tests {
     use super::*;
     use chrono::TimeZone;
-    use std::time::Duration;
 
     fn at(seconds: i64) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 3, 3, 12, 0, 0).unwrap() + chrono::Duration::seconds(seconds)
     }
 
-    /// A declined action's record: what a reason replies to. Its digest is any digest; the
-    /// judgment reads only the state, the decision's time and the reason.
+    /// A declined action's record: what a reason replies to, declined with "No, and say why…"
+    /// at `at(0)` with a minute's wait. Its digest is any digest; the judgment reads only the
+    /// state, the wait's end and the reason.
     fn record(state: RecordState, reason: Option<&str>) -> Record {
+        record_until(state, reason, Some(at(60)))
+    }
+
+    fn record_until(
+        state: RecordState,
+        reason: Option<&str>,
+        reason_until: Option<DateTime<Utc>>,
+    ) -> Record {
         let asked = consentd_store::Asked {
             kind: "publish_x".into(),
             digest: consentd_core::digest::Sha256Hash::of(b"publish_x"),
@@ -201,6 +206,7 @@ mod tests {
             decided_by: Some(42),
             decided_by_name: None,
             decline_reason: reason.map(str::to_owned),
+            reason_until,
         };
         Record {
             seq: 1,
@@ -230,34 +236,28 @@ mod tests {
         }
     }
 
-    /// The reply `text` to `record`'s card, `seconds` after a No at `at(0)`, with `wait`.
-    fn check(record: Option<Record>, text: &str, wait: Duration, seconds: i64, expected: Judged) {
-        let judged = judge(record.as_ref(), text, wait, at(seconds));
+    /// The reply `text` to `record`'s card, `seconds` after a No at `at(0)`.
+    fn check(record: Option<Record>, text: &str, seconds: i64, expected: Judged) {
+        let judged = judge(record.as_ref(), text, at(seconds));
         assert_eq!(judged, expected, "{text:?} after {seconds}s");
     }
 
     #[test]
-    fn a_reply_is_a_reason_only_to_a_declined_card_in_time_and_visible() {
-        let minute = Duration::from_secs(60);
+    fn a_reply_is_a_reason_only_to_a_card_declined_asking_why_in_time_and_visible() {
         let declined = || Some(record(RecordState::Declined, None));
         let say = Judged::Say;
-        check(declined(), "Use the new logo", minute, 30, Judged::Reason);
-        check(
-            declined(),
-            "No.\n\nTry  tomorrow\n",
-            minute,
-            1,
-            Judged::Reason,
-        );
-        check(declined(), "late", minute, 60, say(ReasonReply::Late));
-        check(declined(), "why", Duration::ZERO, 1, Judged::Stray);
+        check(declined(), "Use the new logo", 30, Judged::Reason);
+        check(declined(), "No.\n\nTry  tomorrow\n", 1, Judged::Reason);
+        check(declined(), "late", 60, say(ReasonReply::Late));
+        let plain = Some(record_until(RecordState::Declined, None, None));
+        check(plain, "why", 1, say(ReasonReply::NotAsked));
         let given = Some(record(RecordState::Declined, Some("first")));
-        check(given, "second", minute, 1, say(ReasonReply::Already));
-        check(None, "hello", minute, 1, Judged::Stray);
+        check(given, "second", 1, say(ReasonReply::Already));
+        check(None, "hello", 1, Judged::Stray);
         let open = Some(record(RecordState::CardShown, None));
-        check(open, "yes", minute, 1, say(ReasonReply::NotAnAnswer));
+        check(open, "yes", 1, say(ReasonReply::NotAnAnswer));
         let done = Some(record(RecordState::Executed, None));
-        check(done, "ok", minute, 1, Judged::Stray);
+        check(done, "ok", 1, Judged::Stray);
         let hidden = |char: &str, position| {
             say(ReasonReply::Hidden {
                 char: char.to_owned(),
@@ -265,10 +265,10 @@ mod tests {
             })
         };
         let space = hidden("U+200B ZERO WIDTH SPACE", 3);
-        check(declined(), "no\u{200B}pe", minute, 1, space);
+        check(declined(), "no\u{200B}pe", 1, space);
         let tag = hidden("U+E0041 TAG LATIN CAPITAL LETTER A", 3);
-        check(declined(), "ok\u{E0041}", minute, 1, tag);
+        check(declined(), "ok\u{E0041}", 1, tag);
         let nfc = say(ReasonReply::NotNfc { position: 4 });
-        check(declined(), "cafe\u{301}", minute, 1, nfc);
+        check(declined(), "cafe\u{301}", 1, nfc);
     }
 }

@@ -481,24 +481,21 @@ impl Intake {
         }
     }
 
-    /// Whether a record's answer to the session is complete: it is final, and not a No whose
-    /// reason may still come (the owner's reply within `decline_reason_wait`).
+    /// Whether a record's answer to the session is complete: it is final, and not a "No, and
+    /// say why…" whose reason may still come (the owner's reply before its `reason_until`).
     fn settled(&self, record: &Record) -> bool {
         record.is_final() && self.reason_wait_left(record).is_none()
     }
 
     /// How much longer a declined record's final line waits for the owner's reason, by the
-    /// daemon's clock; `None` when it waits no more (a reason came, the wait is over or off).
+    /// daemon's clock; `None` when it waits no more (a plain No, a reason came, the wait is
+    /// over).
     fn reason_wait_left(&self, record: &Record) -> Option<Duration> {
         let asked = record.asked_part()?;
         if record.state != RecordState::Declined || asked.decline_reason.is_some() {
             return None;
         }
-        let deadline = consentd_core::deadline::reason_deadline(
-            asked.decided_at?,
-            self.config.limits.decline_reason_wait,
-        )?;
-        (deadline - self.clock.now()).to_std().ok()
+        (asked.reason_until? - self.clock.now()).to_std().ok()
     }
 }
 

@@ -437,8 +437,8 @@ socket = {socket}
 allowed_uids = [{uid}]
 
 [limits]
-# The page cannot reply to a card, so a No does not wait for a reason.
-decline_reason_wait = "0s"
+# On, so "No, and say why…" can be tried: reply to its card on the page (Reply under it).
+decline_reason_wait = "60s"
 
 [gate]
 quiet_hours = "off"

@@ -293,6 +293,10 @@ async fn press(
 #[derive(Debug, Deserialize)]
 struct SendRequest {
     text: String,
+    /// The message of the chat the text replies to (the reason for a "No, and say why…" is a
+    /// reply to its card).
+    #[serde(default)]
+    reply_to: Option<i64>,
 }
 
 async fn send(
@@ -308,7 +312,18 @@ async fn send(
             "the message is longer than {TEXT_LIMIT} characters"
         )));
     }
-    let update_id = page.emulator.push_text(&page.owner, page.chat(), text);
+    let update_id = match request.reply_to {
+        None => page.emulator.push_text(&page.owner, page.chat(), text),
+        Some(message_id) => {
+            if page.emulator.message(page.owner.id, message_id).is_none() {
+                return Err(PageError::BadRequest(
+                    "the message replied to is not in this chat".to_owned(),
+                ));
+            }
+            page.emulator
+                .push_reply(&page.owner, page.chat(), text, message_id)
+        }
+    };
     Ok(Json(json!({ "update_id": update_id })))
 }
 
