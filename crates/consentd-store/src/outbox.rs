@@ -114,6 +114,13 @@ impl Lane {
     }
 }
 
+/// A queued card's place: what [`Db::card_queue`] finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CardQueue {
+    pub ahead: u32,
+    pub held_until: Option<DateTime<Utc>>,
+}
+
 /// The oldest ready row of a lane.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Head {
@@ -382,6 +389,39 @@ impl Db {
         self.conn
             .execute_cached("UPDATE outbox SET hold_until = NULL WHERE seq = ?1", [seq])?;
         Ok(())
+    }
+
+    /// Where a record's card waits in the sender's queue: the cards due before it (queued
+    /// earlier and not held past `now`), and when the gate holds it; `None` when it has no
+    /// queued card row (shown already, or never queued).
+    pub fn card_queue(
+        &self,
+        record_id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<CardQueue>, StoreError> {
+        let row: Option<(i64, Option<String>)> = self
+            .conn
+            .query_row_cached(
+                "SELECT seq, hold_until FROM outbox
+                 WHERE state = 'queued' AND what = 'card' AND record_id = ?1
+                 ORDER BY seq LIMIT 1",
+                [record_id],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?;
+        let Some((seq, held)) = row else {
+            return Ok(None);
+        };
+        let ahead = self.conn.query_row_cached(
+            "SELECT count(*) FROM outbox WHERE state = 'queued' AND what = 'card' AND seq < ?1
+             AND (hold_until IS NULL OR hold_until <= ?2)",
+            params![seq, timestamp(now)],
+            |row| row.get(0),
+        )?;
+        Ok(Some(CardQueue {
+            ahead,
+            held_until: held.as_deref().and_then(super::time::parse_time),
+        }))
     }
 
     /// Cards shown since `since` (tonight's, for the night limit).
