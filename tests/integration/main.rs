@@ -51,4 +51,5 @@ mod suggestions_later;
 mod tamper;
 mod unicode;
 mod unreachable;
+mod waiting;
 mod withdraw;

@@ -381,6 +381,23 @@ impl Db {
             "UPDATE outbox SET hold_until = ?2 WHERE seq = ?1 AND sound <> 'silent'",
             params![seq, timestamp(until)],
         )?;
+        self.note_card_moved(seq)
+    }
+
+    /// A card's row was held or released: a session waiting on its record is told why it waits
+    /// now, though the record's state is the same.
+    fn note_card_moved(&mut self, seq: i64) -> Result<(), StoreError> {
+        let record: Option<Option<String>> = self
+            .conn
+            .query_row_cached(
+                "SELECT record_id FROM outbox WHERE seq = ?1 AND what = 'card'",
+                [seq],
+                |row| row.get(0),
+            )
+            .optional()?;
+        if let Some(id) = record.flatten() {
+            self.note_change(&id, crate::RecordState::Pending);
+        }
         Ok(())
     }
 
@@ -388,7 +405,7 @@ impl Db {
     pub fn outbox_release(&mut self, seq: i64) -> Result<(), StoreError> {
         self.conn
             .execute_cached("UPDATE outbox SET hold_until = NULL WHERE seq = ?1", [seq])?;
-        Ok(())
+        self.note_card_moved(seq)
     }
 
     /// Where a record's card waits in the sender's queue: the cards due before it (queued
