@@ -204,6 +204,10 @@ impl Progress {
         }
         let waiting = crate::waiting::of(line);
         if waiting.is_some() && waiting != self.waiting {
+            // The progress line comes first, naming the record the reasons are about.
+            if !self.shown {
+                self.tick();
+            }
             self.say_why(waiting.as_ref());
             self.waiting = waiting;
         }

@@ -384,19 +384,22 @@ impl Db {
         self.note_card_moved(seq)
     }
 
-    /// A card's row was held or released: a session waiting on its record is told why it waits
-    /// now, though the record's state is the same.
+    /// A card's row was held, released or sent: a session waiting on its record is told why
+    /// it waits now, though the record's state may be the same.
     fn note_card_moved(&mut self, seq: i64) -> Result<(), StoreError> {
-        let record: Option<Option<String>> = self
+        let record: Option<(String, String)> = self
             .conn
             .query_row_cached(
-                "SELECT record_id FROM outbox WHERE seq = ?1 AND what = 'card'",
+                "SELECT records.id, records.state FROM outbox
+                 JOIN records ON records.id = outbox.record_id
+                 WHERE outbox.seq = ?1 AND outbox.what = 'card'",
                 [seq],
-                |row| row.get(0),
+                |row| Ok((row.get(0)?, row.get(1)?)),
             )
             .optional()?;
-        if let Some(id) = record.flatten() {
-            self.note_change(&id, crate::RecordState::Pending);
+        let moved = record.and_then(|(id, state)| Some((id, crate::RecordState::parse(&state)?)));
+        if let Some((id, state)) = moved {
+            self.note_change(&id, state);
         }
         Ok(())
     }
@@ -454,7 +457,7 @@ impl Db {
     pub fn outbox_sent(&mut self, seq: i64) -> Result<(), StoreError> {
         self.conn
             .execute_cached("UPDATE outbox SET state = 'sent' WHERE seq = ?1", [seq])?;
-        Ok(())
+        self.note_card_moved(seq)
     }
 
     /// A row that can never be sent (Telegram refused it for good).

@@ -35,25 +35,24 @@ impl Intake {
     /// in any other state (granted or running: it no longer waits on the owner).
     pub(crate) async fn waiting_of(&self, record: &Record) -> Result<Option<Waiting>, StoreError> {
         let now = self.clock.now();
-        let place = match record.state {
-            RecordState::CardShown => Place::Shown {
-                until: record
-                    .asked_part()
-                    .and_then(|asked| asked.expires_at)
-                    .unwrap_or(now),
+        if !matches!(record.state, RecordState::Pending | RecordState::CardShown) {
+            return Ok(None);
+        }
+        // A card still in the queue is not in the chat yet, even once opened (its send is
+        // being retried).
+        let place = match self.store.card_queue(&record.id, now).await? {
+            Some(queue) => Place::Queued {
+                ahead: queue.ahead,
+                held_until: queue.held_until,
             },
-            RecordState::Pending => match self.store.card_queue(&record.id, now).await? {
-                Some(queue) => Place::Queued {
-                    ahead: queue.ahead,
-                    held_until: queue.held_until,
-                },
+            None => match record.asked_part().and_then(|asked| asked.expires_at) {
+                Some(until) if record.state == RecordState::CardShown => Place::Shown { until },
                 // Its card row is being settled: it is the sender's next.
-                None => Place::Queued {
+                _ => Place::Queued {
                     ahead: 0,
                     held_until: None,
                 },
             },
-            _ => return Ok(None),
         };
         let unreachable = self
             .reach
