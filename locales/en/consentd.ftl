@@ -118,6 +118,9 @@ reachable-again = { $minutes ->
     }: { $cause ->
         [conflict] another program was polling this bot's token
         [webhook] a webhook was set for this bot
+        [blocked] the bot was blocked in this chat
+        [network] Telegram could not be reached from consentd's machine
+        [server_error] Telegram's servers were failing
        *[token_revoked] Telegram refused the bot's token
     }. It is back: asks made meanwhile waited, and their cards follow.
 resumed = “{ $label }” cards can come again.

@@ -120,6 +120,9 @@ reachable-again = O consentd ficou sem contato com você { $minutes ->
     }: { $cause ->
         [conflict] outro programa estava consultando o token deste bot
         [webhook] havia um webhook definido para este bot
+        [blocked] o bot estava bloqueado neste chat
+        [network] o Telegram não podia ser alcançado da máquina do consentd
+        [server_error] os servidores do Telegram estavam falhando
        *[token_revoked] o Telegram recusava o token do bot
     }. A conexão voltou: os pedidos feitos nesse meio-tempo esperaram, e os cartões deles vêm a seguir.
 resumed = Os cartões de “{ $label }” voltam a chegar.

@@ -155,6 +155,11 @@ fn each_broken_setup_names_its_problem_and_exits_1() {
             says: "nobody is paired",
         },
         Broken {
+            case: "owner blocked the bot",
+            name: "owner",
+            says: "bot was blocked by the user",
+        },
+        Broken {
             case: "tampered journal",
             name: "journal",
             says: "does not verify",
@@ -238,6 +243,21 @@ fn run_broken(case: &str) -> (Output, Daemon, tempfile::TempDir) {
         "unpaired owner" => {}
         "bad token" => env.push(("CONSENTD_BOT_TOKEN", "123456:not-the-bots-token")),
         "webhook set" => daemon.bot.set_webhook("https://example.org/hook"),
+        // A 403 no longer drops the card: it waits, retried, and doctor says so.
+        "owner blocked the bot" => {
+            daemon.bot.outage(
+                "sendMessage",
+                consentd_emulator::Scripted::error(403, "Forbidden: bot was blocked by the user"),
+            );
+            daemon.request(&crate::fixture::good_ask("to a chat that blocked the bot"));
+            // A second try comes only once the first one's failure is stored.
+            daemon.wait_for("a send refused 403 twice", |bot| {
+                let refused = |call: &&consentd_emulator::Call| {
+                    matches!(call.outcome, Some(consentd_emulator::Outcome::Error { code: 403, .. }))
+                };
+                bot.calls_to("sendmessage").iter().filter(refused).count() >= 2
+            });
+        }
         "tampered journal" => {
             let text = std::fs::read_to_string(&daemon.journal).unwrap();
             let at = text.find(|c: char| c.is_ascii_digit()).unwrap();

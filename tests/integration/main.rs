@@ -53,4 +53,5 @@ mod tamper;
 mod unicode;
 mod unreachable;
 mod upgrade;
+mod waiting;
 mod withdraw;

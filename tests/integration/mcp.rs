@@ -536,3 +536,51 @@ fn a_replayed_approval_prompt_is_not_allowed_again_without_a_new_yes() {
          of its own (cards before {cards_before}, after {cards_after}): {again}"
     );
 }
+
+/// While Telegram refuses the bot, `consent_ask`'s progress tells the model the owner cannot be
+/// reached and not to retry.
+#[test]
+fn progress_says_why_an_ask_waits_in_words_the_model_can_act_on() {
+    let daemon = Daemon::builder()
+        .env("CONSENTD_TEST_FAST_RETRY", "1")
+        .start();
+    daemon
+        .bot
+        .outage("getUpdates", consentd_emulator::Scripted::conflict());
+    daemon
+        .bot
+        .outage("sendMessage", consentd_emulator::Scripted::conflict());
+    daemon.wait_for("a poll refused", |bot| {
+        bot.calls_to("getupdates").iter().any(|call| {
+            matches!(
+                call.outcome,
+                Some(consentd_emulator::Outcome::Error { code: 409, .. })
+            )
+        })
+    });
+    let steps = json!([{ "call": "consent_ask", "arguments": ask_arguments("Cut off, via MCP"), "progress": true }]);
+    let mut driver = Driver::start(&daemon, &[], steps);
+    let id = newest_record(&daemon);
+    daemon.bot.end_outage("getUpdates");
+    daemon.bot.end_outage("sendMessage");
+    let card = daemon.card_of(&id);
+    daemon.press_no(&card);
+    let result = driver.next();
+    driver.finish();
+    assert_eq!(result["structured"]["status"], "declined", "{result}");
+    let messages: Vec<&str> = result["progress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["message"].as_str())
+        .collect();
+    let cut = messages
+        .iter()
+        .find(|m| m.contains("the owner cannot be reached since "))
+        .unwrap_or_else(|| panic!("{messages:?}"));
+    assert!(
+        cut.contains("do not retry; try later or ask the owner another way"),
+        "{cut}"
+    );
+    assert!(cut.contains("conflict: "), "{cut}");
+}

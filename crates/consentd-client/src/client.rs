@@ -178,6 +178,8 @@ pub(crate) struct Progress {
     shown: bool,
     id: Option<String>,
     status: String,
+    /// Why the record waits, as last said on stderr.
+    waiting: Option<consentd_core::waiting::Waiting>,
 }
 
 impl Progress {
@@ -188,6 +190,7 @@ impl Progress {
             shown: false,
             id: None,
             status: String::new(),
+            waiting: None,
         }
     }
 
@@ -199,6 +202,27 @@ impl Progress {
         if let Some(status) = line.get("status").and_then(Value::as_str) {
             self.status = status.to_owned();
         }
+        let waiting = crate::waiting::of(line);
+        if waiting.is_some() && waiting != self.waiting {
+            // The progress line comes first, naming the record the reasons are about.
+            if !self.shown {
+                self.tick();
+            }
+            self.say_why(waiting.as_ref());
+            self.waiting = waiting;
+        }
+    }
+
+    /// Prints why the record waits, on a line of its own (the terminal's progress line is
+    /// redrawn below it at the next tick).
+    fn say_why(&mut self, waiting: Option<&consentd_core::waiting::Waiting>) {
+        let Some(waiting) = waiting else { return };
+        let id = self.id.as_deref().unwrap_or("?");
+        let sentence = crate::waiting::for_person(waiting);
+        if self.terminal {
+            crate::output::write(Stream::Stderr, format_args!("\r\x1b[2K"), "");
+        }
+        errln!("{id} waits: {sentence}");
     }
 
     /// Redraws the line (on a terminal) or prints it once (otherwise).

@@ -17,3 +17,4 @@ pub mod hook;
 pub mod mcp;
 pub mod output;
 pub mod session;
+pub(crate) mod waiting;

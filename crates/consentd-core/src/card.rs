@@ -1202,7 +1202,7 @@ pub fn altered_notice(locales: &Locales, lang: Language) -> String {
 }
 
 /// The notice that Telegram answers the bot again after refusing it for `minutes` whole
-/// minutes, `cause` saying why (`conflict`, `webhook`, `token_revoked`): asks made meanwhile
+/// minutes, `cause` saying why ([`crate::waiting::Cut::as_str`]): asks made meanwhile
 /// waited, and the owner learns why their cards came late.
 pub fn reachable_again_notice(
     locales: &Locales,

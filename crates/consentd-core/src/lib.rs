@@ -55,3 +55,4 @@ pub mod split;
 pub mod stranger;
 pub mod styled;
 pub mod suggest;
+pub mod waiting;

@@ -528,6 +528,9 @@ pub struct Response {
     pub message: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
+    /// Why the record waits, while it waits for the owner ([`crate::waiting`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<crate::waiting::Waiting>,
 }
 
 impl Response {
@@ -539,6 +542,7 @@ impl Response {
             reason: Some(refusal.reason.as_str().to_owned()),
             message: Some(refusal.message.clone()),
             result: None,
+            waiting: None,
         }
     }
 
@@ -589,6 +593,9 @@ pub struct RecordSummary {
     pub decided_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<String>,
+    /// Why the record waits, while it waits for the owner ([`crate::waiting`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<crate::waiting::Waiting>,
 }
 
 #[derive(Debug, Serialize)]
@@ -966,6 +973,7 @@ mod tests {
             reason: None,
             message: None,
             result: None,
+            waiting: None,
         }
         .to_line();
         assert_eq!(line, "{\"v\":1,\"id\":\"r_1\",\"status\":\"pending\"}\n");

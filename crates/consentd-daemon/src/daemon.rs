@@ -276,6 +276,10 @@ async fn run_sharing(
     };
     let config = Arc::new(config);
     let (handoff, handed) = tokio::sync::mpsc::unbounded_channel();
+    // Telegram out of reach (refusing the bot, the owner's block, the network) is an episode the
+    // daemon serves through: the consent loop's poller and sender note it, waiting sessions are
+    // told of it.
+    let reach = crate::unreachable::Reach::default();
     let intake = Intake {
         config: config.clone(),
         store: store.clone(),
@@ -283,6 +287,7 @@ async fn run_sharing(
         owner: owner.clone(),
         locales: locales.clone(),
         handoff,
+        reach: reach.clone(),
     };
     let clock_at_stop = clock.clone();
     spawn_seal_clock(store.clone(), clock.clone(), shutdown.clone());
@@ -296,9 +301,7 @@ async fn run_sharing(
         work_root,
         telegram,
         drawing: Default::default(),
-        // Telegram refusing the bot (409, 401) is an episode the daemon serves through; it is
-        // owned here, beside the owner, so what serves the socket can report it later.
-        reach: Default::default(),
+        reach,
     };
     tracing::info!(socket = %socket.path.display(), "consentd is serving");
     // The consent loop ends the daemon too when it fails (a store it cannot read).

@@ -4,7 +4,8 @@
 //! [`Incoming`] values the consent loop decides on. Errors become [`SendError`]: retry later
 //! (network, 5xx, 429 with its `retry_after`), never (a 4xx), or wait for a person to fix the
 //! bot (409: another instance is polling the same bot or a webhook is set; 401: the token was
-//! revoked), retrying meanwhile (`crate::unreachable`).
+//! revoked; 403 on the owner's chat: they blocked it), retrying meanwhile
+//! (`crate::unreachable`).
 
 use std::time::Duration;
 
@@ -32,10 +33,18 @@ pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 pub enum SendError {
     #[error("rate limited for {0:?}")]
     RetryAfter(Duration),
+    /// The network: Telegram's servers could not be reached, or the answer did not arrive.
     #[error("transient: {0}")]
     Transient(String),
+    /// Telegram answered with a server error (5xx) or another answer worth a retry.
+    #[error("Telegram's servers failed: {0}")]
+    ServerError(String),
     #[error("refused by Telegram: {0}")]
     Permanent(String),
+    /// 403: the chat refuses the bot. For the owner's chat it means they blocked it, an episode
+    /// the sender waits out (`crate::unreachable`); for anyone else the row is dropped.
+    #[error("forbidden by Telegram: {0}")]
+    Forbidden(String),
     #[error(
         "another consentd (or another program) is polling this bot: Telegram answered 409 Conflict"
     )]
@@ -139,14 +148,20 @@ fn classify(error: RequestError) -> SendError {
         RequestError::Api(ApiError::Unknown(description)) => {
             // teloxide keeps no status code: 5xx arrive as unknown descriptions, 4xx start with
             // their class. Unknown 4xx are final; anything else may pass on a retry.
-            let final_class = ["Bad Request", "Forbidden", "Unauthorized", "Not Found"]
+            let final_class = ["Bad Request", "Unauthorized", "Not Found"]
                 .iter()
                 .any(|class| description.starts_with(class));
-            if final_class {
+            if description.starts_with("Forbidden") {
+                SendError::Forbidden(description)
+            } else if final_class {
                 SendError::Permanent(description)
             } else {
-                SendError::Transient(description)
+                SendError::ServerError(description)
             }
+        }
+        // teloxide names some 403s (the bot blocked, a user deactivated): their text says so.
+        RequestError::Api(api) if api.to_string().starts_with("Forbidden") => {
+            SendError::Forbidden(api.to_string())
         }
         RequestError::Api(api) => SendError::Permanent(api.to_string()),
         RequestError::MigrateToChatId(_) => SendError::Permanent(error.to_string()),
@@ -689,7 +704,7 @@ mod tests {
             classify(RequestError::Api(ApiError::Unknown(
                 "Internal Server Error".into()
             ))),
-            SendError::Transient("Internal Server Error".into())
+            SendError::ServerError("Internal Server Error".into())
         );
         assert!(matches!(
             classify(RequestError::Api(ApiError::Unknown(
@@ -699,7 +714,13 @@ mod tests {
         ));
         assert!(matches!(
             classify(RequestError::Api(ApiError::BotBlocked)),
-            SendError::Permanent(_)
+            SendError::Forbidden(_)
+        ));
+        assert!(matches!(
+            classify(RequestError::Api(ApiError::Unknown(
+                "Forbidden: user is deactivated".into()
+            ))),
+            SendError::Forbidden(_)
         ));
         assert_eq!(
             classify(RequestError::RetryAfter(

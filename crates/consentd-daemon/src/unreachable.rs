@@ -1,7 +1,9 @@
 //! The owner out of reach: Telegram refusing the bot itself (409 Conflict, a webhook set, 401
-//! Unauthorized) is an episode only a person can end, so the daemon keeps serving its socket,
-//! remembers since when and why in one value, says so once in the log, and retries with
-//! [`Backoff::unreachable`](crate::backoff::Backoff::unreachable) until Telegram answers again.
+//! Unauthorized), the owner having blocked it (403 on their chat), or Telegram not answering
+//! at all (the network, 5xx) is an episode. The daemon keeps serving its socket, remembers
+//! since when and why in one value that waiting sessions follow (their `waiting` says
+//! `owner_unreachable`), says so once in the log, and retries (a refusal or a block with
+//! [`Backoff::unreachable`](crate::backoff::Backoff::unreachable)) until Telegram answers again.
 
 use std::sync::{Arc, Mutex};
 
@@ -10,59 +12,76 @@ use tokio::sync::watch;
 
 use crate::telegram::SendError;
 
-/// Why Telegram refuses the bot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Cause {
-    /// 409 Conflict: another program long-polls the same token.
-    Conflict,
-    /// 409 while a webhook is set: Telegram delivers updates there instead.
-    Webhook,
-    /// 401 Unauthorized: the token was revoked or is wrong.
-    Revoked,
+/// Why Telegram cannot reach the owner; the core's word for it, so a waiting session's
+/// `waiting` and the owner's notice name the same causes.
+pub(crate) use consentd_core::waiting::Cut as Cause;
+
+/// The cause behind a failed call when it is Telegram refusing the bot itself (409, a webhook,
+/// 401): retrying alone cannot end it, so every lane waits, up to a minute between tries.
+pub(crate) fn refusal(error: &SendError) -> Option<Cause> {
+    match error {
+        SendError::Conflict => Some(Cause::Conflict),
+        SendError::WebhookSet => Some(Cause::Webhook),
+        SendError::Unauthorized => Some(Cause::Revoked),
+        _ => None,
+    }
 }
 
-impl Cause {
-    /// The cause behind a failed call, when it is one that retrying alone cannot end.
-    pub(crate) fn of(error: &SendError) -> Option<Cause> {
-        match error {
-            SendError::Conflict => Some(Cause::Conflict),
-            SendError::WebhookSet => Some(Cause::Webhook),
-            SendError::Unauthorized => Some(Cause::Revoked),
-            _ => None,
-        }
+/// The cause behind a failed getUpdates that is not a refusal: the network or Telegram's own
+/// servers failing. The poller calls Telegram without pause, so it is the one that notes these.
+pub(crate) fn outage(error: &SendError) -> Option<Cause> {
+    match error {
+        SendError::Transient(_) => Some(Cause::Network),
+        SendError::ServerError(_) => Some(Cause::ServerError),
+        _ => None,
     }
+}
 
-    /// A word for the owner's notice's selector and for a waiting session's `detail`.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Cause::Conflict => "conflict",
-            Cause::Webhook => "webhook",
-            Cause::Revoked => "token_revoked",
-        }
-    }
+/// Whether an answer from getUpdates ends an episode of `cause`: a block is the owner's, and
+/// only a message delivered to them ends it ([`Reach::delivered`]).
+fn ended_by_polling(cause: Cause) -> bool {
+    cause != Cause::Blocked
+}
 
-    /// The one line the log gets when an episode starts (or its cause changes): what happened
-    /// and what the operator does about it.
-    fn log_line(self) {
-        match self {
-            Cause::Conflict => tracing::error!(
-                "Telegram answered 409 Conflict: another consentd or another program is polling \
-                 this bot's token; stop it. consentd keeps serving its socket (asks wait) and \
-                 retries getUpdates until it can poll again"
-            ),
-            Cause::Webhook => tracing::error!(
-                "a webhook is set for this bot, so Telegram refuses getUpdates (409 Conflict): \
-                 remove it with the Bot API's deleteWebhook (curl \
-                 https://api.telegram.org/bot<TOKEN>/deleteWebhook) and give consentd a bot of \
-                 its own. consentd keeps serving its socket (asks wait) and retries"
-            ),
-            Cause::Revoked => tracing::error!(
-                "Telegram answered 401 Unauthorized: the bot token was revoked or is wrong: make \
-                 a new one with @BotFather and put it in token_file, then restart consentd. \
-                 consentd keeps serving its socket (asks wait; nothing runs without a press) \
-                 and retries"
-            ),
-        }
+/// Whether the owner hears that an episode ended: a refusal of the bot or a block always (only
+/// a person ended it), the network or Telegram's servers only after a minute or more, so a
+/// blip that no card waited out is not worth a message.
+fn worth_a_notice(ended: &Unreachable, now: DateTime<Utc>) -> bool {
+    !matches!(ended.cause, Cause::Network | Cause::ServerError)
+        || now - ended.since >= chrono::TimeDelta::minutes(1)
+}
+
+/// The one line the log gets when an episode starts (or its cause changes): what happened and
+/// what the operator does about it.
+fn log_line(cause: Cause) {
+    match cause {
+        Cause::Conflict => tracing::error!(
+            "Telegram answered 409 Conflict: another consentd or another program is polling \
+             this bot's token; stop it. consentd keeps serving its socket (asks wait) and \
+             retries getUpdates until it can poll again"
+        ),
+        Cause::Webhook => tracing::error!(
+            "a webhook is set for this bot, so Telegram refuses getUpdates (409 Conflict): \
+             remove it with the Bot API's deleteWebhook (curl \
+             https://api.telegram.org/bot<TOKEN>/deleteWebhook) and give consentd a bot of \
+             its own. consentd keeps serving its socket (asks wait) and retries"
+        ),
+        Cause::Revoked => tracing::error!(
+            "Telegram answered 401 Unauthorized: the bot token was revoked or is wrong: make \
+             a new one with @BotFather and put it in token_file, then restart consentd. \
+             consentd keeps serving its socket (asks wait; nothing runs without a press) \
+             and retries"
+        ),
+        Cause::Blocked => tracing::error!(
+            "Telegram answered 403 Forbidden for the owner's chat: the owner blocked the bot. \
+             Messages and cards wait until they unblock it; consentd keeps serving its socket \
+             (asks wait) and retries"
+        ),
+        Cause::Network | Cause::ServerError => tracing::warn!(
+            cause = cause.as_str(),
+            "Telegram cannot be reached; waiting sessions are told the owner is out of reach \
+             until it answers again"
+        ),
     }
 }
 
@@ -140,19 +159,42 @@ impl Reach {
             .unwrap_or_else(|p| p.into_inner())
             .line_due(cause, now);
         if due {
-            cause.log_line();
+            log_line(cause);
         }
     }
 
-    /// Telegram answered getUpdates again at `now`: ends the episode, if one was open, and
-    /// returns it when the owner is to be told (not within an hour of the last notice).
+    /// Telegram answered getUpdates again at `now`: ends the episode, if one was open and was
+    /// not a block, and returns it when the owner is to be told.
     pub(crate) fn answered(&self, now: DateTime<Utc>) -> Option<Unreachable> {
-        let ended = self.episode.send_replace(None)?;
+        self.end(now, ended_by_polling)
+    }
+
+    /// A message reached the owner's chat at `now`: ends a block, and returns it when the
+    /// owner is to be told. Sends go through during a 409 (only polling is refused), so they
+    /// end nothing else.
+    pub(crate) fn delivered(&self, now: DateTime<Utc>) -> Option<Unreachable> {
+        self.end(now, |cause| cause == Cause::Blocked)
+    }
+
+    /// Ends the open episode when `ends` says its cause is over; the ended episode when the
+    /// owner is to be told (worth a notice, and not within an hour of the last one).
+    fn end(&self, now: DateTime<Utc>, ends: fn(Cause) -> bool) -> Option<Unreachable> {
+        let mut ended = None;
+        self.episode.send_if_modified(|current| {
+            if current.as_ref().is_some_and(|episode| ends(episode.cause)) {
+                ended = current.take();
+            }
+            ended.is_some()
+        });
+        let ended = ended?;
         tracing::info!(
             since = %ended.since,
             cause = ended.cause.as_str(),
-            "Telegram answers again; polling resumes"
+            "Telegram reaches the owner again"
         );
+        if !worth_a_notice(&ended, now) {
+            return None;
+        }
         let tell = self
             .said
             .lock()
@@ -161,11 +203,14 @@ impl Reach {
         tell.then_some(ended)
     }
 
-    /// Follows the episodes as they open and end, for a report to waiting sessions (not made
-    /// yet: only the tests follow it so far).
-    #[allow(dead_code)]
+    /// Follows the episodes as they open, change cause and end, for waiting sessions.
     pub(crate) fn watch(&self) -> watch::Receiver<Option<Unreachable>> {
         self.episode.subscribe()
+    }
+
+    /// The open episode, if any: since when, and its latest cause.
+    pub(crate) fn current(&self) -> Option<Unreachable> {
+        self.episode.borrow().clone()
     }
 }
 
@@ -202,8 +247,16 @@ mod tests {
         assert_eq!(reach.answered(at(2_100)).map(|u| u.since), Some(at(1_000)));
         assert_eq!(*watching.borrow(), None, "the episode has ended");
         assert_eq!(reach.answered(at(2_200)), None, "an episode ends once");
-        assert_eq!(Cause::of(&SendError::Transient("x".into())), None);
-        assert_eq!(Cause::of(&SendError::Unauthorized), Some(Cause::Revoked));
+        assert_eq!(refusal(&SendError::Transient("x".into())), None);
+        assert_eq!(refusal(&SendError::Unauthorized), Some(Cause::Revoked));
+        assert_eq!(
+            outage(&SendError::Transient("x".into())),
+            Some(Cause::Network)
+        );
+        assert_eq!(
+            outage(&SendError::ServerError("x".into())),
+            Some(Cause::ServerError)
+        );
     }
 
     /// Two pollers on one token take turns: the owner is told once an hour at most, and each
@@ -230,5 +283,97 @@ mod tests {
             said.line_due(Cause::Revoked, at(5)),
             "another cause has its own line"
         );
+    }
+
+    /// Which success ends which episode, and which ended episode the owner hears of: a table,
+    /// one assertion per case.
+    #[test]
+    fn a_block_ends_by_a_delivery_and_a_short_outage_tells_no_one() {
+        let at = |secs: i64| DateTime::<Utc>::from_timestamp(1_000_000 + secs, 0).unwrap();
+        // (case, cause, what succeeded, seconds later, ended, owner told)
+        let cases = [
+            (
+                "a block outlives a poll",
+                Cause::Blocked,
+                "poll",
+                300,
+                false,
+                false,
+            ),
+            (
+                "a block ends by a delivery",
+                Cause::Blocked,
+                "send",
+                300,
+                true,
+                true,
+            ),
+            (
+                "a 409 outlives a send",
+                Cause::Conflict,
+                "send",
+                300,
+                false,
+                false,
+            ),
+            (
+                "a 409 ends by a poll",
+                Cause::Conflict,
+                "poll",
+                5,
+                true,
+                true,
+            ),
+            (
+                "a 401 ends by a poll",
+                Cause::Revoked,
+                "poll",
+                5,
+                true,
+                true,
+            ),
+            (
+                "a network blip ends untold",
+                Cause::Network,
+                "poll",
+                20,
+                true,
+                false,
+            ),
+            (
+                "a network hour is told",
+                Cause::Network,
+                "poll",
+                3_600,
+                true,
+                true,
+            ),
+            (
+                "a short 5xx ends untold",
+                Cause::ServerError,
+                "poll",
+                59,
+                true,
+                false,
+            ),
+            (
+                "a 5xx minute is told",
+                Cause::ServerError,
+                "poll",
+                60,
+                true,
+                true,
+            ),
+        ];
+        for (case, cause, success, later, ended, told) in cases {
+            let reach = Reach::default();
+            reach.refused(cause, at(0));
+            let notice = match success {
+                "poll" => reach.answered(at(later)),
+                _ => reach.delivered(at(later)),
+            };
+            assert_eq!(reach.current().is_none(), ended, "{case}: ended");
+            assert_eq!(notice.is_some(), told, "{case}: told");
+        }
     }
 }

@@ -167,6 +167,17 @@ impl Store {
         .await
     }
 
+    /// Where record `id`'s card waits in the sender's queue, as of `now`; `None` when it has
+    /// no queued card.
+    pub async fn card_queue(
+        &self,
+        id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<crate::outbox::CardQueue>, StoreError> {
+        let id = id.to_owned();
+        self.call(move |db| db.card_queue(&id, now)).await
+    }
+
     /// Cards shown since `since`.
     pub async fn cards_shown_since(&self, since: DateTime<Utc>) -> Result<u32, StoreError> {
         self.call(move |db| db.cards_shown_since(since)).await

@@ -114,6 +114,13 @@ impl Lane {
     }
 }
 
+/// A queued card's place: what [`Db::card_queue`] finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CardQueue {
+    pub ahead: u32,
+    pub held_until: Option<DateTime<Utc>>,
+}
+
 /// The oldest ready row of a lane.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Head {
@@ -374,6 +381,26 @@ impl Db {
             "UPDATE outbox SET hold_until = ?2 WHERE seq = ?1 AND sound <> 'silent'",
             params![seq, timestamp(until)],
         )?;
+        self.note_card_moved(seq)
+    }
+
+    /// A card's row was held, released or sent: a session waiting on its record is told why
+    /// it waits now, though the record's state may be the same.
+    fn note_card_moved(&mut self, seq: i64) -> Result<(), StoreError> {
+        let record: Option<(String, String)> = self
+            .conn
+            .query_row_cached(
+                "SELECT records.id, records.state FROM outbox
+                 JOIN records ON records.id = outbox.record_id
+                 WHERE outbox.seq = ?1 AND outbox.what = 'card'",
+                [seq],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?;
+        let moved = record.and_then(|(id, state)| Some((id, crate::RecordState::parse(&state)?)));
+        if let Some((id, state)) = moved {
+            self.note_change(&id, state);
+        }
         Ok(())
     }
 
@@ -381,7 +408,40 @@ impl Db {
     pub fn outbox_release(&mut self, seq: i64) -> Result<(), StoreError> {
         self.conn
             .execute_cached("UPDATE outbox SET hold_until = NULL WHERE seq = ?1", [seq])?;
-        Ok(())
+        self.note_card_moved(seq)
+    }
+
+    /// Where a record's card waits in the sender's queue: the cards due before it (queued
+    /// earlier and not held past `now`), and when the gate holds it; `None` when it has no
+    /// queued card row (shown already, or never queued).
+    pub fn card_queue(
+        &self,
+        record_id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<CardQueue>, StoreError> {
+        let row: Option<(i64, Option<String>)> = self
+            .conn
+            .query_row_cached(
+                "SELECT seq, hold_until FROM outbox
+                 WHERE state = 'queued' AND what = 'card' AND record_id = ?1
+                 ORDER BY seq LIMIT 1",
+                [record_id],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?;
+        let Some((seq, held)) = row else {
+            return Ok(None);
+        };
+        let ahead = self.conn.query_row_cached(
+            "SELECT count(*) FROM outbox WHERE state = 'queued' AND what = 'card' AND seq < ?1
+             AND (hold_until IS NULL OR hold_until <= ?2)",
+            params![seq, timestamp(now)],
+            |row| row.get(0),
+        )?;
+        Ok(Some(CardQueue {
+            ahead,
+            held_until: held.as_deref().and_then(super::time::parse_time),
+        }))
     }
 
     /// Cards shown since `since` (tonight's, for the night limit).
@@ -397,7 +457,7 @@ impl Db {
     pub fn outbox_sent(&mut self, seq: i64) -> Result<(), StoreError> {
         self.conn
             .execute_cached("UPDATE outbox SET state = 'sent' WHERE seq = ?1", [seq])?;
-        Ok(())
+        self.note_card_moved(seq)
     }
 
     /// A row that can never be sent (Telegram refused it for good).

@@ -178,12 +178,16 @@ fn owner_check(config: &Config, db: &ReadOnly) -> Check {
     let last = db.read(|inspect| inspect.last_message_to(owner));
     let reached = db.read(|inspect| inspect.last_sent_to(owner));
     match (last, reached) {
-        (Ok(Some(last)), _) if last.state == "dropped" => {
+        (Ok(Some(last)), _) if last.state != "sent" => {
             let (at, error) = (last.queued_at, last.error);
+            let how = match last.state.as_str() {
+                "queued" => "has not got through yet (it is retried)",
+                _ => "was not delivered",
+            };
             Check::fail(
                 "owner",
                 format!(
-                    "{paired}; the last message to them (queued at {at}) was not delivered: {}",
+                    "{paired}; the last message to them (queued at {at}) {how}: {}",
                     error.as_deref().unwrap_or("Telegram refused it")
                 ),
                 REACH_FIX,

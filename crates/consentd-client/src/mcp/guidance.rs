@@ -112,16 +112,23 @@ fn next_step(answer: &Value, status: &str) -> String {
         ),
         "withdrawn" => format!("Withdrawn: {id} was taken back and nothing ran."),
         "refused" => refused(answer),
-        "pending" | "card_shown" | "running" => open_step(id, status),
+        "pending" | "card_shown" | "running" => open_step(answer, id, status),
         _ => format!("consentd said: {status}{}", with(": ")),
     }
 }
 
-fn open_step(id: &str, status: &str) -> String {
-    format!(
+fn open_step(line: &Value, id: &str, status: &str) -> String {
+    let step = format!(
         "Still open: {id} is {status}. Do not ask again: call consent_status with id {id} and \
          wait true to learn the outcome."
-    )
+    );
+    match crate::waiting::of(line) {
+        Some(waiting) => format!(
+            "{step} Why it waits: {}.",
+            crate::waiting::for_model(&waiting)
+        ),
+        None => step,
+    }
 }
 
 /// A refusal: what to fix, or why not to retry.
@@ -176,7 +183,7 @@ pub(super) fn still_open(last: &Value, max_wait: std::time::Duration) -> Value {
         "still waiting for the owner after {} s",
         max_wait.as_secs()
     ));
-    result(open_step(id, status), structured, false)
+    result(open_step(last, id, status), structured, false)
 }
 
 /// The answer to `status`: the record, and what its state means.
@@ -194,7 +201,11 @@ pub(super) fn record_result(answer: &Value) -> Value {
     let text = if final_ || status == "refused" {
         next_step(answer, status)
     } else {
-        open_step(text_of(answer, "id").unwrap_or("the record"), status)
+        open_step(
+            answer,
+            text_of(answer, "id").unwrap_or("the record"),
+            status,
+        )
     };
     result(text, record, false)
 }

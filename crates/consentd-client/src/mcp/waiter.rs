@@ -71,15 +71,20 @@ impl Waiter<'_> {
     fn report(&self, started: Instant, last: Option<&Value>) {
         let Some(token) = &self.progress else { return };
         let waited = started.elapsed();
-        let message = match last
+        let status = last
             .and_then(|line| line.get("status"))
-            .and_then(Value::as_str)
-        {
-            Some(status) => format!(
+            .and_then(Value::as_str);
+        let message = match (status, last.and_then(crate::waiting::of)) {
+            (Some(_), Some(waiting)) => format!(
+                "{}; {} s so far",
+                crate::waiting::for_model(&waiting),
+                waited.as_secs()
+            ),
+            (Some(status), None) => format!(
                 "waiting for the owner ({status}), {} s so far",
                 waited.as_secs()
             ),
-            None => format!("waiting for consentd, {} s so far", waited.as_secs()),
+            (None, _) => format!("waiting for consentd, {} s so far", waited.as_secs()),
         };
         // Progress must grow with each notification, even two sent at the same instant.
         let mut sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
@@ -87,8 +92,8 @@ impl Waiter<'_> {
         self.server.progress(token, *sent, &message);
     }
 
-    /// The record a wait gave up on, as it stands now: the daemon sends no line when a card is
-    /// shown, so the last line may still say `pending`. The last line when it cannot be read.
+    /// The record a wait gave up on, as it stands now: the last line may be up to a second
+    /// old. The last line when it cannot be read.
     async fn current(&self, last: &Value) -> Value {
         let Some(id) = last.get("id").and_then(Value::as_str) else {
             return last.clone();

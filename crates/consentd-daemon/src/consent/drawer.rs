@@ -317,6 +317,10 @@ impl Drawer for Consent {
         (self.owner.gate(), self.config.owner.timezone)
     }
 
+    fn owner_chat(&self) -> Option<i64> {
+        self.owner().map(|owner| owner.id)
+    }
+
     fn ttl(&self) -> chrono::Duration {
         chrono::Duration::from_std(self.config.limits.card_ttl)
             .unwrap_or(chrono::Duration::minutes(15))

@@ -264,14 +264,28 @@ impl Consent {
             events: events.clone(),
         };
         tasks.spawn(poll(poller, shutdown.clone()));
-        tasks.spawn(self.clone().send_until(shutdown.clone()));
+        // A block the sender saw end is told to the owner by the loop, like the poller's.
+        let (unblocked, mut ended) = mpsc::unbounded_channel();
+        let to_loop = events.clone();
+        tasks.spawn(async move {
+            while let Some(episode) = ended.recv().await {
+                if to_loop.send(Wake::Reachable(episode)).await.is_err() {
+                    return;
+                }
+            }
+        });
+        tasks.spawn(self.clone().send_until(unblocked, shutdown.clone()));
         tasks.spawn(tick_sweeps(events.clone(), shutdown.clone()));
         tasks.close();
         tasks
     }
 
     /// The sender's task, until `shutdown`.
-    async fn send_until(self, shutdown: CancellationToken) {
+    async fn send_until(
+        self,
+        unblocked: mpsc::UnboundedSender<Unreachable>,
+        shutdown: CancellationToken,
+    ) {
         let (store, telegram, clock, drawing, reach) = (
             self.store.clone(),
             self.telegram.clone(),
@@ -287,6 +301,7 @@ impl Consent {
             clock,
             drawing,
             reach,
+            unblocked,
         };
         crate::sender::run(out, shutdown).await;
     }

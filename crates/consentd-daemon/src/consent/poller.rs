@@ -1,7 +1,8 @@
 //! The poller: long-polls getUpdates from the stored offset and hands each batch to the loop,
 //! waiting until it is handled, so no update is confirmed to Telegram before its effects are
 //! stored. A batch that cannot be read is probed to skip exactly its unreadable update. Telegram
-//! refusing the bot (409, 401, a webhook set) never stops it: it notes the episode in [`Reach`],
+//! refusing the bot (409, 401, a webhook set) or not answering (the network, 5xx) never stops
+//! it: it notes the episode in [`Reach`],
 //! retries with [`Backoff::unreachable`], and once getUpdates answers again has the loop tell the
 //! owner how long they were cut off.
 
@@ -13,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backoff::Backoff;
 use crate::telegram::{Incoming, Probe, SendError, Telegram, POLL_TIMEOUT_SECS, UNREADABLE};
-use crate::unreachable::{Cause, Reach};
+use crate::unreachable::{self, Cause, Reach};
 use consentd_core::clock::Clock;
 use consentd_store::Store;
 
@@ -101,7 +102,7 @@ impl Poller {
         match self.telegram.webhook_url().await {
             Ok(None) => {}
             Ok(Some(_)) => self.reach.refused(Cause::Webhook, self.clock.now()),
-            Err(error) => match Cause::of(&error) {
+            Err(error) => match unreachable::refusal(&error) {
                 Some(cause) => self.reach.refused(cause, self.clock.now()),
                 None => tracing::debug!(%error, "getWebhookInfo failed"),
             },
@@ -155,7 +156,7 @@ impl Poller {
             }
             Ok(Probe::Read(_)) => {}
             Err(SendError::RetryAfter(after)) => retry_after = after,
-            Err(probe_error) if Cause::of(&probe_error).is_some() => {
+            Err(probe_error) if unreachable::refusal(&probe_error).is_some() => {
                 return self.failed(probe_error, streak);
             }
             Err(probe_error) => tracing::debug!(%probe_error, "probing the batch failed"),
@@ -166,9 +167,13 @@ impl Poller {
     }
 
     /// getUpdates failed: a refusal of the bot is an episode, said once and retried up to a
-    /// minute apart; anything else is retried on Telegram's backoff.
+    /// minute apart; the network or a 5xx opens one too (waiting sessions hear the owner is out
+    /// of reach), retried on Telegram's backoff like anything else.
     fn failed(&self, error: SendError, streak: &mut Streak) -> Next {
-        if let Some(cause) = Cause::of(&error) {
+        if let Some(cause) = unreachable::outage(&error) {
+            self.reach.refused(cause, self.clock.now());
+        }
+        if let Some(cause) = unreachable::refusal(&error) {
             self.reach.refused(cause, self.clock.now());
             tracing::debug!(%error, "getUpdates refused; retrying");
             let wait = Backoff::unreachable().after(streak.refusals);

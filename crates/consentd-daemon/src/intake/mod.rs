@@ -1,12 +1,15 @@
 //! An ask's journey from a request frame to a stored record or a refusal, and the `status` and
-//! `list` reads. Knows nothing of sockets: [`crate::server`] moves the bytes.
+//! `list` reads; `waiting.rs`, a waiting connection's later lines. Knows nothing of sockets:
+//! [`crate::server`] moves the bytes.
 
 pub(crate) mod disk;
+mod waiting;
+
+pub(crate) use waiting::{Next, SPACING};
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{mpsc, oneshot};
 
 use chrono::{DateTime, Utc};
@@ -24,6 +27,7 @@ use consentd_core::protocol::{
     self, ListResponse, RecordSummary, Request, Response, StatusResponse,
 };
 use consentd_core::refusal::{self, Reason, Refusal};
+use consentd_core::waiting::Waiting;
 use consentd_store::{
     AskOutcome, AskPolicy, NewAsk, NewMandate, Record, RecordState, Store, StoreError, Withdrawal,
 };
@@ -43,6 +47,8 @@ pub(crate) enum Reply {
         first: String,
         id: String,
         summary: bool,
+        /// Why the record waits, as the first line says.
+        waiting: Option<consentd_core::waiting::Waiting>,
     },
 }
 
@@ -59,6 +65,8 @@ pub(crate) struct Intake {
     /// Asks a mandate covered (to run, or to be told of), and withdrawals, for the consent loop
     /// (only [`Wake::Covered`] and [`Wake::Withdraw`] come this way).
     pub handoff: mpsc::UnboundedSender<Wake>,
+    /// Whether Telegram reaches the owner, for a waiting session's `waiting`.
+    pub reach: crate::unreachable::Reach,
 }
 
 impl Intake {
@@ -164,7 +172,7 @@ impl Intake {
             ..self.policy()
         };
         let outcome = self.store.ask(new, policy, now).await?;
-        Ok(self.answer(outcome, ask.wait))
+        self.answer(outcome, ask.wait).await
     }
 
     /// A mandate request: the gate, then the store (which queues its card).
@@ -197,7 +205,7 @@ impl Intake {
         };
         let policy = self.policy();
         let outcome = self.store.ask_mandate(new, policy, now).await?;
-        Ok(self.answer(outcome, ask.wait))
+        self.answer(outcome, ask.wait).await
     }
 
     fn policy(&self) -> AskPolicy {
@@ -219,10 +227,10 @@ impl Intake {
     }
 
     /// The answer to an ask or a mandate request the store has taken.
-    fn answer(&self, outcome: AskOutcome, wait: bool) -> Reply {
+    async fn answer(&self, outcome: AskOutcome, wait: bool) -> Result<Reply, StoreError> {
         let record = match outcome {
             AskOutcome::Refused { id, refusal } => {
-                return Reply::Final(Response::refused(id, &refusal).to_line())
+                return Ok(Reply::Final(Response::refused(id, &refusal).to_line()))
             }
             AskOutcome::Covered(record) => {
                 // The claim is durable; if the loop is gone the daemon is stopping, and the
@@ -240,14 +248,20 @@ impl Intake {
             | AskOutcome::Joined(record)
             | AskOutcome::Existing(record) => record,
         };
-        if self.settled(&record) || !wait {
-            return Reply::Final(outcome_line(&record));
+        if self.settled(&record) {
+            return Ok(Reply::Final(outcome_line(&record, None)));
         }
-        Reply::Wait {
-            first: outcome_line(&record),
+        let waiting = self.waiting_of(&record).await?;
+        let first = outcome_line(&record, waiting.clone());
+        if !wait {
+            return Ok(Reply::Final(first));
+        }
+        Ok(Reply::Wait {
+            first,
             id: record.id,
             summary: false,
-        }
+            waiting,
+        })
     }
 
     /// A card must be one message even with its text moved to numbered parts: its target and
@@ -361,7 +375,8 @@ impl Intake {
             );
             return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
         };
-        let line = summary_line(&record);
+        let waiting = self.waiting_of(&record).await?;
+        let line = summary_line(&record, waiting.clone());
         if self.settled(&record) || !wait {
             return Ok(Reply::Final(line));
         }
@@ -369,6 +384,7 @@ impl Intake {
             first: line,
             id: record.id,
             summary: true,
+            waiting,
         })
     }
 
@@ -398,6 +414,7 @@ impl Intake {
                 reason: None,
                 message: None,
                 result: None,
+                waiting: None,
             }
             .to_line(),
             Withdrawal::NotWithdrawable(record) => {
@@ -433,52 +450,12 @@ impl Intake {
             }
         };
         let (records, next) = self.store.list(peer_uid, before, LIST_PAGE).await?;
-        let summaries: Vec<RecordSummary> = records.iter().map(summary).collect();
+        let summaries: Vec<RecordSummary> = records.iter().map(|r| summary(r, None)).collect();
         Ok(Reply::Final(protocol::to_line(&ListResponse {
             v: protocol::VERSION,
             records: &summaries,
             next_cursor: next.map(|seq| format!("c{seq}")),
         })))
-    }
-
-    /// Waits until record `id` is settled ([`Intake::settled`]) and returns its final line.
-    pub(crate) async fn wait_final(&self, id: &str, summary: bool) -> Result<String, StoreError> {
-        let mut changes = self.store.subscribe();
-        loop {
-            let lookup = id.to_owned();
-            let record = self
-                .store
-                .record(&lookup)
-                .await?
-                .ok_or(StoreError::Missing)?;
-            if self.settled(&record) {
-                return Ok(if summary {
-                    summary_line(&record)
-                } else {
-                    outcome_line(&record)
-                });
-            }
-            // Held back for a reason: the clock is read again now and then, as well.
-            let recheck = self
-                .reason_wait_left(&record)
-                .map(|left| tokio::time::Instant::now() + left.min(REASON_RECHECK));
-            loop {
-                let change = match recheck {
-                    Some(at) => match tokio::time::timeout_at(at, changes.recv()).await {
-                        Ok(change) => change,
-                        Err(_) => break,
-                    },
-                    None => changes.recv().await,
-                };
-                match change {
-                    Ok(change) if change.id == id => break,
-                    Ok(_) => continue,
-                    // Missed some changes: read the record again rather than guess.
-                    Err(RecvError::Lagged(_)) => break,
-                    Err(RecvError::Closed) => return Err(StoreError::Stopped),
-                }
-            }
-        }
     }
 
     /// Whether a record's answer to the session is complete: it is final, and not a "No, and
@@ -507,8 +484,9 @@ fn parse_cursor(cursor: &str) -> Option<i64> {
         .filter(|seq| *seq > 0)
 }
 
-/// The ask's answer for a record: its id, its state, and what the state carries.
-pub(crate) fn outcome_line(record: &Record) -> String {
+/// The ask's answer for a record: its id, its state, what the state carries, and why it waits
+/// while it does.
+pub(crate) fn outcome_line(record: &Record, waiting: Option<Waiting>) -> String {
     Response {
         v: protocol::VERSION,
         id: Some(record.id.clone()),
@@ -519,6 +497,7 @@ pub(crate) fn outcome_line(record: &Record) -> String {
             .action()
             .and_then(|action| action.result.clone())
             .filter(|_| record.state == RecordState::Executed),
+        waiting,
     }
     .to_line()
 }
@@ -532,7 +511,7 @@ fn message_of(record: &Record) -> Option<String> {
     })
 }
 
-pub(crate) fn summary(record: &Record) -> RecordSummary {
+pub(crate) fn summary(record: &Record, waiting: Option<Waiting>) -> RecordSummary {
     RecordSummary {
         id: record.id.clone(),
         kind: record.kind().map(str::to_owned),
@@ -547,12 +526,13 @@ pub(crate) fn summary(record: &Record) -> RecordSummary {
             .and_then(|asked| asked.decided_at)
             .map(consentd_store::time::timestamp),
         finished_at: record.finished_at.map(consentd_store::time::timestamp),
+        waiting,
     }
 }
 
-fn summary_line(record: &Record) -> String {
+fn summary_line(record: &Record, waiting: Option<Waiting>) -> String {
     protocol::to_line(&StatusResponse {
         v: protocol::VERSION,
-        record: &summary(record),
+        record: &summary(record, waiting),
     })
 }

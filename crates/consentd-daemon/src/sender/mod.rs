@@ -3,8 +3,9 @@
 //! message a second to the owner's chat with short bursts, retrying network errors and 5xx with backoff and honouring
 //! a 429's `retry_after`. A card row is drawn when it is sent, so its ttl starts when the owner
 //! can see it; its text parts and attachments go first, each remembered once sent, so a restart
-//! resumes where it stopped. Telegram refusing the bot (409, 401) holds every lane, up to a
-//! minute between tries, and never stops the daemon: the rows wait and go once it answers.
+//! resumes where it stopped. Telegram refusing the bot (409, 401), or a 403 on the owner's chat
+//! (they blocked it), holds every lane, up to a minute between tries, and never stops the
+//! daemon: the rows wait and go once it answers (a 403 elsewhere drops its row).
 
 mod card;
 mod lanes;
@@ -19,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backoff::Backoff;
 use crate::telegram::{SendError, Sent, Telegram};
-use crate::unreachable::{Cause, Reach};
+use crate::unreachable::{self, Cause, Reach, Unreachable};
 use consentd_core::card::CardError;
 use consentd_core::clock::Clock;
 use consentd_core::digest::AttachmentFacts;
@@ -66,6 +67,8 @@ pub(crate) trait Drawer: Send + Sync + std::fmt::Debug {
     fn ttl(&self) -> chrono::Duration;
     /// The gate's settings as the owner last set them, and the owner's zone.
     fn gate(&self) -> (consentd_core::config::Gate, chrono_tz::Tz);
+    /// The owner's chat, once paired: a 403 there means they blocked the bot.
+    fn owner_chat(&self) -> Option<i64>;
 }
 
 /// Held by the sender from the moment it sends or edits a message until the store knows what the
@@ -146,8 +149,11 @@ pub(crate) struct SenderParts {
     pub drawer: Arc<dyn Drawer>,
     pub clock: Arc<dyn Clock>,
     pub drawing: Drawing,
-    /// Where a refusal of the bot itself (409, 401) is noted, once per episode.
+    /// Where a refusal of the bot itself (409, 401) or the owner's block (403) is noted, once
+    /// per episode.
     pub reach: Reach,
+    /// Where a block that a delivery ended goes, for the consent loop to tell the owner.
+    pub unblocked: tokio::sync::mpsc::UnboundedSender<Unreachable>,
 }
 
 /// Runs the sender until `shutdown`. Nothing Telegram answers stops it.
@@ -159,6 +165,7 @@ pub(crate) async fn run(parts: SenderParts, shutdown: CancellationToken) {
         clock,
         drawing,
         reach,
+        unblocked,
     } = parts;
     let ready = store.outbox_ready();
     let mut pace = Pace::new();
@@ -170,6 +177,7 @@ pub(crate) async fn run(parts: SenderParts, shutdown: CancellationToken) {
         clock: clock.as_ref(),
         drawing: &drawing,
         reach: &reach,
+        unblocked: &unblocked,
     };
     loop {
         // Checked before every row: with a long backlog the outbox is never empty, and a row in
@@ -251,12 +259,33 @@ async fn settle(
     backoffs: &mut Backoffs,
 ) -> Option<Duration> {
     let (store, seq) = (out.store, row.seq);
+    let to_owner = out.drawer.owner_chat() == Some(row.chat_id);
     match outcome {
         Ok(()) => {
             backoffs.0.remove(&lane);
+            if let Some(ended) = to_owner
+                .then(|| out.reach.delivered(out.clock.now()))
+                .flatten()
+            {
+                let _ = out.unblocked.send(ended);
+            }
             None
         }
-        Err(RowError::Send(SendError::Permanent(reason))) => {
+        Err(RowError::Send(SendError::Forbidden(error))) if to_owner => {
+            // The owner blocked the bot: the row waits, unsent, like every other lane, until
+            // they unblock it; nothing is dropped and no card ends for it.
+            let _ = store
+                .sent(SenderNote::AttemptFailed {
+                    seq,
+                    error: error.clone(),
+                })
+                .await;
+            out.reach.refused(Cause::Blocked, out.clock.now());
+            let wait = Backoff::unreachable().after(attempts(row.attempts));
+            tracing::debug!(seq, %error, ?wait, "the owner blocked the bot; every lane waits");
+            Some(wait)
+        }
+        Err(RowError::Send(SendError::Permanent(reason) | SendError::Forbidden(reason))) => {
             backoffs.0.remove(&lane);
             tracing::warn!(seq, %reason, "Telegram refused an outbox row; dropping it");
             let now = out.clock.now();
@@ -283,7 +312,7 @@ async fn settle(
             let _ = store
                 .sent(SenderNote::AttemptFailed { seq, error: text })
                 .await;
-            if let Some(cause) = Cause::of(&error) {
+            if let Some(cause) = unreachable::refusal(&error) {
                 // Said once per episode (`Reach`); the row waits, unsent, for Telegram.
                 out.reach.refused(cause, out.clock.now());
                 let wait = Backoff::unreachable().after(attempts(row.attempts));
@@ -336,6 +365,7 @@ struct Out<'a> {
     clock: &'a dyn Clock,
     drawing: &'a Drawing,
     reach: &'a Reach,
+    unblocked: &'a tokio::sync::mpsc::UnboundedSender<Unreachable>,
 }
 
 async fn send_row(out: &Out<'_>, pace: &mut Pace, row: Row) -> Result<(), RowError> {

@@ -20,7 +20,7 @@ use tokio_util::task::TaskTracker;
 
 use self::budget::{ByteBudget, Exhausted, Held, PeerSlots, BUDGET_WAIT};
 use crate::backoff::Backoff;
-use crate::intake::{Intake, Reply};
+use crate::intake::{Intake, Next, Reply, SPACING};
 use consentd_core::protocol::Response;
 use consentd_core::refusal::{Reason, Refusal};
 
@@ -229,7 +229,7 @@ async fn refuse_at_once(mut stream: UnixStream, refusal: Refusal, write_timeout:
 }
 
 async fn write_line(
-    stream: &mut UnixStream,
+    stream: &mut (impl AsyncWriteExt + Unpin),
     line: &str,
     limits: &IntakeLimits,
 ) -> std::io::Result<()> {
@@ -414,16 +414,23 @@ impl Connection {
         write_line(stream, &line, &self.limits).await
     }
 
-    /// Sends the reply; for one that waits, the final line when the record ends, unless the
-    /// client leaves or the daemon stops first.
+    /// Sends the reply; for one that waits, an interim line each time why it waits changes (at
+    /// most one per [`SPACING`]) and the final line when the record ends, unless the client
+    /// leaves or the daemon stops first.
     async fn answer(&self, mut stream: UnixStream, reply: Reply) -> std::io::Result<()> {
         let limits = &*self.limits;
-        let (first, id, summary) = match reply {
+        let (first, id, summary, mut shown) = match reply {
             Reply::Final(line) => return write_line(&mut stream, &line, limits).await,
-            Reply::Wait { first, id, summary } => (first, id, summary),
+            Reply::Wait {
+                first,
+                id,
+                summary,
+                waiting,
+            } => (first, id, summary, waiting),
         };
         write_line(&mut stream, &first, limits).await?;
-        let (mut reader, _) = stream.split();
+        let mut not_before = tokio::time::Instant::now() + SPACING;
+        let (mut reader, mut writer) = stream.split();
         let mut sink = [0u8; 256];
         // The client leaving (EOF or error) ends the wait; anything it sends is ignored.
         let client_gone = async {
@@ -434,16 +441,24 @@ impl Connection {
                 }
             }
         };
-        let line = tokio::select! {
-            () = self.shutdown.cancelled() => return Ok(()),
-            () = client_gone => return Ok(()),
-            line = self.intake.wait_final(&id, summary) => line,
-        };
-        match line {
-            Ok(line) => write_line(&mut stream, &line, limits).await,
-            Err(error) => {
-                tracing::error!(%error, record = %id, "waiting for a record failed");
-                Ok(())
+        tokio::pin!(client_gone);
+        loop {
+            let next = tokio::select! {
+                () = self.shutdown.cancelled() => return Ok(()),
+                () = &mut client_gone => return Ok(()),
+                next = self.intake.wait_next(&id, summary, shown.as_ref(), not_before) => next,
+            };
+            match next {
+                Ok(Next::Final(line)) => return write_line(&mut writer, &line, limits).await,
+                Ok(Next::Interim { line, waiting }) => {
+                    write_line(&mut writer, &line, limits).await?;
+                    shown = Some(waiting);
+                    not_before = tokio::time::Instant::now() + SPACING;
+                }
+                Err(error) => {
+                    tracing::error!(%error, record = %id, "waiting for a record failed");
+                    return Ok(());
+                }
             }
         }
     }
@@ -511,6 +526,7 @@ state_dir = "/nonexistent"
                 },
                 locales: Arc::new(consentd_core::locale::Locales::new().unwrap()),
                 handoff: tokio::sync::mpsc::unbounded_channel().0,
+                reach: Default::default(),
             };
             let listener = self.listener.take().unwrap();
             tokio::spawn(run(listener, intake, limits, self.shutdown.clone()))

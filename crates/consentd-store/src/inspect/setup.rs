@@ -6,10 +6,11 @@ use rusqlite::OptionalExtension as _;
 use super::Inspect;
 use crate::StoreError;
 
-/// The last message to a chat that left the queue: sent, or dropped with Telegram's reason.
+/// The last message to a chat that left the queue (sent, or dropped with Telegram's reason),
+/// or that waits after a failed try.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LastMessage {
-    /// The outbox state: `sent` or `dropped`.
+    /// The outbox state: `sent`, `dropped`, or `queued` (retried after a failed try).
     pub state: String,
     /// When it was queued (RFC 3339, as stored).
     pub queued_at: String,
@@ -28,13 +29,16 @@ impl Inspect {
             .optional()?)
     }
 
-    /// The newest message to `chat_id` that left the queue (sent or dropped).
+    /// The newest message to `chat_id` that left the queue (sent or dropped), or that is still
+    /// queued after a failed try (a 403 from an owner who blocked the bot leaves it there,
+    /// retried until they unblock it).
     pub fn last_message_to(&self, chat_id: i64) -> Result<Option<LastMessage>, StoreError> {
         Ok(self
             .conn
             .query_row(
                 "SELECT state, created_at, error FROM outbox WHERE chat_id = ?1 \
-                 AND state != 'queued' ORDER BY seq DESC LIMIT 1",
+                 AND (state != 'queued' OR (attempts > 0 AND error IS NOT NULL)) \
+                 ORDER BY seq DESC LIMIT 1",
                 [chat_id],
                 |row| {
                     Ok(LastMessage {
