@@ -1,5 +1,6 @@
-//! consentd's store: the one thread that owns the SQLite database and the consent journal's file,
-//! so the async runtime never waits on disk.
+//! consentd's store: the one thread that owns the SQLite database, and the one that appends to
+//! the consent journal's file (`journal::JournalWriter`), so the async runtime never waits on
+//! disk.
 //!
 //! What this crate offers:
 //! - [`Store`], the async handle: it sends closures to the thread that owns [`Db`] and awaits
