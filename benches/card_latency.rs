@@ -4,8 +4,9 @@
 //! second apart, so the daemon's pacing of one message a second to the owner's chat (a Telegram
 //! limit, not latency) never holds a card back.
 //! Baseline in the same run: a bare `sendMessage` from this process to the same emulator, from
-//! the request to its arrival, on the same clock; the difference is the daemon's own part (socket, checks, SQLite commit and journal
-//! fsync, drawing the card, the outbox).
+//! the request to its arrival, on the same clock; the difference is the daemon's own part
+//! (socket, checks, the ask's SQLite commit, the sender's reads and the card's opening in a commit
+//! of its own, drawing the card; the two journal fsyncs run beside, on the journal's thread).
 //!
 //! Asks go in batches of 100 (max_pending's ceiling), each batch on a fresh daemon and state
 //! directory, so no card ever waits behind another message's turn.

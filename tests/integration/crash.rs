@@ -168,3 +168,119 @@ fn a_kill_in_the_middle_of_a_batch_keeps_every_answer_and_half_applies_nothing()
         .collect();
     assert_store_agrees(&daemon, &journaled, &acknowledged, &verified.head);
 }
+
+/// The durable steps between an ask and its card, each a crash point. The ask's batch commits
+/// (its `asked` line staged in the commit), the sender is rung and opens the card in a commit of
+/// its own (`card_shown` staged there), and the card leaves while both lines are still being
+/// appended to the journal file; a crash at each point must leave a journal that verifies and
+/// holds every line the owner or the session was shown.
+const CARD_STEPS: &[(&str, &[&str])] = &[
+    // The ask committed, nothing answered, nothing rung, its line not yet in the file.
+    ("asked_committed", &["asked"]),
+    // The card opened and committed, not yet sent, its line not yet in the file.
+    ("card_shown_committed", &["asked", "card_shown"]),
+    // The owner has the card; its line may or may not have reached the file.
+    ("card_sent", &["asked", "card_shown"]),
+];
+
+/// The only record of the state directory.
+fn the_record(daemon: &Daemon) -> String {
+    let records = Inspect::open_read_only(&daemon.state_dir)
+        .unwrap()
+        .records()
+        .unwrap();
+    assert_eq!(records.len(), 1, "{records:?}");
+    records[0].id.clone()
+}
+
+/// The events the journal file holds for record `id`.
+fn events_of(daemon: &Daemon, id: &str) -> Vec<String> {
+    daemon
+        .journal_events()
+        .into_iter()
+        .filter(|line| line["id"] == id)
+        .map(|line| line["ev"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_crash_at_each_step_from_an_ask_to_its_card_loses_no_line() {
+    use std::os::unix::process::ExitStatusExt;
+    for &(point, lines) in CARD_STEPS {
+        let mut daemon = Daemon::builder().env("CONSENTD_CRASH_AT", point).start();
+        let request = crate::fixture::good_ask(&format!("crash at {point}"));
+        let answered = ask(&daemon.socket, &request);
+        let status = daemon.wait_exit();
+        assert_eq!(
+            status.signal(),
+            Some(Signal::SIGABRT as i32),
+            "{point}: the crash point was not reached: {status:?}\n{}",
+            daemon.log()
+        );
+        let id = the_record(&daemon);
+        let before = events_of(&daemon, &id);
+        match point {
+            "asked_committed" => {
+                assert_eq!(answered, None, "{point}: the ask was answered");
+                assert!(
+                    before.is_empty(),
+                    "{point}: its line was in the file: {before:?}"
+                );
+            }
+            "card_shown_committed" => {
+                assert!(
+                    !before.contains(&"card_shown".to_owned()),
+                    "{point}: the opening's line was in the file: {before:?}"
+                );
+                assert!(
+                    daemon.owner_chat().iter().all(|m| m.buttons().is_empty()),
+                    "{point}: a card left before the crash"
+                );
+            }
+            _ => {
+                assert_eq!(answered.as_deref(), Some(id.as_str()), "{point}");
+                assert!(
+                    daemon.owner_chat().iter().any(|m| !m.buttons().is_empty()
+                        && m.text.as_deref().is_some_and(|t| t.contains(&id))),
+                    "{point}: the owner never had the card"
+                );
+            }
+        }
+        let mut daemon = daemon.restart();
+        // The card reaches the owner, opened once: the restart resends an opened card.
+        daemon.card_of(&id);
+        assert!(daemon.stop_with(Signal::SIGTERM).success(), "{point}");
+        let verified = consentd_store::journal::verify_file(&daemon.journal, None)
+            .unwrap()
+            .unwrap_or_else(|problem| panic!("{point}: the journal does not verify: {problem}"));
+        let after = events_of(&daemon, &id);
+        for line in lines {
+            assert_eq!(
+                after.iter().filter(|ev| ev == line).count(),
+                1,
+                "{point}: the journal has no single {line} line for {id}: {after:?}"
+            );
+        }
+        let stored = Inspect::open_read_only(&daemon.state_dir)
+            .unwrap()
+            .journal_head()
+            .unwrap();
+        assert_eq!(
+            (stored.n, &stored.h),
+            (verified.head.n, &verified.head.h),
+            "{point}: the store's journal head is not the file's"
+        );
+        if point != "card_sent" {
+            let started = daemon
+                .journal_events()
+                .into_iter()
+                .filter(|line| line["ev"] == "started")
+                .nth(1)
+                .unwrap();
+            assert!(
+                started["lines_recovered"].as_u64() >= Some(1),
+                "{point}: the restart recovered no staged line: {started}"
+            );
+        }
+    }
+}

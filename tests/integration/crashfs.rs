@@ -135,6 +135,8 @@ struct Told {
     states: BTreeMap<String, RecordState>,
     /// Records whose card the owner saw edited after a press: decided, yes or no.
     decided: BTreeMap<String, bool>,
+    /// Records whose card reached the owner's chat (with its buttons).
+    shown: BTreeSet<String>,
     /// The owner's choice for each record pressed (by record), and the cards pressed.
     choices: BTreeMap<String, bool>,
     pressed: BTreeMap<i64, String>,
@@ -393,6 +395,14 @@ fn check(daemon: &Daemon, told: &Told, seed: u64) {
             "seed {seed}: the owner saw {id} decided and its {evs:?} line is gone"
         );
     }
+    // A card leaves once its opening is committed, its `card_shown` line staged there: the
+    // journal may receive the line after the card, but must never lose it.
+    for id in told.shown.iter().chain(told.decided.keys()) {
+        assert!(
+            has(id, &["card_shown"]),
+            "seed {seed}: the owner saw {id}'s card and its card_shown line is gone"
+        );
+    }
     for (id, runs) in daemon.runs_by_record() {
         assert_eq!(runs, 1, "seed {seed}: {id} ran {runs} times");
         let now = stored
@@ -568,6 +578,16 @@ fn only_synced_state_survives_and_nothing_acknowledged_is_lost() {
         {
             let mut told = told.lock().unwrap();
             for message in daemon.bot.messages(OWNER) {
+                // `1.<kid>.<action>.<record id>.<tag>`
+                let carries = message.buttons().into_iter().filter_map(|button| {
+                    let data = button.callback_data?;
+                    let id = data.split('.').nth(3)?;
+                    id.starts_with("r_").then(|| id.to_owned())
+                });
+                let carries: Vec<String> = carries.collect();
+                if message.outgoing {
+                    told.shown.extend(carries);
+                }
                 if message.history.is_empty() || !message.buttons().is_empty() {
                     continue;
                 }

@@ -521,6 +521,28 @@ impl Daemon {
         }
     }
 
+    /// Waits until the journal has an `ev` line for record `id` and returns it. A card leaves
+    /// once its opening commits, while its `card_shown` line is appended: the line may come just
+    /// after the card.
+    pub fn wait_for_line(&self, ev: &str, id: &str) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(line) = self
+                .journal_events()
+                .into_iter()
+                .find(|e| e["ev"] == ev && e["id"] == id)
+            {
+                return line;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the journal never had {ev} for {id}\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Sets the daemon's clock to `at` (through its test clock file); it runs on from there.
     pub fn set_clock(&self, at: chrono::DateTime<chrono::Utc>) {
         self.set_clocks(offset_to(at), self.clocks().1);

@@ -33,16 +33,9 @@ fn time(event: &Value, key: &str) -> DateTime<Utc> {
 
 /// The record's `asked` and `card_shown` lines.
 fn lines_of(daemon: &Daemon, id: &str) -> (Value, Value) {
-    let events = daemon.journal_events();
-    let at = |name: &str| {
-        events
-            .iter()
-            .position(|e| e["id"] == id && e["ev"] == name)
-            .unwrap_or_else(|| panic!("no {name} line for {id}"))
-    };
     (
-        events[at("asked")].clone(),
-        events[at("card_shown")].clone(),
+        daemon.wait_for_line("asked", id),
+        daemon.wait_for_line("card_shown", id),
     )
 }
 

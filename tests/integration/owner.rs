@@ -129,7 +129,7 @@ fn at_night_one_card_comes_silently_and_the_next_waits_for_the_morning() {
         !card.disable_notification,
         "after quiet hours the card has sound"
     );
-    let line = shown(&daemon, &second).unwrap();
+    let line = daemon.wait_for_line("card_shown", &second);
     let expires: DateTime<Utc> = line["expires_at"].as_str().unwrap().parse().unwrap();
     assert!(
         expires >= morning + Duration::minutes(15),

@@ -2,10 +2,12 @@
 //! to prove that what was durable before the point is enough.
 //!
 //! Built with the `test-hooks` feature (only tests and benches turn it on), setting
-//! `CONSENTD_CRASH_AT` to a point's name (`before_claim`, `after_claim`, `after_exit`, and the
-//! store's `mid_batch`: two requests of a group commit applied, none committed, and
-//! `before_copies_removed`: a commit that released attachment copies, before their files go) makes the
-//! daemon abort when it reaches it. A build without the feature has no such variable: a point is
+//! `CONSENTD_CRASH_AT` to a point's name (`before_claim`, `after_claim`, `after_exit`,
+//! `card_sent`: the owner has a card, its `card_shown` line perhaps not yet in the journal file,
+//! and the store's `mid_batch`: two requests of a group commit applied, none committed,
+//! `<ev>_committed`: a batch holding an `<ev>` line committed, its lines not yet in the journal
+//! file, and `before_copies_removed`: a commit that released attachment copies, before their
+//! files go) makes the daemon abort when it reaches it. A build without the feature has no such variable: a point is
 //! an empty function and the name is not in the binary.
 
 /// Aborts the process if `CONSENTD_CRASH_AT` names this point.

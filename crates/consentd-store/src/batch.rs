@@ -8,17 +8,24 @@
 //! - Each write ([`Db::write_effects`]) inside a batch is a savepoint: its error rolls back that
 //!   write alone, and the request that made it gets the error; the others go on.
 //! - The batch commits once (one WAL fsync under `synchronous=FULL`), then its journal lines are
-//!   appended in one write and one fsync. The chain's order is the order of the writes, which is
-//!   the commit order.
-//! - No request is answered, and no record change is announced, before that: an answer reports
-//!   only what is durable. The one exception is a request that comes before the batch's first
-//!   write and writes nothing itself (a read): all it saw was made durable by earlier batches,
-//!   so it is answered at once instead of waiting for the batch's fsync.
-//! - Nor is the sender rung for a card the batch queued: it opens and sends the card from its
-//!   outbox row once the batch is durable, so a batch that fails to commit takes its card with
-//!   it, unsent.
-//! - If the commit or the journal's append fails, every request of the batch not yet answered
-//!   is answered with the failure (a request that had failed on its own keeps its own error).
+//!   handed to the journal's thread (`journal::JournalWriter`), which appends them in one write
+//!   and one fsync while this thread goes on to the next batch. The chain's order is the order of
+//!   the writes, which is the commit order.
+//! - No request is answered, and no record change is announced, before its lines are in the
+//!   journal file: an answer reports only what is durable. Two exceptions. A request that comes
+//!   before the batch's first write and writes nothing itself (a read) is answered at once: all
+//!   it saw was committed by earlier batches. A card's opening (`Store::show_card`) is answered
+//!   at the commit, so that the card leaves while its `card_shown` line is being appended.
+//! - The sender is rung for a card the batch queued once the batch commits, not before: it opens
+//!   and sends the card from its outbox row, so a batch that fails to commit takes its card with
+//!   it, unsent; and it need not wait for the batch's journal fsync.
+//! - Why answering at the commit is safe: a committed line is staged in the same transaction as
+//!   what it tells of, and the store opens by appending every staged line the file lacks before
+//!   anything else, so the journal cannot lose it; the file only trails the database by the
+//!   lines in flight. What reaches the owner was committed first.
+//! - If the commit fails, every request of the batch not yet answered is answered with the
+//!   failure (a request that had failed on its own keeps its own error); if the journal's append
+//!   fails, every request still waiting for it is, and the lines stay staged for the next start.
 //! - A crash anywhere in a batch leaves the state of the last commit: none of the batch, or all
 //!   of it with its journal lines staged in the same commit (appended at the next start, as for
 //!   a single write). No request of a batch was answered before its commit.
@@ -46,8 +53,8 @@ impl Db {
         self.conn.total_changes()
     }
 
-    /// Commits the batch and gives back its journal lines, to be appended with
-    /// [`Db::append_batch_lines`]. Only after both may the batch's requests be answered.
+    /// Commits the batch and gives back its journal lines, for the journal's thread. Only after
+    /// both may the batch's requests be answered (a card's opening: after the commit).
     pub(crate) fn commit_batch(&mut self) -> Result<Vec<Line>, StoreError> {
         let Some(batch) = self.batch.take() else {
             return Ok(Vec::new());
@@ -66,18 +73,11 @@ impl Db {
         Ok(batch.lines)
     }
 
-    /// Appends a committed batch's journal lines with one write and one fsync.
-    pub(crate) fn append_batch_lines(&mut self, lines: &[Line]) -> Result<(), StoreError> {
-        if lines.is_empty() {
-            return Ok(());
-        }
-        self.append_journal(lines)
-    }
-
-    /// Commits the batch and appends its lines: the store's thread does the two apart.
+    /// Commits the batch and appends its lines, waiting for them: the store's thread hands them
+    /// over instead.
     #[cfg(test)]
     pub(crate) fn finish_batch(&mut self) -> Result<(), StoreError> {
         let lines = self.commit_batch()?;
-        self.append_batch_lines(&lines)
+        self.append_journal(&lines)
     }
 }

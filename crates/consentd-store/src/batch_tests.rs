@@ -215,21 +215,24 @@ fn a_batch_of_reads_alone_writes_nothing_and_the_next_write_prunes_what_the_file
 }
 
 /// A read that comes before a batch's first write is answered at once: it saw only what earlier
-/// batches made durable. A read after a write waits for the batch's commit, since it may have
-/// seen that write, and so does the write.
+/// batches committed. A read after a write waits for the batch's lines to be in the journal
+/// file, since it may have seen that write, and so does the write; a card's opening (answered at
+/// the commit) is answered once the batch commits, before its lines reach the file.
 #[test]
 fn reads_before_the_first_write_are_answered_at_once_and_the_rest_once_durable() {
     use std::sync::{Arc, Mutex};
     let fixture = Fixture::new();
     let mut db = fixture.open();
     let journal = fixture.journal_path.clone();
-    // What each answer saw when it was given: the job's name, and whether the write's line was
-    // in the journal file by then.
-    let answered: Arc<Mutex<Vec<(&'static str, bool)>>> = Arc::default();
-    let job = |name: &'static str, write: bool| -> super::Job {
+    // What each answer saw when it was given: the job's name, whether the write's line was in
+    // the journal file by then, and whether the batch had committed.
+    type Seen = (&'static str, bool, bool);
+    let answered: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let job = |name: &'static str, write: bool, at_commit: bool| -> super::Job {
         let answered = answered.clone();
         let journal = journal.clone();
-        Box::new(move |db: &mut super::Db| -> super::Answer {
+        let db_path = fixture.db_path.clone();
+        let mut job = super::Job::new(move |db: &mut super::Db| -> super::Answer {
             if write {
                 tagged_write(db, "w", false).unwrap();
             } else {
@@ -237,34 +240,51 @@ fn reads_before_the_first_write_are_answered_at_once_and_the_rest_once_durable()
             }
             Box::new(move |failed: Option<&StoreError>| {
                 assert!(failed.is_none(), "{name}: {failed:?}");
-                let durable = std::fs::read_to_string(&journal)
+                let in_file = std::fs::read_to_string(&journal)
                     .unwrap()
                     .contains("\"tag\":\"w\"");
-                answered.lock().unwrap().push((name, durable));
+                // Another connection sees the write only once it is committed.
+                let committed: i64 = rusqlite::Connection::open(&db_path)
+                    .unwrap()
+                    .query_row(
+                        "SELECT count(*) FROM journal_staged WHERE line LIKE '%\"tag\":\"w\"%'",
+                        [],
+                        |row| row.get(0),
+                    )
+                    .unwrap();
+                answered
+                    .lock()
+                    .unwrap()
+                    .push((name, in_file, committed > 0));
             })
-        })
+        });
+        job.at_commit = at_commit;
+        job
     };
     let jobs = vec![
-        job("read first", false),
-        job("read second", false),
-        job("write", true),
-        job("read after", false),
+        job("read first", false, false),
+        job("read second", false, false),
+        job("write", true, false),
+        job("opening", false, true),
+        job("read after", false, false),
     ];
-    super::run_batch(&mut db, jobs);
+    super::run_batch(&mut db, jobs, &super::Bells::unheard());
+    db.append_journal(&[]).unwrap();
     assert_eq!(
         *answered.lock().unwrap(),
         [
-            ("read first", false),
-            ("read second", false),
-            ("write", true),
-            ("read after", true)
+            ("read first", false, false),
+            ("read second", false, false),
+            ("opening", false, true),
+            ("write", true, true),
+            ("read after", true, true)
         ]
     );
 }
 
 /// The job of a batch: an ask for the owner's chat (42), which queues its card.
 fn ask_job(text: &'static str, answered: mpsc::Sender<bool>) -> super::Job {
-    Box::new(move |db: &mut super::Db| -> super::Answer {
+    super::Job::new(move |db: &mut super::Db| -> super::Answer {
         let ask = super::tests::new_ask("publish_x", text, None);
         let policy = crate::AskPolicy {
             card_chat: Some(42),
@@ -294,7 +314,7 @@ fn a_card_whose_batch_fails_to_commit_is_never_sent() {
         .unwrap();
     let bells = super::Bells::unheard();
     let (answered, answers) = mpsc::channel();
-    let breaks_the_commit: super::Job = Box::new(|db: &mut super::Db| -> super::Answer {
+    let breaks_the_commit = super::Job::new(|db: &mut super::Db| -> super::Answer {
         db.connection()
             .execute("INSERT INTO child (parent) VALUES (7)", [])
             .unwrap();
@@ -304,8 +324,7 @@ fn a_card_whose_batch_fails_to_commit_is_never_sent() {
         ask_job("queues its card", answered.clone()),
         breaks_the_commit,
     ];
-    super::run_batch(&mut db, jobs);
-    bells.ring(&mut db);
+    super::run_batch(&mut db, jobs, &bells);
     assert_eq!(
         answers.try_recv(),
         Ok(false),
@@ -321,8 +340,8 @@ fn a_card_whose_batch_fails_to_commit_is_never_sent() {
     assert_eq!(cards, 0, "the card's row went with the failed commit");
     fixture.journal_verifies();
 
-    super::run_batch(&mut db, vec![ask_job("queues its card", answered)]);
-    bells.ring(&mut db);
+    super::run_batch(&mut db, vec![ask_job("queues its card", answered)], &bells);
+    db.append_journal(&[]).unwrap();
     assert_eq!(answers.try_recv(), Ok(true), "committed");
     assert!(poll_once(rung.as_mut()), "the sender was rung for the card");
 }

@@ -1,6 +1,7 @@
 //! The crash hook a test build of the daemon sets, for the store's own steps: `mid_batch` (two
-//! requests of a group commit applied, none committed) and each step of a seal key's epoch
-//! change (`journal::seal_key`).
+//! requests of a group commit applied, none committed), `<ev>_committed` (a batch holding an
+//! `<ev>` line committed, its lines not yet handed to the journal's thread: `asked_committed`,
+//! `card_shown_committed`, …) and each step of a seal key's epoch change (`journal::seal_key`).
 
 /// A crash point a test build may set (the daemon's `CONSENTD_CRASH_AT`), called by name where
 /// a batch is half applied.
@@ -14,5 +15,24 @@ pub fn set_crash_hook(hook: fn(&str)) {
 pub(crate) fn point(name: &str) {
     if let Some(hook) = CRASH_HOOK.get() {
         hook(name);
+    }
+}
+
+/// After a batch's commit, before anything is answered or rung and before its lines go to the
+/// journal file: the point `<ev>_committed` for each line's event. Reads the lines only when a
+/// test build set the hook.
+pub(crate) fn committed(lines: &[consentd_core::journal::Line]) {
+    let Some(hook) = CRASH_HOOK.get() else {
+        return;
+    };
+    for line in lines {
+        let ev = line
+            .text
+            .split_once("\"ev\":\"")
+            .and_then(|(_, rest)| rest.split_once('"'))
+            .map(|(ev, _)| ev);
+        if let Some(ev) = ev {
+            hook(&format!("{ev}_committed"));
+        }
     }
 }

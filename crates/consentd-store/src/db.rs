@@ -1,8 +1,10 @@
 //! The owner of the database and the journal file, and its one way to write.
 //!
-//! Every change is one transaction that also stages its journal lines; after the commit the same
-//! thread appends the staged lines to the journal file and fsyncs it. A crash at any instant
-//! leaves either neither (no commit) or both (the staged lines are appended at the next start).
+//! Every change is one transaction that also stages its journal lines; after the commit the
+//! lines are appended to the journal file and fsync'd, in commit order, by the journal's thread
+//! (`journal::JournalWriter`): a single write waits for it, a batch's requests are answered from
+//! it. A crash at any instant leaves either neither (no commit) or both (the staged lines are
+//! appended at the next start).
 //! Opening checks the database, applies the migrations and reconciles the journal file with the
 //! staged lines.
 
@@ -17,7 +19,7 @@ use super::cached::{Cached, STATEMENT_CACHE_CAPACITY};
 use super::events::{Effects, EventName, JournalEvent};
 use super::state::RecordState;
 use super::StoreError;
-use crate::journal::{JournalFile, KeyFile};
+use crate::journal::{JournalFile, JournalWriter, KeyFile, Then};
 use consentd_core::journal::{self, Line};
 
 /// SQLite's page cache for the store's one connection, in KiB (SQLite's default is 2,000).
@@ -56,7 +58,9 @@ pub(crate) struct Batch {
 #[derive(Debug)]
 pub struct Db {
     pub(super) conn: Connection,
-    journal: JournalFile,
+    /// The journal file's thread ([`JournalWriter`]): a batch's lines are appended there while
+    /// this thread goes on.
+    journal: JournalWriter,
     /// The sealing key, once `consentd journal seal-init` made one.
     pub(super) sealer: Option<KeyFile>,
     /// Records whose state changed since the last call to [`Db::take_changes`].
@@ -137,6 +141,7 @@ impl Db {
                 detail: source.to_string(),
             })?;
         let sealer = crate::sealing::check_at_start(db_path, journal_path)?;
+        let journal = JournalWriter::start(journal)?;
         let mut db = Db {
             conn,
             journal,
@@ -174,7 +179,7 @@ impl Db {
     /// Brings the journal file level with the staged lines, or says how they disagree.
     fn reconcile_journal(&mut self, journal_path: &Path) -> Result<u64, StoreError> {
         let (last_n, last_h) = self.journal_state()?;
-        let head = self.journal.head().clone();
+        let head = self.journal.head();
         let disagree = |detail: String| StoreError::JournalDisagrees {
             path: journal_path.display().to_string(),
             detail,
@@ -252,10 +257,16 @@ impl Db {
             .unwrap_or((0, journal::GENESIS_PREV.to_owned())))
     }
 
+    /// Appends `lines` after every line handed to the journal's thread before them, and returns
+    /// once they are durable.
     pub(super) fn append_journal(&mut self, lines: &[Line]) -> Result<(), StoreError> {
-        self.journal
-            .append(lines)
-            .map_err(|error| StoreError::JournalWrite(error.to_string()))
+        self.journal.append(lines.to_vec())
+    }
+
+    /// Hands a committed batch's `lines` to the journal's thread, and runs `then` there once
+    /// they are durable (or could not be made so). The store's thread goes on meanwhile.
+    pub(crate) fn journal_then(&self, lines: Vec<Line>, then: Then) {
+        self.journal.append_then(lines, then);
     }
 
     /// Runs `change` in one IMMEDIATE transaction, stages the events it pushes as journal lines in
@@ -370,9 +381,10 @@ impl Db {
         self.commits
     }
 
-    /// Where the journal stands: the last line's number and hash.
+    /// Where the journal file stands: the number and hash of its last durable line (a committed
+    /// batch's lines may still be on their way to it).
     pub fn journal_head(&self) -> journal::Head {
-        self.journal.head().clone()
+        self.journal.head()
     }
 
     /// Runs a read-only query on the connection; for tests and diagnostics.

@@ -1,5 +1,6 @@
-//! consentd's store: the one thread that owns the SQLite database and the consent journal's file,
-//! so the async runtime never waits on disk.
+//! consentd's store: the one thread that owns the SQLite database, and the one that appends to
+//! the consent journal's file (`journal::JournalWriter`), so the async runtime never waits on
+//! disk.
 //!
 //! What this crate offers:
 //! - [`Store`], the async handle: it sends closures to the thread that owns [`Db`] and awaits
@@ -185,8 +186,24 @@ pub struct RecordChanged {
 
 /// A request for the store's thread: it runs, and gives back how to answer once its batch is
 /// durable (or not: the batch's failure, if any).
-type Job = Box<dyn FnOnce(&mut Db) -> Answer + Send>;
+struct Job {
+    run: Box<dyn FnOnce(&mut Db) -> Answer + Send>,
+    /// Answered once its batch commits, its journal lines staged in the commit, rather than
+    /// once they are in the journal file too: only a card's opening, so that the card leaves
+    /// while its line is being appended ([`batch`]).
+    at_commit: bool,
+}
 type Answer = Box<dyn FnOnce(Option<&StoreError>) + Send>;
+
+impl Job {
+    /// A request answered once what it wrote is in the journal file.
+    fn new(run: impl FnOnce(&mut Db) -> Answer + Send + 'static) -> Job {
+        Job {
+            run: Box::new(run),
+            at_commit: false,
+        }
+    }
+}
 
 /// The async handle to the store's thread. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -214,7 +231,7 @@ impl Bells {
         }
     }
 
-    /// Announces what a durable batch changed.
+    /// Announces what a durable write outside a batch changed.
     fn ring(&self, db: &mut Db) {
         let changes = db.take_changes();
         db.remove_released_copies(&changes);
@@ -274,8 +291,7 @@ impl Store {
                 while let Some(first) = waiting.take().or_else(|| queue.recv().ok()) {
                     let mut jobs = vec![first];
                     jobs.extend(queue.try_iter().take(MAX_BATCH - 1));
-                    run_batch(&mut db, jobs);
-                    bells.ring(&mut db);
+                    run_batch(&mut db, jobs, &bells);
                     match queue.try_recv() {
                         Ok(job) => waiting = Some(job),
                         // Nobody waits: the WAL's pages go back into the database now, rather
@@ -314,24 +330,46 @@ impl Store {
         self.submit(job)?.await.map_err(|_| StoreError::Stopped)?
     }
 
+    /// [`Store::call`], answered once its batch commits: what it wrote is durable in the
+    /// database, its journal lines staged there, and they reach the journal file after the
+    /// answer. Only for the card's opening (see [`batch`] for why that is safe).
+    pub(crate) async fn call_at_commit<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut Db) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        self.submit_when(job, true)?
+            .await
+            .map_err(|_| StoreError::Stopped)?
+    }
+
     /// Queues `job` now; the returned receiver gets its answer once its batch is durable.
     fn submit<T: Send + 'static>(
         &self,
         job: impl FnOnce(&mut Db) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<oneshot::Receiver<Result<T, StoreError>>, StoreError> {
+        self.submit_when(job, false)
+    }
+
+    /// Queues `job` now, answered at its batch's commit or once its lines are in the journal.
+    fn submit_when<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut Db) -> Result<T, StoreError> + Send + 'static,
+        at_commit: bool,
+    ) -> Result<oneshot::Receiver<Result<T, StoreError>>, StoreError> {
         let (reply, answer) = oneshot::channel();
-        self.jobs
-            .send(Box::new(move |db: &mut Db| -> Answer {
-                let result = job(db);
-                Box::new(move |failed: Option<&StoreError>| {
-                    let result = match (result, failed) {
-                        (Ok(_), Some(failure)) => Err(StoreError::Batch(failure.to_string())),
-                        (result, _) => result,
-                    };
-                    let _ = reply.send(result);
-                })
-            }))
-            .map_err(|_| StoreError::Stopped)?;
+        let run = move |db: &mut Db| -> Answer {
+            let result = job(db);
+            Box::new(move |failed: Option<&StoreError>| {
+                let result = match (result, failed) {
+                    (Ok(_), Some(failure)) => Err(StoreError::Batch(failure.to_string())),
+                    (result, _) => result,
+                };
+                let _ = reply.send(result);
+            })
+        };
+        let mut job = Job::new(run);
+        job.at_commit = at_commit;
+        self.jobs.send(job).map_err(|_| StoreError::Stopped)?;
         Ok(answer)
     }
 
@@ -408,41 +446,77 @@ impl Store {
 /// Applies `jobs` as one batch ([`batch`]) and answers them once it is durable; the jobs that
 /// come before its first write, having written nothing, are answered at once. When a batch
 /// cannot even begin, each job runs on its own, as before batching, and is answered at once.
-/// What the batch changed is announced afterwards ([`Bells::ring`]), once it is durable.
-fn run_batch(db: &mut Db, jobs: Vec<Job>) {
+/// Once the batch commits the sender is rung and the jobs answered at commit are answered;
+/// its lines then go to the journal's thread, which answers the rest and announces the records'
+/// changes once they are in the file, while this thread goes on to the next batch.
+fn run_batch(db: &mut Db, jobs: Vec<Job>, bells: &Bells) {
     // A batch that cannot begin (the disk failing, say) is not an error of its own: each write
     // then tries its own transaction and reports what stops it to its request.
     let batched = db.begin_batch().is_ok();
     let unwritten = db.rows_written();
-    let mut answers: Vec<Answer> = Vec::with_capacity(jobs.len());
+    let mut at_commit: Vec<Answer> = Vec::new();
+    let mut at_journal: Vec<Answer> = Vec::with_capacity(jobs.len());
     for job in jobs {
-        let answer = job(db);
+        let answer = (job.run)(db);
         if batched && db.rows_written() == unwritten {
             // Nothing is written in this batch yet, this job included: what it read was made
             // durable by an earlier batch, so its answer need not wait for this one's fsync.
             answer(None);
+        } else if job.at_commit {
+            at_commit.push(answer);
         } else {
-            answers.push(answer);
+            at_journal.push(answer);
         }
     }
-    let failure = if batched {
-        match db.commit_batch() {
-            Ok(lines) => db.append_batch_lines(&lines).err(),
-            Err(error) => Some(error),
+    if !batched {
+        // Each write committed and appended its lines on its own, before the next ran.
+        at_commit
+            .into_iter()
+            .chain(at_journal)
+            .for_each(|answer| answer(None));
+        bells.ring(db);
+        return;
+    }
+    let lines = match db.commit_batch() {
+        Ok(lines) => lines,
+        Err(failure) => {
+            // Nothing of the batch is announced: it was rolled back. Nor may a refusal's window
+            // name a record the batch rolled back.
+            db.take_changes();
+            db.take_outbox_queued();
+            db.forget_refusal_windows();
+            for answer in at_commit.into_iter().chain(at_journal) {
+                answer(Some(&failure));
+            }
+            return;
         }
-    } else {
-        None
     };
-    if failure.is_some() {
-        // Nothing of the batch is announced: what changed was rolled back or is not journaled.
-        db.take_changes();
-        db.take_outbox_queued();
-        // Nor may a refusal's window name a record the batch rolled back.
-        db.forget_refusal_windows();
+    crash::committed(&lines);
+    // Durable now, its lines staged in the commit: the sender may open and send a card it
+    // queued, while the lines are appended.
+    let changes = db.take_changes();
+    db.remove_released_copies(&changes);
+    if db.take_outbox_queued() {
+        bells.outbox.notify_one();
     }
-    for answer in answers {
-        answer(failure.as_ref());
+    for answer in at_commit {
+        answer(None);
     }
+    let tell = bells.changes.clone();
+    db.journal_then(
+        lines,
+        Box::new(move |failed| {
+            for answer in at_journal {
+                answer(failed);
+            }
+            if failed.is_none() {
+                for (id, state) in changes {
+                    // No receiver is fine: nobody is waiting.
+                    let _ = tell.send(RecordChanged { id, state });
+                }
+            }
+        }),
+    );
 }
 
 /// Takes the state directory for this process alone: two daemons on one state directory would

@@ -272,12 +272,14 @@ impl Store {
     }
 
     /// Opens a pending card about to be sent, and reads the targets known as of its opening;
-    /// `None` when the record was no longer pending.
+    /// `None` when the record was no longer pending. Answered once the opening commits, its
+    /// `card_shown` line staged in the commit: the card may leave while the line is appended to
+    /// the journal file (see `batch` for why the journal cannot lose it).
     pub async fn show_card(
         &self,
         showing: CardShowing,
     ) -> Result<Option<KnownTargets>, StoreError> {
-        self.call(move |db| {
+        self.call_at_commit(move |db| {
             let CardShowing {
                 record_id,
                 expires_at,

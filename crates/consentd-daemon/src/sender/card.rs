@@ -1,7 +1,7 @@
 //! A record's card: whether it goes now, drawn as it is shown, its text's parts and attachments
 //! before it (each remembered once sent, so a retry skips it), then opened (its ttl starts,
-//! `card_shown` durable in the store and the journal) and sent, unless an earlier attempt
-//! opened it already. The sender alone opens and sends a card, from its outbox row.
+//! `card_shown` committed, its journal line staged in the commit) and sent, unless an earlier
+//! attempt opened it already; the line reaches the journal file while the card leaves. The sender alone opens and sends a card, from its outbox row.
 
 use chrono::{DateTime, Utc};
 
@@ -122,6 +122,8 @@ async fn send_found_card(
         .telegram
         .send_text(row.chat_id, &card.text, &card.buttons, silent)
         .await?;
+    // The owner has the card; its `card_shown` line may still be on its way to the journal file.
+    crate::failpoint::hit("card_sent");
     let drawn = drawn_from(&sent, &card.buttons);
     let chat = row.chat_id;
     store
@@ -138,7 +140,7 @@ async fn send_found_card(
 }
 
 /// Opens a pending record's card as it is about to be sent: its ttl starts `now` and
-/// `card_shown` is journaled, durably, before the card leaves. A card already open (by an
+/// `card_shown` is committed, its line staged in the commit, before the card leaves. A card already open (by an
 /// earlier attempt whose send failed) keeps its deadline, and `known`, the targets read with the
 /// record, are already those of its `shown_at`. Returns the card's deadline and the targets
 /// known as of its `shown_at`; `None` when the record ended meanwhile, its row then dropped.

@@ -5,7 +5,8 @@
 //! owns what touches the file: verifying a file
 //! by streaming it through the core's verifier ([`verify_file`]), and, in
 //! `file`, finding the head from the tail, cutting a torn tail after a crash,
-//! and appending lines durably ([`JournalFile`]).
+//! and appending lines durably ([`JournalFile`]); in `writer`, the thread that appends a
+//! committed batch's lines while the store's thread goes on.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -19,8 +20,10 @@ use consentd_core::journal::{
 
 mod file;
 mod seal_key;
+mod writer;
 pub use file::{head, repair_torn_tail, JournalFile};
 pub use seal_key::{new_k0, KeyFile, SealKeyError, MIN_EPOCH_SECS, SEAL_KEY_FILE};
+pub(crate) use writer::{JournalWriter, Then};
 
 /// Mode of a newly created journal: the daemon writes, its group may audit.
 const JOURNAL_MODE: u32 = 0o640;
