@@ -34,6 +34,7 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (19, include_str!("migrations/0019_exact_rules.sql")),
     (20, include_str!("migrations/0020_declines_per_uid.sql")),
     (21, include_str!("migrations/0021_attachment_copies.sql")),
+    (22, include_str!("migrations/0022_listeners.sql")),
 ];
 
 pub(crate) fn migrate(conn: &Connection) -> Result<(), StoreError> {

@@ -165,8 +165,11 @@ impl Consent {
         now: DateTime<Utc>,
     ) -> Body {
         let label = self.label(record, lang);
-        let origin = record.asked_part().and_then(|a| a.origin.as_deref());
-        let session = session_name(record.peer_uid, origin);
+        let origin = card::shown_origin(
+            record.listener.as_deref(),
+            record.asked_part().and_then(|a| a.origin.as_deref()),
+        );
+        let session = session_name(record.peer_uid, origin.as_deref());
         let until = now + chrono::Duration::days(1);
         let (text, buttons) = card::silenced_notice(
             &self.locales,
@@ -221,6 +224,13 @@ pub(super) fn with_view<T>(
     // A mandate request drawn without its terms, or a record refused early, shows no action.
     let action = record.action();
     let no_fields = BTreeMap::new();
+    // The socket's label first, then the client's own words: as the intake measured it.
+    let origin = card::shown_origin(
+        record.listener.as_deref(),
+        record
+            .asked_part()
+            .and_then(|asked| asked.origin.as_deref()),
+    );
     let shown = card::ActionShown {
         record_id: &record.id,
         kind,
@@ -235,9 +245,7 @@ pub(super) fn with_view<T>(
             .collect(),
         cost_usd: action.and_then(|action| action.cost_usd),
         urgent: action.is_some_and(|action| action.urgent),
-        origin: record
-            .asked_part()
-            .and_then(|asked| asked.origin.as_deref()),
+        origin: origin.as_deref(),
         // As it was asked: a card says what the owner's Yes will do, whatever the config says
         // by the time it is drawn.
         agent_runs: action.is_some_and(|action| action.agent_runs),
