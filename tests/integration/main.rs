@@ -30,6 +30,7 @@ mod journal_cli;
 mod journal_seals;
 mod kinds;
 mod lanes_strangers;
+mod listen;
 mod load;
 mod locales;
 mod lookalike;
