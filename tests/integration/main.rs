@@ -40,6 +40,7 @@ mod opening;
 mod origin;
 mod owner;
 mod privilege;
+mod remote;
 mod runs;
 mod runs_reaped;
 mod sandbox;
