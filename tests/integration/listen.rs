@@ -130,6 +130,7 @@ fn the_owner_reads_a_labelled_sockets_origin_wherever_its_ask_shows_and_never_th
         &mandate_request(&["@mila_news"], 1, "5.00", 5),
     ));
     let mandate_card = daemon.card_of(&mandate);
+    let mandate_text = mandate_card.text.clone().unwrap();
     daemon.press_yes(&mandate_card);
     wait_state_at(&devbox, &mandate, "granted");
     let covered_devbox = id_of(&request_at(
@@ -161,6 +162,7 @@ fn the_owner_reads_a_labelled_sockets_origin_wherever_its_ask_shows_and_never_th
     let shown = [
         ("the card", &devbox_card, &main_card),
         ("the receipt", &devbox_receipt, &main_receipt),
+        ("the mandate's card", &mandate_text, &main_card),
         ("the stale button's answer", &devbox_toast, &main_toast),
     ];
     for (surface, devbox_text, main_text) in shown {

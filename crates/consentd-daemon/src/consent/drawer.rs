@@ -43,12 +43,12 @@ impl Consent {
             .map_or("external", |category| category.class.as_str())
     }
 
-    /// A stored mandate as its card shows it, with its category's `label` and its targets'
-    /// look-alike warnings.
+    /// A stored mandate as its card shows it, with its category's `label`, its targets'
+    /// look-alike warnings and its `origin` line ([`mandate_origin`]).
     pub(super) fn mandate_view<'a>(
         &'a self,
         row: &'a MandateRow,
-        label: &'a str,
+        (label, origin): (&'a str, Option<&'a str>),
         target_warnings: &'a [Vec<Warning>],
     ) -> MandateView<'a> {
         MandateView {
@@ -62,7 +62,7 @@ impl Consent {
             actions_per_day: row.actions_per_day,
             reason: row.reason.as_deref(),
             tz: self.config.owner.timezone,
-            origin: row.origin.as_deref(),
+            origin,
             suggested_after: row.suggested_after,
         }
     }
@@ -126,7 +126,8 @@ impl Consent {
         if let Some(row) = record.mandate_request().and_then(|m| m.row.as_ref()) {
             let label = self.label(record, lang);
             let warnings = lookalike::warnings_each(&row.targets, known);
-            let view = self.mandate_view(row, &label, &warnings);
+            let origin = mandate_origin(row);
+            let view = self.mandate_view(row, (&label, origin.as_deref()), &warnings);
             let outcome = Outcome {
                 result: None,
                 ..outcome
@@ -186,6 +187,12 @@ impl Consent {
             self.signed(buttons, &record.id, &digest),
         )
     }
+}
+
+/// A mandate request's origin line: the labelled socket it was asked through, then the
+/// client's own words.
+pub(super) fn mandate_origin(row: &MandateRow) -> Option<String> {
+    card::shown_origin(row.listener.as_deref(), row.origin.as_deref())
 }
 
 /// The session a silence is for, as the owner knows it: its uid's user name (the uid alone when
@@ -276,7 +283,8 @@ impl Drawer for Consent {
         if let Some(row) = record.mandate_request().and_then(|m| m.row.as_ref()) {
             let label = self.label(record, lang);
             let warnings = lookalike::warnings_each(&row.targets, known);
-            let view = self.mandate_view(row, &label, &warnings);
+            let origin = mandate_origin(row);
+            let view = self.mandate_view(row, (&label, origin.as_deref()), &warnings);
             // Checked, not only drawn: its targets may look like more known targets now than
             // when the intake measured it (a request held until morning).
             let rendered = card::mandate::try_render_mandate_card(

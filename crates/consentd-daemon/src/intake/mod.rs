@@ -184,7 +184,7 @@ impl Intake {
         // is shown (`known_targets_for`), which may be more for a card held until morning: one
         // that no longer fits then is not sent, and the request ends expired (`Drawer::draw`).
         let known = self.store.known_targets(now).await?;
-        if let Err(refusal) = self.mandate_card_fits(&request, &known, now) {
+        if let Err(refusal) = self.mandate_card_fits(&request, &known, peer, now) {
             return self.refuse_ask(peer, Some(ask.kind), refusal).await;
         }
         if let Some(refusal) = self.disk_refusal().await {
@@ -307,8 +307,11 @@ impl Intake {
         &self,
         request: &MandateRequest,
         known: &KnownTargets,
+        peer: &Peer,
         now: DateTime<Utc>,
     ) -> Result<(), Refusal> {
+        // Measured with the socket's label, as the drawer will draw it.
+        let origin = card::shown_origin(peer.listener.as_deref(), request.origin.as_deref());
         let lang = self.language();
         let Some(category) = self.config.categories.get(&request.kind) else {
             return Ok(());
@@ -324,7 +327,7 @@ impl Intake {
             actions_per_day: request.actions_per_day,
             reason: request.reason.as_deref(),
             tz: self.config.owner.timezone,
-            origin: request.origin.as_deref(),
+            origin: origin.as_deref(),
             suggested_after: None,
         };
         card::mandate::try_render_mandate_card(&view, now, &self.locales, lang, now)
