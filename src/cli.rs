@@ -120,6 +120,13 @@ pub(crate) enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
+    /// Join stdin and stdout to one connection to a socket: an SSH key's forced command on the
+    /// daemon's host, for an agent on another machine (see docs/REMOTE.md)
+    Bridge {
+        /// The socket to join, usually a labelled one ([[listen]] socket)
+        #[arg(long, value_name = "PATH")]
+        socket: PathBuf,
+    },
     /// Serve MCP on stdin and stdout: the agent's tools for asking the owner (one line in
     /// an MCP client's config; see docs/AGENT-AUTHOR.md)
     Mcp(consentd_client::mcp::McpArgs),

@@ -11,6 +11,7 @@ use consentd_client::errln;
 use consentd_client::session::EXIT_ERROR;
 
 pub(crate) mod ask;
+mod bridge;
 mod check_config;
 mod doctor;
 mod hook;
@@ -39,6 +40,7 @@ pub(crate) fn run(command: Command) -> ExitCode {
         Command::Kinds { common } => records::kinds(common),
         Command::Withdraw { id, common } => records::withdraw(id, common),
         Command::Mcp(args) => mcp::mcp(args),
+        Command::Bridge { socket } => bridge::bridge(&socket),
         Command::Ask(args) => ask::ask(args),
         Command::Mandate(args) => ask::mandate(args),
         Command::Status { id, wait, common } => records::status(id, wait, common),

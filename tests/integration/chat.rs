@@ -366,7 +366,10 @@ fn an_answered_card_and_a_switch_already_set_say_so_to_the_owner_only() {
             break;
         }
         assert_eq!(answer["reason"], "category_off", "{answer}");
-        assert!(std::time::Instant::now() < deadline, "the kind never came on: {answer}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the kind never came on: {answer}"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }

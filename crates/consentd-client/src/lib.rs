@@ -12,6 +12,7 @@
 //! - [`mcp`]: `consentd mcp`, the stdio MCP server that is a thin client of the socket.
 //! - [`output`]: the command line's lines, which a closed pipe does not crash.
 
+pub mod bridge;
 pub mod client;
 pub mod hook;
 pub mod mcp;

@@ -26,7 +26,7 @@ use crate::styled::Styled;
 
 mod action_card;
 pub mod mandate;
-pub use action_card::{ActionDerived, ActionShown, UNNUMBERED_RECORD};
+pub use action_card::{shown_origin, ActionDerived, ActionShown, UNNUMBERED_RECORD};
 pub mod owner;
 pub mod rules;
 
@@ -148,6 +148,8 @@ pub mod msg {
     pub(crate) const SUMMARY_COUNTS: &str = "summary-counts";
     pub(crate) const SUMMARY_RUNS: &str = "summary-runs";
     pub(crate) const SUMMARY_RULES: &str = "summary-rules";
+    pub(crate) const SUMMARY_ORIGINS: &str = "summary-origins";
+    pub(crate) const STALE_ORIGIN: &str = "stale-origin";
     pub(crate) const SUMMARY_MANDATE: &str = "summary-mandate";
     pub(crate) const SUMMARY_MANDATE_ACTIONS: &str = "summary-mandate-actions";
     pub(crate) const SUMMARY_ANCHOR: &str = "summary-anchor";
@@ -237,6 +239,8 @@ pub mod msg {
         BUTTON_REMOVE,
         COMMAND_RULES,
         SUMMARY_RULES,
+        SUMMARY_ORIGINS,
+        STALE_ORIGIN,
         CARD_DEADLINE,
         CARD_TEXT,
         CARD_TEXT_PARTS,

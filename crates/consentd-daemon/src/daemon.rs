@@ -137,7 +137,7 @@ where
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     prepare_dirs(&config)?;
     // Bound before the runtime starts, while the process has one thread (see `bind_socket`).
-    let socket = server::bind_socket(&config.paths.socket)?;
+    let sockets = bind_all(&config)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("consentd")
@@ -164,7 +164,7 @@ where
         let result = run_sharing(
             config,
             token,
-            &socket,
+            &sockets,
             crate::clock::from_env(),
             shutdown.clone(),
             owner,
@@ -177,8 +177,30 @@ where
             .context("the work beside the daemon panicked")?;
         result.and(beside)
     });
-    socket.remove();
+    for socket in &sockets {
+        socket.remove();
+    }
     result
+}
+
+/// The main socket, then each `[[listen]]` socket in the config's order, bound alike (mode
+/// 0660, a stale file replaced). On a failure the ones already bound are removed.
+fn bind_all(config: &Config) -> anyhow::Result<Vec<BoundSocket>> {
+    let paths = std::iter::once(&config.paths.socket)
+        .chain(config.listen.iter().map(|listen| &listen.socket));
+    let mut bound: Vec<BoundSocket> = Vec::new();
+    for path in paths {
+        match server::bind_socket(path) {
+            Ok(socket) => bound.push(socket),
+            Err(error) => {
+                for socket in &bound {
+                    socket.remove();
+                }
+                return Err(error.into());
+            }
+        }
+    }
+    Ok(bound)
 }
 
 /// How often the seal key is brought to the current epoch when nothing is written: an epoch's
@@ -237,12 +259,34 @@ fn async_listener(socket: &BoundSocket) -> anyhow::Result<tokio::net::UnixListen
         .context("cannot use the bound socket")
 }
 
-/// Serves on an already bound socket until `shutdown` is cancelled, keeping the owner in
+/// The bound sockets as the server takes them: the main socket first, then the labelled ones,
+/// each with its origin and allow-list.
+fn served(config: &Config, sockets: &[BoundSocket]) -> anyhow::Result<Vec<server::Served>> {
+    let labels = std::iter::once((None, config.client.allowed_uids.clone())).chain(
+        config
+            .listen
+            .iter()
+            .map(|listen| (Some(listen.origin.clone()), listen.allowed_uids.clone())),
+    );
+    sockets
+        .iter()
+        .zip(labels)
+        .map(|(socket, (origin, allowed_uids))| {
+            Ok(server::Served {
+                listener: async_listener(socket)?,
+                origin,
+                allowed_uids,
+            })
+        })
+        .collect()
+}
+
+/// Serves on already bound sockets until `shutdown` is cancelled, keeping the owner in
 /// `owner`, which the caller may read while the daemon runs.
 async fn run_sharing(
     config: Config,
     token: &str,
-    socket: &BoundSocket,
+    sockets: &[BoundSocket],
     clock: Arc<dyn Clock>,
     shutdown: CancellationToken,
     owner: crate::owner::SharedOwner,
@@ -253,7 +297,7 @@ async fn run_sharing(
         .await
         .context("loading the press key panicked")??;
     let locales = Arc::new(Locales::new().context("the built-in locales do not load")?);
-    let listener = async_listener(socket)?;
+    let served = served(&config, sockets)?;
     let (store, store_thread) = open_store(&config, clock.now()).await?;
     owner.set_switches(store.category_switches().await?);
     let stored_owner = store.owner().await?;
@@ -272,7 +316,6 @@ async fn run_sharing(
         max_connections: server::MAX_CONNECTIONS,
         max_connections_per_uid: config.limits.max_connections_per_uid,
         max_bytes_in_flight: config.limits.max_request_bytes_in_flight,
-        allowed_uids: config.client.allowed_uids.clone(),
     };
     let config = Arc::new(config);
     let (handoff, handed) = tokio::sync::mpsc::unbounded_channel();
@@ -303,7 +346,10 @@ async fn run_sharing(
         drawing: Default::default(),
         reach,
     };
-    tracing::info!(socket = %socket.path.display(), "consentd is serving");
+    for (socket, served) in sockets.iter().zip(&served) {
+        let origin = served.origin.as_deref();
+        tracing::info!(socket = %socket.path.display(), origin, "consentd is serving");
+    }
     // The consent loop ends the daemon too when it fails (a store it cannot read).
     let stop = shutdown.clone();
     let (recovered, recovery_done) = tokio::sync::oneshot::channel();
@@ -315,7 +361,7 @@ async fn run_sharing(
     // Asks wait in the socket's backlog until the loop has settled what a crash left running:
     // a covered ask claimed meanwhile would look like one of those.
     let _ = recovery_done.await;
-    server::run(listener, intake, limits, shutdown).await;
+    server::run(served, intake, limits, shutdown).await;
     let loop_result = consent_loop.await.context("the consent loop panicked")?;
     // The refusals counted in windows still open: their lines, before the store stops.
     let stopped_at = clock_at_stop.now();

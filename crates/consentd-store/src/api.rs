@@ -22,7 +22,7 @@ use crate::outbox::{Head, Lane};
 use crate::owner::OwnerRow;
 use crate::settings::MandateSpend;
 use crate::suggestions::Suggestion;
-use crate::{MandateRow, Record, RecordState, SavedRule, Store, StoreError};
+use crate::{MandateRow, Peer, Record, RecordState, SavedRule, Store, StoreError};
 
 /// What a sweep looks for at one reading of both clocks, taken on the store's thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,12 +85,11 @@ impl Store {
     /// A page of a peer's records, newest first, and the cursor of the next.
     pub async fn list(
         &self,
-        peer_uid: u32,
+        peer: Peer,
         before_seq: Option<i64>,
         limit: usize,
     ) -> Result<(Vec<Record>, Option<i64>), StoreError> {
-        self.call(move |db| db.list(peer_uid, before_seq, limit))
-            .await
+        self.call(move |db| db.list(&peer, before_seq, limit)).await
     }
 
     /// The records in `state`.
@@ -225,13 +224,12 @@ impl Store {
     /// Whether a kind is silenced for a peer, and by which record.
     pub async fn silence_of(
         &self,
-        peer_uid: u32,
+        peer: Peer,
         kind: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<Option<String>>, StoreError> {
         let kind = kind.to_owned();
-        self.call(move |db| db.silence_of(peer_uid, &kind, now))
-            .await
+        self.call(move |db| db.silence_of(&peer, &kind, now)).await
     }
 
     /// An exact rule by id.
@@ -308,6 +306,15 @@ impl Store {
         end: DateTime<Utc>,
     ) -> Result<DayCounts, StoreError> {
         self.call(move |db| db.day_counts(start, end)).await
+    }
+
+    /// The actions asked through each labelled socket in `[start, end)`.
+    pub async fn asks_by_origin(
+        &self,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<Vec<(String, u32)>, StoreError> {
+        self.call(move |db| db.asks_by_origin(start, end)).await
     }
 
     /// What each mandate spent in `[start, end)`.

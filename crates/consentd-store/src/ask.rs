@@ -13,6 +13,7 @@ use super::events::EventName;
 use super::events::{Effects, JournalEvent};
 use super::ids::new_record_id;
 use super::mandate_rows::{covering_mandate, Cover};
+use super::peer::Peer;
 use super::readings::monotonic_ms;
 use super::records::{record_where, Record, OPEN_BY_DIGEST};
 use super::refusals::refusal_in;
@@ -28,7 +29,8 @@ use consentd_core::reason::{Reason, Refusal};
 /// A new ask that passed the refusal gate.
 #[derive(Debug, Clone)]
 pub struct NewAsk {
-    pub peer_uid: u32,
+    /// Who asks: its uid and the socket it came by.
+    pub peer: Peer,
     pub action: Action,
     pub digest: String,
     pub idempotency_key: Option<String>,
@@ -130,7 +132,7 @@ impl Db {
                 AskVerdict::Refuse(refusal) => {
                     let kind = Some(ask.action.kind.as_str());
                     let (answered, judged) =
-                        refusal_in(tx, events, refusals, &id, ask.peer_uid, kind, &refusal, now)?;
+                        refusal_in(tx, events, refusals, &id, &ask.peer, kind, &refusal, now)?;
                     let refused = AskOutcome::Refused {
                         id: answered,
                         refusal,
@@ -139,7 +141,7 @@ impl Db {
                 }
                 AskVerdict::Join(open) => {
                     if let Some(key) = &ask.idempotency_key {
-                        keep_joined_key(tx, ask.peer_uid, key, &open.id)?;
+                        keep_joined_key(tx, &ask.peer, key, &open.id)?;
                     }
                     AskOutcome::Joined(open)
                 }
@@ -180,10 +182,10 @@ impl Db {
 
 /// The refusals an ask and a mandate request meet in the store before anything else: no owner,
 /// the identical request declined recently, the kind silenced. Decline memory and a silence are
-/// `peer_uid`'s own: another uid's no's never refuse it.
+/// the peer's own: another uid's no's, or the same uid's through another socket, never refuse it.
 pub(super) fn stateful_refusal(
     tx: &Connection,
-    (peer_uid, digest): (u32, &str),
+    (peer, digest): (&Peer, &str),
     kind: &str,
     policy: AskPolicy,
     now: DateTime<Utc>,
@@ -197,8 +199,13 @@ pub(super) fn stateful_refusal(
     let declined_at: Option<String> = tx
         .query_row_cached(
             "SELECT declined_at FROM declines
-             WHERE peer_uid = ?1 AND digest = ?2 AND declined_at > ?3",
-            params![peer_uid, digest, since(now, policy.decline_memory)],
+             WHERE peer_uid = ?1 AND listener = ?4 AND digest = ?2 AND declined_at > ?3",
+            params![
+                peer.uid,
+                digest,
+                since(now, policy.decline_memory),
+                peer.column()
+            ],
             |row| row.get(0),
         )
         .optional()?;
@@ -211,8 +218,8 @@ pub(super) fn stateful_refusal(
     let silenced_until: Option<String> = tx
         .query_row_cached(
             "SELECT silenced_until FROM kind_streaks
-             WHERE peer_uid = ?1 AND kind = ?2 AND silenced_until > ?3",
-            params![peer_uid, kind, timestamp(now)],
+             WHERE peer_uid = ?1 AND listener = ?4 AND kind = ?2 AND silenced_until > ?3",
+            params![peer.uid, kind, timestamp(now), peer.column()],
             |row| row.get(0),
         )
         .optional()?;
@@ -220,32 +227,38 @@ pub(super) fn stateful_refusal(
         return Ok(Some(Refusal::new(
             Reason::KindSilenced,
             format!(
-                "the owner declined {kind} from uid {peer_uid} several times in a row; no cards \
-                 of this kind from it until {until} or until the owner resumes it"
+                "the owner declined {kind} from uid {}{} several times in a row; no cards of \
+                 this kind from it until {until} or until the owner resumes it",
+                peer.uid,
+                through(peer)
             ),
         )));
     }
     Ok(None)
 }
 
-/// `peer_uid` already has its share (`max_pending_per_uid`) of open asks, or `max_pending` asks
-/// are already waiting for the owner. A mandate request is one open ask like any other.
+/// `peer` already has its share (`max_pending_per_uid`, per socket and uid) of open asks, or
+/// `max_pending` asks are already waiting for the owner. A mandate request is one open ask like
+/// any other.
 pub(super) fn pending_refusal(
     tx: &Connection,
     policy: AskPolicy,
-    peer_uid: u32,
+    peer: &Peer,
 ) -> Result<Option<Refusal>, StoreError> {
     let own: i64 = tx.query_row_cached(
-        "SELECT count(*) FROM records WHERE peer_uid = ?1 AND state IN ('pending', 'card_shown')",
-        params![peer_uid],
+        "SELECT count(*) FROM records
+         WHERE peer_uid = ?1 AND +listener = ?2 AND state IN ('pending', 'card_shown')",
+        params![peer.uid, peer.column()],
         |row| row.get(0),
     )?;
     if own >= i64::from(policy.max_pending_per_uid) {
         return Ok(Some(Refusal::new(
             Reason::TooManyPending,
             format!(
-                "uid {peer_uid} already has {own} asks waiting for the owner; its share is {} \
+                "uid {}{} already has {own} asks waiting for the owner; its share is {} \
                  (max_pending_per_uid), so wait for one to end or withdraw one",
+                peer.uid,
+                through(peer),
                 policy.max_pending_per_uid
             ),
         )));
@@ -286,7 +299,7 @@ fn bytes_refusal(
     let held: i64 = tx.query_row_cached(
         "SELECT coalesce(sum(a.bytes), 0) FROM attachments a JOIN records r ON r.id = a.record_id
          WHERE r.peer_uid = ?1 AND r.copies_kept = 1",
-        params![ask.peer_uid],
+        params![ask.peer.uid],
         |row| row.get(0),
     )?;
     let held = held.unsigned_abs();
@@ -298,7 +311,7 @@ fn bytes_refusal(
         format!(
             "uid {} holds {held} bytes of attachments in open and kept asks; this ask's {needs} \
              bytes would pass limits.attachment_bytes_per_uid ({})",
-            ask.peer_uid, policy.attachment_bytes_per_uid
+            ask.peer.uid, policy.attachment_bytes_per_uid
         ),
     )))
 }
@@ -319,18 +332,19 @@ enum AskVerdict {
 
 /// The record `key` names for this peer: the one asked with it, or the open one an ask with it
 /// joined.
-fn keyed_record(tx: &Connection, peer_uid: u32, key: &str) -> Result<Option<Record>, StoreError> {
+fn keyed_record(tx: &Connection, peer: &Peer, key: &str) -> Result<Option<Record>, StoreError> {
     if let Some(own) = record_where(
         tx,
-        "peer_uid = ?1 AND idempotency_key = ?2",
-        params![peer_uid, key],
+        "peer_uid = ?1 AND listener = ?3 AND idempotency_key = ?2",
+        params![peer.uid, key, peer.column()],
     )? {
         return Ok(Some(own));
     }
     record_where(
         tx,
-        "id = (SELECT record_id FROM joined_keys WHERE peer_uid = ?1 AND idempotency_key = ?2)",
-        params![peer_uid, key],
+        "id = (SELECT record_id FROM joined_keys
+               WHERE peer_uid = ?1 AND listener = ?3 AND idempotency_key = ?2)",
+        params![peer.uid, key, peer.column()],
     )
 }
 
@@ -339,13 +353,14 @@ fn keyed_record(tx: &Connection, peer_uid: u32, key: &str) -> Result<Option<Reco
 /// first), so it is never a second name for another record.
 fn keep_joined_key(
     tx: &Connection,
-    peer_uid: u32,
+    peer: &Peer,
     key: &str,
     record_id: &str,
 ) -> Result<(), StoreError> {
     tx.execute_cached(
-        "INSERT INTO joined_keys (peer_uid, idempotency_key, record_id) VALUES (?1, ?2, ?3)",
-        params![peer_uid, key, record_id],
+        "INSERT INTO joined_keys (peer_uid, listener, idempotency_key, record_id)
+         VALUES (?1, ?2, ?3, ?4)",
+        params![peer.uid, peer.column(), key, record_id],
     )?;
     Ok(())
 }
@@ -359,7 +374,7 @@ fn judge_ask(
     now: DateTime<Utc>,
 ) -> Result<AskVerdict, StoreError> {
     if let Some(key) = &ask.idempotency_key {
-        if let Some(existing) = keyed_record(tx, ask.peer_uid, key)? {
+        if let Some(existing) = keyed_record(tx, &ask.peer, key)? {
             if existing
                 .asked_part()
                 .is_some_and(|asked| asked.digest.to_hex() == ask.digest)
@@ -387,20 +402,20 @@ fn judge_ask(
             ),
         )));
     }
-    if let Some(refusal) = stateful_refusal(
-        tx,
-        (ask.peer_uid, &ask.digest),
-        &ask.action.kind,
-        policy,
-        now,
-    )? {
+    if let Some(refusal) =
+        stateful_refusal(tx, (&ask.peer, &ask.digest), &ask.action.kind, policy, now)?
+    {
         return Ok(AskVerdict::Refuse(refusal));
     }
     // Joined only by the same peer: another peer's record is not theirs to read or wait on.
     // Never an approval-only ask: its yes lets the agent run the action itself, once for each
     // ask that gets it, so two asks joined on one card would turn one yes into two runs.
     if !ask.agent_runs {
-        if let Some(open) = record_where(tx, OPEN_BY_DIGEST, params![ask.digest, ask.peer_uid])? {
+        if let Some(open) = record_where(
+            tx,
+            OPEN_BY_DIGEST,
+            params![ask.digest, ask.peer.uid, ask.peer.column()],
+        )? {
             return Ok(AskVerdict::Join(open));
         }
     }
@@ -411,14 +426,14 @@ fn judge_ask(
         if let Some(cover) = covering_mandate(
             tx,
             &ask.action,
-            ask.peer_uid,
+            ask.peer.uid,
             &ask.reading(now),
             (policy.tz, policy.mandate_day),
         )? {
             return Ok(AskVerdict::Cover(cover));
         }
     }
-    if let Some(refusal) = pending_refusal(tx, policy, ask.peer_uid)? {
+    if let Some(refusal) = pending_refusal(tx, policy, &ask.peer)? {
         return Ok(AskVerdict::Refuse(refusal));
     }
     Ok(AskVerdict::Create)
@@ -463,11 +478,12 @@ fn asked_event(id: &str, ask: &NewAsk) -> JournalEvent {
         .with("id", id)
         .with("kind", ask.action.kind.as_str())
         .with("digest", ask.digest.as_str())
-        .with("uid", ask.peer_uid);
-    match ask.action.cost_string() {
+        .with("uid", ask.peer.uid);
+    let asked = match ask.action.cost_string() {
         Some(cost) => asked.with("cost_usd", cost),
         None => asked,
-    }
+    };
+    with_origin(asked, &ask.peer)
 }
 
 /// An ask an open mandate covers: stored, granted by the mandate and claimed in this one
@@ -556,12 +572,12 @@ fn insert_pending(
         "INSERT INTO records (id, peer_uid, kind, target, text, fields, cost_usd, digest,
                               idempotency_key, urgent, state, created_at, origin, expires_at,
                               agent_runs, asked_boot, asked_since_boot_ms, hook_agent, hook_tool,
-                              hook_cwd)
+                              hook_cwd, listener)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', ?11, ?12, ?13, ?14, ?15,
-                 ?16, ?17, ?18, ?19)",
+                 ?16, ?17, ?18, ?19, ?20)",
         params![
             id,
-            ask.peer_uid,
+            ask.peer.uid,
             action.kind,
             action.target,
             action.text,
@@ -578,7 +594,8 @@ fn insert_pending(
             monotonic_ms(&ask.monotonic),
             ask.hook.as_ref().map(|hook| hook.agent.as_str()),
             ask.hook.as_ref().map(|hook| hook.tool.as_str()),
-            ask.hook.as_ref().map(|hook| hook.cwd.as_str())
+            ask.hook.as_ref().map(|hook| hook.cwd.as_str()),
+            ask.peer.column()
         ],
     )?;
     for (position, attachment) in action.attachments.iter().enumerate() {
@@ -596,4 +613,21 @@ fn insert_pending(
         )?;
     }
     Ok(())
+}
+
+/// The `asked` line names the labelled socket an ask came through (`origin`); an ask on the
+/// main socket's line has none.
+pub(super) fn with_origin(line: JournalEvent, peer: &Peer) -> JournalEvent {
+    match &peer.listener {
+        Some(origin) => line.with("origin", origin.as_str()),
+        None => line,
+    }
+}
+
+/// How a refusal's message names the socket after the uid: ` through "devbox"`, or nothing
+/// for the main socket.
+pub(super) fn through(peer: &Peer) -> String {
+    peer.listener
+        .as_deref()
+        .map_or_else(String::new, |origin| format!(" through {origin:?}"))
 }

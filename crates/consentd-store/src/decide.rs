@@ -301,21 +301,23 @@ fn decline_in(
     }
     let asked = record.asked()?;
     let (kind, digest, uid) = (asked.kind.as_str(), asked.digest.to_hex(), record.peer_uid);
+    // The peer's own: the uid through the socket it asked by.
+    let listener = record.listener.as_deref().unwrap_or("");
     tx.execute_cached(
-        "INSERT INTO declines (peer_uid, digest, declined_at) VALUES (?1, ?2, ?3)
-         ON CONFLICT (peer_uid, digest) DO UPDATE SET declined_at = excluded.declined_at",
-        params![uid, digest, timestamp(now)],
+        "INSERT INTO declines (peer_uid, listener, digest, declined_at) VALUES (?1, ?4, ?2, ?3)
+         ON CONFLICT (peer_uid, listener, digest) DO UPDATE SET declined_at = excluded.declined_at",
+        params![uid, digest, timestamp(now), listener],
     )?;
     // A silence that has run its day ended the streak, as the owner's Resume would have: the
     // next No starts a new one rather than silencing the kind again at once.
     let streak: i64 = tx.query_row_cached(
-        "INSERT INTO kind_streaks (peer_uid, kind, streak) VALUES (?1, ?2, 1)
-         ON CONFLICT (peer_uid, kind) DO UPDATE SET
+        "INSERT INTO kind_streaks (peer_uid, listener, kind, streak) VALUES (?1, ?4, ?2, 1)
+         ON CONFLICT (peer_uid, listener, kind) DO UPDATE SET
              streak = CASE WHEN silenced_until <= ?3 THEN 1 ELSE streak + 1 END,
              silenced_until = CASE WHEN silenced_until <= ?3 THEN NULL ELSE silenced_until END,
              silenced_by = CASE WHEN silenced_until <= ?3 THEN NULL ELSE silenced_by END
          RETURNING streak",
-        params![uid, kind, timestamp(now)],
+        params![uid, kind, timestamp(now), listener],
         |row| row.get(0),
     )?;
     effects.push(
@@ -333,16 +335,15 @@ fn decline_in(
         let until = now + chrono::Duration::days(1);
         tx.execute_cached(
             "UPDATE kind_streaks SET silenced_until = ?3, silenced_by = ?4
-             WHERE peer_uid = ?1 AND kind = ?2",
-            params![uid, kind, timestamp(until), id],
+             WHERE peer_uid = ?1 AND listener = ?5 AND kind = ?2",
+            params![uid, kind, timestamp(until), id, listener],
         )?;
-        effects.push(
-            JournalEvent::new(EventName::Silenced)
-                .with("kind", kind)
-                .with("uid", uid)
-                .with("streak", streak)
-                .with("until", timestamp(until)),
-        );
+        let silenced = JournalEvent::new(EventName::Silenced)
+            .with("kind", kind)
+            .with("uid", uid)
+            .with("streak", streak)
+            .with("until", timestamp(until));
+        effects.push(crate::ask::with_origin(silenced, &record.peer()));
     }
     card.noted_in(tx, effects)?;
     Ok(silenced)
@@ -364,7 +365,7 @@ fn grant_in(tx: &Connection, effects: &mut Effects, card: &CardDecision) -> Resu
     let record = decided_in(tx, effects, card, RecordState::Granted)?;
     let asked = record.asked()?;
     let (kind, digest) = (asked.kind.as_str(), asked.digest.to_hex());
-    lift_silence_in(tx, effects, (record.peer_uid, kind))?;
+    lift_silence_in(tx, effects, (&record.peer(), kind))?;
     match record
         .mandate_request()
         .and_then(|request| request.row.as_ref())
@@ -425,7 +426,7 @@ fn approve_in(
     let record = record_where(tx, "id = ?1", params![id])?.ok_or(StoreError::Missing)?;
     effects.changed.push((id.to_owned(), RecordState::Approved));
     let asked = record.asked()?;
-    lift_silence_in(tx, effects, (record.peer_uid, asked.kind.as_str()))?;
+    lift_silence_in(tx, effects, (&record.peer(), asked.kind.as_str()))?;
     effects.push(
         JournalEvent::new(EventName::Approved)
             .with("id", id)
@@ -436,26 +437,28 @@ fn approve_in(
     card.noted_in(tx, effects)
 }
 
-/// A yes to a uid's card ends that uid's streak of no's of the kind, and with it a silence: the
-/// silence's notice loses its Resume, which could only be refused now. Other uids' streaks stay.
+/// A yes to a peer's card ends that peer's streak of no's of the kind, and with it a silence:
+/// the silence's notice loses its Resume, which could only be refused now. Other peers' streaks
+/// stay.
 pub(super) fn lift_silence_in(
     tx: &Connection,
     effects: &mut Effects,
-    (uid, kind): (u32, &str),
+    (peer, kind): (&crate::Peer, &str),
 ) -> Result<(), StoreError> {
+    let (uid, listener) = (peer.uid, peer.listener.as_deref().unwrap_or(""));
     let silenced_by: Option<String> = tx
         .query_row_cached(
             "SELECT silenced_by FROM kind_streaks
-             WHERE peer_uid = ?1 AND kind = ?2 AND silenced_until > ?3",
-            params![uid, kind, timestamp(effects.now)],
+             WHERE peer_uid = ?1 AND listener = ?4 AND kind = ?2 AND silenced_until > ?3",
+            params![uid, kind, timestamp(effects.now), listener],
             |row| row.get(0),
         )
         .optional()?
         .flatten();
     tx.execute_cached(
         "UPDATE kind_streaks SET streak = 0, silenced_until = NULL, silenced_by = NULL
-         WHERE peer_uid = ?1 AND kind = ?2",
-        params![uid, kind],
+         WHERE peer_uid = ?1 AND listener = ?3 AND kind = ?2",
+        params![uid, kind, listener],
     )?;
     if let Some(silenced_by) = silenced_by {
         super::drawn::unbutton_in(

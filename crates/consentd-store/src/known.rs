@@ -174,7 +174,7 @@ mod tests {
 
         fn new_ask(action: Action) -> NewAsk {
             NewAsk {
-                peer_uid: 1000,
+                peer: crate::Peer::main(1000),
                 digest: action.digest().to_hex(),
                 action,
                 idempotency_key: None,
@@ -261,7 +261,7 @@ mod tests {
                 origin: None,
             };
             let new = NewMandate {
-                peer_uid: 1000,
+                peer: crate::Peer::main(1000),
                 digest: request.digest().to_hex(),
                 request,
                 monotonic: None,

@@ -39,6 +39,8 @@ pub struct MandateRow {
     pub ended_at: Option<DateTime<Utc>>,
     /// The client's one line on where the request came from, when it sent one.
     pub origin: Option<String>,
+    /// The labelled socket it was asked through; `None` for the main socket.
+    pub listener: Option<String>,
     /// For a request the owner opened from a suggestion, the yeses it was suggested after:
     /// read from the suggestion, which no session can write.
     pub suggested_after: Option<u32>,
@@ -105,7 +107,8 @@ pub(super) const MANDATE_COLUMNS: &str =
     (SELECT approvals FROM suggestions WHERE suggestions.mandate_id = mandates.id), \
     (SELECT created_at FROM records WHERE records.id = mandates.id), \
     (SELECT asked_boot FROM records WHERE records.id = mandates.id), \
-    (SELECT asked_since_boot_ms FROM records WHERE records.id = mandates.id)";
+    (SELECT asked_since_boot_ms FROM records WHERE records.id = mandates.id), \
+    (SELECT listener FROM records WHERE records.id = mandates.id)";
 
 pub(super) fn mandate_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<MandateRow> {
     let invalid = |column: usize, what: String| {
@@ -150,6 +153,9 @@ pub(super) fn mandate_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Mand
             .and_then(parse_time)
             .ok_or_else(|| invalid(14, "its record's created_at".to_owned()))?,
         asked_monotonic: stored_monotonic(row.get(15)?, row.get(16)?),
+        listener: row
+            .get::<_, Option<String>>(17)?
+            .and_then(crate::peer::listener_of),
     })
 }
 

@@ -22,6 +22,7 @@ use super::mandate_rows::{
     mandate_from_row, mandate_row, money_column, usage_on_day, MANDATE_COLUMNS,
 };
 use super::outbox::{Body, Outgoing, Sound};
+use super::peer::Peer;
 use super::readings::monotonic_ms;
 use super::records::{record_where, Record};
 use super::refusals::refusal_in;
@@ -63,7 +64,8 @@ fn due_mandates_in(conn: &Connection, now: &Now) -> Result<Vec<MandateRow>, Stor
 /// A mandate request that passed the refusal gate.
 #[derive(Debug, Clone)]
 pub struct NewMandate {
-    pub peer_uid: u32,
+    /// Who asks: its uid and the socket it came by.
+    pub peer: Peer,
     pub request: MandateRequest,
     pub digest: String,
     /// The daemon's monotonic clock as it was asked (with the ask's `now`): the term runs on
@@ -88,7 +90,7 @@ impl Db {
                 let kind = Some(request.kind.as_str());
                 let events = &mut effects.events;
                 let (answered, judged) =
-                    refusal_in(tx, events, refusals, &id, ask.peer_uid, kind, &refusal, now)?;
+                    refusal_in(tx, events, refusals, &id, &ask.peer, kind, &refusal, now)?;
                 let refused = AskOutcome::Refused {
                     id: answered,
                     refusal,
@@ -96,15 +98,15 @@ impl Db {
                 Ok((refused, Some(judged)))
             };
             if let Some(refusal) =
-                stateful_refusal(tx, (ask.peer_uid, &ask.digest), &request.kind, policy, now)?
+                stateful_refusal(tx, (&ask.peer, &ask.digest), &request.kind, policy, now)?
             {
                 return refuse(effects, refusal);
             }
             // The same open request is joined, not asked again: no second card.
-            if let Some(open) = open_request(tx, &ask.digest, ask.peer_uid)? {
+            if let Some(open) = open_request(tx, &ask.digest, &ask.peer)? {
                 return Ok((AskOutcome::Joined(open), None));
             }
-            if let Some(refusal) = pending_refusal(tx, policy, ask.peer_uid)? {
+            if let Some(refusal) = pending_refusal(tx, policy, &ask.peer)? {
                 return refuse(effects, refusal);
             }
             let asked = insert_request(tx, effects, ask, &id, policy.card_chat, now)?;
@@ -227,15 +229,19 @@ pub(crate) fn with_money_term(event: JournalEvent, usd_per_day: Option<Decimal>)
 pub(super) fn open_request(
     tx: &Connection,
     digest: &str,
-    peer_uid: u32,
+    peer: &Peer,
 ) -> Result<Option<Record>, StoreError> {
-    record_where(tx, OPEN_REQUEST_BY_DIGEST, params![digest, peer_uid])
+    record_where(
+        tx,
+        OPEN_REQUEST_BY_DIGEST,
+        params![digest, peer.uid, peer.column()],
+    )
 }
 
 /// The peer's open mandate request with a digest; `+peer_uid` for the reason given at
 /// [`super::records::OPEN_BY_DIGEST`].
 pub(super) const OPEN_REQUEST_BY_DIGEST: &str =
-    "digest = ?1 AND +peer_uid = ?2 AND subject = 'mandate' \
+    "digest = ?1 AND +peer_uid = ?2 AND +listener = ?3 AND subject = 'mandate' \
      AND state IN ('pending', 'card_shown')";
 
 /// The owner's Stop on mandate `id`, while it is open: stopped, `mandate_stop` journaled, its
@@ -284,17 +290,18 @@ pub(crate) fn insert_request(
     let request = &ask.request;
     tx.execute_cached(
         "INSERT INTO records (id, peer_uid, kind, digest, subject, state, created_at,
-                              origin, asked_boot, asked_since_boot_ms)
-         VALUES (?1, ?2, ?3, ?4, 'mandate', 'pending', ?5, ?6, ?7, ?8)",
+                              origin, asked_boot, asked_since_boot_ms, listener)
+         VALUES (?1, ?2, ?3, ?4, 'mandate', 'pending', ?5, ?6, ?7, ?8, ?9)",
         params![
             id,
-            ask.peer_uid,
+            ask.peer.uid,
             request.kind,
             ask.digest,
             timestamp(now),
             request.origin,
             ask.monotonic.as_ref().map(|m| m.boot.as_str()),
-            ask.monotonic.as_ref().map(monotonic_ms)
+            ask.monotonic.as_ref().map(monotonic_ms),
+            ask.peer.column()
         ],
     )?;
     let targets =
@@ -332,9 +339,10 @@ pub(crate) fn insert_request(
         .with("id", id)
         .with("kind", request.kind.as_str())
         .with("digest", ask.digest.as_str())
-        .with("uid", ask.peer_uid)
+        .with("uid", ask.peer.uid)
         .with("targets", request.targets.len())
         .with("days", request.days);
+    let asked = crate::ask::with_origin(asked, &ask.peer);
     Ok(
         with_money_term(asked, request.usd_per_day)
             .with("actions_per_day", request.actions_per_day),

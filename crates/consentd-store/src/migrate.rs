@@ -35,6 +35,7 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (20, include_str!("migrations/0020_declines_per_uid.sql")),
     (21, include_str!("migrations/0021_attachment_copies.sql")),
     (22, include_str!("migrations/0022_reason_until.sql")),
+    (23, include_str!("migrations/0023_listeners.sql")),
 ];
 
 /// The schema this build writes: the last migration's number. A database above it is refused;

@@ -10,6 +10,7 @@ use rust_decimal::Decimal;
 use super::cached::Cached;
 use super::db::Db;
 use super::mandate_rows::{mandate_row, stored_digest, MandateRow};
+use super::peer::Peer;
 use super::readings::stored_monotonic;
 use super::state::RecordState;
 use super::time::parse_time;
@@ -26,6 +27,8 @@ pub struct Record {
     pub seq: i64,
     pub id: String,
     pub peer_uid: u32,
+    /// The origin of the labelled socket it was asked through; `None` for the main socket.
+    pub listener: Option<String>,
     pub state: RecordState,
     /// Times are parsed once, when the record is read (the store writes them with `timestamp`).
     pub created_at: DateTime<Utc>,
@@ -118,6 +121,14 @@ pub struct MandateRequest {
 }
 
 impl Record {
+    /// The peer that asked it: its uid, through the socket it came by.
+    pub fn peer(&self) -> Peer {
+        Peer {
+            uid: self.peer_uid,
+            listener: self.listener.clone(),
+        }
+    }
+
     /// Its kind and digest, and its card; [`StoreError::NotAsked`] for a record refused before
     /// it had them.
     pub fn asked(&self) -> Result<&Asked, StoreError> {
@@ -222,17 +233,19 @@ impl Db {
     /// cursor for the next page when there is one.
     pub fn list(
         &self,
-        peer_uid: u32,
+        peer: &Peer,
         before_seq: Option<i64>,
         limit: usize,
     ) -> Result<(Vec<Record>, Option<i64>), StoreError> {
         let mut statement = self.conn.prepare_cached(&format!(
             "SELECT {RECORD_COLUMNS} FROM records
-             WHERE peer_uid = :uid AND seq < :before ORDER BY seq DESC LIMIT :limit"
+             WHERE peer_uid = :uid AND listener = :listener AND seq < :before
+             ORDER BY seq DESC LIMIT :limit"
         ))?;
         let rows = statement.query_map(
             named_params! {
-                ":uid": peer_uid,
+                ":uid": peer.uid,
+                ":listener": peer.column(),
                 ":before": before_seq.unwrap_or(i64::MAX),
                 ":limit": (limit + 1) as i64,
             },
@@ -258,13 +271,13 @@ impl Db {
 /// one thread (10,000 refusals took an ask from about 1 ms to 10). `records_open` holds only the
 /// open asks, at most `max_pending`.
 pub(super) const OPEN_BY_DIGEST: &str =
-    "digest = ?1 AND +peer_uid = ?2 AND state IN ('pending', 'card_shown')";
+    "digest = ?1 AND +peer_uid = ?2 AND +listener = ?3 AND state IN ('pending', 'card_shown')";
 
 const RECORD_COLUMNS: &str = "seq, id, peer_uid, kind, target, text, fields, cost_usd, digest, \
     idempotency_key, urgent, state, reason, message, result, created_at, shown_at, expires_at, \
     decided_at, decided_by, finished_at, subject, mandate_id, decided_by_name, shown_boot, \
     shown_since_boot_ms, mandate_actions_today, mandate_usd_today, decline_reason, origin, \
-    agent_runs, asked_boot, asked_since_boot_ms, hook_agent, hook_tool, hook_cwd, reason_until";
+    agent_runs, asked_boot, asked_since_boot_ms, hook_agent, hook_tool, hook_cwd, reason_until, listener";
 
 /// The query [`record_where`] runs: the latest record meeting `condition`.
 pub(super) fn record_where_sql(condition: &str) -> String {
@@ -294,6 +307,7 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
         seq: row.get(0)?,
         id: row.get(1)?,
         peer_uid: row.get(2)?,
+        listener: crate::peer::listener_of(row.get(37)?),
         state: RecordState::parse(&state).ok_or_else(|| invalid(11, format!("state {state}")))?,
         created_at: stored_time(row, 15)?.ok_or(rusqlite::Error::InvalidColumnType(
             15,

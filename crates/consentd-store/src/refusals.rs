@@ -21,6 +21,7 @@ use super::cached::Cached;
 use super::db::{Db, Refusals};
 use super::events::{Effects, EventName, JournalEvent};
 use super::ids::new_record_id;
+use super::peer::Peer;
 use super::state::RecordState;
 use super::time::timestamp;
 use super::StoreError;
@@ -42,13 +43,13 @@ pub(crate) fn refusal_in(
     events: &mut Vec<JournalEvent>,
     refusals: Option<&Refusals>,
     id: &str,
-    peer_uid: u32,
+    peer: &Peer,
     kind: Option<&str>,
     refusal: &Refusal,
     now: DateTime<Utc>,
 ) -> Result<(Option<String>, Judged), StoreError> {
     let Some(refusals) = refusals else {
-        refuse_in(tx, events, id, peer_uid, kind, refusal, now)?;
+        refuse_in(tx, events, id, peer, kind, refusal, now)?;
         let judged = Judged {
             verdict: None,
             recorded: Some(id.to_owned()),
@@ -58,10 +59,10 @@ pub(crate) fn refusal_in(
     events.extend(refusals.budget.due(now).iter().map(count_line));
     let verdict = refusals
         .budget
-        .judge(&key(peer_uid, kind, refusal), refusals.policy, now);
+        .judge(&key(peer.uid, kind, refusal), refusals.policy, now);
     let (answered, recorded) = match &verdict {
         Verdict::Record { .. } => {
-            refuse_in(tx, events, id, peer_uid, kind, refusal, now)?;
+            refuse_in(tx, events, id, peer, kind, refusal, now)?;
             (Some(id.to_owned()), Some(id.to_owned()))
         }
         Verdict::Count { id: under, .. } => (under.clone(), None),
@@ -154,7 +155,7 @@ impl Db {
     /// with no line due, touches neither the database nor the journal.
     pub fn refuse(
         &mut self,
-        peer_uid: u32,
+        peer: &Peer,
         kind: Option<&str>,
         refusal: Refusal,
         now: DateTime<Utc>,
@@ -163,7 +164,7 @@ impl Db {
             let verdict =
                 refusals
                     .budget
-                    .judge(&key(peer_uid, kind, &refusal), refusals.policy, now);
+                    .judge(&key(peer.uid, kind, &refusal), refusals.policy, now);
             if let Verdict::Count { id, .. } = &verdict {
                 if refusals.budget.due(now).is_empty() {
                     let id = id.clone();
@@ -175,7 +176,7 @@ impl Db {
         let id = new_record_id()?;
         let (answered, judged) = self.write_with_refusals(now, |tx, effects, refusals| {
             let events = &mut effects.events;
-            refusal_in(tx, events, refusals, &id, peer_uid, kind, &refusal, now)
+            refusal_in(tx, events, refusals, &id, peer, kind, &refusal, now)
         })?;
         self.note_refusal(judged, now);
         Ok(answered)
@@ -239,7 +240,7 @@ pub(crate) fn refuse_in(
     tx: &Connection,
     events: &mut Vec<JournalEvent>,
     id: &str,
-    peer_uid: u32,
+    peer: &Peer,
     kind: Option<&str>,
     refusal: &Refusal,
     now: DateTime<Utc>,
@@ -248,15 +249,16 @@ pub(crate) fn refuse_in(
     let kind = kind.filter(|kind| consentd_core::config::is_valid_kind(kind));
     tx.execute_cached(
         "INSERT INTO records (id, peer_uid, kind, state, reason, message, created_at, finished_at,
-                              copies_kept)
-         VALUES (?1, ?2, ?3, 'refused', ?4, ?5, ?6, ?6, 0)",
+                              copies_kept, listener)
+         VALUES (?1, ?2, ?3, 'refused', ?4, ?5, ?6, ?6, 0, ?7)",
         params![
             id,
-            peer_uid,
+            peer.uid,
             kind,
             refusal.reason.as_str(),
             refusal.message,
-            timestamp(now)
+            timestamp(now),
+            peer.column()
         ],
     )?;
     let mut denied = JournalEvent::new(EventName::Denied).with("id", id);

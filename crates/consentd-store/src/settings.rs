@@ -300,6 +300,25 @@ impl Db {
         })
     }
 
+    /// The actions asked in `[start, end)` through each labelled socket (by its origin, in
+    /// order), refused ones left out as [`Db::day_counts`] leaves them out of `asked`.
+    pub fn asks_by_origin(
+        &self,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<Vec<(String, u32)>, StoreError> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT listener, count(*) FROM records
+             WHERE subject = 'action' AND state <> 'refused' AND listener <> ''
+               AND created_at >= ?1 AND created_at < ?2
+             GROUP BY listener ORDER BY listener",
+        )?;
+        let rows = statement.query_map(params![timestamp(start), timestamp(end)], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// Each mandate's use in `[start, end)`, oldest mandate first.
     pub fn mandate_spend(
         &self,

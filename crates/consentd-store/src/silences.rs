@@ -14,11 +14,11 @@ use super::StoreError;
 use consentd_core::press::PressAction;
 
 impl Db {
-    /// Uid `peer_uid`'s silence of the kind while it lasts at `now`: the record whose no started
-    /// it (`None` for a silence from before silences were named).
+    /// `peer`'s silence of the kind while it lasts at `now`: the record whose no started it
+    /// (`None` for a silence from before silences were named).
     pub fn silence_of(
         &self,
-        peer_uid: u32,
+        peer: &crate::Peer,
         kind: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<Option<String>>, StoreError> {
@@ -26,8 +26,8 @@ impl Db {
             .conn
             .query_row_cached(
                 "SELECT silenced_by FROM kind_streaks
-                 WHERE peer_uid = ?1 AND kind = ?2 AND silenced_until > ?3",
-                params![peer_uid, kind, timestamp(now)],
+                 WHERE peer_uid = ?1 AND listener = ?4 AND kind = ?2 AND silenced_until > ?3",
+                params![peer.uid, kind, timestamp(now), peer.column()],
                 |row| row.get(0),
             )
             .optional()?)
@@ -51,7 +51,8 @@ pub(super) fn resume_in(
         "UPDATE kind_streaks SET streak = 0, silenced_until = NULL, silenced_by = NULL
          WHERE kind = ?1 AND (silenced_by = ?2 OR silenced_by IS NULL)
              AND silenced_until > ?3
-             AND peer_uid = (SELECT peer_uid FROM records WHERE id = ?2)",
+             AND peer_uid = (SELECT peer_uid FROM records WHERE id = ?2)
+             AND listener = (SELECT listener FROM records WHERE id = ?2)",
         params![kind, silenced_by, timestamp(effects.now)],
     )?;
     if changed > 0 {

@@ -14,6 +14,7 @@ use super::ids::new_record_id;
 use super::mandate_rows::{money_column, money_from_column};
 use super::mandates::{insert_request, open_request, NewMandate};
 use super::outbox::Outgoing;
+use super::peer::Peer;
 use super::records::record_where;
 use super::time::{parse_time, timestamp};
 use super::StoreError;
@@ -220,7 +221,7 @@ pub(crate) fn open_suggestion_in(
         return Ok(Opened::Covered);
     }
     // What a session's identical request meets: joining the open one, and `max_pending`.
-    if open_request(tx, &suggestion.digest, suggestion.peer_uid)?.is_some() {
+    if open_request(tx, &suggestion.digest, &Peer::main(suggestion.peer_uid))?.is_some() {
         return Ok(Opened::AskedAlready);
     }
     let waiting: u32 = tx.query_row_cached(
@@ -239,8 +240,10 @@ pub(crate) fn open_suggestion_in(
         return Ok(Opened::NotOpen);
     }
     unbutton_in(tx, effects, PressAction::Suggest, suggestion_id)?;
+    // Standing permissions are the uid's, whichever socket it asked through: the request the
+    // owner opens is the uid's on the main socket.
     let new = NewMandate {
-        peer_uid: suggestion.peer_uid,
+        peer: Peer::main(suggestion.peer_uid),
         request: suggestion.request,
         digest: suggestion.digest,
         monotonic: Some(monotonic.clone()),

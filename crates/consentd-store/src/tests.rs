@@ -75,7 +75,7 @@ fn action(kind: &str, text: &str) -> Action {
 pub(super) fn new_ask(kind: &str, text: &str, key: Option<&str>) -> NewAsk {
     let action = action(kind, text);
     NewAsk {
-        peer_uid: 1000,
+        peer: crate::Peer::main(1000),
         digest: action.digest().to_hex(),
         action,
         idempotency_key: key.map(str::to_owned),
@@ -295,7 +295,7 @@ fn idempotency_keys_return_the_record_or_refuse_another_digest() {
     assert_eq!(refused_reason(conflict), Reason::IdentityConflict);
     // The key is the peer's own: another peer may use it for its own record.
     let mut other_peer = new_ask("k", "two", Some("key-1"));
-    other_peer.peer_uid = 1001;
+    other_peer.peer = crate::Peer::main(1001);
     created(db.ask(&other_peer, policy(), t0()).unwrap());
 }
 
@@ -362,7 +362,7 @@ fn a_key_that_joined_an_open_record_names_it_from_then_on() {
         (
             "another peer's key of that name is its own",
             NewAsk {
-                peer_uid: 1001,
+                peer: crate::Peer::main(1001),
                 ..new_ask("k", "one", Some("late-key"))
             },
             None,
@@ -370,7 +370,7 @@ fn a_key_that_joined_an_open_record_names_it_from_then_on() {
     ];
     for (name, ask, refused) in cases {
         let outcome = db.ask(&ask, policy(), t0()).unwrap();
-        match (refused, &outcome, ask.peer_uid) {
+        match (refused, &outcome, ask.peer.uid) {
             (Some(reason), _, _) => assert_eq!(refused_reason(outcome), reason, "{name}"),
             (None, AskOutcome::Existing(record), 1000) => {
                 assert_eq!(record.id, first.id, "{name}");
@@ -563,7 +563,7 @@ fn a_uids_share_of_the_open_asks_leaves_room_for_another() {
         ..policy()
     };
     let of = |uid: u32, text: &str| NewAsk {
-        peer_uid: uid,
+        peer: crate::Peer::main(uid),
         ..new_ask("k", text, None)
     };
     let request = consentd_core::mandate::MandateRequest {
@@ -576,7 +576,7 @@ fn a_uids_share_of_the_open_asks_leaves_room_for_another() {
         origin: None,
     };
     let mandate = super::NewMandate {
-        peer_uid: 1000,
+        peer: crate::Peer::main(1000),
         digest: request.digest().to_hex(),
         request,
         monotonic: None,
@@ -608,7 +608,7 @@ fn declines_and_silences_are_each_uids_own() {
     let fixture = Fixture::new();
     let mut db = fixture.open();
     let of = |uid: u32, text: &str| NewAsk {
-        peer_uid: uid,
+        peer: crate::Peer::main(uid),
         ..new_ask("k", text, None)
     };
     let silence = |db: &mut Db, uid: u32| -> String {
@@ -638,18 +638,21 @@ fn declines_and_silences_are_each_uids_own() {
     let by_b = silence(&mut db, 1001);
     assert_ne!(by_a, by_b);
     assert_eq!(
-        db.silence_of(1000, "k", t0()).unwrap(),
+        db.silence_of(&crate::Peer::main(1000), "k", t0()).unwrap(),
         Some(Some(by_a.clone()))
     );
     assert_eq!(
-        db.silence_of(1001, "k", t0()).unwrap(),
+        db.silence_of(&crate::Peer::main(1001), "k", t0()).unwrap(),
         Some(Some(by_b.clone()))
     );
     // A's Resume lifts A's silence only.
     assert!(resume(&mut db, "k", &by_a, 1, t0()));
-    assert_eq!(db.silence_of(1000, "k", t0()).unwrap(), None);
     assert_eq!(
-        db.silence_of(1001, "k", t0()).unwrap(),
+        db.silence_of(&crate::Peer::main(1000), "k", t0()).unwrap(),
+        None
+    );
+    assert_eq!(
+        db.silence_of(&crate::Peer::main(1001), "k", t0()).unwrap(),
         Some(Some(by_b.clone()))
     );
     assert!(!resume(&mut db, "k", &by_a, 2, t0()));
@@ -660,7 +663,10 @@ fn declines_and_silences_are_each_uids_own() {
     let open = created(db.ask(&of(1000, "good"), policy(), t0()).unwrap());
     show_card(&mut db, &open.id);
     grant(&mut db, &open.id, t0());
-    assert_eq!(db.silence_of(1001, "k", t0()).unwrap(), Some(Some(by_b)));
+    assert_eq!(
+        db.silence_of(&crate::Peer::main(1001), "k", t0()).unwrap(),
+        Some(Some(by_b))
+    );
     let journal = std::fs::read_to_string(&fixture.journal_path).unwrap();
     let silenced: Vec<_> = journal
         .lines()
@@ -733,7 +739,7 @@ fn a_uids_attachment_bytes_are_bounded_and_its_own() {
             vec![text.len() as u8; 1024],
         )];
         NewAsk {
-            peer_uid: uid,
+            peer: crate::Peer::main(uid),
             digest: action.digest().to_hex(),
             action,
             ..new_ask("k", text, None)
@@ -866,7 +872,7 @@ fn joining_an_open_ask_uses_the_open_index_not_the_peers_history() {
         super::mandates::OPEN_REQUEST_BY_DIGEST,
     ] {
         let sql = super::records::record_where_sql(condition);
-        let plan = query_plan(&db, &sql, params!["d", 1000]);
+        let plan = query_plan(&db, &sql, params!["d", 1000, ""]);
         assert!(
             plan.iter().any(|step| step.contains("records_open")),
             "{condition}: {plan:?}"
@@ -925,12 +931,12 @@ fn list_pages_newest_first_per_peer() {
         );
     }
     let mut stranger = new_ask("k", "theirs", None);
-    stranger.peer_uid = 7;
+    stranger.peer = crate::Peer::main(7);
     created(db.ask(&stranger, policy(), t0()).unwrap());
-    let (page, next) = db.list(1000, None, 2).unwrap();
+    let (page, next) = db.list(&crate::Peer::main(1000), None, 2).unwrap();
     assert_eq!(page.len(), 2);
     assert!(page[0].seq > page[1].seq);
-    let (rest, end) = db.list(1000, next, 10).unwrap();
+    let (rest, end) = db.list(&crate::Peer::main(1000), next, 10).unwrap();
     assert_eq!(rest.len(), 3);
     assert_eq!(end, None);
     assert!(rest
@@ -1022,7 +1028,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 22);
+    assert_eq!(version, crate::SCHEMA);
     let mode: String = db
         .connection()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -1101,7 +1107,7 @@ fn another_peer_with_the_same_digest_gets_its_own_record() {
     let mut db = fixture.open();
     let mine = created(db.ask(&new_ask("k", "same", None), policy(), t0()).unwrap());
     let mut theirs = new_ask("k", "same", None);
-    theirs.peer_uid = 2000;
+    theirs.peer = crate::Peer::main(2000);
     let other = created(db.ask(&theirs, policy(), t0()).unwrap());
     assert_ne!(
         mine.id, other.id,
@@ -1149,7 +1155,7 @@ fn open_mandate_asked(
         origin: None,
     };
     let new = super::NewMandate {
-        peer_uid: 1000,
+        peer: crate::Peer::main(1000),
         digest: request.digest().to_hex(),
         request,
         monotonic: asked,
@@ -1740,25 +1746,35 @@ fn a_resume_lifts_only_the_silence_its_record_started() {
     let first = decline_one(&mut db, "first", t0());
     let at = t0() + chrono::Duration::minutes(1);
     assert_eq!(
-        db.silence_of(1000, "publish_x", at).unwrap(),
+        db.silence_of(&crate::Peer::main(1000), "publish_x", at)
+            .unwrap(),
         Some(Some(first.clone()))
     );
     assert!(resume(&mut db, "publish_x", &first, 1, at));
-    assert_eq!(db.silence_of(1000, "publish_x", at).unwrap(), None);
+    assert_eq!(
+        db.silence_of(&crate::Peer::main(1000), "publish_x", at)
+            .unwrap(),
+        None
+    );
     let second = decline_one(&mut db, "second", at);
     assert!(
         !resume(&mut db, "publish_x", &first, 2, at),
         "an old Resume lifted a later silence"
     );
     assert_eq!(
-        db.silence_of(1000, "publish_x", at).unwrap(),
+        db.silence_of(&crate::Peer::main(1000), "publish_x", at)
+            .unwrap(),
         Some(Some(second.clone()))
     );
     // A silence from before silences were named is lifted by a Resume of its kind.
     db.connection()
         .execute("UPDATE kind_streaks SET silenced_by = NULL", [])
         .unwrap();
-    assert_eq!(db.silence_of(1000, "publish_x", at).unwrap(), Some(None));
+    assert_eq!(
+        db.silence_of(&crate::Peer::main(1000), "publish_x", at)
+            .unwrap(),
+        Some(None)
+    );
     assert!(resume(&mut db, "publish_x", &first, 3, at));
     fixture.journal_verifies();
 }
@@ -2031,7 +2047,10 @@ mod decide {
         let asked = record.asked().unwrap();
         assert_eq!(asked.decided_by, Some(42));
         assert_eq!(asked.decided_by_name.as_deref(), Some("Owner"));
-        assert_eq!(db.silence_of(1000, "k", t0()).unwrap(), None);
+        assert_eq!(
+            db.silence_of(&crate::Peer::main(1000), "k", t0()).unwrap(),
+            None
+        );
     }
 
     #[test]
@@ -2048,7 +2067,10 @@ mod decide {
                 ("message".to_owned(), None)
             ]
         );
-        assert_eq!(db.silence_of(1000, "k", t0()).unwrap(), Some(Some(id)));
+        assert_eq!(
+            db.silence_of(&crate::Peer::main(1000), "k", t0()).unwrap(),
+            Some(Some(id))
+        );
         let events = fixture.journal_events();
         assert_eq!(events[events.len() - 2..], ["declined", "silenced"]);
     }
@@ -2358,4 +2380,139 @@ fn a_journal_event_holds_each_key_once() {
     let keys: Vec<&str> = event.members.iter().map(|(key, _)| *key).collect();
     assert_eq!(keys, ["id", "kind"]);
     assert_eq!(event.members[0].1, serde_json::json!("r_2"));
+}
+
+/// A uid through a labelled socket is a peer of its own: what it asked through one socket is
+/// never read, joined, keyed, counted or remembered for the same uid through another. Each row
+/// is one rule, tried through "devbox" (where it applies) and then on the main socket (where it
+/// must not), by uid 1000 both times.
+#[test]
+fn the_same_uid_through_two_sockets_is_two_peers() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    let devbox = crate::Peer::through(1000, Some("devbox"));
+    let main = crate::Peer::main(1000);
+    let share_of_one = AskPolicy {
+        max_pending_per_uid: 1,
+        ..policy()
+    };
+    let ask = |db: &mut Db, peer: &crate::Peer, text: &str, key: Option<&str>| {
+        let new = NewAsk {
+            peer: peer.clone(),
+            ..new_ask("k", text, key)
+        };
+        let word = match db.ask(&new, share_of_one, t0()).unwrap() {
+            AskOutcome::Existing(_) => "existing".to_owned(),
+            AskOutcome::Joined(_) => "joined".to_owned(),
+            AskOutcome::Created(_) => "created".to_owned(),
+            AskOutcome::Refused { refusal, .. } => refusal.reason.as_str().to_owned(),
+            AskOutcome::Covered(_) => "covered".to_owned(),
+        };
+        // The main peer's asks are withdrawn at once, so its own share stays free.
+        let (mine, _) = db.list(&main, None, 100).unwrap();
+        for record in mine.iter().filter(|r| r.state.is_open()) {
+            db.withdraw(&record.id, &main, None, t0()).unwrap();
+        }
+        word
+    };
+    let open = created(
+        db.ask(
+            &NewAsk {
+                peer: devbox.clone(),
+                ..new_ask("k", "open", Some("key"))
+            },
+            policy(),
+            t0(),
+        )
+        .unwrap(),
+    );
+    assert_eq!(open.listener.as_deref(), Some("devbox"));
+    // (the rule, the text and key asked, what devbox meets)
+    let before_declines = [
+        ("the same key", "open", Some("key"), "existing"),
+        ("the same digest while open", "open", None, "joined"),
+        (
+            "the share of open asks",
+            "another",
+            None,
+            "too_many_pending",
+        ),
+    ];
+    for (rule, text, key, on_devbox) in before_declines {
+        assert_eq!(
+            ask(&mut db, &devbox, text, key),
+            on_devbox,
+            "{rule}, through devbox"
+        );
+        assert_eq!(
+            ask(&mut db, &main, text, key),
+            "created",
+            "{rule}, on the main socket"
+        );
+    }
+    for n in 0..3 {
+        let record = created(
+            db.ask(
+                &NewAsk {
+                    peer: devbox.clone(),
+                    ..new_ask("k", &format!("no {n}"), None)
+                },
+                policy(),
+                t0(),
+            )
+            .unwrap(),
+        );
+        show_card(&mut db, &record.id);
+        decline(&mut db, &record.id, 3, t0());
+    }
+    let after_declines = [
+        (
+            "a digest declined recently",
+            "no 0",
+            None,
+            "declined_recently",
+        ),
+        ("a silenced kind", "fresh", None, "kind_silenced"),
+    ];
+    for (rule, text, key, on_devbox) in after_declines {
+        assert_eq!(
+            ask(&mut db, &devbox, text, key),
+            on_devbox,
+            "{rule}, through devbox"
+        );
+        assert_eq!(
+            ask(&mut db, &main, text, key),
+            "created",
+            "{rule}, on the main socket"
+        );
+    }
+    // Listing and withdrawing: each peer has only its own.
+    let (devbox_records, _) = db.list(&devbox, None, 100).unwrap();
+    let (main_records, _) = db.list(&main, None, 100).unwrap();
+    assert!(devbox_records
+        .iter()
+        .all(|r| r.listener.as_deref() == Some("devbox")));
+    assert!(main_records.iter().all(|r| r.listener.is_none()));
+    assert_eq!(main_records.len(), 5, "{main_records:?}");
+    assert_eq!(
+        db.withdraw(&open.id, &main, None, t0()).unwrap(),
+        crate::Withdrawal::NoRecord,
+        "another socket's record is not the main peer's to withdraw"
+    );
+    assert!(matches!(
+        db.withdraw(&open.id, &devbox, None, t0()).unwrap(),
+        crate::Withdrawal::Withdrawn(_)
+    ));
+    // The journal's `asked` lines name devbox for its asks, and nothing for the main socket's.
+    let journal = std::fs::read_to_string(&fixture.journal_path).unwrap();
+    let asked: Vec<&str> = journal
+        .lines()
+        .filter(|l| l.contains(r#""ev":"asked""#))
+        .collect();
+    let named = asked
+        .iter()
+        .filter(|l| l.contains(r#""origin":"devbox""#))
+        .count();
+    assert_eq!(named, 4, "{asked:#?}");
+    assert_eq!(asked.len(), 4 + 5, "{asked:#?}");
 }

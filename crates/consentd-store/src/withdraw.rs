@@ -9,6 +9,7 @@ use super::cached::Cached;
 use super::db::Db;
 use super::events::{EventName, JournalEvent};
 use super::outbox::Outgoing;
+use super::peer::Peer;
 use super::readings::stored_monotonic;
 use super::records::{record_where, Record};
 use super::state::RecordState;
@@ -46,13 +47,13 @@ impl Db {
     pub fn withdraw(
         &mut self,
         id: &str,
-        peer_uid: u32,
+        peer: &Peer,
         card_edit: Option<&Outgoing>,
         now: DateTime<Utc>,
     ) -> Result<Withdrawal, StoreError> {
         self.write_effects(now, None, |tx, effects| {
-            let Some(record) = record_where(tx, "id = ?1", params![id])?
-                .filter(|record| record.peer_uid == peer_uid)
+            let Some(record) =
+                record_where(tx, "id = ?1", params![id])?.filter(|record| record.peer() == *peer)
             else {
                 return Ok(Withdrawal::NoRecord);
             };

@@ -32,7 +32,7 @@ fn ask(text: &str, ttl: Option<u64>) -> NewAsk {
         origin: Some("Claude Code · ~/src/blog".to_owned()),
     };
     NewAsk {
-        peer_uid: 1000,
+        peer: crate::Peer::main(1000),
         digest: action.digest().to_hex(),
         action,
         idempotency_key: None,
@@ -121,7 +121,8 @@ fn only_an_open_record_of_ones_own_is_withdrawn() {
         walk_to(&mut db, &id, path);
         let state = *path.last().unwrap();
         assert_eq!(
-            db.withdraw(&id, 1001, None, t0()).unwrap(),
+            db.withdraw(&id, &crate::Peer::main(1001), None, t0())
+                .unwrap(),
             Withdrawal::NoRecord,
             "{state}: another peer's"
         );
@@ -130,7 +131,9 @@ fn only_an_open_record_of_ones_own_is_withdrawn() {
             &id,
             consentd_core::styled::Styled::plain("withdrawn"),
         );
-        let outcome = db.withdraw(&id, 1000, Some(&edit), t0()).unwrap();
+        let outcome = db
+            .withdraw(&id, &crate::Peer::main(1000), Some(&edit), t0())
+            .unwrap();
         let edited = queued_edits(&db, &id) == 1;
         let now = db.record(&id).unwrap().unwrap();
         if *withdrawable {
@@ -144,7 +147,9 @@ fn only_an_open_record_of_ones_own_is_withdrawn() {
             );
             assert_eq!(now.state, Withdrawn);
             assert_eq!(queued_cards(&db, &id), 0, "{state}: no card left to send");
-            let again = db.withdraw(&id, 1000, None, t0()).unwrap();
+            let again = db
+                .withdraw(&id, &crate::Peer::main(1000), None, t0())
+                .unwrap();
             assert!(matches!(again, Withdrawal::AlreadyWithdrawn(_)), "{state}");
         } else {
             assert!(
@@ -296,7 +301,7 @@ fn migration_8_keeps_every_record_and_what_names_it() {
         .connection()
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 22);
+    assert_eq!(version, crate::SCHEMA);
     let old = db.record("r_old").unwrap().unwrap();
     assert_eq!(old.state, RecordState::CardShown);
     let action = old.action().expect("an action");
@@ -321,7 +326,9 @@ fn migration_8_keeps_every_record_and_what_names_it() {
         .unwrap();
     assert_eq!(foreign_keys, 1, "back on after the migrations");
     // The new states are taken, along the new steps only; a mandate request is never approved.
-    let withdrawn = db.withdraw("r_old", 1000, None, t0()).unwrap();
+    let withdrawn = db
+        .withdraw("r_old", &crate::Peer::main(1000), None, t0())
+        .unwrap();
     assert!(matches!(withdrawn, Withdrawal::Withdrawn(_)));
     let approved = db.connection().execute(
         "UPDATE records SET state = 'approved' WHERE id = 'r_mandate'",

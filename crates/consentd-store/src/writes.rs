@@ -23,6 +23,7 @@ use crate::owner::{OwnerRow, PairReplies};
 use crate::settings::{HeldReceipts, Summary, SummarySent};
 use crate::strangers::StrangerPress;
 use crate::suggestions::Suggestion;
+use crate::Peer;
 use crate::{
     AskOutcome, AskPolicy, JournalEvent, NewMandate, Record, Store, StoreError, Withdrawal,
 };
@@ -318,12 +319,12 @@ impl Store {
     /// Records (or counts) a refused ask; answers its record's id when one was recorded.
     pub async fn refuse(
         &self,
-        peer_uid: u32,
+        peer: Peer,
         kind: Option<String>,
         refusal: Refusal,
         now: DateTime<Utc>,
     ) -> Result<Option<String>, StoreError> {
-        self.call(move |db| db.refuse(peer_uid, kind.as_deref(), refusal, now))
+        self.call(move |db| db.refuse(&peer, kind.as_deref(), refusal, now))
             .await
     }
 
@@ -354,11 +355,11 @@ impl Store {
     pub async fn withdraw(
         &self,
         id: String,
-        peer_uid: u32,
+        peer: Peer,
         card_edit: Option<Outgoing>,
         now: DateTime<Utc>,
     ) -> Result<Withdrawal, StoreError> {
-        self.call(move |db| db.withdraw(&id, peer_uid, card_edit.as_ref(), now))
+        self.call(move |db| db.withdraw(&id, &peer, card_edit.as_ref(), now))
             .await
     }
 

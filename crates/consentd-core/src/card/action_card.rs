@@ -20,6 +20,17 @@ use crate::lookalike::{self, KnownTargets, Warning};
 /// measured with an id of this width, so it is exactly as long as the card that will be drawn.
 pub const UNNUMBERED_RECORD: &str = "r_00000000000000000000";
 
+/// The card's origin line for an ask through the labelled socket `listener` (its `[[listen]]`
+/// origin) carrying its own `origin` (the client's words): the socket's label first, which the
+/// session cannot choose, then the client's, which it can. The main socket has no label.
+pub fn shown_origin(listener: Option<&str>, origin: Option<&str>) -> Option<String> {
+    match (listener, origin) {
+        (Some(listener), Some(origin)) => Some(format!("{listener} · {origin}")),
+        (Some(only), None) | (None, Some(only)) => Some(only.to_owned()),
+        (None, None) => None,
+    }
+}
+
 /// What an action's card shows, as its caller has it: the action's own parts, its category (none
 /// when the config no longer has it: the card then names the kind), and whom it is drawn for.
 #[derive(Debug, Clone)]

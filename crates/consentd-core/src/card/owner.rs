@@ -123,8 +123,8 @@ pub fn stale_toast(
     locales: &Locales,
     lang: Language,
     stale: Stale,
-    kind: &str,
-    label: &str,
+    (kind, label): (&str, &str),
+    origin: Option<&str>,
 ) -> String {
     let text = match stale {
         Stale::CardAnswered => locales.t(lang, msg::STALE_CARD_ANSWERED, &[]),
@@ -153,6 +153,15 @@ pub fn stale_toast(
                 &[("label", label.into()), ("key", (&key).into())],
             )
         }
+    };
+    // The card of an ask through a labelled socket: which machine's card it was.
+    let text = match origin {
+        Some(origin) => locales.t(
+            lang,
+            msg::STALE_ORIGIN,
+            &[("toast", text.as_str().into()), ("origin", origin.into())],
+        ),
+        None => text,
     };
     super::clamp(&text, super::CALLBACK_TEXT_LIMIT).into_owned()
 }
@@ -317,6 +326,7 @@ pub fn summary(
     lang: Language,
     date: NaiveDate,
     counts: &DayCounts,
+    origins: &[(String, u32)],
     mandates: &[MandateDay<'_>],
     anchor: &str,
 ) -> String {
@@ -349,6 +359,19 @@ pub fn summary(
             lang,
             msg::SUMMARY_RULES,
             &[("count", counts.by_rules.into())],
+        ));
+    }
+    // Only for an owner with labelled sockets that asked: each origin and its asks.
+    if !origins.is_empty() {
+        let listed = origins
+            .iter()
+            .map(|(origin, asks)| format!("{origin} {asks}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        lines.push(locales.t(
+            lang,
+            msg::SUMMARY_ORIGINS,
+            &[("origins", listed.as_str().into())],
         ));
     }
     for mandate in mandates {
@@ -463,7 +486,7 @@ mod tests {
                 help_pointer(&locales, lang),
             ];
             for stale in stale {
-                let toast = stale_toast(&locales, lang, stale, "publish_x", label(lang));
+                let toast = stale_toast(&locales, lang, stale, ("publish_x", label(lang)), None);
                 assert!(toast.chars().count() <= super::super::CALLBACK_TEXT_LIMIT);
                 shown.push(toast);
             }
@@ -481,14 +504,57 @@ mod tests {
         let locales = locales();
         let date = NaiveDate::from_ymd_opt(2026, 11, 29).unwrap();
         for lang in Language::ALL {
-            let none = summary(&locales, lang, date, &DayCounts::default(), &[], "1:ab");
+            let none = summary(
+                &locales,
+                lang,
+                date,
+                &DayCounts::default(),
+                &[],
+                &[],
+                "1:ab",
+            );
             let counts = DayCounts {
                 by_rules: 7,
                 ..DayCounts::default()
             };
-            let some = summary(&locales, lang, date, &counts, &[], "1:ab");
+            let some = summary(&locales, lang, date, &counts, &[], &[], "1:ab");
             assert_eq!(some.lines().count(), none.lines().count() + 1, "{lang:?}");
             assert!(some.contains(": 7."), "{lang:?}: {some}");
+        }
+    }
+
+    #[test]
+    fn the_summary_and_a_stale_toast_name_the_labelled_sockets_and_only_them() {
+        let locales = locales();
+        let date = NaiveDate::from_ymd_opt(2026, 11, 29).unwrap();
+        let origins = [("devbox".to_owned(), 3), ("ci runner".to_owned(), 1)];
+        for lang in Language::ALL {
+            let none = summary(
+                &locales,
+                lang,
+                date,
+                &DayCounts::default(),
+                &[],
+                &[],
+                "1:ab",
+            );
+            let some = summary(
+                &locales,
+                lang,
+                date,
+                &DayCounts::default(),
+                &origins,
+                &[],
+                "1:ab",
+            );
+            assert_eq!(some.lines().count(), none.lines().count() + 1, "{lang:?}");
+            assert!(some.contains("devbox 3, ci runner 1."), "{lang:?}: {some}");
+            let stale = Stale::CardExpired;
+            let plain = stale_toast(&locales, lang, stale, ("k", "K"), None);
+            let from = stale_toast(&locales, lang, stale, ("k", "K"), Some("devbox"));
+            assert!(!plain.contains("devbox"), "{lang:?}: {plain}");
+            assert!(from.starts_with(&plain), "{lang:?}: {from}");
+            assert!(from.ends_with("devbox)"), "{lang:?}: {from}");
         }
     }
 
@@ -526,6 +592,7 @@ mod tests {
                 lang,
                 date,
                 &counts,
+                &[],
                 &mandates,
                 "1234:0123456789ab",
             );
@@ -552,6 +619,7 @@ mod tests {
                 lang,
                 date,
                 &DayCounts::default(),
+                &[],
                 &mandates,
                 "1234:0123456789ab",
             );
@@ -569,7 +637,13 @@ mod tests {
             (Language::Ru, "Агент отозвал этот запрос"),
             (Language::Pt, "O agente retirou este pedido"),
         ] {
-            let toast = stale_toast(&locales, lang, Stale::CardWithdrawn, "shell", "Shell");
+            let toast = stale_toast(
+                &locales,
+                lang,
+                Stale::CardWithdrawn,
+                ("shell", "Shell"),
+                None,
+            );
             assert!(toast.starts_with(words), "{lang:?}: {toast}");
             assert!(toast.chars().count() <= super::super::CALLBACK_TEXT_LIMIT);
         }

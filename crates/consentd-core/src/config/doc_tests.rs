@@ -8,11 +8,13 @@ use super::*;
 const DOC: &str = include_str!("../../../../docs/CONFIG.md");
 
 /// Each table of the config, as the document heads its section, with the keys the walk knows.
-const TABLES: [(&str, &[&str]); 8] = [
+const TABLES: [(&str, &[&str]); 9] = [
     ("owner", OWNER_KEYS),
     ("telegram", TELEGRAM_KEYS),
     ("paths", PATHS_KEYS),
     ("client", CLIENT_KEYS),
+    // An array of tables, headed `[[listen]]`.
+    ("[listen]", LISTEN_KEYS),
     ("limits", LIMITS_KEYS),
     ("gate", GATE_KEYS),
     ("journal", JOURNAL_KEYS),
@@ -57,7 +59,10 @@ fn default_value(cell: &str) -> Option<&str> {
 fn every_table_and_key_is_documented_and_nothing_else() {
     let mut tables: Vec<&str> = TABLES
         .iter()
-        .map(|(table, _)| table.split('.').next().unwrap_or_default())
+        .map(|(table, _)| {
+            let table = table.trim_start_matches('[').trim_end_matches(']');
+            table.split('.').next().unwrap_or_default()
+        })
         .collect();
     let mut top = TOP_KEYS.to_vec();
     tables.sort_unstable();
@@ -130,9 +135,16 @@ fn the_complete_example_is_valid_and_uses_every_key() {
     );
     let mut languages = BTreeSet::new();
     for (table, keys) in TABLES {
-        let tables: Vec<&Table> = match table.split_once('.') {
-            Some((top, _)) => table_at(top).values().filter_map(Value::as_table).collect(),
-            None => vec![table_at(table)],
+        let tables: Vec<&Table> = match (table.split_once('.'), table.strip_prefix('[')) {
+            (Some((top, _)), _) => table_at(top).values().filter_map(Value::as_table).collect(),
+            (None, Some(array)) => root
+                .get(array.trim_end_matches(']'))
+                .and_then(Value::as_array)
+                .unwrap()
+                .iter()
+                .filter_map(Value::as_table)
+                .collect(),
+            (None, None) => vec![table_at(table)],
         };
         let mut found = BTreeSet::new();
         for t in tables {

@@ -32,6 +32,7 @@ use toml::Table;
 
 mod categories;
 pub(crate) mod limits;
+mod listen;
 mod problems;
 mod sections;
 mod syntax;
@@ -42,6 +43,8 @@ use crate::protocol::ASK_KEYS;
 use categories::categories;
 use limits::limits;
 pub(crate) use limits::Limits;
+use listen::listeners;
+pub use listen::MAX_LISTEN_ORIGIN_CHARS;
 use problems::syntax_problem;
 pub use problems::{ConfigError, ConfigProblem};
 use sections::{client, gate, journal, owner, paths, telegram};
@@ -79,11 +82,13 @@ const TOP_KEYS: &[&str] = &[
     "gate",
     "journal",
     "categories",
+    "listen",
 ];
 const OWNER_KEYS: &[&str] = &["telegram_id", "language", "timezone"];
 const TELEGRAM_KEYS: &[&str] = &["token_file", "api_url"];
 const PATHS_KEYS: &[&str] = &["state_dir", "journal", "socket"];
 const CLIENT_KEYS: &[&str] = &["allowed_uids"];
+const LISTEN_KEYS: &[&str] = &["socket", "origin", "allowed_uids"];
 const GATE_KEYS: &[&str] = &["quiet_hours", "night_card_limit", "summary_at", "receipts"];
 const JOURNAL_KEYS: &[&str] = &["seal_epoch"];
 /// How long a sealing key lives by default (docs/adr/0004-journal-seals.md).
@@ -163,6 +168,8 @@ pub struct Config {
     pub telegram: TelegramSection,
     pub paths: Paths,
     pub client: Client,
+    /// The labelled sockets (`[[listen]]`), in the config's order; origins and paths unique.
+    pub listen: Vec<Listen>,
     pub limits: Limits,
     pub gate: Gate,
     pub journal: JournalSection,
@@ -216,6 +223,16 @@ pub struct Paths {
 #[derive(Debug, Clone, Default)]
 pub struct Client {
     /// Empty means any peer that can open the socket.
+    pub allowed_uids: Vec<u32>,
+}
+
+/// A labelled socket: asks through it are shown to the owner with its `origin`, and counted,
+/// listed and remembered apart from the same uid's asks through any other socket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listen {
+    pub socket: PathBuf,
+    pub origin: String,
+    /// Peers allowed on this socket; empty allows any that can open it.
     pub allowed_uids: Vec<u32>,
 }
 
@@ -484,6 +501,7 @@ fn validate(root: &Table, more: MoreChecks<'_>) -> Result<Config, Vec<ConfigProb
     let telegram = telegram(&mut w, s_telegram);
     let paths = paths(&mut w, s_paths);
     let client = client(&mut w, s_client);
+    let listen = listeners(&mut w, root, paths.as_ref().map(|p| p.socket.as_path()));
     let limits = limits(&mut w, s_limits);
     let gate = gate(&mut w, s_gate);
     let journal = journal(&mut w, s_journal);
@@ -497,6 +515,7 @@ fn validate(root: &Table, more: MoreChecks<'_>) -> Result<Config, Vec<ConfigProb
             telegram,
             paths,
             client,
+            listen,
             limits,
             gate,
             journal,

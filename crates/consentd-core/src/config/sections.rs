@@ -114,11 +114,17 @@ pub(super) fn paths(w: &mut Walker, t: &Table) -> Option<Paths> {
 pub(super) fn client(w: &mut Walker, t: &Table) -> Client {
     let p = "client";
     w.unknown_keys(t, p, CLIENT_KEYS);
+    Client {
+        allowed_uids: uid_list(w, t, p).unwrap_or_default(),
+    }
+}
+
+/// `allowed_uids` of the table at `p` (`[client]` or a `[[listen]]`): each uid once, each a
+/// u32; `None` when the key is missing or not an array.
+pub(super) fn uid_list(w: &mut Walker, t: &Table, p: &str) -> Option<Vec<u32>> {
     let key = join(p, "allowed_uids");
     let mut uids = Vec::new();
-    let Some(items) = w.array(t, p, "allowed_uids", "an array of uids (integers)") else {
-        return Client::default();
-    };
+    let items = w.array(t, p, "allowed_uids", "an array of uids (integers)")?;
     let mut seen = BTreeSet::new();
     for (i, item) in items.iter().enumerate() {
         match item {
@@ -139,7 +145,7 @@ pub(super) fn client(w: &mut Walker, t: &Table) -> Client {
             ),
         }
     }
-    Client { allowed_uids: uids }
+    Some(uids)
 }
 
 pub(super) fn gate(w: &mut Walker, t: &Table) -> Gate {

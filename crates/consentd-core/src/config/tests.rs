@@ -1786,3 +1786,129 @@ fn a_kind_is_on_only_when_configured_and_then_as_switched() {
         assert_eq!(category_enabled(category, switch), expected, "{case}");
     }
 }
+
+/// Two labelled sockets that are fine side by side: `[[listen]]` cases add a third.
+const LISTENERS: &str = r#"
+[[listen]]
+socket = "/run/consentd/devbox.sock"
+origin = "devbox"
+allowed_uids = [1001]
+
+[[listen]]
+socket = "/run/consentd/ci.sock"
+origin = "ci runner"
+"#;
+
+#[test]
+fn labelled_sockets_are_read_in_order_with_their_own_allow_lists() {
+    let config = check_ok(LISTENERS);
+    let read: Vec<(&str, &str, &[u32])> = config
+        .listen
+        .iter()
+        .map(|l| {
+            (
+                l.socket.to_str().unwrap(),
+                l.origin.as_str(),
+                l.allowed_uids.as_slice(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        read,
+        [
+            ("/run/consentd/devbox.sock", "devbox", &[1001][..]),
+            ("/run/consentd/ci.sock", "ci runner", &[][..]),
+        ]
+    );
+    assert!(check_ok("").listen.is_empty());
+}
+
+#[test]
+fn a_bad_listener_is_refused_with_its_key_named() {
+    let third = |body: &str| format!("{LISTENERS}\n[[listen]]\n{body}");
+    // (what the third listener says, the key named, words of the message)
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "socket = \"/run/consentd/devbox.sock\"\norigin = \"laptop\"",
+            "listen[2].socket",
+            "listen[0] listens on the same path",
+        ),
+        (
+            "socket = \"/run/consentd//./ci.sock\"\norigin = \"laptop\"",
+            "listen[2].socket",
+            "listen[1] listens on the same path",
+        ),
+        (
+            "socket = \"/run/consentd/consent.sock\"\norigin = \"laptop\"",
+            "listen[2].socket",
+            "main socket's path",
+        ),
+        (
+            "socket = \"relative.sock\"\norigin = \"laptop\"",
+            "listen[2].socket",
+            "absolute",
+        ),
+        (
+            "socket = \"/run/l.sock\"\norigin = \"dev\u{200B}box2\"",
+            "listen[2].origin",
+            "U+200B ZERO WIDTH SPACE",
+        ),
+        (
+            "socket = \"/run/l.sock\"\norigin = \"lap\u{00AD}top\"",
+            "listen[2].origin",
+            "U+00AD SOFT HYPHEN",
+        ),
+        (
+            "socket = \"/run/l.sock\"\norigin = \"cafe\u{0301}\"",
+            "listen[2].origin",
+            "not in NFC",
+        ),
+        (
+            "socket = \"/run/l.sock\"\norigin = \" laptop\"",
+            "listen[2].origin",
+            "origin",
+        ),
+        (
+            "socket = \"/run/l.sock\"\norigin = \"\"",
+            "listen[2].origin",
+            "is empty",
+        ),
+        (
+            "socket = \"/run/l.sock\"\norigin = \"a-very-long-machine-name-for-ci-01x\"",
+            "listen[2].origin",
+            "has 35 characters; an origin has at most 32",
+        ),
+        (
+            // Cyrillic е in place of the Latin e.
+            "socket = \"/run/l.sock\"\norigin = \"d\u{0435}vbox\"",
+            "listen[2].origin",
+            "looks like listen[0]'s origin \"devbox\"",
+        ),
+        (
+            "socket = \"/run/l.sock\"\norigin = \"ci runn\u{0435}r\"",
+            "listen[2].origin",
+            "looks like listen[1]'s origin",
+        ),
+        (
+            "socket = \"/run/l.sock\"\norigin = \"devbox\"",
+            "listen[2].origin",
+            "is listen[0]'s origin too",
+        ),
+        ("origin = \"laptop\"", "listen[2].socket", "required"),
+        ("socket = \"/run/l.sock\"", "listen[2].origin", "required"),
+        (
+            "socket = \"/run/l.sock\"\norigin = \"laptop\"\nallowed_uids = [-1]",
+            "listen[2].allowed_uids",
+            "a uid is from 0",
+        ),
+        (
+            "socket = \"/run/l.sock\"\norigin = \"laptop\"\nallowd_uids = [1]",
+            "listen[2].allowd_uids",
+            "unknown key",
+        ),
+    ];
+    for (body, key, words) in cases {
+        assert_problem(&problems_of(&[BASE, &third(body)]), key, words);
+    }
+    check_problem("listen = 3", "listen", "an array of tables");
+}

@@ -44,12 +44,12 @@ impl Consent {
             .map_or("external", |category| category.class.as_str())
     }
 
-    /// A stored mandate as its card shows it, with its category's `label` and its targets'
-    /// look-alike warnings.
+    /// A stored mandate as its card shows it, with its category's `label`, its targets'
+    /// look-alike warnings and its `origin` line ([`mandate_origin`]).
     pub(super) fn mandate_view<'a>(
         &'a self,
         row: &'a MandateRow,
-        label: &'a str,
+        (label, origin): (&'a str, Option<&'a str>),
         target_warnings: &'a [Vec<Warning>],
     ) -> MandateView<'a> {
         MandateView {
@@ -63,7 +63,7 @@ impl Consent {
             actions_per_day: row.actions_per_day,
             reason: row.reason.as_deref(),
             tz: self.config.owner.timezone,
-            origin: row.origin.as_deref(),
+            origin,
             suggested_after: row.suggested_after,
         }
     }
@@ -138,7 +138,8 @@ impl Consent {
         if let Some(row) = record.mandate_request().and_then(|m| m.row.as_ref()) {
             let label = self.label(record, lang);
             let warnings = lookalike::warnings_each(&row.targets, known);
-            let view = self.mandate_view(row, &label, &warnings);
+            let origin = mandate_origin(row);
+            let view = self.mandate_view(row, (&label, origin.as_deref()), &warnings);
             let outcome = Outcome {
                 result: None,
                 ..outcome
@@ -177,8 +178,11 @@ impl Consent {
         now: DateTime<Utc>,
     ) -> Body {
         let label = self.label(record, lang);
-        let origin = record.asked_part().and_then(|a| a.origin.as_deref());
-        let session = session_name(record.peer_uid, origin);
+        let origin = card::shown_origin(
+            record.listener.as_deref(),
+            record.asked_part().and_then(|a| a.origin.as_deref()),
+        );
+        let session = session_name(record.peer_uid, origin.as_deref());
         let until = now + chrono::Duration::days(1);
         let (text, buttons) = card::silenced_notice(
             &self.locales,
@@ -195,6 +199,12 @@ impl Consent {
             self.signed(buttons, &record.id, &digest),
         )
     }
+}
+
+/// A mandate request's origin line: the labelled socket it was asked through, then the
+/// client's own words.
+pub(super) fn mandate_origin(row: &MandateRow) -> Option<String> {
+    card::shown_origin(row.listener.as_deref(), row.origin.as_deref())
 }
 
 /// The session a silence is for, as the owner knows it: its uid's user name (the uid alone when
@@ -233,6 +243,13 @@ pub(super) fn with_view<T>(
     // A mandate request drawn without its terms, or a record refused early, shows no action.
     let action = record.action();
     let no_fields = BTreeMap::new();
+    // The socket's label first, then the client's own words: as the intake measured it.
+    let origin = card::shown_origin(
+        record.listener.as_deref(),
+        record
+            .asked_part()
+            .and_then(|asked| asked.origin.as_deref()),
+    );
     let shown = card::ActionShown {
         record_id: &record.id,
         kind,
@@ -247,9 +264,7 @@ pub(super) fn with_view<T>(
             .collect(),
         cost_usd: action.and_then(|action| action.cost_usd),
         urgent: action.is_some_and(|action| action.urgent),
-        origin: record
-            .asked_part()
-            .and_then(|asked| asked.origin.as_deref()),
+        origin: origin.as_deref(),
         // As it was asked: a card says what the owner's Yes will do, whatever the config says
         // by the time it is drawn.
         agent_runs: action.is_some_and(|action| action.agent_runs),
@@ -280,7 +295,8 @@ impl Drawer for Consent {
         if let Some(row) = record.mandate_request().and_then(|m| m.row.as_ref()) {
             let label = self.label(record, lang);
             let warnings = lookalike::warnings_each(&row.targets, known);
-            let view = self.mandate_view(row, &label, &warnings);
+            let origin = mandate_origin(row);
+            let view = self.mandate_view(row, (&label, origin.as_deref()), &warnings);
             // Checked, not only drawn: its targets may look like more known targets now than
             // when the intake measured it (a request held until morning).
             let rendered = card::mandate::try_render_mandate_card(

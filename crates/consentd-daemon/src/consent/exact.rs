@@ -69,6 +69,7 @@ impl Consent {
             window: None,
             offers_always: false,
             stale: (!rule.is_live()).then_some(Stale::RuleRemoved),
+            origin: None,
         }))
     }
 

@@ -88,6 +88,8 @@ struct PressSubject {
     offers_always: bool,
     /// Why it is not open, in words the owner's press can be answered with.
     stale: Option<card::owner::Stale>,
+    /// The labelled socket its ask came through, which the answer to a stale press names.
+    origin: Option<String>,
 }
 
 /// Everything a press is judged on.
@@ -154,7 +156,7 @@ pub(crate) enum Wake {
     /// and a withdraw never interleave); the answer goes back on `reply`.
     Withdraw {
         id: String,
-        peer_uid: u32,
+        peer: consentd_store::Peer,
         reply: oneshot::Sender<Result<consentd_store::Withdrawal, StoreError>>,
     },
     /// getUpdates answers again after this episode of Telegram refusing the bot: the owner is
@@ -389,12 +391,8 @@ impl Consent {
                     }
                 });
             }
-            Wake::Withdraw {
-                id,
-                peer_uid,
-                reply,
-            } => {
-                let _ = reply.send(self.withdraw(id, peer_uid).await);
+            Wake::Withdraw { id, peer, reply } => {
+                let _ = reply.send(self.withdraw(id, peer).await);
             }
             Wake::Reachable(ended) => self.reachable_again(ended).await?,
         }

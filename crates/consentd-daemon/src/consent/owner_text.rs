@@ -288,7 +288,8 @@ impl Consent {
                 .unwrap_or_else(|| row.kind.clone());
             let known = self.known_for(&row.id, now).await;
             let warnings = lookalike::warnings_each(&row.targets, &known);
-            let view = self.mandate_view(&row, &label, &warnings);
+            let origin = super::drawer::mandate_origin(&row);
+            let view = self.mandate_view(&row, (&label, origin.as_deref()), &warnings);
             let usage = UsageView {
                 actions: usage.actions,
                 usd: usage.usd,

@@ -147,9 +147,9 @@ impl Consent {
             PressAction::Resume => {
                 let wall = now.wall;
                 // A record refused before it had a kind started no silence.
-                let (uid, silence) = (record.peer_uid, record.kind().map(str::to_owned));
+                let (peer, silence) = (record.peer(), record.kind().map(str::to_owned));
                 let silence = match silence {
-                    Some(kind) => self.store.silence_of(uid, &kind, wall).await?,
+                    Some(kind) => self.store.silence_of(peer, &kind, wall).await?,
                     None => None,
                 };
                 let open = match &silence {
@@ -184,6 +184,7 @@ impl Consent {
             window,
             offers_always: super::drawer::offers_always(category, record),
             stale: stale.filter(|_| !open),
+            origin: record.listener.clone(),
         })
     }
 

@@ -212,6 +212,7 @@ mod tests {
             seq: 1,
             id: "r_0123456789abcdef0123".into(),
             peer_uid: 1000,
+            listener: None,
             state,
             created_at: at(-100),
             asked_monotonic: None,

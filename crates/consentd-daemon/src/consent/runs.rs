@@ -291,7 +291,8 @@ impl Consent {
         };
         let label = self.label(record, lang);
         // The receipt shows the action's target, not the mandate's terms.
-        let view = self.mandate_view(&row, &label, &[]);
+        let origin = super::drawer::mandate_origin(&row);
+        let view = self.mandate_view(&row, (&label, origin.as_deref()), &[]);
         let usage = action.mandate_use.unwrap_or(day_usage);
         let usage = UsageView {
             actions: usage.actions,
@@ -461,6 +462,7 @@ mod tests {
             stopped_at: None,
             ended_at: None,
             origin: None,
+            listener: None,
             suggested_after: None,
             asked_at: chrono::DateTime::UNIX_EPOCH,
             asked_monotonic: None,

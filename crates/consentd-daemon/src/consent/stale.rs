@@ -67,6 +67,7 @@ impl Consent {
         Some(PressSubject {
             digest: CATEGORY_DIGEST.to_owned(),
             offers_always: false,
+            origin: None,
             open: stale.is_none(),
             window: None,
             stale,
@@ -115,7 +116,8 @@ impl Consent {
                     .categories
                     .get(kind)
                     .map_or(kind, |category| category.label(lang));
-                owner::stale_toast(&self.locales, lang, stale, kind, label)
+                let origin = facts.subject.as_ref().and_then(|s| s.origin.as_deref());
+                owner::stale_toast(&self.locales, lang, stale, (kind, label), origin)
             }
             None => consentd_core::card::not_accepted(&self.locales, self.language_for(from)),
         })

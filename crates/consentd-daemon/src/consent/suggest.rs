@@ -150,6 +150,7 @@ impl Consent {
         Ok(Some(PressSubject {
             digest: found.digest,
             offers_always: false,
+            origin: None,
             open,
             window: None,
             stale: stale::suggestion(open),

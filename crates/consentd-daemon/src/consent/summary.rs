@@ -40,6 +40,7 @@ impl Consent {
         let start = self.store.last_summary_sent_at().await?.unwrap_or(midnight);
         let counts = self.store.day_counts(start, now).await?;
         let spend = self.store.mandate_spend(start, now).await?;
+        let origins = self.store.asks_by_origin(start, now).await?;
         // Receipts held through quiet hours go just before the summary, unless receipts are
         // only counted now (the config may have changed since they were held).
         let receipts = self.owner.gate().receipts;
@@ -62,7 +63,7 @@ impl Consent {
                     usd: s.usd,
                 })
                 .collect();
-            card::owner::summary(locales, lang, day, &counts, &mandates, anchor)
+            card::owner::summary(locales, lang, day, &counts, &origins, &mandates, anchor)
         };
         // The open mandates follow, each with its Stop, as `/mandates` shows them.
         let open = self.mandates_replies(lang, now).await?;

@@ -29,7 +29,8 @@ use consentd_core::protocol::{
 use consentd_core::refusal::{self, Reason, Refusal};
 use consentd_core::waiting::Waiting;
 use consentd_store::{
-    AskOutcome, AskPolicy, NewAsk, NewMandate, Record, RecordState, Store, StoreError, Withdrawal,
+    AskOutcome, AskPolicy, NewAsk, NewMandate, Peer, Record, RecordState, Store, StoreError,
+    Withdrawal,
 };
 
 /// Records in one `list` page.
@@ -71,19 +72,19 @@ pub(crate) struct Intake {
 
 impl Intake {
     /// Answers one request frame from a peer.
-    pub(crate) async fn handle(&self, peer_uid: u32, frame: &[u8]) -> Result<Reply, StoreError> {
+    pub(crate) async fn handle(&self, peer: &Peer, frame: &[u8]) -> Result<Reply, StoreError> {
         match protocol::parse_request(frame) {
             Err(rejection) if rejection.ask => {
-                self.refuse_ask(peer_uid, rejection.kind, rejection.refusal)
+                self.refuse_ask(peer, rejection.kind, rejection.refusal)
                     .await
             }
             Err(rejection) => Ok(Reply::Final(
                 Response::refused(None, &rejection.refusal).to_line(),
             )),
-            Ok(Request::Ask(ask)) => self.ask(peer_uid, ask).await,
-            Ok(Request::Mandate(ask)) => self.mandate(peer_uid, ask).await,
-            Ok(Request::Status { id, wait }) => self.status(peer_uid, id, wait).await,
-            Ok(Request::List { cursor }) => self.list(peer_uid, cursor).await,
+            Ok(Request::Ask(ask)) => self.ask(peer, ask).await,
+            Ok(Request::Mandate(ask)) => self.mandate(peer, ask).await,
+            Ok(Request::Status { id, wait }) => self.status(peer, id, wait).await,
+            Ok(Request::List { cursor }) => self.list(peer, cursor).await,
             Ok(Request::Kinds) => Ok(Reply::Final(protocol::to_line(
                 &consentd_core::kinds::kinds_response(
                     &self.config.categories,
@@ -91,8 +92,8 @@ impl Intake {
                     &self.config.limits,
                 ),
             ))),
-            Ok(Request::Withdraw { id }) => self.withdraw(peer_uid, id).await,
-            Ok(Request::Rule(query)) => self.rule(peer_uid, query).await,
+            Ok(Request::Withdraw { id }) => self.withdraw(peer, id).await,
+            Ok(Request::Rule(query)) => self.rule(peer, query).await,
         }
     }
 
@@ -100,7 +101,7 @@ impl Intake {
     /// answer now (approval-only, on, not destructive: a rule saved before its category became
     /// destructive answers nothing); a match is counted and journaled `rule_used` in one
     /// transaction. Nothing is recorded for a refused or unanswered question.
-    async fn rule(&self, peer_uid: u32, query: protocol::RuleQuery) -> Result<Reply, StoreError> {
+    async fn rule(&self, peer: &Peer, query: protocol::RuleQuery) -> Result<Reply, StoreError> {
         let refused =
             |refusal: &Refusal| Ok(Reply::Final(Response::refused(None, refusal).to_line()));
         let Some(category) = self.config.categories.get(&query.kind) else {
@@ -117,7 +118,7 @@ impl Intake {
             consentd_core::exact::rule_may_answer(category, self.category_enabled(&query.kind));
         let rule = if answerable {
             let now = self.clock.now();
-            self.store.use_rule(peer_uid, query, now).await?
+            self.store.use_rule(peer.uid, query, now).await?
         } else {
             None
         };
@@ -131,7 +132,7 @@ impl Intake {
         self.owner.category_enabled(&self.config, kind)
     }
 
-    async fn ask(&self, peer_uid: u32, ask: protocol::AskRequest) -> Result<Reply, StoreError> {
+    async fn ask(&self, peer: &Peer, ask: protocol::AskRequest) -> Result<Reply, StoreError> {
         // One reading of both clocks: the ask's own ttl and a mandate's day run from it on each.
         let reading = Now::read(self.clock.as_ref());
         let now = reading.wall;
@@ -140,10 +141,10 @@ impl Intake {
         let categories = &self.config.categories;
         let action = match refusal::check_ask(&ask, categories, enabled, &self.config.limits) {
             Ok(action) => action,
-            Err(refusal) => return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await,
+            Err(refusal) => return self.refuse_ask(peer, Some(ask.kind), refusal).await,
         };
-        if let Err(refusal) = self.card_fits(&action, &ask, now) {
-            return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await;
+        if let Err(refusal) = self.card_fits(&action, &ask, peer, now) {
+            return self.refuse_ask(peer, Some(ask.kind), refusal).await;
         }
         // The ask's own attachments count against the floor: they are written with its record.
         let needs: u64 = action.attachments.iter().map(|a| a.data.len() as u64).sum();
@@ -153,7 +154,7 @@ impl Intake {
             Err(refusal) => return Ok(Reply::Final(Response::refused(None, &refusal).to_line())),
         };
         let new = NewAsk {
-            peer_uid,
+            peer: peer.clone(),
             digest: action.digest().to_hex(),
             action,
             idempotency_key: ask.idempotency_key.clone(),
@@ -176,7 +177,7 @@ impl Intake {
     }
 
     /// A mandate request: the gate, then the store (which queues its card).
-    async fn mandate(&self, peer_uid: u32, ask: protocol::MandateAsk) -> Result<Reply, StoreError> {
+    async fn mandate(&self, peer: &Peer, ask: protocol::MandateAsk) -> Result<Reply, StoreError> {
         let Now {
             wall: now,
             monotonic,
@@ -185,20 +186,20 @@ impl Intake {
         let enabled = self.category_enabled(&ask.kind);
         let request = match refusal::check_mandate(&ask, categories, enabled, &self.config.limits) {
             Ok(request) => request,
-            Err(refusal) => return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await,
+            Err(refusal) => return self.refuse_ask(peer, Some(ask.kind), refusal).await,
         };
         // Checked against the targets known now. Its card is drawn against those known when it
         // is shown (`known_targets_for`), which may be more for a card held until morning: one
         // that no longer fits then is not sent, and the request ends expired (`Drawer::draw`).
         let known = self.store.known_targets(now).await?;
-        if let Err(refusal) = self.mandate_card_fits(&request, &known, now) {
-            return self.refuse_ask(peer_uid, Some(ask.kind), refusal).await;
+        if let Err(refusal) = self.mandate_card_fits(&request, &known, peer, now) {
+            return self.refuse_ask(peer, Some(ask.kind), refusal).await;
         }
         if let Some(refusal) = self.disk_refusal().await {
             return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
         }
         let new = NewMandate {
-            peer_uid,
+            peer: peer.clone(),
             digest: request.digest().to_hex(),
             request,
             monotonic: Some(monotonic),
@@ -273,6 +274,7 @@ impl Intake {
         &self,
         action: &Action,
         ask: &protocol::AskRequest,
+        peer: &Peer,
         now: DateTime<Utc>,
     ) -> Result<(), Refusal> {
         let lang = self.language();
@@ -280,6 +282,8 @@ impl Intake {
             return Ok(());
         };
         let facts = action.attachment_facts();
+        // Measured with the socket's label, as the drawer will draw it.
+        let origin = card::shown_origin(peer.listener.as_deref(), action.origin.as_deref());
         let shown = card::ActionShown {
             record_id: card::UNNUMBERED_RECORD,
             kind: &action.kind,
@@ -290,7 +294,7 @@ impl Intake {
             attachments: facts.iter().map(AttachmentView::from).collect(),
             cost_usd: action.cost_usd,
             urgent: ask.urgent,
-            origin: action.origin.as_deref(),
+            origin: origin.as_deref(),
             agent_runs: category.mode == consentd_core::config::Mode::Approve,
             hook: ask.hook.as_ref().map(|call| card::HookView {
                 call,
@@ -317,8 +321,11 @@ impl Intake {
         &self,
         request: &MandateRequest,
         known: &KnownTargets,
+        peer: &Peer,
         now: DateTime<Utc>,
     ) -> Result<(), Refusal> {
+        // Measured with the socket's label, as the drawer will draw it.
+        let origin = card::shown_origin(peer.listener.as_deref(), request.origin.as_deref());
         let lang = self.language();
         let Some(category) = self.config.categories.get(&request.kind) else {
             return Ok(());
@@ -334,7 +341,7 @@ impl Intake {
             actions_per_day: request.actions_per_day,
             reason: request.reason.as_deref(),
             tz: self.config.owner.timezone,
-            origin: request.origin.as_deref(),
+            origin: origin.as_deref(),
             suggested_after: None,
         };
         card::mandate::try_render_mandate_card(&view, now, &self.locales, lang, now)
@@ -355,20 +362,20 @@ impl Intake {
     /// answers it with its own reason and message.
     async fn refuse_ask(
         &self,
-        peer_uid: u32,
+        peer: &Peer,
         kind: Option<String>,
         refusal: Refusal,
     ) -> Result<Reply, StoreError> {
         let now = self.clock.now();
         let stored = refusal.clone();
-        let id = self.store.refuse(peer_uid, kind, stored, now).await?;
+        let id = self.store.refuse(peer.clone(), kind, stored, now).await?;
         Ok(Reply::Final(Response::refused(id, &refusal).to_line()))
     }
 
-    async fn status(&self, peer_uid: u32, id: String, wait: bool) -> Result<Reply, StoreError> {
+    async fn status(&self, peer: &Peer, id: String, wait: bool) -> Result<Reply, StoreError> {
         let lookup = id.clone();
         let record = self.store.record(&lookup).await?;
-        let Some(record) = record.filter(|record| record.peer_uid == peer_uid) else {
+        let Some(record) = record.filter(|record| record.peer() == *peer) else {
             let refusal = Refusal::new(
                 Reason::BadRequest,
                 format!("no record {} for this peer", protocol::quote(&id)),
@@ -390,11 +397,11 @@ impl Intake {
 
     /// A session takes back its own open ask. The consent loop does it, since a shown card is
     /// edited in the same transaction; the answer is final at once.
-    async fn withdraw(&self, peer_uid: u32, id: String) -> Result<Reply, StoreError> {
+    async fn withdraw(&self, peer: &Peer, id: String) -> Result<Reply, StoreError> {
         let (reply, answer) = oneshot::channel();
         let asked = Wake::Withdraw {
             id: id.clone(),
-            peer_uid,
+            peer: peer.clone(),
             reply,
         };
         self.handoff.send(asked).map_err(|_| StoreError::Stopped)?;
@@ -434,7 +441,7 @@ impl Intake {
         Ok(Reply::Final(line))
     }
 
-    async fn list(&self, peer_uid: u32, cursor: Option<String>) -> Result<Reply, StoreError> {
+    async fn list(&self, peer: &Peer, cursor: Option<String>) -> Result<Reply, StoreError> {
         let before = match cursor.as_deref().map(parse_cursor) {
             None => None,
             Some(Some(seq)) => Some(seq),
@@ -449,7 +456,7 @@ impl Intake {
                 return Ok(Reply::Final(Response::refused(None, &refusal).to_line()));
             }
         };
-        let (records, next) = self.store.list(peer_uid, before, LIST_PAGE).await?;
+        let (records, next) = self.store.list(peer.clone(), before, LIST_PAGE).await?;
         let summaries: Vec<RecordSummary> = records.iter().map(|r| summary(r, None)).collect();
         Ok(Reply::Final(protocol::to_line(&ListResponse {
             v: protocol::VERSION,

@@ -16,6 +16,8 @@
 //!   request of the largest size if that is more ([`ByteBudget::with_share`]); past its share it
 //!   is refused at once, so one uid's unfinished lines can never take the room every other uid
 //!   needs.
+//! - **Per socket.** Each share is a peer's: a uid through one socket ([`PeerKey`]); the
+//!   budget in all and the connection cap are the daemon's, shared by every socket.
 //! - **Connections per uid.** Each uid may hold `max_connections_per_uid` connections (waiting
 //!   ones included), far below the socket's cap in all, so one uid holding its whole share, or
 //!   every waiting ask it may have, leaves the socket open to every other uid.
@@ -25,6 +27,22 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// A peer as the budgets count it: a uid through one socket (its index among the sockets
+/// served, the main one first), so a uid's share on one socket is apart from its share on
+/// another (`[[listen]]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct PeerKey {
+    pub socket: usize,
+    pub uid: u32,
+}
+
+impl From<u32> for PeerKey {
+    /// The uid on the main socket.
+    fn from(uid: u32) -> Self {
+        PeerKey { socket: 0, uid }
+    }
+}
 
 /// How long a connection waits for room in the budget before it is refused.
 pub(crate) const BUDGET_WAIT: Duration = Duration::from_secs(1);
@@ -39,7 +57,7 @@ pub(crate) struct ByteBudget {
     room: Arc<Semaphore>,
     total: u64,
     /// Bytes each uid holds, and the most one may.
-    shares: Arc<Mutex<HashMap<u32, usize>>>,
+    shares: Arc<Mutex<HashMap<PeerKey, usize>>>,
     share: usize,
 }
 
@@ -53,9 +71,9 @@ pub(crate) struct Held {
 /// What one connection holds of its uid's share.
 #[derive(Debug)]
 struct ShareHeld {
-    uid: u32,
+    uid: PeerKey,
     bytes: usize,
-    shares: Arc<Mutex<HashMap<u32, usize>>>,
+    shares: Arc<Mutex<HashMap<PeerKey, usize>>>,
 }
 
 impl Drop for ShareHeld {
@@ -109,7 +127,7 @@ impl ByteBudget {
     }
 
     /// Counts `bytes` more against `uid`'s share, or says the share is full.
-    fn take_share(&self, held: &mut Held, uid: u32, bytes: usize) -> Result<(), Exhausted> {
+    fn take_share(&self, held: &mut Held, uid: PeerKey, bytes: usize) -> Result<(), Exhausted> {
         let mut shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
         let holds = shares.entry(uid).or_insert(0);
         if *holds + bytes > self.share {
@@ -145,10 +163,11 @@ impl ByteBudget {
     pub(crate) async fn take(
         &self,
         held: &mut Held,
-        uid: u32,
+        uid: impl Into<PeerKey>,
         bytes: usize,
         wait: Duration,
     ) -> Result<(), Exhausted> {
+        let uid = uid.into();
         let exhausted = Exhausted {
             total: self.total,
             share: None,
@@ -182,15 +201,15 @@ impl ByteBudget {
 /// Connections held per uid.
 #[derive(Debug)]
 pub(crate) struct PeerSlots {
-    held: Arc<Mutex<HashMap<u32, usize>>>,
+    held: Arc<Mutex<HashMap<PeerKey, usize>>>,
     cap: usize,
 }
 
 /// One connection of a uid; gives its slot back when dropped.
 #[derive(Debug)]
 pub(crate) struct PeerSlot {
-    held: Arc<Mutex<HashMap<u32, usize>>>,
-    uid: u32,
+    held: Arc<Mutex<HashMap<PeerKey, usize>>>,
+    uid: PeerKey,
 }
 
 impl PeerSlots {
@@ -206,7 +225,8 @@ impl PeerSlots {
     }
 
     /// A slot for `uid`, or `None` when it already holds its whole share.
-    pub(crate) fn try_take(&self, uid: u32) -> Option<PeerSlot> {
+    pub(crate) fn try_take(&self, uid: impl Into<PeerKey>) -> Option<PeerSlot> {
+        let uid = uid.into();
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         let count = held.entry(uid).or_insert(0);
         if *count >= self.cap {

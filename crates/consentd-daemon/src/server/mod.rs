@@ -4,6 +4,11 @@
 //! limit; the answer is one or more JSON lines, the last one final. A bigger frame is refused
 //! `too_large` as soon as the cap is passed, without reading the rest. What all connections
 //! together may hold, and each uid, is [`budget`]'s.
+//!
+//! Besides the main socket, each `[[listen]]` socket is served the same way by its own accept
+//! loop, with its own allow-list; the connection caps and the bytes in flight are shared by
+//! all, and each share is a peer's: a uid through one socket. Every request is handed to the
+//! intake with its [`Peer`], so what one socket's peer asked is never another's.
 
 mod budget;
 
@@ -18,11 +23,12 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use self::budget::{ByteBudget, Exhausted, Held, PeerSlots, BUDGET_WAIT};
+use self::budget::{ByteBudget, Exhausted, Held, PeerKey, PeerSlots, BUDGET_WAIT};
 use crate::backoff::Backoff;
 use crate::intake::{Intake, Next, Reply, SPACING};
 use consentd_core::protocol::Response;
 use consentd_core::refusal::{Reason, Refusal};
+use consentd_store::Peer;
 
 /// How long a client may take to send its whole request line.
 pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -43,8 +49,27 @@ pub(crate) struct IntakeLimits {
     pub max_connections_per_uid: usize,
     /// Request bytes all connections may hold together (`max_request_bytes_in_flight`).
     pub max_bytes_in_flight: u64,
-    /// Peers allowed on the socket; empty allows any that can open it.
+}
+
+/// A socket the daemon serves and who may use it: the main one, or a labelled one.
+#[derive(Debug)]
+pub(crate) struct Served {
+    pub listener: UnixListener,
+    /// Its `[[listen]]` origin; `None` for the main socket.
+    pub origin: Option<String>,
+    /// Peers allowed on it; empty allows any that can open it.
     pub allowed_uids: Vec<u32>,
+}
+
+/// What every socket's connections share: the caps and budgets, and the tasks to wait for.
+struct Shared {
+    intake: Intake,
+    limits: Arc<IntakeLimits>,
+    slots: Arc<Semaphore>,
+    peers: PeerSlots,
+    budget: ByteBudget,
+    tracker: TaskTracker,
+    shutdown: CancellationToken,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -125,27 +150,51 @@ pub(crate) fn bind_socket(path: &Path) -> Result<BoundSocket, SocketError> {
     })
 }
 
-/// Accepts connections until `shutdown`, then waits for the open ones to finish.
+/// Accepts connections on every socket until `shutdown`, then waits for the open ones to
+/// finish.
 pub(crate) async fn run(
-    listener: UnixListener,
+    sockets: Vec<Served>,
     intake: Intake,
     limits: IntakeLimits,
     shutdown: CancellationToken,
 ) {
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
-    let peers = Arc::new(PeerSlots::new(limits.max_connections_per_uid));
     // One more byte than the largest line: a line exactly at the cap is read with its newline.
     let largest = limits.max_frame_bytes.saturating_add(1);
     let total = limits.max_bytes_in_flight.max(largest);
-    // A uid's share: half the budget, or one line of the largest size if that is more.
+    // A peer's share: half the budget, or one line of the largest size if that is more.
     let share = usize::try_from((total / 2).max(largest)).unwrap_or(usize::MAX);
-    let budget = ByteBudget::with_share(total, share);
-    let tracker = TaskTracker::new();
-    let limits = Arc::new(limits);
+    let shared = Arc::new(Shared {
+        intake,
+        slots: Arc::new(Semaphore::new(limits.max_connections)),
+        peers: PeerSlots::new(limits.max_connections_per_uid),
+        budget: ByteBudget::with_share(total, share),
+        tracker: TaskTracker::new(),
+        limits: Arc::new(limits),
+        shutdown,
+    });
+    let mut loops = tokio::task::JoinSet::new();
+    for (index, socket) in sockets.into_iter().enumerate() {
+        loops.spawn(accept(index, socket, shared.clone()));
+    }
+    while loops.join_next().await.is_some() {}
+    shared.tracker.close();
+    // Waiting clients are told nothing more; their records stay and can be read with `status`.
+    shared.tracker.wait().await;
+}
+
+/// One socket's accept loop; `index` tells its peers from the same uids' on other sockets.
+async fn accept(index: usize, socket: Served, shared: Arc<Shared>) {
+    let Served {
+        listener,
+        origin,
+        allowed_uids,
+    } = socket;
+    let allowed_uids = Arc::new(allowed_uids);
+    let limits = &shared.limits;
     let mut failures = 0;
     loop {
         let accepted = tokio::select! {
-            () = shutdown.cancelled() => break,
+            () = shared.shutdown.cancelled() => break,
             accepted = listener.accept() => accepted,
         };
         let stream = match accepted {
@@ -161,47 +210,49 @@ pub(crate) async fn run(
                 continue;
             }
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            tracker.spawn(refuse_busy(
+        let Ok(slot) = shared.slots.clone().try_acquire_owned() else {
+            shared.tracker.spawn(refuse_busy(
                 stream,
                 limits.max_connections,
                 limits.write_timeout,
             ));
             continue;
         };
-        // Taken here, in the order the connections came, so a uid's next connection over its
+        // Taken here, in the order the connections came, so a peer's next connection over its
         // share is the one refused, whatever order the tasks then run in.
-        let peer = match stream.peer_cred() {
+        let uid = match stream.peer_cred() {
             Ok(credentials) => credentials.uid(),
             Err(error) => {
                 tracing::debug!(%error, "no peer credentials; closing");
                 continue;
             }
         };
-        let Some(peer_slot) = peers.try_take(peer) else {
-            tracing::warn!(
-                uid = peer,
-                cap = peers.cap(),
-                "a uid is at its connection cap"
-            );
+        let key = PeerKey { socket: index, uid };
+        let Some(peer_slot) = shared.peers.try_take(key) else {
+            let cap = shared.peers.cap();
+            tracing::warn!(uid, origin, cap, "a uid is at its connection cap");
             let refusal = Refusal::new(
                 Reason::BadRequest,
                 format!(
-                    "this uid already has {} connections open (max_connections_per_uid); \
-                     close one or try again shortly",
-                    peers.cap()
+                    "this uid already has {cap} connections open (max_connections_per_uid); \
+                     close one or try again shortly"
                 ),
             );
-            tracker.spawn(refuse_at_once(stream, refusal, limits.write_timeout));
+            shared
+                .tracker
+                .spawn(refuse_at_once(stream, refusal, limits.write_timeout));
             continue;
         };
         let connection = Connection {
-            intake: intake.clone(),
+            intake: shared.intake.clone(),
             limits: limits.clone(),
-            budget: budget.clone(),
-            shutdown: shutdown.clone(),
+            budget: shared.budget.clone(),
+            shutdown: shared.shutdown.clone(),
+            peer: Peer::through(uid, origin.as_deref()),
+            key,
+            allowed_uids: allowed_uids.clone(),
         };
-        tracker.spawn(async move {
+        shared.tracker.spawn(async move {
             if let Err(error) = connection.serve(stream).await {
                 tracing::debug!(%error, "connection ended with an error");
             }
@@ -209,9 +260,6 @@ pub(crate) async fn run(
             drop(slot);
         });
     }
-    tracker.close();
-    // Waiting clients are told nothing more; their records stay and can be read with `status`.
-    tracker.wait().await;
 }
 
 async fn refuse_busy(stream: UnixStream, cap: usize, write_timeout: Duration) {
@@ -255,7 +303,7 @@ async fn read_frame(
     stream: &mut UnixStream,
     max: u64,
     budget: &ByteBudget,
-    uid: u32,
+    uid: PeerKey,
 ) -> std::io::Result<(Frame, Held)> {
     let limit = usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX);
     let mut frame: Vec<u8> = Vec::new();
@@ -332,6 +380,12 @@ struct Connection {
     limits: Arc<IntakeLimits>,
     budget: ByteBudget,
     shutdown: CancellationToken,
+    /// The uid on the other end and the socket it came by, as the intake sees it.
+    peer: Peer,
+    /// The same, as the budgets count it.
+    key: PeerKey,
+    /// Its socket's allow-list; empty allows any uid.
+    allowed_uids: Arc<Vec<u32>>,
 }
 
 impl Connection {
@@ -339,9 +393,10 @@ impl Connection {
         let credentials = stream.peer_cred()?;
         let uid = credentials.uid();
         let limits = &*self.limits;
-        if !limits.allowed_uids.is_empty() && !limits.allowed_uids.contains(&uid) {
+        if !self.allowed_uids.is_empty() && !self.allowed_uids.contains(&uid) {
             // Logged with the pid for the operator; authorised by uid only (pids are reused).
-            tracing::warn!(uid, pid = ?credentials.pid(), "peer not on the allow-list");
+            let origin = self.peer.listener.as_deref();
+            tracing::warn!(uid, origin, pid = ?credentials.pid(), "peer not on the allow-list");
             let line = "{\"v\":1,\"status\":\"refused\",\"reason\":\"peer_not_allowed\",\
                         \"message\":\"this uid may not use the consentd socket\"}\n";
             return write_line(&mut stream, line, limits).await;
@@ -349,7 +404,7 @@ impl Connection {
         let Some((frame, held)) = self.read_request(&mut stream, uid).await? else {
             return Ok(());
         };
-        let reply = self.intake.handle(uid, &frame).await;
+        let reply = self.intake.handle(&self.peer, &frame).await;
         // The request's bytes and what was parsed from them are gone: the room is free again
         // while the client waits for its answer.
         drop(frame);
@@ -374,7 +429,7 @@ impl Connection {
         let limits = &*self.limits;
         let read = tokio::time::timeout(
             limits.read_timeout,
-            read_frame(stream, limits.max_frame_bytes, &self.budget, uid),
+            read_frame(stream, limits.max_frame_bytes, &self.budget, self.key),
         );
         // A client that has not sent its request does not hold up a shutdown.
         let read = tokio::select! {
@@ -528,8 +583,12 @@ state_dir = "/nonexistent"
                 handoff: tokio::sync::mpsc::unbounded_channel().0,
                 reach: Default::default(),
             };
-            let listener = self.listener.take().unwrap();
-            tokio::spawn(run(listener, intake, limits, self.shutdown.clone()))
+            let main = Served {
+                listener: self.listener.take().unwrap(),
+                origin: None,
+                allowed_uids: Vec::new(),
+            };
+            tokio::spawn(run(vec![main], intake, limits, self.shutdown.clone()))
         }
     }
 
@@ -542,7 +601,6 @@ state_dir = "/nonexistent"
             max_connections,
             max_connections_per_uid: max_connections,
             max_bytes_in_flight: 64 * 1024 * 1024,
-            allowed_uids: Vec::new(),
         }
     }
 

@@ -48,8 +48,13 @@ fn without_a_budget_every_refusal_is_recorded() {
     let mut db = fixture.open();
     let ids: Vec<_> = (0..3)
         .map(|n| {
-            db.refuse(1000, Some("k"), not_nfc(n), at(n as i64))
-                .unwrap()
+            db.refuse(
+                &crate::Peer::main(1000),
+                Some("k"),
+                not_nfc(n),
+                at(n as i64),
+            )
+            .unwrap()
         })
         .collect();
     assert!(ids.iter().all(Option::is_some));
@@ -65,12 +70,19 @@ fn repeats_share_the_first_record_touch_no_file_and_are_counted_in_one_line() {
     let fixture = Fixture::new();
     let mut db = fixture.open();
     db.set_refusal_budget(POLICY);
-    let first = db.refuse(1000, Some("k"), not_nfc(1), at(0)).unwrap();
+    let first = db
+        .refuse(&crate::Peer::main(1000), Some("k"), not_nfc(1), at(0))
+        .unwrap();
     assert!(first.is_some());
     let head = db.journal_head();
     for n in 1..5 {
         let id = db
-            .refuse(1000, Some("k"), not_nfc(n + 1), at(n as i64))
+            .refuse(
+                &crate::Peer::main(1000),
+                Some("k"),
+                not_nfc(n + 1),
+                at(n as i64),
+            )
             .unwrap();
         assert_eq!(id, first, "repeat {n}");
     }
@@ -105,8 +117,13 @@ fn over_the_bucket_a_refusal_has_no_record_and_is_counted_at_stop() {
     let ids: Vec<_> = reasons
         .iter()
         .map(|reason| {
-            db.refuse(1000, None, Refusal::new(*reason, "m"), at(0))
-                .unwrap()
+            db.refuse(
+                &crate::Peer::main(1000),
+                None,
+                Refusal::new(*reason, "m"),
+                at(0),
+            )
+            .unwrap()
         })
         .collect();
     assert!(ids[0].is_some() && ids[1].is_some());
@@ -160,8 +177,13 @@ fn the_days_refused_count_includes_the_counted_repeats() {
     let mut db = fixture.open();
     db.set_refusal_budget(POLICY);
     for n in 0..10 {
-        db.refuse(1000, Some("k"), not_nfc(n), at(n as i64))
-            .unwrap();
+        db.refuse(
+            &crate::Peer::main(1000),
+            Some("k"),
+            not_nfc(n),
+            at(n as i64),
+        )
+        .unwrap();
     }
     // The window ends and its line is written, as the sweep does.
     db.flush_refusal_counts(at(120)).unwrap();
