@@ -1,6 +1,7 @@
 //! The one integration test binary: each module drives the real `consentd` binary through its
 //! real surfaces — the socket, the command line, the journal file.
 
+mod actions_http;
 mod approval_only;
 mod ask;
 mod ask_ttl;
