@@ -2,6 +2,7 @@
 //! real surfaces — the socket, the command line, the journal file.
 
 mod actions_http;
+mod actions_post;
 mod approval_only;
 mod ask;
 mod ask_ttl;
