@@ -11,6 +11,7 @@
 //! daemon may read (`secrets`), read at each run; their contents are never in an outcome, the
 //! journal or a log line.
 
+mod email;
 mod http;
 mod post;
 pub(crate) mod secrets;
@@ -43,20 +44,19 @@ pub(crate) async fn run(action: &BuiltIn, spec: &RunSpec, telegram: &Telegram) -
     let work = async {
         match action {
             BuiltIn::Http(http) => {
-                let headers = match &http.headers_file {
-                    None => Vec::new(),
-                    Some(path) => {
-                        match secrets::read(path).and_then(|text| secrets::headers(path, &text)) {
-                            Ok(headers) => headers,
-                            Err(error) => return not_started(format!("headers_file: {error}")),
-                        }
+                match read_secret(http.headers_file.as_deref(), secrets::headers) {
+                    Ok(headers) => {
+                        http::send(http, spec, &attachments, headers.unwrap_or_default()).await
                     }
-                };
-                http::send(http, spec, &attachments, headers).await
+                    Err(outcome) => outcome,
+                }
             }
             BuiltIn::TelegramPost => post::post(telegram, spec, &attachments).await,
-            BuiltIn::Email(_) => {
-                not_started("the email action is not available in this build".to_owned())
+            BuiltIn::Email(email) => {
+                match read_secret(email.credentials_file.as_deref(), secrets::credentials) {
+                    Ok(login) => email::send(email, spec, &attachments, login).await,
+                    Err(outcome) => outcome,
+                }
             }
         }
     };
@@ -71,6 +71,19 @@ pub(crate) async fn run(action: &BuiltIn, spec: &RunSpec, telegram: &Telegram) -
             detail: "timeout".to_owned(),
         },
     }
+}
+
+/// A secret file read and parsed at the run, as the preflight did; a file that no longer reads
+/// stops the action before anything is sent.
+fn read_secret<T>(
+    path: Option<&std::path::Path>,
+    parse: fn(&std::path::Path, &str) -> Result<T, secrets::SecretError>,
+) -> Result<Option<T>, RunOutcome> {
+    let Some(path) = path else { return Ok(None) };
+    secrets::read(path)
+        .and_then(|text| parse(path, &text))
+        .map(Some)
+        .map_err(|error| not_started(error.to_string()))
 }
 
 /// Nothing was sent.
@@ -138,6 +151,9 @@ pub(crate) fn problems(category: &Category) -> Vec<(&'static str, String)> {
             }
         }
         Some(BuiltIn::Email(email)) => {
+            if let Some(problem) = email::from_problem(&email.from) {
+                found.push(("from", problem));
+            }
             if let Some(path) = &email.credentials_file {
                 let parsed = secrets::read(path).and_then(|text| secrets::credentials(path, &text));
                 if let Err(error) = parsed {
