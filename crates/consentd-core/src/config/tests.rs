@@ -99,14 +99,27 @@ fn secs(n: u64) -> Duration {
 fn example_config_parses_and_summarizes() {
     let config =
         parse(include_str!("../../../../config.toml"), "config.toml").expect("example is valid");
-    let cat = &config.categories["publish_x"];
-    assert!(!cat.enabled);
-    assert!(cat.mandate_ok);
-    assert_eq!(cat.class, Class::External);
-    assert_eq!(cat.cost, Cost::None);
-    assert_eq!(cat.fields, ["reply_to"]);
-    assert_eq!(cat.label(Language::Ru), "Пост в X");
-    assert_eq!(cat.field_label("reply_to", Language::En), "Reply to");
+    // A real action out of the box: the bot posts to the owner's channel itself.
+    let post = &config.categories["channel_post"];
+    assert!(post.enabled);
+    assert!(post.mandate_ok);
+    assert_eq!(post.class, Class::External);
+    assert_eq!(post.cost, Cost::None);
+    assert_eq!(post.action, Some(BuiltIn::TelegramPost));
+    assert_eq!(post.target, Presence::Required);
+    assert_eq!(post.label(Language::Ru), "Пост в канал");
+    let hook = &config.categories["notify_team"];
+    assert!(!hook.enabled);
+    assert_eq!(hook.fields, ["channel"]);
+    assert_eq!(hook.field_label("channel", Language::En), "Channel");
+    assert_eq!(
+        hook.action,
+        Some(BuiltIn::Http(HttpAction {
+            url: "https://hooks.example.org/consentd".into(),
+            method: HttpMethod::Post,
+            headers_file: Some("/etc/consentd/notify-team.headers".into()),
+        }))
+    );
     assert_eq!(config.paths.state_dir, Path::new("/var/lib/consentd"));
     assert_eq!(config.paths.socket, Path::new("/run/consentd/consent.sock"));
     let zernio = &config.categories["publish_zernio"];
@@ -117,7 +130,7 @@ fn example_config_parses_and_summarizes() {
     );
     assert_eq!(
         config.summary(),
-        "ok: 2 categories (0 on), owner not paired yet, timezone UTC, quiet hours 23:00-08:00"
+        "ok: 3 categories (1 on), owner not paired yet, timezone UTC, quiet hours 23:00-08:00"
     );
 }
 
