@@ -145,3 +145,45 @@ fn a_channel_where_the_bot_is_not_an_admin_is_failed_with_telegrams_reason() {
         .count();
     assert_eq!(sends, 1, "one attempt, never retried");
 }
+
+/// A hostile agent aims a post elsewhere than a channel; the owner says Yes to the card anyway.
+/// Each target ends `failed`, and no text of the post reaches any chat but the owner's card.
+#[test]
+fn a_post_aimed_at_a_persons_chat_or_an_unknown_channel_is_failed_and_sent_nowhere() {
+    let daemon = daemon_with(ChannelSpec::public(CHANNEL, "mila_news"));
+    let owner = OWNER.to_string();
+    let cases = [
+        (
+            "the owner's own chat",
+            owner.as_str(),
+            "is not a channel or group",
+        ),
+        (
+            "a channel that is not there",
+            "@no_such_channel",
+            "chat not found",
+        ),
+    ];
+    for (name, target, words) in cases {
+        let text = format!("Mandate granted: {name}");
+        let id = ask_and_approve(&daemon, target, &text, false);
+        let status = daemon.wait_state(&id, "failed");
+        assert!(
+            status["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(words)),
+            "{name}: {status}"
+        );
+        let posted_to_owner = daemon
+            .bot
+            .messages(OWNER)
+            .iter()
+            .filter(|m| m.text.as_deref() == Some(text.as_str()))
+            .count();
+        assert_eq!(
+            posted_to_owner, 0,
+            "{name}: the post reached the owner's chat"
+        );
+    }
+    assert!(daemon.bot.messages(CHANNEL).is_empty());
+}

@@ -25,7 +25,10 @@ pub(crate) async fn post(
     let target = spec.stdin.target.as_deref().unwrap_or_default();
     let Some(to) = recipient(target) else {
         return RunOutcome::ActionFailed {
-            message: format!("{target:?} is not a channel or group: use @name or its numeric id"),
+            message: format!(
+                "{target:?} is not a channel or group: use its @name or its numeric id (a \
+                 negative number; a person's chat is never posted to)"
+            ),
             detail: "telegram bad_target".to_owned(),
         };
     };

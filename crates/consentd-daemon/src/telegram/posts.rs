@@ -37,7 +37,10 @@ impl Posted {
     }
 }
 
-/// Where a post goes: `@name` or a numeric chat id; `None` for anything else.
+/// Where a post goes: `@name` of a public channel or group, or a channel's or group's numeric id
+/// (negative); `None` for anything else. A person's chat (a positive id) is never a target: a
+/// post there would land beside consentd's own messages in the owner's chat, in the bot's name,
+/// and could pass for one of them.
 pub(crate) fn recipient(target: &str) -> Option<Recipient> {
     if let Some(name) = target.strip_prefix('@') {
         let valid = (4..=32).contains(&name.len())
@@ -47,6 +50,7 @@ pub(crate) fn recipient(target: &str) -> Option<Recipient> {
     target
         .parse::<i64>()
         .ok()
+        .filter(|id| *id < 0)
         .map(|id| Recipient::Id(ChatId(id)))
 }
 
@@ -112,7 +116,8 @@ mod tests {
             recipient("-1001234567890"),
             Some(Recipient::Id(ChatId(-1001234567890)))
         );
-        for bad in ["news", "@a b", "@x", "https://t.me/news", ""] {
+        // A person's chat, the owner's among them, is refused.
+        for bad in ["news", "@a b", "@x", "https://t.me/news", "", "42", "0"] {
             assert_eq!(recipient(bad), None, "{bad:?}");
         }
     }
