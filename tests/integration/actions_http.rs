@@ -1,7 +1,8 @@
 //! The `http` built-in action against a small HTTP server this test starts on loopback: the
 //! body as docs/CONFIG.md documents it, 2xx → executed, 500 → failed, a server that reads the
-//! request and never answers → outcome_unknown after the category's timeout with the request
-//! received once, and the headers file's secret in none of the daemon's outputs.
+//! request and never answers (or drops the connection) → outcome_unknown with the request
+//! received once, a server that cannot be reached → failed, and the headers file's secret in
+//! none of the daemon's outputs.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
@@ -25,6 +26,8 @@ enum Answer {
     Status(u16, &'static str),
     /// Reads the request, then holds the connection open without a word.
     Silent,
+    /// Reads the request, then closes the connection without a word.
+    Drop,
 }
 
 /// One request the server read.
@@ -76,6 +79,7 @@ impl Hook {
                         );
                     }
                     Answer::Silent => silent.push(stream),
+                    Answer::Drop => drop(stream),
                 }
             }
         });
@@ -268,6 +272,49 @@ fn a_server_that_never_answers_is_outcome_unknown_after_the_timeout_and_asked_on
         hook.received().len(),
         1,
         "the request was sent exactly once"
+    );
+    assert_secret_kept(&daemon, &id);
+}
+
+#[test]
+fn a_connection_dropped_after_the_request_is_outcome_unknown_and_not_sent_again() {
+    let hook = Hook::start(Answer::Drop);
+    let daemon = daemon_for(&hook);
+    let id = ask_and_approve(&daemon);
+    let status = daemon.wait_state(&id, "outcome_unknown");
+    assert!(
+        status["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("connection broke")),
+        "{status}"
+    );
+    assert_eq!(
+        hook.received().len(),
+        1,
+        "the request was sent exactly once"
+    );
+    assert_secret_kept(&daemon, &id);
+}
+
+#[test]
+fn a_server_that_cannot_be_reached_is_failed_since_nothing_was_sent() {
+    // A port that was just free: nothing listens there, the connection is refused.
+    let closed = Hook {
+        port: TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port(),
+        received: Arc::default(),
+    };
+    let daemon = daemon_for(&closed);
+    let id = ask_and_approve(&daemon);
+    let status = daemon.wait_state(&id, "failed");
+    assert!(
+        status["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("could not be sent")),
+        "{status}"
     );
     assert_secret_kept(&daemon, &id);
 }
