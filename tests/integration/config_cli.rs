@@ -128,11 +128,16 @@ impl Broken {
             "[telegram]\n{token}\napi_url = \"http://127.0.0.1:9\"\n\n\
              [paths]\nstate_dir = \"{dir}/state\"\nsocket = \"{dir}/run/consent.sock\"\n\n\
              [categories.post]\nlabel = {{ en = \"Post\" }}\nclass = \"external\"\n\
-             enabled = {enabled}\ncommand = [\"{command}\"]\n{extra}\n{tail}\n",
+             enabled = {enabled}\n{command}{extra}\n{tail}\n",
             token = self.token_line,
             dir = dir.display(),
             enabled = self.enabled,
-            command = self.command,
+            // An empty command leaves the key out (a built-in action's category).
+            command = if self.command.is_empty() {
+                String::new()
+            } else {
+                format!("command = [\"{}\"]\n", self.command)
+            },
             extra = self.extra,
             tail = self.tail,
         )
@@ -293,6 +298,108 @@ fn a_category_that_is_on_and_cannot_run_is_named_by_check_config_and_serve() {
             },
             &["categories.post.run_as"],
         );
+    }
+}
+
+/// A built-in action's category: each wrong combination of `command`, `action` and their keys,
+/// and each secret file the daemon could not use, is named by its key, by `check-config` and
+/// `serve` alike.
+#[test]
+fn each_wrong_builtin_action_is_named_by_its_key() {
+    let http = "action = \"http\"\nurl = \"http://127.0.0.1:9/hook\"\n";
+    let headers = |dir: &Path, mode: u32, text: &str| {
+        let path = dir.join("hook.headers");
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        format!("headers_file = \"{}\"\n", path.display())
+    };
+    type Edit = Box<dyn Fn(&mut Broken, &Path)>;
+    let rows: Vec<(&str, Edit, &[&str])> = vec![
+        (
+            "a command and an action",
+            Box::new(|b, _| {
+                b.extra =
+                    "action = \"telegram_post\"\ntarget = \"required\"\ntext = \"required\"".into()
+            }),
+            &["categories.post.command"],
+        ),
+        (
+            "neither a command nor an action",
+            Box::new(|b, _| b.command = String::new()),
+            &["categories.post.command"],
+        ),
+        (
+            "run_as with an action",
+            Box::new(move |b, _| {
+                b.command = String::new();
+                b.extra = format!("{http}run_as = \"nobody\"");
+            }),
+            &["categories.post.run_as"],
+        ),
+        (
+            "an http action without url",
+            Box::new(|b, _| {
+                b.command = String::new();
+                b.extra = "action = \"http\"".into();
+            }),
+            &["categories.post.url"],
+        ),
+        (
+            "a url on a command",
+            Box::new(|b, _| b.extra = "url = \"http://127.0.0.1:9/\"".into()),
+            &["categories.post.url"],
+        ),
+        (
+            "a telegram_post without a required target",
+            Box::new(|b, _| {
+                b.command = String::new();
+                b.extra = "action = \"telegram_post\"\ntext = \"required\"".into();
+            }),
+            &["categories.post.target"],
+        ),
+        (
+            "a headers_file that does not exist",
+            Box::new(move |b, dir| {
+                b.command = String::new();
+                b.extra = format!("{http}headers_file = \"{}/none\"", dir.display());
+            }),
+            &["categories.post.headers_file"],
+        ),
+        (
+            "a headers_file others may read",
+            Box::new(move |b, dir| {
+                b.command = String::new();
+                b.extra = format!("{http}{}", headers(dir, 0o644, "Authorization: Bearer x\n"));
+            }),
+            &["categories.post.headers_file"],
+        ),
+        (
+            "a headers_file with a bad line",
+            Box::new(move |b, dir| {
+                b.command = String::new();
+                b.extra = format!("{http}{}", headers(dir, 0o600, "Authorization Bearer x\n"));
+            }),
+            &["categories.post.headers_file"],
+        ),
+        (
+            "an email's credentials_file others may read",
+            Box::new(|b, dir| {
+                let path = dir.join("smtp");
+                std::fs::write(&path, "bot:secret\n").unwrap();
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+                b.command = String::new();
+                b.extra = format!(
+                    "action = \"email\"\ntarget = \"required\"\n\
+                     smtp_url = \"smtp://127.0.0.1:9?tls=none\"\nfrom = \"bot@example.org\"\n\
+                     credentials_file = \"{}\"",
+                    path.display()
+                );
+            }),
+            &["categories.post.credentials_file"],
+        ),
+    ];
+    for (name, edit, expected) in rows {
+        check_row(name, edit, expected);
     }
 }
 

@@ -1,6 +1,9 @@
 //! The one integration test binary: each module drives the real `consentd` binary through its
 //! real surfaces — the socket, the command line, the journal file.
 
+mod actions_email;
+mod actions_http;
+mod actions_post;
 mod approval_only;
 mod ask;
 mod ask_ttl;

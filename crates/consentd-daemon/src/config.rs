@@ -31,7 +31,7 @@ mod tests {
         let path = dir.path().join("config.toml");
         std::fs::write(&path, include_str!("../../../config.toml")).expect("write");
         let config = load(&path).expect("valid");
-        assert!(config.categories.contains_key("publish_x"));
+        assert!(config.categories.contains_key("channel_post"));
 
         std::fs::write(&path, "[paths]\nstate_dir = \"rel\"\n").expect("write");
         let err = load(&path).expect_err("invalid");

@@ -26,13 +26,14 @@
 //! - `owner`, the owner the intake and the consent loop share; `consent`, the consent loop;
 //!   `sender`, the outbox; `telegram`, the Bot API transport; `unreachable`, an episode of
 //!   Telegram refusing the bot (409, 401) the daemon serves through; `executor`, the command,
-//!   once.
+//!   once; `actions`, the built-in actions a category may run instead of a command.
 //! - `daemon`: `serve`, wiring the parts together; `pair`, a pairing code; `seal_key`, the
 //!   journal's sealing key; `sandbox` (the default-on `sandbox` feature), the daemon against the
 //!   `consentd-emulator` crate's Bot API emulator with the chat as a web page.
 //! - `clock`, `failpoint`: the real clocks and, in a `test-hooks` build, the shifted clock and
 //!   crash points.
 
+pub(crate) mod actions;
 pub(crate) mod backoff;
 pub mod clock;
 pub mod config;

@@ -7,7 +7,8 @@
 //!   `$CONSENTD_BOT_TOKEN` does;
 //! - any category with `run_as`: the process is root, which switching users needs;
 //! - each category that is on: `command[0]` is an executable regular file, the `run_as` user
-//!   exists, the `env_file` can be read. For a category that is off these are notes, not
+//!   exists, the `env_file` can be read; or, for a built-in action, its `headers_file` or
+//!   `credentials_file` is the daemon's, 0600, and reads as a run reads it. For a category that is off these are notes, not
 //!   problems: the daemon can start and every other category works, and the owner's On for it
 //!   is refused while the problem lasts ([`category_problem`]).
 //!
@@ -87,9 +88,9 @@ pub fn check(
     findings
 }
 
-/// The categories that are on, run a command, and have no `run_as`: their command runs as the
-/// daemon's user, so it can read the press key, the token file and the database, and write the
-/// journal. `serve` warns about each at start (docs/OPERATOR.md, "Least privilege").
+/// The categories that are on, run a command (not a built-in action), and have no `run_as`:
+/// their command runs as the daemon's user, so it can read the press key, the token file and the
+/// database, and write the journal. `serve` warns about each at start (docs/OPERATOR.md, "Least privilege").
 pub(crate) fn unconfined<'a>(
     categories: &'a BTreeMap<String, Category>,
     switches: &'a BTreeMap<String, bool>,
@@ -99,6 +100,7 @@ pub(crate) fn unconfined<'a>(
         .filter(|(name, category)| {
             consentd_core::config::category_enabled(Some(category), switches.get(*name).copied())
                 && category.mode == consentd_core::config::Mode::Run
+                && category.action.is_none()
                 && category.run_as.is_none()
         })
         .map(|(name, _)| name.as_str())
@@ -110,10 +112,16 @@ pub(crate) fn category_problem(category: &Category) -> Option<(&'static str, Str
     category_problems(category).next()
 }
 
-/// Why a category's runs could not start here, each with the key's last part. An
-/// approval-only category runs nothing here, so nothing of it is checked.
+/// Why a category's runs could not start here, each with the key's last part: its command's,
+/// or its built-in action's secret files (`crate::actions::problems`). An approval-only
+/// category runs nothing here, so nothing of it is checked.
 fn category_problems(category: &Category) -> impl Iterator<Item = (&'static str, String)> {
     let runs = category.mode == consentd_core::config::Mode::Run;
+    let builtin = if runs {
+        crate::actions::problems(category)
+    } else {
+        Vec::new()
+    };
     [
         ("command", command_problem(&category.command)),
         ("run_as", category.run_as.as_deref().and_then(user_problem)),
@@ -125,6 +133,7 @@ fn category_problems(category: &Category) -> impl Iterator<Item = (&'static str,
     .into_iter()
     .filter(move |_| runs)
     .filter_map(|(leaf, problem)| Some((leaf, problem?)))
+    .chain(builtin)
 }
 
 /// The bot token: the config's `token_file`, else `$CONSENTD_BOT_TOKEN`. Never logged; a problem

@@ -22,6 +22,10 @@ use teloxide::{ApiError, Bot, RequestError};
 
 use consentd_core::styled::{ButtonSpec, Style, Styled};
 
+mod posts;
+
+pub(crate) use posts::{recipient, Posted};
+
 /// How long one getUpdates call waits for updates, in seconds; well under the HTTP client's
 /// 17 s timeout, so a long poll is never cut by the client.
 pub(crate) const POLL_TIMEOUT_SECS: u32 = 10;

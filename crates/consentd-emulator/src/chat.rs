@@ -1,5 +1,5 @@
 //! The chat as tests see it: messages with their history and keyboards, the users and chats
-//! that updates come from, and answered callback queries.
+//! that updates come from, the channels the bot posts to, and answered callback queries.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -242,4 +242,51 @@ pub(crate) fn unix_now() -> i64 {
 
 pub(crate) fn utf16_len(text: &str) -> usize {
     text.encode_utf16().count()
+}
+
+/// A channel, and whether the bot may post in it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChannelSpec {
+    /// Negative, like `-1001234567890`.
+    pub id: i64,
+    /// Without the `@`; `None` for a private channel.
+    pub username: Option<String>,
+    pub title: String,
+    pub bot_is_admin: bool,
+}
+
+impl ChannelSpec {
+    /// A public channel `@username` where the bot is an administrator.
+    pub fn public(id: i64, username: &str) -> ChannelSpec {
+        ChannelSpec {
+            id,
+            username: Some(username.to_owned()),
+            title: username.to_owned(),
+            bot_is_admin: true,
+        }
+    }
+
+    /// A private channel (no username) where the bot is an administrator.
+    pub fn private(id: i64) -> ChannelSpec {
+        ChannelSpec {
+            id,
+            username: None,
+            title: "Private channel".to_owned(),
+            bot_is_admin: true,
+        }
+    }
+
+    /// The same channel, where the bot is not an administrator.
+    pub fn without_admin(mut self) -> ChannelSpec {
+        self.bot_is_admin = false;
+        self
+    }
+
+    pub(crate) fn to_json(&self) -> Value {
+        let mut chat = json!({"id": self.id, "type": "channel", "title": self.title});
+        if let Some(username) = &self.username {
+            chat["username"] = json!(username);
+        }
+        chat
+    }
 }

@@ -26,6 +26,8 @@ pub const BUTTON_DATA_INVALID: &str = "Bad Request: BUTTON_DATA_INVALID";
 pub const BAD_REPLY_MARKUP: &str = "Bad Request: can't parse reply keyboard markup JSON object";
 pub const CHAT_ID_EMPTY: &str = "Bad Request: chat_id is empty";
 pub const CHAT_NOT_FOUND: &str = "Bad Request: chat not found";
+/// A send to a channel where the bot is not an administrator.
+pub const NEED_ADMIN_RIGHTS: &str = "Bad Request: need administrator rights in the channel chat";
 pub const WRONG_FILE: &str = "Bad Request: wrong file identifier/HTTP URL specified";
 pub const BOT_COMMAND_INVALID: &str = "Bad Request: BOT_COMMAND_INVALID";
 pub const UNAUTHORIZED: &str = "Unauthorized";

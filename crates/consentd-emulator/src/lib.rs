@@ -28,6 +28,10 @@
 //!   `sendDocument`, `setMyCommands`, `getMyCommands`, `setWebhook`, `getWebhookInfo` and
 //!   `deleteWebhook` (while a webhook is set, `getUpdates` answers 409 as Telegram does).
 //!   Anything else answers 404 "Not Found", as Telegram does for an unknown method.
+//! * Channels a test adds ([`Emulator::add_channel`]): `sendMessage`, `sendPhoto` and
+//!   `sendDocument` take their `@username` or id as `chat_id`, refuse a channel where the bot is
+//!   not an administrator ("need administrator rights in the channel chat") and an unknown
+//!   `@username` ("chat not found"), and answer a channel post with `sender_chat` and no `from`.
 //! * Telegram's checks that bot code must cope with: text 1–4096 and captions ≤ 1024 (counted in
 //!   UTF-16 units, which is never fewer than code points, so a text passing here passes both
 //!   ways of counting), whitespace-only text, callback data 1–64 bytes, an edit that changes
@@ -116,7 +120,8 @@ mod state;
 mod updates;
 
 pub use chat::{
-    Button, CallbackAnswer, ChatMessage, ChatSpec, ContentKind, FileInfo, Revision, UserSpec,
+    Button, CallbackAnswer, ChannelSpec, ChatMessage, ChatSpec, ContentKind, FileInfo, Revision,
+    UserSpec,
 };
 pub use config::Config;
 pub use script::{retry_gaps, Call, Outcome, Scripted};

@@ -160,7 +160,7 @@ impl Edit {
 impl EmuState {
     /// `sendMessage`.
     fn send_message(&mut self, config: &Config, p: &Map<String, Value>) -> Result<Value, ApiFail> {
-        let chat_id = chat_id_param(p)?;
+        let chat_id = self.send_target(p)?;
         let text = str_param(p, "text").unwrap_or_default();
         check_text(&text, description::TEXT_TOO_LONG)?;
         let entities = entities_param(p, &text)?;
@@ -180,7 +180,7 @@ impl EmuState {
         field: &str,
     ) -> Result<Value, ApiFail> {
         let p = &params.values;
-        let chat_id = chat_id_param(p)?;
+        let chat_id = self.send_target(p)?;
         let caption = str_param(p, "caption").filter(|c| !c.is_empty());
         if caption
             .as_deref()
@@ -426,11 +426,11 @@ fn check_text(text: &str, too_long: &str) -> Result<(), ApiFail> {
     Ok(())
 }
 
-fn chat_id_param(params: &Map<String, Value>) -> Result<i64, ApiFail> {
+pub(crate) fn chat_id_param(params: &Map<String, Value>) -> Result<i64, ApiFail> {
     let value = params
         .get("chat_id")
         .ok_or_else(|| bad(description::CHAT_ID_EMPTY))?;
-    // "@channelname" chat ids name channels, which this emulator has none of.
+    // "@channelname" chat ids name channels: `EmuState::send_target` reads those for a send.
     as_i64(value).ok_or_else(|| bad(description::CHAT_NOT_FOUND))
 }
 
@@ -571,4 +571,28 @@ fn me_json(config: &Config) -> Value {
     me["can_connect_to_business"] = json!(false);
     me["has_main_web_app"] = json!(false);
     me
+}
+
+impl EmuState {
+    /// The chat a send names in `chat_id`: a number, or `@username` of a known channel; a
+    /// channel only where the bot is an administrator.
+    pub(crate) fn send_target(&self, params: &Map<String, Value>) -> Result<i64, ApiFail> {
+        let id = match params.get("chat_id") {
+            Some(Value::String(name)) if name.starts_with('@') => self
+                .channels
+                .values()
+                .find(|c| {
+                    c.username
+                        .as_deref()
+                        .is_some_and(|u| u.eq_ignore_ascii_case(&name[1..]))
+                })
+                .map(|c| c.id)
+                .ok_or_else(|| bad(description::CHAT_NOT_FOUND))?,
+            _ => chat_id_param(params)?,
+        };
+        match self.channels.get(&id) {
+            Some(channel) if !channel.bot_is_admin => Err(bad(description::NEED_ADMIN_RIGHTS)),
+            _ => Ok(id),
+        }
+    }
 }

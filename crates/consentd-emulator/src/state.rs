@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use serde_json::{json, Map, Value};
 
-use crate::chat::{utf16_len, CallbackAnswer, ChatMessage, ContentKind, FileInfo, UserSpec};
+use crate::chat::{
+    utf16_len, CallbackAnswer, ChannelSpec, ChatMessage, ContentKind, FileInfo, UserSpec,
+};
 use crate::config::Config;
 use crate::script::{Call, Scripted};
 
@@ -46,6 +48,8 @@ pub(crate) struct EmuState {
     pub(crate) file_bytes: HashMap<String, axum::body::Bytes>,
     /// The webhook `setWebhook` set (empty: none), which makes `getUpdates` fail.
     pub(crate) webhook: String,
+    /// The channels tests added, by id.
+    pub(crate) channels: BTreeMap<i64, ChannelSpec>,
 }
 
 impl EmuState {
@@ -66,6 +70,7 @@ impl EmuState {
             files: HashMap::new(),
             file_bytes: HashMap::new(),
             webhook: String::new(),
+            channels: BTreeMap::new(),
         }
     }
 
@@ -101,6 +106,9 @@ impl EmuState {
     }
 
     fn chat_json(&self, chat_id: i64) -> Value {
+        if let Some(channel) = self.channels.get(&chat_id) {
+            return channel.to_json();
+        }
         if chat_id > 0 {
             let mut chat = json!({"id": chat_id, "type": "private"});
             match self.users.get(&chat_id) {
@@ -122,12 +130,17 @@ impl EmuState {
     pub(crate) fn render(&self, config: &Config, m: &ChatMessage) -> Value {
         let mut o = Map::new();
         o.insert("message_id".into(), json!(m.message_id));
-        let from = if m.outgoing {
-            bot_user_json(config)
+        if let Some(channel) = self.channels.get(&m.chat_id) {
+            // A channel post comes from the channel, not from a user.
+            o.insert("sender_chat".into(), channel.to_json());
         } else {
-            self.user_json(m.from_id)
-        };
-        o.insert("from".into(), from);
+            let from = if m.outgoing {
+                bot_user_json(config)
+            } else {
+                self.user_json(m.from_id)
+            };
+            o.insert("from".into(), from);
+        }
         o.insert("chat".into(), self.chat_json(m.chat_id));
         o.insert("date".into(), json!(m.date));
         if let Some(edit_date) = m.edit_date {

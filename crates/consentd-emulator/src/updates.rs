@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use serde_json::{json, Value};
 
-use crate::chat::{unix_now, ChatMessage, ChatSpec, ContentKind, FileInfo, UserSpec};
+use crate::chat::{unix_now, ChannelSpec, ChatMessage, ChatSpec, ContentKind, FileInfo, UserSpec};
 use crate::params::as_i64;
 use crate::script::Scripted;
 use crate::server::Emulator;
@@ -332,5 +332,12 @@ impl Emulator {
     /// aside). Once it is above zero, an update pushed gets an id the poller will not skip.
     pub fn polls(&self) -> u64 {
         self.state().poll_generation
+    }
+}
+
+impl Emulator {
+    /// Adds (or replaces) a channel the bot may be asked to post to.
+    pub fn add_channel(&self, channel: ChannelSpec) {
+        self.state().channels.insert(channel.id, channel);
     }
 }

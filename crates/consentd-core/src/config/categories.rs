@@ -1,5 +1,5 @@
 //! `[categories.NAME]`: each category's label, class, what its card shows, its cost and the
-//! command that runs it.
+//! command or built-in action (`builtin`) that runs it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use toml::{Table, Value};
 
+use super::builtin::{builtin, BuiltIn, BUILTIN_KEYS};
 use super::walker::{fmt_duration, join, type_name, Walker};
 use super::{
     is_valid_kind, parse_money, Category, Class, Cost, Language, Mode, Presence, CATEGORY_KEYS,
@@ -107,7 +108,8 @@ pub(super) fn category(
     }
 
     let cost = category_cost(w, p, t);
-    let (mode, (command, run_as, env_file, timeout)) = category_runs(w, p, t);
+    let card = (target, text, attachments);
+    let (mode, (command, run_as, env_file, timeout), action) = category_runs(w, p, t, card);
 
     Some(Category {
         name: name.to_owned(),
@@ -123,6 +125,7 @@ pub(super) fn category(
         cost,
         mode,
         command: command?,
+        action,
         run_as,
         env_file,
         timeout,
@@ -137,29 +140,53 @@ type Runs = (
     Duration,
 );
 
-/// `mode`, and what running the category takes (an approve category has none of it).
-fn category_runs(w: &mut Walker, p: &str, t: &Table) -> (Mode, Runs) {
+/// `mode`, and what running the category takes (an approve category has none of it): a
+/// command, or a built-in action (with no command, `run_as` or `env_file`). `card` is what its
+/// asks carry (target, text, attachments), which a built-in action must fit.
+fn category_runs(
+    w: &mut Walker,
+    p: &str,
+    t: &Table,
+    card: (Presence, Presence, usize),
+) -> (Mode, Runs, Option<BuiltIn>) {
     let choices = [("run", Mode::Run), ("approve", Mode::Approve)];
     let mode = w.choice(t, p, "mode", &choices).unwrap_or_default();
-    let runs = match mode {
-        Mode::Run => (
-            category_command(w, p, t),
-            category_run_as(w, p, t),
-            w.abs_path(t, p, "env_file"),
-            category_timeout(w, p, t),
-        ),
+    match mode {
+        Mode::Run if t.contains_key("action") => {
+            let (target, text, attachments) = card;
+            let action = builtin(w, p, t, target, text, attachments);
+            let command = action.as_ref().map(|_| Vec::new());
+            let timeout = category_timeout(w, p, t);
+            (mode, (command, None, None, timeout), action)
+        }
+        Mode::Run => {
+            // Reports an action's keys on a command's category.
+            let (target, text, attachments) = card;
+            builtin(w, p, t, target, text, attachments);
+            let runs = (
+                category_command(w, p, t),
+                category_run_as(w, p, t),
+                w.abs_path(t, p, "env_file"),
+                category_timeout(w, p, t),
+            );
+            (mode, runs, None)
+        }
         Mode::Approve => {
             approve_has_nothing_to_run(w, p, t);
-            (Some(Vec::new()), None, None, DEFAULT_COMMAND_TIMEOUT)
+            (
+                mode,
+                (Some(Vec::new()), None, None, DEFAULT_COMMAND_TIMEOUT),
+                None,
+            )
         }
-    };
-    (mode, runs)
+    }
 }
 
 /// An approval-only category runs nothing in consentd: each key that says how to run something
 /// is a problem by its name, so a config cannot look as if consentd ran it.
 fn approve_has_nothing_to_run(w: &mut Walker, p: &str, t: &Table) {
-    for key in ["command", "run_as", "env_file", "timeout"] {
+    let runs = ["command", "run_as", "env_file", "timeout"];
+    for &key in runs.iter().chain(BUILTIN_KEYS) {
         if t.contains_key(key) {
             w.report(
                 join(p, key),
@@ -369,7 +396,13 @@ pub(super) fn category_command(w: &mut Walker, p: &str, t: &Table) -> Option<Vec
     let example = "an argv list like [\"/usr/lib/consentd/publish-x\"]";
     let Some(items) = w.array(t, p, "command", example) else {
         if !t.contains_key("command") {
-            w.report(key, format!("required; {example}"));
+            w.report(
+                key,
+                format!(
+                    "required, or a built-in action instead (action = \"telegram_post\", \"http\" \
+                     or \"email\"); {example}"
+                ),
+            );
         }
         return None;
     };

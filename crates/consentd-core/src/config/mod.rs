@@ -17,7 +17,8 @@
 //! The parts: this file holds the typed values, the entry points and the walk's order;
 //! `problems` what is wrong and where, `syntax` the strict syntaxes, `walker` the typed getters
 //! and the words of messages, `sections` the small tables, `limits` the table of limit rules,
-//! and `categories` the categories.
+//! `categories` the categories, and `builtin` the built-in actions a category may run instead
+//! of a command.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -30,6 +31,7 @@ use chrono_tz::Tz;
 use rust_decimal::Decimal;
 use toml::Table;
 
+mod builtin;
 mod categories;
 pub(crate) mod limits;
 mod listen;
@@ -40,6 +42,7 @@ mod walker;
 
 #[cfg(test)]
 use crate::protocol::ASK_KEYS;
+pub use builtin::{BuiltIn, EmailAction, HttpAction, HttpMethod, SmtpServer, SmtpTls};
 use categories::categories;
 use limits::limits;
 pub(crate) use limits::Limits;
@@ -113,6 +116,13 @@ const CATEGORY_KEYS: &[&str] = &[
     "timeout",
     "field_labels",
     "mode",
+    "action",
+    "url",
+    "method",
+    "headers_file",
+    "smtp_url",
+    "credentials_file",
+    "from",
 ];
 const LABEL_KEYS: &[&str] = &["en", "ru", "pt"];
 
@@ -298,8 +308,11 @@ pub struct Category {
     pub(crate) cost: Cost,
     /// Whether consentd runs the action (`run`) or the agent does, once approved (`approve`).
     pub mode: Mode,
-    /// The argv consentd runs; empty for an approve category, which has none.
+    /// The argv consentd runs; empty for an approve category, which has none, and for a
+    /// category run by a built-in action.
     pub command: Vec<String>,
+    /// The built-in action that runs the category instead of a command (`action`).
+    pub action: Option<BuiltIn>,
     pub run_as: Option<String>,
     pub env_file: Option<PathBuf>,
     pub timeout: Duration,

@@ -99,14 +99,27 @@ fn secs(n: u64) -> Duration {
 fn example_config_parses_and_summarizes() {
     let config =
         parse(include_str!("../../../../config.toml"), "config.toml").expect("example is valid");
-    let cat = &config.categories["publish_x"];
-    assert!(!cat.enabled);
-    assert!(cat.mandate_ok);
-    assert_eq!(cat.class, Class::External);
-    assert_eq!(cat.cost, Cost::None);
-    assert_eq!(cat.fields, ["reply_to"]);
-    assert_eq!(cat.label(Language::Ru), "Пост в X");
-    assert_eq!(cat.field_label("reply_to", Language::En), "Reply to");
+    // A real action out of the box: the bot posts to the owner's channel itself.
+    let post = &config.categories["channel_post"];
+    assert!(post.enabled);
+    assert!(post.mandate_ok);
+    assert_eq!(post.class, Class::External);
+    assert_eq!(post.cost, Cost::None);
+    assert_eq!(post.action, Some(BuiltIn::TelegramPost));
+    assert_eq!(post.target, Presence::Required);
+    assert_eq!(post.label(Language::Ru), "Пост в канал");
+    let hook = &config.categories["notify_team"];
+    assert!(!hook.enabled);
+    assert_eq!(hook.fields, ["channel"]);
+    assert_eq!(hook.field_label("channel", Language::En), "Channel");
+    assert_eq!(
+        hook.action,
+        Some(BuiltIn::Http(HttpAction {
+            url: "https://hooks.example.org/consentd".into(),
+            method: HttpMethod::Post,
+            headers_file: Some("/etc/consentd/notify-team.headers".into()),
+        }))
+    );
     assert_eq!(config.paths.state_dir, Path::new("/var/lib/consentd"));
     assert_eq!(config.paths.socket, Path::new("/run/consentd/consent.sock"));
     let zernio = &config.categories["publish_zernio"];
@@ -117,7 +130,7 @@ fn example_config_parses_and_summarizes() {
     );
     assert_eq!(
         config.summary(),
-        "ok: 2 categories (0 on), owner not paired yet, timezone UTC, quiet hours 23:00-08:00"
+        "ok: 3 categories (1 on), owner not paired yet, timezone UTC, quiet hours 23:00-08:00"
     );
 }
 
@@ -1911,4 +1924,274 @@ fn a_bad_listener_is_refused_with_its_key_named() {
         assert_problem(&problems_of(&[BASE, &third(body)]), key, words);
     }
     check_problem("listen = 3", "listen", "an array of tables");
+}
+
+// --- built-in actions ---
+
+/// A category for a built-in action, without one; each case adds its keys, or replaces these.
+const BUILTIN: &str = r#"
+[categories.post]
+label = { en = "Post" }
+class = "external"
+target = "required"
+text = "required"
+"#;
+
+/// The problems of [`BUILTIN`] with `body`'s keys.
+fn builtin_problems(body: &str) -> Vec<ConfigProblem> {
+    let body = format!("[categories.post]\n{body}");
+    match validate(&table_of(&[BASE, BUILTIN, &body]), &mut no_more_checks) {
+        Ok(config) => panic!("expected problems, got {:?}", config.categories["post"]),
+        Err(problems) => problems,
+    }
+}
+
+fn builtin_ok(body: &str) -> Category {
+    let body = format!("[categories.post]\n{body}");
+    let config = validate(&table_of(&[BASE, BUILTIN, &body]), &mut no_more_checks)
+        .unwrap_or_else(|p| panic!("{body}: expected valid, got:\n{}", render_problems(&p)));
+    config.categories["post"].clone()
+}
+
+#[test]
+fn each_wrong_combination_of_command_and_action_is_named_by_its_key() {
+    let http = "action = \"http\"\nurl = \"https://hooks.example.org/x\"\n";
+    let email = "action = \"email\"\nsmtp_url = \"smtps://smtp.example.org\"\n\
+                 from = \"bot@example.org\"\n";
+    let cases: Vec<(&str, String, &str, &str)> = vec![
+        ("neither", String::new(), "command", "or a built-in action"),
+        (
+            "both",
+            "action = \"telegram_post\"\ncommand = [\"/bin/true\"]\n".into(),
+            "command",
+            "either a command or a built-in action",
+        ),
+        (
+            "run_as with an action",
+            "action = \"telegram_post\"\nrun_as = \"nobody\"\n".into(),
+            "run_as",
+            "runs inside consentd",
+        ),
+        (
+            "env_file with an action",
+            format!("{http}env_file = \"/etc/consentd/x.env\"\n"),
+            "env_file",
+            "runs inside consentd",
+        ),
+        (
+            "an unknown action",
+            "action = \"ftp\"\n".into(),
+            "action",
+            "is not one of",
+        ),
+        (
+            "http without url",
+            "action = \"http\"\n".into(),
+            "url",
+            "required",
+        ),
+        (
+            "a url that is not http",
+            "action = \"http\"\nurl = \"ftp://x.example.org\"\n".into(),
+            "url",
+            "http:// or https://",
+        ),
+        (
+            "a password in the url",
+            "action = \"http\"\nurl = \"https://u:secret@x.example.org/\"\n".into(),
+            "url",
+            "headers_file",
+        ),
+        (
+            "a method without a body",
+            format!("{http}method = \"GET\"\n"),
+            "method",
+            "is not one of",
+        ),
+        (
+            "a relative headers_file",
+            format!("{http}headers_file = \"headers\"\n"),
+            "headers_file",
+            "absolute path",
+        ),
+        (
+            "url on telegram_post",
+            "action = \"telegram_post\"\nurl = \"https://x.example.org\"\n".into(),
+            "url",
+            "only an action = \"http\" takes url",
+        ),
+        (
+            "smtp_url on http",
+            format!("{http}smtp_url = \"smtps://smtp.example.org\"\n"),
+            "smtp_url",
+            "only an action = \"email\" takes smtp_url",
+        ),
+        (
+            "headers_file with a command",
+            "command = [\"/bin/true\"]\nheaders_file = \"/etc/consentd/h\"\n".into(),
+            "headers_file",
+            "has no action",
+        ),
+        (
+            "email without smtp_url",
+            "action = \"email\"\nfrom = \"bot@example.org\"\n".into(),
+            "smtp_url",
+            "required",
+        ),
+        (
+            "email without from",
+            "action = \"email\"\nsmtp_url = \"smtps://smtp.example.org\"\n".into(),
+            "from",
+            "required",
+        ),
+        (
+            "a from that is no address",
+            "action = \"email\"\nsmtp_url = \"smtps://smtp.example.org\"\nfrom = \"bot\"\n".into(),
+            "from",
+            "not an address",
+        ),
+        (
+            "plain SMTP to another machine",
+            "action = \"email\"\nsmtp_url = \"smtp://smtp.example.org?tls=none\"\n\
+             from = \"bot@example.org\"\n"
+                .into(),
+            "smtp_url",
+            "only for a relay on this machine",
+        ),
+        (
+            "a look-alike of loopback",
+            "action = \"email\"\nsmtp_url = \"smtp://127.example.org?tls=none\"\n\
+             from = \"bot@example.org\"\n"
+                .into(),
+            "smtp_url",
+            "only for a relay on this machine",
+        ),
+        (
+            "a password in smtp_url",
+            "action = \"email\"\nsmtp_url = \"smtps://u:p@smtp.example.org\"\n\
+             from = \"bot@example.org\"\n"
+                .into(),
+            "smtp_url",
+            "credentials_file",
+        ),
+        (
+            "a relative credentials_file",
+            format!("{email}credentials_file = \"creds\"\n"),
+            "credentials_file",
+            "absolute path",
+        ),
+        (
+            "a post without a required target",
+            "action = \"telegram_post\"\ntarget = \"optional\"\n".into(),
+            "target",
+            "needs target = \"required\"",
+        ),
+        (
+            "an email without a required target",
+            format!("{email}target = \"none\"\n"),
+            "target",
+            "needs target = \"required\"",
+        ),
+        (
+            "a post with nothing to post",
+            "action = \"telegram_post\"\ntext = \"none\"\n".into(),
+            "text",
+            "nothing to post",
+        ),
+    ];
+    for (name, body, leaf, words) in cases {
+        let problems = builtin_problems(&body);
+        let key = format!("categories.post.{leaf}");
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.key == key && p.message.contains(words)),
+            "{name}: no problem at {key} with {words:?}; got:\n{}",
+            render_problems(&problems)
+        );
+    }
+}
+
+#[test]
+fn an_approve_category_takes_no_action() {
+    for key in [
+        "action = \"telegram_post\"",
+        "url = \"https://x.example.org\"",
+    ] {
+        let leaf = key.split(' ').next().unwrap();
+        let snippet = format!(
+            "[categories.x]\nlabel = {{ en = \"X\" }}\nclass = \"external\"\n\
+             mode = \"approve\"\n{key}\n"
+        );
+        assert_problem(
+            &problems_of(&[BASE, &snippet]),
+            &format!("categories.x.{leaf}"),
+            "runs nothing in consentd",
+        );
+    }
+}
+
+#[test]
+fn each_builtin_action_reads_its_keys() {
+    let post = builtin_ok("action = \"telegram_post\"\n");
+    assert_eq!(post.action, Some(BuiltIn::TelegramPost));
+    assert!(post.command.is_empty());
+
+    let http = builtin_ok(
+        "action = \"http\"\nurl = \"https://hooks.example.org/x?y=1\"\n\
+         headers_file = \"/etc/consentd/hook.headers\"\ntimeout = \"5s\"\n",
+    );
+    assert_eq!(
+        http.action,
+        Some(BuiltIn::Http(HttpAction {
+            url: "https://hooks.example.org/x?y=1".into(),
+            method: HttpMethod::Post,
+            headers_file: Some("/etc/consentd/hook.headers".into()),
+        }))
+    );
+    assert_eq!(http.timeout, secs(5));
+    let put = builtin_ok("action = \"http\"\nurl = \"http://127.0.0.1:9/\"\nmethod = \"PUT\"\n");
+    assert!(matches!(
+        put.action,
+        Some(BuiltIn::Http(HttpAction {
+            method: HttpMethod::Put,
+            ..
+        }))
+    ));
+
+    let smtp = |url: &str| match builtin_ok(&format!(
+        "action = \"email\"\nsmtp_url = \"{url}\"\nfrom = \"Bot <bot@example.org>\"\n\
+         credentials_file = \"/etc/consentd/smtp\"\n"
+    ))
+    .action
+    {
+        Some(BuiltIn::Email(email)) => (email.smtp.host, email.smtp.port, email.smtp.tls),
+        other => panic!("{other:?}"),
+    };
+    let cases = [
+        (
+            "smtps://smtp.example.org",
+            ("smtp.example.org", 465, SmtpTls::Implicit),
+        ),
+        (
+            "smtp://smtp.example.org",
+            ("smtp.example.org", 587, SmtpTls::StartTls),
+        ),
+        (
+            "smtp://smtp.example.org:2525",
+            ("smtp.example.org", 2525, SmtpTls::StartTls),
+        ),
+        (
+            "smtp://127.0.0.1:2525?tls=none",
+            ("127.0.0.1", 2525, SmtpTls::None),
+        ),
+        (
+            "smtp://localhost?tls=none",
+            ("localhost", 587, SmtpTls::None),
+        ),
+        ("smtp://[::1]:25?tls=none", ("::1", 25, SmtpTls::None)),
+    ];
+    for (url, (host, port, tls)) in cases {
+        assert_eq!(smtp(url), (host.to_owned(), port, tls), "{url}");
+    }
 }

@@ -104,7 +104,8 @@ impl Consent {
         self.spawn_run(record, runs)
     }
 
-    /// Starts a claimed record's command on its own task; its end comes back as an event.
+    /// Starts a claimed record's command (or its category's built-in action) on its own task;
+    /// its end comes back as an event.
     fn spawn_run(&self, record: Record, runs: &TaskTracker) -> Result<(), StoreError> {
         // The claim and its `used` line are durable: from here the command may start.
         crate::failpoint::hit("after_claim");
@@ -133,12 +134,16 @@ impl Consent {
             return Ok(());
         }
         let spec = self.run_spec(&record.id, action, category);
+        let builtin = category.action.clone();
         // The run records its own outcome: runs of different records end side by side, and
         // their store calls share commits (group commit), instead of queueing in the loop.
         let consent = self.clone();
         let id = record.id;
         runs.spawn(async move {
-            let outcome = executor::run(&spec).await;
+            let outcome = match &builtin {
+                Some(action) => crate::actions::run(action, &spec, &consent.telegram).await,
+                None => executor::run(&spec).await,
+            };
             crate::failpoint::hit("after_exit");
             consent.record_outcome(id, outcome).await;
         });
@@ -203,6 +208,20 @@ impl Consent {
                 message: Some("the command did not finish in time and was killed".into()),
                 stderr: Some(stderr),
                 detail: Some("timeout".into()),
+            },
+            RunOutcome::ActionFailed { message, detail } => Finish {
+                state: RecordState::Failed,
+                result: None,
+                message: Some(message),
+                stderr: None,
+                detail: Some(detail),
+            },
+            RunOutcome::Unknown { message, detail } => Finish {
+                state: RecordState::OutcomeUnknown,
+                result: None,
+                message: Some(message),
+                stderr: None,
+                detail: Some(detail),
             },
             RunOutcome::NotStarted { reason } => Finish {
                 state: RecordState::Failed,

@@ -144,6 +144,11 @@ pub enum RunOutcome {
     TimedOut { stderr: String },
     /// The command did not run.
     NotStarted { reason: String },
+    /// A built-in action (`crate::actions`) was refused or failed: what the owner reads, and
+    /// the journal's short word for it (no text of the answer, which may hold anything).
+    ActionFailed { message: String, detail: String },
+    /// A built-in action's request went out and how it ended is not known.
+    Unknown { message: String, detail: String },
 }
 
 /// Why a run did not start. Each message names what to fix.
