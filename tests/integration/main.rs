@@ -39,6 +39,7 @@ mod opening;
 mod origin;
 mod owner;
 mod privilege;
+mod raise;
 mod runs;
 mod runs_reaped;
 mod sandbox;

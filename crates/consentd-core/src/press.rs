@@ -57,10 +57,13 @@ pub enum PressAction {
     Always,
     /// Removes a saved exact rule (`/rules`); its subject is the rule's id.
     Remove,
+    /// "Raise today" on the receipt of the action that used up its mandate's day
+    /// (`crate::raise`); its subject is that action's record.
+    Raise,
 }
 
 impl PressAction {
-    pub(crate) const ALL: [PressAction; 11] = [
+    pub(crate) const ALL: [PressAction; 12] = [
         PressAction::Yes,
         PressAction::No,
         PressAction::Resume,
@@ -72,6 +75,7 @@ impl PressAction {
         PressAction::Suggest,
         PressAction::Always,
         PressAction::Remove,
+        PressAction::Raise,
     ];
 
     /// The letter written in the callback data.
@@ -88,6 +92,7 @@ impl PressAction {
             PressAction::Suggest => 'm',
             PressAction::Always => 'a',
             PressAction::Remove => 'x',
+            PressAction::Raise => 'l',
         }
     }
 
@@ -109,6 +114,7 @@ impl PressAction {
             PressAction::Suggest => "suggest",
             PressAction::Always => "always",
             PressAction::Remove => "remove",
+            PressAction::Raise => "raise",
         }
     }
 
@@ -136,6 +142,7 @@ impl PressAction {
                 | PressAction::Grant
                 | PressAction::Decline
                 | PressAction::Always
+                | PressAction::Raise
         )
     }
 }

@@ -63,6 +63,7 @@ pub use migrate::SCHEMA;
 pub mod outbox;
 pub mod owner;
 pub mod pairing;
+pub mod raises;
 mod readings;
 mod records;
 mod refusals;

@@ -12,7 +12,8 @@ use crate::StoreError;
 /// The stranger presses (11) and the journal's seals (12) were written side by side on branches
 /// of their own, when 9 was the last migration, and merged with those numbers, before any
 /// release. Only the number matters (`user_version`), so a database at 9 goes on to 11; a 10
-/// must never be added now, since a database at 21 would never run it.
+/// must never be added now, since a database at 21 would never run it. The mandates' raises
+/// (23) were written beside another branch's 22, on the same terms.
 pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("migrations/0001_init.sql")),
     (2, include_str!("migrations/0002_telegram.sql")),
@@ -34,6 +35,7 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (19, include_str!("migrations/0019_exact_rules.sql")),
     (20, include_str!("migrations/0020_declines_per_uid.sql")),
     (21, include_str!("migrations/0021_attachment_copies.sql")),
+    (23, include_str!("migrations/0023_mandate_raises.sql")),
 ];
 
 /// The schema this build writes: the last migration's number. A database above it is refused;

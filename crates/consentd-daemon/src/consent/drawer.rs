@@ -64,6 +64,7 @@ impl Consent {
             tz: self.config.owner.timezone,
             origin: row.origin.as_deref(),
             suggested_after: row.suggested_after,
+            raised_today: row.raised_today,
         }
     }
 

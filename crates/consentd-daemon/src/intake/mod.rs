@@ -322,6 +322,7 @@ impl Intake {
             tz: self.config.owner.timezone,
             origin: request.origin.as_deref(),
             suggested_after: None,
+            raised_today: None,
         };
         card::mandate::try_render_mandate_card(&view, now, &self.locales, lang, now)
             .map(|_| ())
