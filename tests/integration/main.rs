@@ -6,6 +6,7 @@ mod ask;
 mod ask_ttl;
 mod attachments;
 mod attention;
+mod attention_code;
 mod binding;
 mod budgets;
 mod budgets_disk;
