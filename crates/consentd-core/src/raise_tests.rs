@@ -241,3 +241,28 @@ fn steps_round_up_and_the_next_step_is_above() {
         );
     }
 }
+
+/// A Raise names the record whose receipt carried it: data with `l` and a kind name or a
+/// suggestion id is malformed, never read as a subject to look up; a record's is read.
+#[test]
+fn a_raise_press_names_a_record_or_is_malformed() {
+    use crate::press::{parse_callback, PressAction, PressKey, PressRejection, KEY_LEN};
+    let key = PressKey::from_bytes([7u8; KEY_LEN]);
+    let digest = "ab".repeat(32);
+    for subject in ["publish_x", "m_0123456789abcdef0123"] {
+        let data = key.sign(PressAction::CategoryOn, subject, &digest, 42);
+        let as_raise = data.replacen(".o.", ".l.", 1);
+        assert_eq!(
+            parse_callback(&as_raise).map(|c| c.subject),
+            Err(PressRejection::Malformed),
+            "{subject} after l"
+        );
+    }
+    let record = "r_0123456789abcdef0123";
+    let data = key.sign(PressAction::Raise, record, &digest, 42);
+    let parsed = parse_callback(&data).unwrap();
+    assert_eq!(
+        (parsed.action, parsed.subject.as_str()),
+        (PressAction::Raise, record)
+    );
+}
