@@ -111,6 +111,7 @@ fuzz_target!(|bytes: &[u8]| {
                         | PressAction::Grant
                         | PressAction::Decline
                         | PressAction::Always
+                        | PressAction::Raise
                 ) || press::is_record_id(&subject)
             );
             // The MAC binds the digest: the same press never answers another card.

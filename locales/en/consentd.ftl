@@ -274,6 +274,13 @@ suggest-card = Suggested by consentd after you said yes { $approvals } { $approv
     } in 7 days; the agent did not ask for it.
 button-suggest = Review terms
 stale-suggestion = This suggestion was already opened, or is over.
+suggest-based-on = You approved up to { $busiest } a day; this allows { $allows }.
+suggest-based-on-money = You approved up to ${ $usd_busiest } a day; this allows ${ $usd_allows }.
+button-raise = Raise today
+receipt-raise = That used up today's limit. “Raise today” lifts it, for the rest of today, to:
+mandate-raised-today = Raised by you for today only; tomorrow it is as granted.
+raise-done = “{ $label }”: raised for the rest of today. Tomorrow it is as granted.
+stale-raise = This was already raised today, or can no longer be.
 
 # Exact rules ("Always here"): a hook's gate card, /rules, the evening summary.
 card-hook = Call: { $agent } · { $tool } · in { $cwd }

@@ -277,6 +277,13 @@ suggest-card = Sugerido pelo consentd após { $approvals } { $approvals ->
     } em 7 dias; o agente não pediu isto.
 button-suggest = Ver termos
 stale-suggestion = Esta sugestão já foi aberta ou terminou.
+suggest-based-on = Você aprovou até { $busiest } por dia; isto permite { $allows }.
+suggest-based-on-money = Você aprovou até US${ "\u00A0" }{ $usd_busiest } por dia; isto permite US${ "\u00A0" }{ $usd_allows }.
+button-raise = Aumentar hoje
+receipt-raise = Isso esgotou o limite de hoje. “Aumentar hoje” o eleva, até o fim do dia, para:
+mandate-raised-today = Aumentado por você só para hoje; amanhã volta ao concedido.
+raise-done = “{ $label }”: aumentado até o fim do dia. Amanhã volta ao concedido.
+stale-raise = Isto já foi aumentado hoje, ou não pode mais ser.
 
 # Regras exatas ("Sempre aqui"): o cartão de um hook, /rules, o resumo da noite.
 card-hook = Chamada: { $agent } · { $tool } · em { $cwd }

@@ -3,7 +3,12 @@
 //! once with them off. Each simulated day prints a row — asks, cards, receipts, loud messages in
 //! quiet hours, suggestions, and cards per 100 routine actions — and the replay asserts the
 //! contract's hard limits: no loud message in quiet hours but an urgent one, no card beyond the
-//! night limit, no mandate opened without the owner's Grant on its card just before.
+//! night limit, no mandate opened without the owner's Grant on its card just before, no day
+//! raised without the owner's Raise today on that receipt just before. It is also a gate on the
+//! owner's attention: the cards for posts and images (the routine work a mandate is for) from
+//! day 2, per 100 of them that ran, stay within [`ROUTINE_BOUND_EVERY_FIRST`] for an owner who
+//! accepts every first suggestion and [`ROUTINE_BOUND_IMAGES_IGNORED`] for one who ignores the
+//! images' suggestion.
 //!
 //! `cargo test --test integration attention -- --nocapture` prints the tables.
 //!
@@ -39,6 +44,20 @@ const OWNER_DELAY: i64 = 60;
 
 /// How long the daemon may take to finish a step before the replay fails, in real time.
 const PATIENCE: Duration = Duration::from_secs(20);
+
+/// At most this many cards for posts and images per 100 that ran, from day 2, for the owner who
+/// accepts every first suggestion (and presses Raise today when a receipt offers it).
+const ROUTINE_BOUND_EVERY_FIRST: f64 = 5.0;
+
+/// The same for the owner who ignores the suggestion that names no channel (the images').
+/// Every image is then a card: 25 of this week's 74 routine actions that run from day 2, 33.8
+/// per 100 however few cards the posts take, so no bound under that can hold without a mandate
+/// the owner did not grant. This one leaves the posts about 2 cards per 100 above that floor.
+const ROUTINE_BOUND_IMAGES_IGNORED: f64 = 36.0;
+
+/// A replayed week's real time may not pass this, on a loaded 2-core machine (three runs at
+/// once; each took about 15 s there).
+pub(crate) const WEEK_TIME_BOUND: Duration = Duration::from_secs(150);
 
 /// A post or a reply: each names its one target, and a mandate may cover it.
 const EXTERNAL: &str =
@@ -164,6 +183,8 @@ struct Figures {
     days: BTreeMap<u32, DayRow>,
     /// The cards of days 2-7 by kind ("mandate" for a mandate card).
     cards_by_kind: BTreeMap<String, usize>,
+    /// The owner's Raise today presses.
+    raises: usize,
 }
 
 impl Figures {
@@ -193,16 +214,13 @@ impl Figures {
             ));
         }
         let (cards, routine) = self.since_day_2();
-        let routine_cards: usize = ["post_news", "generate_image"]
-            .iter()
-            .filter_map(|kind| self.cards_by_kind.get(*kind))
-            .sum();
+        let (routine_cards, routine_per_100) = self.routine_per_100();
         out.push_str(&format!(
             "\nDays 2-7: {cards} cards for {routine} routine actions, {:.1} cards per 100 routine \
-             actions (goal: at most 3); of them {routine_cards} for posts and images, {:.1} per \
-             100. The cards by kind: {}.\n",
+             actions; of them {routine_cards} for posts and images, {routine_per_100:.1} per \
+             100 (the gate). Raised today: {} times. The cards by kind: {}.\n",
             per_100(cards, routine),
-            per_100(routine_cards, routine),
+            self.raises,
             self.cards_by_kind
                 .iter()
                 .map(|(kind, n)| format!("{kind} {n}"))
@@ -210,6 +228,15 @@ impl Figures {
                 .join(", ")
         ));
         out
+    }
+
+    /// The cards for posts and images from day 2, and per 100 posts and images that ran.
+    fn routine_per_100(&self) -> (usize, f64) {
+        let routine_cards: usize = ["post_news", "generate_image"]
+            .iter()
+            .filter_map(|kind| self.cards_by_kind.get(*kind))
+            .sum();
+        (routine_cards, per_100(routine_cards, self.since_day_2().1))
     }
 
     fn since_day_2(&self) -> (usize, usize) {
@@ -243,6 +270,9 @@ struct Replay {
     suggestions_on: bool,
     /// Each mandate card the owner granted, with the journal's length just before the press.
     grants: Vec<(String, usize)>,
+    /// Each receipt the owner pressed Raise today on (its record), with the journal's length
+    /// just before the press.
+    raises: Vec<(String, usize)>,
     /// Cards shown in quiet hours, by the morning that ends the night.
     night_cards: BTreeMap<chrono::NaiveDate, usize>,
     /// Records whose ask was urgent: their messages may sound at night.
@@ -282,6 +312,7 @@ impl Replay {
             accepts_every_first,
             suggestions_on,
             grants: Vec::new(),
+            raises: Vec::new(),
             night_cards: BTreeMap::new(),
             urgent: HashSet::new(),
         }
@@ -427,7 +458,8 @@ impl Replay {
     }
 
     /// When awake, the owner answers every open card and the suggestions for a channel not yet
-    /// under a mandate of theirs; other suggestions are left alone.
+    /// under a mandate of theirs (other suggestions are left alone), and presses Raise today
+    /// on a receipt that offers it.
     fn owner_turn(&mut self) {
         if in_quiet_hours(self.now()) {
             return;
@@ -441,13 +473,20 @@ impl Replay {
                 .collect();
             let Some(message) = open.into_iter().find(|m| {
                 let letters = letters(m);
-                letters.first().is_some_and(|l| l == "y") || letters == ["m"]
+                letters.first().is_some_and(|l| l == "y")
+                    || letters == ["m"]
+                    || letters == ["s", "l"]
             }) else {
                 return;
             };
             self.handled.insert(message.message_id);
             if letters(&message) == ["m"] {
                 self.consider_suggestion(&message);
+            } else if letters(&message) == ["s", "l"] {
+                let record = subject(&message, 1);
+                self.raises
+                    .push((record, self.daemon.journal_events().len()));
+                self.tap(&message, 1);
             } else {
                 let id = subject(&message, 0);
                 let no = self
@@ -550,6 +589,7 @@ impl Replay {
             took: began.elapsed(),
             days: self.days,
             cards_by_kind: self.cards_by_kind,
+            raises: self.raises.len(),
         }
     }
 
@@ -591,6 +631,20 @@ impl Replay {
             self.events("mandate_open").len(),
             self.grants.len(),
             "{name}: each Grant opens one mandate"
+        );
+        // Each day raised is one the owner raised on that very receipt, after the press.
+        for (line, event) in self.events("mandate_raised") {
+            let record = event["record"].as_str().unwrap();
+            let press = self.raises.iter().find(|(pressed, _)| pressed == record);
+            assert!(
+                press.is_some_and(|(_, before)| line >= *before),
+                "{name}: a day raised without the owner's press on its receipt: {event}"
+            );
+            assert_eq!(event["by"], OWNER, "{event}");
+        }
+        assert!(
+            self.events("mandate_raised").len() <= self.raises.len(),
+            "{name}: more raises than presses"
         );
         // The runs with suggestions on must have made and granted some: else the checks above
         // would pass on nothing.
@@ -677,5 +731,35 @@ fn a_news_agents_week_keeps_the_owners_attention_within_the_contracts_limits() {
     });
     for figures in &figures {
         println!("{}", figures.table());
+        println!(
+            "{}: {:.1} cards for posts and images per 100 from day 2, replayed in {:.1} s\n",
+            figures.name,
+            figures.routine_per_100().1,
+            figures.took.as_secs_f64()
+        );
+    }
+    for figures in &figures {
+        assert!(
+            figures.took <= WEEK_TIME_BOUND,
+            "{}: the week took {:?}",
+            figures.name,
+            figures.took
+        );
+    }
+    let bounds = [
+        ("suggestions on", ROUTINE_BOUND_IMAGES_IGNORED),
+        (
+            "suggestions on, every first one accepted",
+            ROUTINE_BOUND_EVERY_FIRST,
+        ),
+    ];
+    for (name, bound) in bounds {
+        let run = figures.iter().find(|f| f.name == name).unwrap();
+        let (cards, per_100) = run.routine_per_100();
+        assert!(
+            per_100 <= bound,
+            "{name}: {cards} cards for posts and images, {per_100:.1} per 100 from day 2, over \
+             {bound}"
+        );
     }
 }

@@ -16,7 +16,7 @@ pub(crate) fn owner() -> UserSpec {
     UserSpec::new(OWNER, "Mila")
 }
 
-fn stranger() -> UserSpec {
+pub(crate) fn stranger() -> UserSpec {
     UserSpec::new(777, "Eve")
 }
 
@@ -395,13 +395,13 @@ fn twenty_concurrent_asks_racing_for_the_last_cents_never_overspend() {
     assert_eq!(last["usd_today"], "0.98");
 }
 
-fn relabel(data: &str, from: &str, to: &str) -> String {
+pub(crate) fn relabel(data: &str, from: &str, to: &str) -> String {
     let parts: Vec<&str> = data.split('.').collect();
     assert_eq!(parts[2], from, "{data}");
     format!("{}.{}.{to}.{}.{}", parts[0], parts[1], parts[3], parts[4])
 }
 
-fn tampered(data: &str) -> String {
+pub(crate) fn tampered(data: &str) -> String {
     use base64::Engine as _;
     let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let (head, tag) = data.rsplit_once('.').unwrap();

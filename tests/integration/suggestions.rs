@@ -1,7 +1,7 @@
 //! Suggested mandates end to end: the third yes to the same kind and target is followed by one
 //! silent suggestion; its button opens an ordinary mandate card that only the owner's Grant
 //! opens; kinds that never take a mandate are never suggested; a suggestion is not made again
-//! within 7 days, and at most one a day in all. And receipts that do not nag.
+//! within 7 days, and at most two a day in all (for different kinds or targets). And receipts that do not nag.
 
 use consentd_emulator::{ChatMessage, ChatSpec, UserSpec};
 use serde_json::{json, Value};
@@ -275,39 +275,44 @@ fn suggestions_switched_off_are_never_made() {
 }
 
 #[test]
-fn a_declined_or_ignored_suggestion_waits_7_days_and_one_a_day_in_all() {
+fn a_declined_or_ignored_suggestion_waits_7_days_and_two_a_day_in_all() {
     let daemon = daemon();
     let day = |d: i64| daemon.set_clock(noon_today() + chrono::Duration::days(d));
     approve_posts(&daemon, "@a", 3);
     wait_suggested(&daemon, 1);
-    // @b reaches 3 yeses the same day: one suggestion a day in all.
+    // @b reaches 3 yeses the same day: a second suggestion, for another target.
     approve_posts(&daemon, "@b", 3);
-    assert_eq!(events(&daemon, "mandate_suggested").len(), 1, "one a day");
-    // The owner opens @a's and declines its card.
+    let second = wait_suggested(&daemon, 2);
+    assert_eq!(second["approvals"], 3, "a second today, for @b");
+    // @c too: two a day in all, so not a third.
+    approve_posts(&daemon, "@c", 3);
+    assert_eq!(events(&daemon, "mandate_suggested").len(), 2, "two a day");
+    // The owner opens @a's and declines its card; @b's is ignored.
     daemon.tap(&suggestions(&daemon)[0], 0);
     let asked = daemon.wait_for_event("mandate_asked");
     let id = asked["id"].as_str().unwrap();
     daemon.press_no(&daemon.card_of(id));
     daemon.wait_state(id, "declined");
-    // The next day @b's next yes is suggested (the day's limit is over); it is ignored.
+    // The next day @c's next yes is suggested (the day's limit is over).
     day(1);
-    approve_posts(&daemon, "@b", 1);
-    let second = wait_suggested(&daemon, 2);
-    assert_eq!(second["approvals"], 4);
-    // Within the week neither comes again, however many yeses.
+    approve_posts(&daemon, "@c", 1);
+    let third = wait_suggested(&daemon, 3);
+    assert_eq!(third["approvals"], 4);
+    // Within the week none comes again, however many yeses.
     day(3);
     approve_posts(&daemon, "@a", 3);
     approve_posts(&daemon, "@b", 1);
+    approve_posts(&daemon, "@c", 1);
     assert_eq!(
         events(&daemon, "mandate_suggested").len(),
-        2,
+        3,
         "not again within 7 days"
     );
     // After 7 days @a's yeses of the last week suggest it again.
     day(8);
     approve_posts(&daemon, "@a", 1);
-    let third = wait_suggested(&daemon, 3);
-    assert_eq!(third["approvals"], 4, "day 3's three and today's");
+    let fourth = wait_suggested(&daemon, 4);
+    assert_eq!(fourth["approvals"], 4, "day 3's three and today's");
 }
 
 /// Grants `publish_x` on `target` for `actions` a day and returns the mandate's id.

@@ -176,6 +176,13 @@ pub mod msg {
     pub(crate) const SUGGEST_EXPLAIN: &str = "suggest-explain";
     pub(crate) const SUGGEST_CARD: &str = "suggest-card";
     pub(crate) const STALE_SUGGESTION: &str = "stale-suggestion";
+    pub(crate) const SUGGEST_BASED_ON: &str = "suggest-based-on";
+    pub(crate) const SUGGEST_BASED_ON_MONEY: &str = "suggest-based-on-money";
+    pub(crate) const BUTTON_RAISE: &str = "button-raise";
+    pub(crate) const RECEIPT_RAISE: &str = "receipt-raise";
+    pub(crate) const MANDATE_RAISED_TODAY: &str = "mandate-raised-today";
+    pub(crate) const RAISE_DONE: &str = "raise-done";
+    pub(crate) const STALE_RAISE: &str = "stale-raise";
 
     // The owner's chat: a No's reason, what a setting is now, a stray text, stale buttons.
     pub(crate) const CARD_REPLY_INVITE: &str = "card-reply-invite";
@@ -275,6 +282,13 @@ pub mod msg {
         SUGGEST_EXPLAIN,
         SUGGEST_CARD,
         STALE_SUGGESTION,
+        SUGGEST_BASED_ON,
+        SUGGEST_BASED_ON_MONEY,
+        BUTTON_RAISE,
+        RECEIPT_RAISE,
+        MANDATE_RAISED_TODAY,
+        RAISE_DONE,
+        STALE_RAISE,
         SILENCED,
         PRESS_REJECTED,
         OUTCOME_UNKNOWN,
@@ -1043,6 +1057,7 @@ pub(crate) fn button(locales: &Locales, lang: Language, action: ButtonAction) ->
         ButtonAction::Suggest => msg::BUTTON_SUGGEST,
         ButtonAction::Always => msg::BUTTON_ALWAYS,
         ButtonAction::Remove => msg::BUTTON_REMOVE,
+        ButtonAction::Raise => msg::BUTTON_RAISE,
     };
     Button {
         label: locales.t(lang, id, &[]),

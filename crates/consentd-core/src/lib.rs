@@ -47,6 +47,7 @@ pub(crate) mod media;
 pub mod pairing;
 pub mod press;
 pub mod protocol;
+pub mod raise;
 pub mod reason;
 pub mod refusal;
 pub mod refusal_budget;

@@ -62,10 +62,13 @@ pub enum PressAction {
     Always,
     /// Removes a saved exact rule (`/rules`); its subject is the rule's id.
     Remove,
+    /// "Raise today" on the receipt of the action that used up its mandate's day
+    /// (`crate::raise`); its subject is that action's record.
+    Raise,
 }
 
 impl PressAction {
-    pub(crate) const ALL: [PressAction; 12] = [
+    pub(crate) const ALL: [PressAction; 13] = [
         PressAction::Yes,
         PressAction::No,
         PressAction::NoSayWhy,
@@ -78,6 +81,7 @@ impl PressAction {
         PressAction::Suggest,
         PressAction::Always,
         PressAction::Remove,
+        PressAction::Raise,
     ];
 
     /// The letter written in the callback data.
@@ -95,6 +99,7 @@ impl PressAction {
             PressAction::Suggest => 'm',
             PressAction::Always => 'a',
             PressAction::Remove => 'x',
+            PressAction::Raise => 'l',
         }
     }
 
@@ -117,6 +122,7 @@ impl PressAction {
             PressAction::Suggest => "suggest",
             PressAction::Always => "always",
             PressAction::Remove => "remove",
+            PressAction::Raise => "raise",
         }
     }
 
@@ -146,6 +152,7 @@ impl PressAction {
                 | PressAction::Grant
                 | PressAction::Decline
                 | PressAction::Always
+                | PressAction::Raise
         )
     }
 }

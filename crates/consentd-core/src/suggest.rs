@@ -14,7 +14,9 @@
 //! 6. `repeated` — a suggestion for this kind and target (for any uid) was made, or its card
 //!    answered, in the last 7 days. Granted, declined or ignored, the owner has seen it; asking
 //!    again within the week is nagging.
-//! 7. `one_a_day` — a suggestion (for anything) was already made today, in the owner's day.
+//! 7. `two_a_day` — two suggestions (for anything) were already made today, in the owner's
+//!    day. A second one the same day is for another kind or target: one for the same was made
+//!    today, so rule 6 holds first.
 //! 8. `terms` — the terms would not pass the checks every mandate request meets (a target with
 //!    a wildcard, or a look-alike of another, say): nothing is offered that could not be asked.
 //!
@@ -22,10 +24,11 @@
 //! ([`still_offered`]): a kind switched off since, ceilings lowered since, or a mandate granted
 //! for it since, and the button opens nothing.
 //!
-//! The terms offered are the least that would have covered the week, with room: that target
-//! (none for a kind without one), the longest term the config allows (at most 7 days), and the
-//! busiest local day's count and money rounded up to the next step above them — a multiple of 5
+//! The terms offered cover the week with room to grow ([`headroom`]): that target (none for a
+//! kind without one), the longest term the config allows (at most 7 days), and the busiest local
+//! day's count and money in the last 7 days times 1.5, rounded up to a step — a multiple of 5
 //! actions, of $0.50 — and never above a ceiling. A kind that never costs gets no money term.
+//! The suggestion says what they are based on: the busiest day's count (and money).
 
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
@@ -34,13 +37,12 @@ use std::collections::BTreeMap;
 
 use crate::config::{Category, Limits};
 use crate::mandate::{self, Ceilings, MandateRequest};
+use crate::raise;
 
 /// How far back approvals count, and how long a suggestion is not made again.
 pub const WINDOW_DAYS: i64 = 7;
-/// Actions a day are offered in steps of this many.
-const ACTIONS_STEP: u32 = 5;
-/// Money a day is offered in steps of this many cents.
-const USD_STEP_CENTS: i64 = 50;
+/// How many suggestions (for different kinds or targets) a local day may bring.
+pub const SUGGESTIONS_A_DAY: usize = 2;
 
 /// One of the owner's yeses to this kind and target: when it was asked and what it cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,8 +61,8 @@ pub struct History {
     /// When the last suggestion for this kind and target (any uid's) was made, or its card
     /// answered, whichever is later.
     pub last_suggested: Option<DateTime<Utc>>,
-    /// When the last suggestion for anything was made.
-    pub last_suggested_any: Option<DateTime<Utc>>,
+    /// When the last two suggestions for anything were made (fewer when fewer were).
+    pub recent_suggested_any: Vec<DateTime<Utc>>,
 }
 
 /// Why no suggestion is made; see the module's policy.
@@ -72,7 +74,7 @@ pub enum NotSuggested {
     TooFew { approvals: u32 },
     Covered,
     Repeated,
-    OneADay,
+    TwoADay,
     Terms(String),
 }
 
@@ -86,7 +88,7 @@ impl NotSuggested {
             NotSuggested::TooFew { .. } => "too_few",
             NotSuggested::Covered => "covered",
             NotSuggested::Repeated => "repeated",
-            NotSuggested::OneADay => "one_a_day",
+            NotSuggested::TwoADay => "two_a_day",
             NotSuggested::Terms(_) => "terms",
         }
     }
@@ -139,19 +141,22 @@ pub fn decide(
         return Err(NotSuggested::Repeated);
     }
     let (today, _) = mandate::local_day(now, tz);
-    if history.last_suggested_any.is_some_and(|at| at >= today) {
-        return Err(NotSuggested::OneADay);
+    let made_today = history
+        .recent_suggested_any
+        .iter()
+        .filter(|at| **at >= today)
+        .count();
+    if made_today >= SUGGESTIONS_A_DAY {
+        return Err(NotSuggested::TwoADay);
     }
     let (busiest_actions, busiest_usd) = busiest_day(&recent, tz);
-    let ceilings = Ceilings::of(limits).effective();
+    let (actions_per_day, usd_per_day) = headroom(busiest_actions, busiest_usd, limits);
     let request = MandateRequest {
         kind: asked.category.name.clone(),
         targets: asked.target.map(str::to_owned).into_iter().collect(),
-        days: ceilings.max_days,
-        usd_per_day: rules
-            .costs
-            .then(|| step_above_usd(busiest_usd).min(ceilings.max_usd_per_day)),
-        actions_per_day: step_above_actions(busiest_actions).min(ceilings.max_actions_per_day),
+        days: Ceilings::of(limits).effective().max_days,
+        usd_per_day: rules.costs.then_some(usd_per_day),
+        actions_per_day,
         reason: None,
         origin: None,
     };
@@ -219,15 +224,18 @@ fn busiest_day(approvals: &[&Approval], tz: Tz) -> (u32, Decimal) {
     })
 }
 
-/// The next multiple of [`ACTIONS_STEP`] above `busiest`: room for a busier day than any seen.
-fn step_above_actions(busiest: u32) -> u32 {
-    (busiest / ACTIONS_STEP + 1).saturating_mul(ACTIONS_STEP)
-}
-
-/// The next multiple of $0.50 above `busiest`.
-fn step_above_usd(busiest: Decimal) -> Decimal {
-    let step = Decimal::new(USD_STEP_CENTS, 2);
-    ((busiest / step).floor() + Decimal::ONE) * step
+/// The day's limits a suggestion offers for a busiest day of `busiest_actions` and
+/// `busiest_usd`: each times 1.5 (room for a busier day than any seen, so the first such day is
+/// not a card), rounded up to a step (5 actions, $0.50; never less than one step), and never
+/// above the config's ceilings. A busiest day of 4 is offered 10; of 3, 5; of 10, 15.
+pub fn headroom(busiest_actions: u32, busiest_usd: Decimal, limits: &Limits) -> (u32, Decimal) {
+    let ceilings = Ceilings::of(limits).effective();
+    let actions = busiest_actions.saturating_mul(3).div_ceil(2);
+    let usd = busiest_usd * Decimal::new(15, 1);
+    (
+        raise::actions_step_at_or_above(actions).min(ceilings.max_actions_per_day),
+        raise::usd_step_at_or_above(usd).min(ceilings.max_usd_per_day),
+    )
 }
 
 #[cfg(test)]

@@ -167,14 +167,14 @@ fn the_rules_in_order_each_with_its_reason() {
             "repeated",
         ),
         (
-            "something else was suggested this morning",
+            "two other things were suggested this morning",
             "post",
             Some("@news"),
             History {
-                last_suggested_any: Some(at(10, 0)),
+                recent_suggested_any: vec![at(10, 8), at(10, 0)],
                 ..history(three_posts())
             },
-            "one_a_day",
+            "two_a_day",
         ),
         (
             "a target no mandate may name",
@@ -199,7 +199,7 @@ fn the_third_yes_suggests_and_the_old_suggestion_lapses_after_7_days() {
     assert_eq!(offer.request.days, 5, "the config's ceiling, below 7");
     let lapsed = History {
         last_suggested: Some(at(3, 11)),
-        last_suggested_any: Some(at(9, 23)),
+        recent_suggested_any: vec![at(9, 23), at(9, 22)],
         ..history(three_posts())
     };
     assert!(decide_for("post", Some("@news"), &lapsed).is_ok());
@@ -219,26 +219,96 @@ fn terms_round_the_busiest_day_up_to_the_next_step() {
         (offer.busiest_actions, offer.busiest_usd),
         (3, "0.45".parse().unwrap())
     );
+    // 3 × 1.5 = 4.5, rounded up to 5; $0.45 × 1.5 = $0.675, rounded up to $1.00.
     assert_eq!(offer.request.actions_per_day, 5);
-    assert_eq!(offer.request.usd_per_day, Some("0.50".parse().unwrap()));
+    assert_eq!(offer.request.usd_per_day, Some("1.00".parse().unwrap()));
     assert!(
         offer.request.targets.is_empty(),
         "a kind without a target names none"
     );
-    let cases: [(u32, u32); 5] = [(0, 5), (3, 5), (4, 5), (5, 10), (12, 15)];
-    for (busiest, want) in cases {
-        assert_eq!(step_above_actions(busiest), want, "{busiest} actions");
-    }
-    let money: [(&str, &str); 4] = [
-        ("0", "0.50"),
-        ("0.24", "0.50"),
-        ("0.50", "1.00"),
-        ("1.01", "1.50"),
+}
+
+/// The busiest day times 1.5, rounded up to the next step, under this config's ceilings (12 a
+/// day, $2.00) and under the built-in ones (100, $10.00). Each case its own assertion.
+#[test]
+fn headroom_is_the_busiest_day_times_one_and_a_half_rounded_up_to_a_step() {
+    let lowered = config().limits;
+    let spec = crate::config::Limits::default();
+    type Case = (&'static str, u32, &'static str, u32, &'static str);
+    let cases: [(&crate::config::Limits, Case); 14] = [
+        (
+            &spec,
+            ("no day at all still gets a step", 0, "0", 5, "0.50"),
+        ),
+        (&spec, ("1 a day: 1.5, up to 5", 1, "0.01", 5, "0.50")),
+        (&spec, ("3 a day: 4.5, up to 5", 3, "0.12", 5, "0.50")),
+        (&spec, ("4 a day: 6, up to 10", 4, "0.16", 10, "0.50")),
+        (&spec, ("5 a day: 7.5, up to 10", 5, "0.20", 10, "0.50")),
+        (&spec, ("10 a day: 15 is a step", 10, "0.34", 15, "1.00")),
+        (&spec, ("11 a day: 16.5, up to 20", 11, "1.00", 20, "1.50")),
+        (&spec, ("$0.67: $1.005, up to $1.50", 1, "0.67", 5, "1.50")),
+        (&spec, ("66 a day: 99, up to 100", 66, "6.00", 100, "9.00")),
+        (
+            &spec,
+            ("67 a day: over the ceiling", 67, "6.67", 100, "10.00"),
+        ),
+        (
+            &lowered,
+            ("8 a day: 12, the ceiling", 8, "1.00", 12, "1.50"),
+        ),
+        (&lowered, ("9 a day: 15 over 12", 9, "1.34", 12, "2.00")),
+        (&lowered, ("4 a day: 10, under 12", 4, "0.10", 10, "0.50")),
+        (&lowered, ("$1.40: $2.10 over $2.00", 2, "1.40", 5, "2.00")),
     ];
-    for (busiest, want) in money {
-        let got = step_above_usd(busiest.parse().unwrap());
-        assert_eq!(got, want.parse::<Decimal>().unwrap(), "${busiest}");
+    for (limits, (name, busiest, usd, want_actions, want_usd)) in cases {
+        let got = headroom(busiest, usd.parse().unwrap(), limits);
+        let want = (want_actions, want_usd.parse::<Decimal>().unwrap());
+        assert_eq!(got, want, "{name}");
     }
+}
+
+/// "Two a day": a second suggestion the same day for another target, never a third, and never
+/// a second for the same target (which was suggested today, so within the week).
+#[test]
+fn two_suggestions_a_day_for_different_targets_not_for_the_same() {
+    let one_this_morning = History {
+        recent_suggested_any: vec![at(10, 9)],
+        ..history(three_posts())
+    };
+    assert!(
+        decide_for("post", Some("@news"), &one_this_morning).is_ok(),
+        "a second today, for another target"
+    );
+    let same_this_morning = History {
+        last_suggested: Some(at(10, 9)),
+        ..one_this_morning.clone()
+    };
+    assert_eq!(
+        decide_for("post", Some("@news"), &same_this_morning)
+            .map_err(|w| w.as_str())
+            .err(),
+        Some("repeated"),
+        "not a second for the same kind and target"
+    );
+    let two_this_morning = History {
+        recent_suggested_any: vec![at(10, 10), at(10, 9)],
+        ..history(three_posts())
+    };
+    assert_eq!(
+        decide_for("post", Some("@news"), &two_this_morning)
+            .map_err(|w| w.as_str())
+            .err(),
+        Some("two_a_day"),
+        "not a third today"
+    );
+    let two_yesterday = History {
+        recent_suggested_any: vec![at(9, 20), at(9, 9)],
+        ..history(three_posts())
+    };
+    assert!(
+        decide_for("post", Some("@news"), &two_yesterday).is_ok(),
+        "yesterday's two do not count today"
+    );
 }
 
 #[test]

@@ -243,6 +243,18 @@ impl Store {
         self.call(|db| db.live_rules()).await
     }
 
+    /// The facts of a Raise press on the receipt of `record_id` (see
+    /// [`crate::Db::raise_subject`]).
+    pub async fn raise_subject(
+        &self,
+        record_id: &str,
+        now: DateTime<Utc>,
+        tz: Tz,
+    ) -> Result<Option<crate::raises::RaiseSubject>, StoreError> {
+        let id = record_id.to_owned();
+        self.call(move |db| db.raise_subject(&id, now, tz)).await
+    }
+
     /// The open mandates, each with its use today.
     pub async fn open_mandates(
         &self,

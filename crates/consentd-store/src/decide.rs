@@ -89,6 +89,9 @@ pub enum Decided {
         /// asked then, and its term runs on both clocks from there.
         monotonic: Monotonic,
     },
+    /// The owner's Raise today on a receipt: its mandate's limits lifted for the rest of the
+    /// day, once (`raises::raise_in`).
+    Raise(crate::raises::NewRaise),
     /// The card's ttl passed: it expires, and its edit (when there is an owner) is queued.
     Expire {
         id: String,
@@ -245,6 +248,9 @@ impl Db {
                     let opened = open_suggestion_in(tx, effects, suggestion_id, asked)?;
                     Ok(Applied::done_if(matches!(opened, Opened::Card(_))))
                 }
+                Decided::Raise(raise) => Ok(Applied::done_if(crate::raises::raise_in(
+                    tx, effects, raise,
+                )?)),
                 Decided::Expire { id, card_edit } => {
                     expire_in(tx, effects, id, card_edit.as_ref())?;
                     Ok(Applied::Done)

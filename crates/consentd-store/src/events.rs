@@ -52,10 +52,12 @@ pub enum EventName {
     RuleUsed,
     /// An exact rule the owner removed.
     RuleRemoved,
+    /// The owner's Raise today on a receipt: a mandate's limits lifted for the rest of a day.
+    MandateRaised,
 }
 
 impl EventName {
-    pub const ALL: [EventName; 35] = [
+    pub const ALL: [EventName; 36] = [
         EventName::Started,
         EventName::OwnerSet,
         EventName::Asked,
@@ -91,6 +93,7 @@ impl EventName {
         EventName::RuleSaved,
         EventName::RuleUsed,
         EventName::RuleRemoved,
+        EventName::MandateRaised,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -130,6 +133,7 @@ impl EventName {
             EventName::RuleSaved => "rule_saved",
             EventName::RuleUsed => "rule_used",
             EventName::RuleRemoved => "rule_removed",
+            EventName::MandateRaised => "mandate_raised",
         }
     }
 }

@@ -65,6 +65,7 @@ pub mod outbox;
 pub mod owner;
 pub mod pairing;
 mod peer;
+pub mod raises;
 mod readings;
 mod records;
 mod refusals;

@@ -15,7 +15,8 @@ use consentd_core::action::{format_usd, Action};
 use consentd_core::clock::Monotonic;
 use consentd_core::deadline::{Now, Span};
 use consentd_core::digest::Sha256Hash;
-use consentd_core::mandate::{self, Coverage, CoveredAction, Mandate, Usage};
+use consentd_core::mandate::{self, Coverage, CoveredAction, Mandate, Term, Usage};
+use consentd_core::raise::DayLimits;
 
 /// A mandate as stored: the terms asked, and once granted, when it opened and ends, and whether
 /// the owner stopped it or its term ran out.
@@ -48,6 +49,9 @@ pub struct MandateRow {
     /// kept: its term runs from the ask to `ends_at`, on both clocks.
     pub asked_at: DateTime<Utc>,
     pub asked_monotonic: Option<Monotonic>,
+    /// The owner's raise of the day this row was read for, when read with a day's use
+    /// ([`crate::Db::mandate_usage`], [`crate::Db::open_mandates`]); `None` otherwise.
+    pub raised_today: Option<consentd_core::raise::DayLimits>,
 }
 
 impl MandateRow {
@@ -156,6 +160,7 @@ pub(super) fn mandate_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Mand
         listener: row
             .get::<_, Option<String>>(17)?
             .and_then(crate::peer::listener_of),
+        raised_today: None,
     })
 }
 
@@ -282,6 +287,21 @@ pub(crate) fn covering_mandate(
             continue;
         }
         let usage = usage_on_day(tx, &row.id, day_at, tz)?;
+        let terms = match mandate::coverage(&terms, &usage, &covered, now) {
+            // Over the day's count or money as granted: the owner's raise of the day, if any,
+            // is what this day runs under.
+            Coverage::Outside(Term::Actions | Term::Money) => {
+                match raise_on_day(tx, &row.id, day_at, tz)? {
+                    Some(raised) => Mandate {
+                        actions_per_day: raised.actions_per_day,
+                        usd_per_day: raised.usd_per_day,
+                        ..terms
+                    },
+                    None => terms,
+                }
+            }
+            _ => terms,
+        };
         if mandate::coverage(&terms, &usage, &covered, now) == Coverage::Covered {
             let kind = kind_usage_on_day(tx, &action.kind, day_at, tz)?;
             let within = kind.actions < day_ceilings.actions
@@ -376,4 +396,33 @@ pub(crate) fn kind_usage_on_day(
         row.get::<_, Option<String>>(0)
     })?;
     sum_costs(costs)
+}
+
+/// The raise of `mandate_id` on the owner's local day of `at`, if the owner raised it then.
+pub(crate) fn raise_on_day(
+    conn: &Connection,
+    mandate_id: &str,
+    at: DateTime<Utc>,
+    tz: Tz,
+) -> Result<Option<DayLimits>, StoreError> {
+    let (day_start, _) = mandate::local_day(at, tz);
+    let found: Option<(u32, String)> = conn
+        .query_row_cached(
+            "SELECT actions_per_day, usd_per_day FROM mandate_raises
+             WHERE mandate_id = ?1 AND day_start = ?2",
+            params![mandate_id, timestamp(day_start)],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()?;
+    found
+        .map(|(actions_per_day, usd)| {
+            let usd_per_day = money_from_column(&usd).ok_or_else(|| {
+                StoreError::Encode(format!("stored amount {usd} is not a number"))
+            })?;
+            Ok(DayLimits {
+                actions_per_day,
+                usd_per_day,
+            })
+        })
+        .transpose()
 }

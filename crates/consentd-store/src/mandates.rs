@@ -184,8 +184,9 @@ impl Db {
         };
         rows.into_iter()
             .filter(|row| row.is_open(now))
-            .map(|row| {
+            .map(|mut row| {
                 let usage = usage_on_day(&self.conn, &row.id, now, tz)?;
+                row.raised_today = crate::mandate_rows::raise_on_day(&self.conn, &row.id, now, tz)?;
                 Ok((row, usage))
             })
             .collect()
@@ -198,10 +199,11 @@ impl Db {
         now: DateTime<Utc>,
         tz: Tz,
     ) -> Result<Option<(MandateRow, Usage)>, StoreError> {
-        let Some(row) = mandate_row(&self.conn, id)? else {
+        let Some(mut row) = mandate_row(&self.conn, id)? else {
             return Ok(None);
         };
         let usage = usage_on_day(&self.conn, id, now, tz)?;
+        row.raised_today = crate::mandate_rows::raise_on_day(&self.conn, id, now, tz)?;
         Ok(Some((row, usage)))
     }
 

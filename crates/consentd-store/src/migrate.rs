@@ -12,7 +12,9 @@ use crate::StoreError;
 /// The stranger presses (11) and the journal's seals (12) were written side by side on branches
 /// of their own, when 9 was the last migration, and merged with those numbers, before any
 /// release. Only the number matters (`user_version`), so a database at 9 goes on to 11; a 10
-/// must never be added now, since a database at 21 would never run it.
+/// must never be added now, since a database at 21 would never run it. 22 to 24 (the reason's
+/// deadline, the listeners, the mandates' raises) were written side by side too, and numbered
+/// in the order they were merged, before any database beyond 21 left this repository.
 pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("migrations/0001_init.sql")),
     (2, include_str!("migrations/0002_telegram.sql")),
@@ -36,6 +38,7 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (21, include_str!("migrations/0021_attachment_copies.sql")),
     (22, include_str!("migrations/0022_reason_until.sql")),
     (23, include_str!("migrations/0023_listeners.sql")),
+    (24, include_str!("migrations/0024_mandate_raises.sql")),
 ];
 
 /// The schema this build writes: the last migration's number. A database above it is refused;

@@ -21,7 +21,7 @@ use super::StoreError;
 use consentd_core::clock::Monotonic;
 use consentd_core::mandate::MandateRequest;
 use consentd_core::press::PressAction;
-use consentd_core::suggest::{Approval, History, WINDOW_DAYS};
+use consentd_core::suggest::{Approval, History, SUGGESTIONS_A_DAY, WINDOW_DAYS};
 
 /// The latest moment the owner met a suggestion for kind `?1` and target `?2` (any uid's): when
 /// it was made, opened, its card answered, or the mandate it became stopped, whichever is
@@ -126,14 +126,26 @@ impl Db {
             approvals,
             covered_by_open_mandate: open_mandate_names(&self.conn, peer_uid, kind, target, now)?,
             last_suggested: last(LAST_MET, &[&kind, &target])?,
-            last_suggested_any: last("SELECT max(created_at) FROM suggestions", &[])?,
+            recent_suggested_any: {
+                let mut statement = self.conn.prepare_cached(
+                    "SELECT created_at FROM suggestions ORDER BY created_at DESC LIMIT ?1",
+                )?;
+                let limit = i64::try_from(SUGGESTIONS_A_DAY).unwrap_or(i64::MAX);
+                let rows = statement.query_map([limit], |row| row.get::<_, String>(0))?;
+                let mut made = Vec::new();
+                for at in rows {
+                    made.push(stored_time(&at?)?);
+                }
+                made
+            },
         })
     }
 
     /// Makes a suggestion: its row, its `mandate_suggested` line and `message` (the owner's
     /// silent message with its signed button), in one transaction. Made only if, inside that
     /// transaction, none for the same kind and target was made or answered in the last 7 days
-    /// and none at all since `day_start`: two runs ending at once cannot both suggest.
+    /// and fewer than two at all since `day_start`: two runs ending at once cannot both make
+    /// the day's third, nor two for the same kind and target.
     /// Returns whether it was made.
     pub fn offer_suggestion(
         &mut self,
@@ -146,11 +158,12 @@ impl Db {
             let week = timestamp(now - Duration::days(WINDOW_DAYS));
             let request = &suggestion.request;
             let target = suggestion.target();
-            let today: bool = tx.query_row_cached(
-                "SELECT EXISTS (SELECT 1 FROM suggestions WHERE created_at >= ?1)",
+            let today: i64 = tx.query_row_cached(
+                "SELECT count(*) FROM suggestions WHERE created_at >= ?1",
                 [timestamp(day_start)],
                 |row| row.get(0),
             )?;
+            let today = usize::try_from(today).unwrap_or(usize::MAX) >= SUGGESTIONS_A_DAY;
             let met: Option<String> =
                 tx.query_row_cached(LAST_MET, params![request.kind, target], |row| row.get(0))?;
             if today || met.is_some_and(|at| at > week) {

@@ -1028,7 +1028,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
         .connection()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, crate::SCHEMA);
+    assert_eq!(version, crate::SCHEMA, "every migration ran");
     let mode: String = db
         .connection()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -1054,7 +1054,7 @@ fn migrations_are_recorded_and_a_newer_schema_is_refused() {
             error,
             StoreError::TooNew {
                 found: 99,
-                latest: 22
+                latest: crate::SCHEMA
             }
         ),
         "{error}"

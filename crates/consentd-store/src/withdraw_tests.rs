@@ -301,7 +301,7 @@ fn migration_8_keeps_every_record_and_what_names_it() {
         .connection()
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, crate::SCHEMA);
+    assert_eq!(version, crate::SCHEMA, "every migration ran");
     let old = db.record("r_old").unwrap().unwrap();
     assert_eq!(old.state, RecordState::CardShown);
     let action = old.action().expect("an action");

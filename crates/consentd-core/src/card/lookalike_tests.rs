@@ -667,6 +667,7 @@ fn the_receipt_shows_the_action_target_with_its_warnings() {
         &action,
         &mandate_view(&targets, &[], Language::En),
         usage,
+        None,
         &outcome,
         &locales,
         Language::En,

@@ -13,6 +13,7 @@ use super::{
 };
 use crate::locale::{Language, Locales};
 use crate::lookalike::Warning;
+use crate::raise::DayLimits;
 use crate::styled::Styled;
 
 /// The terms of a mandate as its card shows them.
@@ -41,6 +42,9 @@ pub struct MandateView<'a> {
     /// For a request the owner opened from consentd's suggestion (never one a session made),
     /// the yeses it was suggested after: the card says so in a line of its own.
     pub suggested_after: Option<u32>,
+    /// The owner's raise of the day its use is shown for (`crate::raise`): that use is shown
+    /// against the raised limits, with a line that says they hold for today only.
+    pub raised_today: Option<DayLimits>,
 }
 
 /// A mandate's use today, against its terms.
@@ -210,26 +214,37 @@ pub(crate) fn usage_line(
     locales: &Locales,
     lang: Language,
 ) -> String {
-    let Some(usd_max) = view.usd_per_day else {
-        return locales.t(
+    let limits = view.raised_today.unwrap_or(DayLimits {
+        actions_per_day: view.actions_per_day,
+        usd_per_day: view.usd_per_day,
+    });
+    let line = match limits.usd_per_day {
+        None => locales.t(
             lang,
             msg::MANDATE_USAGE_ACTIONS,
             &[
                 ("actions", usage.actions.into()),
-                ("max", view.actions_per_day.into()),
+                ("max", limits.actions_per_day.into()),
             ],
-        );
+        ),
+        Some(usd_max) => locales.t(
+            lang,
+            msg::MANDATE_USAGE,
+            &[
+                ("actions", usage.actions.into()),
+                ("max", limits.actions_per_day.into()),
+                ("usd", usd(lang, usage.usd).as_str().into()),
+                ("usd_max", usd(lang, usd_max).as_str().into()),
+            ],
+        ),
     };
-    locales.t(
-        lang,
-        msg::MANDATE_USAGE,
-        &[
-            ("actions", usage.actions.into()),
-            ("max", view.actions_per_day.into()),
-            ("usd", usd(lang, usage.usd).as_str().into()),
-            ("usd_max", usd(lang, usd_max).as_str().into()),
-        ],
-    )
+    match view.raised_today {
+        Some(_) => format!(
+            "{line}\n{}",
+            locales.t(lang, msg::MANDATE_RAISED_TODAY, &[])
+        ),
+        None => line,
+    }
 }
 
 /// One open mandate in the `/mandates` reply: its terms, today's use, and Stop.
@@ -256,10 +271,16 @@ pub fn mandates_count(locales: &Locales, lang: Language, count: usize) -> String
 /// The receipt for an action a mandate answered: what ran, as a card shows it; how it ended;
 /// today's use against the mandate's terms and until when it lasts; and Stop. A text too long
 /// for one message goes in numbered parts before it, as on a card.
+///
+/// `raise`: the limits a "Raise today" would lift the day to, when this action used the day up
+/// and a raise stands (`crate::raise::offered`): the receipt says so, and carries the button
+/// after Stop.
+#[allow(clippy::too_many_arguments)]
 pub fn render_receipt(
     action: &CardView,
     mandate: &MandateView,
     usage: UsageView,
+    raise: Option<DayLimits>,
     outcome: &Outcome,
     locales: &Locales,
     lang: Language,
@@ -268,6 +289,15 @@ pub fn render_receipt(
     let body = CardBody::new(action, locales, lang);
     let mut footer = super::outcome_footer(outcome, locales, lang);
     footer.push(Styled::plain(usage_line(mandate, usage, locales, lang)));
+    if let Some(raised) = raise {
+        footer.push(Styled::plain(locales.t(lang, msg::RECEIPT_RAISE, &[])));
+        footer.push(limits_line(
+            raised.usd_per_day,
+            raised.actions_per_day,
+            locales,
+            lang,
+        ));
+    }
     let until = local_time(locales, lang, mandate.ends_at, mandate.tz, now);
     footer.push(Styled::plain(locales.t(
         lang,
@@ -281,10 +311,14 @@ pub fn render_receipt(
     ));
     card.push_str("\n");
     card.push(&body.assemble(&footer));
+    let mut buttons = vec![button(locales, lang, ButtonAction::Stop)];
+    if raise.is_some() {
+        buttons.push(button(locales, lang, ButtonAction::Raise));
+    }
     Rendered {
         parts: body.part_messages(),
         card,
-        buttons: vec![button(locales, lang, ButtonAction::Stop)],
+        buttons,
     }
 }
 
@@ -302,6 +336,10 @@ pub struct SuggestionView<'a> {
     pub usd_per_day: Option<Decimal>,
     pub actions_per_day: u32,
     pub approvals: u32,
+    /// The busiest local day's count of those yeses, and their money for a kind that costs:
+    /// what the terms are based on, said on the suggestion.
+    pub busiest_actions: u32,
+    pub busiest_usd: Option<Decimal>,
 }
 
 /// The suggestion: the yeses it comes from, the terms that would have covered them, that
@@ -334,12 +372,33 @@ pub fn render_suggestion(view: &SuggestionView, locales: &Locales, lang: Languag
         locales,
         lang,
     ));
+    lines.push(plain(
+        msg::SUGGEST_BASED_ON,
+        &[
+            ("busiest", view.busiest_actions.into()),
+            ("allows", view.actions_per_day.into()),
+        ],
+    ));
+    if let (Some(busiest), Some(allows)) = (view.busiest_usd, view.usd_per_day) {
+        lines.push(plain(
+            msg::SUGGEST_BASED_ON_MONEY,
+            &[
+                ("usd_busiest", usd(lang, busiest).as_str().into()),
+                ("usd_allows", usd(lang, allows).as_str().into()),
+            ],
+        ));
+    }
     lines.push(plain(msg::SUGGEST_EXPLAIN, &[]));
     Rendered {
         parts: Vec::new(),
         card: Styled::join(&lines, "\n"),
         buttons: vec![button(locales, lang, ButtonAction::Suggest)],
     }
+}
+
+/// The reply to the owner's Raise today.
+pub fn mandate_raised(locales: &Locales, lang: Language, label: &str) -> String {
+    locales.t(lang, msg::RAISE_DONE, &[("label", label.into())])
 }
 
 /// The reply to the owner's Stop.
@@ -385,6 +444,7 @@ pub(super) mod tests {
             tz: chrono_tz::Europe::Moscow,
             origin: None,
             suggested_after: None,
+            raised_today: None,
         }
     }
 
@@ -436,6 +496,8 @@ pub(super) mod tests {
                     usd_per_day: usd,
                     actions_per_day: 5,
                     approvals,
+                    busiest_actions: 3,
+                    busiest_usd: usd.map(|_| Decimal::new(12, 2)),
                 };
                 let rendered = render_suggestion(&offered, &locales, lang);
                 let actions: Vec<_> = rendered.buttons.iter().map(|b| b.action).collect();
@@ -547,6 +609,7 @@ pub(super) mod tests {
                 &action,
                 &view(&targets, lang),
                 usage,
+                None,
                 &outcome,
                 &locales,
                 lang,
@@ -566,6 +629,50 @@ pub(super) mod tests {
             assert!(rendered.card.text.contains(MANDATE));
             assert_clean(&rendered.card.text);
             snapshot(format!("receipt_{lang}"), show(&rendered));
+            // The receipt of the day's last: what a raise lifts the day to, and its button.
+            let last = UsageView {
+                actions: 10,
+                usd: Decimal::new(400, 2),
+            };
+            let raise = DayLimits {
+                actions_per_day: 15,
+                usd_per_day: Some(Decimal::new(500, 2)),
+            };
+            let offer = render_receipt(
+                &action,
+                &view(&targets, lang),
+                last,
+                Some(raise),
+                &outcome,
+                &locales,
+                lang,
+                now(),
+            );
+            let actions: Vec<_> = offer.buttons.iter().map(|b| b.action).collect();
+            assert_eq!(actions, [ButtonAction::Stop, ButtonAction::Raise]);
+            assert!(offer.card.text.contains("15"), "{}", offer.card.text);
+            assert_clean(&offer.card.text);
+            // And once raised, today's use is shown against the raised limits.
+            let raised = MandateView {
+                raised_today: Some(raise),
+                ..view(&targets, lang)
+            };
+            let after = render_receipt(
+                &action,
+                &raised,
+                last,
+                None,
+                &outcome,
+                &locales,
+                lang,
+                now(),
+            );
+            assert!(after.card.text.contains("15"), "{}", after.card.text);
+            assert_clean(&after.card.text);
+            snapshot(
+                format!("receipt_raise_{lang}"),
+                format!("{}\n====\n{}", show(&offer), show(&after)),
+            );
         }
     }
 
@@ -654,7 +761,8 @@ pub(super) mod tests {
                 usd_per_day: None,
                 ..view(&targets, lang)
             };
-            let rendered = render_receipt(&action, &free, usage, &outcome, &locales, lang, now());
+            let rendered =
+                render_receipt(&action, &free, usage, None, &outcome, &locales, lang, now());
             let (listed, _) = mandate_summary(&free, usage, &locales, lang, now());
             for text in [&rendered.card.text, &listed.text] {
                 assert!(!text.contains('$'), "no money line: {text}");

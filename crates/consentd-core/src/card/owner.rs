@@ -110,6 +110,8 @@ pub enum Stale {
     CategoryCannotRun { leaf: &'static str },
     /// A suggestion's button pressed again, or after its 7 days.
     Suggestion,
+    /// A receipt's Raise today pressed again, on another day, or with nothing left to raise.
+    Raise,
     /// A Remove on a rule already removed.
     RuleRemoved,
     /// Any button drawn before an upgrade that changed how buttons are signed, or before the
@@ -133,6 +135,7 @@ pub fn stale_toast(
         Stale::MandateStopped => locales.t(lang, msg::STALE_MANDATE_STOPPED, &[]),
         Stale::MandateEnded => locales.t(lang, msg::STALE_MANDATE_ENDED, &[]),
         Stale::Suggestion => locales.t(lang, msg::STALE_SUGGESTION, &[]),
+        Stale::Raise => locales.t(lang, msg::STALE_RAISE, &[]),
         Stale::RuleRemoved => locales.t(lang, msg::STALE_RULE_REMOVED, &[]),
         Stale::FromBeforeUpgrade => locales.t(lang, msg::STALE_FROM_BEFORE_UPGRADE, &[]),
         Stale::Resumed => locales.t(lang, msg::STALE_RESUMED, &[]),

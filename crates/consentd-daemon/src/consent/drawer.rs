@@ -65,6 +65,7 @@ impl Consent {
             tz: self.config.owner.timezone,
             origin,
             suggested_after: row.suggested_after,
+            raised_today: row.raised_today,
         }
     }
 

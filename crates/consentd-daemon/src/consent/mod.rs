@@ -17,6 +17,7 @@
 //! - `pairing`: `/start` with a pairing code while there is no owner;
 //! - `runs`: claiming a granted record, running it, recording how it ended;
 //! - `suggest`: a mandate suggested after the owner's yeses, and its button's press;
+//! - `raise`: Raise today on the receipt that used a mandate's day up, and its press;
 //! - `recover`: at start, the claims a crash left without an outcome, and granted records;
 //! - `expiry`: the sweep — cards and unshown asks past their ttl, mandates past their term,
 //!   the evening summary (`summary`);
@@ -39,6 +40,7 @@ mod pairing;
 mod poller;
 mod press;
 mod queue;
+mod raise;
 mod reach;
 mod recover;
 mod reply;

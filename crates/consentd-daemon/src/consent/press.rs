@@ -141,6 +141,9 @@ impl Consent {
         record: &Record,
         now: &Now,
     ) -> Result<PressSubject, StoreError> {
+        if action == PressAction::Raise {
+            return self.raise_subject(record, now).await;
+        }
         let (open, window, stale) = match action {
             // Resume names the record whose no started the silence: it is open while that
             // silence lasts, and a later silence (started by another record) is not its own.
@@ -257,6 +260,7 @@ impl Consent {
             }
             (PressAction::Resume, _) => self.resumed(record, decision).await,
             (PressAction::Stop, Subject::Mandate) => self.stopped(record, decision).await,
+            (PressAction::Raise, Subject::Action) => self.raised(record, decision).await,
             // A button this record never carries (a Yes on a mandate, a Stop on an action, a
             // category switch): never signed, so a valid tag cannot exist.
             _ => {

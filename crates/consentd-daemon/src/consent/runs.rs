@@ -319,6 +319,7 @@ impl Consent {
         };
         // With receipts in the summary, routine ones are only counted.
         let routine = succeeded && !self.last_of_the_day(&facts.kind_usage, &row, action, usage);
+        let raise = self.receipt_raise(record, &row, action, now);
         if receipts == consentd_core::config::Receipts::Summary && routine {
             return none;
         }
@@ -333,6 +334,7 @@ impl Consent {
                 action,
                 &view,
                 usage,
+                raise,
                 &outcome,
                 &self.locales,
                 lang,
@@ -341,11 +343,7 @@ impl Consent {
             (receipt, captions)
         });
         // A Stop for a mandate already stopped or ended would only be "not accepted".
-        let buttons = if row.is_open(now) {
-            self.signed(rendered.buttons.clone(), &row.id, &row.digest.to_hex())
-        } else {
-            Vec::new()
-        };
+        let buttons = self.receipt_buttons(rendered.buttons.clone(), &row, record, now);
         let messages = receipt_messages(action, rendered, captions, buttons);
         Ending {
             record_id: record.id.clone(),
@@ -453,10 +451,13 @@ fn last_today(
     usage: UsageView,
     cost: rust_decimal::Decimal,
 ) -> bool {
-    usage.actions >= row.actions_per_day
-        || row
-            .usd_per_day
-            .is_some_and(|max| usage.usd >= max || usage.usd + cost > max)
+    // The day's limits: its raise when the owner raised it, else the terms.
+    let (actions_per_day, usd_per_day) = match row.raised_today {
+        Some(raised) => (raised.actions_per_day, raised.usd_per_day),
+        None => (row.actions_per_day, row.usd_per_day),
+    };
+    usage.actions >= actions_per_day
+        || usd_per_day.is_some_and(|max| usage.usd >= max || usage.usd + cost > max)
 }
 
 #[cfg(test)]
@@ -485,6 +486,7 @@ mod tests {
             suggested_after: None,
             asked_at: chrono::DateTime::UNIX_EPOCH,
             asked_monotonic: None,
+            raised_today: None,
         }
     }
 
@@ -499,7 +501,14 @@ mod tests {
     fn the_last_action_a_mandate_allows_today_is_told() {
         let money: Decimal = "0.30".parse().unwrap();
         type Case = (&'static str, MandateRow, UsageView, Decimal, bool);
-        let cases: [Case; 6] = [
+        let raised = |row: MandateRow, actions: u32| MandateRow {
+            raised_today: Some(consentd_core::raise::DayLimits {
+                actions_per_day: actions,
+                usd_per_day: row.usd_per_day,
+            }),
+            ..row
+        };
+        let cases: [Case; 8] = [
             (
                 "the first of 3",
                 mandate(None, 3),
@@ -541,6 +550,20 @@ mod tests {
                 used(1, "0"),
                 Decimal::ZERO,
                 false,
+            ),
+            (
+                "the fifth of 5, raised today to 10",
+                raised(mandate(None, 5), 10),
+                used(5, "0"),
+                Decimal::ZERO,
+                false,
+            ),
+            (
+                "the tenth of 5 raised to 10",
+                raised(mandate(None, 5), 10),
+                used(10, "0"),
+                Decimal::ZERO,
+                true,
             ),
         ];
         for (name, row, usage, cost, want) in cases {

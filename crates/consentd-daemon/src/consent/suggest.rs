@@ -89,6 +89,8 @@ impl Consent {
             usd_per_day: request.usd_per_day,
             actions_per_day: request.actions_per_day,
             approvals: offer.approvals,
+            busiest_actions: offer.busiest_actions,
+            busiest_usd: request.usd_per_day.map(|_| offer.busiest_usd),
         };
         let rendered = render_suggestion(&view, &self.locales, lang);
         let id = new_suggestion_id()?;

@@ -343,6 +343,7 @@ impl Intake {
             tz: self.config.owner.timezone,
             origin: origin.as_deref(),
             suggested_after: None,
+            raised_today: None,
         };
         card::mandate::try_render_mandate_card(&view, now, &self.locales, lang, now)
             .map(|_| ())
