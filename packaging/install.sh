@@ -44,18 +44,29 @@ version_at_least() { # $1 >= $2, both dotted numbers
     [[ $(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n 1) == "$2" ]]
 }
 
+# Runs a build step as the user who ran sudo, never as root: the source tree (its build.rs,
+# its .cargo/config.toml) is theirs, and whatever could write it must not get root by it. A
+# login shell, so their own toolchain (~/.cargo/bin) is on PATH.
+as_builder() {
+    if [[ $(id -u) -eq 0 && -n ${SUDO_USER:-} && $SUDO_USER != root ]]; then
+        sudo -u "$SUDO_USER" -H bash -lc 'cd "$1" && shift && "$@"' bash "$here" "$@"
+    else
+        (cd "$here" && "$@")
+    fi
+}
+
 check_prerequisites() {
     local missing=()
     if [[ -z $binary ]]; then
-        if ! command -v cargo >/dev/null 2>&1; then
+        if ! as_builder bash -c 'command -v cargo' >/dev/null 2>&1; then
             missing+=("cargo and rustc $wanted_rust or newer: https://rustup.rs, then \`rustup toolchain install stable\`")
         else
             local have
-            have=$(rustc --version 2>/dev/null | awk '{print $2}')
+            have=$(as_builder rustc --version 2>/dev/null | awk '{print $2}')
             version_at_least "${have:-0}" "$wanted_rust" ||
                 missing+=("rustc $wanted_rust or newer (found ${have:-none}): \`rustup update stable\`")
         fi
-        command -v cc >/dev/null 2>&1 ||
+        as_builder bash -c 'command -v cc' >/dev/null 2>&1 ||
             missing+=("a C compiler for the bundled SQLite: \`apt-get install build-essential\` (Debian, Ubuntu) or \`dnf install gcc\`")
     fi
     command -v systemd-sysusers >/dev/null 2>&1 ||
@@ -121,8 +132,8 @@ directory() { # PATH MODE OWNER:GROUP
 # --- the steps --------------------------------------------------------------------------------
 
 build() {
-    say "building the dist binary (a few minutes; \`cargo build --profile dist\`)"
-    (cd "$here" && cargo build --locked --profile dist --bin consentd --quiet)
+    say "building the dist binary as ${SUDO_USER:-$(id -un)} (a few minutes; \`cargo build --profile dist\`)"
+    as_builder cargo build --locked --profile dist --bin consentd --quiet
     binary="${CARGO_TARGET_DIR:-$here/target}/dist/consentd"
 }
 

@@ -185,7 +185,11 @@ impl Replay {
     /// The owner's press: Always here, No, or Yes, as the week says.
     fn answer(&mut self, card: &ChatMessage, call: &Call, cwd: &str) {
         let labels: Vec<String> = card.buttons().into_iter().map(|b| b.text).collect();
-        assert_eq!(labels, ["Yes", "No", "Always here"], "{call:?}");
+        assert_eq!(
+            labels,
+            ["Yes", "No", "Always here", "No, and say why…"],
+            "{call:?}"
+        );
         let button = match call.owner.as_deref() {
             Some("always") => {
                 self.always_presses.push(self.daemon.journal_events().len());

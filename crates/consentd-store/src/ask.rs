@@ -426,7 +426,7 @@ fn judge_ask(
         if let Some(cover) = covering_mandate(
             tx,
             &ask.action,
-            ask.peer.uid,
+            &ask.peer,
             &ask.reading(now),
             (policy.tz, policy.mandate_day),
         )? {

@@ -234,7 +234,9 @@ fn sum_costs(
 }
 
 /// The first open mandate (oldest first) that covers `action` now, with its usage before it.
-/// Only the mandates `peer_uid` asked for: a standing yes given to one session is not another's.
+/// Only the mandates `peer` asked for (its uid through the same socket): a standing yes given to
+/// one session is not another's, and one granted on a card that named a labelled socket covers
+/// only asks through that socket, whose receipts name it.
 ///
 /// All the mandates of a kind, whoever asked for them, are bounded together by the config's
 /// ceilings on a mandate's day (`day_ceilings`), the day's uses of stopped and ended ones
@@ -244,7 +246,7 @@ fn sum_costs(
 pub(crate) fn covering_mandate(
     tx: &Connection,
     action: &Action,
-    peer_uid: u32,
+    peer: &crate::peer::Peer,
     now: &Now,
     (tz, day_ceilings): (Tz, Usage),
 ) -> Result<Option<Cover>, StoreError> {
@@ -253,9 +255,13 @@ pub(crate) fn covering_mandate(
             "SELECT {MANDATE_COLUMNS} FROM mandates
              WHERE kind = ?1 AND opened_at IS NOT NULL AND stopped_at IS NULL AND ended_at IS NULL
                AND (SELECT peer_uid FROM records WHERE records.id = mandates.id) = ?2
+               AND (SELECT listener FROM records WHERE records.id = mandates.id) = ?3
              ORDER BY opened_at, id"
         ))?;
-        let rows = statement.query_map(params![action.kind, peer_uid], mandate_from_row)?;
+        let rows = statement.query_map(
+            params![action.kind, peer.uid, peer.column()],
+            mandate_from_row,
+        )?;
         rows.collect::<Result<_, _>>()?
     };
     // Most asks are of kinds no open mandate covers: they read nothing more.

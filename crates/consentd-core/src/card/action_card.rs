@@ -25,7 +25,10 @@ pub const UNNUMBERED_RECORD: &str = "r_00000000000000000000";
 /// session cannot choose, then the client's, which it can. The main socket has no label.
 pub fn shown_origin(listener: Option<&str>, origin: Option<&str>) -> Option<String> {
     match (listener, origin) {
-        (Some(listener), Some(origin)) => Some(format!("{listener} · {origin}")),
+        (Some(listener), Some(origin)) => Some(format!(
+            "{listener} {} {origin}",
+            lookalike::ORIGIN_SEPARATOR
+        )),
         (Some(only), None) | (None, Some(only)) => Some(only.to_owned()),
         (None, None) => None,
     }

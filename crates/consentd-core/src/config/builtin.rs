@@ -225,6 +225,17 @@ fn http(w: &mut Walker, p: &str, t: &Table) -> Option<HttpAction> {
             "{url:?} holds a user or password; put secrets in headers_file (0600), never in \
              the config"
         )),
+        Some(host)
+            if url.starts_with("http://")
+                && headers_file.is_some()
+                && !is_loopback(bare_host(host)) =>
+        {
+            Some(format!(
+                "{url:?} is plain http:// to another machine, and headers_file's secrets would \
+                 cross the network in clear: use https://, or http:// only to this machine \
+                 (localhost, 127.0.0.1 or ::1)"
+            ))
+        }
         Some(_) => None,
     };
     if let Some(problem) = problem {
@@ -340,6 +351,14 @@ pub(super) fn parse_smtp_url(url: &str) -> Result<SmtpServer, String> {
         port,
         tls,
     })
+}
+
+/// A URL's host without its port: `[::1]:8080` is `::1`, `localhost:80` is `localhost`.
+fn bare_host(authority: &str) -> &str {
+    match authority.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    }
 }
 
 /// A name or an address that stays on this machine: `localhost`, or a loopback IP literal.

@@ -1997,6 +1997,20 @@ fn each_wrong_combination_of_command_and_action_is_named_by_its_key() {
             "http:// or https://",
         ),
         (
+            "secrets over plain http to another machine",
+            "action = \"http\"\nurl = \"http://hooks.example.org/x\"\nheaders_file = \"/etc/consentd/h\"\n"
+                .into(),
+            "url",
+            "in clear",
+        ),
+        (
+            "secrets over plain http to a look-alike of localhost",
+            "action = \"http\"\nurl = \"http://localhost.example.org:80/\"\nheaders_file = \"/etc/consentd/h\"\n"
+                .into(),
+            "url",
+            "in clear",
+        ),
+        (
             "a password in the url",
             "action = \"http\"\nurl = \"https://u:secret@x.example.org/\"\n".into(),
             "url",
@@ -2151,6 +2165,17 @@ fn each_builtin_action_reads_its_keys() {
     );
     assert_eq!(http.timeout, secs(5));
     let put = builtin_ok("action = \"http\"\nurl = \"http://127.0.0.1:9/\"\nmethod = \"PUT\"\n");
+    // Secrets over plain http stay on this machine; without secrets any host will do.
+    for url in [
+        "http://127.0.0.1:9/",
+        "http://[::1]:8080/x",
+        "http://localhost/x",
+    ] {
+        builtin_ok(&format!(
+            "action = \"http\"\nurl = \"{url}\"\nheaders_file = \"/etc/consentd/h\"\n"
+        ));
+    }
+    builtin_ok("action = \"http\"\nurl = \"http://hooks.example.org/x\"\n");
     assert!(matches!(
         put.action,
         Some(BuiltIn::Http(HttpAction {

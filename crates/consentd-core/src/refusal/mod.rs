@@ -196,6 +196,42 @@ pub fn check_origin(origin: Option<&str>) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// A request's own `origin` against the labelled sockets' origins (`labels`): refused when it
+/// could pass for one of them on a card ([`crate::lookalike::passes_for_label`]), on any socket,
+/// the main one included, so that only an ask through a labelled socket reads as coming from it.
+pub fn check_origin_against_labels<'a>(
+    origin: Option<&str>,
+    labels: impl IntoIterator<Item = &'a str>,
+) -> Result<(), Refusal> {
+    let Some(origin) = origin else { return Ok(()) };
+    if origin.contains(crate::lookalike::ORIGIN_SEPARATOR) {
+        return Err(Refusal::new(
+            Reason::BadRequest,
+            format!(
+                "origin {} holds \"{}\", which a card puts between a socket's label and an \
+                 origin; leave it out",
+                crate::protocol::quote(origin),
+                crate::lookalike::ORIGIN_SEPARATOR
+            ),
+        ));
+    }
+    match labels
+        .into_iter()
+        .find(|label| crate::lookalike::passes_for_label(origin, label))
+    {
+        Some(label) => Err(Refusal::new(
+            Reason::BadRequest,
+            format!(
+                "origin {} looks like, or begins with, the labelled socket origin {}: only an \
+                 ask through that socket is shown as coming from it",
+                crate::protocol::quote(origin),
+                crate::protocol::quote(label)
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// What the ask carries against what its category shows: the target and text, the fields (each
 /// shown, none empty), the cost (answered, as the action will carry it) and how many attachments.
 fn check_shape(

@@ -1445,3 +1445,39 @@ fn a_hook_is_refused_for_a_category_that_runs_its_command() {
         refusal.message
     );
 }
+
+/// A request's own origin may not pass for a labelled socket's: not the label itself, a
+/// look-alike of it, the label at its start, nor the card's separator. Each case on its own.
+#[test]
+fn an_origin_that_could_pass_for_a_sockets_label_is_refused() {
+    let labels = ["devbox", "ci runner"];
+    // (case, origin, refused)
+    let cases: [(&str, &str, bool); 11] = [
+        ("the label itself", "devbox", true),
+        ("the label in capitals", "DevBox", true),
+        ("a Cyrillic е in the label", "d\u{0435}vbox", true),
+        ("a combining mark on the label", "devbo\u{0301}x", true),
+        ("the label, then more", "devbox CI", true),
+        ("the label and the card's separator", "devbox · CI", true),
+        ("the separator alone", "CI · nightly", true),
+        ("another label's look-alike", "ci runn\u{0435}r", true),
+        ("a name of its own", "Claude Code", false),
+        ("the label inside, not first", "my devbox", false),
+        ("a path with dots", "~/src/blog.example.org", false),
+    ];
+    for (case, origin, refused) in cases {
+        let verdict = check_origin_against_labels(Some(origin), labels);
+        assert_eq!(
+            verdict.is_err(),
+            refused,
+            "{case}: {origin:?} gave {verdict:?}"
+        );
+        if let Err(refusal) = verdict {
+            assert_eq!(refusal.reason, Reason::BadRequest, "{case}");
+        }
+    }
+    assert!(check_origin_against_labels(None, labels).is_ok());
+    // With no labelled socket, only the separator is refused.
+    assert!(check_origin_against_labels(Some("devbox"), []).is_ok());
+    assert!(check_origin_against_labels(Some("a · b"), []).is_err());
+}

@@ -84,14 +84,18 @@ fn stopped(error: &SendError, sent: usize, total: usize, first: Option<&Posted>)
         (n, None) => format!("; {n} of {total} messages were posted"),
     };
     match error {
-        SendError::Transient(_) | SendError::Malformed(_) => RunOutcome::Unknown {
-            message: format!(
-                "message {} of {total} was sent and Telegram's answer did not come{before}: it \
-                 may or may not have been posted",
-                sent + 1
-            ),
-            detail: "telegram no_answer".to_owned(),
-        },
+        // A server error may come after the message was posted: as unknown as no answer at all,
+        // and never sent again (a mandate's next ask would otherwise post it twice).
+        SendError::Transient(_) | SendError::Malformed(_) | SendError::ServerError(_) => {
+            RunOutcome::Unknown {
+                message: format!(
+                    "message {} of {total} was sent and no clear answer came ({error}){before}: \
+                     it may or may not have been posted",
+                    sent + 1
+                ),
+                detail: "telegram no_answer".to_owned(),
+            }
+        }
         SendError::Permanent(words) => RunOutcome::ActionFailed {
             message: format!("Telegram refused the post: {words}{before}"),
             detail: "telegram refused".to_owned(),

@@ -71,6 +71,12 @@ pub(crate) struct Intake {
 }
 
 impl Intake {
+    /// A request's own `origin` may not pass for a labelled socket's on a card.
+    fn origin_fits(&self, origin: Option<&str>) -> Result<(), Refusal> {
+        let labels = self.config.listen.iter().map(|l| l.origin.as_str());
+        refusal::check_origin_against_labels(origin, labels)
+    }
+
     /// Answers one request frame from a peer.
     pub(crate) async fn handle(&self, peer: &Peer, frame: &[u8]) -> Result<Reply, StoreError> {
         match protocol::parse_request(frame) {
@@ -139,7 +145,9 @@ impl Intake {
         let category = self.config.categories.get(&ask.kind);
         let enabled = self.category_enabled(&ask.kind);
         let categories = &self.config.categories;
-        let action = match refusal::check_ask(&ask, categories, enabled, &self.config.limits) {
+        let action = match refusal::check_ask(&ask, categories, enabled, &self.config.limits)
+            .and_then(|action| self.origin_fits(ask.origin.as_deref()).map(|()| action))
+        {
             Ok(action) => action,
             Err(refusal) => return self.refuse_ask(peer, Some(ask.kind), refusal).await,
         };
@@ -184,7 +192,9 @@ impl Intake {
         } = Now::read(self.clock.as_ref());
         let categories = &self.config.categories;
         let enabled = self.category_enabled(&ask.kind);
-        let request = match refusal::check_mandate(&ask, categories, enabled, &self.config.limits) {
+        let request = match refusal::check_mandate(&ask, categories, enabled, &self.config.limits)
+            .and_then(|request| self.origin_fits(ask.origin.as_deref()).map(|()| request))
+        {
             Ok(request) => request,
             Err(refusal) => return self.refuse_ask(peer, Some(ask.kind), refusal).await,
         };
