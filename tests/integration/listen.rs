@@ -123,8 +123,8 @@ fn the_owner_reads_a_labelled_sockets_origin_wherever_its_ask_shows_and_never_th
     let main_toast = stale_toast(&daemon, &daemon.card_of(&on_main), 1, || {
         daemon.wait_state(&on_main, "declined");
     });
-    // A mandate asked through the labelled socket covers the uid's asks; each receipt says
-    // where its own ask came from.
+    // A mandate covers only its own peer's asks, through the socket its card named; each
+    // receipt says where its own ask came from.
     let mandate = id_of(&request_at(
         &devbox,
         &mandate_request(&["@mila_news"], 1, "5.00", 5),
@@ -137,6 +137,15 @@ fn the_owner_reads_a_labelled_sockets_origin_wherever_its_ask_shows_and_never_th
         &devbox,
         &ask_to("@mila_news", "covered a", "0.10"),
     ));
+    let uncovered = id_of(&daemon.request(&ask_to("@mila_news", "not covered", "0.10")));
+    let uncovered_card = daemon.card_of(&uncovered).text.unwrap();
+    assert!(
+        !uncovered_card.contains("devbox"),
+        "the devbox's mandate covered the main socket's ask: {uncovered_card}"
+    );
+    let main_mandate = id_of(&daemon.request(&mandate_request(&["@mila_news"], 1, "5.00", 5)));
+    daemon.press_yes(&daemon.card_of(&main_mandate));
+    daemon.wait_state(&main_mandate, "granted");
     let covered_main = id_of(&daemon.request(&ask_to("@mila_news", "covered b", "0.10")));
     let devbox_receipt = receipt_of(&daemon, &covered_devbox).text.unwrap();
     let main_receipt = receipt_of(&daemon, &covered_main).text.unwrap();
@@ -315,4 +324,21 @@ fn an_ask_from_a_user_namespace_is_attributed_to_the_host_uid_not_root() {
     // The card shows it from the labelled socket.
     let card = daemon.card_of(&id).text.unwrap();
     assert!(card.contains("From: devbox"), "{card}");
+}
+
+/// On the main socket, a request's own origin that could read as a labelled socket's on a card
+/// is refused; a client's ordinary origin is not. Each case on its own.
+#[test]
+fn a_request_origin_that_could_pass_for_a_labelled_socket_is_refused() {
+    let daemon = with_devbox(Daemon::builder()).start();
+    for origin in ["devbox", "DEVBOX", "d\u{0435}vbox", "devbox · CI", "devbox2"] {
+        let mut ask = good_ask(&format!("pretending to be {origin}"));
+        ask["origin"] = json!(origin);
+        let answer = daemon.request(&ask);
+        assert_eq!(answer["status"], "refused", "{origin}: {answer}");
+        assert_eq!(answer["reason"], "bad_request", "{origin}: {answer}");
+    }
+    let mut ask = good_ask("an honest origin");
+    ask["origin"] = json!("Claude Code · ~/src/blog");
+    assert_eq!(daemon.request(&ask)["status"], "pending");
 }

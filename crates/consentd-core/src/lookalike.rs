@@ -470,13 +470,11 @@ pub(crate) fn widest_value_looks_like(value: &str) -> Option<Warning> {
 
 /// Whether `value` (a request's own `origin`) could pass for the labelled socket's `label` on a
 /// card: it looks like the label (its skeleton, with or without nonspacing marks, case aside), or
-/// begins with it, or holds anything that looks like the `·` the card puts between a socket's
-/// label and a request's origin. The label is the one part of "where from" the session cannot
-/// choose; nothing the session writes may read as one.
+/// begins with it. The label is the one part of "where from" the session cannot choose, and a
+/// card shows it first: nothing the session writes may read as one there.
 pub fn passes_for_label(value: &str, label: &str) -> bool {
     let fold = |s: &str| bare_skeleton(&s.to_lowercase()).to_lowercase();
-    let (value, label) = (fold(value), fold(label));
-    value.starts_with(&label) || value.contains(&fold(ORIGIN_SEPARATOR))
+    fold(value).starts_with(&fold(label))
 }
 
 /// What the card puts between a labelled socket's origin and a request's own.

@@ -204,17 +204,6 @@ pub fn check_origin_against_labels<'a>(
     labels: impl IntoIterator<Item = &'a str>,
 ) -> Result<(), Refusal> {
     let Some(origin) = origin else { return Ok(()) };
-    if origin.contains(crate::lookalike::ORIGIN_SEPARATOR) {
-        return Err(Refusal::new(
-            Reason::BadRequest,
-            format!(
-                "origin {} holds \"{}\", which a card puts between a socket's label and an \
-                 origin; leave it out",
-                crate::protocol::quote(origin),
-                crate::lookalike::ORIGIN_SEPARATOR
-            ),
-        ));
-    }
     match labels
         .into_iter()
         .find(|label| crate::lookalike::passes_for_label(origin, label))

@@ -1447,7 +1447,8 @@ fn a_hook_is_refused_for_a_category_that_runs_its_command() {
 }
 
 /// A request's own origin may not pass for a labelled socket's: not the label itself, a
-/// look-alike of it, the label at its start, nor the card's separator. Each case on its own.
+/// look-alike of it, nor the label at its start (where a card shows the label). Each case on its
+/// own.
 #[test]
 fn an_origin_that_could_pass_for_a_sockets_label_is_refused() {
     let labels = ["devbox", "ci runner"];
@@ -1459,7 +1460,11 @@ fn an_origin_that_could_pass_for_a_sockets_label_is_refused() {
         ("a combining mark on the label", "devbo\u{0301}x", true),
         ("the label, then more", "devbox CI", true),
         ("the label and the card's separator", "devbox · CI", true),
-        ("the separator alone", "CI · nightly", true),
+        (
+            "a client's own separator",
+            "Claude Code · ~/src/blog",
+            false,
+        ),
         ("another label's look-alike", "ci runn\u{0435}r", true),
         ("a name of its own", "Claude Code", false),
         ("the label inside, not first", "my devbox", false),
@@ -1477,7 +1482,6 @@ fn an_origin_that_could_pass_for_a_sockets_label_is_refused() {
         }
     }
     assert!(check_origin_against_labels(None, labels).is_ok());
-    // With no labelled socket, only the separator is refused.
+    // With no labelled socket, nothing is refused.
     assert!(check_origin_against_labels(Some("devbox"), []).is_ok());
-    assert!(check_origin_against_labels(Some("a · b"), []).is_err());
 }
