@@ -331,7 +331,13 @@ fn an_ask_from_a_user_namespace_is_attributed_to_the_host_uid_not_root() {
 #[test]
 fn a_request_origin_that_could_pass_for_a_labelled_socket_is_refused() {
     let daemon = with_devbox(Daemon::builder()).start();
-    for origin in ["devbox", "DEVBOX", "d\u{0435}vbox", "devbox · CI", "devbox2"] {
+    for origin in [
+        "devbox",
+        "DEVBOX",
+        "d\u{0435}vbox",
+        "devbox · CI",
+        "devbox2",
+    ] {
         let mut ask = good_ask(&format!("pretending to be {origin}"));
         ask["origin"] = json!(origin);
         let answer = daemon.request(&ask);
@@ -341,4 +347,48 @@ fn a_request_origin_that_could_pass_for_a_labelled_socket_is_refused() {
     let mut ask = good_ask("an honest origin");
     ask["origin"] = json!("Claude Code · ~/src/blog");
     assert_eq!(daemon.request(&ask)["status"], "pending");
+}
+
+/// Refusals counted under one window answer with that window's record id, but only to the same
+/// peer: the same uid through another socket never learns another socket's record id.
+#[test]
+fn a_refusal_window_answers_its_record_id_only_to_its_own_socket() {
+    let daemon = with_devbox(Daemon::builder().refusal_budget(1, "1h")).start();
+    let devbox = devbox_socket(&daemon);
+    let mut unknown = good_ask("no such kind");
+    unknown["kind"] = json!("no_such_kind");
+    let first = daemon.request(&unknown);
+    assert_eq!(first["reason"], "unknown_kind", "{first}");
+    let window = first["id"]
+        .as_str()
+        .expect("the first refusal is recorded")
+        .to_owned();
+    let again = daemon.request(&unknown);
+    assert_eq!(
+        again["id"],
+        window.as_str(),
+        "the same peer is answered its window's id: {again}"
+    );
+    let elsewhere = request_at(&devbox, &unknown);
+    assert_eq!(elsewhere["reason"], "unknown_kind", "{elsewhere}");
+    assert_ne!(
+        elsewhere["id"],
+        window.as_str(),
+        "another socket's peer was given the main socket's record id: {elsewhere}"
+    );
+}
+
+/// A labelled socket's directory is the operator's to make, with the group of whoever may reach
+/// it: the daemon refuses to start rather than make one with a mode of its own choosing.
+#[test]
+fn a_labelled_socket_whose_directory_is_missing_stops_the_start_with_what_to_do() {
+    let failure = Daemon::builder()
+        .config_tail("\n[[listen]]\nsocket = \"{dir}/nowhere/devbox.sock\"\norigin = \"devbox\"\n")
+        .try_start()
+        .expect_err("the daemon made the labelled socket's directory itself");
+    let said = failure.to_string();
+    assert!(
+        said.contains("the directory of the labelled socket") && said.contains("does not exist"),
+        "{said}"
+    );
 }

@@ -47,6 +47,10 @@ pub struct BudgetPolicy {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RefusalKey {
     pub uid: u32,
+    /// The labelled socket it came through (`None`: the main one). A window's record id is
+    /// answered only to refusals of the same socket and uid: another peer never learns it. The
+    /// rate (`per_minute`) is the uid's, whatever its socket.
+    pub listener: Option<String>,
     pub kind: Option<String>,
     pub reason: Reason,
 }

@@ -186,11 +186,13 @@ where
 /// The main socket, then each `[[listen]]` socket in the config's order, bound alike (mode
 /// 0660, a stale file replaced). On a failure the ones already bound are removed.
 fn bind_all(config: &Config) -> anyhow::Result<Vec<BoundSocket>> {
-    let paths = std::iter::once(&config.paths.socket)
-        .chain(config.listen.iter().map(|listen| &listen.socket));
+    // Only the main socket's directory is made here: a labelled one's owner and group are the
+    // operator's to choose.
+    let paths = std::iter::once((&config.paths.socket, true))
+        .chain(config.listen.iter().map(|listen| (&listen.socket, false)));
     let mut bound: Vec<BoundSocket> = Vec::new();
-    for path in paths {
-        match server::bind_socket(path) {
+    for (path, make_directory) in paths {
+        match server::bind_socket(path, make_directory) {
             Ok(socket) => bound.push(socket),
             Err(error) => {
                 for socket in &bound {

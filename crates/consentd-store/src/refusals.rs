@@ -59,7 +59,7 @@ pub(crate) fn refusal_in(
     events.extend(refusals.budget.due(now).iter().map(count_line));
     let verdict = refusals
         .budget
-        .judge(&key(peer.uid, kind, refusal), refusals.policy, now);
+        .judge(&key(peer, kind, refusal), refusals.policy, now);
     let (answered, recorded) = match &verdict {
         Verdict::Record { .. } => {
             refuse_in(tx, events, id, peer, kind, refusal, now)?;
@@ -75,9 +75,10 @@ pub(crate) fn refusal_in(
 }
 
 /// The budget's key of a refusal. Only a well-formed kind is kept, as in its record.
-fn key(uid: u32, kind: Option<&str>, refusal: &Refusal) -> RefusalKey {
+fn key(peer: &Peer, kind: Option<&str>, refusal: &Refusal) -> RefusalKey {
     RefusalKey {
-        uid,
+        uid: peer.uid,
+        listener: peer.listener.clone(),
         kind: kind
             .filter(|kind| consentd_core::config::is_valid_kind(kind))
             .map(str::to_owned),
@@ -161,10 +162,9 @@ impl Db {
         now: DateTime<Utc>,
     ) -> Result<Option<String>, StoreError> {
         if let Some(refusals) = &mut self.refusals {
-            let verdict =
-                refusals
-                    .budget
-                    .judge(&key(peer.uid, kind, &refusal), refusals.policy, now);
+            let verdict = refusals
+                .budget
+                .judge(&key(peer, kind, &refusal), refusals.policy, now);
             if let Verdict::Count { id, .. } = &verdict {
                 if refusals.budget.due(now).is_empty() {
                     let id = id.clone();

@@ -16,6 +16,7 @@ fn at(seconds: i64) -> DateTime<Utc> {
 fn key(uid: u32, kind: Option<&str>, reason: Reason) -> RefusalKey {
     RefusalKey {
         uid,
+        listener: None,
         kind: kind.map(str::to_owned),
         reason,
     }

@@ -78,6 +78,12 @@ pub(crate) enum SocketError {
     InUse(PathBuf),
     #[error("{0} exists and is not a socket; refusing to replace it")]
     NotASocket(PathBuf),
+    #[error(
+        "the directory of the labelled socket {0} does not exist: make it, with the group of \
+         the users that may reach it (docs/REMOTE.md, \"Labelled sockets\"); consentd does not \
+         make a directory whose owner and mode only the operator can choose"
+    )]
+    NoDirectory(PathBuf),
     #[error("cannot prepare the socket {path}: {source}")]
     Io {
         path: PathBuf,
@@ -106,13 +112,17 @@ impl BoundSocket {
 
 /// Binds the socket with mode 0660. A stale socket file is replaced only when nothing listens
 /// on it. Call this while the process has one thread: it changes the umask around `bind` (a
-/// `chmod` after `bind` would leave a window with the wrong mode).
-pub(crate) fn bind_socket(path: &Path) -> Result<BoundSocket, SocketError> {
+/// `chmod` after `bind` would leave a window with the wrong mode). The main socket's directory
+/// is made when missing (`make_directory`); a labelled socket's never is.
+pub(crate) fn bind_socket(path: &Path, make_directory: bool) -> Result<BoundSocket, SocketError> {
     let io = |source| SocketError::Io {
         path: path.to_owned(),
         source,
     };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !parent.exists() && !make_directory {
+            return Err(SocketError::NoDirectory(path.to_owned()));
+        }
         if !parent.exists() {
             use std::os::unix::fs::DirBuilderExt;
             std::fs::DirBuilder::new()
