@@ -59,6 +59,12 @@ impl Db {
         let Some(batch) = self.batch.take() else {
             return Ok(Vec::new());
         };
+        // A journal file that can no longer be written takes nothing more: what this batch would
+        // send (a card, a receipt) or start (a run) could not have its line in the file.
+        if let Some(reason) = self.journal_failed() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            return Err(StoreError::JournalWrite(reason));
+        }
         let commit = self
             .conn
             .prepare_cached("COMMIT")

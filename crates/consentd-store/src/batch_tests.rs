@@ -351,3 +351,37 @@ fn poll_once<F: std::future::Future>(future: std::pin::Pin<&mut F>) -> bool {
     let mut context = std::task::Context::from_waker(std::task::Waker::noop());
     future.poll(&mut context).is_ready()
 }
+
+/// Once the journal file cannot be written, nothing more is committed: a batch that would stage
+/// lines (and send or start what they tell of) is rolled back and every request in it answered
+/// with the failure, so nothing goes out whose line could not reach the file.
+#[test]
+fn once_the_journal_file_fails_no_batch_commits() {
+    let fixture = Fixture::new();
+    let mut db = fixture.open();
+    tagged_write(&mut db, "before", false).unwrap();
+    assert_eq!(db.journal_failed(), None);
+    // A line that does not continue the chain: the file refuses it and is done.
+    let (done, failed) = mpsc::channel();
+    db.journal_then(
+        vec![consentd_core::journal::Line {
+            n: 999,
+            h: "0".repeat(64),
+            text: "{}\n".to_owned(),
+        }],
+        Box::new(move |failure| {
+            let _ = done.send(failure.map(ToString::to_string));
+        }),
+    );
+    assert!(failed.recv().unwrap().is_some(), "the bad line was taken");
+    assert!(db.journal_failed().is_some());
+    let commits = db.commits();
+    db.begin_batch().unwrap();
+    tagged_write(&mut db, "after", false).unwrap();
+    assert!(matches!(
+        db.commit_batch(),
+        Err(StoreError::JournalWrite(_))
+    ));
+    assert_eq!(db.commits(), commits, "nothing committed after the failure");
+    assert_eq!(tags(&fixture), ["before"], "nothing more reached the file");
+}

@@ -263,6 +263,11 @@ impl Db {
         self.journal.append(lines.to_vec())
     }
 
+    /// Why the journal file can no longer be written, once it cannot ([`JournalWriter::failed`]).
+    pub(crate) fn journal_failed(&self) -> Option<String> {
+        self.journal.failed()
+    }
+
     /// Hands a committed batch's `lines` to the journal's thread, and runs `then` there once
     /// they are durable (or could not be made so). The store's thread goes on meanwhile.
     pub(crate) fn journal_then(&self, lines: Vec<Line>, then: Then) {

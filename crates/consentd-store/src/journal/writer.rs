@@ -14,6 +14,8 @@
 //!   durable with one `fdatasync`; each hand-over's `then` runs after that, in order.
 //! - A failed write or fsync poisons the file ([`JournalFile::append`]): every later hand-over is
 //!   answered with the failure, and the database keeps the lines staged for the next start.
+//!   The failure is also kept ([`JournalWriter::failed`]) so the store commits nothing more: no
+//!   card, receipt or run may go out whose line could not reach the file until a restart.
 //! - The head the store prunes its staged lines by ([`JournalWriter::head`]) is the last line
 //!   made durable here, never one only written.
 
@@ -40,6 +42,8 @@ pub(crate) struct JournalWriter {
     queue: Option<mpsc::Sender<HandOver>>,
     /// The last line made durable in the file.
     durable: Arc<Mutex<Head>>,
+    /// Why the file was poisoned, once it was: the first failure.
+    failure: Arc<Mutex<Option<String>>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -49,17 +53,29 @@ impl JournalWriter {
         let durable = Arc::new(Mutex::new(file.head().clone()));
         let (queue, handed) = mpsc::channel::<HandOver>();
         let head = durable.clone();
+        let failure = Arc::new(Mutex::new(None));
+        let failed = failure.clone();
         let thread = std::thread::Builder::new()
             .name("consentd-journal".into())
-            .spawn(move || run(file, &handed, &head))
+            .spawn(move || run(file, &handed, &head, &failed))
             .map_err(|error| {
                 StoreError::JournalWrite(format!("cannot start the journal's thread: {error}"))
             })?;
         Ok(JournalWriter {
             queue: Some(queue),
             durable,
+            failure,
             thread: Some(thread),
         })
+    }
+
+    /// Why the journal file can no longer be written, once a write or fsync failed; `None` while
+    /// it can.
+    pub(crate) fn failed(&self) -> Option<String> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     /// The last line made durable in the file (genesis for an empty journal).
@@ -116,7 +132,12 @@ impl Drop for JournalWriter {
 }
 
 /// The thread: each turn, everything waiting in one append and one fsync, then their `then`s.
-fn run(mut file: JournalFile, handed: &mpsc::Receiver<HandOver>, durable: &Mutex<Head>) {
+fn run(
+    mut file: JournalFile,
+    handed: &mpsc::Receiver<HandOver>,
+    durable: &Mutex<Head>,
+    failed: &Mutex<Option<String>>,
+) {
     while let Ok(first) = handed.recv() {
         let mut turn = vec![first];
         turn.extend(handed.try_iter());
@@ -132,10 +153,18 @@ fn run(mut file: JournalFile, handed: &mpsc::Receiver<HandOver>, durable: &Mutex
                 .err()
                 .map(|error| StoreError::JournalWrite(error.to_string()))
         };
-        if failure.is_none() {
-            *durable
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()) = file.head().clone();
+        match &failure {
+            None => {
+                *durable
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = file.head().clone();
+            }
+            Some(error) => {
+                failed
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .get_or_insert_with(|| error.to_string());
+            }
         }
         for handed in turn {
             (handed.then)(failure.as_ref());
