@@ -234,9 +234,10 @@ fn sum_costs(
 }
 
 /// The first open mandate (oldest first) that covers `action` now, with its usage before it.
-/// Only the mandates `peer` asked for (its uid through the same socket): a standing yes given to
-/// one session is not another's, and one granted on a card that named a labelled socket covers
-/// only asks through that socket, whose receipts name it.
+/// Only the mandates `peer`'s uid asked for, through any of its sockets: a standing yes given to
+/// one session is not another's. (A uid's mandates are its own across sockets, as its
+/// suggestions are, which open theirs on the main socket; each receipt names the socket its own
+/// action came through.)
 ///
 /// All the mandates of a kind, whoever asked for them, are bounded together by the config's
 /// ceilings on a mandate's day (`day_ceilings`), the day's uses of stopped and ended ones
@@ -255,13 +256,9 @@ pub(crate) fn covering_mandate(
             "SELECT {MANDATE_COLUMNS} FROM mandates
              WHERE kind = ?1 AND opened_at IS NOT NULL AND stopped_at IS NULL AND ended_at IS NULL
                AND (SELECT peer_uid FROM records WHERE records.id = mandates.id) = ?2
-               AND (SELECT listener FROM records WHERE records.id = mandates.id) = ?3
              ORDER BY opened_at, id"
         ))?;
-        let rows = statement.query_map(
-            params![action.kind, peer.uid, peer.column()],
-            mandate_from_row,
-        )?;
+        let rows = statement.query_map(params![action.kind, peer.uid], mandate_from_row)?;
         rows.collect::<Result<_, _>>()?
     };
     // Most asks are of kinds no open mandate covers: they read nothing more.

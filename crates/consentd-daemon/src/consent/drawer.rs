@@ -179,10 +179,7 @@ impl Consent {
         now: DateTime<Utc>,
     ) -> Body {
         let label = self.label(record, lang);
-        let origin = card::shown_origin(
-            record.listener.as_deref(),
-            record.asked_part().and_then(|a| a.origin.as_deref()),
-        );
+        let origin = record_origin(record);
         let session = session_name(record.peer_uid, origin.as_deref());
         let until = now + chrono::Duration::days(1);
         let (text, buttons) = card::silenced_notice(
@@ -202,8 +199,18 @@ impl Consent {
     }
 }
 
-/// A mandate request's origin line: the labelled socket it was asked through, then the
-/// client's own words.
+/// A record's origin line: the labelled socket it was asked through, then the client's own
+/// words (the card, the receipt and the silence notice draw the same).
+pub(super) fn record_origin(record: &Record) -> Option<String> {
+    card::shown_origin(
+        record.listener.as_deref(),
+        record
+            .asked_part()
+            .and_then(|asked| asked.origin.as_deref()),
+    )
+}
+
+/// A mandate's origin line, from the record that asked for it ([`record_origin`]).
 pub(super) fn mandate_origin(row: &MandateRow) -> Option<String> {
     card::shown_origin(row.listener.as_deref(), row.origin.as_deref())
 }
@@ -245,12 +252,7 @@ pub(super) fn with_view<T>(
     let action = record.action();
     let no_fields = BTreeMap::new();
     // The socket's label first, then the client's own words: as the intake measured it.
-    let origin = card::shown_origin(
-        record.listener.as_deref(),
-        record
-            .asked_part()
-            .and_then(|asked| asked.origin.as_deref()),
-    );
+    let origin = record_origin(record);
     let shown = card::ActionShown {
         record_id: &record.id,
         kind,

@@ -309,8 +309,9 @@ impl Consent {
             reply_by: None,
         };
         let label = self.label(record, lang);
-        // The receipt shows the action's target, not the mandate's terms.
-        let origin = super::drawer::mandate_origin(&row);
+        // The receipt shows the action's target, not the mandate's terms, and where the action
+        // itself came from: a uid's mandate covers its asks through any of its sockets.
+        let origin = super::drawer::record_origin(record);
         let view = self.mandate_view(&row, (&label, origin.as_deref()), &[]);
         let usage = action.mandate_use.unwrap_or(day_usage);
         let usage = UsageView {
