@@ -183,10 +183,7 @@ fn one_message_reaches_the_recipient_with_its_subject_body_and_attachment() {
     assert_eq!(attached(&mail.data, "chart.png"), PNG);
 
     let outputs = [
-        (
-            "the journal",
-            std::fs::read_to_string(&daemon.journal).unwrap(),
-        ),
+        ("the journal", daemon.journal_text()),
         ("the daemon's log", daemon.log()),
         (
             "the status answer",

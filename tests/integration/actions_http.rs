@@ -179,10 +179,7 @@ fn assert_secret_kept(daemon: &Daemon, id: &str) {
         })
         .collect();
     let outputs = [
-        (
-            "the journal",
-            std::fs::read_to_string(&daemon.journal).unwrap(),
-        ),
+        ("the journal", daemon.journal_text()),
         ("the daemon's log", daemon.log()),
         ("the status answer", status),
         ("the owner's chat", chat),

@@ -59,7 +59,11 @@ fn names(events: &[Value]) -> Vec<&str> {
 }
 
 fn assert_journal_verifies(daemon: &Daemon) {
-    let verify = consentd(&["journal", "verify", daemon.journal.to_str().unwrap()]);
+    let verify = consentd(&[
+        "journal",
+        "verify",
+        daemon.settled_journal().to_str().unwrap(),
+    ]);
     assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
 }
 

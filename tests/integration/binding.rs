@@ -61,7 +61,11 @@ fn press_on_unreadable(daemon: &Daemon, message_id: i64, data: &str) {
 }
 
 fn journal_verifies(daemon: &Daemon) {
-    let verify = consentd(&["journal", "verify", daemon.journal.to_str().unwrap()]);
+    let verify = consentd(&[
+        "journal",
+        "verify",
+        daemon.settled_journal().to_str().unwrap(),
+    ]);
     assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
 }
 

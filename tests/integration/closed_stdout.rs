@@ -101,8 +101,22 @@ fn the_socket_clients_end_quietly_with_their_own_codes() {
             ],
             8,
         ),
-        (&["journal", "head", daemon.journal.to_str().unwrap()], 0),
-        (&["journal", "verify", daemon.journal.to_str().unwrap()], 0),
+        (
+            &[
+                "journal",
+                "head",
+                daemon.settled_journal().to_str().unwrap(),
+            ],
+            0,
+        ),
+        (
+            &[
+                "journal",
+                "verify",
+                daemon.settled_journal().to_str().unwrap(),
+            ],
+            0,
+        ),
         (&["check-config", daemon.config.to_str().unwrap()], 0),
         (&["--help"], 0),
         (&["list", "--help"], 0),

@@ -165,7 +165,11 @@ fn the_whole_loop_runs_the_action_once_after_the_owners_yes() {
         events,
         ["asked", "card_shown", "granted", "used", "executed"]
     );
-    let verify = consentd(&["journal", "verify", daemon.journal.to_str().unwrap()]);
+    let verify = consentd(&[
+        "journal",
+        "verify",
+        daemon.settled_journal().to_str().unwrap(),
+    ]);
     assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
 }
 

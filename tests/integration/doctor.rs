@@ -259,7 +259,7 @@ fn run_broken(case: &str) -> (Output, Daemon, tempfile::TempDir) {
             });
         }
         "tampered journal" => {
-            let text = std::fs::read_to_string(&daemon.journal).unwrap();
+            let text = daemon.journal_text();
             let at = text.find(|c: char| c.is_ascii_digit()).unwrap();
             let digit = if &text[at..=at] == "7" { "8" } else { "7" };
             let tampered = format!("{}{digit}{}", &text[..at], &text[at + 1..]);

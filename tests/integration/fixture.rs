@@ -474,13 +474,74 @@ impl Daemon {
         });
     }
 
-    /// The journal's events, in order.
+    /// The journal's events, in order: every line the daemon had committed when this was called
+    /// ([`Daemon::journal_text`]).
     pub fn journal_events(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.journal)
-            .unwrap_or_default()
+        self.journal_text()
             .lines()
             .map(|line| serde_json::from_str(line).unwrap())
             .collect()
+    }
+
+    /// The journal file once it holds every line the daemon had committed when this was called.
+    ///
+    /// The daemon answers some things at their commit and appends their lines just after (a card
+    /// leaves while its `card_shown` line is written; a status read may see a state whose line is
+    /// in flight), so the file may trail what a test has just seen by a batch. This waits for the
+    /// file to reach the head the database records, and never reads a half-written line. A
+    /// stopped daemon's file is read as it is: what it lacks is appended at the next start.
+    pub fn journal_text(&self) -> String {
+        let read = || std::fs::read_to_string(&self.journal).unwrap_or_default();
+        let Some(committed) = self.committed_journal_lines() else {
+            return read();
+        };
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let text = read();
+            if text.is_empty() || text.ends_with('\n') {
+                let last = text.lines().last().map_or(0, |line| {
+                    serde_json::from_str::<Value>(line).map_or(0, |e| e["n"].as_u64().unwrap_or(0))
+                });
+                if last >= committed {
+                    return text;
+                }
+            }
+            if Instant::now() >= deadline || !self.is_alive() {
+                // A test that tampered with the file, or a daemon that died meanwhile: the file as
+                // it is, for the test's own assertion to judge.
+                return read();
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// [`Daemon::journal_text`]'s wait, for a test that hands the file to another reader.
+    pub fn settled_journal(&self) -> &Path {
+        self.journal_text();
+        &self.journal
+    }
+
+    /// The number of the last journal line the running daemon has committed, if it runs.
+    fn committed_journal_lines(&self) -> Option<u64> {
+        if !self.is_alive() {
+            return None;
+        }
+        let db = consentd_store::inspect::Inspect::open_read_only(&self.state_dir).ok()?;
+        db.journal_head().ok().map(|head| head.n)
+    }
+
+    /// Whether the daemon's process still runs (not exited, not a zombie waiting to be reaped).
+    fn is_alive(&self) -> bool {
+        let Some(child) = &self.child else {
+            return false;
+        };
+        std::fs::read_to_string(format!("/proc/{}/stat", child.id()))
+            .ok()
+            .and_then(|stat| {
+                stat.rsplit_once(") ")
+                    .map(|(_, rest)| !rest.starts_with('Z'))
+            })
+            .unwrap_or(false)
     }
 
     /// Waits for the daemon to exit by itself (a crash point, a fatal error).

@@ -261,7 +261,6 @@ fn script_cases() -> Vec<(&'static str, Value, Expect)> {
 #[test]
 fn the_visible_text_rules_hold_through_the_daemon_and_the_journal_verifies() {
     let daemon = Daemon::builder().max_pending(100).start();
-    let journal = daemon.journal.to_str().unwrap().to_owned();
     let cases = [
         smuggling_cases(),
         flag_cases(),
@@ -281,7 +280,8 @@ fn the_visible_text_rules_hold_through_the_daemon_and_the_journal_verifies() {
                 assert_eq!(answer["message"], message.as_str(), "{label}: {answer}");
             }
         }
-        let verify = consentd(&["journal", "verify", &journal]);
+        let journal = daemon.settled_journal().to_str().unwrap();
+        let verify = consentd(&["journal", "verify", journal]);
         assert_eq!(verify.status.code(), Some(0), "{label}: {verify:?}");
         let events = daemon.journal_events();
         let line = events

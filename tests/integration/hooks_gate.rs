@@ -346,13 +346,13 @@ fn a_codex_network_approval_card_names_the_host_of_a_target_with_scheme_and_port
     let cases = [
         (
             "https",
-            "make network-https",
+            "make network-tls",
             "network-access https://exfil.example.net:443",
             "exfil.example.net",
         ),
         (
             "http",
-            "make network-http",
+            "make network-plain",
             "network-access http://leak.example.org:80",
             "leak.example.org",
         ),

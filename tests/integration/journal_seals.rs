@@ -149,7 +149,7 @@ fn every_line_after_seal_init_is_sealed_and_no_earlier_key_stays_on_disk() {
         .position(|e| e["ev"] == "seal_started")
         .expect("a seal_started line");
     assert_eq!(events[announced]["key_id"], key_id(&k0));
-    let text = std::fs::read_to_string(&daemon.journal).unwrap();
+    let text = daemon.journal_text();
     for (i, line) in text.lines().enumerate() {
         assert_eq!(
             line.contains(",\"s\":\""),
@@ -236,7 +236,7 @@ fn each_tampering_is_named_by_both_verifiers() {
     let (mut daemon, k0) = sealed_daemon();
     asks_across(&daemon, 4);
     assert!(daemon.stop_with(Signal::SIGTERM).success());
-    let text = std::fs::read_to_string(&daemon.journal).unwrap();
+    let text = daemon.journal_text();
     let lines: Vec<String> = text.lines().map(|l| format!("{l}\n")).collect();
     let total = lines.len() as u64;
     let epoch = |line: &str| -> Option<u64> {
@@ -361,7 +361,7 @@ fn serve_refuses_a_journal_broken_in_the_middle_naming_the_line() {
     let (mut daemon, _k0) = sealed_daemon();
     asks_across(&daemon, 1);
     assert!(daemon.stop_with(Signal::SIGTERM).success());
-    let text = std::fs::read_to_string(&daemon.journal).unwrap();
+    let text = daemon.journal_text();
     let mut lines: Vec<String> = text.lines().map(|l| format!("{l}\n")).collect();
     // A middle line edited with its h kept: the tail still checks out.
     lines[2] = lines[2].replacen("\"ts\":\"", "\"ts\":\"1", 1);
@@ -439,7 +439,7 @@ fn a_kill_at_each_step_of_an_epoch_change_keeps_the_key_the_next_line_needs() {
         let py = python(&daemon.journal, &["--key", &k]);
         assert_eq!(py.status.code(), Some(0), "{point}: {}", stdout(&py));
         // The key on disk is never older than the last seal written.
-        let text = std::fs::read_to_string(&daemon.journal).unwrap();
+        let text = daemon.journal_text();
         let last = text.lines().last().unwrap();
         let s = &last[last.rfind(",\"s\":\"").unwrap() + 6..];
         let sealed_in: u64 = s[..s.find(':').unwrap()].parse().unwrap();
@@ -575,12 +575,7 @@ fn a_quiet_daemon_still_erases_each_epochs_key_when_the_epoch_ends() {
     // Nothing is written for five epochs (a quiet night): the key of the last line's epoch must
     // not stay on disk for whoever takes the machine later, or they rewrite that epoch's lines.
     let (daemon, _) = sealed_daemon();
-    let lines = || {
-        std::fs::read_to_string(&daemon.journal)
-            .unwrap()
-            .lines()
-            .count()
-    };
+    let lines = || daemon.journal_text().lines().count();
     let before = lines();
     let written_in = key_on_disk(&daemon.state_dir).epoch;
     daemon.advance_clock(300);

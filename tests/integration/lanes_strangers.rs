@@ -182,7 +182,7 @@ fn thirty_presses_by_a_stranger_give_the_owner_one_notice_and_the_journal_a_coun
     assert_eq!(presses_counted(&lines), 30, "the lines count every press");
     assert_eq!(lines[1]["count"], 29);
     assert_eq!(presses_counted(&rejected_by(&daemon, 888)), 2);
-    let journal = std::fs::read_to_string(&daemon.journal).unwrap();
+    let journal = daemon.journal_text();
     for name in ["Eve", "Mallory"] {
         assert!(
             !journal.contains(name),

@@ -134,7 +134,11 @@ fn newest_record(daemon: &Daemon) -> String {
 }
 
 fn assert_journal_verifies(daemon: &Daemon) {
-    let verify = consentd(&["journal", "verify", daemon.journal.to_str().unwrap()]);
+    let verify = consentd(&[
+        "journal",
+        "verify",
+        daemon.settled_journal().to_str().unwrap(),
+    ]);
     assert!(verify.status.success(), "{verify:?}");
 }
 

@@ -193,7 +193,7 @@ fn the_evening_summary_goes_once_at_its_time_across_restarts_with_an_anchor_that
     let verify = consentd(&[
         "journal",
         "verify",
-        daemon.journal.to_str().unwrap(),
+        daemon.settled_journal().to_str().unwrap(),
         "--anchor",
         &anchor,
     ]);

@@ -95,7 +95,11 @@ fn crash_around_a_run(point: Point) {
             .count();
         assert_eq!(used, 1, "{point:?}: {id} was claimed {used} times");
     }
-    let verify = consentd(&["journal", "verify", daemon.journal.to_str().unwrap()]);
+    let verify = consentd(&[
+        "journal",
+        "verify",
+        daemon.settled_journal().to_str().unwrap(),
+    ]);
     assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
 }
 

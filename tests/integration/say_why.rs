@@ -197,7 +197,7 @@ fn no_and_say_why_holds_the_final_line_for_the_owners_reply_which_is_its_message
     let hash = consentd_core::digest::Sha256Hash::of(reason.as_bytes()).to_hex();
     assert_eq!(kept[0]["sha256"], hash);
     assert_eq!(kept[0]["by"], OWNER);
-    let journal = std::fs::read_to_string(&daemon.journal).unwrap();
+    let journal = daemon.journal_text();
     assert!(!journal.contains("new logo"));
     assert!(!daemon.log().contains("new logo"));
 

@@ -1,5 +1,8 @@
 //! The session's newer subcommands: `kinds`, `withdraw`, and Ctrl-C on a waiting `ask`.
 
+use std::io::{BufRead, BufReader, Read};
+use std::process::Child;
+
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
@@ -24,15 +27,27 @@ fn ask_args<'a>(text: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     args
 }
 
-fn newest_id(daemon: &Daemon) -> String {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+/// Reads the client's stderr until it names the record it waits on, and returns the id and a
+/// thread collecting the rest of its stderr. Only then has the session its answer: the owner may
+/// have the card before, since the answer waits for the `asked` line to be in the journal file
+/// and the card does not.
+fn named_by_client(child: &mut Child) -> (String, std::thread::JoinHandle<String>) {
+    let mut reader = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
     loop {
-        let page = daemon.request(&json!({"v": 1, "op": "list"}));
-        if let Some(id) = page["records"][0]["id"].as_str() {
-            return id.to_owned();
+        let mut line = String::new();
+        let read = reader.read_line(&mut line).unwrap();
+        assert_ne!(read, 0, "the client ended before naming its record: {seen}");
+        seen.push_str(&line);
+        if let Some(rest) = line.strip_prefix("waiting for the owner's answer on ") {
+            let id = rest.split_whitespace().next().unwrap().to_owned();
+            let rest = std::thread::spawn(move || {
+                let mut rest = seen;
+                reader.read_to_string(&mut rest).unwrap();
+                rest
+            });
+            return (id, rest);
         }
-        assert!(std::time::Instant::now() < deadline, "no record appeared");
-        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 
@@ -43,17 +58,14 @@ fn interrupt(child: &std::process::Child) {
 #[test]
 fn ctrl_c_on_a_waiting_ask_withdraws_it_and_exits_9() {
     let daemon = Daemon::start();
-    let child = daemon.cli_spawn(&ask_args("Interrupted", &[]));
-    let id = newest_id(&daemon);
+    let mut child = daemon.cli_spawn(&ask_args("Interrupted", &[]));
+    let (id, stderr) = named_by_client(&mut child);
     let card = daemon.card_of(&id);
     interrupt(&child);
-    let output = child.wait_with_output().unwrap();
-    assert_eq!(output.status.code(), Some(9), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains(&format!("withdrew {id}")),
-        "{}",
-        stderr(&output)
-    );
+    let status = child.wait().unwrap();
+    let stderr = stderr.join().unwrap();
+    assert_eq!(status.code(), Some(9), "{stderr}");
+    assert!(stderr.contains(&format!("withdrew {id}")), "{stderr}");
     assert_eq!(daemon.wait_state(&id, "withdrawn")["final"], true);
     // The card lost its buttons; a press on the old ones changes nothing.
     daemon.wait_for("the card loses its buttons", |bot| {
@@ -64,20 +76,31 @@ fn ctrl_c_on_a_waiting_ask_withdraws_it_and_exits_9() {
     daemon.press_yes(&card);
     daemon.settle();
     assert_eq!(daemon.runs(), 0);
-    let verify = consentd(&["journal", "verify", daemon.journal.to_str().unwrap()]);
+    let verify = consentd(&[
+        "journal",
+        "verify",
+        daemon.settled_journal().to_str().unwrap(),
+    ]);
     assert!(verify.status.success(), "{verify:?}");
 }
 
 #[test]
 fn ctrl_c_with_keep_open_leaves_the_ask_to_the_owner_and_exits_8() {
     let daemon = Daemon::start();
-    let child = daemon.cli_spawn(&ask_args("Kept open", &["--keep-open"]));
-    let id = newest_id(&daemon);
+    let mut child = daemon.cli_spawn(&ask_args("Kept open", &["--keep-open"]));
+    let (id, stderr) = named_by_client(&mut child);
     daemon.card_of(&id);
     interrupt(&child);
-    let output = child.wait_with_output().unwrap();
-    assert_eq!(output.status.code(), Some(8), "{}", stderr(&output));
-    assert_eq!(stdout(&output).trim(), id);
+    let mut printed = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut printed)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(8), "{}", stderr.join().unwrap());
+    assert_eq!(printed.trim(), id);
     assert_eq!(daemon.wait_state(&id, "card_shown")["final"], false);
     daemon.press_yes(&daemon.card_of(&id));
     daemon.wait_state(&id, "executed");

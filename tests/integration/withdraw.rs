@@ -31,7 +31,7 @@ pub(crate) fn daemon() -> DaemonBuilder {
 
 /// `consentd journal verify` accepts the daemon's journal, and (when given) a line names `id`.
 pub(crate) fn journal_verifies(daemon: &Daemon, case: &str, id: Option<&str>) {
-    let journal = daemon.journal.to_str().unwrap().to_owned();
+    let journal = daemon.settled_journal().to_str().unwrap().to_owned();
     let verify = consentd(&["journal", "verify", &journal]);
     assert_eq!(verify.status.code(), Some(0), "{case}: {verify:?}");
     if let Some(id) = id {

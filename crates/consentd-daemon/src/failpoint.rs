@@ -10,9 +10,19 @@
 //! files go) makes the daemon abort when it reaches it. A build without the feature has no such variable: a point is
 //! an empty function and the name is not in the binary.
 
-/// Aborts the process if `CONSENTD_CRASH_AT` names this point.
+/// Aborts the process if `CONSENTD_CRASH_AT` names this point. At `journal_turn` (the journal's
+/// thread about to append a turn's lines) it instead sleeps `CONSENTD_JOURNAL_DELAY_MS`, if set:
+/// the journal file then trails what the daemon has answered and sent by that much, so a test
+/// run with it shows whether anything (a test included) reads the file as if it could not.
 #[cfg(feature = "test-hooks")]
 pub fn hit(point: &str) {
+    if point == "journal_turn" {
+        let delay = std::env::var("CONSENTD_JOURNAL_DELAY_MS").ok();
+        if let Some(ms) = delay.and_then(|ms| ms.parse::<u64>().ok()) {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
+        return;
+    }
     if std::env::var_os("CONSENTD_CRASH_AT").is_some_and(|at| at == point) {
         eprintln!("consentd: crash point {point} reached (CONSENTD_CRASH_AT)");
         std::process::abort();

@@ -1,7 +1,9 @@
 //! The crash hook a test build of the daemon sets, for the store's own steps: `mid_batch` (two
 //! requests of a group commit applied, none committed), `<ev>_committed` (a batch holding an
 //! `<ev>` line committed, its lines not yet handed to the journal's thread: `asked_committed`,
-//! `card_shown_committed`, …) and each step of a seal key's epoch change (`journal::seal_key`).
+//! `card_shown_committed`, …), each step of a seal key's epoch change (`journal::seal_key`), and
+//! `journal_turn` (the journal's thread about to append a turn's lines; a test build may hold it
+//! there, not crash).
 
 /// A crash point a test build may set (the daemon's `CONSENTD_CRASH_AT`), called by name where
 /// a batch is half applied.

@@ -149,6 +149,9 @@ fn run(
         let failure = if lines.is_empty() {
             None
         } else {
+            // A test build may hold the turn here, widening the window in which the file
+            // trails the database, to show that nothing reads the file as if it could not.
+            crate::crash::point("journal_turn");
             file.append(&lines)
                 .err()
                 .map(|error| StoreError::JournalWrite(error.to_string()))
