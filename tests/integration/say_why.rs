@@ -332,12 +332,12 @@ fn say_why_data(card: &ChatMessage) -> String {
 
 /// Runs `push` (a press of the new button that must not count) and checks it left nothing
 /// behind: record `id` still `state`, no `declined` line, and — for a press from the owner's
-/// account — a `press_rejected` line with `rejected`.
+/// account — a `press_rejected` line with one of the reasons `rejected` (none: no line).
 fn changes_nothing(
     daemon: &Daemon,
     (id, state): (&str, &str),
     case: &str,
-    rejected: Option<&str>,
+    rejected: &[&str],
     push: impl FnOnce(),
 ) {
     let rejections = events(daemon, "press_rejected").len();
@@ -352,10 +352,14 @@ fn changes_nothing(
     assert!(record.get("message").is_none(), "{case}: {record}");
     let declined = events(daemon, "declined").len();
     assert_eq!(declined, declines, "{case}: a declined line");
-    if let Some(reason) = rejected {
+    if !rejected.is_empty() {
         let lines = events(daemon, "press_rejected");
         assert_eq!(lines.len(), rejections + 1, "{case}: journaled once");
-        assert_eq!(lines[rejections]["reason"], reason, "{case}");
+        let reason = lines[rejections]["reason"].as_str().unwrap_or_default();
+        assert!(
+            rejected.contains(&reason),
+            "{case}: {reason}, not one of {rejected:?}"
+        );
     }
 }
 
@@ -378,37 +382,25 @@ fn stale_forged_and_strangers_presses_of_no_and_say_why_change_nothing() {
     let open = (a.as_str(), "card_shown");
     let bad_tag = with_tag(&why_a, |t| t[3] ^= 0x01);
     let case = press(owner(), private(), bad_tag);
-    changes_nothing(&daemon, open, "a bad tag", Some("bad_tag"), case);
+    changes_nothing(&daemon, open, "a bad tag", &["bad_tag"], case);
     let short_tag = with_tag(&why_a, |t| {
         t.pop();
     });
     let case = press(owner(), private(), short_tag);
-    changes_nothing(&daemon, open, "a short tag", Some("malformed"), case);
+    changes_nothing(&daemon, open, "a short tag", &["malformed"], case);
     let others = why_b.replace(&b, &a);
     let case = press(owner(), private(), others);
-    changes_nothing(&daemon, open, "another record's tag", Some("bad_tag"), case);
+    changes_nothing(&daemon, open, "another record's tag", &["bad_tag"], case);
     let parts: Vec<&str> = no_a.split('.').collect();
     let relabelled = format!("{}.{}.w.{}.{}", parts[0], parts[1], parts[3], parts[4]);
     let case = press(owner(), private(), relabelled);
-    changes_nothing(&daemon, open, "a No relabelled", Some("bad_tag"), case);
+    changes_nothing(&daemon, open, "a No relabelled", &["bad_tag"], case);
     let case = press(stranger(), ChatSpec::private(777), why_a.clone());
-    changes_nothing(&daemon, open, "another user", None, case);
+    changes_nothing(&daemon, open, "another user", &[], case);
     let case = press(stranger(), private(), why_a.clone());
-    changes_nothing(
-        &daemon,
-        open,
-        "another user in the owner's chat",
-        None,
-        case,
-    );
+    changes_nothing(&daemon, open, "another user in the owner's chat", &[], case);
     let case = press(owner(), ChatSpec::group(-100_123), why_a.clone());
-    changes_nothing(
-        &daemon,
-        open,
-        "another chat",
-        Some("not_private_chat"),
-        case,
-    );
+    changes_nothing(&daemon, open, "another chat", &["not_private_chat"], case);
     assert!(
         !final_within(&answer_a, Duration::from_millis(200)),
         "the session was answered"
@@ -419,8 +411,11 @@ fn stale_forged_and_strangers_presses_of_no_and_say_why_change_nothing() {
     daemon.press_yes(&card_a);
     daemon.wait_state(&a, "executed");
     let done = (a.as_str(), "executed");
+    // Stale either way: the record is no longer open, and once the edit that takes the card's
+    // buttons away is done, the message is no longer a card either (checked first).
+    let stale = &["not_open", "wrong_message"];
     let case = press(owner(), private(), why_a.clone());
-    changes_nothing(&daemon, done, "after the Yes", Some("not_open"), case);
+    changes_nothing(&daemon, done, "after the Yes", stale, case);
     assert_eq!(answer_a.join().unwrap()["status"], "executed");
     daemon.advance_clock(16 * 60);
     daemon.wait_state(&b, "expired");
@@ -430,6 +425,6 @@ fn stale_forged_and_strangers_presses_of_no_and_say_why_change_nothing() {
             .bot
             .push_press(&owner(), private(), card_b.message_id, &why_b);
     };
-    changes_nothing(&daemon, expired, "after it expired", Some("not_open"), case);
+    changes_nothing(&daemon, expired, "after it expired", stale, case);
     assert_eq!(daemon.runs(), 1);
 }
