@@ -61,6 +61,8 @@ fn the_socket_clients_end_quietly_with_their_own_codes() {
     }
     let refused = daemon.request(&json!({"v":1,"op":"ask","kind":"no_such_kind"}));
     let refused = refused["id"].as_str().unwrap().to_owned();
+    let journal = daemon.settled_journal();
+    let journal = journal.to_str().unwrap();
     let table: &[(&[&str], i32)] = &[
         (&["list"], 0),
         (&["list", "--json"], 0),
@@ -101,22 +103,8 @@ fn the_socket_clients_end_quietly_with_their_own_codes() {
             ],
             8,
         ),
-        (
-            &[
-                "journal",
-                "head",
-                daemon.settled_journal().to_str().unwrap(),
-            ],
-            0,
-        ),
-        (
-            &[
-                "journal",
-                "verify",
-                daemon.settled_journal().to_str().unwrap(),
-            ],
-            0,
-        ),
+        (&["journal", "head", journal], 0),
+        (&["journal", "verify", journal], 0),
         (&["check-config", daemon.config.to_str().unwrap()], 0),
         (&["--help"], 0),
         (&["list", "--help"], 0),

@@ -128,7 +128,7 @@ fn copies_go_when_a_record_ends_unrun_and_after_the_retention_when_it_ran() {
     daemon.advance_clock(700);
     wait_copies(&daemon, 0, "past the retention");
     // The journal still verifies: it keeps the hashes, not the copies.
-    let verified = consentd_store::journal::verify_file(daemon.settled_journal(), None).unwrap();
+    let verified = consentd_store::journal::verify_file(&daemon.settled_journal(), None).unwrap();
     assert!(verified.is_ok(), "{verified:?}");
 }
 

@@ -156,7 +156,9 @@ fn a_kill_in_the_middle_of_a_batch_keeps_every_answer_and_half_applies_nothing()
         daemon.log()
     );
     let acknowledged: BTreeSet<String> = acked.lock().unwrap().iter().cloned().collect();
-    let daemon = daemon.restart();
+    let mut daemon = daemon.restart();
+    // Stopped, so that no card the restart opens is still on its way to the file.
+    assert!(daemon.stop_with(Signal::SIGTERM).success());
     let journal = consentd_store::journal::verify_file(&daemon.journal, None).unwrap();
     let verified = journal.unwrap_or_else(|problem| panic!("journal broken: {problem}"));
     let text = std::fs::read_to_string(&daemon.journal).unwrap();
@@ -239,11 +241,15 @@ fn a_crash_at_each_step_from_an_ask_to_its_card_loses_no_line() {
             }
             _ => {
                 // The session's answer waits for the `asked` line to be in the file, the card
-                // does not: the session may or may not have heard of the record yet.
-                assert!(
-                    answered.as_deref().is_none_or(|answered| answered == id),
-                    "{point}: answered {answered:?}, not {id}"
-                );
+                // does not: the session may or may not have heard of the record yet, but if it
+                // has, of this one, and its line is in the file.
+                if let Some(answered) = &answered {
+                    assert_eq!(answered, &id, "{point}");
+                    assert!(
+                        before.contains(&"asked".to_owned()),
+                        "{point}: the session was answered before its line was in the file"
+                    );
+                }
                 assert!(
                     daemon.owner_chat().iter().any(|m| !m.buttons().is_empty()
                         && m.text.as_deref().is_some_and(|t| t.contains(&id))),
@@ -291,44 +297,68 @@ fn a_crash_at_each_step_from_an_ask_to_its_card_loses_no_line() {
 }
 
 /// A card leaves at its opening's commit, while its `card_shown` line is still on its way to the
-/// file (held back here a second by a test build's `CONSENTD_JOURNAL_DELAY_MS`): the file trails
-/// what the owner sees by the lines in flight, and the record already says `card_shown`. A reader of the journal waits for the head the database records, as the
-/// fixture's does, and then finds every line.
+/// file (each journal turn held back here a second by a test build's
+/// `CONSENTD_TEST_JOURNAL_DELAY_MS`): the file trails what the owner sees by the lines in flight,
+/// never runs past the database's head, and the record already says `card_shown`. A reader of
+/// the journal waits for that head, as the fixture's does, and then finds every line.
 #[test]
 fn a_card_and_its_status_may_run_ahead_of_the_journal_file_never_past_the_database() {
     let daemon = Daemon::builder()
-        .env("CONSENTD_JOURNAL_DELAY_MS", "1000")
+        .env("CONSENTD_TEST_JOURNAL_DELAY_MS", "1000")
         .start();
-    // Nothing of the start still in flight: the ask's line then has a turn of its own.
-    daemon.journal_text();
-    let id = ask(
-        &daemon.socket,
-        &crate::fixture::good_ask("ahead of the file"),
-    )
-    .unwrap();
-    daemon.card_of(&id);
+    // The ask is sent and its answer left unread: the answer waits for the `asked` line, and
+    // whichever turn carries that line, `card_shown` reaches the file a second after the card at
+    // the earliest.
+    let text = "ahead of the file";
+    let mut session = UnixStream::connect(&daemon.socket).unwrap();
+    let mut frame = serde_json::to_vec(&crate::fixture::good_ask(text)).unwrap();
+    frame.push(b'\n');
+    session.write_all(&frame).unwrap();
+    daemon.card_of(text);
     let raw = std::fs::read_to_string(&daemon.journal).unwrap();
-    // Read at once, or answered with a later batch once its lines are in the file.
-    let status = daemon.request(&json!({"v":1,"op":"status","id":id}));
-    let in_file = |text: &str| {
-        text.lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .any(|line| line["ev"] == "card_shown" && line["id"] == id.as_str())
-    };
-    assert_eq!(status["status"], "card_shown", "{status}");
-    assert!(
-        !in_file(&raw),
-        "the line was in the file already: the window this test is about was not reached"
-    );
     let committed = Inspect::open_read_only(&daemon.state_dir)
         .unwrap()
         .journal_head()
         .unwrap();
-    let settled = daemon.journal_text();
-    assert!(in_file(&settled), "the settled journal lacks card_shown");
+    let mut answer = String::new();
+    session.read_to_string(&mut answer).unwrap();
+    let id = serde_json::from_str::<Value>(answer.trim()).unwrap()["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no id: {answer}"))
+        .to_owned();
+    let lines = |text: &str| -> Vec<Value> {
+        text.lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .collect()
+    };
+    let has_card_shown = |text: &str| {
+        lines(text)
+            .iter()
+            .any(|line| line["ev"] == "card_shown" && line["id"] == id.as_str())
+    };
     assert!(
-        settled.lines().count() as u64 >= committed.n,
-        "the settled journal is behind the database's head {}",
+        !has_card_shown(&raw),
+        "the line was in the file already: the window this test is about was not reached"
+    );
+    let last_in_file = lines(&raw)
+        .last()
+        .map_or(0, |line| line["n"].as_u64().unwrap());
+    assert!(
+        last_in_file <= committed.n,
+        "the file (line {last_in_file}) ran past the database's head ({})",
+        committed.n
+    );
+    let status = daemon.request(&json!({"v":1,"op":"status","id":id}));
+    assert_eq!(status["status"], "card_shown", "{status}");
+    let settled = daemon.journal_text();
+    assert!(
+        has_card_shown(&settled),
+        "the settled journal lacks card_shown"
+    );
+    let settled_last = lines(&settled).last().unwrap()["n"].as_u64().unwrap();
+    assert!(
+        settled_last >= committed.n,
+        "the settled journal (line {settled_last}) is behind the database's head {}",
         committed.n
     );
 }

@@ -488,8 +488,9 @@ impl Daemon {
     /// The daemon answers some things at their commit and appends their lines just after (a card
     /// leaves while its `card_shown` line is written; a status read may see a state whose line is
     /// in flight), so the file may trail what a test has just seen by a batch. This waits for the
-    /// file to reach the head the database records, and never reads a half-written line. A
-    /// stopped daemon's file is read as it is: what it lacks is appended at the next start.
+    /// file to reach the head the database records, and never reads a half-written line; a
+    /// running daemon whose file never gets there fails the test. A stopped daemon's file is read
+    /// as it is: what it lacks is appended at the next start.
     pub fn journal_text(&self) -> String {
         let read = || std::fs::read_to_string(&self.journal).unwrap_or_default();
         let Some(committed) = self.committed_journal_lines() else {
@@ -506,19 +507,28 @@ impl Daemon {
                     return text;
                 }
             }
-            if Instant::now() >= deadline || !self.is_alive() {
-                // A test that tampered with the file, or a daemon that died meanwhile: the file as
-                // it is, for the test's own assertion to judge.
+            if !self.is_alive() {
+                // A daemon that died meanwhile: the file as it is, for the test to judge.
                 return read();
             }
+            assert!(
+                Instant::now() < deadline,
+                "the journal file never reached line {committed}, which the database has\n{}",
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
     }
 
-    /// [`Daemon::journal_text`]'s wait, for a test that hands the file to another reader.
-    pub fn settled_journal(&self) -> &Path {
-        self.journal_text();
-        &self.journal
+    /// A copy of the journal as [`Daemon::journal_text`] reads it, for a test that hands it to
+    /// another reader (`consentd journal verify`): the daemon may go on appending to its own file
+    /// while that reader is in it.
+    pub fn settled_journal(&self) -> PathBuf {
+        static COPIES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let copy = self.dir.path().join(format!("journal-copy-{n}.jsonl"));
+        std::fs::write(&copy, self.journal_text()).unwrap();
+        copy
     }
 
     /// The number of the last journal line the running daemon has committed, if it runs.

@@ -280,8 +280,8 @@ fn the_visible_text_rules_hold_through_the_daemon_and_the_journal_verifies() {
                 assert_eq!(answer["message"], message.as_str(), "{label}: {answer}");
             }
         }
-        let journal = daemon.settled_journal().to_str().unwrap();
-        let verify = consentd(&["journal", "verify", journal]);
+        let journal = daemon.settled_journal();
+        let verify = consentd(&["journal", "verify", journal.to_str().unwrap()]);
         assert_eq!(verify.status.code(), Some(0), "{label}: {verify:?}");
         let events = daemon.journal_events();
         let line = events

@@ -332,7 +332,8 @@ fn say_why_data(card: &ChatMessage) -> String {
 
 /// Runs `push` (a press of the new button that must not count) and checks it left nothing
 /// behind: record `id` still `state`, no `declined` line, and — for a press from the owner's
-/// account — a `press_rejected` line with one of the reasons `rejected` (none: no line).
+/// account — one `press_rejected` line with one of the reasons `rejected` (empty for a
+/// stranger's press, whose lines are counted per window: `lanes_strangers.rs`).
 fn changes_nothing(
     daemon: &Daemon,
     (id, state): (&str, &str),

@@ -33,20 +33,28 @@ fn ask_args<'a>(text: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
 /// and the card does not.
 fn named_by_client(child: &mut Child) -> (String, std::thread::JoinHandle<String>) {
     let mut reader = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    loop {
+    let (named, id) = std::sync::mpsc::channel();
+    let rest = std::thread::spawn(move || {
+        let mut seen = String::new();
         let mut line = String::new();
-        let read = reader.read_line(&mut line).unwrap();
-        assert_ne!(read, 0, "the client ended before naming its record: {seen}");
-        seen.push_str(&line);
-        if let Some(rest) = line.strip_prefix("waiting for the owner's answer on ") {
-            let id = rest.split_whitespace().next().unwrap().to_owned();
-            let rest = std::thread::spawn(move || {
-                let mut rest = seen;
-                reader.read_to_string(&mut rest).unwrap();
-                rest
-            });
-            return (id, rest);
+        while reader.read_line(&mut line).unwrap() > 0 {
+            if let Some(rest) = line.strip_prefix("waiting for the owner's answer on ") {
+                let _ = named.send(rest.split_whitespace().next().unwrap().to_owned());
+            }
+            seen.push_str(&line);
+            line.clear();
+        }
+        seen
+    });
+    match id.recv_timeout(std::time::Duration::from_secs(20)) {
+        Ok(id) => (id, rest),
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "the client never named its record: {}",
+                rest.join().unwrap()
+            );
         }
     }
 }

@@ -11,15 +11,20 @@
 //! an empty function and the name is not in the binary.
 
 /// Aborts the process if `CONSENTD_CRASH_AT` names this point. At `journal_turn` (the journal's
-/// thread about to append a turn's lines) it instead sleeps `CONSENTD_JOURNAL_DELAY_MS`, if set:
-/// the journal file then trails what the daemon has answered and sent by that much, so a test
-/// run with it shows whether anything (a test included) reads the file as if it could not.
+/// thread about to append a turn's lines) it instead sleeps `CONSENTD_TEST_JOURNAL_DELAY_MS`, if
+/// set: the journal file then trails what the daemon has answered and sent by that much, so a
+/// test run with it shows whether anything (a test included) reads the file as if it could not.
 #[cfg(feature = "test-hooks")]
 pub fn hit(point: &str) {
     if point == "journal_turn" {
-        let delay = std::env::var("CONSENTD_JOURNAL_DELAY_MS").ok();
-        if let Some(ms) = delay.and_then(|ms| ms.parse::<u64>().ok()) {
-            std::thread::sleep(std::time::Duration::from_millis(ms));
+        // Read once: the point is on every journal turn, benchmarks' included.
+        static DELAY: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();
+        let delay = DELAY.get_or_init(|| {
+            let ms = std::env::var("CONSENTD_TEST_JOURNAL_DELAY_MS").ok()?;
+            ms.parse().ok().map(std::time::Duration::from_millis)
+        });
+        if let Some(delay) = delay {
+            std::thread::sleep(*delay);
         }
         return;
     }
