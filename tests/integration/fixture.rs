@@ -554,6 +554,24 @@ impl Daemon {
             .unwrap_or(false)
     }
 
+    /// Asks `ask` until it is not refused `category_off`, and returns the answer. The owner's On
+    /// holds once it is stored, and the owner's reply may come just before: an ask in between
+    /// may still find the kind off, and one soon after must not.
+    pub fn ask_once_on(&self, ask: &Value) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let answer = self.request(ask);
+            if answer["reason"] != "category_off" {
+                return answer;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the kind never came on: {answer}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Waits for the daemon to exit by itself (a crash point, a fatal error).
     pub fn wait_exit(&mut self) -> ExitStatus {
         let deadline = Instant::now() + PATIENCE;

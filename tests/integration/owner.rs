@@ -337,30 +337,28 @@ fn categories_switch_only_by_the_owners_signed_press() {
         events(&daemon, "press_rejected").last().unwrap()["reason"],
         "not_owner"
     );
-    daemon
-        .bot
-        .push_press(&owner(), ChatSpec::private(OWNER), item.message_id, &off);
-    daemon.wait_for("the switch's reply", |bot| {
-        bot.messages(OWNER)
-            .iter()
-            .any(|m| m.text.as_deref() == Some("“Post to X” is now off."))
-    });
+    switch(&daemon, &item, &off, "“Post to X” is now off.");
     assert_eq!(events(&daemon, "category_off")[0]["kind"], "publish_x");
     let refused = daemon.request(&good_ask("while off"));
     assert_eq!(refused["reason"], "category_off");
     let item = say(&daemon, "/categories", "Post to X (external): off");
     assert_eq!(item.buttons()[0].text, "On");
     let on = item.buttons()[0].callback_data.clone().unwrap();
+    switch(&daemon, &item, &on, "“Post to X” is now on.");
+    let answer = daemon.ask_once_on(&good_ask("on again"));
+    assert_eq!(answer["status"], "pending", "{answer}");
+}
+
+/// The owner presses `data` on a `/categories` line and reads `reply`.
+fn switch(daemon: &Daemon, item: &ChatMessage, data: &str, reply: &str) {
     daemon
         .bot
-        .push_press(&owner(), ChatSpec::private(OWNER), item.message_id, &on);
+        .push_press(&owner(), ChatSpec::private(OWNER), item.message_id, data);
     daemon.wait_for("the switch's reply", |bot| {
         bot.messages(OWNER)
             .iter()
-            .any(|m| m.text.as_deref() == Some("“Post to X” is now on."))
+            .any(|m| m.text.as_deref() == Some(reply))
     });
-    let answer = daemon.request(&good_ask("on again"));
-    assert_eq!(answer["status"], "pending");
 }
 
 #[test]
@@ -558,4 +556,25 @@ fn the_owners_on_for_a_kind_that_cannot_run_is_refused_and_says_what_to_fix() {
     put_tidy_command(daemon.dir.path());
     daemon.tap(&line, 0);
     assert_eq!(daemon.wait_for_event("category_on")["kind"], "tidy");
+}
+
+/// Off holds from the moment the owner can read that it does: their reply leaves when the switch
+/// commits, before its journal line is in the file (each journal turn held back here a second),
+/// and an ask or a mandate request that comes after the reply must already find the kind off.
+#[test]
+fn a_kind_is_off_for_an_ask_as_soon_as_the_owner_is_told_so() {
+    let daemon = Daemon::builder()
+        .env("CONSENTD_TEST_JOURNAL_DELAY_MS", "1000")
+        .start();
+    let item = say(&daemon, "/categories", "Post to X (external): on");
+    let off = item.buttons()[0].callback_data.clone().unwrap();
+    switch(&daemon, &item, &off, "“Post to X” is now off.");
+    let refused = daemon.request(&good_ask("right after the reply"));
+    assert_eq!(refused["reason"], "category_off", "{refused}");
+    let mandate = daemon.request(&json!({"v":1,"op":"mandate","kind":"publish_x",
+        "targets":["@mila_news"],"days":7,"usd_per_day":"0.50","actions_per_day":5,
+        "wait":false}));
+    assert_eq!(mandate["reason"], "category_off", "{mandate}");
+    assert_eq!(events(&daemon, "category_off").len(), 1);
+    assert!(events(&daemon, "mandate_asked").is_empty());
 }

@@ -72,7 +72,8 @@ impl OwnerState {
         *self.switches.write().unwrap_or_else(|p| p.into_inner()) = switches;
     }
 
-    /// One switch flipped by the owner, once the store has kept it.
+    /// One switch flipped by the owner: Off before the store keeps it, On after
+    /// (`consent::owner_text`, `switch_category`).
     pub(crate) fn set_switch(&self, kind: String, on: bool) {
         self.switches
             .write()

@@ -180,6 +180,22 @@ impl Db {
     }
 }
 
+/// The owner's Off for `kind`, as committed. The intake checked the daemon's copy of the switches
+/// before; this is an Off committed since, which neither an ask (a covered one would run) nor a
+/// mandate request (its card would ask for a kind the owner just turned off) may outrun.
+pub(super) fn switched_off_refusal(
+    tx: &Connection,
+    kind: &str,
+) -> Result<Option<Refusal>, StoreError> {
+    if !crate::settings::switched_off_in(tx, kind)? {
+        return Ok(None);
+    }
+    Ok(Some(Refusal::new(
+        Reason::CategoryOff,
+        format!("category {kind} is off; the owner can turn it on with /categories"),
+    )))
+}
+
 /// The refusals an ask and a mandate request meet in the store before anything else: no owner,
 /// the identical request declined recently, the kind silenced. Decline memory and a silence are
 /// the peer's own: another uid's no's, or the same uid's through another socket, never refuse it.
@@ -391,16 +407,8 @@ fn judge_ask(
             )));
         }
     }
-    if crate::settings::switched_off_in(tx, &ask.action.kind)? {
-        // Checked before, against the daemon's copy of the switches; this is the owner's Off
-        // committed since, which the ask must not outrun (a covered ask would run).
-        return Ok(AskVerdict::Refuse(Refusal::new(
-            Reason::CategoryOff,
-            format!(
-                "category {} is off; the owner can turn it on with /categories",
-                ask.action.kind
-            ),
-        )));
+    if let Some(refusal) = switched_off_refusal(tx, &ask.action.kind)? {
+        return Ok(AskVerdict::Refuse(refusal));
     }
     if let Some(refusal) =
         stateful_refusal(tx, (&ask.peer, &ask.digest), &ask.action.kind, policy, now)?

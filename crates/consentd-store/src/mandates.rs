@@ -10,7 +10,7 @@ use chrono_tz::Tz;
 use rusqlite::{params, Connection};
 use rust_decimal::Decimal;
 
-use super::ask::{pending_refusal, stateful_refusal, AskOutcome, AskPolicy};
+use super::ask::{pending_refusal, stateful_refusal, switched_off_refusal, AskOutcome, AskPolicy};
 use super::cached::Cached;
 use super::db::Db;
 use super::drawn::unbutton_in;
@@ -97,6 +97,9 @@ impl Db {
                 };
                 Ok((refused, Some(judged)))
             };
+            if let Some(refusal) = switched_off_refusal(tx, &request.kind)? {
+                return refuse(effects, refusal);
+            }
             if let Some(refusal) =
                 stateful_refusal(tx, (&ask.peer, &ask.digest), &request.kind, policy, now)?
             {

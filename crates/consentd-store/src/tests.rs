@@ -566,22 +566,7 @@ fn a_uids_share_of_the_open_asks_leaves_room_for_another() {
         peer: crate::Peer::main(uid),
         ..new_ask("k", text, None)
     };
-    let request = consentd_core::mandate::MandateRequest {
-        kind: "k".to_owned(),
-        targets: vec!["@someone".to_owned()],
-        days: 7,
-        usd_per_day: None,
-        actions_per_day: 5,
-        reason: None,
-        origin: None,
-    };
-    let mandate = super::NewMandate {
-        peer: crate::Peer::main(1000),
-        digest: request.digest().to_hex(),
-        request,
-        monotonic: None,
-    };
-    created(db.ask_mandate(&mandate, shared, t0()).unwrap());
+    created(db.ask_mandate(&plain_mandate("k"), shared, t0()).unwrap());
     created(db.ask(&of(1000, "a1"), shared, t0()).unwrap());
     let over = db.ask(&of(1000, "a2"), shared, t0()).unwrap();
     let AskOutcome::Refused { refusal, .. } = over else {
@@ -1643,11 +1628,31 @@ fn a_claim_judges_the_window_only_when_told_to() {
     fixture.journal_verifies();
 }
 
+/// uid 1000's request for a week of `kind` to `@someone`, five actions a day, no money.
+fn plain_mandate(kind: &str) -> super::NewMandate {
+    let request = consentd_core::mandate::MandateRequest {
+        kind: kind.to_owned(),
+        targets: vec!["@someone".to_owned()],
+        days: 7,
+        usd_per_day: None,
+        actions_per_day: 5,
+        reason: None,
+        origin: None,
+    };
+    super::NewMandate {
+        peer: crate::Peer::main(1000),
+        digest: request.digest().to_hex(),
+        request,
+        monotonic: None,
+    }
+}
+
 /// The category must still be on when an action is claimed (docs/PROTOCOL.md, "Statuses"). The
 /// daemon checks its copy
 /// of the owner's switches first, but that copy changes only once the owner's Off is committed:
 /// an ask or a yes already past that check is judged again by the switch as stored, in its own
-/// transaction. Each case: the daemon's copy still says on, the store says off.
+/// transaction, as is a mandate request. Each case: the daemon's copy still says on, the store
+/// says off.
 #[test]
 fn an_off_committed_before_an_ask_or_a_claim_wins_over_the_daemons_copy() {
     use super::claims::{Claim, ClaimNotices, ClaimWindow};
@@ -1700,6 +1705,13 @@ fn an_off_committed_before_an_ask_or_a_claim_wins_over_the_daemons_copy() {
     assert!(
         matches!(&outcome, AskOutcome::Refused { refusal, .. } if refusal.reason == Reason::CategoryOff),
         "an ask that would get a card after the off: {outcome:?}"
+    );
+    let outcome = db
+        .ask_mandate(&plain_mandate("publish_x"), policy(), t0())
+        .unwrap();
+    assert!(
+        matches!(&outcome, AskOutcome::Refused { refusal, .. } if refusal.reason == Reason::CategoryOff),
+        "a mandate request, whose card would ask for a kind that is off: {outcome:?}"
     );
     let claim = db
         .claim(

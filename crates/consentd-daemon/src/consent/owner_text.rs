@@ -229,6 +229,12 @@ impl Consent {
     /// The owner's On or Off: the switch is stored and journaled, the shared switches change,
     /// and the owner is told; the pressed `/categories` line is drawn again with its new state
     /// and the button that flips it back.
+    ///
+    /// Off takes effect before the decision is stored: the owner's reply leaves once it commits,
+    /// before its line is in the journal and so before `decide` returns, and an ask that comes
+    /// after the owner reads "now off" must already find the kind off. If the store then fails,
+    /// the kind stays off in this daemon until a restart: the side that refuses. On takes effect
+    /// only once it is durable, after `decide`.
     pub(super) async fn switch_category(
         &self,
         kind: String,
@@ -250,10 +256,14 @@ impl Consent {
                 message_id,
                 body: self.category_line(&kind, on, lang),
             });
+        let changed = self.category_enabled(&kind) != on;
+        if !on {
+            self.owner.set_switch(kind.clone(), false);
+        }
         let decided = Decided::Switch {
             kind: kind.clone(),
             on,
-            changed: self.category_enabled(&kind) != on,
+            changed,
             by,
             replies: redrawn
                 .into_iter()
@@ -263,7 +273,9 @@ impl Consent {
         self.store
             .decide(decision.offset_with(decided), decision.now)
             .await?;
-        self.owner.set_switch(kind, on);
+        if on {
+            self.owner.set_switch(kind, true);
+        }
         Ok(())
     }
 
