@@ -554,11 +554,11 @@ impl Daemon {
             .unwrap_or(false)
     }
 
-    /// Asks `ask` until it is not refused `category_off`, and returns the answer. The owner's On
-    /// holds once it is stored, and the owner's reply may come just before: an ask in between
-    /// may still find the kind off, and one soon after must not.
+    /// Asks `ask` until it is not refused `category_off`, and returns the answer; call it once
+    /// the `category_on` line is in the journal. The owner's On holds once its line is there,
+    /// and the daemon's copy of the switches follows within moments, not seconds.
     pub fn ask_once_on(&self, ask: &Value) -> Value {
-        let deadline = Instant::now() + PATIENCE;
+        let deadline = Instant::now() + Duration::from_secs(5);
         loop {
             let answer = self.request(ask);
             if answer["reason"] != "category_off" {

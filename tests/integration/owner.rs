@@ -345,6 +345,7 @@ fn categories_switch_only_by_the_owners_signed_press() {
     assert_eq!(item.buttons()[0].text, "On");
     let on = item.buttons()[0].callback_data.clone().unwrap();
     switch(&daemon, &item, &on, "“Post to X” is now on.");
+    daemon.wait_for_event("category_on");
     let answer = daemon.ask_once_on(&good_ask("on again"));
     assert_eq!(answer["status"], "pending", "{answer}");
 }
@@ -569,6 +570,15 @@ fn a_kind_is_off_for_an_ask_as_soon_as_the_owner_is_told_so() {
     let item = say(&daemon, "/categories", "Post to X (external): on");
     let off = item.buttons()[0].callback_data.clone().unwrap();
     switch(&daemon, &item, &off, "“Post to X” is now off.");
+    // What `kinds` reads, the daemon's copy of the switches, says off as well.
+    let kinds = daemon.request(&json!({"v":1,"op":"kinds"}));
+    let publish_x = kinds["kinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["kind"] == "publish_x")
+        .unwrap_or_else(|| panic!("{kinds}"));
+    assert_eq!(publish_x["enabled"], false, "{kinds}");
     let refused = daemon.request(&good_ask("right after the reply"));
     assert_eq!(refused["reason"], "category_off", "{refused}");
     let mandate = daemon.request(&json!({"v":1,"op":"mandate","kind":"publish_x",

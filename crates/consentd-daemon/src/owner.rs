@@ -1,6 +1,7 @@
 //! The owner's state: who they are once known, their category switches and the gate's settings
-//! as they last set them — one value the consent loop (which changes it, after the store has
-//! kept the change) and the intake (which reads it) share, and the language they read. Below
+//! as they last set them — one value the consent loop (which changes it) and the intake (which
+//! reads it) share, and the language they read. A category's Off is set here just before the
+//! store keeps it, an On once kept (`consent::owner_text`). Below
 //! both, so the intake never depends on the consent loop.
 
 use std::collections::BTreeMap;

@@ -186,6 +186,10 @@ impl Db {
         query: &RuleQuery,
         now: DateTime<Utc>,
     ) -> Result<Option<String>, StoreError> {
+        // The caller checked the daemon's copy of the switches; an Off stored since wins.
+        if crate::settings::switched_off_in(&self.conn, &query.kind)? {
+            return Ok(None);
+        }
         let sha = Sha256Hash::of(query.text.as_bytes()).to_hex();
         let call = &query.call;
         let found: Option<String> = self

@@ -77,12 +77,19 @@ fn journal_lines(fixture: &Fixture) -> Vec<serde_json::Value> {
         .collect()
 }
 
-#[test]
-fn always_approves_and_saves_one_rule_without_its_text_in_the_journal() {
+/// A store with one gate card for `text` shown and answered Always: the fixture, the store and
+/// the card's record id.
+fn saved_rule(text: &str) -> (Fixture, Db, String) {
     let fixture = Fixture::new();
     let mut db = fixture.open();
-    let id = shown_gate(&mut db, "cargo test");
+    let id = shown_gate(&mut db, text);
     always(&mut db, &id, t0()).unwrap();
+    (fixture, db, id)
+}
+
+#[test]
+fn always_approves_and_saves_one_rule_without_its_text_in_the_journal() {
+    let (fixture, db, id) = saved_rule("cargo test");
     assert_eq!(
         db.record(&id).unwrap().unwrap().state,
         RecordState::Approved
@@ -267,4 +274,25 @@ fn a_removed_rule_answers_nothing_and_is_removed_once() {
     let new = db.live_rules().unwrap().remove(0);
     assert_ne!(new.id, rule.id);
     fixture.journal_verifies();
+}
+
+/// A saved rule answers nothing for a kind the owner has switched off, even when the daemon's copy
+/// of the switches still said on as the query came in: no `rule_used` line, no use counted.
+#[test]
+fn a_rule_answers_nothing_once_its_kind_is_switched_off() {
+    let (fixture, mut db, _) = saved_rule("cargo test");
+    let exact = query("shell", blog(), "cargo test");
+    let off = decided(Decided::Switch {
+        kind: "shell".to_owned(),
+        on: false,
+        changed: true,
+        by: 42,
+        replies: Vec::new(),
+    });
+    db.decide(&off, t0()).unwrap();
+    assert_eq!(db.use_rule(UID, &exact, t0()).unwrap(), None);
+    assert!(journal_lines(&fixture)
+        .iter()
+        .all(|l| l["ev"] != "rule_used"));
+    assert_eq!(db.live_rules().unwrap()[0].uses, 0);
 }

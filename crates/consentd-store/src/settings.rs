@@ -369,10 +369,11 @@ impl Db {
 }
 
 /// Whether the owner's switch for `kind`, as stored, says off. The daemon keeps the switches in
-/// memory too, and checks them there before an ask reaches the store; but that copy changes
-/// only after the owner's Off is committed, so an ask or a claim already past that check is
-/// judged again here, inside its own transaction, where the Off is either committed before it
-/// or ordered after it (the category must still be on at the claim: docs/PROTOCOL.md, "Statuses").
+/// memory too, and checks them there before an ask reaches the store; its copy turns off just
+/// before the owner's Off is stored, but an ask, a mandate request, a rule's use or a claim may
+/// have passed that check before, so each is judged again here, inside its own transaction,
+/// where the Off is either committed before it or ordered after it (the category must still be
+/// on at the claim: docs/PROTOCOL.md, "Statuses").
 pub(super) fn switched_off_in(tx: &Connection, kind: &str) -> Result<bool, StoreError> {
     let enabled: Option<bool> = tx
         .query_row_cached(

@@ -1648,11 +1648,9 @@ fn plain_mandate(kind: &str) -> super::NewMandate {
 }
 
 /// The category must still be on when an action is claimed (docs/PROTOCOL.md, "Statuses"). The
-/// daemon checks its copy
-/// of the owner's switches first, but that copy changes only once the owner's Off is committed:
-/// an ask or a yes already past that check is judged again by the switch as stored, in its own
-/// transaction, as is a mandate request. Each case: the daemon's copy still says on, the store
-/// says off.
+/// daemon checks its copy of the owner's switches first, but an ask, a mandate request or a yes
+/// may be past that check when the Off is stored: each is judged again by the switch as stored,
+/// in its own transaction. Each case: the daemon's copy still says on, the store says off.
 #[test]
 fn an_off_committed_before_an_ask_or_a_claim_wins_over_the_daemons_copy() {
     use super::claims::{Claim, ClaimNotices, ClaimWindow};

@@ -233,8 +233,8 @@ impl Consent {
     /// Off takes effect before the decision is stored: the owner's reply leaves once it commits,
     /// before its line is in the journal and so before `decide` returns, and an ask that comes
     /// after the owner reads "now off" must already find the kind off. If the store then fails,
-    /// the kind stays off in this daemon until a restart: the side that refuses. On takes effect
-    /// only once it is durable, after `decide`.
+    /// the copy is read back from the store, which kept the Off or not. On takes effect once its
+    /// line is in the journal, after `decide`.
     pub(super) async fn switch_category(
         &self,
         kind: String,
@@ -270,9 +270,21 @@ impl Consent {
                 .chain([Outgoing::message(by, text_body(reply), Sound::Silent)])
                 .collect(),
         };
-        self.store
+        let stored = self
+            .store
             .decide(decision.offset_with(decided), decision.now)
-            .await?;
+            .await;
+        if let Err(error) = stored {
+            if !on {
+                // The copy follows what the store kept again: the press, fetched again, is
+                // then judged on that, and not found already done. Where the store cannot be
+                // read either, the kind stays off here: the side that refuses.
+                if let Ok(switches) = self.store.category_switches().await {
+                    self.owner.set_switches(switches);
+                }
+            }
+            return Err(error);
+        }
         if on {
             self.owner.set_switch(kind, true);
         }
